@@ -1,0 +1,6 @@
+"""Benchmarks (arenas): tasks, environment and reward, behind one protocol and a lazy registry."""
+
+from collapse_probe.benchmarks._base import Arena, Episode, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._registry import BENCHMARKS, make_arena
+
+__all__ = ["BENCHMARKS", "Arena", "Episode", "Score", "Side", "Task", "TurnPrompt", "make_arena"]

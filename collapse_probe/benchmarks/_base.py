@@ -1,0 +1,97 @@
+"""The arena protocol: what a benchmark gives the rollout engine.
+
+An arena owns tasks, the environment and the reward. The engine owns models, batching, seeds and
+the run directory. Per conversation the engine asks the arena whose turn it is
+(:meth:`Arena.next_side`), asks for that side's view of the conversation (:meth:`Arena.prompt_for`),
+samples it from that side's model, and hands the text back (:meth:`Arena.apply`). State lives in the
+:class:`Episode`, passed explicitly, so every conversation can be replayed from its record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from collapse_probe.models import Completion, Message
+
+Side = Literal["policy", "simulator"]
+
+
+@dataclass
+class Task:
+    """One task of a benchmark (a donor persona, a customer-service scenario)."""
+
+    task_id: str
+    data: dict[str, Any]
+    split: str | None = None
+
+
+@dataclass
+class TurnPrompt:
+    """One side's view of the conversation at its turn.
+
+    ``messages`` is the chat view (the speaking side is ``assistant``); ``prompt`` the same
+    conversation as a plain transcript ending in the speaker's tag, used by local models that stay
+    in role better with it. ``stop`` ends the turn; ``tools`` enables native tool calling.
+    """
+
+    messages: list[Message]
+    prompt: str | None = None
+    stop: tuple[str, ...] = ()
+    max_tokens: int = 96
+    tools: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Episode:
+    """A conversation in progress. ``messages`` is the public record; ``state`` is arena-private."""
+
+    task: Task
+    seed: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """Records ``{"role": "policy"|"simulator"|"tool", "content": str, ...}`` in order."""
+    state: dict[str, Any] = field(default_factory=dict)
+    done: bool = False
+    status: str = "running"
+    """Why the episode ended: ``"done"``, ``"max_turns"``, ``"stop:<signal>"``, ``"infra_error"``..."""
+
+    def turns(self, role: str) -> int:
+        return sum(1 for m in self.messages if m["role"] == role)
+
+
+@dataclass
+class Score:
+    """The outcome of one episode. ``reward`` is ``None`` when it could not be judged."""
+
+    reward: float | None
+    success: bool | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Arena(Protocol):
+    """What a benchmark implements (see :mod:`collapse_probe.benchmarks.p4g` for an example)."""
+
+    name: str
+
+    def load_tasks(self, n: int | None = None, split: str | None = None, seed: int = 0) -> list[Task]:
+        """Return up to ``n`` tasks (all when ``None``) of ``split``, in a seeded order."""
+        ...
+
+    def new_episode(self, task: Task, seed: int) -> Episode: ...
+
+    def next_side(self, episode: Episode) -> Side | None:
+        """Whose turn it is, or ``None`` when the episode is over (set ``done``/``status`` then)."""
+        ...
+
+    def prompt_for(self, episode: Episode, side: Side) -> TurnPrompt: ...
+
+    def apply(self, episode: Episode, side: Side, completion: Completion, text: str) -> None:
+        """Record ``side``'s turn. ``text`` is the turn's text after the simulator mode's
+        post-processing (for Verbalized Sampling: the sampled candidate); ``completion`` the raw output."""
+        ...
+
+    async def score(self, episodes: Sequence[Episode]) -> list[Score]:
+        """Score finished episodes (async and batched, so a judge model can be called once)."""
+        ...

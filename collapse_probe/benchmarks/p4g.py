@@ -1,0 +1,385 @@
+"""Persuasion for Good (Wang et al., 2019): a persuader asks a donor to give to Save the Children.
+
+The persuader is the policy; the persuadee (donor) is the simulator, conditioned on a donor
+persona with the P4G survey fields (Big-Five, moral foundations, Schwartz values, decision style,
+demographics). The donor can give any part of their $2 task payment and states it as
+``[DONATE $N]``. Reward = min(donation / 2, 1) from the donor's *last* ``[DONATE $N]``; when the
+conversation ends without one, a closing elicitation turn asks the donor for the amount. A donor
+who still names no amount has given nothing (reward 0, ``donation_stated: false`` in the info).
+
+One *turn* (``max_turns``) is one persuader message followed by one persuadee reply.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import Completion
+
+MAX_DONATION = 2.0
+PERSUADER, PERSUADEE = "Persuader", "Persuadee"
+ELICITATION = (
+    "Before we finish: how much of your $2 task payment would you like to donate to Save the Children? "
+    "Please answer with [DONATE $N], for example [DONATE $0.50] or [DONATE $0]."
+)
+
+BIG_FIVE = ("extrovert", "agreeable", "conscientious", "neurotic", "open")
+MORAL = ("care", "fairness", "loyalty", "authority", "purity")
+SCHWARTZ = (
+    "freedom",
+    "conform",
+    "tradition",
+    "benevolence",
+    "universalism",
+    "self_direction",
+    "stimulation",
+    "hedonism",
+    "achievement",
+    "power",
+    "security",
+)
+DECISION = ("rational", "intuitive")
+DEMOGRAPHICS = ("age", "sex", "race", "edu", "marital", "employment", "income", "religion", "ideology")
+SCORE_FIELDS = BIG_FIVE + MORAL + SCHWARTZ + DECISION
+PERSONA_FIELDS = SCORE_FIELDS + DEMOGRAPHICS
+
+_DONATE_RE = re.compile(r"\[\s*donate\s*:?\s*\$?\s*(\d+(?:\.\d*)?|\.\d+)\s*\]", re.IGNORECASE)
+
+
+def parse_donation(text: str) -> float | None:
+    """Amount of the *last* ``[DONATE $N]`` in ``text`` (``$1``, ``$1.50``, ``1.5``), else ``None``.
+
+    >>> parse_donation("Sure. [DONATE $1] Actually, make it [donate 1.5]")
+    1.5
+    >>> parse_donation("No thanks.") is None
+    True
+    """
+    matches = _DONATE_RE.findall(text or "")
+    if not matches:
+        return None
+    value = float(matches[-1])
+    return value if math.isfinite(value) else None
+
+
+def donation_reward(donation: float | None) -> float:
+    """min(donation / 2, 1); no stated donation counts as $0."""
+    if donation is None:
+        return 0.0
+    return min(max(donation, 0.0) / MAX_DONATION, 1.0)
+
+
+# ----------------------------------------------------------------------------------------------- personas
+
+
+def default_datasets_dir() -> Path:
+    """The project's ``datasets/`` (``$COLLAPSE_PROBE_DATASETS`` overrides)."""
+    env = os.environ.get("COLLAPSE_PROBE_DATASETS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "datasets"
+
+
+def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Load a persona file (JSONL, one object per line with ``persona_id`` and the survey fields).
+
+    Raises:
+        ConfigError: the file is missing, a line is not JSON, or a field is missing or malformed.
+    """
+    p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
+    if not p.is_file():
+        raise ConfigError(f"persona file {str(p)!r} does not exist")
+    personas = []
+    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f"{p}: line {i}: expected a JSON object")
+        if "persona_id" not in obj:
+            raise ConfigError(f"{p}: line {i}: missing field 'persona_id'")
+        for f in PERSONA_FIELDS:
+            if f not in obj:
+                raise ConfigError(f"{p}: line {i} (persona {obj['persona_id']!r}): missing field {f!r}")
+        for f in SCORE_FIELDS:
+            v = obj[f]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError(
+                    f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be a number, got {v!r}"
+                )
+        personas.append(obj)
+    if not personas:
+        raise ConfigError(f"{p}: no personas in the file")
+    return personas
+
+
+@dataclass
+class HumanDialogue:
+    """One P4G dialogue from the official CSVs."""
+
+    dialogue_id: str
+    turns: list[tuple[str, str]]
+    """``(speaker, text)`` with speaker ``"policy"`` (persuader) or ``"simulator"`` (persuadee)."""
+    persuadee: dict[str, Any] = field(default_factory=dict)
+    donation: float | None = None
+    """The persuadee's actual donation, capped at $2 (the task paid $2; larger values are data-entry outliers)."""
+
+
+def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list[HumanDialogue]]:
+    """Read the official ``full_info.csv`` and ``full_dialog.csv``: persuadee personas and dialogues.
+
+    Consecutive sentences of one speaker in ``full_dialog.csv`` are joined into one turn.
+
+    Raises:
+        ConfigError: a file or a required column is missing.
+    """
+    d = Path(directory)
+    info_p, dialog_p = d / "full_info.csv", d / "full_dialog.csv"
+    for p in (info_p, dialog_p):
+        if not p.is_file():
+            raise ConfigError(
+                f"official P4G file {str(p)!r} does not exist (expected full_info.csv and full_dialog.csv in {d})"
+            )
+    personas: dict[str, dict[str, Any]] = {}
+    with open(info_p, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        need = {"B2", "B3", "B4", "B6"} | {f"{k}.x" for k in PERSONA_FIELDS}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            raise ConfigError(f"{info_p}: missing columns {sorted(missing)}")
+        for row in reader:
+            if row["B4"].strip() != "1":
+                continue
+            persona: dict[str, Any] = {"persona_id": f"{row['B2']}:{row['B3']}", "dialogue_id": row["B2"]}
+            for k in PERSONA_FIELDS:
+                raw = row[f"{k}.x"].strip()
+                if k in SCORE_FIELDS or k in ("age", "income"):
+                    persona[k] = float(raw) if raw not in ("", "NA") else None
+                else:
+                    persona[k] = raw or None
+            try:
+                persona["donation"] = min(float(row["B6"]), MAX_DONATION)
+            except ValueError:
+                persona["donation"] = None
+            personas[row["B2"]] = persona
+    by_dialog: dict[str, list[tuple[str, str]]] = {}
+    with open(dialog_p, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = {"Unit", "Turn", "B4", "B2"} - set(reader.fieldnames or [])
+        if missing:
+            raise ConfigError(f"{dialog_p}: missing columns {sorted(missing)}")
+        for row in reader:
+            speaker = "policy" if row["B4"].strip() == "0" else "simulator"
+            turns = by_dialog.setdefault(row["B2"], [])
+            text = row["Unit"].strip()
+            if turns and turns[-1][0] == speaker:
+                turns[-1] = (speaker, f"{turns[-1][1]} {text}")
+            else:
+                turns.append((speaker, text))
+    dialogues = [
+        HumanDialogue(did, turns, personas.get(did, {}), personas.get(did, {}).get("donation"))
+        for did, turns in by_dialog.items()
+    ]
+    return [p for p in personas.values() if all(p.get(k) is not None for k in SCORE_FIELDS)], dialogues
+
+
+def _level(v: float, hi: float) -> str:
+    frac = (v - 1) / (hi - 1)
+    return (
+        "very low"
+        if frac < 0.2
+        else "low"
+        if frac < 0.4
+        else "moderate"
+        if frac < 0.6
+        else "high"
+        if frac < 0.8
+        else "very high"
+    )
+
+
+def describe_persona(p: dict[str, Any]) -> str:
+    """A short second-person description of a donor persona for the simulator's role prompt."""
+    age = p.get("age")
+    demo = ", ".join(
+        str(x)
+        for x in (
+            f"{int(age)} years old" if age else None,
+            (p.get("sex") or "").lower() or None,
+            p.get("marital", "").lower() or None,
+            (p.get("employment") or "").lower() or None,
+            (p.get("edu") or "").lower() or None,
+            p.get("religion"),
+            (p.get("ideology") or "").lower() or None,
+        )
+        if x
+    )
+    traits = ", ".join(
+        f"{_level(p[k], 5)} {k}" for k in ("extrovert", "agreeable", "conscientious", "neurotic", "open")
+    )
+    values = sorted(SCHWARTZ, key=lambda k: -p[k])[:3]
+    moral = max(MORAL, key=lambda k: p[k])
+    style = "rational" if p["rational"] >= p["intuitive"] else "intuitive"
+    return (
+        f"You are {demo}. Personality: {traits}. You value {', '.join(v.replace('_', '-') for v in values)} most, "
+        f"your strongest moral concern is {moral}, and you decide in a {style} way."
+    )
+
+
+# ----------------------------------------------------------------------------------------------- arena
+
+
+@dataclass
+class P4GArena:
+    """The P4G arena. Tasks are donor personas.
+
+    Args:
+        personas: persona dicts (default: the shipped ``datasets/p4g/personas.jsonl``).
+        max_turns: persuader+persuadee rounds before the elicitation turn.
+        elicit: ask for the amount when no ``[DONATE $N]`` was stated.
+        max_tokens: per-turn token budget of both sides.
+    """
+
+    personas: list[dict[str, Any]] | None = None
+    max_turns: int = 3
+    elicit: bool = True
+    max_tokens: int = 64
+    name: str = "p4g"
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ConfigError(f"--max-turns must be >= 1, got {self.max_turns}")
+        if self.personas is None:
+            self.personas = load_personas()
+
+    # --- tasks
+    def load_tasks(self, n: int | None = None, split: str | None = None, seed: int = 0) -> list[Task]:
+        assert self.personas is not None
+        order = list(range(len(self.personas)))
+        random.Random(seed).shuffle(order)
+        if n is not None:
+            if n < 1:
+                raise ConfigError(f"--tasks must be >= 1, got {n}")
+            if n > len(order):
+                raise ConfigError(f"--tasks {n} exceeds the {len(order)} personas available")
+            order = order[:n]
+        return [Task(str(self.personas[i]["persona_id"]), {"persona": self.personas[i]}, split) for i in order]
+
+    def new_episode(self, task: Task, seed: int) -> Episode:
+        return Episode(task=task, seed=seed, state={"rounds": 0, "elicited": False})
+
+    def episode_from_dialogue(self, dialogue: HumanDialogue, n_turns: int, task: Task | None = None) -> Episode:
+        """An episode holding the first ``n_turns`` human turns (a probe state for audits)."""
+        task = task or Task(dialogue.dialogue_id, {"persona": dialogue.persuadee}, "human")
+        ep = self.new_episode(task, 0)
+        for speaker, text in dialogue.turns[:n_turns]:
+            ep.messages.append({"role": speaker, "content": text})
+        ep.state["rounds"] = ep.turns("simulator")
+        return ep
+
+    # --- turn taking
+    def next_side(self, episode: Episode) -> Side | None:
+        if episode.done:
+            return None
+        last = episode.messages[-1]["role"] if episode.messages else None
+        if last in (None, "simulator"):
+            if episode.state["rounds"] < self.max_turns:
+                return "policy"
+            if self.elicit and not episode.state["elicited"] and self.stated_donation(episode) is None:
+                episode.state["elicited"] = True
+                episode.messages.append({"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}})
+                return "simulator"
+            episode.done = True
+            episode.status = "done" if self.stated_donation(episode) is not None else "no_donation_stated"
+            return None
+        return "simulator"
+
+    def apply(self, episode: Episode, side: Side, completion: Completion, text: str) -> None:
+        episode.messages.append({"role": side, "content": _clean_turn(text)})
+        if side == "simulator":
+            episode.state["rounds"] += 1
+
+    # --- prompts
+    def persuader_system(self) -> str:
+        return (
+            "You are the Persuader. You work for the charity Save the Children and are chatting online with "
+            "another crowd worker (the Persuadee). Your goal is to persuade them to donate part of their $2 task "
+            "payment to Save the Children, which helps children in developing countries with health, education "
+            "and safety. Be friendly and brief: one or two sentences per message."
+        )
+
+    def persuadee_system(self, persona: dict[str, Any]) -> str:
+        return (
+            f"You are the Persuadee, a crowd worker chatting online. {describe_persona(persona)} "
+            "You were paid $2 for this task and may donate any part of it ($0 to $2) to Save the Children, or "
+            "nothing. Answer in one or two sentences, as yourself. When you decide how much to donate, say it as "
+            "[DONATE $N]."
+        )
+
+    def prompt_for(self, episode: Episode, side: Side) -> TurnPrompt:
+        persona = episode.task.data["persona"]
+        system = self.persuader_system() if side == "policy" else self.persuadee_system(persona)
+        messages = [{"role": "system", "content": system}]
+        if side == "policy" and not episode.messages:
+            messages.append({"role": "user", "content": "(The Persuadee has joined the chat. Start the conversation.)"})
+        for m in episode.messages:
+            messages.append({"role": "assistant" if m["role"] == side else "user", "content": m["content"]})
+        speaker = PERSUADER if side == "policy" else PERSUADEE
+        lines = [system, ""]
+        for m in episode.messages:
+            lines.append(f"{PERSUADER if m['role'] == 'policy' else PERSUADEE}: {m['content']}")
+        lines.append(f"{speaker}:")
+        return TurnPrompt(
+            messages=messages,
+            prompt="\n".join(lines),
+            stop=("\n", f"{PERSUADER}:", f"{PERSUADEE}:"),
+            max_tokens=self.max_tokens,
+        )
+
+    # --- reward
+    def stated_donation(self, episode: Episode) -> float | None:
+        """The donor's last stated donation in the conversation, or ``None``."""
+        for m in reversed(episode.messages):
+            if m["role"] == "simulator":
+                d = parse_donation(m["content"])
+                if d is not None:
+                    return d
+        return None
+
+    async def score(self, episodes: Sequence[Episode]) -> list[Score]:
+        out = []
+        for ep in episodes:
+            donation = self.stated_donation(ep)
+            capped = None if donation is None else min(donation, MAX_DONATION)
+            out.append(
+                Score(
+                    reward=donation_reward(donation),
+                    success=donation is not None and donation > 0,
+                    info={
+                        "donation": capped,
+                        "donation_stated": donation is not None,
+                        "elicited": bool(ep.state.get("elicited")),
+                    },
+                )
+            )
+        return out
+
+
+def _clean_turn(text: str) -> str:
+    """One turn's text: strip whitespace and a leading speaker tag the model may repeat."""
+    t = (text or "").strip()
+    for tag in (f"{PERSUADER}:", f"{PERSUADEE}:"):
+        if t.startswith(tag):
+            t = t[len(tag) :].strip()
+    return t

@@ -1,0 +1,72 @@
+"""``collapse-probe play``: watch a policy and a simulator talk, and score them."""
+
+from __future__ import annotations
+
+import argparse
+
+from collapse_probe.cli._common import (
+    add_benchmark,
+    add_cache,
+    add_out,
+    add_sampling,
+    add_seed,
+    arena_from_args,
+    env,
+    participants_from_specs,
+    positive,
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "play",
+        help="run policy-vs-simulator conversations and report the mean reward",
+        description="Run conversations of a policy against a simulator on a benchmark. "
+        "Defaults run offline on the embedded model.",
+    )
+    p.add_argument("--policy", default=env("policy", "smollm2"), help="policy model spec (default smollm2)")
+    p.add_argument("--sim", default=env("sim", "smollm2"), help="simulator spec; vs:SPEC for Verbalized Sampling")
+    p.add_argument("--tasks", type=int, default=env("tasks", 4), help="number of tasks (default 4)")
+    p.add_argument("--rollouts", type=int, default=env("rollouts", 2), help="conversations per task (default 2)")
+    p.add_argument("--show", type=int, default=1, help="print this many conversations in full (default 1)")
+    add_benchmark(p)
+    add_sampling(p)
+    add_seed(p)
+    add_cache(p)
+    add_out(p, default="runs/play")
+
+
+def run(args: argparse.Namespace) -> int:
+    from collapse_probe.play import PlayConfig, run_play
+
+    positive("tasks", args.tasks)
+    positive("rollouts", args.rollouts)
+    config = PlayConfig(
+        policy=args.policy,
+        sim=args.sim,
+        benchmark=args.benchmark,
+        tasks=args.tasks,
+        rollouts=args.rollouts,
+        max_turns=args.max_turns,
+        seed=args.seed,
+        temperature=args.temperature,
+    )
+    arena = arena_from_args(args)
+    participants = participants_from_specs([args.policy, args.sim], args)
+    records, summary = run_play(config, arena, participants, args.out, progress=not args.no_progress)
+    for rec in records[: max(args.show, 0)]:
+        print(f"\n--- task {rec['task_id']} rollout {rec['rollout']} ({rec['status']}, reward {rec['reward']})")
+        for m in rec["messages"]:
+            who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(m["role"], m["role"].upper())
+            print(f"{who:>9}: {m['content']}")
+    print()
+    if summary["mean_reward"] is None:
+        print(f"no scored conversations ({summary['infra_failures']} infrastructure failures)")
+        return 1
+    lo, hi = summary["ci95"]
+    print(
+        f"{args.policy} vs {args.sim} on {args.benchmark}: mean reward {summary['mean_reward']:.3f} "
+        f"(95% CI {lo:.3f}-{hi:.3f}, n={summary['n']}, infra failures {summary['infra_failures']})"
+    )
+    print(f"conversations: {args.out}/conversations.jsonl")
+    return 0

@@ -1,0 +1,118 @@
+"""SQLite response cache.
+
+Key = model spec + request fingerprint (messages, prompt, sampling params, tools) + *sample index*.
+The sample index is part of the key so that N cached samples of one prompt are N independent
+draws: caching per prompt would hand back N copies of one answer and fake a collapse error of 0.
+Errors are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
+
+
+def default_cache_path() -> Path:
+    """``$COLLAPSE_PROBE_CACHE`` or ``~/.cache/collapse-probe/responses.sqlite``."""
+    env = os.environ.get("COLLAPSE_PROBE_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collapse-probe" / "responses.sqlite"
+
+
+class ResponseCache:
+    """A key -> completion store, safe to share between threads of one process."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self._conn.commit()
+
+    @staticmethod
+    def key(spec: str, request: GenerationRequest, sample_index: int) -> str:
+        blob = f"{spec}\x00{request.fingerprint()}\x00{sample_index}"
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
+        out: dict[str, Completion] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                chunk = list(keys[i : i + 500])
+                q = "SELECT key, value FROM responses WHERE key IN ({})".format(",".join("?" * len(chunk)))
+                for k, v in self._conn.execute(q, chunk):
+                    out[k] = Completion.from_dict(json.loads(v))
+        return out
+
+    def put_many(self, items: Sequence[tuple[str, Completion]]) -> None:
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                [(k, json.dumps(c.to_dict())) for k, c in items],
+            )
+            self._conn.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class CachedModel:
+    """Wraps a backend; serves cached samples and asks the backend only for missing ones."""
+
+    def __init__(self, inner: ChatModel, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.spec = inner.spec
+        self.hits = 0
+        self.misses = 0
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - delegate backend extras (score_choices, ...)
+        return getattr(self.inner, name)
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        keys = [[self.cache.key(self.spec, r, r.first_sample + i) for i in range(r.n)] for r in requests]
+        found = self.cache.get_many([k for ks in keys for k in ks])
+        # For each request, ask for the contiguous range that covers its missing samples.
+        todo: list[tuple[int, int, GenerationRequest]] = []
+        for ri, (r, ks) in enumerate(zip(requests, keys, strict=True)):
+            missing = [i for i, k in enumerate(ks) if k not in found]
+            self.hits += r.n - len(missing)
+            if missing:
+                lo, hi = missing[0], missing[-1]
+                todo.append((ri, lo, r.with_samples(r.first_sample + lo, hi - lo + 1)))
+                self.misses += hi - lo + 1
+        errors: dict[int, str] = {}
+        if todo:
+            results = await self.inner.generate([t[2] for t in todo])
+            new: list[tuple[str, Completion]] = []
+            for (ri, lo, _sub), res in zip(todo, results, strict=True):
+                if not res.ok:
+                    errors[ri] = res.error or "unknown error"
+                    continue
+                for j, comp in enumerate(res.completions):
+                    k = keys[ri][lo + j]
+                    found[k] = comp
+                    new.append((k, comp))
+            if new:
+                self.cache.put_many(new)
+        out: list[GenerationResult] = []
+        for ri, ks in enumerate(keys):
+            if ri in errors:
+                out.append(GenerationResult([], error=errors[ri]))
+            else:
+                out.append(GenerationResult([found[k] for k in ks]))
+        return out

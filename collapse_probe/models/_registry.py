@@ -1,0 +1,97 @@
+"""Lazy registry from spec strings to backends.
+
+A spec is ``prefix/name`` (``local/smollm2-135m``, ``openai/gpt-5-mini``, ``hf/./my-model``),
+``scripted:FILE.json``, or a bare alias (``smollm2``). Each prefix maps to ``"module:attr"`` and
+the module is imported only when a spec with that prefix is used, so the core install never pulls
+torch or a provider SDK.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.models._types import ChatModel
+
+BACKENDS: dict[str, str] = {
+    "local": "collapse_probe.models.local:make_local_model",
+    "hf": "collapse_probe.models.local:make_hf_model",
+    "vllm": "collapse_probe.models.vllm:make_vllm_model",
+    "openai": "collapse_probe.models.openai:make_openai_model",
+    "openai-compatible": "collapse_probe.models.openai:make_openai_compatible_model",
+    "anthropic": "collapse_probe.models.anthropic:make_anthropic_model",
+    "google": "collapse_probe.models.google:make_google_model",
+    "litellm": "collapse_probe.models.litellm:make_litellm_model",
+    "scripted": "collapse_probe.models.scripted:make_scripted_model",
+}
+"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name)``."""
+
+
+@dataclass(frozen=True)
+class Alias:
+    target: str
+    description: str
+
+
+ALIASES: dict[str, Alias] = {
+    "smollm2": Alias("local/smollm2-135m", "SmolLM2-135M-Instruct, embedded, CPU, offline (default)"),
+    "gemma3-270m": Alias("local/gemma-3-270m", "Gemma 3 270M base, embedded, CPU, offline (transcript prompts)"),
+    "gemini-3-flash": Alias("google/gemini-3-flash-preview", "Google Gemini 3 Flash (GEMINI_API_KEY)"),
+    "gpt-5-mini": Alias("openai/gpt-5-mini", "OpenAI GPT-5 mini (OPENAI_API_KEY)"),
+    "claude-haiku-4.5": Alias("anthropic/claude-haiku-4-5", "Anthropic Claude Haiku 4.5 (ANTHROPIC_API_KEY)"),
+}
+
+DEFAULT_MODEL = "smollm2"
+
+_INSTANCES: dict[str, ChatModel] = {}
+
+
+def resolve_spec(spec: str) -> str:
+    """Expand an alias and validate the prefix; return the canonical spec."""
+    spec = spec.strip()
+    if not spec:
+        raise ConfigError("empty model spec; try one of: " + ", ".join(sorted(ALIASES)))
+    if spec in ALIASES:
+        return ALIASES[spec].target
+    prefix = _prefix(spec)
+    if prefix not in BACKENDS:
+        candidates = sorted(ALIASES) + [f"{p}/..." for p in BACKENDS if p != "scripted"] + ["scripted:FILE.json"]
+        close = difflib.get_close_matches(spec, list(ALIASES) + [f"{p}/" for p in BACKENDS], n=3, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ConfigError(f"unknown model spec {spec!r}.{hint} Known: {', '.join(candidates)}")
+    return spec
+
+
+def _prefix(spec: str) -> str:
+    if spec.startswith("scripted:"):
+        return "scripted"
+    return spec.split("/", 1)[0] if "/" in spec else spec
+
+
+def get_model(spec: str, **options: Any) -> ChatModel:
+    """Return the backend for ``spec``, constructing it once per process.
+
+    Args:
+        spec: a spec string or alias (see :data:`ALIASES`, ``collapse-probe models``).
+        **options: backend options (only used on first construction).
+    """
+    canonical = resolve_spec(spec)
+    if canonical in _INSTANCES:
+        return _INSTANCES[canonical]
+    prefix = _prefix(canonical)
+    name = canonical[len("scripted:") :] if prefix == "scripted" else canonical.split("/", 1)[1]
+    if not name:
+        raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
+    module_name, attr = BACKENDS[prefix].split(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    model: ChatModel = factory(canonical, name, **options)
+    _INSTANCES[canonical] = model
+    return model
+
+
+def list_models() -> list[tuple[str, str, str]]:
+    """``(alias, spec, description)`` rows for ``collapse-probe models``."""
+    return [(a, al.target, al.description) for a, al in ALIASES.items()]

@@ -1,0 +1,159 @@
+"""The batched model interface every backend implements.
+
+One call takes a *batch* of :class:`GenerationRequest` (a chat history, ``n`` and sampling
+parameters including a seed) and returns one :class:`GenerationResult` per request holding ``n``
+:class:`Completion`. Batching is the backend's business: the local torch backend runs one forward
+pass for the whole batch, vLLM hands the batch to its scheduler, HTTP backends fan it out under a
+concurrency bound.
+
+Sample ``i`` of a request is addressed by its *sample index* ``first_sample + i``. A backend derives
+the randomness of each sample from ``(seed, sample index)`` where it can, so that asking for samples
+0..9 and later 10..19 gives the same draws as asking for 0..19 at once, and the cache can store each
+sample under its own key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from collapse_probe.errors import ConfigError
+
+Message = dict[str, Any]
+"""A chat message in the OpenAI layout: ``{"role": "system"|"user"|"assistant"|"tool", "content": str}``."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling parameters of one request."""
+
+    temperature: float = 1.0
+    """Softmax temperature; 0 means greedy decoding."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    max_tokens: int = 96
+    """Maximum number of new tokens per completion."""
+    stop: tuple[str, ...] = ()
+    """Strings that end a completion (not included in the returned text)."""
+    seed: int | None = None
+    """Base seed; sample ``i`` uses ``derive_seed(seed, i)``. ``None`` draws fresh randomness."""
+    logprobs: bool = False
+    """Return the log-probability of each generated token where the backend has them."""
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt, asking for ``n`` completions.
+
+    ``messages`` is always set. ``prompt`` optionally gives the same conversation as a plain
+    transcript for completion-style decoding; small local models stay in role far better with it,
+    so backends that can decode raw text (local, hf, vllm, OpenAI-compatible) use it when their
+    ``prompt_style`` is ``"transcript"``. Chat-only APIs ignore it.
+    """
+
+    messages: tuple[Message, ...]
+    n: int = 1
+    params: SamplingParams = field(default_factory=SamplingParams)
+    prompt: str | None = None
+    first_sample: int = 0
+    """Index of the first sample; sample ``i`` of this request has index ``first_sample + i``."""
+    tools: tuple[dict[str, Any], ...] | None = None
+    """OpenAI-style function schemas for native tool calling, where the backend supports it."""
+    choices: tuple[str, ...] | None = None
+    """A closed answer set: backends with log-probabilities score each choice exactly
+    (:meth:`ChatModel.score_choices`); generation ignores it."""
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ConfigError(f"n must be >= 1, got {self.n}")
+        if not self.messages and self.prompt is None:
+            raise ConfigError("a request needs messages or a prompt")
+        object.__setattr__(self, "messages", tuple(self.messages))
+
+    def with_samples(self, first_sample: int, n: int) -> GenerationRequest:
+        return replace(self, first_sample=first_sample, n=n)
+
+    def sample_seed(self, i: int) -> int | None:
+        """Seed of sample ``i`` (0-based within this request)."""
+        if self.params.seed is None:
+            return None
+        return derive_seed(self.params.seed, self.first_sample + i)
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything that defines the distribution (not the sample range)."""
+        payload = {
+            "messages": list(self.messages),
+            "prompt": self.prompt,
+            "params": self.params.to_dict(),
+            "tools": list(self.tools) if self.tools else None,
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass
+class Completion:
+    """One sampled completion."""
+
+    text: str
+    token_logprobs: list[float] | None = None
+    finish_reason: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """Native tool calls as ``[{"name": str, "arguments": dict | str, "id": str}]``."""
+    n_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Completion:
+        return cls(**{k: d.get(k) for k in ("text", "token_logprobs", "finish_reason", "tool_calls", "n_tokens")})
+
+
+@dataclass
+class GenerationResult:
+    """The answer to one request: ``n`` completions, or an infrastructure error."""
+
+    completions: list[Completion]
+    error: str | None = None
+    """Set when the backend failed on this request after retries; ``completions`` is then empty.
+    Pipelines record such requests as infrastructure failures, never as a score."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What every backend implements."""
+
+    spec: str
+    """The spec string that names this backend instance (part of every cache key)."""
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Return one result per request, in order. Never raises for a single bad request:
+        a failed request gets ``GenerationResult([], error=...)``."""
+        ...
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """Seed for sample ``index`` of a request with base ``seed`` (stable across processes)."""
+    h = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") & 0x7FFF_FFFF

@@ -1,0 +1,125 @@
+"""``scripted:FILE.json`` — a seeded categorical model with a *known* response distribution.
+
+Used for exact tests and calibration of the estimators, and usable as policy or simulator. File
+format (other keys allowed)::
+
+    {"responses": [{"text": "I'll give [DONATE $1]", "p": 0.5}, {"text": "No.", "p": 0.5}],
+     "turns": [[{"text": "Hi", "p": 1.0}], [...]]}
+
+``turns`` optionally gives one list per turn index (the number of earlier assistant messages in the
+history, i.e. this model's own turns so far); the last list repeats. Probabilities must sum to 1
+(within 1e-6).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
+
+Distribution = list[tuple[str, float]]
+
+
+def _parse_dist(raw: Any, where: str) -> Distribution:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}: expected a non-empty list of {{'text': str, 'p': number}} objects")
+    dist: Distribution = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or "text" not in item or "p" not in item:
+            raise ConfigError(f"{where}[{i}]: expected an object with 'text' (string) and 'p' (number)")
+        text, p = item["text"], item["p"]
+        if not isinstance(text, str):
+            raise ConfigError(f"{where}[{i}].text: expected a string, got {type(text).__name__}")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or p < 0:
+            raise ConfigError(f"{where}[{i}].p: expected a probability >= 0, got {p!r}")
+        dist.append((text, float(p)))
+    total = sum(p for _, p in dist)
+    if abs(total - 1.0) > 1e-6:
+        raise ConfigError(f"{where}: probabilities sum to {total:.9g}, expected 1 (within 1e-6)")
+    return dist
+
+
+def load_scripted(path: str | Path) -> tuple[Distribution, list[Distribution]]:
+    """Parse and validate a scripted-model file; errors name the file and field."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"scripted model file {str(p)!r} does not exist")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(data, dict) or "responses" not in data:
+        raise ConfigError(f"{p}: expected a JSON object with a 'responses' list")
+    responses = _parse_dist(data["responses"], f"{p}: field 'responses'")
+    turns: list[Distribution] = []
+    if "turns" in data:
+        if not isinstance(data["turns"], list) or not data["turns"]:
+            raise ConfigError(f"{p}: field 'turns' must be a non-empty list of response lists")
+        turns = [_parse_dist(t, f"{p}: field 'turns[{i}]'") for i, t in enumerate(data["turns"])]
+    return responses, turns
+
+
+class ScriptedModel:
+    """A categorical model over fixed texts; sample ``i`` is drawn with ``derive_seed(seed, i)``."""
+
+    def __init__(self, spec: str, responses: Distribution, turns: list[Distribution] | None = None) -> None:
+        self.spec = spec
+        self.responses = responses
+        self.turns = turns or []
+
+    def distribution(self, request: GenerationRequest) -> Distribution:
+        """The exact response distribution this model samples from for ``request``."""
+        if not self.turns:
+            return self.responses
+        turn = sum(1 for m in request.messages if m.get("role") == "assistant")
+        return self.turns[min(turn, len(self.turns) - 1)]
+
+    def _sample(self, dist: Distribution, rng: random.Random) -> str:
+        u = rng.random()
+        acc = 0.0
+        for text, p in dist:
+            acc += p
+            if u < acc:
+                return text
+        return next(t for t, p in reversed(dist) if p > 0)
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        out = []
+        for r in requests:
+            dist = self.distribution(r)
+            comps = []
+            for i in range(r.n):
+                seed = r.sample_seed(i)
+                rng = random.Random(seed) if seed is not None else random.Random()
+                if r.params.temperature == 0:
+                    text = max(dist, key=lambda tp: tp[1])[0]
+                else:
+                    text = self._sample(dist, rng)
+                p = sum(q for t, q in dist if t == text)
+                comps.append(
+                    Completion(
+                        text=text, token_logprobs=[math.log(p)] if r.params.logprobs else None, finish_reason="stop"
+                    )
+                )
+            out.append(GenerationResult(comps))
+        return out
+
+    async def score_choices(self, request: GenerationRequest, choices: Sequence[str]) -> list[float]:
+        """Exact log-probability of each choice as the whole response (``-inf`` if impossible)."""
+        dist = self.distribution(request)
+        res = []
+        for c in choices:
+            p = sum(q for t, q in dist if t == c)
+            res.append(math.log(p) if p > 0 else float("-inf"))
+        return res
+
+
+def make_scripted_model(spec: str, name: str, **_: Any) -> ScriptedModel:
+    responses, turns = load_scripted(name)
+    return ScriptedModel(spec, responses, turns)

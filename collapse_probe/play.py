@@ -1,0 +1,75 @@
+"""``play``: run policy-vs-simulator conversations on a benchmark and report the mean reward."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collapse_probe._version import __version__
+from collapse_probe.benchmarks import Arena
+from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.simulators import Participant
+
+
+@dataclass
+class PlayConfig:
+    """Configuration of a ``play`` run (the CLI, the API and ``config.json`` share it)."""
+
+    policy: str = "smollm2"
+    """Policy (persuader / agent) model spec."""
+    sim: str = "smollm2"
+    """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
+    benchmark: str = "p4g"
+    tasks: int = 4
+    """Number of tasks (P4G: donor personas)."""
+    rollouts: int = 2
+    """Conversations per task."""
+    max_turns: int = 3
+    seed: int = 0
+    temperature: float = 1.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize_rewards(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean reward with a 95 % CI over scored conversations; infra failures counted, not scored."""
+    from collapse_probe.metrics.transfer import mean_ci
+
+    scored = [r["reward"] for r in records if r.get("status") != "infra_error" and r.get("reward") is not None]
+    infra = sum(1 for r in records if r.get("status") == "infra_error")
+    out: dict[str, Any] = {"n": len(scored), "infra_failures": infra, "mean_reward": None, "ci95": None}
+    if scored:
+        mean, lo, hi = mean_ci(scored)
+        out.update(mean_reward=mean, ci95=[lo, hi])
+    return out
+
+
+def run_play(
+    config: PlayConfig,
+    arena: Arena,
+    participants: dict[str, Participant],
+    out: str | Path | None,
+    *,
+    progress: bool = True,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run ``config.tasks x config.rollouts`` conversations; return records and the reward summary."""
+    run_dir = None
+    if out is not None:
+        run_dir = RunDir(out)
+        run_dir.create({**asdict(config), "version": __version__}, kind="play")
+    tasks = arena.load_tasks(config.tasks, seed=config.seed)
+    specs = make_specs(tasks, [config.policy], [config.sim], config.rollouts, config.seed)
+    records = asyncio.run(
+        run_conversations(
+            arena,
+            specs,
+            participants,
+            config=EngineConfig(temperature=config.temperature, progress=progress),
+            run_dir=run_dir,
+        )
+    )
+    summary = summarize_rewards(records)
+    if run_dir is not None:
+        run_dir.write_results({"schema": "collapse-probe/play/v1", **asdict(config), "summary": summary})
+    return records, summary

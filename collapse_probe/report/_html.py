@@ -1,0 +1,72 @@
+"""Self-contained HTML reports: plotly figures with plotly.js inlined once, plus small tables.
+
+The same figure functions feed these reports and the Streamlit dashboard (one plotting module,
+two front ends): report pages call :func:`write_html_report` with the figures the dashboard shows.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+Section = tuple[str, Any]
+"""``(heading, content)`` where content is a plotly figure, an HTML string, or a table
+``{"columns": [...], "rows": [[...], ...]}``."""
+
+
+def table_html(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain HTML table; every cell is escaped."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def write_html_report(path: str | Path, title: str, sections: Sequence[Section], subtitle: str = "") -> Path:
+    """Write a self-contained report (works offline: plotly.js is embedded, no CDN).
+
+    Args:
+        path: output file.
+        title: page title.
+        sections: ``(heading, content)`` pairs rendered in order.
+        subtitle: a line under the title (e.g. the verdict).
+    """
+    import plotly.io as pio
+
+    parts = []
+    first_fig = True
+    for heading, content in sections:
+        parts.append(f"<section><h2>{html.escape(heading)}</h2>")
+        if hasattr(content, "to_html"):
+            parts.append(pio.to_html(content, full_html=False, include_plotlyjs=first_fig))
+            first_fig = False
+        elif isinstance(content, dict) and "columns" in content:
+            parts.append(table_html(content["columns"], content["rows"]))
+        else:
+            parts.append(str(content))
+        parts.append("</section>")
+    doc = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }}
+h1 {{ margin-bottom: 0.2rem; }} .subtitle {{ color: #555; margin-bottom: 1.5rem; }}
+table {{ border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }}
+td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; }} th {{ background: #f4f4f4; }}
+section {{ margin-bottom: 2rem; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1><div class="subtitle">{html.escape(subtitle)}</div>
+{"".join(parts)}
+<footer style="color:#888;font-size:0.8rem">collapse-probe report</footer>
+</body></html>
+"""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(doc, encoding="utf-8")
+    return p

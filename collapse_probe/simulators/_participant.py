@@ -1,0 +1,96 @@
+"""A participant is a model plus a sampling mode: the unit the engine batches and records.
+
+Spec strings: a model spec (``smollm2``, ``openai/gpt-5-mini``, ``scripted:FILE``) optionally
+prefixed by a mode: ``vs:SPEC`` (Verbalized Sampling: the model writes K candidate responses with
+verbalized probabilities and one is sampled from them) or ``direct:SPEC`` (the default). A persona-
+guided simulator is the arena's business (it conditions the simulator on a sampled persona).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import ChatModel, Completion, get_model
+
+Mode = Literal["direct", "verbalized"]
+_MODE_PREFIXES: dict[str, Mode] = {"direct": "direct", "vs": "verbalized"}
+
+
+@dataclass
+class Participant:
+    """One side of a conversation: ``label`` names it in records and reports."""
+
+    label: str
+    model: ChatModel
+    mode: Mode = "direct"
+    vs_k: int = 5
+    """Number of candidates a Verbalized-Sampling simulator is asked for."""
+    stats: dict[str, int] = field(default_factory=lambda: {"turns": 0, "vs_parse_failures": 0})
+
+    def transform_prompt(self, prompt: Any) -> Any:
+        """Rewrite a :class:`~collapse_probe.benchmarks.TurnPrompt` for this participant's mode."""
+        if self.mode == "verbalized":
+            from collapse_probe.simulators.verbalized import verbalized_prompt
+
+            return verbalized_prompt(prompt, k=self.vs_k)
+        return prompt
+
+    def postprocess(self, completion: Completion, rng: random.Random) -> tuple[str, dict[str, Any]]:
+        """The turn's text from a raw completion, and what to record about how it was chosen."""
+        self.stats["turns"] += 1
+        if self.mode == "verbalized":
+            from collapse_probe.simulators.verbalized import choose_verbalized
+
+            choice = choose_verbalized(completion.text, k=self.vs_k, rng=rng)
+            if not choice.parse_ok:
+                self.stats["vs_parse_failures"] += 1
+            return choice.text, {"vs": choice.to_record()}
+        return completion.text.strip(), {}
+
+
+def parse_participant_spec(spec: str) -> tuple[Mode, str]:
+    """Split ``vs:smollm2`` into ``("verbalized", "smollm2")``; ``scripted:`` is a model prefix."""
+    spec = spec.strip()
+    head, sep, rest = spec.partition(":")
+    if sep and head in _MODE_PREFIXES:
+        if not rest:
+            raise ConfigError(f"participant spec {spec!r} names a mode but no model (e.g. 'vs:smollm2')")
+        return _MODE_PREFIXES[head], rest
+    return "direct", spec
+
+
+def make_participant(spec: str, *, vs_k: int = 5, cache: bool = True, **model_options: Any) -> Participant:
+    """Build a participant from a spec string, wrapping its model in the response cache.
+
+    Args:
+        spec: ``[vs:|direct:]MODEL_SPEC``.
+        vs_k: candidates per Verbalized-Sampling turn.
+        cache: serve and store samples through the SQLite response cache.
+    """
+    mode, model_spec = parse_participant_spec(spec)
+    if vs_k < 2:
+        raise ConfigError(f"--vs-k must be >= 2, got {vs_k}")
+    model = get_model(model_spec, **model_options)
+    if cache:
+        model = _cached(model)
+    return Participant(label=spec, model=model, mode=mode, vs_k=vs_k)
+
+
+_CACHES: dict[str, Any] = {}
+_WRAPPED: dict[tuple[int, str], Any] = {}
+
+
+def _cached(model: ChatModel) -> ChatModel:
+    """One cache wrapper per (model, cache file), so participants sharing a model share a batch."""
+    from collapse_probe.models import CachedModel, ResponseCache, default_cache_path
+
+    path = str(default_cache_path())
+    if path not in _CACHES:
+        _CACHES[path] = ResponseCache(path)
+    key = (id(model), path)
+    if key not in _WRAPPED:
+        _WRAPPED[key] = CachedModel(model, _CACHES[path])
+    return _WRAPPED[key]

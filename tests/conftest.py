@@ -1,0 +1,48 @@
+"""Shared test fixtures: shared-dataset paths and scripted-model files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own response cache, so no test reads another's samples."""
+    monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(tmp_path_factory.mktemp("cache") / "responses.sqlite"))
+
+
+@pytest.fixture
+def p4g_dir() -> Path:
+    d = SHARED_DATASETS / "p4g"
+    if not (d / "full_info.csv").exists():
+        pytest.skip("official P4G CSVs not present at ../shared/datasets/p4g")
+    return d
+
+
+@pytest.fixture
+def tau2_dir() -> Path:
+    d = SHARED_DATASETS / "tau2"
+    if not (d / "retail" / "tasks.json").exists():
+        pytest.skip("official tau2 data not present at ../shared/datasets/tau2")
+    return d
+
+
+@pytest.fixture
+def write_scripted(tmp_path):
+    """Write a scripted-model file and return its ``scripted:`` spec."""
+
+    def _write(responses, turns=None, name="scripted.json"):
+        data = {"responses": [{"text": t, "p": p} for t, p in responses]}
+        if turns is not None:
+            data["turns"] = [[{"text": t, "p": p} for t, p in turn] for turn in turns]
+        path = tmp_path / name
+        path.write_text(json.dumps(data))
+        return f"scripted:{path}"
+
+    return _write
