@@ -29,6 +29,8 @@ class PlayConfig:
     max_turns: int = 3
     seed: int = 0
     temperature: float = 1.0
+    max_live: int | None = None
+    """At most this many conversations in flight (``None``: all)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -40,8 +42,8 @@ def summarize_rewards(records: list[dict[str, Any]]) -> dict[str, Any]:
     infra = sum(1 for r in records if r.get("status") == "infra_error")
     out: dict[str, Any] = {"n": len(scored), "infra_failures": infra, "mean_reward": None, "ci95": None}
     if scored:
-        mean, lo, hi = mean_ci(scored)
-        out.update(mean_reward=mean, ci95=[lo, hi])
+        est = mean_ci(scored)
+        out.update(mean_reward=est.value, ci95=[est.lo, est.hi] if est.lo is not None else None)
     return out
 
 
@@ -65,7 +67,7 @@ def run_play(
             arena,
             specs,
             participants,
-            config=EngineConfig(temperature=config.temperature, progress=progress),
+            config=EngineConfig(temperature=config.temperature, progress=progress, max_live=config.max_live),
             run_dir=run_dir,
         )
     )

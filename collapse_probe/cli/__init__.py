@@ -25,7 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"collapse-probe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"collapse_probe.cli.{name}")
+        try:
+            module = importlib.import_module(f"collapse_probe.cli.{name}")
+        except ModuleNotFoundError as exc:  # a subcommand module absent from a partial install
+            if exc.name != f"collapse_probe.cli.{name}":
+                raise
+            continue
         module.add_parser(sub)
     return parser
 

@@ -84,6 +84,8 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
         "--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn (default 5)"
     )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--max-live", type=int, default=env("max-live", None),
+                   help="at most this many conversations in flight (default: all at once)")
 
 
 def positive(name: str, value: int) -> int:
@@ -107,8 +109,11 @@ def arena_from_args(args: argparse.Namespace) -> Any:
 
 def participants_from_specs(specs: list[str], args: argparse.Namespace) -> dict[str, Any]:
     """Label -> participant for each spec (models load once and are shared)."""
-    from collapse_probe.simulators import make_participant
+    from collapse_probe.models import resolve_spec
+    from collapse_probe.simulators import make_participant, parse_participant_spec
 
+    for s in specs:  # validate every spec before loading any model
+        resolve_spec(parse_participant_spec(s)[1])
     return {s: make_participant(s, vs_k=args.vs_k, cache=not args.no_cache) for s in dict.fromkeys(specs)}
 
 

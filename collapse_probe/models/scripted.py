@@ -8,11 +8,13 @@ format (other keys allowed)::
 
 ``turns`` optionally gives one list per turn index (the number of earlier assistant messages in the
 history, i.e. this model's own turns so far); the last list repeats. Probabilities must sum to 1
-(within 1e-6).
+(within 1e-6). An optional ``"delay_s"`` (seconds per ``generate`` call) emulates a slow backend for
+resume and throughput tests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import random
@@ -45,7 +47,7 @@ def _parse_dist(raw: Any, where: str) -> Distribution:
     return dist
 
 
-def load_scripted(path: str | Path) -> tuple[Distribution, list[Distribution]]:
+def load_scripted(path: str | Path) -> tuple[Distribution, list[Distribution], float]:
     """Parse and validate a scripted-model file; errors name the file and field."""
     p = Path(path)
     if not p.is_file():
@@ -62,16 +64,22 @@ def load_scripted(path: str | Path) -> tuple[Distribution, list[Distribution]]:
         if not isinstance(data["turns"], list) or not data["turns"]:
             raise ConfigError(f"{p}: field 'turns' must be a non-empty list of response lists")
         turns = [_parse_dist(t, f"{p}: field 'turns[{i}]'") for i, t in enumerate(data["turns"])]
-    return responses, turns
+    delay = data.get("delay_s", 0.0)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
+        raise ConfigError(f"{p}: field 'delay_s' must be a number of seconds >= 0, got {delay!r}")
+    return responses, turns, float(delay)
 
 
 class ScriptedModel:
     """A categorical model over fixed texts; sample ``i`` is drawn with ``derive_seed(seed, i)``."""
 
-    def __init__(self, spec: str, responses: Distribution, turns: list[Distribution] | None = None) -> None:
+    def __init__(
+        self, spec: str, responses: Distribution, turns: list[Distribution] | None = None, delay_s: float = 0.0
+    ) -> None:
         self.spec = spec
         self.responses = responses
         self.turns = turns or []
+        self.delay_s = delay_s
 
     def distribution(self, request: GenerationRequest) -> Distribution:
         """The exact response distribution this model samples from for ``request``."""
@@ -90,6 +98,8 @@ class ScriptedModel:
         return next(t for t, p in reversed(dist) if p > 0)
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         out = []
         for r in requests:
             dist = self.distribution(r)
@@ -121,5 +131,5 @@ class ScriptedModel:
 
 
 def make_scripted_model(spec: str, name: str, **_: Any) -> ScriptedModel:
-    responses, turns = load_scripted(name)
-    return ScriptedModel(spec, responses, turns)
+    responses, turns, delay = load_scripted(name)
+    return ScriptedModel(spec, responses, turns, delay)

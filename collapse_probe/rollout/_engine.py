@@ -55,6 +55,9 @@ class EngineConfig:
     top_p: float = 1.0
     progress: bool = True
     """Show a progress bar over conversations."""
+    max_live: int | None = None
+    """At most this many conversations in flight (``None``: all). New ones start as others finish;
+    this bounds memory and batch size, and makes finished conversations land in waves."""
 
 
 @dataclass
@@ -156,7 +159,18 @@ async def run_conversations(
 
         bar = tqdm(total=len(specs), initial=len(specs) - len(todo), desc=f"{arena.name} conversations", unit="conv")
 
-    live = [_Live(s, arena.new_episode(s.task, s.seed), random.Random(s.seed)) for s in todo]
+    if config.max_live is not None and config.max_live < 1:
+        raise ConfigError(f"max_live must be >= 1, got {config.max_live}")
+    queue = list(reversed(todo))
+    live: list[_Live] = []
+
+    def _refill() -> None:
+        limit = config.max_live or len(queue) + len(live)
+        while queue and len(live) < limit:
+            s = queue.pop()
+            live.append(_Live(s, arena.new_episode(s.task, s.seed), random.Random(s.seed)))
+
+    _refill()
     try:
         while live:
             finished: list[_Live] = []
@@ -202,6 +216,7 @@ async def run_conversations(
                 await _finish(arena, finished, run_dir, done, bar)
             fin_ids = {id(c) for c in finished}
             live = [c for c in live if id(c) not in fin_ids]
+            _refill()
     finally:
         if bar is not None:
             bar.close()
