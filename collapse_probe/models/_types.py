@@ -117,13 +117,16 @@ class Completion:
     tool_calls: list[dict[str, Any]] | None = None
     """Native tool calls as ``[{"name": str, "arguments": dict | str, "id": str}]``."""
     n_tokens: int | None = None
+    token_ids: list[int] | None = None
+    """Generated token ids where the backend has them (local backends), so a trainer can score
+    exactly the sampled tokens instead of re-tokenising the text."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Completion:
-        return cls(**{k: d.get(k) for k in ("text", "token_logprobs", "finish_reason", "tool_calls", "n_tokens")})
+        return cls(**{k: d.get(k) for k in ("text", "token_logprobs", "finish_reason", "tool_calls", "n_tokens", "token_ids")})
 
 
 @dataclass
