@@ -126,7 +126,14 @@ class Completion:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Completion:
-        return cls(**{k: d.get(k) for k in ("text", "token_logprobs", "finish_reason", "tool_calls", "n_tokens", "token_ids")})
+        return cls(
+            text=str(d.get("text", "")),
+            token_logprobs=d.get("token_logprobs"),
+            finish_reason=d.get("finish_reason"),
+            tool_calls=d.get("tool_calls"),
+            n_tokens=d.get("n_tokens"),
+            token_ids=d.get("token_ids"),
+        )
 
 
 @dataclass
