@@ -27,7 +27,7 @@ BACKENDS: dict[str, str] = {
     "litellm": "collapse_probe.models.litellm:make_litellm_model",
     "scripted": "collapse_probe.models.scripted:make_scripted_model",
 }
-"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name)``."""
+"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``."""
 
 
 @dataclass(frozen=True)

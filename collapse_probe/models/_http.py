@@ -1,0 +1,617 @@
+"""Shared machinery of the API backends: bounded concurrency, retries, API keys, tool-call mapping.
+
+The OpenAI, OpenAI-compatible, Anthropic and Google backends speak each provider's wire format with
+``httpx`` directly rather than through the provider SDKs. That keeps the core install light (httpx is
+already a core dependency, the SDKs pull dozens of packages), gives every provider one retry and
+concurrency policy instead of four differently-behaved ones, and lets any backend be pointed at a
+local server by its base URL, which is how the offline tests exercise them.
+
+Policy, shared by all API backends:
+
+* at most ``concurrency`` HTTP calls of one model are in flight per event loop (a queue of slots
+  over a few small connection pools); a call waiting to be retried does not hold a slot;
+* a call that fails with HTTP 408/409/425/429/500/502/503/504/529, a timeout or a connection error is
+  retried up to ``max_retries`` times with exponential backoff and jitter, and never sooner than the
+  server's ``Retry-After`` (or ``retry-after-ms``) asks; 400/401/403/404/422 are not retried;
+* a request whose calls still fail gets ``GenerationResult([], error=...)``: an infrastructure
+  failure that pipelines record and exclude from scores, never an exception for the batch;
+* API keys are read only from environment variables, are held in a :class:`Secret` that never prints,
+  and are scrubbed from every error message.
+
+``n`` samples of one request are asked for natively where the provider supports it (one call with
+``n``/``candidateCount``), topped up by single-sample calls when the provider returns fewer, and fully
+emulated by ``n`` single-sample calls where it does not (or rejects the native form). An emulated
+sample ``i`` is sent with the seed ``request.sample_seed(i)``, so cached and fresh samples line up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import logging
+import os
+import random
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+"""HTTP statuses worth retrying: timeouts, conflicts, rate limits, server errors, overload (529)."""
+
+FINISH_REASONS = {
+    # OpenAI's vocabulary is the common one.
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+    # Anthropic
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    # Gemini
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "malformed_tool_call",
+}
+
+
+def normalize_finish_reason(reason: str | None) -> str | None:
+    """Map a provider's finish reason to OpenAI's vocabulary (``stop``, ``length``, ``tool_calls``, ...)."""
+    if reason is None:
+        return None
+    return FINISH_REASONS.get(reason, str(reason).lower())
+
+
+class Secret:
+    """An API key that never shows itself in ``repr``, ``str``, logs or tracebacks."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+def api_key_from_env(names: Sequence[str], *, provider: str, required: bool) -> tuple[Secret | None, str]:
+    """Read an API key from the first set variable in ``names``.
+
+    Returns:
+        ``(key or None, name of the variable used or to use)``.
+
+    Raises:
+        ConfigError: when ``required`` and none of the variables is set; the message names them.
+    """
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return Secret(value), name
+    if required:
+        alts = " or ".join(f"${n}" for n in names)
+        raise ConfigError(
+            f"the {provider} backend needs an API key: set the environment variable {alts} "
+            "(keys are read only from the environment)"
+        )
+    return None, names[0]
+
+
+def check_base_url(url: str, where: str) -> str:
+    """Validate a base URL (``http(s)://...``) and strip the trailing slash."""
+    url = url.strip()
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: expected a base URL starting with http:// or https://, got {url!r}")
+    return url.rstrip("/")
+
+
+def positive_int(value: Any, option: str, minimum: int = 1) -> int:
+    """Validate an integer option at the boundary."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"option {option!r}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def positive_float(value: Any, option: str, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"option {option!r}: expected a number {bound}, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------- retries
+
+
+class CallFailure(Exception):
+    """One failed API call, classified as retryable or not."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter; the server's ``Retry-After`` is a lower bound on the wait."""
+
+    max_retries: int = 6
+    """Retries after the first attempt (so ``max_retries + 1`` attempts in all)."""
+    backoff_base: float = 0.5
+    """Wait before the first retry, doubled at each further retry (before jitter)."""
+    backoff_max: float = 30.0
+    """Upper bound of the exponential wait."""
+    max_retry_after: float = 120.0
+    """Longest ``Retry-After`` honoured; a server asking for longer makes the call fail at once."""
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
+        backoff = min(self.backoff_max, self.backoff_base * (2**attempt))
+        # Jitter in [backoff/2, backoff]: spreads synchronized retries of a batch apart.
+        wait = backoff * (0.5 + 0.5 * rng.random())
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return wait
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date); ``None`` if absent."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(ms) / 1000)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def provider_error_message(resp: httpx.Response) -> str:
+    """The human part of an error body: ``error.message`` (OpenAI, Anthropic, Google) or the raw text."""
+    try:
+        data = resp.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        return resp.text.strip()[:500]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:500]
+        if isinstance(err, str):
+            return err[:500]
+        if data.get("message"):
+            return str(data["message"])[:500]
+    return json.dumps(data)[:500]
+
+
+# ------------------------------------------------------------------------------------- messages, tools
+
+
+def message_text(message: Message) -> str:
+    """The text of a message whose content is a string, ``None`` or a list of OpenAI content parts."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type", "text") == "text"
+        )
+    return str(content)
+
+
+def tool_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"name", "description", "parameters"}`` from an OpenAI tool (``{"type": "function", "function": ...}``)
+    or a bare function schema."""
+    fn = tool.get("function", tool) if tool.get("type", "function") == "function" else tool
+    if not isinstance(fn, Mapping) or not fn.get("name"):
+        raise ConfigError(f"tool schema {dict(tool)!r}: expected an OpenAI function schema with a 'name'")
+    params = fn.get("parameters") or {"type": "object", "properties": {}}
+    return {"name": str(fn["name"]), "description": str(fn.get("description", "")), "parameters": dict(params)}
+
+
+def parse_arguments(raw: Any) -> dict[str, Any] | str:
+    """Tool-call arguments as a dict; a string that is not a JSON object is returned unchanged."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+        return value if isinstance(value, dict) else raw
+    return str(raw)
+
+
+def history_tool_calls(message: Message) -> list[dict[str, Any]]:
+    """Tool calls of an assistant message as ``[{"id", "name", "arguments": dict | str, ...}]``.
+
+    Accepts OpenAI's wire form (``{"id", "type", "function": {"name", "arguments": str}}``) and the
+    :class:`Completion` form (``{"id", "name", "arguments"}``); extra keys of the latter are kept.
+    """
+    out = []
+    for j, tc in enumerate(message.get("tool_calls") or []):
+        if "function" in tc and isinstance(tc["function"], Mapping):
+            fn = tc["function"]
+            call = {"id": tc.get("id") or f"call_{j}", "name": fn.get("name", ""), "arguments": fn.get("arguments")}
+        else:
+            call = dict(tc)
+            call.setdefault("id", f"call_{j}")
+        call["arguments"] = parse_arguments(call.get("arguments"))
+        out.append(call)
+    return out
+
+
+def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
+    """Pull system messages out (joined by a blank line) for APIs with a top-level system field."""
+    system = [message_text(m) for m in messages if m.get("role") in ("system", "developer")]
+    rest = [m for m in messages if m.get("role") not in ("system", "developer")]
+    joined = "\n\n".join(s for s in system if s)
+    return (joined or None), rest
+
+
+# ----------------------------------------------------------------------------------------- base class
+
+
+CONNECTIONS_PER_CLIENT = 4
+"""Connections per pooled ``httpx.AsyncClient``. httpx's pool does work proportional to its size on
+every request (encode/httpx#3215): one client with 64 connections ran 256 calls of 100 ms in ~4 s on
+two cores, sixteen clients of four in ~0.65 s. So the concurrency slots are spread over small clients."""
+
+_SSL_CONTEXT: Any = None
+
+
+def _ssl_context() -> Any:
+    """One TLS context per process: building one (loading the CA bundle) costs ~0.3 s per client."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        import ssl
+
+        _SSL_CONTEXT = ssl.create_default_context()
+        with contextlib.suppress(ImportError):
+            import certifi
+
+            _SSL_CONTEXT.load_verify_locations(certifi.where())
+    return _SSL_CONTEXT
+
+
+@dataclass
+class _LoopState:
+    """Clients and concurrency slots of one event loop; a slot is a client with a free connection."""
+
+    clients: list[httpx.AsyncClient] = field(default_factory=list)
+    slots: asyncio.Queue[httpx.AsyncClient] | None = None
+    users: int = 0
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[httpx.AsyncClient]:
+        """Hold one of the ``concurrency`` slots for the duration of one call."""
+        assert self.slots is not None
+        client = await self.slots.get()
+        try:
+            yield client
+        finally:
+            self.slots.put_nowait(client)
+
+
+class APIChatModel:
+    """Base of the HTTP API backends (see the module docstring for the shared policy).
+
+    Subclasses implement :meth:`_call`, one API call asking for ``k`` samples of a request, and set
+    :attr:`native_n` / :attr:`max_native_n`.
+    """
+
+    provider: str = "API"
+    """Provider name used in error messages."""
+    native_n: ClassVar[bool] = False
+    """Whether the API can return several samples for one call."""
+    max_native_n: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        spec: str,
+        model: str,
+        *,
+        base_url: str,
+        api_key: Secret | None,
+        api_key_env: str,
+        concurrency: int = 16,
+        max_retries: int = 6,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        max_retry_after: float = 120.0,
+        timeout: float = 120.0,
+        extra_body: Mapping[str, Any] | None = None,
+        native_n: bool | None = None,
+    ) -> None:
+        self.spec = spec
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self._api_key = api_key
+        self.concurrency = positive_int(concurrency, "concurrency")
+        self.retry = RetryPolicy(
+            max_retries=positive_int(max_retries, "max_retries", minimum=0),
+            backoff_base=positive_float(backoff_base, "backoff_base"),
+            backoff_max=positive_float(backoff_max, "backoff_max"),
+            max_retry_after=positive_float(max_retry_after, "max_retry_after"),
+        )
+        self.timeout = positive_float(timeout, "timeout", allow_zero=False)
+        if extra_body is not None and not isinstance(extra_body, Mapping):
+            raise ConfigError(f"option 'extra_body': expected a mapping of extra request fields, got {extra_body!r}")
+        self.extra_body = dict(extra_body or {})
+        self._native_n = self.native_n if native_n is None else bool(native_n)
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._rng = random.Random()
+        self.calls = 0
+        """HTTP calls sent (attempts, retries included)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(spec={self.spec!r}, base_url={self.base_url!r})"
+
+    # -- the ChatModel interface
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """One result per request, in order; failed requests carry ``error`` (see module docstring)."""
+        async with self._session():
+            return list(await asyncio.gather(*(self._generate_one(r) for r in requests)))
+
+    async def _generate_one(self, request: GenerationRequest) -> GenerationResult:
+        try:
+            completions = await self._sample(request)
+        except CallFailure as exc:
+            return GenerationResult([], error=self.redact(f"{self.spec}: {exc}"))
+        except ConfigError as exc:
+            return GenerationResult([], error=self.redact(f"{self.spec}: bad request: {exc}"))
+        if len(completions) != request.n:
+            return GenerationResult(
+                [], error=f"{self.spec}: asked for {request.n} samples, the API returned {len(completions)}"
+            )
+        return GenerationResult(completions)
+
+    # -- n samples: native, topped up, or emulated
+
+    async def _sample(self, request: GenerationRequest) -> list[Completion]:
+        if request.n == 1 or not self._native_n:
+            return await self._gather([self._call(request, i, 1) for i in range(request.n)])
+        size = max(1, self.max_native_n)
+        chunks = [(s, min(size, request.n - s)) for s in range(0, request.n, size)]
+        parts = await self._gather([self._native_chunk(request, s, k) for s, k in chunks])
+        return parts
+
+    async def _native_chunk(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        if k > 1 and self._native_n:
+            try:
+                got = await self._call(request, start, k)
+            except CallFailure as exc:
+                if exc.status not in (400, 422):
+                    raise
+                # Some servers (llama.cpp, some models) reject n > 1: emulate from now on.
+                logger.warning(
+                    "%s rejected %d samples in one call (%s); emulating with single calls", self.spec, k, exc
+                )
+                self._native_n = False
+                got = []
+        else:
+            got = []
+        got = got[:k]
+        if len(got) < k:
+            more = await self._gather([self._call(request, start + i, 1) for i in range(len(got), k)])
+            got = got + more
+        return got
+
+    async def _gather(self, calls: Sequence[Awaitable[list[Completion]]]) -> list[Completion]:
+        """Run calls concurrently, concatenating their completions; the first failure cancels the rest."""
+        if len(calls) == 1:
+            return list(await calls[0])
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        try:
+            done = await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return [c for part in done for c in part]
+
+    async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        """One API call for samples ``start .. start + k - 1`` of ``request`` (seed of sample ``start``)."""
+        raise NotImplementedError
+
+    # -- HTTP
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[_LoopState]:
+        """The clients and concurrency slots of the running event loop, shared by concurrent calls."""
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            state = self._loops[loop] = _LoopState()
+        if state.users == 0:
+            state.slots = asyncio.Queue()
+            n_clients = -(-self.concurrency // CONNECTIONS_PER_CLIENT)
+            for i in range(n_clients):
+                size = min(CONNECTIONS_PER_CLIENT, self.concurrency - i * CONNECTIONS_PER_CLIENT)
+                client = httpx.AsyncClient(
+                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
+                    limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                    verify=_ssl_context(),
+                )
+                state.clients.append(client)
+                for _ in range(size):
+                    state.slots.put_nowait(client)
+        state.users += 1
+        try:
+            yield state
+        finally:
+            state.users -= 1
+            if state.users == 0:
+                clients, state.clients, state.slots = state.clients, [], None
+                await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+
+    def _headers(self) -> dict[str, str]:
+        """Authentication and version headers of the provider."""
+        return {}
+
+    async def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to ``base_url + path`` with retries; return the JSON response."""
+        url = self.base_url + path
+        headers = {"content-type": "application/json", **self._headers()}
+        payload = {**body, **self.extra_body}
+        async with self._session() as state:
+            return await self._retrying(lambda: self._attempt(state, url, headers, payload))
+
+    async def _retrying(self, attempt_once: Callable[[], Awaitable[dict[str, Any] | CallFailure]]) -> dict[str, Any]:
+        """Run ``attempt_once`` until it returns a response, retrying retryable failures by the policy."""
+        attempt = 0
+        while True:
+            failure = await attempt_once()
+            if isinstance(failure, dict):
+                return failure
+            if failure.retry_after is not None and failure.retry_after > self.retry.max_retry_after:
+                failure.retryable = False
+                failure.args = (f"{failure} (the server asks to retry after {failure.retry_after:.0f} s)",)
+            if not failure.retryable or attempt >= self.retry.max_retries:
+                if attempt > 0:
+                    failure.args = (f"{failure} (gave up after {attempt + 1} attempts)",)
+                raise failure
+            wait = self.retry.delay(attempt, failure.retry_after, self._rng)
+            logger.info(
+                "%s: %s; retry %d/%d in %.2f s",
+                self.spec,
+                self.redact(str(failure)),
+                attempt + 1,
+                self.retry.max_retries,
+                wait,
+            )
+            attempt += 1
+            await asyncio.sleep(wait)
+
+    async def _attempt(
+        self, state: _LoopState, url: str, headers: dict[str, str], payload: dict[str, Any]
+    ) -> dict[str, Any] | CallFailure:
+        try:
+            async with state.slot() as client:
+                self.calls += 1
+                resp = await client.post(url, json=payload, headers=headers)
+        except httpx.TimeoutException as exc:
+            return CallFailure(f"{type(exc).__name__}: no answer from {url} within {self.timeout:g} s", retryable=True)
+        except httpx.ConnectError as exc:
+            return CallFailure(
+                f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); "
+                "is the server running and is the base URL right?",
+                retryable=True,
+            )
+        except httpx.UnsupportedProtocol as exc:
+            return CallFailure(f"bad base URL {self.base_url!r}: {exc}")
+        except httpx.TransportError as exc:
+            return CallFailure(
+                f"transport error talking to {self.base_url}: {type(exc).__name__}: {exc}", retryable=True
+            )
+        if resp.status_code < 300:
+            try:
+                data = resp.json()
+            except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+                return CallFailure(
+                    f"HTTP {resp.status_code} from {url} is not JSON: {resp.text[:200]!r}", retryable=True
+                )
+            if not isinstance(data, dict):
+                return CallFailure(
+                    f"HTTP {resp.status_code} from {url}: expected a JSON object, got {type(data).__name__}"
+                )
+            return data
+        return self._classify(resp, url)
+
+    def _classify(self, resp: httpx.Response, url: str) -> CallFailure:
+        status = resp.status_code
+        detail = provider_error_message(resp)
+        if status == 401 or (status == 400 and "api key" in detail.lower()):
+            # Gemini answers a bad key with 400 API_KEY_INVALID rather than 401.
+            msg = f"{self.provider} rejected the API key (HTTP {status}: {detail}); check the API key in ${self.api_key_env}"
+            if self._api_key is None:
+                msg = f"{self.provider} needs an API key (HTTP {status}: {detail}); set ${self.api_key_env}"
+        elif status == 403:
+            msg = (
+                f"{self.provider} refused access (HTTP 403: {detail}); check that the key in ${self.api_key_env} "
+                f"may use model {self.model!r}"
+            )
+        elif status == 404:
+            msg = f"not found (HTTP 404) at {url}: {detail}; check the model name {self.model!r} and the base URL"
+        elif status in RETRY_STATUSES:
+            msg = f"HTTP {status} from {self.provider}: {detail}"
+        else:
+            msg = f"{self.provider} rejected the request (HTTP {status}): {detail}"
+        return CallFailure(
+            msg, status=status, retryable=status in RETRY_STATUSES, retry_after=parse_retry_after(resp.headers)
+        )
+
+    def redact(self, text: str) -> str:
+        """Remove the API key from ``text`` (a server may echo it back)."""
+        if self._api_key is not None and self._api_key.get():
+            text = text.replace(self._api_key.get(), "***")
+        return text
+
+
+def check_options(options: Mapping[str, Any], allowed: Sequence[str], backend: str) -> None:
+    """Reject unknown backend options with the list of known ones."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {', '.join(map(repr, unknown))} for the {backend} backend; known: {', '.join(sorted(allowed))}"
+        )
+
+
+COMMON_OPTIONS = (
+    "base_url",
+    "api_key_env",
+    "concurrency",
+    "max_retries",
+    "backoff_base",
+    "backoff_max",
+    "max_retry_after",
+    "timeout",
+    "extra_body",
+    "native_n",
+)
+"""Options every HTTP backend accepts (see :class:`APIChatModel`)."""
+
+
+def common_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`APIChatModel` keyword arguments present in ``options`` (base URL and key handled apart)."""
+    return {k: v for k, v in options.items() if k in COMMON_OPTIONS and k not in ("base_url", "api_key_env")}

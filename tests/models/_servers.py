@@ -1,0 +1,272 @@
+"""Real HTTP servers on 127.0.0.1 that speak the providers' wire formats, for the API-backend tests.
+
+Each server runs ``http.server.ThreadingHTTPServer`` in a background thread; a *handler* function
+turns each recorded request into a reply. The reply functions below answer deterministically from
+the request (the text names the last user message, the seed and the sample index), so a test can
+check that what the backend sent reached the wire and that what came back was parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Handler = Callable[[Recorded], Reply]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that timed out and hung up is expected in the timeout test
+
+
+class WireServer:
+    """``with WireServer(handler) as s: s.url`` — records every request in ``s.requests``."""
+
+    def __init__(self, handler: Handler, latency: float = 0.0) -> None:
+        self.handler = handler
+        self.latency = latency
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        outer = self
+
+        class _H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length", 0))
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except json.JSONDecodeError:
+                    body = raw.decode(errors="replace")
+                rec = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with outer._lock:
+                    outer.requests.append(rec)
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                try:
+                    if outer.latency:
+                        time.sleep(outer.latency)
+                    reply = outer.handler(rec)
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+                data = json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = _QuietServer(("127.0.0.1", 0), _H)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> WireServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def flaky(handler: Handler, failures: list[Reply]) -> Handler:
+    """Answer the first requests with ``failures`` (in order), then delegate to ``handler``."""
+    queue = list(failures)
+    lock = threading.Lock()
+
+    def _h(rec: Recorded) -> Reply:
+        with lock:
+            if queue:
+                return queue.pop(0)
+        return handler(rec)
+
+    return _h
+
+
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            c = m.get("content")
+            text = " ".join(b.get("text", "") for b in c if b.get("type") == "text") if isinstance(c, list) else c
+            if text:
+                return text
+    return ""
+
+
+# ----------------------------------------------------------------------------- OpenAI Chat Completions
+
+
+def openai_chat(rec: Recorded) -> Reply:
+    """Chat Completions: ``n`` choices ``"<last user>|seed=<seed>|i=<i>"``; a user text starting with
+    ``CALL`` while tools are offered gets a tool call of the first tool; logprobs -0.5 per word."""
+    body = rec.body
+    n = body.get("n", 1)
+    text_base = _last_user(body["messages"])
+    choices = []
+    for i in range(n):
+        text = f"{text_base}|seed={body.get('seed')}|i={i}"
+        msg: dict[str, Any] = {"role": "assistant", "content": text}
+        finish = "stop"
+        if body.get("tools") and text_base.startswith("CALL"):
+            name = body["tools"][0]["function"]["name"]
+            msg = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_abc{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": '{"order_id": "#W1"}'},
+                    }
+                ],
+            }
+            finish = "tool_calls"
+        choice: dict[str, Any] = {"index": i, "message": msg, "finish_reason": finish}
+        if body.get("logprobs"):
+            choice["logprobs"] = {
+                "content": [{"token": w, "logprob": -0.5, "bytes": None, "top_logprobs": []} for w in text.split("|")]
+            }
+        choices.append(choice)
+    return Reply(
+        body={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": choices,
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7 * n, "total_tokens": 5 + 7 * n},
+        }
+    )
+
+
+def openai_completions(rec: Recorded) -> Reply:
+    """Legacy ``/completions``: ``n`` choices ``"<prompt tail>|seed=<seed>|i=<i>"``."""
+    body = rec.body
+    choices = []
+    for i in range(body.get("n", 1)):
+        text = f"{body['prompt'][-8:]}|seed={body.get('seed')}|i={i}"
+        ch: dict[str, Any] = {"index": i, "text": text, "finish_reason": "length"}
+        if body.get("logprobs"):
+            ch["logprobs"] = {"tokens": ["a", "b"], "token_logprobs": [-0.25, -1.0]}
+        choices.append(ch)
+    return Reply(body={"id": "cmpl-1", "object": "text_completion", "choices": choices})
+
+
+def openai_router(rec: Recorded) -> Reply:
+    if rec.path.endswith("/chat/completions"):
+        return openai_chat(rec)
+    if rec.path.endswith("/completions"):
+        return openai_completions(rec)
+    return Reply(404, {"error": {"message": f"no route {rec.path}"}})
+
+
+# ---------------------------------------------------------------------------- Anthropic Messages API
+
+
+def anthropic_messages(rec: Recorded) -> Reply:
+    """Messages API: one text block ``"<last user>|T=<temperature>"``, or a ``tool_use`` block for ``CALL``."""
+    body = rec.body
+    if "max_tokens" not in body:
+        return Reply(
+            400, {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}}
+        )
+    last = _last_user(body["messages"])
+    if body.get("tools") and last.startswith("CALL"):
+        content = [
+            {"type": "text", "text": "Looking it up."},
+            {"type": "tool_use", "id": "toolu_01", "name": body["tools"][0]["name"], "input": {"order_id": "#W1"}},
+        ]
+        stop = "tool_use"
+    else:
+        content = [{"type": "text", "text": f"{last}|T={body.get('temperature')}"}]
+        stop = "end_turn"
+    return Reply(
+        body={
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 4},
+        }
+    )
+
+
+# ------------------------------------------------------------------------------ Gemini generateContent
+
+
+def gemini_generate(rec: Recorded, max_candidates: int = 8) -> Reply:
+    """generateContent: ``candidateCount`` candidates ``"<last user>|seed=<seed>|i=<i>"``; ``CALL`` with
+    tools gives a signed ``functionCall``; ``BLOCK`` gives a prompt blocked by the safety filter."""
+    body = rec.body
+    config = body.get("generationConfig", {})
+    count = config.get("candidateCount", 1)
+    if count > max_candidates:
+        return Reply(
+            400, {"error": {"code": 400, "message": "Multiple candidates is not enabled", "status": "INVALID_ARGUMENT"}}
+        )
+    last = ""
+    for c in reversed(body["contents"]):
+        if c["role"] == "user" and any("text" in p for p in c["parts"]):
+            last = "".join(p.get("text", "") for p in c["parts"])
+            break
+    if last.startswith("BLOCK"):
+        return Reply(body={"promptFeedback": {"blockReason": "SAFETY"}})
+    candidates = []
+    for i in range(count):
+        if body.get("tools") and last.startswith("CALL"):
+            name = body["tools"][0]["functionDeclarations"][0]["name"]
+            parts = [{"functionCall": {"name": name, "args": {"order_id": "#W1"}}, "thoughtSignature": "c2lnbmVk"}]
+            finish = "STOP"
+        else:
+            parts = [{"text": "thinking...", "thought": True}, {"text": f"{last}|seed={config.get('seed')}|i={i}"}]
+            finish = "STOP"
+        cand: dict[str, Any] = {"index": i, "content": {"role": "model", "parts": parts}, "finishReason": finish}
+        if config.get("responseLogprobs"):
+            cand["logprobsResult"] = {"chosenCandidates": [{"token": "x", "logProbability": -0.75}] * 3}
+        candidates.append(cand)
+    return Reply(body={"candidates": candidates, "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 5}})
