@@ -26,7 +26,7 @@ class PlayConfig:
     """Number of tasks (P4G: donor personas)."""
     rollouts: int = 2
     """Conversations per task."""
-    max_turns: int = 3
+    max_turns: int | None = 3
     seed: int = 0
     temperature: float = 1.0
     max_live: int | None = None

@@ -65,14 +65,20 @@ def add_benchmark(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-turns",
         type=int,
-        default=env("max-turns", 3),
-        help="conversation rounds (P4G: persuader+persuadee exchanges; default 3)",
+        default=env("max-turns", None),
+        help="conversation rounds (P4G: persuader+persuadee exchanges, default 3; tau2: optional cap on user "
+        "turns, reaching it scores 0, default none)",
     )
     p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
     p.add_argument(
         "--tau2-data",
         default=env("tau2-data", None),
         help="directory with the official tau2 data (or $COLLAPSE_PROBE_TAU2_DATA)",
+    )
+    p.add_argument(
+        "--judge",
+        default=env("judge", None),
+        help="tau2: model spec judging natural-language assertions (without one the reward is DB-only)",
     )
 
 
@@ -94,17 +100,37 @@ def positive(name: str, value: int) -> int:
     return value
 
 
-def arena_from_args(args: argparse.Namespace) -> Any:
-    """Build the arena named by ``--benchmark`` with the shared options."""
-    from collapse_probe.benchmarks import make_arena
+LOCAL_PREFIXES = ("local/", "hf/", "scripted:")
 
-    positive("max-turns", args.max_turns)
+
+def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:
+    """Build the arena named by ``--benchmark`` with the shared options.
+
+    Resolves ``args.max_turns`` in place (P4G default 3). ``specs`` are the participant specs of the
+    run: when any is a small local model, tau2 prompts are compact and tools use the text protocol.
+    """
+    from collapse_probe.benchmarks import make_arena
+    from collapse_probe.models import resolve_spec
+    from collapse_probe.simulators import parse_participant_spec
+
+    if args.max_turns is not None:
+        positive("max-turns", args.max_turns)
     if args.benchmark == "p4g":
         from collapse_probe.benchmarks.p4g import load_personas
 
+        if args.max_turns is None:
+            args.max_turns = 3
         personas = load_personas(args.personas) if args.personas else None
         return make_arena("p4g", personas=personas, max_turns=args.max_turns)
-    return make_arena(args.benchmark, data_dir=args.tau2_data, max_turns=args.max_turns)
+    local = any(resolve_spec(parse_participant_spec(s)[1]).startswith(LOCAL_PREFIXES) for s in specs or [])
+    options: dict[str, Any] = {"data_dir": args.tau2_data, "max_turns": args.max_turns}
+    if local:
+        options.update(compact=True, tool_protocol="text")
+    if getattr(args, "judge", None):
+        from collapse_probe.simulators import make_participant
+
+        options["judge"] = make_participant(args.judge, cache=not args.no_cache).model
+    return make_arena(args.benchmark, **options)
 
 
 def participants_from_specs(specs: list[str], args: argparse.Namespace) -> dict[str, Any]:

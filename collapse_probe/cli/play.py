@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)
+    arena = arena_from_args(args, [args.policy, args.sim])
     config = PlayConfig(
         policy=args.policy,
         sim=args.sim,
@@ -51,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         temperature=args.temperature,
     )
-    arena = arena_from_args(args)
     participants = participants_from_specs([args.policy, args.sim], args)
     records, summary = run_play(config, arena, participants, args.out, progress=not args.no_progress)
     for rec in records[: max(args.show, 0)]:
