@@ -1,0 +1,86 @@
+"""``collapse-probe dashboard``: browse run directories in a local Streamlit app."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from collapse_probe.cli._common import env
+from collapse_probe.errors import ConfigError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "dashboard",
+        help="browse audit, cross-play, gate, train and lab runs in a local web app",
+        description="Start the Streamlit dashboard over every run directory found under RUNS_DIR (recursively). "
+        "It only reads JSON files; it listens on 127.0.0.1 unless --host says otherwise.",
+    )
+    p.add_argument(
+        "runs_dir",
+        metavar="RUNS_DIR",
+        nargs="?",
+        default=env("runs-dir", "runs"),
+        help="directory holding run directories (default: runs)",
+    )
+    p.add_argument("--port", type=int, default=env("port", 8501), help="port to listen on (default 8501)")
+    p.add_argument(
+        "--host",
+        default=env("host", "127.0.0.1"),
+        help="address to bind (default 127.0.0.1; 0.0.0.0 exposes the runs to the network)",
+    )
+
+
+def app_path() -> Path:
+    """Location of ``dashboards/app.py`` beside the ``collapse_probe`` package.
+
+    Raises:
+        ConfigError: the app file is not there (an install without the repository's dashboards/).
+    """
+    import collapse_probe
+
+    path = Path(collapse_probe.__file__).resolve().parents[1] / "dashboards" / "app.py"
+    if not path.is_file():
+        raise ConfigError(f"dashboard app not found at {path}; run from a checkout of the collapse-probe repository")
+    return path
+
+
+def streamlit_command(runs_dir: str | Path, port: int, host: str) -> list[str]:
+    """The ``python -m streamlit run`` command line that serves the dashboard."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(app_path()),
+        "--server.address", host,
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "minimal",
+        "--", str(Path(runs_dir).resolve()),
+    ]  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    from collapse_probe.errors import require
+
+    if not Path(args.runs_dir).is_dir():
+        raise ConfigError(f"RUNS_DIR {args.runs_dir!r} is not a directory")
+    if not 0 < args.port < 65536:
+        raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    require("streamlit", "dashboard", "collapse-probe dashboard")
+    require("pandas", "dashboard", "collapse-probe dashboard")
+    cmd = streamlit_command(args.runs_dir, args.port, args.host)
+    print(
+        f"collapse-probe dashboard: serving {Path(args.runs_dir).resolve()} at http://{args.host}:{args.port}",
+        flush=True,
+    )
+    proc = subprocess.Popen(cmd)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        return 0

@@ -1,0 +1,390 @@
+"""Discover and load run directories for the dashboard and reports: read-only, JSON only.
+
+A run directory holds ``config.json`` (with ``"kind"``), append-only JSONL records
+(``conversations.jsonl``, ``samples.jsonl``, ``metrics.jsonl``) and, once finished, ``results.json``
+with a ``"schema"`` key such as ``"collapse-probe/audit/v1"``. Everything here tolerates a run that is
+being written by another process: a torn JSONL line, a missing or half-written ``results.json`` and
+an unreadable ``config.json`` are recorded as *problems* on the run, never raised. Nothing found in a
+run directory is ever executed: files are parsed with :func:`json.loads` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "KINDS",
+    "JsonlRead",
+    "RunInfo",
+    "discover_runs",
+    "is_gate_verdict",
+    "load_run",
+    "read_json",
+    "read_jsonl",
+    "training_curve",
+    "training_curve_from_records",
+    "training_curves",
+]
+
+KINDS = ("audit", "crossplay", "gate", "train", "lab", "play")
+"""Run kinds the dashboard knows; other kinds are listed but get no dedicated view."""
+
+RUN_MARKERS = (
+    "config.json",
+    "results.json",
+    "compare.json",
+    "metrics.jsonl",
+    "samples.jsonl",
+    "conversations.jsonl",
+)
+"""Files whose presence makes a directory a run directory."""
+
+RESULTS_FILE = "results.json"
+COMPARE_FILE = "compare.json"
+"""Results of ``collapse-probe lab --compare`` (schema ``collapse-probe/lab-compare/v1``, no ``results.json``)."""
+CONFIG_FILE = "config.json"
+MAX_DEPTH = 8
+"""How deep below the runs root discovery looks."""
+
+_SKIP_DIRS = {"__pycache__", "node_modules", ".git"}
+VERDICT_MAX_BYTES = 1_000_000
+"""Other ``*.json`` files up to this size are read to find gate verdicts (``collapse-probe gate --json FILE``)."""
+
+
+@dataclass
+class JsonlRead:
+    """The complete records of a JSONL file and what was skipped."""
+
+    records: list[dict[str, Any]]
+    torn_tail: bool = False
+    """The last line has no newline and does not parse: a writer is (or was killed) mid-line."""
+    bad_lines: list[int] = field(default_factory=list)
+    """1-based numbers of lines in the middle of the file that are not JSON objects."""
+
+
+@dataclass
+class RunInfo:
+    """One run directory as found on disk."""
+
+    path: Path
+    """Absolute path of the run directory."""
+    name: str
+    """Path relative to the runs root (``"."`` for the root itself)."""
+    kind: str
+    """``audit``, ``crossplay``, ``gate``, ``train``, ``lab``, ``play`` or whatever the config says."""
+    config: dict[str, Any] | None
+    """Parsed ``config.json``, ``None`` when missing or unreadable."""
+    results: dict[str, Any] | None
+    """Parsed ``results.json``, ``None`` while the run is in progress (or when unreadable)."""
+    files: tuple[str, ...]
+    """Names of the files in the directory (not recursive)."""
+    problems: list[str] = field(default_factory=list)
+    """Human-readable notes on what could not be read."""
+    mtime: float = 0.0
+    """Latest modification time among the run's marker files (for caching and sorting)."""
+    verdicts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``(file name, verdict)`` for each gate verdict JSON in the directory."""
+
+    @property
+    def schema(self) -> str | None:
+        """The ``"schema"`` of ``results.json`` or ``None``."""
+        return self.results.get("schema") if isinstance(self.results, dict) else None
+
+    @property
+    def complete(self) -> bool:
+        """``results.json`` was read and carries a schema (or, for a gate, a verdict was written)."""
+        return self.schema is not None or (self.kind == "gate" and bool(self.verdicts))
+
+    @property
+    def status(self) -> str:
+        """``"complete"`` or ``"in progress"`` (no usable results yet)."""
+        return "complete" if self.complete else "in progress"
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def jsonl(self, name: str) -> JsonlRead:
+        """Read one of the run's JSONL files tolerantly (missing file: no records)."""
+        return read_jsonl(self.path / name)
+
+    @property
+    def label(self) -> str:
+        """Short label for selectors: ``name [kind, status]``."""
+        return f"{self.name} [{self.kind}, {self.status}]"
+
+
+def read_json(path: str | Path) -> tuple[Any, str | None]:
+    """Parse a JSON file; return ``(value, None)`` or ``(None, problem)``; never raises.
+
+    A missing file, a half-written file (a writer that does not rename atomically) and a file that
+    is not UTF-8 all give ``None`` with a note. NaN and infinities, which Python's json writes, are
+    accepted.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, f"{p.name} is missing"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{p.name} could not be read ({type(exc).__name__})"
+    if not text.strip():
+        return None, f"{p.name} is empty (being written?)"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{p.name} is not complete JSON yet (line {exc.lineno}: {exc.msg})"
+
+
+def read_jsonl(path: str | Path) -> JsonlRead:
+    """Parse a JSONL file record by record, skipping what cannot be parsed; never raises.
+
+    Unlike :func:`collapse_probe.rollout.iter_jsonl`, which a resuming pipeline uses and which must
+    refuse a corrupt file, a viewer shows whatever is readable and reports the rest.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return JsonlRead(records=[])
+    except OSError:
+        return JsonlRead(records=[], bad_lines=[0])
+    lines = data.split(b"\n")
+    out = JsonlRead(records=[])
+    last = len(lines) - 1  # the element after the final newline ("" when the file ends cleanly)
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            if i == last:
+                out.torn_tail = True
+            else:
+                out.bad_lines.append(i + 1)
+            continue
+        if isinstance(rec, dict):
+            out.records.append(rec)
+        else:
+            out.bad_lines.append(i + 1)
+    return out
+
+
+def is_gate_verdict(obj: Any) -> bool:
+    """A gate verdict as ``GateVerdict.to_dict`` writes it: ``{"policy", "outcome", "checks": [...]}``."""
+    return isinstance(obj, dict) and isinstance(obj.get("checks"), list) and isinstance(obj.get("outcome"), str)
+
+
+def _verdict_files(entries: list[os.DirEntry]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for e in entries:
+        if not e.name.endswith(".json") or e.name in RUN_MARKERS or not e.is_file(follow_symlinks=False):
+            continue
+        try:
+            if e.stat(follow_symlinks=False).st_size > VERDICT_MAX_BYTES:
+                continue
+        except OSError:
+            continue
+        obj, _ = read_json(e.path)
+        if is_gate_verdict(obj):
+            out.append((e.name, obj))
+    return out
+
+
+def _kind_of(config: Any, results: Any, files: set[str], verdicts: list[Any]) -> str:
+    if isinstance(config, dict) and isinstance(config.get("kind"), str):
+        return config["kind"]
+    if isinstance(results, dict) and isinstance(results.get("schema"), str):
+        parts = results["schema"].split("/")
+        if len(parts) >= 2:
+            return parts[1]
+    if verdicts:
+        return "gate"
+    if "metrics.jsonl" in files:
+        return "train"
+    if "samples.jsonl" in files:
+        return "audit"
+    if "conversations.jsonl" in files:
+        return "play"
+    return "unknown"
+
+
+def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
+    """Read one run directory (config, results, file list); never raises on bad content.
+
+    Args:
+        path: the run directory.
+        root: the runs root, for the relative :attr:`RunInfo.name`.
+    """
+    p = Path(path).resolve()
+    try:
+        entries = list(os.scandir(p))
+    except OSError:
+        entries = []
+    files = {e.name for e in entries if e.is_file(follow_symlinks=False)}
+    problems: list[str] = []
+    config, prob = read_json(p / CONFIG_FILE)
+    if prob and CONFIG_FILE in files:
+        problems.append(prob)
+    if config is not None and not isinstance(config, dict):
+        problems.append(f"{CONFIG_FILE} is not a JSON object")
+        config = None
+    results_file = COMPARE_FILE if COMPARE_FILE in files and RESULTS_FILE not in files else RESULTS_FILE
+    results, prob = read_json(p / results_file)
+    if prob and results_file in files:
+        problems.append(prob)
+    if results is not None and not (isinstance(results, dict) and isinstance(results.get("schema"), str)):
+        problems.append(f"{results_file} has no 'schema' key (being written or not a collapse-probe result)")
+        results = None
+    verdicts = _verdict_files(entries)
+    verdict_names = {n for n, _ in verdicts}
+    mtime = 0.0
+    for e in entries:
+        if e.name in RUN_MARKERS or e.name in verdict_names:
+            try:
+                mtime = max(mtime, e.stat(follow_symlinks=False).st_mtime)
+            except OSError:
+                pass
+    if root is not None:
+        try:
+            rel = p.relative_to(Path(root).resolve())
+            name = rel.as_posix() or "."
+        except ValueError:
+            name = p.name
+    else:
+        name = p.name
+    if name == "":
+        name = "."
+    return RunInfo(
+        path=p,
+        name=name,
+        kind=_kind_of(config, results, files, verdicts),
+        config=config,
+        results=results,
+        files=tuple(sorted(files)),
+        problems=problems,
+        mtime=mtime,
+        verdicts=verdicts,
+    )
+
+
+def _walk(root: Path, depth: int) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    names = {e.name for e in entries if e.is_file(follow_symlinks=False)}
+    if names & set(RUN_MARKERS) or _verdict_files(entries):
+        yield root
+    if depth >= MAX_DEPTH:
+        return
+    for e in entries:
+        # symlinks are not followed: a link cycle must not hang the viewer
+        if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and e.name not in _SKIP_DIRS:
+            yield from _walk(Path(e.path), depth + 1)
+
+
+def discover_runs(root: str | Path) -> list[RunInfo]:
+    """Every run directory under ``root`` (recursively, ``root`` included), sorted by name.
+
+    A directory is a run when it holds one of :data:`RUN_MARKERS` or a gate verdict. Nested runs (e.g. the cells of a
+    gate) are listed separately.
+
+    Raises:
+        collapse_probe.errors.ConfigError: ``root`` is not a directory.
+    """
+    from collapse_probe.errors import ConfigError
+
+    r = Path(root)
+    if not r.is_dir():
+        raise ConfigError(f"RUNS_DIR {str(root)!r} is not a directory")
+    return [load_run(p, r) for p in _walk(r.resolve(), 0)]
+
+
+def _finite(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _numeric_list(v: Any) -> bool:
+    """A non-empty flat list of numbers (``None`` allowed for a missing value)."""
+    return (
+        isinstance(v, list)
+        and bool(v)
+        and all(x is None or (isinstance(x, int | float) and not isinstance(x, bool)) for x in v)
+        and any(x is not None for x in v)
+    )
+
+
+def training_curve(run: RunInfo) -> list[dict[str, Any]]:
+    """Per-step records of a train or lab run: ``[{"step": int, key: float, ...}]`` sorted by step.
+
+    Read from ``metrics.jsonl`` when present (the last record of a repeated step wins, which is
+    what a resumed run that redid a step means); otherwise from per-step lists in ``results.json``
+    (``{"steps": [...], "train_reward": [...], ...}`` as the lab writes, every numeric list becoming
+    a column; or a ``"history"``/``"curve"`` list of records). Non-finite and non-numeric values are
+    dropped.
+    """
+    if "metrics.jsonl" in run.files:
+        records = run.jsonl("metrics.jsonl").records
+        if records:
+            return training_curve_from_records(records)
+    rows: list[dict[str, Any]] = []
+    if isinstance(run.results, dict):
+        res = run.results
+        for key in ("history", "curve", "metrics"):
+            if isinstance(res.get(key), list) and all(isinstance(r, dict) for r in res[key]):
+                rows = res[key]
+                break
+        else:
+            lists = {k: v for k, v in res.items() if k != "steps" and _numeric_list(v)}
+            if lists:
+                n = max(len(v) for v in lists.values())
+                raw_steps = res.get("steps")
+                steps: list[Any] = raw_steps if isinstance(raw_steps, list) else list(range(n))
+                rows = [
+                    {"step": steps[i] if i < len(steps) else i, **{k: v[i] for k, v in lists.items() if i < len(v)}}
+                    for i in range(n)
+                ]
+    return training_curve_from_records(rows)
+
+
+def training_curve_from_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Clean per-step records: numeric values only, sorted by step, the last record of a step wins."""
+    by_step: dict[float, dict[str, Any]] = {}
+    for i, r in enumerate(rows):
+        step = _finite(r.get("step", i))
+        if step is None:
+            continue
+        clean: dict[str, Any] = {"step": int(step) if float(step).is_integer() else step}
+        for k, v in r.items():
+            if k == "step":
+                continue
+            f = _finite(v)
+            if f is not None:
+                clean[k] = f
+        by_step[step] = clean
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def training_curves(run: RunInfo) -> dict[str, list[dict[str, Any]]]:
+    """``{label: per-step records}`` of a train or lab run, or one curve per method of a lab comparison.
+
+    The label is the run's name (``name/method`` for the methods of a ``lab --compare`` run).
+    """
+    res = run.results
+    if isinstance(res, dict) and isinstance(res.get("methods"), dict):
+        out = {}
+        for method, sub in res["methods"].items():
+            if isinstance(sub, dict):
+                fake = RunInfo(path=run.path, name=run.name, kind="lab", config=None, results=sub, files=())
+                out[f"{run.name}/{method}"] = training_curve(fake)
+        return out
+    return {run.name: training_curve(run)}

@@ -1,0 +1,153 @@
+"""Figures of training runs over steps, several runs overlaid (e.g. Single vs Population Co-Training).
+
+Shared by the trainers' HTML reports and the dashboard's Training view. Every function takes
+``curves``: a mapping ``{run label: per-step records}``, each record ``{"step": int, key: float, ...}``
+as :func:`collapse_probe.report.runs.training_curve` returns them (the lines of ``metrics.jsonl``).
+A key missing from a record (``heldout_reward`` between evaluations) is simply not plotted there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "Curves",
+    "metric_over_steps_figure",
+    "policy_entropy_figure",
+    "reward_curves_figure",
+    "sim_collapse_error_figure",
+    "training_figures",
+    "zero_std_share_figure",
+]
+
+Curves = Mapping[str, Sequence[Mapping[str, Any]]]
+"""``{run label: [{"step": ..., "train_reward": ..., ...}, ...]}``."""
+
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[Any], list[float]]:
+    xs, ys = [], []
+    for r in records:
+        v = r.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == v:  # v == v drops NaN
+            xs.append(r.get("step"))
+            ys.append(float(v))
+    return xs, ys
+
+
+def _with_alias(curves: Curves, key: str, alias: str) -> dict[str, list[Mapping[str, Any]]]:
+    """Copy ``alias`` into ``key`` in records that lack ``key`` (train and lab runs name a few quantities differently)."""
+    return {
+        label: [{**r, key: r[alias]} if key not in r and alias in r else r for r in records]
+        for label, records in curves.items()
+    }
+
+
+def _layout(fig: Any, title: str, ytitle: str, yrange: Sequence[float] | None = None) -> Any:
+    fig.update_layout(
+        title=title,
+        xaxis_title="training step",
+        yaxis_title=ytitle,
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.2},
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        height=380,
+    )
+    if yrange is not None:
+        fig.update_yaxes(range=list(yrange))
+    return fig
+
+
+def metric_over_steps_figure(
+    curves: Curves,
+    keys: Mapping[str, str],
+    title: str,
+    ytitle: str,
+    yrange: Sequence[float] | None = None,
+) -> Any:
+    """One line per (run, key): runs by colour, keys by dash style.
+
+    Args:
+        curves: ``{run label: per-step records}``.
+        keys: ``{record key: legend suffix}``, e.g. ``{"train_reward": "train", "heldout_reward": "held-out"}``.
+        title: figure title.
+        ytitle: y-axis title.
+        yrange: fixed y range, or ``None`` for automatic.
+
+    Returns:
+        a ``plotly.graph_objects.Figure`` (with an annotation when no run has the keys).
+    """
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    dashes = ("solid", "dash", "dot", "dashdot")
+    plotted = 0
+    for ri, (label, records) in enumerate(curves.items()):
+        colour = _PALETTE[ri % len(_PALETTE)]
+        for ki, (key, suffix) in enumerate(keys.items()):
+            xs, ys = _series(records, key)
+            if not xs:
+                continue
+            name = f"{label} — {suffix}" if len(keys) > 1 else label
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    name=name,
+                    mode="lines+markers" if len(xs) <= 30 else "lines",
+                    line={"color": colour, "dash": dashes[ki % len(dashes)]},
+                    legendgroup=label,
+                )
+            )
+            plotted += 1
+    if not plotted:
+        fig.add_annotation(
+            text="no data for this quantity yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
+        )
+    return _layout(fig, title, ytitle, yrange)
+
+
+def reward_curves_figure(curves: Curves) -> Any:
+    """Train reward (solid) against held-out reward (dashed) over steps; the gap is the overfit to the simulator."""
+    return metric_over_steps_figure(
+        curves,
+        {"train_reward": "train", "heldout_reward": "held-out"},
+        "Train vs held-out reward",
+        "mean reward",
+    )
+
+
+def policy_entropy_figure(curves: Curves) -> Any:
+    """Policy (strategy) entropy over steps: a fall is the policy entropy collapse of DESIGN.md."""
+    return metric_over_steps_figure(curves, {"policy_entropy": "policy entropy"}, "Policy entropy", "entropy (nats)")
+
+
+def sim_collapse_error_figure(curves: Curves) -> Any:
+    """Simulator collapse error ε over steps (``sim_collapse_error``; lab runs name it ``collapse_error``)."""
+    merged = _with_alias(curves, "sim_collapse_error", "collapse_error")
+    return metric_over_steps_figure(
+        merged, {"sim_collapse_error": "simulator ε"}, "Simulator collapse error ε", "ε (0 = collapsed)", (0, 1)
+    )
+
+
+def zero_std_share_figure(curves: Curves) -> Any:
+    """Share of rollout groups with zero reward std (no advantage signal) over steps.
+
+    Lab runs name it ``zero_std_fraction``; that key is used when ``zero_std_share`` is absent.
+    """
+    merged = _with_alias(curves, "zero_std_share", "zero_std_fraction")
+    return metric_over_steps_figure(
+        merged, {"zero_std_share": "zero-std groups"}, "Groups with zero reward variance", "share of groups", (0, 1)
+    )
+
+
+def training_figures(curves: Curves) -> list[tuple[str, Any]]:
+    """The Training view's figures as ``(heading, figure)`` pairs, ready for ``write_html_report``."""
+    return [
+        ("Train vs held-out reward", reward_curves_figure(curves)),
+        ("Policy entropy", policy_entropy_figure(curves)),
+        ("Simulator collapse error", sim_collapse_error_figure(curves)),
+        ("Zero-variance groups", zero_std_share_figure(curves)),
+    ]

@@ -1,0 +1,257 @@
+"""Generators of run directories of every kind for the dashboard tests.
+
+Where a pipeline exists it produces the run (cross-play on scripted models, the gate on that run,
+the tabular lab through its CLI, the audit on scripted simulators); the train run is written as its
+schema says (``metrics.jsonl`` per step + ``results.json``) from a real lab run's exact curves.
+:func:`write_half_written_runs` leaves runs in the states a reader meets while another process
+writes them or after a kill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+POLICY_A = {"responses": [{"text": "Please donate to Save the Children.", "p": 0.5},
+                          {"text": "Kids need your help, will you give a little?", "p": 0.5}]}  # fmt: skip
+POLICY_B = {"responses": [{"text": "Donate now.", "p": 1.0}]}
+SIM_COLLAPSED = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.9}, {"text": "No thanks [DONATE $0]", "p": 0.1}]}
+SIM_DIVERSE = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.3}, {"text": "No thanks [DONATE $0]", "p": 0.3},
+                             {"text": "Okay, all of it [DONATE $2]", "p": 0.2},
+                             {"text": "Maybe half [DONATE $0.5]", "p": 0.2}]}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _cwd(path: Path) -> Iterator[None]:
+    """Run in ``path`` so scripted specs are short relative names (readable matrix labels)."""
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def write_models(root: Path) -> Path:
+    """Write the scripted policy and simulator files into ``root/models``; return that folder."""
+    d = root / "models"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in (("pol_a", POLICY_A), ("pol_b", POLICY_B), ("sim_mode", SIM_COLLAPSED), ("sim_div", SIM_DIVERSE)):
+        (d / f"{name}.json").write_text(json.dumps(data))
+    return d
+
+
+def write_crossplay_run(root: Path, name: str = "crossplay") -> Path:
+    """A finished 2 policies x 2 simulators cross-play run on P4G, made by the real pipeline."""
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+
+    root = root.resolve()
+    write_models(root)
+    with _cwd(root):
+        cfg = CrossplayConfig(
+            policies=["scripted:models/pol_a.json", "scripted:models/pol_b.json"],
+            simulators=["scripted:models/sim_mode.json", "scripted:models/sim_div.json"],
+            train_simulator="scripted:models/sim_mode.json",
+            tasks=4,
+            rollouts=2,
+            max_turns=2,
+            n_boot=200,
+        )
+        run_crossplay(cfg, out=name, progress=False, cache=False, report=False)
+    return root / name
+
+
+def write_gate_verdict(crossplay_dir: Path, out: Path) -> dict[str, Any]:
+    """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does."""
+    from collapse_probe.gate import gate_run_dir
+
+    crossplay_dir = crossplay_dir.resolve()
+    with _cwd(crossplay_dir.parent):
+        verdict = gate_run_dir(crossplay_dir, "scripted:models/pol_a.json", min_transfer=0.8).to_dict()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(verdict, indent=2) + "\n")
+    return verdict
+
+
+def write_lab_run(root: Path, name: str, method: str = "single", steps: int = 30, compare: bool = False) -> Path:
+    """A tabular-lab run made through the ``collapse-probe lab`` command's own code (``--compare`` optional)."""
+    from collapse_probe.cli import lab
+
+    parser = argparse.ArgumentParser()
+    lab.add_parser(parser.add_subparsers(dest="command"))
+    argv = ["lab", "--method", method, "--steps", str(steps), "--out", str(root / name)]
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        lab.run(parser.parse_args([*argv, *(["--compare"] if compare else [])]))
+    return root / name
+
+
+def write_train_run(root: Path, name: str, method: str = "single", steps: int = 60, eval_every: int = 10) -> Path:
+    """A train run in the ``collapse-probe/train/v1`` layout: one ``metrics.jsonl`` line per step.
+
+    The curves are the exact ones of a real lab run of ``method`` (train reward, held-out reward,
+    policy entropy, simulator collapse error), held-out reward only every ``eval_every`` steps as
+    the trainer logs it.
+    """
+    from collapse_probe.trainers.lab import LabConfig, run_lab
+
+    res = run_lab(LabConfig(method=method, steps=steps, eval_every=1, seed=1))
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(
+        json.dumps({"kind": "train", "method": method, "steps": steps, "eval_every": eval_every})
+    )
+    with open(d / "metrics.jsonl", "w", encoding="utf-8") as f:
+        for i, step in enumerate(res.steps):
+            rec = {
+                "step": step,
+                "train_reward": res.train_reward[i],
+                "zero_std_share": None if i == 0 else res.zero_std_fraction[i],
+                "policy_entropy": res.policy_entropy[i],
+                "sim_collapse_error": res.collapse_error[i],
+            }
+            if step % eval_every == 0:
+                rec["heldout_reward"] = res.heldout_reward[i]
+            f.write(json.dumps(rec) + "\n")
+    results = {
+        "schema": "collapse-probe/train/v1",
+        "method": method,
+        "steps": steps,
+        "final": {"train_reward": res.train_reward[-1], "heldout_reward": res.heldout_reward[-1]},
+    }
+    (d / "results.json").write_text(json.dumps(results, indent=2))
+    return d
+
+
+def write_audit_run(
+    root: Path,
+    name: str,
+    simulator: str = "sim_mode",
+    samples_per_state: int = 12,
+    n_states: int = 6,
+    compare_vs: bool = False,
+    seed: int = 0,
+) -> Path:
+    """An audit run of a scripted simulator in the ``collapse-probe/audit/v1`` layout.
+
+    Responses are sampled from the scripted simulator's known distribution (``sim_mode`` or
+    ``sim_div``) and partitioned by the real exact-match partitioner; every number comes from the
+    real estimators. With ``compare_vs`` the run also holds a Verbalized-Sampling audit under ``"vs"``.
+    """
+    import numpy as np
+
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    dist = {"sim_mode": SIM_COLLAPSED, "sim_div": SIM_DIVERSE}[simulator]["responses"]
+    (d / "config.json").write_text(
+        json.dumps(
+            {"kind": "audit", "simulator": f"scripted:models/{simulator}.json", "samples_per_state": samples_per_state}
+        )
+    )
+    rng = np.random.default_rng(seed)
+    results = _audit_results(
+        f"scripted:models/{simulator}.json", dist, samples_per_state, n_states, rng, d / "samples.jsonl", "direct"
+    )
+    if compare_vs:
+        flat = [{"text": x["text"], "p": 1 / len(dist)} for x in dist]
+        results["vs"] = _audit_results(
+            f"vs:scripted:models/{simulator}.json", flat, samples_per_state, n_states, rng, d / "samples.jsonl", "vs"
+        )
+    (d / "results.json").write_text(json.dumps(results, indent=2))
+    return d
+
+
+def _audit_results(
+    sim: str, dist: list[dict[str, Any]], n: int, n_states: int, rng: Any, samples: Path, mode: str
+) -> dict[str, Any]:
+    import numpy as np
+
+    from collapse_probe.metrics.estimators import collapse_error, collapse_error_ci, entropy, entropy_ci, hill_number
+    from collapse_probe.metrics.partitioners import class_counts, get_partitioner
+
+    texts = [x["text"] for x in dist]
+    probs = [x["p"] for x in dist]
+    states, all_counts = [], []
+    with open(samples, "a", encoding="utf-8") as f:
+        for k in range(n_states):
+            responses = [texts[i] for i in rng.choice(len(texts), size=n, p=probs)]
+            labels = get_partitioner("exact").partition(responses)
+            counts = [int(c) for c in class_counts(labels)]
+            history = [{"role": "policy", "content": f"Opening move {k}"}]
+            f.write(json.dumps({"state_id": f"s{k}", "turn": k % 3, "mode": mode, "history": history,
+                                "responses": responses, "labels": [int(x) for x in labels]}) + "\n")  # fmt: skip
+            states.append({"state_id": f"s{k}", "turn": k % 3, "n": n, "class_counts": counts,
+                           "collapse_error": collapse_error(counts), "collapse_error_ci95": list(collapse_error_ci(counts)),
+                           "entropy": entropy(counts)})  # fmt: skip
+            all_counts.append(counts)
+    eps = [s["collapse_error"] for s in states]
+    mean_eps = float(np.mean(eps))
+    pooled = np.zeros(max(len(c) for c in all_counts), dtype=int)
+    for c in all_counts:
+        pooled[: len(c)] += sorted(c, reverse=True)
+    half = 1.96 * float(np.std(eps, ddof=1)) / len(eps) ** 0.5 if len(eps) > 1 else 0.0
+    return {
+        "schema": "collapse-probe/audit/v1",
+        "simulator": sim,
+        "benchmark": "p4g",
+        "partitioner": "exact",
+        "samples_per_state": n,
+        "summary": {
+            "collapse_error": {"estimate": mean_eps, "ci95": [max(mean_eps - half, 0.0), min(mean_eps + half, 1.0)]},
+            "entropy": {
+                "estimate": float(np.mean([s["entropy"] for s in states])),
+                "ci95": list(entropy_ci(all_counts[0])),
+                "estimator": "chao_wang_jost",
+            },  # fmt: skip
+            "effective_modes": hill_number(pooled, 1),
+            "accumulated_collapse_error": 3 * mean_eps,
+        },
+        "states": states,
+    }
+
+
+def write_half_written_runs(root: Path) -> dict[str, Path]:
+    """Runs caught mid-write: torn JSONL tails, missing or truncated results.json, an empty config.json.
+
+    Returns:
+        ``{what: run directory}``.
+    """
+    out: dict[str, Path] = {}
+
+    d = root / "audit_running"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"kind": "audit", "simulator": "x", "samples_per_state": 8}))
+    (d / "samples.jsonl").write_text(
+        json.dumps({"state_id": "s0", "turn": 0, "responses": ["a", "b"]}) + "\n" + '{"state_id": "s1", "tu'
+    )
+    out["audit_torn"] = d
+
+    d = root / "crossplay_resuming"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"kind": "crossplay", "policies": ["p"], "simulators": ["s"]}))
+    rec = {"key": "k0", "task_id": "t0", "rollout": 0, "policy": "p", "simulator": "s", "reward": 0.5, "status": "done"}
+    (d / "conversations.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(rec)[:25])
+    (d / "results.json").write_text('{"schema": "collapse-probe/crossplay/v1", "cells": [{"policy": "p", "simu')
+    out["crossplay_partial_results"] = d
+
+    d = root / "train_running"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"kind": "train", "method": "single"}))
+    lines = [json.dumps({"step": s, "train_reward": 0.1 * s, "policy_entropy": 2.0 - 0.1 * s}) for s in range(4)]
+    (d / "metrics.jsonl").write_text("\n".join(lines) + "\n" + "not json in the middle\n" + '{"step": 4, "train_rew')
+    out["train_torn"] = d
+
+    d = root / "lab_starting"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text("")
+    out["empty_config"] = d
+
+    d = root / "foreign_results"
+    d.mkdir(parents=True)
+    (d / "results.json").write_text("[1, 2, 3]")
+    out["foreign_results"] = d
+    return out
