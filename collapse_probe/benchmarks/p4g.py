@@ -54,22 +54,32 @@ DEMOGRAPHICS = ("age", "sex", "race", "edu", "marital", "employment", "income", 
 SCORE_FIELDS = BIG_FIVE + MORAL + SCHWARTZ + DECISION
 PERSONA_FIELDS = SCORE_FIELDS + DEMOGRAPHICS
 
-_DONATE_RE = re.compile(r"\[\s*donate\s*:?\s*\$?\s*(\d+(?:\.\d*)?|\.\d+)\s*\]", re.IGNORECASE)
+_AMOUNT = r"(\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"
+_DONATE = re.compile(
+    r"\[\s*donate\s*:?\s*(?:(?:usd|us\$)\s*)?\$?\s*" + _AMOUNT + r"\s*(?:usd|dollars?)?\s*\]", re.IGNORECASE
+)
 
 
 def parse_donation(text: str) -> float | None:
-    """Amount of the *last* ``[DONATE $N]`` in ``text`` (``$1``, ``$1.50``, ``1.5``), else ``None``.
+    """Donation amount from the last ``[DONATE $N]`` tag in ``text``; ``None`` if there is none.
 
-    >>> parse_donation("Sure. [DONATE $1] Actually, make it [donate 1.5]")
-    1.5
-    >>> parse_donation("No thanks.") is None
-    True
+    Accepted (case-insensitive, spaces anywhere inside the brackets): ``[DONATE $1]``,
+    ``[DONATE $1.50]``, ``[donate 1.5]``, ``[DONATE: $0]``, ``[DONATE $.50]``, ``[DONATE $1,000]``,
+    ``[DONATE 2 dollars]``. A tag whose amount is not a non-negative number (``[DONATE $-1]``,
+    ``[DONATE $x]``, ``[DONATE 1,5]``) does not count; an earlier valid tag then still wins over it.
+
+    Example:
+        >>> parse_donation("Maybe [DONATE $1], no wait: [donate $.50]")
+        0.5
+        >>> parse_donation("I will think about it.") is None
+        True
     """
-    matches = _DONATE_RE.findall(text or "")
+    if not isinstance(text, str):
+        return None
+    matches = _DONATE.findall(text)
     if not matches:
         return None
-    value = float(matches[-1])
-    return value if math.isfinite(value) else None
+    return float(matches[-1].replace(",", ""))
 
 
 def donation_reward(donation: float | None) -> float:

