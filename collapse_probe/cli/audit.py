@@ -1,0 +1,113 @@
+"""``collapse-probe audit``: how collapsed is a simulator, where, with CIs, and does VS help."""
+
+from __future__ import annotations
+
+import argparse
+
+from collapse_probe.cli._common import add_cache, add_out, add_seed, env
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "audit", help="measure a simulator's collapse error per state, with CIs (and VS vs direct)",
+        description="Sample N responses from the simulator at each probe state, partition them into "
+        "equivalence classes and estimate the collapse error ε = 1 − p(mode) with CIs, entropy and "
+        "effective modes. With no flags: the embedded smollm2 on P4G, offline on CPU.",
+    )  # fmt: skip
+    p.add_argument(
+        "--sim",
+        default=env("sim", "smollm2"),
+        help="simulator spec; vs:SPEC audits Verbalized Sampling (default smollm2)",
+    )
+    p.add_argument("--benchmark", default=env("benchmark", "p4g"), help="benchmark (default p4g)")
+    p.add_argument("--policy", default=env("policy", None),
+                   help="policy spec: audit the on-policy states its rollouts against the simulator visit "
+                   "(default: P4G probe states with fixed human-style openings)")  # fmt: skip
+    p.add_argument("--states", type=int, default=env("states", 2),
+                   help="tasks (P4G personas) probed; each gives an opening and an elicitation state, or the "
+                   "simulator turns of its rollouts (default 2)")  # fmt: skip
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=env("samples", 20),
+        help="N, responses per state (default 20; N < 20 is flagged low-confidence)",
+    )
+    p.add_argument("--partition", default=env("partition", None), choices=["exact", "embedding", "judge", "label"],
+                   help="equivalence classes: label (P4G donate/refuse/amount decision, default for p4g), exact, "
+                   "embedding (sentence encoder), judge (LLM judge; --judge SPEC)")  # fmt: skip
+    p.add_argument(
+        "--judge",
+        default=env("judge", None),
+        help="judge model spec for --partition judge (default: the simulator's model)",
+    )
+    p.add_argument("--compare-vs", action="store_true", default=env("compare-vs", False),
+                   help="also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference")  # fmt: skip
+    p.add_argument(
+        "--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn (default 5)"
+    )
+    p.add_argument(
+        "--human", default=env("human", None), help="directory with the official P4G CSVs: compare with human donors"
+    )
+    p.add_argument(
+        "--rollouts", type=int, default=env("rollouts", 1), help="on-policy conversations per task (default 1)"
+    )
+    p.add_argument("--max-turns", type=int, default=env("max-turns", 3), help="conversation rounds (default 3)")
+    p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=env("temperature", 1.0),
+        help="simulator sampling temperature (default 1.0)",
+    )
+    p.add_argument("--epsilon-star", type=float, default=env("epsilon-star", 0.2),
+                   help="ε*: verdict COLLAPSED when the CI of the mean ε̂ lies below it (default 0.2)")  # fmt: skip
+    p.add_argument("--bound-b", type=float, default=env("bound-b", 1.0),
+                   help="B, bound on the trajectory score-function norm, for the gradient-bias bound 2·B·R_max·ε̄_H (default 1)")  # fmt: skip
+    p.add_argument(
+        "--r-max", type=float, default=env("r-max", 1.0), help="R_max, bound on |reward| (default 1, the P4G range)"
+    )
+    p.add_argument("--variance-share", action="store_true", default=env("variance-share", False),
+                   help="measure the simulator's share of reward variance by nested resampling (needs --policy)")  # fmt: skip
+    p.add_argument(
+        "--variance-agents",
+        type=int,
+        default=env("variance-agents", 3),
+        help="agent seeds per task for --variance-share (default 3)",
+    )
+    p.add_argument(
+        "--variance-sims",
+        type=int,
+        default=env("variance-sims", 4),
+        help="simulator continuations per agent seed (default 4)",
+    )
+    p.add_argument(
+        "--vendi", action="store_true", default=env("vendi", False), help="embed responses for the Vendi score"
+    )
+    p.add_argument("--no-exact", action="store_true", default=env("no-exact", False),
+                   help="skip the exact closed-set distribution (score_choices)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_seed(p)
+    add_cache(p)
+    add_out(p, default="runs/audit")
+
+
+def run(args: argparse.Namespace) -> int:
+    from collapse_probe.audit import AuditConfig, run_audit, summary_table
+
+    config = AuditConfig(
+        sim=args.sim, benchmark=args.benchmark, policy=args.policy, states=args.states, samples=args.samples,
+        partition=args.partition, judge=args.judge, compare_vs=args.compare_vs, vs_k=args.vs_k, human=args.human,
+        rollouts=args.rollouts, max_turns=args.max_turns, temperature=args.temperature, seed=args.seed,
+        epsilon_star=args.epsilon_star, bound_b=args.bound_b, r_max=args.r_max, variance_share=args.variance_share,
+        variance_agents=args.variance_agents, variance_sims=args.variance_sims, exact=not args.no_exact,
+        vendi=args.vendi, personas=args.personas,
+    )  # fmt: skip
+    print(f"gradient-bias bound uses B = {config.bound_b:g}, R_max = {config.r_max:g}; ε* = {config.epsilon_star:g} "
+          "(--bound-b, --r-max, --epsilon-star)")  # fmt: skip
+    results = run_audit(config, args.out, cache=not args.no_cache, progress=not args.no_progress)
+    print()
+    print(summary_table(results))
+    print()
+    print(results["verdict"])
+    print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")
+    return 0 if results["summary"]["n_states"] else 1
