@@ -1,0 +1,128 @@
+"""``collapse-probe crossplay``: the policy x simulator reward matrix in one batched run."""
+
+from __future__ import annotations
+
+import argparse
+
+from collapse_probe.cli._common import (
+    add_benchmark,
+    add_cache,
+    add_out,
+    add_sampling,
+    add_seed,
+    arena_from_args,
+    env,
+    participants_from_specs,
+    positive,
+    split_specs,
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "crossplay",
+        help="run every policy against every simulator and measure transfer",
+        description="Run the policy x simulator matrix in one batched engine run (requests for the same model "
+        "are batched across cells), then write results.json (rewards, transfer ratios, policy strategy entropy) "
+        "and report.html to --out. A killed run resumes from --out.",
+    )
+    p.add_argument(
+        "--policies",
+        default=env("policies", None),
+        required=env("policies", None) is None,
+        help="comma-separated policy specs, e.g. smollm2,scripted:policy.json",
+    )
+    p.add_argument(
+        "--sims",
+        default=env("sims", None),
+        required=env("sims", None) is None,
+        help="comma-separated simulator specs, e.g. smollm2,vs:smollm2,gemma3-270m",
+    )
+    p.add_argument(
+        "--train-sim",
+        default=env("train-sim", None),
+        help="the simulator the policies were trained against (one of --sims); the others are held out",
+    )
+    p.add_argument("--tasks", type=int, default=env("tasks", 4), help="number of tasks per cell (default 4)")
+    p.add_argument(
+        "--rollouts", type=int, default=env("rollouts", 2), help="conversations per task and cell (default 2)"
+    )
+    p.add_argument(
+        "--partitioner",
+        default=env("partitioner", "exact"),
+        help="partitioner of the policy's messages for the strategy entropy (default exact)",
+    )
+    p.add_argument(
+        "--entropy-turns",
+        choices=("first", "all"),
+        default=env("entropy-turns", "first"),
+        help="policy turns in the strategy entropy: the opening move or all turns (default first)",
+    )
+    p.add_argument("--n-boot", type=int, default=env("n-boot", 2000), help="bootstrap resamples (default 2000)")
+    add_benchmark(p)
+    add_sampling(p)
+    add_seed(p)
+    add_cache(p)
+    add_out(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+
+    positive("tasks", args.tasks)
+    positive("rollouts", args.rollouts)
+    policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
+    arena = arena_from_args(args, [*policies, *sims])
+    extra = {k: v for k, v in (("personas", args.personas), ("tau2_data", args.tau2_data)) if v}
+    config = CrossplayConfig(
+        policies=policies, simulators=sims,
+        train_simulator=args.train_sim, benchmark=args.benchmark, tasks=args.tasks, rollouts=args.rollouts,
+        max_turns=args.max_turns, seed=args.seed, temperature=args.temperature, partitioner=args.partitioner,
+        entropy_turns=args.entropy_turns, n_boot=args.n_boot, extra=extra,
+    )  # fmt: skip
+    config.validate()
+    participants = participants_from_specs([*config.policies, *config.simulators], args)
+    results = run_crossplay(
+        config,
+        arena=arena,
+        participants=participants,
+        out=args.out,
+        progress=not args.no_progress,
+        max_live=getattr(args, "max_live", None),
+    )
+    print(format_matrix(results))
+    print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
+    return 0
+
+
+def format_matrix(results: dict) -> str:
+    """The reward matrix, transfer ratios and strategy entropies as a terminal table."""
+    sims = results["simulators"]
+    cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
+    width = max(12, *(len(s) + 2 for s in sims))
+    pw = max(8, *(len(p) + 2 for p in results["policies"]))
+    train = results.get("train_simulator")
+    head = "policy".ljust(pw) + "".join((s + ("*" if s == train else "")).rjust(width) for s in sims)
+    lines = [f"mean reward ({results['benchmark']}; * = training simulator; [n, infra failures])", head]
+    for p in results["policies"]:
+        row = p.ljust(pw)
+        for s in sims:
+            c = cells[(p, s)]
+            m = c["mean_reward"]
+            val = "n/a" if m is None else f"{m:.3f}"
+            row += f"{val} [{c['n']},{c['infra_failures']}]".rjust(width)
+        lines.append(row)
+    for t in results.get("transfer") or []:
+        ci = t.get("ci95")
+        r = t.get("transfer_ratio")
+        ci_s = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
+        lines.append(
+            f"transfer {t['policy']}: " + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")
+        )
+    for d in results.get("policy_diversity") or []:
+        h = d.get("strategy_entropy")
+        lines.append(
+            f"strategy entropy {d['policy']}: "
+            + ("n/a" if h is None else f"{h:.3f} nats ({d['n_classes']} classes / {d['n_messages']} messages)")
+        )
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""``collapse-probe gate``: pass/fail a candidate policy from a cross-play run, for CI.
+
+Exit codes: 0 pass, 1 fail, 2 could not judge (no results, missing cells, too many infrastructure
+failures, an undefined statistic, bad options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from collapse_probe.cli._common import env
+
+
+def _opt_float(name: str) -> float | None:
+    v = env(name, None)
+    return float(v) if v is not None else None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gate",
+        help="pass/fail a policy on a cross-play run (exit 0 pass, 1 fail, 2 could not judge)",
+        description="Judge a candidate policy from a cross-play run directory: transfer ratio, regression "
+        "against a baseline policy (paired cluster bootstrap over tasks) and infrastructure failures. "
+        "Prints a markdown summary for a pull-request comment. Exit 0 pass, 1 fail, 2 could not judge.",
+    )
+    p.add_argument("run_dir", metavar="DIR", help="cross-play run directory (or its results.json)")
+    p.add_argument(
+        "--policy",
+        default=env("policy", None),
+        required=env("policy", None) is None,
+        help="the candidate policy spec (a row of the run)",
+    )
+    p.add_argument(
+        "--min-transfer",
+        type=float,
+        default=_opt_float("min-transfer"),
+        help="fail below this transfer ratio (held-out / training-simulator reward)",
+    )
+    p.add_argument(
+        "--baseline-policy",
+        default=env("baseline-policy", None),
+        help="compare the candidate's held-out reward with this policy of the same run",
+    )
+    p.add_argument(
+        "--max-drop",
+        type=float,
+        default=_opt_float("max-drop"),
+        help="fail when the held-out reward drops more than this below the baseline",
+    )
+    p.add_argument(
+        "--max-infra-rate",
+        type=float,
+        default=env("max-infra-rate", 0.1),
+        help="could not judge when a cell has more than this share of infra failures (default 0.1)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        default=env("strict", False),
+        help="require the 95%% CI bound, not just the point estimate, to clear each threshold",
+    )
+    p.add_argument("--n-boot", type=int, default=env("n-boot", 2000), help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=env("seed", 0), help="bootstrap seed (default 0)")
+    p.add_argument("--junit", default=env("junit", None), metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--markdown", default=env("markdown", None), metavar="FILE", help="write the markdown summary here")
+    p.add_argument("--json", default=env("json", None), metavar="FILE", help="write the verdict as JSON here")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.gate import EXIT_CANNOT_JUDGE, gate_run_dir
+
+    try:
+        verdict = gate_run_dir(
+            args.run_dir, args.policy, min_transfer=args.min_transfer, baseline_policy=args.baseline_policy,
+            max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict, n_boot=args.n_boot,
+            seed=args.seed,
+        )  # fmt: skip
+    except ConfigError as exc:
+        print(f"collapse-probe gate: error: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_JUDGE
+    md = verdict.markdown()
+    print(md)
+    for path, text in (
+        (args.markdown, md),
+        (args.junit, verdict.junit_xml() if args.junit else ""),
+        (args.json, json.dumps(verdict.to_dict(), indent=2) + "\n" if args.json else ""),
+    ):
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+    return verdict.exit_code

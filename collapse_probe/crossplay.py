@@ -1,0 +1,461 @@
+"""``crossplay``: the policy x simulator reward matrix, transfer ratios and policy strategy entropy.
+
+Every cell of the matrix (one policy against one simulator on the same tasks and rollout seeds) runs
+in *one* engine run: at each turn the engine sends all pending requests for the same model, whatever
+the cell, to that model as one batch. Conversations are appended to ``conversations.jsonl`` as they
+finish, so a killed run resumes where it stopped.
+
+From the records this module computes (``results.json``, schema ``collapse-probe/crossplay/v1``):
+
+- per cell: mean reward with a 95 % CI, success rate, infrastructure failures (excluded from every
+  mean, counted), and the per-task rewards a paired bootstrap needs;
+- per policy, when a training simulator is named: the *transfer ratio* = mean reward over the
+  held-out simulators (every simulator but the training one, each weighted equally) / reward on the
+  training simulator, with a 95 % CI from a cluster bootstrap over tasks (tasks resampled jointly in
+  every cell, so the ratio's numerator and denominator stay paired);
+- per policy: the *strategy entropy* of the policy's own turns (Chao–Wang–Jost over the classes a
+  partitioner finds), the policy-diversity side of collapse: a policy that learned to exploit one
+  simulator mode says the same thing to everybody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from collapse_probe._version import __version__
+from collapse_probe.benchmarks import Arena
+from collapse_probe.errors import ConfigError
+from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.simulators import Participant
+
+SCHEMA = "collapse-probe/crossplay/v1"
+INFRA_ERROR = "infra_error"
+EntropyTurns = Literal["first", "all"]
+STRATEGY_PARTITIONERS = ("exact", "embedding")
+"""Partitioners of policy messages that need no model of their own (``judge`` needs one)."""
+
+
+@dataclass
+class CrossplayConfig:
+    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it)."""
+
+    policies: list[str] = field(default_factory=lambda: ["smollm2"])
+    """Policy (agent / persuader) specs, one matrix row each."""
+    simulators: list[str] = field(default_factory=lambda: ["smollm2", "vs:smollm2"])
+    """Simulator (user / persuadee) specs, one matrix column each; ``vs:SPEC`` for Verbalized Sampling."""
+    train_simulator: str | None = None
+    """The simulator the policies were trained against (must be one of ``simulators``); the others are
+    held out. ``None``: no transfer ratios, and every simulator counts as held out."""
+    benchmark: str = "p4g"
+    """Benchmark name (``p4g``, ``tau2-retail``, ...)."""
+    tasks: int = 4
+    """Number of tasks (P4G: donor personas), the same in every cell."""
+    rollouts: int = 2
+    """Conversations per task and cell."""
+    max_turns: int | None = 3
+    """Conversation rounds (P4G: persuader + persuadee exchanges)."""
+    seed: int = 0
+    """Seed of the task order and of every conversation (shared by all cells)."""
+    temperature: float = 1.0
+    """Sampling temperature of both sides."""
+    partitioner: str = "exact"
+    """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
+    entropy_turns: EntropyTurns = "first"
+    """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
+    n_boot: int = 2000
+    """Bootstrap replicates of the transfer-ratio CI."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Options recorded with the run (e.g. persona file), not interpreted here."""
+
+    def validate(self) -> None:
+        """Check the configuration once, at the boundary.
+
+        Raises:
+            ConfigError: naming the field (flag), what was expected and what was received.
+        """
+        for name, specs, flag in (("policies", self.policies, "--policies"), ("simulators", self.simulators, "--sims")):
+            if isinstance(specs, str) or not isinstance(specs, Sequence):
+                raise ConfigError(f"{flag} ({name}): expected a list of specs, got {specs!r}")
+            if not specs:
+                raise ConfigError(f"{flag} ({name}): expected at least one spec, got an empty list")
+            for s in specs:
+                if not isinstance(s, str) or not s.strip():
+                    raise ConfigError(f"{flag} ({name}): every spec must be a non-empty string, got {s!r}")
+            dup = sorted({s for s in specs if list(specs).count(s) > 1})
+            if dup:
+                raise ConfigError(f"{flag} ({name}): duplicate specs {dup}; each row/column must be distinct")
+        if self.train_simulator is not None and self.train_simulator not in self.simulators:
+            raise ConfigError(
+                f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
+                "the training simulator must be one of the matrix columns"
+            )
+        for name, flag in (("tasks", "--tasks"), ("rollouts", "--rollouts"), ("max_turns", "--max-turns")):
+            v = getattr(self, name)
+            if name == "max_turns" and v is None and not self.benchmark.startswith("p4g"):
+                continue  # tau2 has no turn cap by default (max steps end an episode)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{flag} must be an integer >= 1, got {v!r}")
+        if self.partitioner not in STRATEGY_PARTITIONERS:
+            raise ConfigError(
+                f"--partitioner must be one of {', '.join(STRATEGY_PARTITIONERS)} for the policy strategy entropy, "
+                f"got {self.partitioner!r}"
+            )
+        if self.entropy_turns not in ("first", "all"):
+            raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
+        if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, int) or self.n_boot < 100:
+            raise ConfigError(f"--n-boot must be an integer >= 100, got {self.n_boot!r}")
+        if self.temperature < 0:
+            raise ConfigError(f"--temperature must be >= 0, got {self.temperature}")
+
+    @property
+    def heldout_simulators(self) -> list[str]:
+        """Every simulator but the training one (all of them when there is none)."""
+        return [s for s in self.simulators if s != self.train_simulator]
+
+
+# ------------------------------------------------------------------------------------------------- pipeline
+
+
+def run_crossplay(
+    config: CrossplayConfig,
+    *,
+    arena: Arena | None = None,
+    participants: dict[str, Participant] | None = None,
+    out: str | Path | None = None,
+    progress: bool = True,
+    vs_k: int = 5,
+    cache: bool = True,
+    report: bool = True,
+    max_live: int | None = None,
+) -> dict[str, Any]:
+    """Run the whole policy x simulator matrix in one engine run and compute its results.
+
+    Args:
+        config: what to run.
+        arena: the benchmark (default: ``make_arena(config.benchmark, max_turns=config.max_turns)``).
+        participants: label -> participant for every policy and simulator spec (default: built with
+            :func:`~collapse_probe.simulators.make_participant`).
+        out: run directory; conversations already recorded there are not run again (resume), and
+            ``results.json`` and ``report.html`` are written there.
+        progress: show a progress bar.
+        vs_k: candidates per Verbalized-Sampling turn when participants are built here.
+        cache: serve samples through the response cache when participants are built here.
+        report: write ``report.html`` (needs ``out``).
+        max_live: at most this many conversations in flight (``None``: the whole matrix at once). An
+            execution setting, not part of the configuration: a run may resume with another value.
+
+    Returns:
+        The results dictionary (also written to ``out/results.json``).
+
+    Raises:
+        ConfigError: bad configuration, an unknown spec, or a run directory of another configuration.
+    """
+    config.validate()
+    labels = list(dict.fromkeys([*config.policies, *config.simulators]))
+    if participants is None:
+        from collapse_probe.simulators import make_participant
+
+        participants = {s: make_participant(s, vs_k=vs_k, cache=cache) for s in labels}
+    missing = [s for s in labels if s not in participants]
+    if missing:
+        raise ConfigError(f"no participant given for spec(s) {missing}")
+    if arena is None:
+        from collapse_probe.benchmarks import make_arena
+
+        arena = make_arena(config.benchmark, max_turns=config.max_turns)
+
+    run_dir = None
+    if out is not None:
+        run_dir = RunDir(out)
+        run_dir.create({**asdict(config), "version": __version__}, kind="crossplay")
+    tasks = arena.load_tasks(config.tasks, seed=config.seed)
+    specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)
+    records = asyncio.run(
+        run_conversations(
+            arena,
+            specs,
+            participants,
+            config=EngineConfig(temperature=config.temperature, progress=progress, max_live=max_live),
+            run_dir=run_dir,
+        )
+    )
+    results = crossplay_results(records, config, task_ids=[t.task_id for t in tasks])
+    if run_dir is not None:
+        run_dir.write_results(results)
+        if report:
+            from collapse_probe.report.crossplay_plots import write_crossplay_report
+
+            write_crossplay_report(results, run_dir.path / "report.html")
+    return results
+
+
+# ------------------------------------------------------------------------------------------------- results
+
+
+def crossplay_results(
+    records: Sequence[dict[str, Any]], config: CrossplayConfig, *, task_ids: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The ``results.json`` content for conversation records of a cross-play run (a pure function).
+
+    Args:
+        records: conversation records (as the engine writes them).
+        config: the run's configuration.
+        task_ids: task order for the per-task rewards (default: order of first appearance).
+
+    Returns:
+        The results dictionary (schema :data:`SCHEMA`).
+    """
+    config.validate()
+    if task_ids is None:
+        task_ids = list(dict.fromkeys(str(r["task_id"]) for r in records))
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        by_cell.setdefault((r["policy"], r["simulator"]), []).append(r)
+
+    cells = []
+    for p in config.policies:
+        for s in config.simulators:
+            cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids))
+    cell_index = {(c["policy"], c["simulator"]): c for c in cells}
+
+    transfer = []
+    if config.train_simulator is not None:
+        for p in config.policies:
+            transfer.append(
+                policy_transfer(
+                    cell_index[(p, config.train_simulator)],
+                    [cell_index[(p, s)] for s in config.heldout_simulators],
+                    n_boot=config.n_boot,
+                    seed=config.seed,
+                )
+            )
+
+    diversity = []
+    for p in config.policies:
+        diversity.append(
+            policy_strategy_entropy(
+                [r for r in records if r["policy"] == p and r.get("status") != INFRA_ERROR],
+                p,
+                partitioner=config.partitioner,
+                turns=config.entropy_turns,
+            )
+        )
+
+    heldout = {}
+    for p in config.policies:
+        means = [cell_index[(p, s)]["mean_reward"] for s in config.heldout_simulators]
+        heldout[p] = _mean_or_none(means)
+
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "benchmark": config.benchmark,
+        "policies": list(config.policies),
+        "simulators": list(config.simulators),
+        "train_simulator": config.train_simulator,
+        "heldout_simulators": config.heldout_simulators,
+        "tasks": list(task_ids),
+        "rollouts": config.rollouts,
+        "seed": config.seed,
+        "cells": cells,
+        "heldout_reward": heldout,
+        "transfer": transfer,
+        "policy_diversity": diversity,
+        "config": asdict(config),
+    }
+
+
+def cell_summary(
+    records: Sequence[dict[str, Any]], policy: str, simulator: str, task_ids: Sequence[str]
+) -> dict[str, Any]:
+    """One matrix cell: mean reward and 95 % CI over scored conversations; infra failures counted apart.
+
+    A conversation whose arena could not judge it (``reward`` ``None`` without an infra error) is
+    counted as ``unscored`` and, like an infra failure, excluded from the mean.
+    """
+    from collapse_probe.metrics.transfer import mean_ci
+
+    scored = [r for r in records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
+    infra = [r for r in records if r.get("status") == INFRA_ERROR]
+    rewards = [float(r["reward"]) for r in scored]
+    task_rewards: dict[str, list[float]] = {t: [] for t in task_ids}
+    for r in sorted(scored, key=lambda r: int(r.get("rollout", 0))):
+        task_rewards.setdefault(str(r["task_id"]), []).append(float(r["reward"]))
+    est = mean_ci(rewards)
+    mean, lo, hi = est.value, est.lo, est.hi
+    errors: dict[str, int] = {}
+    for r in infra:
+        msg = str(r.get("infra_error") or "unknown")[:200]
+        errors[msg] = errors.get(msg, 0) + 1
+    total = len(records)
+    return {
+        "policy": policy,
+        "simulator": simulator,
+        "n": len(scored),
+        "n_conversations": total,
+        "mean_reward": mean,
+        "ci95": [lo, hi] if lo is not None and hi is not None else None,
+        "success_rate": (sum(1 for r in scored if r.get("success") is True) / len(scored)) if scored else None,
+        "infra_failures": len(infra),
+        "infra_rate": len(infra) / total if total else None,
+        "infra_errors": errors,
+        "unscored": total - len(scored) - len(infra),
+        "task_rewards": task_rewards,
+    }
+
+
+def task_means(cell: dict[str, Any]) -> dict[str, float]:
+    """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
+    return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
+
+
+def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Per-task held-out reward: the mean over the given cells of each cell's per-task mean.
+
+    Only tasks scored in every cell are kept, so each task's value weighs every simulator equally.
+    """
+    per_cell = [task_means(c) for c in cells]
+    if not per_cell:
+        return {}
+    common = [t for t in per_cell[0] if all(t in m for m in per_cell[1:])]
+    return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
+
+
+def policy_transfer(
+    train_cell: dict[str, Any], heldout_cells: Sequence[dict[str, Any]], *, n_boot: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Transfer ratio of one policy: held-out reward / training-simulator reward, with a task-cluster CI.
+
+    Per task, the training reward is the task's mean over rollouts on the training simulator and
+    the held-out reward the mean over held-out simulators of the task's mean on each (every simulator
+    weighs the same). Tasks scored in every one of these cells enter; the ratio is
+    mean_task(held-out) / mean_task(training), and the CI resamples tasks with replacement, keeping a
+    task's training and held-out values together
+    (:func:`~collapse_probe.metrics.transfer.transfer_ratio`). With no infrastructure failures these
+    means equal the cells' mean rewards. A training reward of 0 makes the ratio undefined: it is then
+    ``None`` with the reason in ``note``, never a made-up number.
+    """
+    from collapse_probe.metrics.transfer import transfer_ratio
+
+    out: dict[str, Any] = {
+        "policy": train_cell["policy"],
+        "train_simulator": train_cell["simulator"],
+        "heldout_simulators": [c["simulator"] for c in heldout_cells],
+        "train_reward": None,
+        "heldout_reward": None,
+        "transfer_ratio": None,
+        "ci95": None,
+        "n_tasks": 0,
+        "note": None,
+    }
+    if not heldout_cells:
+        out["note"] = "no held-out simulator"
+        return out
+    train_t = task_means(train_cell)
+    heldout_t = heldout_task_rewards(heldout_cells)
+    common = [t for t in train_t if t in heldout_t]
+    if not common:
+        out["note"] = "no task is scored on the training and every held-out simulator"
+        return out
+    est = transfer_ratio(
+        {t: [heldout_t[t]] for t in common}, {t: [train_t[t]] for t in common}, n_boot=n_boot, seed=seed
+    )
+    out.update(
+        train_reward=sum(train_t[t] for t in common) / len(common),
+        heldout_reward=sum(heldout_t[t] for t in common) / len(common),
+        transfer_ratio=est.value,
+        ci95=[est.lo, est.hi] if est.lo is not None and est.hi is not None else None,
+        n_tasks=len(common),
+        note=est.note,
+    )
+    return out
+
+
+def policy_strategy_entropy(
+    records: Sequence[dict[str, Any]], policy: str, *, partitioner: str = "exact", turns: EntropyTurns = "first"
+) -> dict[str, Any]:
+    """Strategy entropy (nats, Chao–Wang–Jost) of a policy's own messages over all its conversations.
+
+    With ``turns="first"`` each conversation contributes its opening policy move; with ``"all"``
+    every policy turn. Because every cell shares the task/rollout seeds, the opening move of a
+    conversation is usually the same in every cell of a row: each (task, rollout) therefore
+    contributes its opening move once, from the first cell that recorded it, so replicated draws do
+    not pose as evidence of collapse. Messages injected by the arena (``meta.elicitation``) are not
+    the policy's and are skipped.
+    """
+    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES, collapse_error, entropy
+    from collapse_probe.metrics.partitioners import class_counts, get_partitioner
+
+    texts: list[str] = []
+    seen: set[tuple[str, int]] = set()
+    for r in records:
+        own = [
+            m
+            for m in r.get("messages", [])
+            if m.get("role") == "policy" and not (m.get("meta") or {}).get("elicitation")
+        ]
+        if not own:
+            continue
+        if turns == "first":
+            key = (str(r["task_id"]), int(r.get("rollout", 0)))
+            if key in seen:
+                continue
+            seen.add(key)
+            texts.append(str(own[0]["content"]))
+        else:
+            texts.extend(str(m["content"]) for m in own)
+    out: dict[str, Any] = {
+        "policy": policy,
+        "partitioner": partitioner,
+        "estimator": "chao_wang_jost",
+        "turns": turns,
+        "n_messages": len(texts),
+        "n_classes": None,
+        "strategy_entropy": None,
+        "collapse_error": None,
+        "low_confidence": len(texts) < MIN_CONFIDENT_SAMPLES,
+    }
+    if not texts:
+        return out
+    counts = class_counts(get_partitioner(partitioner).partition(texts))
+    out.update(
+        n_classes=int(counts.size),
+        strategy_entropy=float(entropy(counts, "chao_wang_jost")),
+        collapse_error=float(collapse_error(counts)),
+    )
+    return out
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None and not math.isnan(v)]
+    if not values or len(present) < len(values):
+        return None
+    return sum(present) / len(present)
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read a cross-play ``results.json`` (a run directory or the file itself) and check its schema.
+
+    Raises:
+        ConfigError: the file is missing, not JSON, or not a cross-play result.
+    """
+    import json
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    if not p.is_file():
+        raise ConfigError(f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")
+    return data
