@@ -122,6 +122,7 @@ def completions_from_output(output: Any) -> list[Completion]:
                 token_logprobs=token_logprobs,
                 finish_reason=c.finish_reason,
                 n_tokens=len(c.token_ids),
+                token_ids=list(c.token_ids),
             )
         )
     return out

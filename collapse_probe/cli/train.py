@@ -1,0 +1,140 @@
+"""``collapse-probe train``: RL-train a policy LLM (LoRA) against simulators with one of the seven methods."""
+
+from __future__ import annotations
+
+import argparse
+
+from collapse_probe.cli._common import add_cache, add_out, add_seed, env, split_specs
+from collapse_probe.errors import ConfigError
+
+METHOD_CHOICES = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="REINFORCE + LoRA training of a policy against simulators (single, vs, ensemble, persona, "
+        "cotrain, population, selfplay)",
+        description="Train a policy LLM with group-relative REINFORCE (A = (R - mean)/(std + eps), population std) "
+        "on LoRA adapters. Writes metrics.jsonl per step, checkpoints, results.json and report.html to --out; "
+        "rerunning with the same --out resumes from the last checkpoint (--steps may be raised).",
+    )
+    p.add_argument("--method", default=env("method", "single"), help=f"one of {', '.join(METHOD_CHOICES)}")
+    p.add_argument("--policy", default=env("policy", "smollm2"), help="trainable policy spec (local/..., hf/DIR)")
+    p.add_argument(
+        "--sim",
+        default=env("sim", None),
+        help="simulator spec(s), comma-separated (ensemble: 2+; vs: prefixed with vs: automatically; "
+        "cotrain/population: a trainable model; selfplay: omit). Default smollm2",
+    )
+    p.add_argument("--heldout", default=env("heldout", None), help="held-out simulator specs for cross-play evaluation")
+    p.add_argument("--steps", type=int, default=env("steps", 10), help="training steps (default 10)")
+    p.add_argument("--group-size", type=int, default=env("group-size", 4), help="rollouts G per task (default 4)")
+    p.add_argument("--tasks", type=int, default=env("tasks", 4), help="training tasks T per step (default 4)")
+    p.add_argument("--max-turns", type=int, default=env("max-turns", 3), help="conversation rounds (default 3)")
+    p.add_argument("--max-tokens", type=int, default=env("max-tokens", 48), help="tokens per turn (default 48)")
+    p.add_argument("--benchmark", default=env("benchmark", "p4g"), help="p4g | tau2-retail | tau2-airline | tau2-demo")
+    p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
+    p.add_argument("--tau2-data", default=env("tau2-data", None), help="directory with the official tau2 data")
+    p.add_argument(
+        "--eval-every", type=int, default=env("eval-every", 5), help="held-out evaluation period (default 5)"
+    )
+    p.add_argument("--eval-tasks", type=int, default=env("eval-tasks", None), help="tasks of the held-out evaluation")
+    p.add_argument("--eval-rollouts", type=int, default=env("eval-rollouts", 2), help="rollouts per held-out cell")
+    p.add_argument("--lr", type=float, default=env("lr", 1e-4), help="policy learning rate (default 1e-4)")
+    p.add_argument("--sim-lr", type=float, default=env("sim-lr", None), help="simulator learning rate (default --lr)")
+    p.add_argument("--lora-r", type=int, default=env("lora-r", 8), help="LoRA rank (default 8)")
+    p.add_argument("--lora-alpha", type=int, default=env("lora-alpha", 16), help="LoRA alpha (default 16)")
+    p.add_argument("--lora-targets", default=env("lora-targets", None), help="comma-separated LoRA target modules")
+    p.add_argument("--kl-coef", type=float, default=env("kl-coef", 0.0), help="KL weight to the reference (default 0)")
+    p.add_argument(
+        "--cotrain-reward",
+        default=env("cotrain-reward", "adversarial"),
+        help="simulator reward: adversarial (1-R) | cooperative (R) | curriculum",
+    )
+    p.add_argument("--pool-size", type=int, default=env("pool-size", 5), help="population pool size K (default 5)")
+    p.add_argument("--snapshot-every", type=int, default=env("snapshot-every", 1), help="steps between pool snapshots")
+    p.add_argument("--pool-dir", default=env("pool-dir", None), help="population pool directory (default OUT/pool)")
+    p.add_argument("--temperature", type=float, default=env("temperature", 1.0), help="sampling temperature")
+    p.add_argument("--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn")
+    p.add_argument("--train-batch", type=int, default=env("train-batch", 8), help="sequences per micro-batch")
+    p.add_argument("--save-every", type=int, default=env("save-every", 1), help="steps between checkpoints")
+    p.add_argument("--collapse-samples", type=int, default=env("collapse-samples", 8), help="samples per ε state")
+    p.add_argument("--collapse-states", type=int, default=env("collapse-states", 2), help="ε states per step")
+    p.add_argument("--partitioner", default=env("partitioner", "exact"), help="policy-entropy partitioner")
+    p.add_argument("--device", default=env("device", None), help="device of trained models (cpu, cuda, auto)")
+    p.add_argument("--rollout-backend", default=env("rollout-backend", "torch"), help="torch | vllm (GPU)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_seed(p)
+    add_cache(p)
+    add_out(p, default="runs/train")
+
+
+def config_from_args(args: argparse.Namespace) -> object:
+    """The :class:`~collapse_probe.trainers.TrainConfig` the flags describe."""
+    from collapse_probe.trainers.config import TrainConfig
+
+    if args.method == "selfplay":
+        if args.sim:
+            raise ConfigError("--sim: method 'selfplay' trains one model that plays both sides; omit --sim")
+        sims: list[str] = []
+    else:
+        sims = split_specs(args.sim or "smollm2", "--sim")
+    return TrainConfig(
+        method=args.method,
+        policy=args.policy,
+        sims=sims,
+        benchmark=args.benchmark,
+        heldout=split_specs(args.heldout, "--heldout") if args.heldout else [],
+        steps=args.steps,
+        group_size=args.group_size,
+        tasks=args.tasks,
+        max_turns=args.max_turns,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        lr=args.lr,
+        sim_lr=args.sim_lr,
+        lora_r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        lora_target_modules=split_specs(args.lora_targets, "--lora-targets") if args.lora_targets else None,
+        kl_coef=args.kl_coef,
+        train_batch=args.train_batch,
+        cotrain_reward=args.cotrain_reward,
+        pool_size=args.pool_size,
+        snapshot_every=args.snapshot_every,
+        pool_dir=args.pool_dir,
+        personas=args.personas,
+        tau2_data=args.tau2_data,
+        vs_k=args.vs_k,
+        eval_every=args.eval_every,
+        eval_tasks=args.eval_tasks,
+        eval_rollouts=args.eval_rollouts,
+        collapse_states=args.collapse_states,
+        collapse_samples=args.collapse_samples,
+        partitioner=args.partitioner,
+        save_every=args.save_every,
+        rollout_backend=args.rollout_backend,
+        device=args.device,
+        cache=not args.no_cache,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from collapse_probe.trainers.llm import run_train
+
+    config = config_from_args(args)
+    results = run_train(config, args.out)  # type: ignore[arg-type]
+    final = results["final"]
+
+    def fmt(v: object) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    print(
+        f"{results['method']}: {results['steps']} steps; final train reward {fmt(final.get('train_reward'))}, "
+        f"held-out reward {fmt(final.get('heldout_reward'))}, zero-std share {fmt(final.get('zero_std_share'))}, "
+        f"policy entropy {fmt(final.get('policy_entropy'))}, simulator ε {fmt(final.get('sim_collapse_error'))}"
+    )
+    print(f"metrics: {args.out}/metrics.jsonl  report: {args.out}/report.html")
+    return 0

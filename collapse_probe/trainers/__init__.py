@@ -1,0 +1,34 @@
+"""Trainers: the LLM reference trainers (REINFORCE + LoRA) and the tabular collapse lab.
+
+Importing this package stays light: torch, transformers and peft load only when a trainer runs.
+"""
+
+from collapse_probe.trainers.advantages import curriculum_reward, group_relative_advantages, simulator_advantages
+from collapse_probe.trainers.config import METHODS as TRAIN_METHODS
+from collapse_probe.trainers.config import TrainConfig
+from collapse_probe.trainers.lab import METHODS, LabConfig, LabResult, run_compare, run_lab
+from collapse_probe.trainers.llm import LLMTrainer, TrainedModel, run_train, train_results
+from collapse_probe.trainers.population import PopulationPool
+from collapse_probe.trainers.reinforce import TrainingExample, build_sequence, collate, reinforce_objective
+
+__all__ = [
+    "METHODS",
+    "TRAIN_METHODS",
+    "LLMTrainer",
+    "LabConfig",
+    "LabResult",
+    "PopulationPool",
+    "TrainConfig",
+    "TrainedModel",
+    "TrainingExample",
+    "build_sequence",
+    "collate",
+    "curriculum_reward",
+    "group_relative_advantages",
+    "reinforce_objective",
+    "run_compare",
+    "run_lab",
+    "run_train",
+    "simulator_advantages",
+    "train_results",
+]

@@ -1,0 +1,273 @@
+"""Configuration of the LLM reference trainers (``collapse-probe train``).
+
+One typed config filled by the CLI, the Python API and a resumed run's ``config.json``; every field
+is validated once, in :meth:`TrainConfig.validate`, with a message that names the flag, what was
+expected and what was received.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
+
+METHODS: tuple[str, ...] = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
+"""Training methods (the same names and semantics as the collapse lab's :data:`~collapse_probe.trainers.lab.METHODS`)."""
+
+FROZEN_SIMULATOR_METHODS = ("single", "vs", "ensemble", "persona")
+"""Methods whose simulators are frozen models (any backend)."""
+
+TRAINABLE_SIMULATOR_METHODS = ("cotrain", "population")
+"""Methods whose simulator is its own LoRA model, updated on its own turns."""
+
+ROLLOUT_BACKENDS = ("torch", "vllm")
+"""``torch``: rollouts decode with the model being trained (current LoRA weights, CPU or GPU).
+``vllm``: rollouts through a vLLM engine with the current adapter per request (GPU)."""
+
+RESUMABLE_FIELDS = frozenset({"steps", "eval_every", "save_every", "keep_checkpoints", "progress"})
+"""Fields that may differ when a run directory is resumed (e.g. ``--steps`` raised to train longer)."""
+
+TRAINABLE_PREFIXES = ("local/", "hf/")
+"""Model spec prefixes the trainers can put LoRA adapters on (after alias expansion)."""
+
+
+@dataclass
+class TrainConfig:
+    """Configuration of one LLM training run. Validated by :meth:`validate` (called on construction)."""
+
+    method: str = "single"
+    """One of :data:`METHODS`."""
+    policy: str = "smollm2"
+    """Policy model spec; must be trainable (``local/<name>``, ``hf/<dir>`` or an alias of one)."""
+    sims: list[str] = field(default_factory=lambda: ["smollm2"])
+    """Training simulator spec(s). ``single``/``persona``: one frozen simulator. ``vs``: one simulator,
+    run in Verbalized-Sampling mode (``vs:`` is prefixed when missing). ``ensemble``: two or more frozen
+    simulators, rotated one per step. ``cotrain``/``population``: one trainable model (``local/``,
+    ``hf/``) that gets its own LoRA adapter. ``selfplay``: empty (the policy model plays both sides)."""
+    benchmark: str = "p4g"
+    """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo``)."""
+    heldout: list[str] = field(default_factory=list)
+    """Held-out simulator specs for the periodic cross-play evaluation (empty: no evaluation)."""
+    steps: int = 10
+    """Training steps (one rollout batch and one update each). May be raised when resuming."""
+    group_size: int = 4
+    """Rollouts ``G`` per task per step: one group-relative advantage group."""
+    tasks: int = 4
+    """Training tasks ``T`` (the first ``T`` of the benchmark's seeded order); every step rolls out
+    ``G`` conversations of each, so a step's batch is ``T x G`` conversations."""
+    max_turns: int = 3
+    """Conversation rounds (P4G: persuader + persuadee exchanges)."""
+    max_tokens: int = 48
+    """Token budget of every turn, both sides."""
+    temperature: float = 1.0
+    """Sampling temperature of both sides; log-probabilities are recomputed at the same temperature,
+    so the update is on-policy for the distribution that sampled."""
+    lr: float = 1e-4
+    """AdamW learning rate of the policy's LoRA adapter."""
+    sim_lr: float | None = None
+    """AdamW learning rate of a trainable simulator's adapter (``None``: ``lr``)."""
+    lora_r: int = 8
+    """LoRA rank."""
+    lora_alpha: int = 16
+    """LoRA scaling numerator (scale = alpha / r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA path."""
+    lora_target_modules: list[str] | None = None
+    """Modules that get adapters (``None``: peft's default for the architecture, e.g. ``q_proj``, ``v_proj``)."""
+    kl_coef: float = 0.0
+    """Weight of the KL penalty to the reference model (the same model with its adapter disabled),
+    estimated per trained token with ``k3 = exp(ref - logp) - (ref - logp) - 1``; 0 disables it."""
+    adv_eps: float = 1e-6
+    """``eps`` of the group-relative advantage ``A = (R - mean) / (std + eps)`` (population std)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm per update (0 disables clipping)."""
+    train_batch: int = 8
+    """Turns (sequences) per forward/backward micro-batch of the update."""
+    cotrain_reward: str = "adversarial"
+    """Simulator reward of ``cotrain``/``population``: adversarial ``1 - R`` (persuasion default),
+    cooperative ``R``, or curriculum ``exp(-(Var_g(R) - 0.25)^2 / 0.02)``."""
+    pool_size: int = 5
+    """``population``: FIFO pool of the K most recent simulator adapter snapshots."""
+    snapshot_every: int = 1
+    """``population``: push a snapshot of the co-trained simulator into the pool every this many steps."""
+    pool_dir: str | None = None
+    """``population``: pool directory (default ``OUT/pool``); its ``manifest.json`` lists the members."""
+    personas: str | None = None
+    """P4G persona file (``persona`` method draws from it; default: the shipped one)."""
+    tau2_data: str | None = None
+    """Official tau2 data directory for the tau2 benchmarks."""
+    vs_k: int = 5
+    """Candidates per Verbalized-Sampling turn."""
+    eval_every: int = 5
+    """Cross-play evaluation over ``heldout`` every this many steps (and at the last step)."""
+    eval_tasks: int | None = None
+    """Tasks of the held-out evaluation (``None``: ``tasks``)."""
+    eval_rollouts: int = 2
+    """Conversations per task and held-out simulator in the evaluation."""
+    collapse_states: int = 2
+    """Visited simulator states per step at which the simulator's collapse error is measured."""
+    collapse_samples: int = 8
+    """Responses sampled per such state (exact partitioner; ``eps = 1 - max_count / N``)."""
+    partitioner: str = "exact"
+    """Partitioner of the policy's messages for ``policy_entropy`` (``exact`` or ``embedding``)."""
+    entropy_turns: str = "first"
+    """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
+    save_every: int = 1
+    """Write a checkpoint every this many steps (and at the last step)."""
+    keep_checkpoints: int = 2
+    """Most recent checkpoints kept on disk."""
+    rollout_backend: str = "torch"
+    """One of :data:`ROLLOUT_BACKENDS`."""
+    vllm_options: dict[str, Any] = field(default_factory=dict)
+    """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``)."""
+    device: str | None = None
+    """Device of trained models (``None``: ``cpu`` for ``local/``, ``auto`` for ``hf/``)."""
+    dtype: str | None = None
+    """Weights dtype of trained models (``None``: float32 for ``local/``, ``auto`` for ``hf/``)."""
+    cache: bool = True
+    """Serve frozen simulators through the response cache (trained models never are)."""
+    seed: int = 0
+    """Seed of the task order, every conversation, LoRA initialisation and pool draws."""
+    progress: bool = False
+    """Show progress bars."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field once, at the boundary.
+
+        Raises:
+            ConfigError: naming the flag, the allowed values and the value received.
+        """
+        if self.method not in METHODS:
+            raise ConfigError(f"--method must be one of {', '.join(METHODS)}; got {self.method!r}")
+        if not isinstance(self.policy, str) or not self.policy.strip():
+            raise ConfigError(f"--policy: expected a model spec, got {self.policy!r}")
+        for name, flag in (("sims", "--sim"), ("heldout", "--heldout")):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, list):
+                raise ConfigError(f"{flag}: expected a list of specs, got {value!r}")
+            for s in value:
+                if not isinstance(s, str) or not s.strip():
+                    raise ConfigError(f"{flag}: every spec must be a non-empty string, got {s!r}")
+        n_sims = len(self.sims)
+        if self.method == "selfplay":
+            if n_sims:
+                raise ConfigError(
+                    f"--sim: method 'selfplay' trains one model that plays both sides; omit --sim (got {self.sims})"
+                )
+        elif self.method == "ensemble":
+            if n_sims < 2:
+                raise ConfigError(
+                    f"--sim: method 'ensemble' rotates two or more frozen simulators (e.g. "
+                    f"smollm2,gemma3-270m,vs:smollm2); got {self.sims}"
+                )
+            if len(set(self.sims)) != n_sims:
+                raise ConfigError(f"--sim: duplicate simulators in the ensemble {self.sims}")
+        elif n_sims != 1:
+            raise ConfigError(f"--sim: method {self.method!r} takes exactly one simulator spec; got {self.sims}")
+        if self.method in TRAINABLE_SIMULATOR_METHODS and self.sims[0].split(":", 1)[0] in ("vs", "direct"):
+            raise ConfigError(
+                f"--sim: method {self.method!r} trains the simulator model itself; give a plain model spec "
+                f"(local/..., hf/... or an alias), got {self.sims[0]!r}"
+            )
+        if len(set(self.heldout)) != len(self.heldout):
+            raise ConfigError(f"--heldout: duplicate simulators {self.heldout}")
+        for name, flag, lo in (
+            ("steps", "--steps", 1),
+            ("group_size", "--group-size", 1),
+            ("tasks", "--tasks", 1),
+            ("max_turns", "--max-turns", 1),
+            ("max_tokens", "--max-tokens", 1),
+            ("lora_r", "--lora-r", 1),
+            ("lora_alpha", "--lora-alpha", 1),
+            ("train_batch", "--train-batch", 1),
+            ("pool_size", "--pool-size", 1),
+            ("snapshot_every", "--snapshot-every", 1),
+            ("vs_k", "--vs-k", 2),
+            ("eval_every", "--eval-every", 1),
+            ("eval_rollouts", "--eval-rollouts", 1),
+            ("collapse_states", "--collapse-states", 0),
+            ("collapse_samples", "--collapse-samples", 2),
+            ("save_every", "--save-every", 1),
+            ("keep_checkpoints", "--keep-checkpoints", 1),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ConfigError(f"{flag} must be an integer >= {lo}, got {v!r}")
+        if self.eval_tasks is not None and (
+            isinstance(self.eval_tasks, bool) or not isinstance(self.eval_tasks, int) or self.eval_tasks < 1
+        ):
+            raise ConfigError(f"--eval-tasks must be an integer >= 1, got {self.eval_tasks!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError(f"--seed must be an integer, got {self.seed!r}")
+        for name, flag in (("lr", "--lr"), ("sim_lr", "--sim-lr")):
+            v = getattr(self, name)
+            if v is None and name == "sim_lr":
+                continue
+            if not _finite(v) or v <= 0:
+                raise ConfigError(f"{flag} must be a finite number > 0, got {v!r}")
+        for name, flag in (("kl_coef", "--kl-coef"), ("adv_eps", "--adv-eps"), ("max_grad_norm", "--max-grad-norm")):
+            v = getattr(self, name)
+            if not _finite(v) or v < 0:
+                raise ConfigError(f"{flag} must be a finite number >= 0, got {v!r}")
+        if not _finite(self.temperature) or self.temperature <= 0:
+            raise ConfigError(
+                f"--temperature must be > 0 for training (REINFORCE needs a sampling policy), got {self.temperature!r}"
+            )
+        if not _finite(self.lora_dropout) or not 0 <= self.lora_dropout < 1:
+            raise ConfigError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout!r}")
+        if self.cotrain_reward not in SIMULATOR_REWARD_MODES:
+            raise ConfigError(
+                f"--cotrain-reward must be one of {', '.join(SIMULATOR_REWARD_MODES)}, got {self.cotrain_reward!r}"
+            )
+        if self.partitioner not in ("exact", "embedding"):
+            raise ConfigError(f"--partitioner must be 'exact' or 'embedding', got {self.partitioner!r}")
+        if self.entropy_turns not in ("first", "all"):
+            raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
+        if self.rollout_backend not in ROLLOUT_BACKENDS:
+            raise ConfigError(
+                f"--rollout-backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {self.rollout_backend!r}"
+            )
+        if self.rollout_backend == "vllm" and self.method != "single" and self.method != "vs":
+            raise ConfigError(
+                f"--rollout-backend vllm: supported for the methods with one trained model and a frozen simulator "
+                f"(single, vs); got method {self.method!r}"
+            )
+        if not isinstance(self.vllm_options, dict):
+            raise ConfigError(f"vllm_options: expected a mapping of vllm.LLM options, got {self.vllm_options!r}")
+        if self.lora_target_modules is not None and (
+            not isinstance(self.lora_target_modules, list)
+            or not all(isinstance(m, str) and m for m in self.lora_target_modules)
+        ):
+            raise ConfigError(f"--lora-targets: expected a list of module names, got {self.lora_target_modules!r}")
+
+    @property
+    def simulator_lr(self) -> float:
+        """Learning rate of a trainable simulator."""
+        return self.lr if self.sim_lr is None else self.sim_lr
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy of every field."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Build from a mapping (e.g. a run's ``config.json``); unknown keys are rejected by name.
+
+        Raises:
+            ConfigError: a key that is not a field, or a field that fails validation.
+        """
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(data) - known - {"kind", "version", "schema"})
+        if extra:
+            raise ConfigError(f"train config: unknown field(s) {', '.join(extra)}; known: {', '.join(sorted(known))}")
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

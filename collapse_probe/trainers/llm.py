@@ -1,0 +1,945 @@
+"""The LLM reference trainers: REINFORCE with group-relative advantages and LoRA adapters.
+
+One step of every method:
+
+1. **Rollouts.** ``T`` training tasks (the first ``T`` of the benchmark's seeded order, the same every
+   step) x ``G`` rollouts each go through the batched engine
+   (:func:`~collapse_probe.rollout.run_conversations`). The policy is a LoRA-adapted copy of its base
+   model wrapped with :meth:`LocalModel.from_loaded`, so rollouts sample from the *current* weights;
+   conversation seeds derive from ``(seed, step, task, rollout)``, so every step draws afresh and a
+   resumed step draws what the killed one would have. The engine's ``on_turn`` hook records every
+   turn's exact request and sampled ``Completion.token_ids``.
+2. **Advantages.** Trajectory rewards are z-scored within each task's group with the population std
+   (``ddof=0``): ``A = (R - mean) / (std + eps)``; zero-std groups get ``A = 0`` and are counted in
+   ``zero_std_share`` (:func:`~collapse_probe.trainers.advantages.group_relative_advantages`).
+   Conversations that failed for infrastructure reasons are left out of their group (never scored 0).
+3. **Update.** One AdamW step on the loss of :mod:`collapse_probe.trainers.reinforce` over every turn
+   of the trained side(s), with log-probabilities recomputed with grad on the exact sampled ids given
+   the exact prompt ids the backend used; only those completion tokens carry loss.
+
+Methods (names and semantics as in the collapse lab, :mod:`collapse_probe.trainers.lab`):
+
+- ``single``: one frozen simulator.
+- ``vs``: the simulator runs in Verbalized-Sampling mode (``vs:SPEC``).
+- ``ensemble``: frozen simulators rotated one per step (step ``k`` plays ``sims[(k - 1) % K]``).
+- ``persona``: P4G, where a task is a donor persona; rollout ``g`` of task ``t`` at step ``k`` faces a
+  persona drawn uniformly from the persona file with seed ``(seed, step, task, g)``, independently per
+  rollout. The group keeps the task id, so its baseline averages over the sampled user population
+  (the lab's persona simulator, ``p ~ rho`` per conversation).
+- ``cotrain``: the simulator is its own LoRA model, updated on its own turns of the same rollouts with
+  ``simulator_advantages``: adversarial ``1 - R`` (default), cooperative ``R``, or curriculum
+  ``exp(-(Var_g(R) - 0.25)^2 / 0.02)`` (population variance). The curriculum reward is constant within a
+  group, so its within-group advantage would be identically 0; it is credited across the groups of
+  the batch instead (z-scored over the ``T`` groups, a batch-level baseline, then given to every
+  simulator turn of the group). It therefore needs ``T >= 2`` tasks to carry any signal. Only groups
+  with all ``G`` rollouts scored enter the simulator update.
+- ``population``: as ``cotrain``, plus a FIFO pool (:mod:`collapse_probe.trainers.population`) of the
+  ``K`` most recent simulator adapter snapshots (the initial adapter is the first member; a snapshot is
+  pushed every ``snapshot_every`` updates). One member is drawn uniformly per step and plays the whole
+  batch; the live adapter is then updated on those turns with per-turn importance weights truncated at
+  1, ``min(1, pi_live(turn) / pi_member(turn))`` (V-trace style, as in the lab), which are exactly 1
+  when the member is the live adapter.
+- ``selfplay``: one LoRA model plays both sides (one batch per turn, both sides on the live weights).
+  It is trained on both sides' turns with the *shared* reward ``R``: its simulator turns get the same
+  group-relative advantage as its policy turns (the cooperative simulator reward; one model, one
+  objective, as in the lab). Rollouts are on-policy for both sides, so no lagged copy and no
+  importance weights are needed.
+
+Run directory: ``config.json``, ``metrics.jsonl`` (one line per step), ``rollouts.jsonl`` (every
+conversation with its ``step``), ``checkpoints/step-NNNNNNNN/`` (adapters via peft ``save_pretrained``
+as safetensors, optimizer state and RNG state as safetensors, ``trainer_state.json``), ``pool/`` for
+``population``, ``results.json`` (schema ``collapse-probe/train/v1``) and ``report.html``. A killed run
+resumes from its last checkpoint; lines of ``metrics.jsonl``/``rollouts.jsonl`` written after that
+checkpoint are dropped first, so no step is duplicated or missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import logging
+import os
+import random
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collapse_probe._version import __version__
+from collapse_probe.benchmarks import Arena, Task
+from collapse_probe.errors import ConfigError, InfraError, require
+from collapse_probe.models import derive_seed
+from collapse_probe.rollout import ConversationSpec, EngineConfig, RunDir, TurnEvent, iter_jsonl, write_json_atomic
+from collapse_probe.rollout._engine import hash_str, run_conversations
+from collapse_probe.simulators import Participant
+from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
+from collapse_probe.trainers.config import RESUMABLE_FIELDS, TRAINABLE_PREFIXES, TrainConfig
+from collapse_probe.trainers.population import PopulationPool
+from collapse_probe.trainers.reinforce import (
+    TrainingExample,
+    examples_from_events,
+    reinforce_backward,
+    turn_logprob_sums,
+)
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = "collapse-probe/train/v1"
+METRICS = "metrics.jsonl"
+ROLLOUTS = "rollouts.jsonl"
+CHECKPOINTS = "checkpoints"
+ADVANTAGE_CONVENTION = "A = (R - mean_g R) / (std_g R + eps), std with ddof=0 (population); zero-std groups: A = 0"
+
+
+@dataclass
+class TrainedModel:
+    """A model being trained: its LoRA-wrapped copy, the backend over it, and its optimizer."""
+
+    name: str
+    """``"policy"`` or ``"simulator"`` (checkpoint sub-directory)."""
+    spec: str
+    """Canonical spec of the base model."""
+    model: Any
+    """The peft model (a deep copy of the base with a LoRA adapter)."""
+    tokenizer: Any
+    backend: Any
+    """:class:`~collapse_probe.models.local.LocalModel` over ``model`` (current weights)."""
+    optimizer: Any
+    participant: Participant
+    base_path: str | None = None
+    """Directory of the base weights (for the vLLM rollout backend)."""
+    updates: int = 0
+    """Optimizer steps applied so far."""
+    version: int = 0
+    """Training step of the last optimizer step (0: initial weights); a pool snapshot taken at
+    step ``s >= version`` holds exactly the live weights."""
+
+    @property
+    def pad_id(self) -> int:
+        return self.backend._pad_id()
+
+    def adapter_state(self) -> dict[str, Any]:
+        """A detached copy of the adapter weights."""
+        peft = require("peft", "train", "LoRA training")
+        return {k: v.detach().clone() for k, v in peft.get_peft_model_state_dict(self.model).items()}
+
+    def load_adapter_state(self, state: dict[str, Any]) -> None:
+        peft = require("peft", "train", "LoRA training")
+        result = peft.set_peft_model_state_dict(self.model, state)
+        unexpected = list(getattr(result, "unexpected_keys", []) or [])
+        if unexpected:
+            raise ConfigError(f"adapter weights do not fit the {self.name} model (unexpected keys {unexpected[:3]})")
+
+    def load_adapter_dir(self, directory: Path) -> None:
+        safetensors = require("safetensors.torch", "train", "loading LoRA adapters", package="safetensors")
+        f = directory / "adapter_model.safetensors"
+        if not f.is_file():
+            raise ConfigError(f"adapter file {str(f)!r} is missing")
+        self.load_adapter_state(safetensors.load_file(str(f), device=str(next(self.model.parameters()).device)))
+
+
+@dataclass
+class _StepData:
+    records: list[dict[str, Any]]
+    events: list[TurnEvent]
+    sim_label: str
+    sim_participant: Participant
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------------ building
+
+
+def load_trainable_base(spec: str, config: TrainConfig) -> tuple[Any, Any, str, str, str]:
+    """Load the base model of a trainable spec: ``(model, tokenizer, prompt_style, canonical, path)``.
+
+    Raises:
+        ConfigError: the spec is not a local transformers model (``local/``, ``hf/`` or an alias).
+    """
+    from collapse_probe.models import resolve_spec
+    from collapse_probe.models.local import (
+        LOCAL_MODELS,
+        converted_model_dir,
+        load_hf_model,
+        load_local_model,
+    )
+
+    canonical = resolve_spec(spec)
+    if not canonical.startswith(TRAINABLE_PREFIXES):
+        raise ConfigError(
+            f"{spec!r} cannot be trained: LoRA training needs a local transformers model "
+            f"(local/<name>, hf/<dir> or an alias of one such as smollm2), got {canonical!r}"
+        )
+    name = canonical.split("/", 1)[1]
+    if canonical.startswith("local/"):
+        model, tok = load_local_model(name, device=config.device or "cpu", dtype=config.dtype or "float32")
+        return model, tok, LOCAL_MODELS[name].default_prompt_style, canonical, str(converted_model_dir(name))
+    model, tok = load_hf_model(name, device=config.device or "auto", dtype=config.dtype or "auto")
+    style = "chat" if getattr(tok, "chat_template", None) else "transcript"
+    return model, tok, style, canonical, name
+
+
+def make_lora_model(base: Any, config: TrainConfig, seed: int) -> Any:
+    """A LoRA-wrapped *deep copy* of ``base`` (the shared base stays untouched for frozen uses)."""
+    torch = require("torch", "train", "LoRA training")
+    peft = require("peft", "train", "LoRA training")
+    torch.manual_seed(seed)
+    lora = peft.LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=config.lora_target_modules,
+        task_type="CAUSAL_LM",
+    )
+    return peft.get_peft_model(copy.deepcopy(base), lora)
+
+
+def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, seed: int) -> TrainedModel:
+    from collapse_probe.models.local import LocalModel
+
+    torch = require("torch", "train", "LoRA training")
+    base, tok, style, canonical, path = load_trainable_base(spec, config)
+    model = make_lora_model(base, config, seed)
+    backend = LocalModel.from_loaded(f"{canonical}+lora:{label}", model, tok, prompt_style=style)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    return TrainedModel(name, canonical, model, tok, backend, optimizer, Participant(label, backend), path)
+
+
+def build_arena(config: TrainConfig) -> Arena:
+    """The benchmark arena with the run's turn and token budgets."""
+    from collapse_probe.benchmarks import make_arena
+
+    if config.benchmark == "p4g":
+        from collapse_probe.benchmarks.p4g import load_personas
+
+        personas = load_personas(config.personas) if config.personas else None
+        return make_arena("p4g", personas=personas, max_turns=config.max_turns, max_tokens=config.max_tokens)
+    return make_arena(
+        config.benchmark,
+        data_dir=config.tau2_data,
+        max_turns=config.max_turns,
+        policy_max_tokens=config.max_tokens,
+        simulator_max_tokens=config.max_tokens,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ trainer
+
+
+class LLMTrainer:
+    """Runs one training configuration in a run directory (see the module docstring).
+
+    Args:
+        config: what to train.
+        out: the run directory (created; an existing one with the same configuration resumes).
+        arena: the benchmark (default: :func:`build_arena`).
+    """
+
+    def __init__(self, config: TrainConfig, out: str | Path, *, arena: Arena | None = None) -> None:
+        config.validate()
+        self.config = config
+        self.out = Path(out)
+        self.run_dir = RunDir(self.out)
+        self.arena = arena
+        self.policy: TrainedModel | None = None
+        self.simulator: TrainedModel | None = None
+        self.frozen: dict[str, Participant] = {}
+        self.heldout: dict[str, Participant] = {}
+        self.pool: PopulationPool | None = None
+        self.personas: list[dict[str, Any]] = []
+        self.tasks: list[Task] = []
+        self.step_ = 0
+        """Steps completed (restored from the last checkpoint on resume)."""
+        self._vllm: Any = None
+
+    # ---- labels ---------------------------------------------------------------------------------
+
+    @property
+    def policy_label(self) -> str:
+        return f"policy:{self.config.policy}+lora"
+
+    @property
+    def sim_labels(self) -> list[str]:
+        c = self.config
+        if c.method == "selfplay":
+            return [f"simulator:{c.policy}+lora(selfplay)"]
+        if c.method in ("cotrain", "population"):
+            return [f"simulator:{c.sims[0]}+lora"]
+        if c.method == "vs":
+            s = c.sims[0]
+            return [s if s.startswith("vs:") else f"vs:{s}"]
+        return list(c.sims)
+
+    # ---- setup ----------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Check the run directory, build arena and models, and restore the last checkpoint."""
+        c = self.config
+        self._prepare_dir()
+        if self.arena is None:
+            self.arena = build_arena(c)
+        if c.method == "persona":
+            if c.benchmark != "p4g":
+                raise ConfigError(
+                    f"--method persona draws a donor persona per rollout and needs --benchmark p4g, got {c.benchmark!r}"
+                )
+            from collapse_probe.benchmarks.p4g import load_personas
+
+            self.personas = load_personas(c.personas)
+        self.tasks = self.arena.load_tasks(c.tasks, seed=c.seed)
+        from collapse_probe.simulators import make_participant
+
+        if c.method in ("single", "vs", "ensemble", "persona"):
+            self.frozen = {label: make_participant(label, vs_k=c.vs_k, cache=c.cache) for label in self.sim_labels}
+        self.heldout = {s: make_participant(s, vs_k=c.vs_k, cache=c.cache) for s in c.heldout}
+        self.policy = _trained("policy", c.policy, self.policy_label, c, c.lr, derive_seed(c.seed, 1))
+        if c.method == "selfplay":
+            self.simulator = None
+        elif c.method in ("cotrain", "population"):
+            self.simulator = _trained(
+                "simulator", c.sims[0], self.sim_labels[0], c, c.simulator_lr, derive_seed(c.seed, 2)
+            )
+        if c.method == "population":
+            assert self.simulator is not None
+            self.pool = PopulationPool.open(Path(c.pool_dir) if c.pool_dir else self.out / "pool", c.pool_size)
+        if c.rollout_backend == "vllm":
+            self._setup_vllm()
+        self._restore()
+
+    def _prepare_dir(self) -> None:
+        cfg_path = self.out / "config.json"
+        new = {"kind": "train", **self.config.to_dict(), "version": __version__}
+        if cfg_path.exists():
+            try:
+                old = json.loads(cfg_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                old = None
+            if isinstance(old, dict):
+                skip = RESUMABLE_FIELDS | {"version"}
+                diff = sorted(k for k in set(old) | set(new) if k not in skip and old.get(k) != new.get(k))
+                if diff:
+                    raise ConfigError(
+                        f"{cfg_path}: this run directory holds a training run with a different configuration "
+                        f"(differs in: {', '.join(diff)}); use another --out or delete the directory"
+                    )
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(cfg_path, new)
+
+    def _setup_vllm(self) -> None:
+        from collapse_probe.models.vllm import VLLMModel
+
+        assert self.policy is not None
+        options = {"max_lora_rank": max(self.config.lora_r, 8), **self.config.vllm_options}
+        self._vllm = VLLMModel(
+            f"vllm/{self.policy.base_path}",
+            str(self.policy.base_path),
+            enable_lora=True,
+            prompt_style=self.policy.backend.prompt_style,
+            **options,
+        )
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+
+    def _trained_models(self) -> list[TrainedModel]:
+        return [m for m in (self.policy, self.simulator) if m is not None]
+
+    def checkpoints(self) -> list[tuple[int, Path]]:
+        """Complete checkpoints ``(step, directory)``, oldest first."""
+        d = self.out / CHECKPOINTS
+        found = []
+        if d.is_dir():
+            for p in d.iterdir():
+                if p.name.startswith("step-") and (p / "trainer_state.json").is_file():
+                    with contextlib.suppress(ValueError):
+                        found.append((int(p.name[5:]), p))
+        return sorted(found)
+
+    def save_checkpoint(self, step: int) -> Path:
+        """Write ``checkpoints/step-NNNNNNNN`` atomically and keep the newest ``keep_checkpoints``."""
+        torch = require("torch", "train", "checkpoints")
+        st = require("safetensors.torch", "train", "checkpoints", package="safetensors")
+        root = self.out / CHECKPOINTS
+        root.mkdir(parents=True, exist_ok=True)
+        final = root / f"step-{step:08d}"
+        tmp = root / f".step-{step:08d}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        state: dict[str, Any] = {"step": step, "optimizers": {}, "updates": {}, "versions": {}}
+        for m in self._trained_models():
+            m.model.save_pretrained(str(tmp / m.name), safe_serialization=True)
+            tensors, meta = _flatten_optimizer(m.optimizer.state_dict(), torch)
+            st.save_file(tensors, str(tmp / f"optimizer-{m.name}.safetensors"))
+            state["optimizers"][m.name] = meta
+            state["updates"][m.name] = m.updates
+            state["versions"][m.name] = m.version
+        rng = {"torch": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            for i, s in enumerate(torch.cuda.get_rng_state_all()):
+                rng[f"cuda{i}"] = s
+        st.save_file(rng, str(tmp / "rng.safetensors"))
+        py_state = random.getstate()
+        state["python_random"] = [py_state[0], list(py_state[1]), py_state[2]]
+        if self.pool is not None:
+            state["pool"] = self.pool.state()
+        write_json_atomic(tmp / "trainer_state.json", state)
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        for _, old in self.checkpoints()[: -self.config.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+        if self.pool is not None:
+            self.pool.prune()
+        return final
+
+    def _restore(self) -> None:
+        """Resume from the newest checkpoint, or start fresh; trim records written after it."""
+        ckpts = self.checkpoints()
+        if not ckpts:
+            self.step_ = 0
+            self._trim_records(0)
+            if self.pool is not None:
+                self._init_pool()
+            return
+        step, d = ckpts[-1]
+        torch = require("torch", "train", "checkpoints")
+        st = require("safetensors.torch", "train", "checkpoints", package="safetensors")
+        state = json.loads((d / "trainer_state.json").read_text(encoding="utf-8"))
+        for m in self._trained_models():
+            if not (d / m.name).is_dir():
+                raise ConfigError(f"checkpoint {d} has no {m.name} adapter; it does not belong to this method")
+            m.load_adapter_dir(d / m.name)
+            tensors = st.load_file(str(d / f"optimizer-{m.name}.safetensors"))
+            m.optimizer.load_state_dict(_unflatten_optimizer(tensors, state["optimizers"][m.name]))
+            m.updates = int(state["updates"][m.name])
+            m.version = int(state["versions"][m.name])
+        rng = st.load_file(str(d / "rng.safetensors"))
+        torch.set_rng_state(rng["torch"])
+        if torch.cuda.is_available():
+            cuda = [rng[k] for k in sorted(k for k in rng if k.startswith("cuda"))]
+            if len(cuda) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(cuda)
+        py = state["python_random"]
+        random.setstate((py[0], tuple(py[1]), py[2]))
+        if self.pool is not None:
+            self.pool.restore(state.get("pool", {"members": []}))
+            self.pool.prune()
+        self.step_ = step
+        self._trim_records(step)
+        logger.info("resumed %s from checkpoint step %d", self.out, step)
+
+    def _init_pool(self) -> None:
+        """A fresh run's pool holds only the initial adapter (snapshot ``step 0``).
+
+        A pool belongs to its run: on resume it is restored from the checkpoint's copy of the
+        manifest. Without a checkpoint, members left in the run's own pool directory come from a
+        first step that was killed and are dropped; a ``--pool-dir`` elsewhere that already holds
+        members is refused rather than overwritten.
+        """
+        assert self.pool is not None and self.simulator is not None
+        own = self.pool.directory.resolve().is_relative_to(self.out.resolve())
+        if self.pool.members and not own:
+            raise ConfigError(
+                f"--pool-dir {str(self.pool.directory)!r} already holds a pool of {len(self.pool)} members from "
+                "another run; give an empty directory (a run resumes its own pool from its checkpoints)"
+            )
+        self.pool.members = []
+        self.pool.evicted = []
+        self.pool.prune()
+        sim = self.simulator
+        self.pool.push(0, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
+
+    def _trim_records(self, step: int) -> None:
+        for name in (METRICS, ROLLOUTS):
+            p = self.out / name
+            if not p.exists():
+                continue
+            self.run_dir.repair(name)
+            kept = [r for r in iter_jsonl(p) if int(r.get("step", 0)) <= step]
+            tmp = p.with_name(p.name + ".tmp")
+            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+            os.replace(tmp, p)
+
+    # ---- one step -------------------------------------------------------------------------------
+
+    def _simulator_for_step(self, step: int) -> tuple[str, Participant, dict[str, Any]]:
+        c = self.config
+        if c.method == "selfplay":
+            assert self.policy is not None
+            return self.sim_labels[0], Participant(self.sim_labels[0], self.policy.backend), {}
+        if c.method in ("cotrain", "population"):
+            assert self.simulator is not None
+            info: dict[str, Any] = {}
+            if self.pool is not None:
+                member = self.pool.sample(random.Random(derive_seed(c.seed, hash_str(f"pool|{step}"))))
+                info = {"pool_member": member["step"], "pool_size": len(self.pool)}
+            return self.sim_labels[0], self.simulator.participant, info
+        if c.method == "ensemble":
+            label = self.sim_labels[(step - 1) % len(self.sim_labels)]
+            return label, self.frozen[label], {}
+        label = self.sim_labels[0]
+        return label, self.frozen[label], {}
+
+    def _specs(self, step: int, sim_label: str) -> tuple[list[ConversationSpec], dict[str, str]]:
+        c = self.config
+        seed_k = derive_seed(c.seed, step)
+        specs, personas = [], {}
+        for t in self.tasks:
+            for g in range(c.group_size):
+                task = t
+                if c.method == "persona":
+                    rng = random.Random(derive_seed(seed_k, hash_str(f"persona|{t.task_id}|{g}")))
+                    persona = self.personas[rng.randrange(len(self.personas))]
+                    task = Task(t.task_id, {**t.data, "persona": persona}, t.split)
+                spec = ConversationSpec(
+                    task=task,
+                    rollout=g,
+                    policy=self.policy_label,
+                    simulator=sim_label,
+                    seed=derive_seed(seed_k, hash_str(f"{t.task_id}|{g}")),
+                )
+                if c.method == "persona":
+                    personas[spec.key] = str(task.data["persona"].get("persona_id"))
+                specs.append(spec)
+        return specs, personas
+
+    def _policy_participant(self, step: int) -> Participant:
+        assert self.policy is not None
+        if self._vllm is None:
+            return self.policy.participant
+        path = self.out / "adapters" / "policy-live"
+        self.policy.model.save_pretrained(str(path), safe_serialization=True)
+        return Participant(self.policy_label, self._vllm.with_lora(path, name=f"step{step}"))
+
+    def rollout(self, step: int) -> _StepData:
+        """Run the step's ``T x G`` conversations and record every turn."""
+        c = self.config
+        sim_label, sim_part, info = self._simulator_for_step(step)
+        specs, personas = self._specs(step, sim_label)
+        events: list[TurnEvent] = []
+        participants = {self.policy_label: self._policy_participant(step), sim_label: sim_part}
+        records = asyncio.run(
+            run_conversations(
+                self.arena,  # type: ignore[arg-type]
+                specs,
+                participants,
+                config=EngineConfig(temperature=c.temperature, progress=c.progress),
+                on_turn=events.append,
+            )
+        )
+        for r in records:
+            if r["key"] in personas:
+                r["persona_id"] = personas[r["key"]]
+        return _StepData(records, events, sim_label, sim_part, info)
+
+    def step(self, step: int) -> dict[str, Any]:
+        """Run training step ``step`` (1-based) and return its metrics record."""
+        c = self.config
+        assert self.policy is not None
+        t0 = time.perf_counter()
+        live_sim = None
+        member = None
+        if self.pool is not None and self.simulator is not None:
+            _, _, pinfo = self._simulator_for_step(step)
+            member = next(m for m in self.pool.members if m["step"] == pinfo["pool_member"])
+            if member["step"] < self.simulator.version:  # a lagged snapshot plays this batch
+                live_sim = self.simulator.adapter_state()
+                self.simulator.load_adapter_dir(self.pool.member_dir(member))
+        try:
+            data = self.rollout(step)
+            sim_eps = self.simulator_collapse_error(data, step)
+            groups, rewards = self._groups(data.records)
+            adv, zero = self._policy_advantages(groups, rewards)
+            examples = self._examples(data.events, adv, self._simulator_advantages(groups, rewards))
+            if live_sim is not None and examples["simulator"]:
+                played = turn_logprob_sums(
+                    self.simulator.model,  # type: ignore[union-attr]
+                    examples["simulator"],
+                    pad_id=self.simulator.pad_id,  # type: ignore[union-attr]
+                    temperature=c.temperature,
+                    micro_batch=c.train_batch,
+                )
+        finally:
+            if live_sim is not None:
+                self.simulator.load_adapter_state(live_sim)  # type: ignore[union-attr]
+        weight_stats: dict[str, Any] = {}
+        if live_sim is not None and examples["simulator"]:
+            assert self.simulator is not None
+            live = turn_logprob_sums(
+                self.simulator.model,
+                examples["simulator"],
+                pad_id=self.simulator.pad_id,
+                temperature=c.temperature,
+                micro_batch=c.train_batch,
+            )
+            for e, lp_live, lp_played in zip(examples["simulator"], live, played, strict=True):
+                e.weight = float(min(1.0, np.exp(min(lp_live - lp_played, 0.0))))
+            ws = [e.weight for e in examples["simulator"]]
+            weight_stats = {"sim_importance_weight_mean": float(np.mean(ws))}
+
+        losses = {}
+        for m in self._trained_models():
+            losses[m.name] = self._update(m, examples[m.name])
+            if not losses[m.name]["skipped"]:
+                m.version = step
+        if self.pool is not None and self.simulator is not None and step % c.snapshot_every == 0:
+            sim = self.simulator
+            self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
+
+        from collapse_probe.crossplay import INFRA_ERROR, policy_strategy_entropy
+
+        scored = [r["reward"] for r in data.records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
+        entropy = policy_strategy_entropy(
+            [r for r in data.records if r.get("status") != INFRA_ERROR],
+            self.policy_label,
+            partitioner=c.partitioner,
+            turns=c.entropy_turns,  # type: ignore[arg-type]
+        )
+        record: dict[str, Any] = {
+            "step": step,
+            "train_reward": float(np.mean(scored)) if scored else None,
+            "zero_std_share": zero,
+            "policy_entropy": entropy["strategy_entropy"],
+            "sim_collapse_error": sim_eps,
+            "loss": losses["policy"]["loss"],
+            "seconds": None,
+            "simulator": data.sim_label,
+            "n_conversations": len(data.records),
+            "infra_failures": sum(1 for r in data.records if r.get("status") == INFRA_ERROR),
+            "policy_tokens": losses["policy"]["n_tokens"],
+            "policy_update_skipped": losses["policy"]["skipped"],
+            **data.info,
+            **weight_stats,
+        }
+        if c.kl_coef > 0:
+            record["kl"] = losses["policy"]["kl"]
+        if "simulator" in losses:
+            record["sim_loss"] = losses["simulator"]["loss"]
+            record["sim_tokens"] = losses["simulator"]["n_tokens"]
+        if c.heldout and (step % c.eval_every == 0 or step == c.steps):
+            record["heldout_reward"] = self.evaluate_heldout()
+        record["seconds"] = round(time.perf_counter() - t0, 3)
+        for r in data.records:
+            self.run_dir.append_jsonl(ROLLOUTS, {"step": step, **r})
+        return record
+
+    def _groups(self, records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, float]]:
+        """Task id -> conversation keys in rollout order; key -> reward of scored conversations."""
+        from collapse_probe.crossplay import INFRA_ERROR
+
+        groups: dict[str, list[str]] = {}
+        rewards: dict[str, float] = {}
+        for r in sorted(records, key=lambda r: (str(r["task_id"]), int(r["rollout"]))):
+            groups.setdefault(str(r["task_id"]), []).append(r["key"])
+            if r.get("status") != INFRA_ERROR and r.get("reward") is not None:
+                rewards[r["key"]] = float(r["reward"])
+        return groups, rewards
+
+    def _policy_advantages(
+        self, groups: dict[str, list[str]], rewards: dict[str, float]
+    ) -> tuple[dict[str, float], float | None]:
+        adv, share = group_advantages_by_key(groups, rewards, eps=self.config.adv_eps)
+        if share is None:
+            raise InfraError("every conversation of this step failed for infrastructure reasons; nothing to learn from")
+        return adv, share
+
+    def _simulator_advantages(self, groups: dict[str, list[str]], rewards: dict[str, float]) -> dict[str, float]:
+        if self.simulator is None:
+            return {}
+        full = [
+            keys for keys in groups.values() if len(keys) == self.config.group_size and all(k in rewards for k in keys)
+        ]
+        if not full:
+            return {}
+        matrix = np.array([[rewards[k] for k in keys] for keys in full])
+        adv, _ = simulator_advantages(matrix, self.config.cotrain_reward, eps=self.config.adv_eps)
+        return {k: float(a) for keys, row in zip(full, adv, strict=True) for k, a in zip(keys, row, strict=True)}
+
+    def _examples(
+        self, events: Sequence[TurnEvent], policy_adv: dict[str, float], sim_adv: dict[str, float]
+    ) -> dict[str, list[TrainingExample]]:
+        assert self.policy is not None
+        side_target = {"policy": "policy"}
+        prompt_ids = {"policy": self.policy.backend.prompt_ids}
+        if self.config.method == "selfplay":
+            side_target["simulator"] = "policy"
+        elif self.simulator is not None:
+            side_target["simulator"] = "simulator"
+            prompt_ids["simulator"] = self.simulator.backend.prompt_ids
+        out = examples_from_events(events, side_target, {"policy": policy_adv, "simulator": sim_adv}, prompt_ids)
+        out.setdefault("simulator", [])
+        return out
+
+    def _update(self, m: TrainedModel, examples: list[TrainingExample]) -> dict[str, Any]:
+        """One optimizer step on ``examples``; skipped (no step) when every coefficient is 0 and there is no KL."""
+        torch = require("torch", "train", "LoRA training")
+        c = self.config
+        n_tokens = sum(len(e.completion_ids) for e in examples)
+        active = [e for e in examples if e.advantage * e.weight != 0.0]
+        if not examples or (not active and c.kl_coef == 0):
+            return {"loss": 0.0, "kl": 0.0, "n_tokens": n_tokens, "skipped": True}
+        m.optimizer.zero_grad(set_to_none=True)
+        # Zero-coefficient turns add exactly 0 to the policy-gradient term but still count in N.
+        used = examples if c.kl_coef > 0 else active
+        stats = reinforce_backward(
+            m.model,
+            used,
+            pad_id=m.pad_id,
+            temperature=c.temperature,
+            kl_coef=c.kl_coef,
+            micro_batch=c.train_batch,
+            reference=m.model.disable_adapter if c.kl_coef > 0 else None,
+            n_tokens=n_tokens,
+        )
+        if c.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_([p for p in m.model.parameters() if p.requires_grad], c.max_grad_norm)
+        m.optimizer.step()
+        m.optimizer.zero_grad(set_to_none=True)
+        m.updates += 1
+        return {"loss": stats["loss"], "kl": stats["kl"], "n_tokens": n_tokens, "skipped": False}
+
+    # ---- measurements ---------------------------------------------------------------------------
+
+    def simulator_collapse_error(self, data: _StepData, step: int) -> float | None:
+        """Mean ε of the simulator that played this step at a few of its visited states.
+
+        At each of up to ``collapse_states`` simulator turns (from distinct conversations, spread over
+        the batch) the exact request is sampled ``collapse_samples`` times (sample indices
+        ``0..N-1`` of the turn's seed) through the same participant (Verbalized Sampling: one
+        candidate chosen per completion), the texts are partitioned by normalised exact match, and
+        ``eps = 1 - max_count / N``.
+        """
+        c = self.config
+        if c.collapse_states == 0:
+            return None
+        from collapse_probe.metrics import class_counts, collapse_error, get_partitioner
+
+        seen, candidates = set(), []
+        for ev in data.events:
+            if ev.side == "simulator" and ev.spec.key not in seen:
+                seen.add(ev.spec.key)
+                candidates.append(ev)
+        if not candidates:
+            return None
+        stride = max(1, len(candidates) // c.collapse_states)
+        chosen = candidates[::stride][: c.collapse_states]
+        part = data.sim_participant
+        results = asyncio.run(part.model.generate([ev.request.with_samples(0, c.collapse_samples) for ev in chosen]))
+        partitioner = get_partitioner("exact")
+        values = []
+        for i, res in enumerate(results):
+            if not res.ok or len(res.completions) < 2:
+                continue
+            rng = random.Random(derive_seed(derive_seed(c.seed, step), hash_str(f"eps|{i}")))
+            texts = [_response_text(part, comp, rng) for comp in res.completions]
+            values.append(collapse_error(class_counts(partitioner.partition(texts))))
+        return float(np.mean(values)) if values else None
+
+    def evaluate_heldout(self) -> float | None:
+        """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""
+        from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+
+        c = self.config
+        cfg = CrossplayConfig(
+            policies=[self.policy_label],
+            simulators=list(c.heldout),
+            benchmark=c.benchmark,
+            tasks=c.eval_tasks or c.tasks,
+            rollouts=c.eval_rollouts,
+            max_turns=c.max_turns,
+            seed=c.seed,
+            temperature=c.temperature,
+            partitioner=c.partitioner,
+            entropy_turns=c.entropy_turns,  # type: ignore[arg-type]
+        )
+        results = run_crossplay(
+            cfg,
+            arena=self.arena,
+            participants={self.policy_label: self._policy_participant(self.step_), **self.heldout},
+            out=None,
+            progress=c.progress,
+            report=False,
+        )
+        return results["heldout_reward"].get(self.policy_label)
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Train from the last checkpoint to ``config.steps`` and write results and report."""
+        self.setup()
+        c = self.config
+        bar = None
+        if c.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=c.steps, initial=self.step_, desc=f"train {c.method}", unit="step")
+        try:
+            while self.step_ < c.steps:
+                k = self.step_ + 1
+                record = self.step(k)
+                self.run_dir.append_jsonl(METRICS, record)
+                self.step_ = k
+                if k % c.save_every == 0 or k == c.steps:
+                    self.save_checkpoint(k)
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        return self.finish()
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """The ``metrics.jsonl`` records, in step order."""
+        return sorted(self.run_dir.read_jsonl(METRICS), key=lambda r: r["step"])
+
+    def finish(self) -> dict[str, Any]:
+        """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
+        metrics = self.metrics()
+        results = train_results(self.config, metrics)
+        self.run_dir.write_results(results)
+        write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
+        return results
+
+
+# ------------------------------------------------------------------------------------------------ results
+
+
+def group_advantages_by_key(
+    groups: dict[str, list[str]], rewards: dict[str, float], eps: float = 1e-6
+) -> tuple[dict[str, float], float | None]:
+    """Group-relative advantages per conversation key, and the share of zero-std groups.
+
+    Each group (the ``G`` rollouts of one task) is z-scored on its scored conversations with the
+    population std (``ddof=0``), ``A = (R - mean) / (std + eps)``; a group whose rewards are all equal
+    (or that has a single scored conversation) gets ``A = 0`` and counts as zero-std. Conversations
+    without a reward (infrastructure failures) get no advantage and do not enter their group.
+
+    Args:
+        groups: task id -> conversation keys of its group.
+        rewards: conversation key -> trajectory reward (scored conversations only).
+        eps: see :func:`~collapse_probe.trainers.advantages.group_relative_advantages`.
+
+    Returns:
+        ``(advantages, zero_std_share)``; the share is ``None`` when no group has a scored conversation.
+
+    Example:
+        >>> adv, share = group_advantages_by_key({"a": ["a0", "a1"], "b": ["b0", "b1"]},
+        ...                                      {"a0": 0.0, "a1": 1.0, "b0": 0.5, "b1": 0.5})
+        >>> {k: round(v, 4) for k, v in adv.items()}, share
+        ({'a0': -1.0, 'a1': 1.0, 'b0': 0.0, 'b1': 0.0}, 0.5)
+    """
+    adv: dict[str, float] = {}
+    n_groups = n_zero = 0
+    for keys in groups.values():
+        scored = [k for k in keys if k in rewards]
+        if not scored:
+            continue
+        a, z = group_relative_advantages(np.array([[rewards[k] for k in scored]]), eps=eps)
+        n_groups += 1
+        n_zero += int(z[0])
+        adv.update(zip(scored, (float(v) for v in a[0]), strict=True))
+    return adv, (n_zero / n_groups if n_groups else None)
+
+
+def train_results(config: TrainConfig, metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``results.json`` content of a training run (a pure function of its config and metrics)."""
+
+    def mean_of(key: str) -> float | None:
+        vals = [r[key] for r in metrics if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)]
+        return float(np.mean(vals)) if vals else None
+
+    final: dict[str, Any] = dict(metrics[-1]) if metrics else {}
+    evals = [r for r in metrics if r.get("heldout_reward") is not None]
+    if evals:
+        final["heldout_reward"] = evals[-1]["heldout_reward"]
+        final["heldout_reward_step"] = evals[-1]["step"]
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "method": config.method,
+        "steps": len(metrics),
+        "final": final,
+        "first": dict(metrics[0]) if metrics else {},
+        "mean": {
+            k: mean_of(k) for k in ("train_reward", "zero_std_share", "policy_entropy", "sim_collapse_error", "seconds")
+        },
+        "heldout_curve": [{"step": r["step"], "heldout_reward": r["heldout_reward"]} for r in evals],
+        "advantage": {"convention": ADVANTAGE_CONVENTION, "std_ddof": 0, "eps": config.adv_eps},
+        "config": config.to_dict(),
+    }
+
+
+def write_train_report(
+    results: dict[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
+) -> Path:
+    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table."""
+    from collapse_probe.report._html import write_html_report
+    from collapse_probe.report.training_plots import training_figures
+
+    final = results.get("final", {})
+    rows = [
+        [k, final.get(k)]
+        for k in ("step", "train_reward", "heldout_reward", "zero_std_share", "policy_entropy", "sim_collapse_error")
+    ]
+    sections: list[tuple[str, Any]] = [("Final step", {"columns": ["quantity", "value"], "rows": rows})]
+    sections += training_figures({label: list(metrics)})
+    sections.append(("Advantage convention", results["advantage"]["convention"]))
+    cfg = results["config"]
+    return write_html_report(
+        path,
+        f"collapse-probe train: {results['method']}",
+        sections,
+        subtitle=f"policy {cfg['policy']} vs {', '.join(cfg['sims']) or 'itself'} on {cfg['benchmark']}; "
+        f"{results['steps']} steps, G={cfg['group_size']}, T={cfg['tasks']}",
+    )
+
+
+def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = None) -> dict[str, Any]:
+    """Train (or resume training) ``config`` in run directory ``out``; return ``results.json`` content.
+
+    Raises:
+        ConfigError: bad configuration, an untrainable model spec, or a run directory holding a
+            different configuration.
+        InfraError: every conversation of a step failed for infrastructure reasons.
+    """
+    return LLMTrainer(config, out, arena=arena).run()
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def _response_text(participant: Participant, completion: Any, rng: random.Random) -> str:
+    """The turn text a participant would play from a raw completion (no participant statistics touched)."""
+    if participant.mode == "verbalized":
+        from collapse_probe.simulators.verbalized import choose_verbalized
+
+        return choose_verbalized(completion.text, k=participant.vs_k, rng=rng).text
+    return completion.text.strip()
+
+
+def _flatten_optimizer(state: dict[str, Any], torch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    tensors: dict[str, Any] = {}
+    scalars: dict[str, dict[str, Any]] = {}
+    for idx, st in state["state"].items():
+        for key, v in st.items():
+            if torch.is_tensor(v):
+                tensors[f"{idx}.{key}"] = v.detach().cpu().contiguous().clone()
+            else:
+                scalars.setdefault(str(idx), {})[key] = v
+    return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
+
+
+def _unflatten_optimizer(tensors: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    state: dict[int, dict[str, Any]] = {}
+    for name, v in tensors.items():
+        idx, key = name.split(".", 1)
+        state.setdefault(int(idx), {})[key] = v
+    for idx, kv in meta.get("scalars", {}).items():
+        state.setdefault(int(idx), {}).update(kv)
+    return {"state": state, "param_groups": meta["param_groups"]}
