@@ -6,6 +6,12 @@ format (other keys allowed)::
     {"responses": [{"text": "I'll give [DONATE $1]", "p": 0.5}, {"text": "No.", "p": 0.5}],
      "turns": [[{"text": "Hi", "p": 1.0}], [...]]}
 
+``rules`` optionally makes the distribution react to the conversation, still with a known
+distribution per situation: ``[{"if_contains": ["children", "kids"], "responses": [...]}, ...]``;
+the first rule whose words (case-insensitive) occur in the last message of the other side picks
+its response list, otherwise ``turns``/``responses`` apply. A scripted donor that gives more when the
+persuader mentions children lets a trainer show real learning against a known reward function.
+
 ``turns`` optionally gives one list per turn index (the number of earlier assistant messages in the
 history, i.e. this model's own turns so far); the last list repeats. Probabilities must sum to 1
 (within 1e-6). An optional ``"delay_s"`` (seconds per ``generate`` call) emulates a slow backend for
@@ -19,6 +25,7 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +54,17 @@ def _parse_dist(raw: Any, where: str) -> Distribution:
     return dist
 
 
-def load_scripted(path: str | Path) -> tuple[Distribution, list[Distribution], float]:
+@dataclass
+class ScriptedSpec:
+    """A parsed scripted-model file."""
+
+    responses: Distribution
+    turns: list[Distribution] = field(default_factory=list)
+    delay_s: float = 0.0
+    rules: list[tuple[tuple[str, ...], Distribution]] = field(default_factory=list)
+
+
+def load_scripted(path: str | Path) -> ScriptedSpec:
     """Parse and validate a scripted-model file; errors name the file and field."""
     p = Path(path)
     if not p.is_file():
@@ -64,25 +81,53 @@ def load_scripted(path: str | Path) -> tuple[Distribution, list[Distribution], f
         if not isinstance(data["turns"], list) or not data["turns"]:
             raise ConfigError(f"{p}: field 'turns' must be a non-empty list of response lists")
         turns = [_parse_dist(t, f"{p}: field 'turns[{i}]'") for i, t in enumerate(data["turns"])]
+    rules: list[tuple[tuple[str, ...], Distribution]] = []
+    if "rules" in data:
+        if not isinstance(data["rules"], list):
+            raise ConfigError(f"{p}: field 'rules' must be a list of {{'if_contains': [...], 'responses': [...]}}")
+        for i, rule in enumerate(data["rules"]):
+            words = rule.get("if_contains") if isinstance(rule, dict) else None
+            if isinstance(words, str):
+                words = [words]
+            if not isinstance(words, list) or not words or not all(isinstance(w, str) and w for w in words):
+                raise ConfigError(f"{p}: field 'rules[{i}].if_contains' must be a non-empty list of strings")
+            rules.append(
+                (
+                    tuple(w.casefold() for w in words),
+                    _parse_dist(rule.get("responses"), f"{p}: field 'rules[{i}].responses'"),
+                )
+            )
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
         raise ConfigError(f"{p}: field 'delay_s' must be a number of seconds >= 0, got {delay!r}")
-    return responses, turns, float(delay)
+    return ScriptedSpec(responses, turns, float(delay), rules)
 
 
 class ScriptedModel:
     """A categorical model over fixed texts; sample ``i`` is drawn with ``derive_seed(seed, i)``."""
 
     def __init__(
-        self, spec: str, responses: Distribution, turns: list[Distribution] | None = None, delay_s: float = 0.0
+        self,
+        spec: str,
+        responses: Distribution,
+        turns: list[Distribution] | None = None,
+        delay_s: float = 0.0,
+        rules: list[tuple[tuple[str, ...], Distribution]] | None = None,
     ) -> None:
         self.spec = spec
         self.responses = responses
         self.turns = turns or []
         self.delay_s = delay_s
+        self.rules = rules or []
 
     def distribution(self, request: GenerationRequest) -> Distribution:
         """The exact response distribution this model samples from for ``request``."""
+        if self.rules:
+            last = next((m for m in reversed(request.messages) if m.get("role") == "user"), None)
+            text = str(last.get("content") or "").casefold() if last else ""
+            for words, dist in self.rules:
+                if any(w in text for w in words):
+                    return dist
         if not self.turns:
             return self.responses
         turn = sum(1 for m in request.messages if m.get("role") == "assistant")
@@ -131,5 +176,5 @@ class ScriptedModel:
 
 
 def make_scripted_model(spec: str, name: str, **_: Any) -> ScriptedModel:
-    responses, turns, delay = load_scripted(name)
-    return ScriptedModel(spec, responses, turns, delay)
+    parsed = load_scripted(name)
+    return ScriptedModel(spec, parsed.responses, parsed.turns, parsed.delay_s, parsed.rules)

@@ -132,3 +132,24 @@ def test_cache_does_not_store_errors(tmp_path):
     cache = ResponseCache(tmp_path / "c.sqlite")
     [res] = asyncio.run(CachedModel(Failing(), cache).generate([_req(n=3)]))
     assert not res.ok and "503" in res.error and len(cache) == 0
+
+
+def test_rules_make_the_known_distribution_react_to_the_other_side(tmp_path):
+    path = tmp_path / "donor.json"
+    path.write_text(json.dumps({
+        "responses": [{"text": "No.", "p": 1.0}],
+        "rules": [{"if_contains": ["children", "kids"], "responses": [{"text": "[DONATE $2]", "p": 1.0}]}],
+    }))
+    model = get_model(f"scripted:{path}")
+    plain = _req(msgs=[{"role": "user", "content": "Please donate."}])
+    moved = _req(msgs=[{"role": "user", "content": "It helps CHILDREN in need."}])
+    r_plain, r_moved = asyncio.run(model.generate([plain, moved]))
+    assert r_plain.completions[0].text == "No." and r_moved.completions[0].text == "[DONATE $2]"
+    assert asyncio.run(model.score_choices(moved, ["[DONATE $2]", "No."])) == [0.0, float("-inf")]
+
+
+def test_malformed_rules_name_the_field(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"responses": [{"text": "a", "p": 1}], "rules": [{"if_contains": [], "responses": []}]}))
+    with pytest.raises(ConfigError, match=r"rules\[0\]\.if_contains"):
+        get_model(f"scripted:{path}")
