@@ -24,7 +24,7 @@ import time
 from collapse_probe.benchmarks.p4g import P4GArena
 from collapse_probe.models import get_model
 from collapse_probe.rollout import EngineConfig, make_specs, run_conversations
-from collapse_probe.rollout._engine import _request, _Live
+from collapse_probe.rollout._engine import _Live, _request
 from collapse_probe.simulators import Participant
 
 
@@ -67,8 +67,9 @@ def main() -> None:
     t0 = time.perf_counter()
     records = asyncio.run(run_conversations(arena, specs, parts, config=config, on_turn=record))
     t_engine = time.perf_counter() - t0
-    n_engine = sum(len(r["messages"]) - sum(1 for m in r["messages"] if m.get("meta", {}).get("elicitation"))
-                   for r in records)
+    n_engine = sum(
+        len(r["messages"]) - sum(1 for m in r["messages"] if m.get("meta", {}).get("elicitation")) for r in records
+    )
 
     # the same requests, grouped as the engine grouped them (one call per step)
     t0 = time.perf_counter()

@@ -63,6 +63,11 @@ def jsonl(run: rd.RunInfo, name: str) -> rd.JsonlRead:
     return _jsonl_cached(str(p), _stamp(p))
 
 
+def md_text(text: Any) -> str:
+    """Text from a run shown through markdown literally: ``$`` would start LaTeX ("[DONATE $1] ... $2")."""
+    return str(text).replace("\\", "\\\\").replace("$", "\\$").replace("*", "\\*").replace("_", "\\_")
+
+
 def fmt(x: Any, digits: int = 3) -> str:
     """A number for display; ``None``/non-numbers as "n/a"."""
     if isinstance(x, bool) or not isinstance(x, int | float) or x != x:
@@ -158,7 +163,7 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
 
 
 def view_simulator(runs: list[rd.RunInfo]) -> None:
-    from collapse_probe.report import dashboard_plots as ap
+    from collapse_probe.report import audit_plots as ap
 
     st.subheader("Simulator: collapse error per state")
     audits = of_kind(runs, AUDIT_KINDS)
@@ -166,90 +171,139 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
     if run is None:
         st.info("No audit runs found. Create one with `collapse-probe audit --out RUNS_DIR/NAME ...`.")
         return
+    by_mode = rd.audit_records(jsonl(run, "samples.jsonl").records)
     if not run.complete:
         in_progress_note(run)
+        partial_audit(by_mode)
         return
     res = run.results
+    st.info(md_text(res["verdict"]))
     audit_summary(res)
-    samples = jsonl(run, "samples.jsonl").records
-    for title, make in (
-        ("ε per state (sorted, 95% CI)", ap.collapse_error_by_state_figure),
-        ("ε by turn", ap.collapse_error_by_turn_figure),
-    ):
-        st.markdown(f"**{title}**")
-        figure_or_note(make, res)
-    vs = ap.vs_results(res)
-    if vs is not None:
+    show_table(ap.summary_table(res), expander="all summary quantities")
+    st.markdown("**ε per state (95% CI)**")
+    figure_or_note(ap.collapse_error_per_state_figure, res)
+    if res.get("trajectory"):
+        st.markdown("**ε by turn along the on-policy rollouts**")
+        figure_or_note(ap.collapse_error_by_turn_figure, res)
+    if res.get("compare_vs"):
+        c = res["compare_vs"]
         st.markdown("**Direct vs Verbalized Sampling**")
         left, right = st.columns(2)
         with left:
             st.caption("direct")
-            audit_summary(res, compact=True)
+            audit_summary(res, c["direct"], compact=True)
         with right:
             st.caption("verbalized sampling")
-            audit_summary(vs, compact=True)
-        figure_or_note(ap.direct_vs_figure, res)
-    if ap.human_reference(res) is not None:
-        st.markdown("**Simulator vs human reference**")
-        figure_or_note(ap.human_reference_figure, res)
-    state_detail(res, samples)
+            audit_summary(res, c["verbalized"], compact=True)
+        figure_or_note(ap.compare_vs_figure, res)
+    if res.get("variance_share"):
+        st.markdown("**Simulator share of reward variance (Lemma 3.3)**")
+        show_table(ap.variance_share_table(res))
+    if res.get("human_reference"):
+        st.markdown("**Simulator vs the human P4G data**")
+        figure_or_note(ap.donation_comparison_figure, res)
+        div = ap.human_diversity_table(res)
+        if div:
+            st.caption("diversity of replies at the same prefixes of real dialogues (one simulator draw per prefix)")
+            show_table(div)
+    show_table(ap.states_table(res), expander="per-state table")
+    state_detail(res, by_mode)
 
 
-def audit_summary(res: dict[str, Any], compact: bool = False) -> None:
-    s = res.get("summary") or {}
-    ce = s.get("collapse_error") or {}
-    ent = s.get("entropy") or {}
+def partial_audit(by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """ε per state of the states an unfinished audit has measured so far (read from samples.jsonl)."""
+    from collapse_probe.report import audit_plots as ap
+
+    for mode, recs in by_mode.items():
+        rows = [r for r in recs.values() if r.get("status") == "ok" and r.get("collapse_error") is not None]
+        if rows:
+            st.markdown(f"**ε per state measured so far ({mode}, {len(rows)} states)**")
+            figure_or_note(ap.collapse_error_per_state_figure, {"mode": mode, "states": rows})
+
+
+def show_table(table: dict[str, Any] | None, expander: str | None = None) -> None:
+    """Show a ``{"columns", "rows"}`` table of :mod:`collapse_probe.report.audit_plots` (optionally folded)."""
+    import pandas as pd
+
+    if not table:
+        return
+    frame = pd.DataFrame(table["rows"], columns=table["columns"]).astype(str)
+    if expander is None:
+        st.dataframe(frame, width="stretch", hide_index=True)
+        return
+    with st.expander(expander):
+        st.dataframe(frame, width="stretch", hide_index=True)
+
+
+def audit_summary(res: dict[str, Any], summary: dict[str, Any] | None = None, compact: bool = False) -> None:
+    """Headline metrics of an audit (of ``summary``, default the primary mode's)."""
+    s = res["summary"] if summary is None else summary
+    ce, ent = s["collapse_error"], s["entropy"]
     cols = st.columns(2 if compact else 4)
     cols[0].metric("collapse error ε", fmt(ce.get("estimate")), help=f"95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")
     cols[1].metric(
         "entropy (nats)", fmt(ent.get("estimate")), help=f"{ent.get('estimator', '')} 95% CI {fmt_ci(ent.get('ci95'))}"
     )
-    if not compact:
-        cols[2].metric("effective modes", fmt(s.get("effective_modes"), 2))
-        cols[3].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
+    if compact:
+        v = s.get("vs_parse_failures")
         st.caption(
-            f"simulator **{res.get('simulator')}** on **{res.get('benchmark')}**, partitioner {res.get('partitioner')}, "
-            f"{res.get('samples_per_state')} samples per state, {len(res.get('states') or [])} states; "
-            f"ε 95% CI {fmt_ci(ce.get('ci95'))}"
+            f"ε 95% CI {fmt_ci(ce.get('ci95'))}, {s.get('n_states')} states"
+            + (f"; VS parse failures {v['count']} of {v['of']}" if v else "")
         )
+        return
+    cols[2].metric("effective modes", fmt(s.get("effective_modes"), 2))
+    cols[3].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
+    st.caption(
+        f"simulator **{res.get('simulator')}** ({res.get('mode')}) on **{res.get('benchmark')}**, "
+        f"partitioner {res.get('partitioner')}, {res.get('samples_per_state')} samples per state, "
+        f"{s.get('n_states')} states measured, {s.get('infra_failures')} infrastructure failures excluded; "
+        f"ε 95% CI {fmt_ci(ce.get('ci95'))}"
+    )
 
 
-def state_detail(res: dict[str, Any], samples: list[dict[str, Any]]) -> None:
+def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """The classes of one state (recounted from its responses in samples.jsonl), in every sampling mode."""
     import pandas as pd
 
-    from collapse_probe.report import dashboard_plots as ap
+    from collapse_probe.report import audit_plots as ap
 
-    states = [s for s in res.get("states") or [] if isinstance(s, dict) and "state_id" in s]
+    states = [s for s in res["states"] if s.get("status") == "ok"]
     if not states:
         return
     st.markdown("**Equivalence classes of one state**")
-    states = sorted(states, key=lambda s: (s.get("collapse_error") is None, s.get("collapse_error") or 0.0))
+    states = sorted(states, key=lambda s: (s["collapse_error"], s["state_id"]))
     labels = [
-        f"{s['state_id']} (turn {s.get('turn')}, ε={fmt(s.get('collapse_error'))}, n={s.get('n')})" for s in states
+        f"{s['state_id']} ({s.get('source')}, turn {s.get('turn')}, ε={fmt(s.get('collapse_error'))}, n={s.get('n')})"
+        for s in states
     ]
     choice = st.selectbox("State", labels, key="sim_state")
     state = states[labels.index(choice)]
-    classes = ap.state_classes(state, samples)
-    if not classes:
+    sid = state["state_id"]
+    found = [(mode, recs[sid]) for mode, recs in by_mode.items() if sid in recs]
+    if not found:
         st.caption("no responses recorded for this state in samples.jsonl")
         return
-    vs = ap.vs_results(res)
-    vs_classes = ap.state_classes(state, samples, mode="vs") if vs is not None else []
-    if vs_classes and any(r.get("examples") for r in vs_classes):
-        left, right = st.columns(2)
-        with left:
-            st.caption("direct")
-            st.dataframe(pd.DataFrame(classes), width="stretch", hide_index=True)
-        with right:
-            st.caption("verbalized sampling")
-            st.dataframe(pd.DataFrame(vs_classes), width="stretch", hide_index=True)
-    else:
-        st.dataframe(pd.DataFrame(classes), width="stretch", hide_index=True)
-    context = ap.state_context(state, samples)
-    if context:
-        with st.expander("conversation so far"):
-            for m in context:
-                st.markdown(f"**{m.get('role', '?')}**: {m.get('content', '')}")
+    for col, (mode, rec) in zip(st.columns(len(found)), found, strict=True):
+        with col:
+            st.caption(f"{mode} sampling: ε̂ {fmt(rec.get('collapse_error'))} {fmt_ci(rec.get('collapse_error_ci95'))}")
+            if rec.get("status") != "ok":
+                st.warning(f"infrastructure failure (excluded from every estimate): {rec.get('error')}")
+                continue
+            st.dataframe(pd.DataFrame(ap.state_classes(rec)), width="stretch", hide_index=True)
+            exact = rec.get("exact") or {}
+            if exact.get("collapse_error") is not None:
+                st.caption(
+                    f"exact ε over the closed answer set: {fmt(exact['collapse_error'])} "
+                    f"(modal {exact.get('modal_class')}, set mass {fmt(exact.get('closed_set_mass'))})"
+                )
+    mode, rec = found[0]
+    if rec.get("status") == "ok":
+        figure_or_note(ap.class_histograms_figure, [r for _, r in found], len(found))
+    with st.expander("conversation so far"):
+        for m in rec.get("context") or []:
+            st.markdown(f"**{m.get('role', '?')}**: {md_text(m.get('content', ''))}")
+        if rec.get("human_reply"):
+            st.markdown(f"*the human persuadee replied*: {md_text(rec['human_reply'])}")
 
 
 # -- cross-play
@@ -383,7 +437,7 @@ def view_training(runs: list[rd.RunInfo]) -> None:
 
 
 def view_compare(runs: list[rd.RunInfo]) -> None:
-    from collapse_probe.report import dashboard_plots as ap
+    from collapse_probe.report import audit_plots as ap
 
     st.subheader("Compare two audits (two simulators, or one simulator before and after a fix)")
     audits = [r for r in of_kind(runs, AUDIT_KINDS) if r.complete]
@@ -398,8 +452,8 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
             picked.append(run)
             if run is not None:
                 audit_summary(run.results, compact=True)
-                st.caption(f"simulator {run.results.get('simulator')}")
-                figure_or_note(ap.collapse_error_by_state_figure, run.results)
+                st.caption(f"simulator {run.results.get('simulator')} ({run.results.get('mode')})")
+                figure_or_note(ap.collapse_error_per_state_figure, run.results)
     a, b = picked
     if a is not None and b is not None:
         figure_or_note(ap.compare_audits_figure, {a.name: a.results, b.name: b.results})

@@ -90,8 +90,12 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
         "--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn (default 5)"
     )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("--max-live", type=int, default=env("max-live", None),
-                   help="at most this many conversations in flight (default: all at once)")
+    p.add_argument(
+        "--max-live",
+        type=int,
+        default=env("max-live", None),
+        help="at most this many conversations in flight (default: all at once)",
+    )
 
 
 def positive(name: str, value: int) -> int:

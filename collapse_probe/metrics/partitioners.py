@@ -585,6 +585,7 @@ class JudgeEquivalencePartitioner:
 # --------------------------------------------------------------------------------------------------
 # domain labels (Persuasion for Good)
 
+
 def _format_amount(x: float) -> str:
     return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
 

@@ -1,77 +1,174 @@
-"""Figures of an audit run (plotly), shared by ``report.html`` and the dashboard.
+"""Figures and tables of an audit run (plotly), shared by ``report.html`` and the dashboard.
 
-Every function takes the ``results.json`` dictionary of :mod:`collapse_probe.audit` (and, for the
-class histograms, the per-state records of ``samples.jsonl``, which hold the example texts) and
-returns a ``plotly.graph_objects.Figure``; plotly is imported inside the functions.
+The one module that draws audit runs (schema ``collapse-probe/audit/v1``, written by
+:mod:`collapse_probe.audit`). Figure functions take the ``results.json`` dictionary (the class
+histograms take the per-state records of ``samples.jsonl``, which hold the responses and example
+texts) and return a ``plotly.graph_objects.Figure``; plotly is imported inside the functions.
+Table helpers return ``{"columns": [...], "rows": [[...], ...]}``, which ``report.html`` renders as
+an HTML table and the dashboard as a data frame.
+
+The layout read here: ``results["states"]`` are the per-state rows of the primary sampling mode
+``results["mode"]`` (``direct`` or ``verbalized``); with ``--compare-vs``,
+``results["compare_vs"]["states"]`` are the rows of the other mode on the same states, and
+``compare_vs["direct"]`` / ``compare_vs["verbalized"]`` the two summaries. A ``samples.jsonl``
+record holds the same keys plus ``responses``, ``labels`` (each response's index into
+``class_counts``/``class_names``, largest class first), ``class_examples``, ``context`` (the last
+messages before the simulator's turn) and ``human_reply`` (human-prefix states). With ``--human``,
+``results["human_reference"]`` holds ``donations`` (binned simulated vs human donations, W1, KS, L1)
+and ``diversity`` (distinct-n and Vendi of simulator vs human replies at the same prefixes).
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "MIN_CONFIDENT_SAMPLES",
     "audit_sections",
     "class_histograms_figure",
     "collapse_error_by_turn_figure",
     "collapse_error_per_state_figure",
+    "compare_audits_figure",
     "compare_vs_figure",
     "donation_comparison_figure",
+    "human_diversity_table",
+    "other_mode",
+    "state_classes",
+    "states_by_mode",
+    "states_table",
+    "summary_table",
+    "variance_share_table",
 ]
 
+MIN_CONFIDENT_SAMPLES = 20
+"""States with fewer responses are drawn hollow (low confidence), as the estimators flag them."""
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
-def _ok(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if r.get("status") == "ok" and r.get("collapse_error") is not None]
+
+def _ok(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r.get("status", "ok") == "ok" and r.get("collapse_error") is not None]
 
 
-def collapse_error_per_state_figure(results: dict[str, Any], epsilon_star: float | None = None) -> Any:
-    """ε̂ per state with its 95 % CI (error bars), one marker colour per state source, ε* as a line.
+def other_mode(results: Mapping[str, Any]) -> str | None:
+    """The sampling mode of ``compare_vs["states"]`` (``None`` without ``--compare-vs``)."""
+    if not results.get("compare_vs"):
+        return None
+    return "verbalized" if results.get("mode", "direct") == "direct" else "direct"
 
-    With ``compare_vs`` the Verbalized-Sampling states are drawn beside the direct ones.
+
+def states_by_mode(results: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """``{mode: per-state rows}``: the primary mode first, then the other mode of ``--compare-vs``."""
+    out = {str(results.get("mode", "direct")): list(results["states"])}
+    other = other_mode(results)
+    if other is not None:
+        out[other] = list(results["compare_vs"]["states"])
+    return out
+
+
+def _low_confidence(r: Mapping[str, Any]) -> bool:
+    if "low_confidence" in r:
+        return bool(r["low_confidence"])
+    return int(r.get("n") or 0) < MIN_CONFIDENT_SAMPLES
+
+
+def _classes_text(r: Mapping[str, Any]) -> str:
+    pairs = zip(r.get("class_names") or [], r.get("class_counts") or [], strict=False)
+    return html.escape(" / ".join(f"{n}: {c}" for n, c in pairs)[:300])
+
+
+def _state_trace(go: Any, rows: Sequence[Mapping[str, Any]], name: str, colour: str, x: Sequence[Any]) -> Any:
+    """ε̂ per state with its 95 % CI as error bars; low-confidence states (N < 20) hollow."""
+    ci = [r.get("collapse_error_ci95") or [r["collapse_error"]] * 2 for r in rows]
+    return go.Scatter(
+        x=list(x), y=[r["collapse_error"] for r in rows], mode="markers", name=name,
+        marker={"color": colour, "size": 8, "line": {"color": colour, "width": 1.5},
+                "symbol": ["circle-open" if _low_confidence(r) else "circle" for r in rows]},
+        error_y={"type": "data", "symmetric": False, "thickness": 1,
+                 "array": [max(c[1] - r["collapse_error"], 0.0) for r, c in zip(rows, ci, strict=True)],
+                 "arrayminus": [max(r["collapse_error"] - c[0], 0.0) for r, c in zip(rows, ci, strict=True)]},
+        customdata=[[r["state_id"], r.get("n"), r.get("entropy"), _classes_text(r),
+                     " (low confidence: N < 20)" if _low_confidence(r) else ""] for r in rows],
+        hovertemplate="%{customdata[0]}<br>ε̂ %{y:.3f}<br>N %{customdata[1]}%{customdata[4]}"
+                      "<br>entropy %{customdata[2]:.3f} nats<br>%{customdata[3]}<extra>" + html.escape(name) + "</extra>",
+    )  # fmt: skip
+
+
+def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450) -> Any:
+    if star is not None:
+        fig.add_hline(y=star, line_dash="dash", line_color="#888", annotation_text=f"ε* = {star:g}")
+    fig.update_layout(title=title, yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
+                      xaxis_title=xaxis_title, height=height, legend={"orientation": "h", "y": -0.3})  # fmt: skip
+    return fig
+
+
+def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: float | None = None) -> Any:
+    """ε̂ per state with its 95 % CI (error bars), one trace per sampling mode and state source, ε* as a line.
+
+    States are on a category axis in the order of ``results["states"]``; with ``compare_vs`` the
+    other mode's estimate of the same state is drawn at the same x. States with N < 20 responses
+    are drawn hollow (low confidence).
     """
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    series = [(results.get("mode", "direct"), results["states"])]
-    if results.get("compare_vs"):
-        series.append(("verbalized" if series[0][0] == "direct" else "direct", results["compare_vs"]["states"]))
-    for mode, rows in series:
+    order = [r["state_id"] for r in results["states"]]
+    k = 0
+    for mode, rows in states_by_mode(results).items():
         ok = _ok(rows)
-        for src in sorted({r["source"] for r in ok}):
-            rs = [r for r in ok if r["source"] == src]
-            fig.add_trace(go.Scatter(
-                x=[r["state_id"] for r in rs], y=[r["collapse_error"] for r in rs], mode="markers",
-                name=f"{mode}: {src}",
-                error_y={"type": "data", "symmetric": False,
-                         "array": [r["collapse_error_ci95"][1] - r["collapse_error"] for r in rs],
-                         "arrayminus": [r["collapse_error"] - r["collapse_error_ci95"][0] for r in rs]},
-                customdata=[[r["n"], r["entropy"], " / ".join(f"{n}: {c}" for n, c in zip(r.get("class_names", []), r["class_counts"], strict=False))[:300]] for r in rs],
-                hovertemplate="%{x}<br>ε̂ %{y:.3f}<br>N %{customdata[0]}<br>entropy %{customdata[1]:.3f} nats"
-                              "<br>%{customdata[2]}<extra></extra>",
-            ))  # fmt: skip
+        order += [r["state_id"] for r in ok if r["state_id"] not in order]
+        for src in sorted({str(r.get("source")) for r in ok}):
+            rs = [r for r in ok if str(r.get("source")) == src]
+            fig.add_trace(
+                _state_trace(go, rs, f"{mode}: {src}", _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
+            )
+            k += 1
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, showticklabels=len(order) <= 40)
     star = epsilon_star if epsilon_star is not None else results.get("epsilon_star")
-    if star is not None:
-        fig.add_hline(y=star, line_dash="dash", annotation_text=f"ε* = {star:g}")
-    fig.update_layout(title="Collapse error per state (95% CI)", yaxis_title="ε̂ = 1 − max_count/N",
-                      yaxis_range=[0, 1], xaxis_title="state", height=450)  # fmt: skip
-    return fig
+    return _epsilon_layout(fig, "Collapse error per state (95% CI; hollow: N < 20)", "state", star)
 
 
-def class_histograms_figure(records: Sequence[dict[str, Any]], max_states: int = 12, max_classes: int = 8) -> Any:
-    """Class histograms of the first ``max_states`` measured states; hovering a bar shows example
-    responses of that class."""
+def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
+    """Several audits' ε̂ per state on one axis (two simulators, or one before and after a fix).
+
+    States the audits share (same state ids, e.g. P4G probe states of the same seed) are matched on a
+    category axis, sorted by the first audit's ε̂; audits without shared states are drawn as their
+    sorted ε̂ profiles against the state quantile. Each audit's primary sampling mode is drawn.
+    """
+    import plotly.graph_objects as go
+
+    tables = {label: {r["state_id"]: r for r in _ok(res["states"])} for label, res in audits.items()}
+    shared = set.intersection(*(set(t) for t in tables.values())) if tables else set()
+    fig = go.Figure()
+    first = next(iter(tables.values()), {})
+    for k, (label, t) in enumerate(tables.items()):
+        colour = _PALETTE[k % len(_PALETTE)]
+        if shared:
+            ids = sorted(shared, key=lambda i: (first[i]["collapse_error"], i))
+            fig.add_trace(_state_trace(go, [t[i] for i in ids], label, colour, ids))
+        else:
+            rows = sorted(t.values(), key=lambda r: r["collapse_error"])
+            fig.add_trace(_state_trace(go, rows, label, colour, [(i + 0.5) / len(rows) for i in range(len(rows))]))
+    if shared:
+        fig.update_xaxes(type="category", showticklabels=len(shared) <= 40)
+    xtitle = "shared state (sorted by the first audit's ε̂)" if shared else "state quantile (each audit sorted by ε̂)"
+    return _epsilon_layout(fig, "Collapse error per state, compared (95% CI; hollow: N < 20)", xtitle, None)
+
+
+def class_histograms_figure(records: Sequence[Mapping[str, Any]], max_states: int = 12, max_classes: int = 8) -> Any:
+    """Class histograms of the first ``max_states`` measured states of ``samples.jsonl``; hovering a
+    bar shows example responses of that class."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     ok = [r for r in records if r.get("status") == "ok"][:max_states]
     if not ok:
         return go.Figure().update_layout(title="No measured states")
-    cols = 2
+    cols = 2 if len(ok) > 1 else 1
     rows = (len(ok) + cols - 1) // cols
-    fig = make_subplots(
-        rows=rows, cols=cols, subplot_titles=[f"{r['state_id']} (ε̂ {r['collapse_error']:.2f})"[:60] for r in ok]
-    )
+    titles = [f"{r['state_id']} [{r.get('mode', 'direct')}] (ε̂ {r['collapse_error']:.2f})"[:70] for r in ok]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
     for i, r in enumerate(ok):
         names = [str(n)[:30] for n in r.get("class_names", [])][:max_classes]
         counts = r["class_counts"][:max_classes]
@@ -80,11 +177,35 @@ def class_histograms_figure(records: Sequence[dict[str, Any]], max_states: int =
         fig.add_trace(go.Bar(x=[f"{j}: {n}" for j, n in enumerate(names)], y=counts, customdata=hover, showlegend=False,
                              hovertemplate="%{x}<br>count %{y}<br>%{customdata}<extra></extra>"),
                       row=i // cols + 1, col=i % cols + 1)  # fmt: skip
-    fig.update_layout(title="Response classes per state (hover: example responses)", height=260 * rows)
+    fig.update_layout(title="Response classes per state (hover: example responses)", height=max(300, 260 * rows))
     return fig
 
 
-def collapse_error_by_turn_figure(results: dict[str, Any]) -> Any:
+def state_classes(record: Mapping[str, Any], examples: int = 3) -> list[dict[str, Any]]:
+    """The equivalence classes of one ``samples.jsonl`` record, largest first: name, count, share, examples.
+
+    Counts come from the record's ``labels`` (each response's class index) and its ``responses``, so
+    they are recounted from the draws rather than copied; the class names are the partitioner's.
+    An infrastructure failure has no classes (empty list).
+    """
+    responses, labels = record.get("responses") or [], record.get("labels") or []
+    if len(responses) != len(labels):
+        raise ValueError(
+            f"samples.jsonl record {record.get('state_id')!r}: {len(responses)} responses but {len(labels)} labels"
+        )
+    names = list(record.get("class_names") or [])
+    groups: dict[int, list[str]] = {}
+    for text, lab in zip(responses, labels, strict=True):
+        groups.setdefault(int(lab), []).append(str(text))
+    n = len(responses)
+    return [
+        {"class": names[lab] if lab < len(names) else str(lab), "count": len(texts), "share": len(texts) / n,
+         "examples": " | ".join(list(dict.fromkeys(texts))[:examples])}
+        for lab, texts in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]  # fmt: skip
+
+
+def collapse_error_by_turn_figure(results: Mapping[str, Any]) -> Any:
     """Mean ε̂ by simulator turn along the on-policy rollouts, with ε̄_H in the title."""
     import plotly.graph_objects as go
 
@@ -95,6 +216,7 @@ def collapse_error_by_turn_figure(results: dict[str, Any]) -> Any:
     fig = go.Figure(go.Scatter(x=[r["turn"] for r in rows], y=[r["mean"] for r in rows], mode="lines+markers",
                                customdata=[r["n_states"] for r in rows],
                                hovertemplate="turn %{x}<br>mean ε̂ %{y:.3f}<br>states %{customdata}<extra></extra>"))  # fmt: skip
+    fig.update_xaxes(dtick=1)
     fig.update_layout(
         title=f"ε̂ by turn; accumulated ε̄_H = {traj['accumulated_collapse_error']:.3f}, "
         f"gradient-bias bound {traj['gradient_bias_bound']:.3f}",
@@ -103,7 +225,7 @@ def collapse_error_by_turn_figure(results: dict[str, Any]) -> Any:
     return fig
 
 
-def compare_vs_figure(results: dict[str, Any]) -> Any:
+def compare_vs_figure(results: Mapping[str, Any]) -> Any:
     """Direct vs Verbalized Sampling: mean ε̂ with CIs and mean entropy."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -134,71 +256,98 @@ def compare_vs_figure(results: dict[str, Any]) -> Any:
     return fig
 
 
-def donation_comparison_figure(results: dict[str, Any]) -> Any:
+def donation_comparison_figure(results: Mapping[str, Any]) -> Any:
     """Binned donation distribution of the simulator vs the human P4G donors."""
     import plotly.graph_objects as go
 
     d = ((results.get("human_reference") or {}).get("donations")) or {}
     if "bins" not in d:
-        return go.Figure().update_layout(title="No human reference (run with --human PATH)")
-    fig = go.Figure([go.Bar(name="simulator", x=d["bins"], y=d["simulated_binned"]),
-                     go.Bar(name="human", x=d["bins"], y=d["human_binned"])])  # fmt: skip
+        return go.Figure().update_layout(title=d.get("note") or "No human reference (run with --human PATH)")
+    fig = go.Figure([go.Bar(name=f"simulator (n={d['n_simulated']})", x=d["bins"], y=d["simulated_binned"]),
+                     go.Bar(name=f"human (n={d['n_human']})", x=d["bins"], y=d["human_binned"])])  # fmt: skip
     fig.update_layout(barmode="group", yaxis_title="share of donations", height=380,
                       title=f"Donations: W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}")  # fmt: skip
     return fig
 
 
-def audit_sections(results: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
-    """The sections of an audit's ``report.html`` (headings and figures/tables, in order)."""
-    from collapse_probe.report import table_html
+# ----------------------------------------------------------------------------------------------- tables
 
-    s = results["summary"]
-    ce, en = s["collapse_error"], s["entropy"]
-    summary_rows = [
+
+def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The audit's headline quantities (of ``summary``, default the primary mode's)."""
+    s = summary if summary is not None else results["summary"]
+    rows = [
         ["simulator", f"{results['simulator']} ({results.get('mode')})"],
         ["benchmark / partitioner", f"{results['benchmark']} / {results['partitioner']}"],
-        [
-            "samples per state",
-            str(results["samples_per_state"]) + (" (LOW CONFIDENCE: N < 20)" if s["low_confidence"] else ""),
-        ],
+        ["samples per state",
+         str(results["samples_per_state"]) + (" (LOW CONFIDENCE: N < 20)" if s["low_confidence"] else "")],
         ["states measured / infra failures", f"{s['n_states']} / {s['infra_failures']}"],
-        ["mean ε̂ [95% CI]", _est(ce)],
+        ["mean ε̂ [95% CI]", _est(s["collapse_error"])],
         ["mean ε corrected", _f(s.get("collapse_error_corrected"))],
-        ["mean entropy, nats (CWJ) [95% CI]", _est(en)],
+        ["mean entropy, nats (CWJ) [95% CI]", _est(s["entropy"])],
         ["effective modes exp(H)", _f(s.get("effective_modes"))],
-        [
-            "exact ε (closed answer set)",
-            f"{_f(s.get('exact_collapse_error'))} over {s.get('n_exact_states', 0)} states",
-        ],
+        ["exact ε (closed answer set)", f"{_f(s.get('exact_collapse_error'))} over {s.get('n_exact_states', 0)} states"],
         ["accumulated ε̄_H", _f(s.get("accumulated_collapse_error"))],
-    ]
-    sections: list[tuple[str, Any]] = [("Summary", {"columns": ["quantity", "value"], "rows": summary_rows})]
-    sections.append(("Collapse error per state", collapse_error_per_state_figure(results)))
-    state_rows = [
-        [r["state_id"], r.get("source"), r.get("turn"), r.get("n"), _f(r.get("collapse_error")),
-         _ci(r.get("collapse_error_ci95")), _f(r.get("entropy")), (r.get("exact") or {}).get("collapse_error"),
-         r.get("status"), r.get("error") or ""]
-        for r in results["states"]
     ]  # fmt: skip
-    sections.append(("States", {"columns": ["state", "source", "turn", "N", "ε̂", "95% CI", "entropy", "exact ε",
-                                            "status", "error"], "rows": state_rows}))  # fmt: skip
+    for src, b in (s.get("by_source") or {}).items():
+        rows.append([f"ε̂ at {src} states [95% CI]", f"{_f(b['collapse_error'])} {_ci(b['ci95'])} (n={b['n_states']})"])
+    if s.get("vs_parse_failures"):
+        v = s["vs_parse_failures"]
+        rows.append(["VS parse failures", f"{v['count']} of {v['of']} {v['reasons'] or ''}".strip()])
+    return {"columns": ["quantity", "value"], "rows": rows}
+
+
+def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
+    """One row per state and sampling mode: ε̂ with CI, entropy, exact ε, status."""
+    rows = [
+        [r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"), _f(r.get("collapse_error")),
+         _ci(r.get("collapse_error_ci95")), _f(r.get("entropy")), _f((r.get("exact") or {}).get("collapse_error")),
+         r.get("status"), r.get("error") or ""]
+        for mode, rs in states_by_mode(results).items() for r in rs
+    ]  # fmt: skip
+    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "entropy", "exact ε", "status",
+                        "error"], "rows": rows}  # fmt: skip
+
+
+def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The simulator's share of reward variance (Lemma 3.3), one row."""
+    v = results.get("variance_share") or {}
+    return {"columns": ["share", "95% CI", "within", "between", "note"],
+            "rows": [[_f(v.get("share")), _ci(v.get("ci")), _f(v.get("within")), _f(v.get("between")),
+                      v.get("note") or ""]]}  # fmt: skip
+
+
+def human_diversity_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Diversity of the simulator's vs the human persuadees' replies at the same prefixes (``None``
+    when the run has no human-prefix states)."""
+    div = (results.get("human_reference") or {}).get("diversity")
+    if not div:
+        return None
+    rows = [[k, _f(v.get("simulator")), _f(v.get("human"))] for k, v in div.items() if isinstance(v, Mapping)]
+    rows.append(["prefixes", str(div.get("n_prefixes")), ""])
+    return {"columns": ["metric", "simulator", "human"], "rows": rows}
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+
+def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    """The sections of an audit's ``report.html`` (headings and figures/tables, in order)."""
+    sections: list[tuple[str, Any]] = [("Summary", summary_table(results))]
+    sections.append(("Collapse error per state", collapse_error_per_state_figure(results)))
+    sections.append(("States", states_table(results)))
     sections.append(("Response classes", class_histograms_figure(records)))
     if results.get("trajectory"):
         sections.append(("Collapse error by turn", collapse_error_by_turn_figure(results)))
     if results.get("compare_vs"):
         sections.append(("Direct vs Verbalized Sampling", compare_vs_figure(results)))
     if results.get("variance_share"):
-        v = results["variance_share"]
-        sections.append(("Simulator share of reward variance (Lemma 3.3)", table_html(
-            ["share", "95% CI", "within", "between", "note"],
-            [[_f(v.get("share")), _ci(v.get("ci")), _f(v.get("within")), _f(v.get("between")), v.get("note") or ""]])))  # fmt: skip
+        sections.append(("Simulator share of reward variance (Lemma 3.3)", variance_share_table(results)))
     if results.get("human_reference"):
         sections.append(("Human reference: donations", donation_comparison_figure(results)))
-        div = results["human_reference"].get("diversity")
+        div = human_diversity_table(results)
         if div:
-            rows = [[k, _f(v.get("simulator")), _f(v.get("human"))] for k, v in div.items() if isinstance(v, dict)]
-            sections.append(("Human reference: diversity at the same prefixes",
-                             {"columns": ["metric", "simulator", "human"], "rows": rows}))  # fmt: skip
+            sections.append(("Human reference: diversity at the same prefixes", div))
     return sections
 
 
@@ -210,5 +359,5 @@ def _ci(c: Sequence[float] | None) -> str:
     return "" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
 
 
-def _est(e: dict[str, Any]) -> str:
+def _est(e: Mapping[str, Any]) -> str:
     return f"{_f(e.get('estimate'))} {_ci(e.get('ci95'))}"

@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "KINDS",
+    "audit_records",
     "JsonlRead",
     "RunInfo",
     "discover_runs",
@@ -304,6 +305,21 @@ def discover_runs(root: str | Path) -> list[RunInfo]:
     if not r.is_dir():
         raise ConfigError(f"RUNS_DIR {str(root)!r} is not a directory")
     return [load_run(p, r) for p in _walk(r.resolve(), 0)]
+
+
+def audit_records(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The per-state records of an audit's ``samples.jsonl`` as ``{mode: {state_id: record}}``.
+
+    The audit appends one record per (state, sampling mode) as soon as the state is measured; a
+    resumed run may append a state again, and then the last record wins, as the audit itself reads
+    it back. Records without a ``state_id`` are skipped; a record without ``mode`` counts as ``direct``.
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for rec in records:
+        sid = rec.get("state_id")
+        if isinstance(sid, str):
+            out.setdefault(str(rec.get("mode") or "direct"), {})[sid] = rec
+    return out
 
 
 def _finite(v: Any) -> float | None:

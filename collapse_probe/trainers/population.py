@@ -152,7 +152,7 @@ class PopulationPool:
     def prune(self, protect: set[str] | None = None) -> list[str]:
         """Delete snapshot directories that are not members (nor in ``protect``); return their names."""
         keep = {m["path"] for m in self.members} | (protect or set())
-        removed = []
+        removed: list[str] = []
         if not self.directory.is_dir():
             return removed
         for d in sorted(self.directory.iterdir()):

@@ -12,12 +12,43 @@ import json
 import random
 from pathlib import Path
 
-FIRST = ["Alex", "Sam", "Jordan", "Taylor", "Morgan", "Casey", "Riley", "Jamie", "Avery", "Quinn", "Drew",
-         "Robin", "Jesse", "Kendall", "Logan", "Parker", "Reese", "Rowan", "Skyler", "Dana"]
+FIRST = [
+    "Alex",
+    "Sam",
+    "Jordan",
+    "Taylor",
+    "Morgan",
+    "Casey",
+    "Riley",
+    "Jamie",
+    "Avery",
+    "Quinn",
+    "Drew",
+    "Robin",
+    "Jesse",
+    "Kendall",
+    "Logan",
+    "Parker",
+    "Reese",
+    "Rowan",
+    "Skyler",
+    "Dana",
+]
 BIG_FIVE = ["extrovert", "agreeable", "conscientious", "neurotic", "open"]
 MORAL = ["care", "fairness", "loyalty", "authority", "purity"]
-SCHWARTZ = ["freedom", "conform", "tradition", "benevolence", "universalism", "self_direction", "stimulation",
-            "hedonism", "achievement", "power", "security"]
+SCHWARTZ = [
+    "freedom",
+    "conform",
+    "tradition",
+    "benevolence",
+    "universalism",
+    "self_direction",
+    "stimulation",
+    "hedonism",
+    "achievement",
+    "power",
+    "security",
+]
 DECISION = ["rational", "intuitive"]
 CHOICES = {
     "sex": [("Female", 0.5), ("Male", 0.48), ("Other", 0.02)],

@@ -79,7 +79,7 @@ def test_official_csvs_give_personas_and_human_dialogues(p4g_dir):
     assert 0.40 < zero_share < 0.52  # about 46 % of persuadees give nothing
     d0 = dialogues[0]
     assert d0.turns[0][0] == "policy" and d0.turns[1][0] == "simulator"
-    assert all(a[0] != b[0] for a, b in zip(d0.turns, d0.turns[1:]))  # speakers alternate
+    assert all(a[0] != b[0] for a, b in zip(d0.turns, d0.turns[1:], strict=False))  # speakers alternate
 
 
 def test_official_loader_reports_missing_files(tmp_path):
@@ -108,8 +108,22 @@ def test_turn_taking_and_elicitation():
 def test_play_cli_with_scripted_models(write_scripted, tmp_path, capsys):
     pol = write_scripted([("Please donate.", 1.0)], name="pol.json")
     sim = write_scripted([("[DONATE $2]", 0.5), ("[DONATE $0]", 0.5)], name="sim.json")
-    rc = main(["play", "--policy", pol, "--sim", sim, "--tasks", "3", "--rollouts", "4", "--out",
-               str(tmp_path / "run"), "--no-progress"])
+    rc = main(
+        [
+            "play",
+            "--policy",
+            pol,
+            "--sim",
+            sim,
+            "--tasks",
+            "3",
+            "--rollouts",
+            "4",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "mean reward" in out and "95% CI" in out
     recs = [json.loads(line) for line in (tmp_path / "run" / "conversations.jsonl").read_text().splitlines()]

@@ -1,7 +1,8 @@
 """Generators of run directories of every kind for the dashboard tests.
 
 Where a pipeline exists it produces the run (cross-play on scripted models, the gate on that run,
-the tabular lab through its CLI, the audit on scripted simulators); the train run is written as its
+the tabular lab through its CLI, the audit on scripted simulators, with ``--compare-vs``,
+``--policy`` and ``--human``); the train run is written as its
 schema says (``metrics.jsonl`` per step + ``results.json``) from a real lab run's exact curves.
 :func:`write_half_written_runs` leaves runs in the states a reader meets while another process
 writes them or after a kill.
@@ -21,6 +22,15 @@ POLICY_A = {"responses": [{"text": "Please donate to Save the Children.", "p": 0
                           {"text": "Kids need your help, will you give a little?", "p": 0.5}]}  # fmt: skip
 POLICY_B = {"responses": [{"text": "Donate now.", "p": 1.0}]}
 SIM_COLLAPSED = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.9}, {"text": "No thanks [DONATE $0]", "p": 0.1}]}
+SIM_AUDIT = {
+    "responses": [{"text": "Sure [DONATE $1]", "p": 0.7}, {"text": "No thanks.", "p": 0.1},
+                  {"text": "1. (p=0.6) Sure [DONATE $1]\n2. (p=0.4) No thanks.", "p": 0.2}],
+    "turns": [[{"text": "Tell me more about it.", "p": 0.8},
+               {"text": "1. (p=0.5) Tell me more.\n2. (p=0.5) Not interested.", "p": 0.2}],
+              [{"text": "I see, kids matter.", "p": 0.9}, {"text": "No.", "p": 0.1}]],
+}  # fmt: skip
+"""An audit simulator whose replies depend on the turn; a fifth of them are candidate lists, which
+Verbalized Sampling parses (the rest are counted as VS parse failures)."""
 SIM_DIVERSE = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.3}, {"text": "No thanks [DONATE $0]", "p": 0.3},
                              {"text": "Okay, all of it [DONATE $2]", "p": 0.2},
                              {"text": "Maybe half [DONATE $0.5]", "p": 0.2}]}  # fmt: skip
@@ -41,7 +51,13 @@ def write_models(root: Path) -> Path:
     """Write the scripted policy and simulator files into ``root/models``; return that folder."""
     d = root / "models"
     d.mkdir(parents=True, exist_ok=True)
-    for name, data in (("pol_a", POLICY_A), ("pol_b", POLICY_B), ("sim_mode", SIM_COLLAPSED), ("sim_div", SIM_DIVERSE)):
+    for name, data in (
+        ("pol_a", POLICY_A),
+        ("pol_b", POLICY_B),
+        ("sim_mode", SIM_COLLAPSED),
+        ("sim_div", SIM_DIVERSE),
+        ("sim_audit", SIM_AUDIT),
+    ):
         (d / f"{name}.json").write_text(json.dumps(data))
     return d
 
@@ -127,91 +143,59 @@ def write_train_run(root: Path, name: str, method: str = "single", steps: int = 
     return d
 
 
+def official_p4g_dir() -> Path | None:
+    """The official P4G CSVs at ``../shared/datasets/p4g`` (as the ``p4g_dir`` fixture finds them), or ``None``."""
+    d = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4g"
+    return d if (d / "full_info.csv").exists() else None
+
+
 def write_audit_run(
     root: Path,
     name: str,
-    simulator: str = "sim_mode",
-    samples_per_state: int = 12,
-    n_states: int = 6,
+    simulator: str = "sim_audit",
+    samples: int = 12,
+    states: int = 2,
     compare_vs: bool = False,
+    policy: str | None = None,
+    human: str | Path | None = None,
+    max_turns: int = 2,
     seed: int = 0,
 ) -> Path:
-    """An audit run of a scripted simulator in the ``collapse-probe/audit/v1`` layout.
+    """An audit run of a scripted simulator on P4G, made by the real audit pipeline.
 
-    Responses are sampled from the scripted simulator's known distribution (``sim_mode`` or
-    ``sim_div``) and partitioned by the real exact-match partitioner; every number comes from the
-    real estimators. With ``compare_vs`` the run also holds a Verbalized-Sampling audit under ``"vs"``.
+    Args:
+        root: the runs root (the scripted models are written to ``root/models``).
+        name: the run directory under ``root``.
+        simulator: ``sim_audit`` (turn-dependent replies, some of them verbalized candidate lists),
+            ``sim_mode`` (collapsed) or ``sim_div`` (diverse).
+        samples: N, responses per state.
+        states: P4G personas probed.
+        compare_vs: also audit the Verbalized-Sampling mode (``--compare-vs``).
+        policy: ``pol_a`` or ``pol_b``: audit the on-policy states of its rollouts (``--policy``);
+            ``None``: the opening and elicitation probe states.
+        human: directory of the official P4G CSVs (``--human``).
+        max_turns: conversation length of the on-policy rollouts.
+        seed: audit seed.
     """
-    import numpy as np
+    from collapse_probe.audit import AuditConfig, run_audit
 
-    d = root / name
-    d.mkdir(parents=True, exist_ok=True)
-    dist = {"sim_mode": SIM_COLLAPSED, "sim_div": SIM_DIVERSE}[simulator]["responses"]
-    (d / "config.json").write_text(
-        json.dumps(
-            {"kind": "audit", "simulator": f"scripted:models/{simulator}.json", "samples_per_state": samples_per_state}
-        )
+    root = root.resolve()
+    write_models(root)
+    cfg = AuditConfig(
+        sim=f"scripted:models/{simulator}.json",
+        policy=None if policy is None else f"scripted:models/{policy}.json",
+        states=states,
+        samples=samples,
+        compare_vs=compare_vs,
+        vs_k=2,
+        human=None if human is None else str(human),
+        max_turns=max_turns,
+        seed=seed,
+        n_boot=200,
     )
-    rng = np.random.default_rng(seed)
-    results = _audit_results(
-        f"scripted:models/{simulator}.json", dist, samples_per_state, n_states, rng, d / "samples.jsonl", "direct"
-    )
-    if compare_vs:
-        flat = [{"text": x["text"], "p": 1 / len(dist)} for x in dist]
-        results["vs"] = _audit_results(
-            f"vs:scripted:models/{simulator}.json", flat, samples_per_state, n_states, rng, d / "samples.jsonl", "vs"
-        )
-    (d / "results.json").write_text(json.dumps(results, indent=2))
-    return d
-
-
-def _audit_results(
-    sim: str, dist: list[dict[str, Any]], n: int, n_states: int, rng: Any, samples: Path, mode: str
-) -> dict[str, Any]:
-    import numpy as np
-
-    from collapse_probe.metrics.estimators import collapse_error, collapse_error_ci, entropy, entropy_ci, hill_number
-    from collapse_probe.metrics.partitioners import class_counts, get_partitioner
-
-    texts = [x["text"] for x in dist]
-    probs = [x["p"] for x in dist]
-    states, all_counts = [], []
-    with open(samples, "a", encoding="utf-8") as f:
-        for k in range(n_states):
-            responses = [texts[i] for i in rng.choice(len(texts), size=n, p=probs)]
-            labels = get_partitioner("exact").partition(responses)
-            counts = [int(c) for c in class_counts(labels)]
-            history = [{"role": "policy", "content": f"Opening move {k}"}]
-            f.write(json.dumps({"state_id": f"s{k}", "turn": k % 3, "mode": mode, "history": history,
-                                "responses": responses, "labels": [int(x) for x in labels]}) + "\n")  # fmt: skip
-            states.append({"state_id": f"s{k}", "turn": k % 3, "n": n, "class_counts": counts,
-                           "collapse_error": collapse_error(counts), "collapse_error_ci95": list(collapse_error_ci(counts)),
-                           "entropy": entropy(counts)})  # fmt: skip
-            all_counts.append(counts)
-    eps = [s["collapse_error"] for s in states]
-    mean_eps = float(np.mean(eps))
-    pooled = np.zeros(max(len(c) for c in all_counts), dtype=int)
-    for c in all_counts:
-        pooled[: len(c)] += sorted(c, reverse=True)
-    half = 1.96 * float(np.std(eps, ddof=1)) / len(eps) ** 0.5 if len(eps) > 1 else 0.0
-    return {
-        "schema": "collapse-probe/audit/v1",
-        "simulator": sim,
-        "benchmark": "p4g",
-        "partitioner": "exact",
-        "samples_per_state": n,
-        "summary": {
-            "collapse_error": {"estimate": mean_eps, "ci95": [max(mean_eps - half, 0.0), min(mean_eps + half, 1.0)]},
-            "entropy": {
-                "estimate": float(np.mean([s["entropy"] for s in states])),
-                "ci95": list(entropy_ci(all_counts[0])),
-                "estimator": "chao_wang_jost",
-            },  # fmt: skip
-            "effective_modes": hill_number(pooled, 1),
-            "accumulated_collapse_error": 3 * mean_eps,
-        },
-        "states": states,
-    }
+    with _cwd(root):
+        run_audit(cfg, name, progress=False, cache=False)
+    return root / name
 
 
 def write_half_written_runs(root: Path) -> dict[str, Path]:
@@ -222,12 +206,12 @@ def write_half_written_runs(root: Path) -> dict[str, Path]:
     """
     out: dict[str, Path] = {}
 
-    d = root / "audit_running"
-    d.mkdir(parents=True)
-    (d / "config.json").write_text(json.dumps({"kind": "audit", "simulator": "x", "samples_per_state": 8}))
-    (d / "samples.jsonl").write_text(
-        json.dumps({"state_id": "s0", "turn": 0, "responses": ["a", "b"]}) + "\n" + '{"state_id": "s1", "tu'
-    )
+    # an audit killed mid-write: its results and report never written, the last record torn
+    d = write_audit_run(root, "audit_running", "sim_div", samples=8, states=2)
+    (d / "results.json").unlink()
+    (d / "report.html").unlink()
+    lines = (d / "samples.jsonl").read_text().splitlines()
+    (d / "samples.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:60])
     out["audit_torn"] = d
 
     d = root / "crossplay_resuming"

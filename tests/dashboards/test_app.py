@@ -23,8 +23,8 @@ def runs_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     cp = fixtures.write_crossplay_run(root)
     fixtures.write_gate_verdict(cp, root / "gate" / "verdict.json")
-    fixtures.write_audit_run(root, "audit_mode", "sim_mode", compare_vs=True)
-    fixtures.write_audit_run(root, "audit_div", "sim_div", samples_per_state=30)
+    fixtures.write_audit_run(root, "audit_mode", "sim_audit", compare_vs=True, policy="pol_a")
+    fixtures.write_audit_run(root, "audit_probe", "sim_div", samples=30, states=3)
     fixtures.write_train_run(root, "train_single", "single")
     fixtures.write_train_run(root, "train_vs", "vs")
     fixtures.write_lab_run(root, "lab_population", "population", steps=20)
@@ -83,34 +83,83 @@ def test_runs_view_lists_every_kind(app):
     assert status["gate"] == "complete"
 
 
-def test_simulator_view_shows_state_classes_and_vs(app, runs_root):
+def _samples(run_dir: Path) -> dict[tuple[str, str], dict]:
+    recs = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    return {(r["state_id"], r["mode"]): r for r in recs}
+
+
+def test_simulator_view_draws_the_real_audit(app, runs_root):
     at = _view(app, "Simulator")
     assert [s.label for s in at.selectbox] == ["Audit run", "State"]
-    assert len(_plotly(at)) == 2  # audit_div (first) has no VS results
-    at.selectbox(key="sim_run").set_value("audit_mode [audit, complete]").run()
-    assert not at.exception
-    charts = _plotly(at)
-    assert len(charts) == 3  # per state, by turn, direct vs VS
-    names = {t.get("name") for t in _figure(charts[2])["data"]}
-    assert names == {"direct", "verbalized sampling"}
-    # the class table of the chosen state holds its responses, counts summing to N
-    classes = at.dataframe[0].value
-    assert classes["count"].sum() == 12
-    assert set(classes.columns) >= {"class", "count", "share", "examples"}
-    assert any("DONATE" in e for e in classes["examples"])
-    # ε values in the figure are those of results.json, sorted ascending
+    assert at.selectbox(key="sim_run").value == "audit_mode [audit, complete]"  # on-policy, --compare-vs
     res = json.loads((runs_root / "audit_mode" / "results.json").read_text())
-    ys = _figure(charts[0])["data"][0]["y"]
-    assert ys == sorted(s["collapse_error"] for s in res["states"])
+    assert any(res["verdict"] in i.value.replace("\\", "") for i in at.info)
+    charts = [_figure(c) for c in _plotly(at)]
+    assert len(charts) == 4  # per state, by turn, direct vs VS, classes of the chosen state
+    # ε per state: both sampling modes, the values of results.json in its state order
+    per_state = {t["name"]: t for t in charts[0]["data"]}
+    assert set(per_state) == {"direct: on_policy", "verbalized: on_policy"}
+    assert per_state["direct: on_policy"]["x"] == [s["state_id"] for s in res["states"]]
+    assert per_state["direct: on_policy"]["y"] == [s["collapse_error"] for s in res["states"]]
+    assert per_state["verbalized: on_policy"]["y"] == [s["collapse_error"] for s in res["compare_vs"]["states"]]
+    # ε by turn along the rollouts and the direct-vs-VS summary come from the trajectory and compare_vs blocks
+    assert charts[1]["data"][0]["y"] == [t["mean"] for t in res["trajectory"]["collapse_error_by_turn"]]
+    bars = charts[2]["data"][0]
+    assert bars["y"] == [res["compare_vs"][m]["collapse_error"]["estimate"] for m in ("direct", "verbalized")]
+    assert "VS parse failures" in charts[2]["layout"]["title"]["text"]
 
 
-def test_simulator_view_state_selection(app):
+def test_simulator_view_state_classes_recounted_from_samples(app, runs_root):
     at = _view(app, "Simulator")
+    samples = _samples(runs_root / "audit_mode")
+    sid = at.selectbox(key="sim_state").value.split(" (")[0]
+    tables = [d.value for d in at.dataframe if "class" in d.value.columns]
+    assert len(tables) == 2  # direct and verbalized, side by side
+    for table, mode in zip(tables, ("direct", "verbalized"), strict=True):
+        rec = samples[(sid, mode)]
+        assert table["count"].tolist() == rec["class_counts"] and table["class"].tolist() == rec["class_names"]
+        assert table["count"].sum() == 12 and abs(table["share"].sum() - 1) < 1e-9
+        for name, ex in zip(table["class"], table["examples"], strict=True):
+            k = rec["class_names"].index(name)
+            assert all(rec["labels"][i] == k for i, t in enumerate(rec["responses"]) if t in ex.split(" | "))
+    hist = _figure(_plotly(at)[-1])
+    assert [t["y"] for t in hist["data"]] == [samples[(sid, m)]["class_counts"] for m in ("direct", "verbalized")]
+    assert any("Please donate" in m.value or "Kids need" in m.value for m in at.markdown)  # the state's context
+
+
+def test_simulator_view_state_selection(app, runs_root):
+    at = _view(app, "Simulator")
+    at.selectbox(key="sim_run").set_value("audit_probe [audit, complete]").run()
+    assert not at.exception and not at.warning
+    assert len(_plotly(at)) == 2  # per state and classes: no rollouts, no VS, no human reference
     options = at.selectbox(key="sim_state").options
-    assert len(options) == 6
+    assert len(options) == 6  # opening and elicitation of 3 personas
     at.selectbox(key="sim_state").set_value(options[-1]).run()
     assert not at.exception
-    assert at.dataframe[0].value["count"].sum() == 30
+    table = next(d.value for d in at.dataframe if "class" in d.value.columns)
+    sid = options[-1].split(" (")[0]
+    assert table["count"].tolist() == _samples(runs_root / "audit_probe")[(sid, "direct")]["class_counts"]
+    assert table["count"].sum() == 30
+
+
+def test_simulator_view_human_reference(p4g_dir, tmp_path, monkeypatch):
+    run = fixtures.write_audit_run(tmp_path, "audit_human", "sim_mode", samples=20, states=3, human=p4g_dir)
+    res = json.loads((run / "results.json").read_text())
+    monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path))
+    at = _view(_app(tmp_path), "Simulator")
+    donations = res["human_reference"]["donations"]
+    fig = next(f for f in map(_figure, _plotly(at)) if f["layout"]["title"]["text"].startswith("Donations"))
+    assert [t["y"] for t in fig["data"]] == [donations["simulated_binned"], donations["human_binned"]]
+    div = next(d.value for d in at.dataframe if list(d.value.columns) == ["metric", "simulator", "human"])
+    assert (
+        div.set_index("metric").loc["distinct_1", "human"]
+        == f"{res['human_reference']['diversity']['distinct_1']['human']:.3f}"
+    )
+    human = next(o for o in at.selectbox(key="sim_state").options if o.startswith("human:"))
+    at.selectbox(key="sim_state").set_value(human).run()
+    assert not at.exception
+    reply = _samples(run)[(human.split(" (")[0], "direct")]["human_reply"]
+    assert any("human persuadee replied" in m.value and reply[:10] in m.value.replace("\\", "") for m in at.markdown)
 
 
 def test_crossplay_view_heatmap_transfer_and_gate(app):
@@ -160,7 +209,8 @@ def test_compare_view_two_audits(app):
     charts = [_figure(c) for c in _plotly(at)]
     assert len(charts) == 3
     names = {t["name"] for t in charts[2]["data"]}
-    assert names == {"audit_div", "audit_mode"}
+    assert names == {"audit_probe", "audit_mode"}
+    assert charts[2]["layout"]["xaxis"]["title"]["text"].startswith("state quantile")  # no shared states
 
 
 @pytest.mark.parametrize("view", ["Runs", "Simulator", "Cross-play", "Training", "Compare"])
@@ -170,6 +220,12 @@ def test_half_written_runs_do_not_crash(half_written_root, monkeypatch, view):
     at = _view(at, view)
     if view in ("Simulator", "Cross-play"):
         assert any("in progress" in i.value for i in at.info)
+    if view == "Simulator":  # the states measured before the kill, the torn record left out
+        recs = fixtures_records(half_written_root / "audit_running")
+        (fig,) = [_figure(c) for c in _plotly(at)]
+        ys = [y for t in fig["data"] for y in t["y"]]
+        assert sorted(ys) == sorted(r["collapse_error"] for r in recs)
+        assert len(recs) == 3
     if view == "Training":
         assert len(_plotly(at)) == 4  # the steps recorded before the torn line are drawn
 
@@ -277,15 +333,48 @@ def test_cli_rejects_missing_runs_dir(tmp_path, capsys):
     assert "is not a directory" in capsys.readouterr().err
 
 
-def test_human_reference_overlay_matches_states():
-    from collapse_probe.report import dashboard_plots as dp
+def fixtures_records(run_dir: Path) -> list[dict]:
+    return rd.read_jsonl(run_dir / "samples.jsonl").records
 
-    states = [{"state_id": f"s{i}", "turn": 0, "n": 20, "collapse_error": e} for i, e in enumerate([0.5, 0.1, 0.3])]
-    ref = {"states": [{"state_id": "s1", "collapse_error": 0.6}, {"state_id": "s0", "collapse_error": 0.7}],
-           "summary": {"collapse_error": {"estimate": 0.65}}}  # fmt: skip
-    fig = dp.human_reference_figure({"states": states, "human_reference": ref})
-    sim, human = fig.data[0], fig.data[1]
-    assert list(sim.y) == [0.1, 0.3, 0.5]  # sorted: s1, s2, s0
-    assert list(human.x) == [0, 2] and list(human.y) == [0.6, 0.7]  # drawn above s1 and s0
-    with pytest.raises(ValueError, match="no human reference"):
-        dp.human_reference_figure({"states": states})
+
+def test_compare_audits_matches_shared_states(write_scripted):
+    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe.report import audit_plots as ap
+
+    a = run_audit(AuditConfig(sim=write_scripted([("[DONATE $1]", 0.9), ("No.", 0.1)], name="a.json"), samples=20,
+                              n_boot=200), None, progress=False, cache=False)  # fmt: skip
+    b = run_audit(AuditConfig(sim=write_scripted([("[DONATE $1]", 0.5), ("No.", 0.5)], name="b.json"), samples=20,
+                              n_boot=200), None, progress=False, cache=False)  # fmt: skip
+    fig = ap.compare_audits_figure({"a": a, "b": b})
+    ta, tb = fig.data
+    ids = sorted(
+        (s["state_id"] for s in a["states"]),
+        key=lambda i: ({s["state_id"]: s for s in a["states"]}[i]["collapse_error"], i),
+    )
+    assert list(ta.x) == list(tb.x) == ids  # the same probe states, matched
+    by_id = {s["state_id"]: s["collapse_error"] for s in b["states"]}
+    assert list(tb.y) == [by_id[i] for i in ids]
+    assert all(s == "circle" for s in ta.marker.symbol)  # N = 20: not low confidence
+
+
+def test_state_classes_of_a_real_record(write_scripted, tmp_path):
+    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe.report import audit_plots as ap
+
+    spec = write_scripted([("alpha", 0.5), ("beta", 0.3), ("gamma", 0.2)])
+    run_audit(AuditConfig(sim=spec, samples=40, states=1, partition="exact", n_boot=200), tmp_path / "r",
+              progress=False, cache=False)  # fmt: skip
+    for rec in fixtures_records(tmp_path / "r"):
+        classes = ap.state_classes(rec)
+        assert [c["count"] for c in classes] == rec["class_counts"]
+        assert [c["class"] for c in classes] == rec["class_names"]
+        assert {c["examples"] for c in classes} == {"alpha", "beta", "gamma"}
+        assert sum(c["share"] for c in classes) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="3 responses but 2 labels"):
+        ap.state_classes({"state_id": "s", "responses": ["a", "b", "c"], "labels": [0, 0]})
+
+
+def test_audit_records_last_record_of_a_state_wins():
+    recs = [{"state_id": "s0", "mode": "direct", "x": 1}, {"state_id": "s0", "mode": "verbalized", "x": 2},
+            {"state_id": "s0", "mode": "direct", "x": 3}, {"mode": "direct"}]  # fmt: skip
+    assert rd.audit_records(recs) == {"direct": {"s0": recs[2]}, "verbalized": {"s0": recs[1]}}

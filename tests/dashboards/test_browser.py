@@ -65,8 +65,10 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     cp = fixtures.write_crossplay_run(root)
     fixtures.write_gate_verdict(cp, root / "gate" / "verdict.json")
-    fixtures.write_audit_run(root, "audit_mode", "sim_mode", compare_vs=True)
-    fixtures.write_audit_run(root, "audit_div", "sim_div", samples_per_state=30)
+    # the audit shown first: on-policy states, --compare-vs, and --human where the official P4G data is present
+    human = fixtures.official_p4g_dir()
+    fixtures.write_audit_run(root, "audit_mode", "sim_audit", compare_vs=True, policy="pol_a", human=human)
+    fixtures.write_audit_run(root, "audit_probe", "sim_div", samples=30, states=3)
     fixtures.write_train_run(root, "train_single", "single")
     fixtures.write_train_run(root, "train_vs", "vs")
     fixtures.write_half_written_runs(root / "live")

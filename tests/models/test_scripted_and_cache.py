@@ -136,10 +136,14 @@ def test_cache_does_not_store_errors(tmp_path):
 
 def test_rules_make_the_known_distribution_react_to_the_other_side(tmp_path):
     path = tmp_path / "donor.json"
-    path.write_text(json.dumps({
-        "responses": [{"text": "No.", "p": 1.0}],
-        "rules": [{"if_contains": ["children", "kids"], "responses": [{"text": "[DONATE $2]", "p": 1.0}]}],
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "responses": [{"text": "No.", "p": 1.0}],
+                "rules": [{"if_contains": ["children", "kids"], "responses": [{"text": "[DONATE $2]", "p": 1.0}]}],
+            }
+        )
+    )
     model = get_model(f"scripted:{path}")
     plain = _req(msgs=[{"role": "user", "content": "Please donate."}])
     moved = _req(msgs=[{"role": "user", "content": "It helps CHILDREN in need."}])

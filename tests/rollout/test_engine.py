@@ -92,11 +92,13 @@ def test_resume_runs_only_missing_conversations(write_scripted, tmp_path):
     run_dir = RunDir(tmp_path / "run")
     tasks = arena.load_tasks(5)
     parts = _participants(pol, [sim])
-    first = asyncio.run(run_conversations(arena, make_specs(tasks[:2], [pol], [sim], 2, 0), parts, config=QUIET,
-                                          run_dir=run_dir))
+    first = asyncio.run(
+        run_conversations(arena, make_specs(tasks[:2], [pol], [sim], 2, 0), parts, config=QUIET, run_dir=run_dir)
+    )
     parts2 = _participants(pol, [sim])
-    full = asyncio.run(run_conversations(arena, make_specs(tasks, [pol], [sim], 2, 0), parts2, config=QUIET,
-                                         run_dir=run_dir))
+    full = asyncio.run(
+        run_conversations(arena, make_specs(tasks, [pol], [sim], 2, 0), parts2, config=QUIET, run_dir=run_dir)
+    )
     assert parts2[pol].model.batches == [6]  # only the 3 x 2 new conversations were run
     assert full[:4] == first
     keys = [r["key"] for r in run_dir.read_jsonl("conversations.jsonl")]
@@ -118,12 +120,33 @@ def test_kill_9_mid_run_then_resume_completes_without_loss_or_duplicates(tmp_pat
     pol = tmp_path / "pol.json"
     pol.write_text(json.dumps({"responses": [{"text": "Please give.", "p": 1}], "delay_s": 0.05}))
     sim = tmp_path / "sim.json"
-    sim.write_text(json.dumps({"responses": [{"text": "[DONATE $1]", "p": 0.5}, {"text": "No.", "p": 0.5}],
-                               "delay_s": 0.05}))
+    sim.write_text(
+        json.dumps({"responses": [{"text": "[DONATE $1]", "p": 0.5}, {"text": "No.", "p": 0.5}], "delay_s": 0.05})
+    )
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "collapse_probe.cli", "play", "--policy", f"scripted:{pol}", "--sim",
-           f"scripted:{sim}", "--tasks", "40", "--rollouts", "1", "--max-turns", "1", "--out", str(out),
-           "--max-live", "4", "--no-progress", "--show", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "collapse_probe.cli",
+        "play",
+        "--policy",
+        f"scripted:{pol}",
+        "--sim",
+        f"scripted:{sim}",
+        "--tasks",
+        "40",
+        "--rollouts",
+        "1",
+        "--max-turns",
+        "1",
+        "--out",
+        str(out),
+        "--max-live",
+        "4",
+        "--no-progress",
+        "--show",
+        "0",
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     conv = out / "conversations.jsonl"
