@@ -201,7 +201,14 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
         show_table(ap.variance_share_table(res))
     if res.get("human_reference"):
         st.markdown("**Simulator vs the human P4G data**")
-        figure_or_note(ap.donation_comparison_figure, res)
+        donations = res["human_reference"]["donations"]
+        if "bins" in donations:
+            figure_or_note(ap.donation_comparison_figure, res)
+        else:
+            st.caption(
+                f"donations: {donations.get('note')} ({donations.get('n_simulated')} simulated, "
+                f"{donations.get('n_human')} human); simulated donations come from the states that ask for an amount"
+            )
         div = ap.human_diversity_table(res)
         if div:
             st.caption("diversity of replies at the same prefixes of real dialogues (one simulator draw per prefix)")

@@ -35,6 +35,7 @@ __all__ = [
     "donation_comparison_figure",
     "human_diversity_table",
     "other_mode",
+    "short_state_id",
     "state_classes",
     "states_by_mode",
     "states_table",
@@ -78,6 +79,15 @@ def _classes_text(r: Mapping[str, Any]) -> str:
     return html.escape(" / ".join(f"{n}: {c}" for n, c in pairs)[:300])
 
 
+def short_state_id(state_id: str) -> str:
+    """A state id short enough for an axis label: an on-policy id ``on_policy:POLICY|SIM|TASK|ROLLOUT:MSG``
+    keeps its task, rollout and message index (policy and simulator are the same for the whole audit)."""
+    if "|" not in state_id:
+        return state_id
+    source = state_id.split(":", 1)[0]
+    return f"{source}:{'|'.join(state_id.split('|')[-2:])}"
+
+
 def _state_trace(go: Any, rows: Sequence[Mapping[str, Any]], name: str, colour: str, x: Sequence[Any]) -> Any:
     """ε̂ per state with its 95 % CI as error bars; low-confidence states (N < 20) hollow."""
     ci = [r.get("collapse_error_ci95") or [r["collapse_error"]] * 2 for r in rows]
@@ -95,11 +105,17 @@ def _state_trace(go: Any, rows: Sequence[Mapping[str, Any]], name: str, colour: 
     )  # fmt: skip
 
 
+def _category_axis(fig: Any, ids: Sequence[str]) -> None:
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(ids), tickvals=list(ids),
+                     ticktext=[short_state_id(i) for i in ids], tickangle=-35, showticklabels=len(ids) <= 40)  # fmt: skip
+
+
 def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450) -> Any:
     if star is not None:
         fig.add_hline(y=star, line_dash="dash", line_color="#888", annotation_text=f"ε* = {star:g}")
     fig.update_layout(title=title, yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
-                      xaxis_title=xaxis_title, height=height, legend={"orientation": "h", "y": -0.3})  # fmt: skip
+                      xaxis_title=xaxis_title, height=height,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}, margin={"t": 90})  # fmt: skip
     return fig
 
 
@@ -120,11 +136,11 @@ def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: fl
         order += [r["state_id"] for r in ok if r["state_id"] not in order]
         for src in sorted({str(r.get("source")) for r in ok}):
             rs = [r for r in ok if str(r.get("source")) == src]
-            fig.add_trace(
-                _state_trace(go, rs, f"{mode}: {src}", _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
-            )
+            trace = _state_trace(go, rs, f"{mode}: {src}", _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
+            fig.add_trace(trace.update(offsetgroup=mode))  # the modes of one state side by side
             k += 1
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, showticklabels=len(order) <= 40)
+    _category_axis(fig, order)
+    fig.update_layout(scattermode="group")
     star = epsilon_star if epsilon_star is not None else results.get("epsilon_star")
     return _epsilon_layout(fig, "Collapse error per state (95% CI; hollow: N < 20)", "state", star)
 
@@ -151,7 +167,7 @@ def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
             rows = sorted(t.values(), key=lambda r: r["collapse_error"])
             fig.add_trace(_state_trace(go, rows, label, colour, [(i + 0.5) / len(rows) for i in range(len(rows))]))
     if shared:
-        fig.update_xaxes(type="category", showticklabels=len(shared) <= 40)
+        _category_axis(fig, sorted(shared, key=lambda i: (first[i]["collapse_error"], i)))
     xtitle = "shared state (sorted by the first audit's ε̂)" if shared else "state quantile (each audit sorted by ε̂)"
     return _epsilon_layout(fig, "Collapse error per state, compared (95% CI; hollow: N < 20)", xtitle, None)
 
@@ -167,7 +183,9 @@ def class_histograms_figure(records: Sequence[Mapping[str, Any]], max_states: in
         return go.Figure().update_layout(title="No measured states")
     cols = 2 if len(ok) > 1 else 1
     rows = (len(ok) + cols - 1) // cols
-    titles = [f"{r['state_id']} [{r.get('mode', 'direct')}] (ε̂ {r['collapse_error']:.2f})"[:70] for r in ok]
+    titles = [
+        f"{short_state_id(r['state_id'])[:48]} [{r.get('mode', 'direct')}] (ε̂ {r['collapse_error']:.2f})" for r in ok
+    ]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
     for i, r in enumerate(ok):
         names = [str(n)[:30] for n in r.get("class_names", [])][:max_classes]

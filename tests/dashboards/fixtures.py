@@ -22,15 +22,20 @@ POLICY_A = {"responses": [{"text": "Please donate to Save the Children.", "p": 0
                           {"text": "Kids need your help, will you give a little?", "p": 0.5}]}  # fmt: skip
 POLICY_B = {"responses": [{"text": "Donate now.", "p": 1.0}]}
 SIM_COLLAPSED = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.9}, {"text": "No thanks [DONATE $0]", "p": 0.1}]}
+_DONOR = [{"text": "Sure [DONATE $1]", "p": 0.7}, {"text": "No thanks [DONATE $0]", "p": 0.1},
+          {"text": "1. (p=0.6) Sure [DONATE $1]\n2. (p=0.4) No thanks [DONATE $0]", "p": 0.2}]  # fmt: skip
 SIM_AUDIT = {
-    "responses": [{"text": "Sure [DONATE $1]", "p": 0.7}, {"text": "No thanks.", "p": 0.1},
-                  {"text": "1. (p=0.6) Sure [DONATE $1]\n2. (p=0.4) No thanks.", "p": 0.2}],
+    "responses": _DONOR,
     "turns": [[{"text": "Tell me more about it.", "p": 0.8},
                {"text": "1. (p=0.5) Tell me more.\n2. (p=0.5) Not interested.", "p": 0.2}],
-              [{"text": "I see, kids matter.", "p": 0.9}, {"text": "No.", "p": 0.1}]],
+              [{"text": "I see, kids matter.", "p": 0.9}, {"text": "No.", "p": 0.1}],
+              [{"text": "Hmm, let me think.", "p": 0.6}, {"text": "I see, kids matter.", "p": 0.4}],
+              _DONOR],
 }  # fmt: skip
-"""An audit simulator whose replies depend on the turn; a fifth of them are candidate lists, which
-Verbalized Sampling parses (the rest are counted as VS parse failures)."""
+"""An audit simulator whose replies depend on the turn (from the fourth turn on, which
+with ``max_turns=3`` is the donation-elicitation turn, it states a donation);
+a fifth of them are candidate lists, which Verbalized Sampling parses (the rest are counted as VS
+parse failures)."""
 SIM_DIVERSE = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.3}, {"text": "No thanks [DONATE $0]", "p": 0.3},
                              {"text": "Okay, all of it [DONATE $2]", "p": 0.2},
                              {"text": "Maybe half [DONATE $0.5]", "p": 0.2}]}  # fmt: skip

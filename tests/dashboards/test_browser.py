@@ -67,7 +67,7 @@ def served(tmp_path_factory):
     fixtures.write_gate_verdict(cp, root / "gate" / "verdict.json")
     # the audit shown first: on-policy states, --compare-vs, and --human where the official P4G data is present
     human = fixtures.official_p4g_dir()
-    fixtures.write_audit_run(root, "audit_mode", "sim_audit", compare_vs=True, policy="pol_a", human=human)
+    fixtures.write_audit_run(root, "audit_mode", "sim_audit", compare_vs=True, policy="pol_a", max_turns=3, human=human)
     fixtures.write_audit_run(root, "audit_probe", "sim_div", samples=30, states=3)
     fixtures.write_train_run(root, "train_single", "single")
     fixtures.write_train_run(root, "train_vs", "vs")
@@ -112,8 +112,8 @@ def _artifacts(tmp_path: Path) -> Path:
     return d
 
 
-def _open(browser, url: str, view: str, wait_for: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def _open(browser, url: str, view: str, wait_for: str, height: int = 1000):
+    page = browser.new_page(viewport={"width": 1400, "height": height})
     page.goto(f"{url}/?view={view}", wait_until="domcontentloaded", timeout=60_000)
     page.wait_for_selector(wait_for, timeout=60_000)
     # Streamlit shows a running indicator while the script runs; wait until it is gone and plots drew
@@ -145,7 +145,7 @@ def test_crossplay_heatmap_renders_without_error(served, browser, tmp_path):
     ],
 )
 def test_other_views_render_without_error(served, browser, tmp_path, view, wait_for, min_charts):
-    page = _open(browser, served, view, wait_for)
+    page = _open(browser, served, view, wait_for, height=3400 if view == "Simulator" else 1000)  # the whole audit
     shot = _artifacts(tmp_path) / f"dashboard_{view.lower()}.png"
     page.screenshot(path=str(shot), full_page=True)
     print(f"screenshot: {shot}")
