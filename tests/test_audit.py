@@ -95,11 +95,12 @@ def test_cached_rerun_is_identical_and_cached_samples_are_independent_draws(writ
     a = _audit(spec, tmp_path / "a", samples=400, states=1, partition="exact")
     b = _audit(spec, tmp_path / "b", samples=400, states=1, partition="exact")
     assert a["states"] == b["states"] and a["summary"] == b["summary"]
-    from collapse_probe.simulators._participant import _CACHES, _WRAPPED
+    from collapse_probe.models import default_cache_path
+    from collapse_probe.simulators._participant import _WRAPPED
 
-    cached = [m for m in _WRAPPED.values() if m.spec == spec][0]
+    [cached] = [m for m in _WRAPPED.values() if m.spec == spec and str(m.cache.path) == str(default_cache_path())]
     assert cached.hits >= 800 and cached.misses == 800  # second run served entirely from the cache
-    assert len(next(iter(_CACHES.values()))) >= 800  # one cache entry per sample index
+    assert len(cached.cache) >= 800  # one cache entry per sample index
     recs = [json.loads(line) for line in (tmp_path / "b" / "samples.jsonl").read_text().splitlines()]
     for rec in recs:  # the cached N samples hold the scripted proportions, not N copies of one answer
         freq = {t: rec["responses"].count(t) / 400 for t in ("alpha", "beta", "gamma")}
