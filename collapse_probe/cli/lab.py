@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +129,7 @@ def write_compare_report(results: dict[str, Any], path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the lab as the parsed arguments say; returns the exit status."""
     _validate(args)
+    from collapse_probe.rollout import write_json_atomic
     from collapse_probe.trainers.lab import METHODS, run_lab
 
     out = Path(args.out)
@@ -145,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
             "methods": {m: r.to_json() for m, r in results.items()},
             "heldout_reward_end": {m: r.heldout_reward[-1] for m, r in results.items()},
         }
-        (out / "compare.json").write_text(json.dumps(payload, indent=2))
+        shared = {k: v for k, v in configs[METHODS[0]].__dict__.items() if k != "method"}
+        write_json_atomic(out / "config.json", {"kind": "lab", "compare": True, "methods": list(METHODS), **shared})
+        write_json_atomic(out / "compare.json", payload)
         write_compare_report(results, out / "compare.html")
         print(
             _summary_table(
@@ -158,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     config = _config_from_args(args, args.method)
     result = run_lab(config)
     data = result.to_json()
-    (out / "config.json").write_text(json.dumps(data["config"], indent=2))
-    (out / "results.json").write_text(json.dumps(data, indent=2))
+    write_json_atomic(out / "config.json", {"kind": "lab", **data["config"]})
+    write_json_atomic(out / "results.json", data)
     write_report(result, out / "report.html")
     print(_summary_table({config.method: result.summary()}, {config.method: data["bound_checks"]}))
     print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
