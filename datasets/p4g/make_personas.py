@@ -12,6 +12,8 @@ import json
 import random
 from pathlib import Path
 
+from collapse_probe.benchmarks.p4g import BIG_FIVE, DECISION, MORAL, SCHWARTZ
+
 FIRST = [
     "Alex",
     "Sam",
@@ -34,22 +36,6 @@ FIRST = [
     "Skyler",
     "Dana",
 ]
-BIG_FIVE = ["extrovert", "agreeable", "conscientious", "neurotic", "open"]
-MORAL = ["care", "fairness", "loyalty", "authority", "purity"]
-SCHWARTZ = [
-    "freedom",
-    "conform",
-    "tradition",
-    "benevolence",
-    "universalism",
-    "self_direction",
-    "stimulation",
-    "hedonism",
-    "achievement",
-    "power",
-    "security",
-]
-DECISION = ["rational", "intuitive"]
 CHOICES = {
     "sex": [("Female", 0.5), ("Male", 0.48), ("Other", 0.02)],
     "race": [("White", 0.75), ("Other", 0.25)],
