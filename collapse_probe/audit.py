@@ -92,7 +92,7 @@ class AuditConfig:
     """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``)."""
     rollouts: int = 1
     """On-policy conversations per task."""
-    max_turns: int = 3
+    max_turns: int | None = 3
     temperature: float = 1.0
     top_p: float = 1.0
     seed: int = 0
@@ -129,8 +129,8 @@ class AuditConfig:
             )
         for name in ("states", "rollouts", "max_turns", "vs_k", "batch_states", "variance_agents", "variance_sims"):
             v = getattr(self, name)
-            if name == "batch_states" and v is None:
-                continue
+            if v is None and (name == "batch_states" or (name == "max_turns" and self.benchmark != "p4g")):
+                continue  # tau2 has no turn cap by default
             least = 2 if name in ("vs_k", "variance_sims") else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer >= {least}, got {v!r}")

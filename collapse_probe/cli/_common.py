@@ -78,7 +78,8 @@ def add_benchmark(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge",
         default=env("judge", None),
-        help="tau2: model spec judging natural-language assertions (without one the reward is DB-only)",
+        help="judge model spec: tau2 natural-language assertions (without one the reward is DB-only) and "
+        "audit --partition judge (default there: the simulator's model)",
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from collapse_probe.cli._common import add_cache, add_out, add_seed, env
+from collapse_probe.cli._common import add_benchmark, add_cache, add_out, add_seed, arena_from_args, env
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("sim", "smollm2"),
         help="simulator spec; vs:SPEC audits Verbalized Sampling (default smollm2)",
     )
-    p.add_argument("--benchmark", default=env("benchmark", "p4g"), help="benchmark (default p4g)")
     p.add_argument("--policy", default=env("policy", None),
                    help="policy spec: audit the on-policy states its rollouts against the simulator visit "
                    "(default: P4G probe states with fixed human-style openings)")  # fmt: skip
@@ -35,11 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", default=env("partition", None), choices=["exact", "embedding", "judge", "label"],
                    help="equivalence classes: label (P4G donate/refuse/amount decision, default for p4g), exact, "
                    "embedding (sentence encoder), judge (LLM judge; --judge SPEC)")  # fmt: skip
-    p.add_argument(
-        "--judge",
-        default=env("judge", None),
-        help="judge model spec for --partition judge (default: the simulator's model)",
-    )
     p.add_argument("--compare-vs", action="store_true", default=env("compare-vs", False),
                    help="also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference")  # fmt: skip
     p.add_argument(
@@ -51,8 +45,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rollouts", type=int, default=env("rollouts", 1), help="on-policy conversations per task (default 1)"
     )
-    p.add_argument("--max-turns", type=int, default=env("max-turns", 3), help="conversation rounds (default 3)")
-    p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
     p.add_argument(
         "--temperature",
         type=float,
@@ -86,6 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-exact", action="store_true", default=env("no-exact", False),
                    help="skip the exact closed-set distribution (score_choices)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_benchmark(p)
     add_seed(p)
     add_cache(p)
     add_out(p, default="runs/audit")
@@ -94,6 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from collapse_probe.audit import AuditConfig, run_audit, summary_table
 
+    arena = arena_from_args(args, [args.sim] + ([args.policy] if args.policy else []))
     config = AuditConfig(
         sim=args.sim, benchmark=args.benchmark, policy=args.policy, states=args.states, samples=args.samples,
         partition=args.partition, judge=args.judge, compare_vs=args.compare_vs, vs_k=args.vs_k, human=args.human,
@@ -104,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(f"gradient-bias bound uses B = {config.bound_b:g}, R_max = {config.r_max:g}; ε* = {config.epsilon_star:g} "
           "(--bound-b, --r-max, --epsilon-star)")  # fmt: skip
-    results = run_audit(config, args.out, cache=not args.no_cache, progress=not args.no_progress)
+    results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress)
     print()
     print(summary_table(results))
     print()
