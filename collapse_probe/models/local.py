@@ -637,11 +637,15 @@ class LocalModel:
         device = self._device()
         eos = self._eos_ids()
         width = max(len(r.prompt_ids) for r in rows)
-        ids = torch.full((len(rows), width), self._pad_id(), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for j, r in enumerate(rows):  # left padding: every row's next token sits in the last column
-            ids[j, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
-            mask[j, width - len(r.prompt_ids) :] = 1
+        # The n samples of a request share one prompt: prefill each distinct prompt once and copy its
+        # KV cache to the rows that share it (an audit's N samples per state cost one prefill).
+        unique: dict[tuple[int, ...], int] = {}
+        row_to_unique = [unique.setdefault(tuple(r.prompt_ids), len(unique)) for r in rows]
+        ids = torch.full((len(unique), width), self._pad_id(), dtype=torch.long)
+        mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for u, prompt in enumerate(unique):  # left padding: every row's next token sits in the last column
+            ids[u, width - len(prompt) :] = torch.tensor(prompt)
+            mask[u, width - len(prompt) :] = 1
         ids, mask = ids.to(device), mask.to(device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = self._new_cache()
@@ -649,6 +653,11 @@ class LocalModel:
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **{kw: cache}
         )
+        if len(unique) < len(rows):
+            expand = torch.tensor(row_to_unique, device=device)
+            cache.batch_select_indices(expand)
+            mask, positions = mask[expand], positions[expand]
+            out.logits = out.logits[expand]
         live = list(range(len(rows)))  # batch position -> row index
         while True:
             logits = out.logits[:, -1, :].float()
