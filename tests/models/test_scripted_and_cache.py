@@ -157,3 +157,24 @@ def test_malformed_rules_name_the_field(tmp_path):
     path.write_text(json.dumps({"responses": [{"text": "a", "p": 1}], "rules": [{"if_contains": [], "responses": []}]}))
     with pytest.raises(ConfigError, match=r"rules\[0\]\.if_contains"):
         get_model(f"scripted:{path}")
+
+
+def test_shipped_scripted_donors_react_as_their_descriptions_say():
+    from pathlib import Path
+
+    from collapse_probe.benchmarks.p4g import donation_reward, parse_donation
+
+    root = Path(__file__).resolve().parents[2] / "datasets" / "scripted"
+
+    def expected_reward(name, persuader_text):
+        model = get_model(f"scripted:{root / name}")
+        dist = model.distribution(_req(msgs=[{"role": "user", "content": persuader_text}]))
+        return sum(p * donation_reward(parse_donation(t)) for t, p in dist)
+
+    cause, plain = "Your donation helps children in need.", "Good morning, nice weather today."
+    assert expected_reward("p4g_donor_collapsed_cause.json", cause) > 0.9
+    assert expected_reward("p4g_donor_collapsed_cause.json", plain) < 0.1
+    assert expected_reward("p4g_donor_skeptic.json", cause) < expected_reward("p4g_donor_skeptic.json", plain)
+    assert expected_reward("p4g_donor_diverse.json", cause) == pytest.approx(
+        expected_reward("p4g_donor_diverse.json", plain)
+    )
