@@ -186,7 +186,7 @@ def _set_threads(torch: Any) -> None:
     """Use the CPUs this process may actually run on and that are not busy, once per process.
 
     ``COLLAPSE_PROBE_TORCH_THREADS`` overrides; otherwise the count is the CPU affinity, capped by the
-    cgroup quota and reduced by the current 1-minute load average.
+    cgroup quota and torch's default (the physical cores).
     """
     global _THREADS_SET
     if _THREADS_SET:
@@ -210,12 +210,11 @@ def _set_threads(torch: Any) -> None:
         quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
         if quota != "max":
             n = min(n, max(1, math.ceil(int(quota) / int(period))))
-    # Leave room for the load already on the machine: OpenMP workers spin-wait for each other, and
-    # one descheduled worker stalls every parallel region (measured on 2 busy cores: 2 threads ran
-    # 4x slower than 1).
-    n = min(n, torch.get_num_threads())  # torch's default is the physical cores
-    with contextlib.suppress(OSError, AttributeError):
-        n = max(1, min(n, round(n - os.getloadavg()[0])))
+    # torch's default is the physical cores. The load average is deliberately not consulted: it
+    # counts this process's own recent work, and halving the threads halves batched throughput. On
+    # a machine shared with other busy processes, OpenMP workers spin-wait for descheduled peers
+    # (measured: 2 threads on 2 busy cores ran 4x slower than 1); set COLLAPSE_PROBE_TORCH_THREADS=1 there.
+    n = min(n, torch.get_num_threads())
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     logger.info("torch uses %d CPU threads (set COLLAPSE_PROBE_TORCH_THREADS to override)", n)
