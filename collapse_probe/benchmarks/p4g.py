@@ -243,7 +243,7 @@ def describe_persona(p: dict[str, Any]) -> str:
     style = "rational" if p["rational"] >= p["intuitive"] else "intuitive"
     return (
         f"You are {demo}. Personality: {traits}. You value {', '.join(v.replace('_', '-') for v in values)} most, "
-        f"your strongest moral concern is {moral}, and you decide in a {style} way."
+        f"your strongest moral concern is {moral}, and you decide in {'an' if style == 'intuitive' else 'a'} {style} way."
     )
 
 
@@ -330,11 +330,12 @@ class P4GArena:
         )
 
     def persuadee_system(self, persona: dict[str, Any]) -> str:
+        # The persona comes last: every donor prompt then opens with the same instructions, which a
+        # local backend prefills once for the whole batch.
         return (
-            f"You are the Persuadee, a crowd worker chatting online. {describe_persona(persona)} "
-            "You were paid $2 for this task and may donate any part of it ($0 to $2) to Save the Children, or "
-            "nothing. Answer in one or two sentences, as yourself. When you decide how much to donate, say it as "
-            "[DONATE $N]."
+            "You are the Persuadee, a crowd worker chatting online. You were paid $2 for this task and may "
+            "donate any part of it ($0 to $2) to Save the Children, or nothing. Answer in one or two sentences, "
+            f"as yourself. When you decide how much to donate, say it as [DONATE $N]. {describe_persona(persona)}"
         )
 
     def prompt_for(self, episode: Episode, side: Side) -> TurnPrompt:

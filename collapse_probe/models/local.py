@@ -50,6 +50,21 @@ PROMPT_STYLES = ("chat", "transcript")
 ``request.prompt`` when set, else the messages rendered as ``"Role: content"`` lines."""
 
 DEFAULT_MAX_BATCH = 32
+MIN_SHARED_PREFIX = 16
+"""Shortest common token prefix of a micro-batch's prompts worth prefilling once and sharing."""
+
+
+def _common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
+    """Length of the longest common prefix of token sequences."""
+    first = prompts[0]
+    n = min(len(p) for p in prompts)
+    for i in range(n):
+        t = first[i]
+        if any(p[i] != t for p in prompts):
+            return i
+    return n
+
+
 DEFAULT_TIE_TOLERANCE = 1e-3
 
 
@@ -635,20 +650,41 @@ class LocalModel:
         torch = require("torch", "local", "decoding")
         device = self._device()
         eos = self._eos_ids()
-        width = max(len(r.prompt_ids) for r in rows)
         # The n samples of a request share one prompt: prefill each distinct prompt once and copy its
         # KV cache to the rows that share it (an audit's N samples per state cost one prefill).
         unique: dict[tuple[int, ...], int] = {}
         row_to_unique = [unique.setdefault(tuple(r.prompt_ids), len(unique)) for r in rows]
-        ids = torch.full((len(unique), width), self._pad_id(), dtype=torch.long)
-        mask = torch.zeros((len(unique), width), dtype=torch.long)
-        for u, prompt in enumerate(unique):  # left padding: every row's next token sits in the last column
-            ids[u, width - len(prompt) :] = torch.tensor(prompt)
-            mask[u, width - len(prompt) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        prompts = list(unique)
+        # Distinct prompts often open with the same instructions (one role prompt for every
+        # conversation of a side): prefill that shared prefix once, copy it to every prompt, then
+        # prefill the suffixes, left-padded *after* the prefix (padding is masked, positions explicit).
+        prefix = _common_prefix_len(prompts) if len(prompts) > 1 else 0
+        prefix = min(prefix, min(len(p) for p in prompts) - 1)  # every prompt keeps a suffix token
         cache = self._new_cache()
         kw = self._cache_kwarg()
+        if prefix >= MIN_SHARED_PREFIX:
+            pre = torch.tensor([prompts[0][:prefix]], dtype=torch.long, device=device)
+            self.model(
+                input_ids=pre,
+                attention_mask=torch.ones_like(pre),
+                position_ids=torch.arange(prefix, device=device)[None],
+                use_cache=True,
+                logits_to_keep=1,
+                **{kw: cache},
+            )
+            cache.batch_select_indices(torch.zeros(len(prompts), dtype=torch.long, device=device))
+        else:
+            prefix = 0
+        width = max(len(p) - prefix for p in prompts)
+        ids = torch.full((len(prompts), width), self._pad_id(), dtype=torch.long)
+        suffix_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for u, prompt in enumerate(prompts):  # left padding: every row's next token sits in the last column
+            suffix = prompt[prefix:]
+            ids[u, width - len(suffix) :] = torch.tensor(suffix)
+            suffix_mask[u, width - len(suffix) :] = 1
+        ids, suffix_mask = ids.to(device), suffix_mask.to(device)
+        positions = prefix + (suffix_mask.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.cat([suffix_mask.new_ones((len(prompts), prefix)), suffix_mask], dim=1)
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **{kw: cache}
         )

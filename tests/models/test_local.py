@@ -351,3 +351,23 @@ def test_gemma_base_model_transcript():
     results = asyncio.run(gemma.generate([r, req(n=1, temperature=0, max_tokens=8)]))
     assert [len(x.completions) for x in results] == [2, 1]
     assert texts(asyncio.run(gemma.generate([r]))[0]) == texts(results[0])
+
+
+@needs_smollm2
+def test_shared_prefix_prefill_gives_the_same_text_as_each_prompt_alone(smollm2):
+    from collapse_probe.models.local import MIN_SHARED_PREFIX
+
+    system = {"role": "system", "content": DONOR[0]["content"] + " You live in Ohio and like gardening a lot."}
+    asks = ["Would you give $1?", "Can you help the children of Syria today with a small gift?", "Hello!"]
+    greedy = [req([system, {"role": "user", "content": a}], temperature=0, max_tokens=12) for a in asks]
+    sampled = [req([system, {"role": "user", "content": a}], seed=5, max_tokens=12) for a in asks]
+    ids = [smollm2.prompt_ids(r) for r in greedy]
+    assert all(a[:MIN_SHARED_PREFIX] == ids[0][:MIN_SHARED_PREFIX] for a in ids)  # the prefix path is taken
+    together = asyncio.run(smollm2.generate(greedy + sampled))
+    alone = [asyncio.run(smollm2.generate([r]))[0] for r in greedy + sampled]
+    assert [texts(r) for r in together] == [texts(r) for r in alone]
+    # and greedy decoding equals transformers' own generate on the unpadded prompt
+    prompt = torch.tensor([ids[1]])
+    with torch.inference_mode():
+        out = smollm2.model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=12, do_sample=False)
+    assert texts(together[1])[0] == smollm2.tokenizer.decode(out[0, prompt.shape[1] :], skip_special_tokens=True)
