@@ -709,7 +709,10 @@ class LocalModel:
                     continue
                 if r.stop:
                     text = self.tokenizer.decode(r.tokens, skip_special_tokens=True)
-                    hits = [i for i in (text.find(s) for s in r.stop) if i >= 0]
+                    # A stop string inside leading whitespace does not end the completion: small
+                    # models often open a transcript turn with a newline, and an empty turn is no answer.
+                    lead = len(text) - len(text.lstrip())
+                    hits = [i for i in (text.find(s, lead) for s in r.stop) if i >= 0]
                     if hits:
                         r.finish_reason = "stop"
                         r.text = text[: min(hits)]
