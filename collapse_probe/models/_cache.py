@@ -40,8 +40,11 @@ class ResponseCache:
         self._conn.commit()
 
     @staticmethod
-    def key(spec: str, request: GenerationRequest, sample_index: int) -> str:
-        blob = f"{spec}\x00{request.fingerprint()}\x00{sample_index}"
+    def key(spec: str, request: GenerationRequest, sample_index: int, namespace: str = "") -> str:
+        """Cache key of one sample. ``namespace`` is the backend's ``cache_namespace`` (a revision of
+        its sampling code), so a backend whose outputs change for the same request never serves
+        samples drawn by its older self."""
+        blob = f"{spec}\x00{namespace}\x00{request.fingerprint()}\x00{sample_index}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
@@ -84,7 +87,8 @@ class CachedModel:
         return getattr(self.inner, name)
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        keys = [[self.cache.key(self.spec, r, r.first_sample + i) for i in range(r.n)] for r in requests]
+        ns = str(getattr(self.inner, "cache_namespace", ""))
+        keys = [[self.cache.key(self.spec, r, r.first_sample + i, ns) for i in range(r.n)] for r in requests]
         found = self.cache.get_many([k for ks in keys for k in ks])
         # For each request, ask for the contiguous range that covers its missing samples.
         todo: list[tuple[int, int, GenerationRequest]] = []

@@ -370,6 +370,9 @@ class _Row:
 class LocalModel:
     """A transformers causal LM behind the batched :class:`~collapse_probe.models.ChatModel` interface.
 
+    ``cache_namespace`` names the revision of the decoding code; it is part of every response-cache
+    key, so a change in what a seeded request decodes to never serves stale samples.
+
     Args:
         spec: the spec string naming this instance (part of every cache key).
         model: a loaded transformers causal LM (a PEFT-wrapped model works too).
@@ -403,6 +406,7 @@ class LocalModel:
                 "(a base model); use prompt_style='transcript'"
             )
         self.spec = spec
+        self.cache_namespace = "local-decoder-v2"  # v2: stop strings ignore leading whitespace
         self.model = model
         self.tokenizer = tokenizer
         self.prompt_style = prompt_style

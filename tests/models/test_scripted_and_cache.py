@@ -178,3 +178,16 @@ def test_shipped_scripted_donors_react_as_their_descriptions_say():
     assert expected_reward("p4g_donor_diverse.json", cause) == pytest.approx(
         expected_reward("p4g_donor_diverse.json", plain)
     )
+
+
+def test_cache_key_includes_the_backend_revision(tmp_path, write_scripted):
+    inner = get_model(write_scripted([(f"r{i}", 0.1) for i in range(10)]))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    asyncio.run(CachedModel(inner, cache).generate([_req(n=5, seed=1)]))
+    inner.cache_namespace = "decoder-v2"  # the backend's sampling code changed
+    try:
+        model = CachedModel(inner, cache)
+        asyncio.run(model.generate([_req(n=5, seed=1)]))
+        assert model.hits == 0 and model.misses == 5 and len(cache) == 10
+    finally:
+        del inner.cache_namespace
