@@ -197,7 +197,12 @@ def make_lora_model(base: Any, config: TrainConfig, seed: int) -> Any:
         target_modules=config.lora_target_modules,
         task_type="CAUSAL_LM",
     )
-    return peft.get_peft_model(copy.deepcopy(base), lora)
+    import warnings
+
+    with warnings.catch_warnings():
+        # peft queries a transformers attribute that transformers has renamed; the notice is not ours to act on
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return peft.get_peft_model(copy.deepcopy(base), lora)
 
 
 def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, seed: int) -> TrainedModel:
