@@ -922,7 +922,8 @@ async def run_audit_async(
         from collapse_probe.benchmarks.p4g import load_official_p4g
 
         _, dialogues = load_official_p4g(config.human)
-        states += human_probe_states(arena, dialogues, config.states, config.max_turns, config.seed)
+        # human dialogues are P4G, where max_turns is always set (3 unless given)
+        states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
