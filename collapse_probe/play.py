@@ -36,15 +36,10 @@ class PlayConfig:
 
 def summarize_rewards(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean reward with a 95 % CI over scored conversations; infra failures counted, not scored."""
-    from collapse_probe.metrics.transfer import mean_ci
+    from collapse_probe.crossplay import cell_summary
 
-    scored = [r["reward"] for r in records if r.get("status") != "infra_error" and r.get("reward") is not None]
-    infra = sum(1 for r in records if r.get("status") == "infra_error")
-    out: dict[str, Any] = {"n": len(scored), "infra_failures": infra, "mean_reward": None, "ci95": None}
-    if scored:
-        est = mean_ci(scored)
-        out.update(mean_reward=est.value, ci95=[est.lo, est.hi] if est.lo is not None else None)
-    return out
+    cell = cell_summary(records, "", "", [])
+    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95")}
 
 
 def run_play(

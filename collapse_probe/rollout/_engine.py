@@ -73,7 +73,7 @@ class TurnEvent:
     text: str
 
 
-@dataclass
+@dataclass(eq=False)
 class _Live:
     spec: ConversationSpec
     episode: Episode
@@ -211,7 +211,8 @@ async def run_conversations(
                         on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text))
 
             await asyncio.gather(*(_run_group(items) for items in groups.values()))
-            finished.extend(c for c in live if c.episode.done and c not in finished)
+            fin_ids = {id(c) for c in finished}
+            finished.extend(c for c in live if c.episode.done and id(c) not in fin_ids)
             if finished:
                 await _finish(arena, finished, run_dir, done, bar)
             fin_ids = {id(c) for c in finished}
