@@ -1,0 +1,74 @@
+"""``audit``: how collapsed is a simulator, where, with confidence intervals, and does Verbalized
+Sampling help.
+
+Pipeline:
+
+1. **Probe states.** From the benchmark's data (P4G: for each donor persona, the state after the
+   persuader's opening message and the closing donation-elicitation state; with ``human`` the
+   prefixes of real P4G dialogues), and *on-policy* states: the simulator turns that rollouts of
+   ``policy`` against the simulator actually visit (Definition 3.1).
+2. **Sampling.** At every state the simulator draws N responses in one request (``n=N``, a seed per
+   state) through the response cache, whose key holds the sample index: a cached audit replays the
+   same N *independent* draws. States are batched into one ``generate`` call per chunk.
+3. **Estimators per state** (:mod:`collapse_probe.metrics`): the chosen partitioner maps the N
+   responses to equivalence classes; ε̂ = 1 − max_count/N with its CI, the bias-corrected ε, entropy
+   (Chao–Wang–Jost, nats) with CI, Hill numbers, distinct-n, Vendi with embeddings. Where the model
+   scores a closed answer set (``score_choices``) the P4G elicitation state gets the *exact*
+   distribution over donation amounts and the exact ε.
+4. **Trajectory** (on-policy): ε per turn, accumulated ε̄_H, the gradient-bias bound 2·B·R_max·ε̄_H,
+   and optionally the simulator's share of reward variance (Lemma 3.3) by nested resampling.
+5. **Verbalized Sampling** (``compare_vs``): the same states audited in direct and ``vs:`` modes,
+   with the paired difference and the VS parse failures.
+6. **Human reference** (``human``): simulated vs human donations (Wasserstein, KS, L1 over binned
+   amounts) and response diversity vs the human persuadees' replies at the same prefixes.
+
+Every state's record is appended to ``samples.jsonl`` as soon as it is done (resumable, no
+duplicates). A backend error at a state is an infrastructure failure: the state is recorded as
+such, excluded from every estimate and counted.
+"""
+
+from collapse_probe.audit._config import (
+    DONATION_BINS,
+    P4G_AMOUNTS,
+    P4G_OPENINGS,
+    PARTITIONS,
+    SAMPLES,
+    SCHEMA,
+    AuditConfig,
+    ProbeState,
+)
+from collapse_probe.audit._human import donation_comparison, human_reference
+from collapse_probe.audit._pipeline import run_audit, run_audit_async
+from collapse_probe.audit._report import summary_table, verdict, write_audit_report
+from collapse_probe.audit._sampling import exact_donation_distribution
+from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
+from collapse_probe.audit._summary import mean_collapse_error, mean_with_state_se, paired_difference, summarize_states
+from collapse_probe.audit._trajectory import trajectory_summary, variance_share
+
+__all__ = [
+    "DONATION_BINS",
+    "P4G_AMOUNTS",
+    "P4G_OPENINGS",
+    "PARTITIONS",
+    "SAMPLES",
+    "SCHEMA",
+    "AuditConfig",
+    "ProbeState",
+    "donation_comparison",
+    "exact_donation_distribution",
+    "human_probe_states",
+    "human_reference",
+    "mean_collapse_error",
+    "mean_with_state_se",
+    "on_policy_states",
+    "p4g_probe_states",
+    "paired_difference",
+    "run_audit",
+    "run_audit_async",
+    "summarize_states",
+    "summary_table",
+    "trajectory_summary",
+    "variance_share",
+    "verdict",
+    "write_audit_report",
+]

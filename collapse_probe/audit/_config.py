@@ -1,0 +1,136 @@
+"""Audit configuration, constants and the probe-state record."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from collapse_probe.benchmarks import Episode
+from collapse_probe.errors import ConfigError
+
+SCHEMA = "collapse-probe/audit/v1"
+SAMPLES = "samples.jsonl"
+PARTITIONS = ("exact", "embedding", "judge", "label")
+P4G_OPENINGS = (
+    "Hi! How are you doing today? Have you heard of the charity Save the Children?",
+    "Hello there! Would you be willing to donate some of your task payment to Save the Children?",
+    "Hey, how's it going? Do you ever donate to charities that help kids?",
+    "Hi! I'm collecting donations for Save the Children, which helps children in developing countries. Could you spare part of your $2?",
+)
+"""Fixed human-style persuader openings, used when no policy writes the opening (P4G)."""
+P4G_AMOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+"""The closed answer set at the P4G elicitation state: donations on a $0.25 grid from $0 to $2."""
+DONATION_BINS = (0.0, 1e-9, 0.5, 1.0, 1.5, 2.0)
+"""Bin edges for the L1 distance between donation distributions: $0, (0, .5], (.5, 1], (1, 1.5], (1.5, 2]."""
+
+
+@dataclass
+class AuditConfig:
+    """Configuration of an ``audit`` run (the CLI, the Python API and ``config.json`` share it)."""
+
+    sim: str = "smollm2"
+    """Simulator spec; ``vs:SPEC`` audits the Verbalized-Sampling mode."""
+    benchmark: str = "p4g"
+    policy: str | None = None
+    """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
+    the policy's own). ``None``: probe states with fixed human-style openings."""
+    states: int = 2
+    """Number of tasks (P4G personas) probed; each gives an opening and an elicitation state, or
+    the simulator turns of ``rollouts`` on-policy conversations."""
+    samples: int = 20
+    """N, responses sampled per state (N < 20 is flagged low-confidence)."""
+    partition: str | None = None
+    """``exact | embedding | judge | label``; ``None`` picks ``label`` for p4g (the donate/refuse
+    decision and the amount are what the reward reads) and ``exact`` otherwise."""
+    judge: str | None = None
+    """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
+    compare_vs: bool = False
+    """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
+    vs_k: int = 5
+    human: str | None = None
+    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``)."""
+    rollouts: int = 1
+    """On-policy conversations per task."""
+    max_turns: int | None = 3
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+    epsilon_star: float = 0.2
+    """ε*: the simulator is called ε*-collapsed when the upper end of the CI of the mean ε̂ is below it."""
+    bound_b: float = 1.0
+    """B, bound on the norm of the trajectory score function, for the gradient-bias bound."""
+    r_max: float = 1.0
+    """R_max, bound on |R| (P4G rewards lie in [0, 1])."""
+    variance_share: bool = False
+    """Measure the simulator's share of reward variance by nested resampling (extra rollouts)."""
+    variance_agents: int = 3
+    """Agent prefixes (agent seeds) per task for the variance share."""
+    variance_sims: int = 4
+    """Simulator continuations per agent prefix for the variance share."""
+    exact: bool = True
+    """Compute the exact class distribution where the model scores a closed answer set."""
+    vendi: bool = False
+    """Embed responses for the Vendi score (always on with ``partition="embedding"``)."""
+    n_boot: int = 1000
+    """Bootstrap resamples for the summary CIs."""
+    batch_states: int | None = None
+    """States sampled per ``generate`` call (each state's record is appended as its call finishes);
+    ``None``: about 64 responses per call (``max(1, 64 // samples)``), which fills the local
+    backend's micro-batches and still moves the progress bar often."""
+    personas: str | None = None
+    """P4G persona file (JSONL); default: the shipped personas."""
+
+    def validate(self) -> None:
+        """Check every field once, naming the flag, the allowed values and the value received."""
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 2:
+            raise ConfigError(
+                f"--samples must be an integer >= 2 (a collapse error needs at least 2 responses per state), got {self.samples!r}"
+            )
+        for name in ("states", "rollouts", "max_turns", "vs_k", "batch_states", "variance_agents", "variance_sims"):
+            v = getattr(self, name)
+            if v is None and (name == "batch_states" or (name == "max_turns" and self.benchmark != "p4g")):
+                continue  # tau2 has no turn cap by default
+            least = 2 if name in ("vs_k", "variance_sims") else 1
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ConfigError(f"--{name.replace('_', '-')} must be an integer >= {least}, got {v!r}")
+        if self.partition is not None and self.partition not in PARTITIONS:
+            raise ConfigError(f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}")
+        if not 0 < self.epsilon_star < 1:
+            raise ConfigError(f"--epsilon-star must be in (0, 1), got {self.epsilon_star}")
+        for name in ("bound_b", "r_max"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v <= 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
+        if self.n_boot < 100:
+            raise ConfigError(f"n_boot must be >= 100, got {self.n_boot}")
+        if self.benchmark != "p4g" and self.policy is None:
+            raise ConfigError(
+                f"--benchmark {self.benchmark}: probe states are built for p4g only; give --policy SPEC to audit "
+                "the on-policy states of rollouts on this benchmark"
+            )
+        if self.human is not None and self.benchmark != "p4g":
+            raise ConfigError(
+                "--human: the human reference is the official Persuasion-for-Good data; use --benchmark p4g"
+            )
+
+    @property
+    def partitioner_name(self) -> str:
+        return self.partition or ("label" if self.benchmark == "p4g" else "exact")
+
+
+@dataclass
+class ProbeState:
+    """A simulator turn to audit: the episode up to (not including) the simulator's reply."""
+
+    state_id: str
+    source: str
+    """``"opening"``, ``"elicitation"``, ``"human"`` or ``"on_policy"``."""
+    turn: int
+    """Number of earlier simulator turns in the conversation."""
+    episode: Episode
+    closed_set: bool = False
+    """The state asks for a donation amount: the exact distribution over amounts applies."""
+    conversation: str | None = None
+    """Key of the on-policy conversation the state comes from."""
+    human_reply: str | None = None
+    """The human persuadee's actual reply at this prefix (human states)."""

@@ -1,0 +1,199 @@
+"""The audit pipeline: states, sampling, summaries, report (``run_audit``)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from collapse_probe._version import __version__
+from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
+from collapse_probe.audit._human import human_reference
+from collapse_probe.audit._report import _state_row, verdict, write_audit_report
+from collapse_probe.audit._sampling import _Sampler
+from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
+from collapse_probe.audit._summary import paired_difference, summarize_states
+from collapse_probe.audit._trajectory import trajectory_summary, variance_share
+from collapse_probe.benchmarks import Arena
+from collapse_probe.errors import ConfigError
+from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.simulators import Participant
+
+# ----------------------------------------------------------------------------------------------- pipeline
+
+
+def _make_partitioner(config: AuditConfig) -> Any:
+    from collapse_probe.metrics.partitioners import get_partitioner
+
+    name = config.partitioner_name
+    if name == "judge":
+        from collapse_probe.models import get_model
+        from collapse_probe.simulators import parse_participant_spec
+
+        return get_partitioner("judge", model=get_model(config.judge or parse_participant_spec(config.sim)[1]))
+    if name == "label" and config.benchmark != "p4g":
+        raise ConfigError(
+            f"--partition label: the shipped labeller is for p4g; for {config.benchmark} use exact, embedding or judge"
+        )
+    return get_partitioner(name)
+
+
+def _sim_participants(config: AuditConfig, cache: bool) -> list[Participant]:
+    from collapse_probe.simulators import make_participant, parse_participant_spec
+
+    mode, model_spec = parse_participant_spec(config.sim)
+    primary = make_participant(config.sim, vs_k=config.vs_k, cache=cache)
+    if not config.compare_vs:
+        return [primary]
+    other_spec = f"direct:{model_spec}" if mode == "verbalized" else f"vs:{model_spec}"
+    other = make_participant(other_spec, vs_k=config.vs_k, cache=cache)
+    return [primary, other]
+
+
+async def run_audit_async(
+    config: AuditConfig,
+    out: str | Path | None,
+    *,
+    arena: Arena | None = None,
+    cache: bool = True,
+    progress: bool = True,
+    participants: list[Participant] | None = None,
+    policy: Participant | None = None,
+) -> dict[str, Any]:
+    """Run the audit and return ``results.json``'s dictionary (also written to ``out``).
+
+    Args:
+        config: the audit configuration.
+        out: run directory (``None``: nothing is written, e.g. in notebooks).
+        arena: the benchmark (default: built from ``config``).
+        cache: serve and store samples through the response cache.
+        progress: show progress bars.
+        participants: simulator participants to audit (default: built from ``config.sim``).
+        policy: the policy participant (default: built from ``config.policy``).
+    """
+    config.validate()
+    if arena is None:
+        from collapse_probe.benchmarks import make_arena
+
+        if config.benchmark == "p4g":
+            from collapse_probe.benchmarks.p4g import load_personas
+
+            personas = load_personas(config.personas) if config.personas else None
+            arena = make_arena("p4g", personas=personas, max_turns=config.max_turns)
+        else:
+            arena = make_arena(config.benchmark, max_turns=config.max_turns)
+    run_dir = None
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    if out is not None:
+        run_dir = RunDir(out)
+        run_dir.create({**asdict(config), "version": __version__}, kind="audit")
+        run_dir.repair(SAMPLES)
+        for rec in run_dir.read_jsonl(SAMPLES):
+            done[(rec["state_id"], rec["mode"])] = rec  # the last record of a state wins
+    sims = participants or _sim_participants(config, cache)
+    if config.policy is not None and policy is None:
+        from collapse_probe.simulators import make_participant
+
+        policy = make_participant(config.policy, vs_k=config.vs_k, cache=cache)
+    partitioner = _make_partitioner(config)
+    embedder = None
+    if config.vendi or config.partitioner_name == "embedding":
+        from collapse_probe.metrics.partitioners import EmbeddingPartitioner
+
+        embedder = partitioner if config.partitioner_name == "embedding" else EmbeddingPartitioner()
+
+    tasks = arena.load_tasks(config.states, seed=config.seed)
+    states: list[ProbeState] = []
+    conv_records: list[dict[str, Any]] = []
+    if policy is not None:
+        specs = make_specs(tasks, [policy.label], [sims[0].label], config.rollouts, config.seed)
+        conv_records = await run_conversations(
+            arena, specs, {policy.label: policy, sims[0].label: sims[0]}, run_dir=run_dir,
+            config=EngineConfig(temperature=config.temperature, top_p=config.top_p, progress=progress),
+        )  # fmt: skip
+        states += on_policy_states(arena, conv_records, {t.task_id: t for t in tasks})
+    else:
+        states += p4g_probe_states(arena, tasks)
+    dialogues: list[Any] = []
+    if config.human is not None:
+        from collapse_probe.benchmarks.p4g import load_official_p4g
+
+        _, dialogues = load_official_p4g(config.human)
+        # human dialogues are P4G, where max_turns is always set (3 unless given)
+        states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
+    if not states:
+        raise ConfigError(
+            "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
+        )
+
+    bar = None
+    total = len(states) * len(sims)
+    if progress:
+        from tqdm.auto import tqdm
+
+        initial = sum(1 for s in states for p in sims if (s.state_id, p.mode) in done)
+        bar = tqdm(total=total, initial=initial, desc=f"audit {config.sim}", unit="state")
+    try:
+        by_mode: dict[str, list[dict[str, Any]]] = {}
+        for p in sims:
+            sampler = _Sampler(arena, p, partitioner, config, run_dir, done, embedder=embedder, bar=bar)
+            by_mode[p.mode] = await sampler.run(states)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    primary = sims[0]
+    recs = by_mode[primary.mode]
+    summary = summarize_states(recs, config)
+    traj = trajectory_summary(recs, config)
+    if traj is not None:
+        summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
+    results: dict[str, Any] = {
+        "schema": SCHEMA,
+        "version": __version__,
+        "simulator": config.sim,
+        "mode": primary.mode,
+        "benchmark": config.benchmark,
+        "policy": config.policy,
+        "partitioner": config.partitioner_name,
+        "samples_per_state": config.samples,
+        "epsilon_star": config.epsilon_star,
+        "config": asdict(config),
+        "summary": summary,
+        "verdict": verdict(summary, config),
+        "trajectory": traj,
+        "states": [_state_row(r) for r in recs],
+    }
+    if config.compare_vs:
+        other = sims[1]
+        other_summary = summarize_states(by_mode[other.mode], config)
+        direct = recs if primary.mode == "direct" else by_mode[other.mode]
+        vsr = by_mode[other.mode] if primary.mode == "direct" else recs
+        results["compare_vs"] = {
+            "direct": summary if primary.mode == "direct" else other_summary,
+            "verbalized": other_summary if primary.mode == "direct" else summary,
+            "difference_vs_minus_direct": paired_difference(direct, vsr, config.n_boot, config.seed),
+            "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
+            "states": [_state_row(r) for r in by_mode[other.mode]],
+        }
+    if config.variance_share and policy is not None:
+        results["variance_share"] = await variance_share(arena, tasks, policy, primary, config, run_dir, progress,
+                                                         eps_bar=summary["accumulated_collapse_error"])  # fmt: skip
+    elif config.variance_share:
+        results["variance_share"] = {"share": None, "note": "--variance-share needs --policy (agent prefixes to fix)"}
+    if dialogues:
+        results["human_reference"] = human_reference(recs, dialogues, embedder)
+    if conv_records:
+        from collapse_probe.play import summarize_rewards
+
+        results["rollouts"] = summarize_rewards(conv_records)
+    if run_dir is not None:
+        run_dir.write_results(results)
+        write_audit_report(run_dir.path / "report.html", results, recs)
+    return results
+
+
+def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:
+    """:func:`run_audit_async` for callers without an event loop."""
+    return asyncio.run(run_audit_async(config, out, **kwargs))

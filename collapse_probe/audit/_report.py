@@ -1,0 +1,122 @@
+"""The verdict line, the terminal table, the per-state rows of ``results.json`` and ``report.html``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.audit._config import AuditConfig
+
+
+def verdict(summary: dict[str, Any], config: AuditConfig) -> str:
+    """One line: COLLAPSED when the CI of the mean ε̂ lies below ε*, NOT COLLAPSED when it lies
+    above, INCONCLUSIVE when it straddles ε*; LOW CONFIDENCE is appended for N < 20."""
+    ce = summary["collapse_error"]
+    if ce["estimate"] is None:
+        return f"NO RESULT: no state could be measured ({summary['infra_failures']} infrastructure failures)"
+    est, (lo, hi) = ce["estimate"], ce["ci95"]
+    star = config.epsilon_star
+    where = f"over {summary['n_states']} states, N = {config.samples}, partition = {config.partitioner_name}"
+    if hi < star:
+        line = f"COLLAPSED: mean ε̂ = {est:.3f} [{lo:.3f}, {hi:.3f}] < ε* = {star:g} ({where}): the simulator answers with its mode"
+    elif lo > star:
+        line = f"NOT COLLAPSED: mean ε̂ = {est:.3f} [{lo:.3f}, {hi:.3f}] > ε* = {star:g} ({where})"
+    else:
+        line = f"INCONCLUSIVE: mean ε̂ = {est:.3f} [{lo:.3f}, {hi:.3f}] contains ε* = {star:g} ({where}); sample more states or responses"
+    if summary.get("low_confidence"):
+        line += f" [LOW CONFIDENCE: N = {config.samples} < 20 responses per state; ε̂ is biased towards collapsed]"
+    if summary["infra_failures"]:
+        line += f" [{summary['infra_failures']} states excluded: infrastructure failures]"
+    return line
+
+
+def _state_row(r: dict[str, Any]) -> dict[str, Any]:
+    """The per-state entry of ``results.json`` (responses stay in ``samples.jsonl``)."""
+    keys = ("state_id", "mode", "source", "turn", "task_id", "status", "n", "class_counts", "class_names",
+            "collapse_error", "collapse_error_ci95", "collapse_error_corrected", "entropy", "entropy_ci95",
+            "hill", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "vs", "n_empty", "error")  # fmt: skip
+    row = {k: r[k] for k in keys if k in r}
+    row.setdefault("n", 0)
+    row.setdefault("class_counts", [])
+    row.setdefault("collapse_error", None)
+    row.setdefault("collapse_error_ci95", None)
+    row.setdefault("entropy", None)
+    if "vs" in row:
+        row["vs"] = {k: v for k, v in row["vs"].items() if k != "examples"}
+    return row
+
+
+def write_audit_report(path: str | Path, results: dict[str, Any], records: Sequence[dict[str, Any]]) -> Path:
+    """``report.html``: ε per state with CIs, class histograms with examples, ε by turn, direct vs VS."""
+    from collapse_probe.report import write_html_report
+    from collapse_probe.report.audit_plots import audit_sections
+
+    return write_html_report(path, f"Collapse audit: {results['simulator']} on {results['benchmark']}",
+                             audit_sections(results, records), subtitle=results["verdict"])  # fmt: skip
+
+
+def summary_table(results: dict[str, Any]) -> str:
+    """A plain-text table for the terminal."""
+    s = results["summary"]
+    ce, en = s["collapse_error"], s["entropy"]
+
+    def f(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    def ci(c: Sequence[float] | None) -> str:
+        return "" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
+
+    rows = [
+        ("simulator", f"{results['simulator']} ({results['mode']})"),
+        ("states measured", f"{s['n_states']} (infra failures excluded: {s['infra_failures']})"),
+        (
+            "samples per state",
+            f"{results['samples_per_state']}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else ""),
+        ),
+        ("partitioner", results["partitioner"]),
+        ("collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
+        ("ε corrected (mean)", f(s["collapse_error_corrected"])),
+        ("entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}"),
+        ("effective modes exp(H)", f(s["effective_modes"])),
+        ("exact ε (closed set)", f"{f(s['exact_collapse_error'])} over {s['n_exact_states']} states"),
+        ("accumulated ε̄_H", f(s["accumulated_collapse_error"])),
+    ]
+    for src, b in s.get("by_source", {}).items():
+        rows.append((f"  ε̂ at {src} states", f"{f(b['collapse_error'])} {ci(b['ci95'])} (n={b['n_states']})"))
+    if results.get("trajectory"):
+        t = results["trajectory"]
+        rows.append(
+            (
+                "gradient-bias bound",
+                f"2·B·R_max·ε̄_H = {t['gradient_bias_bound']:.3f} (B={t['B']:g}, R_max={t['R_max']:g})",
+            )
+        )
+    if "vs_parse_failures" in s:
+        v = s["vs_parse_failures"]
+        rows.append(("VS parse failures", f"{v['count']} of {v['of']}"))
+    if "compare_vs" in results:
+        c = results["compare_vs"]
+        d = c["difference_vs_minus_direct"]
+        rows.append(("direct ε̂", f(c["direct"]["collapse_error"]["estimate"])))
+        rows.append(("VS ε̂", f(c["verbalized"]["collapse_error"]["estimate"])))
+        rows.append(("VS − direct", f"{f(d['estimate'])} {ci(d['ci95'])}"))
+        if c.get("vs_parse_failures"):
+            v = c["vs_parse_failures"]
+            rows.append(("VS parse failures", f"{v['count']} of {v['of']} ({v['reasons']})"))
+    if results.get("variance_share"):
+        v = results["variance_share"]
+        rows.append(
+            ("simulator variance share", f"{f(v.get('share'))} {ci(v.get('ci'))} {v.get('note') or ''}".strip())
+        )
+    if results.get("human_reference"):
+        d = results["human_reference"]["donations"]
+        if "wasserstein" in d:
+            rows.append(
+                (
+                    "donations vs human",
+                    f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}",
+                )
+            )
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

@@ -1,0 +1,221 @@
+"""Sampling N responses per state through the response cache and measuring each state."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from collapse_probe.audit._config import P4G_AMOUNTS, SAMPLES, AuditConfig, ProbeState
+from collapse_probe.audit._summary import _state_estimates
+from collapse_probe.benchmarks import Arena, Episode
+from collapse_probe.errors import InfraError
+from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.rollout import RunDir
+from collapse_probe.rollout._engine import hash_str
+from collapse_probe.simulators import Participant
+
+# ----------------------------------------------------------------------------------------------- sampling
+
+
+def _state_seed(seed: int, state_id: str) -> int:
+    return derive_seed(seed, hash_str(state_id))
+
+
+def _clean(arena: Arena, state: ProbeState, text: str) -> str:
+    """The turn text as the arena would record it (e.g. P4G strips a repeated speaker tag)."""
+    ep = Episode(state.episode.task, state.episode.seed, list(state.episode.messages), copy.copy(state.episode.state))
+    arena.apply(ep, "simulator", Completion(text=text), text)
+    return ep.messages[-1]["content"] if len(ep.messages) > len(state.episode.messages) else text
+
+
+def _class_names(partitioner: Any, texts: list[str], labels: list[int]) -> list[str]:
+    if hasattr(partitioner, "labels_for"):
+        names = partitioner.labels_for(texts)
+        out: dict[int, str] = {}
+        for lab, name in zip(labels, names, strict=True):
+            out.setdefault(lab, name)
+        return [out[i] for i in range(len(out))]
+    first: dict[int, str] = {}
+    for lab, t in zip(labels, texts, strict=True):
+        first.setdefault(lab, t)
+    return [first[i][:80] for i in range(len(first))]
+
+
+def _amount_choice(x: float) -> str:
+    return f"[DONATE ${int(x)}]" if float(x).is_integer() else f"[DONATE ${x:.2f}]"
+
+
+async def exact_donation_distribution(model: Any, request: GenerationRequest) -> dict[str, Any] | None:
+    """Exact distribution over the P4G donation amounts at an elicitation state, or ``None`` when the
+    model cannot score choices.
+
+    The choices are ``[DONATE $0]`` … ``[DONATE $2]`` (prefix-free: the closing bracket ends each).
+    A transcript-style local model scores them as the continuation of the prompt (with the space
+    that follows the speaker tag); a scripted model as the whole response. The distribution is the
+    model's, *conditioned on answering inside the set*; ``closed_set_mass`` is the probability of
+    the set itself.
+    """
+    from collapse_probe.metrics.estimators import exact_class_distribution, exact_collapse_error
+    from collapse_probe.metrics.partitioners import p4g_label
+
+    if not hasattr(model, "score_choices"):
+        return None
+    choices = [_amount_choice(a) for a in P4G_AMOUNTS]
+    scored = [" " + c for c in choices] if getattr(model, "prompt_style", None) == "transcript" else choices
+    logps = await model.score_choices(request, scored)
+    mass = float(sum(math.exp(lp) for lp in logps if lp != float("-inf")))
+    if mass <= 0:
+        return {"distribution": None, "collapse_error": None, "closed_set_mass": 0.0,
+                "note": "the model gives every donation amount probability 0"}  # fmt: skip
+    dist = exact_class_distribution(dict(zip(choices, logps, strict=True)), label_of=lambda c: p4g_label(str(c)))
+    return {"distribution": {str(k): v for k, v in dist.items()}, "collapse_error": exact_collapse_error(dist),
+            "closed_set_mass": mass, "modal_class": str(max(dist, key=dist.__getitem__))}  # fmt: skip
+
+
+@dataclass
+class _Sampler:
+    """Samples and measures the states of one simulator mode."""
+
+    arena: Arena
+    participant: Participant
+    partitioner: Any
+    config: AuditConfig
+    run_dir: RunDir | None
+    done: dict[tuple[str, str], dict[str, Any]]
+    embedder: Any = None
+    bar: Any = None
+
+    @property
+    def mode(self) -> str:
+        return self.participant.mode
+
+    def request(self, state: ProbeState) -> GenerationRequest:
+        prompt = self.participant.transform_prompt(self.arena.prompt_for(state.episode, "simulator"))
+        params = SamplingParams(temperature=self.config.temperature, top_p=self.config.top_p,
+                                max_tokens=prompt.max_tokens, stop=tuple(prompt.stop),
+                                seed=_state_seed(self.config.seed, state.state_id))  # fmt: skip
+        return GenerationRequest(messages=tuple(prompt.messages), prompt=prompt.prompt, n=self.config.samples,
+                                 params=params, tools=tuple(prompt.tools) if prompt.tools else None)  # fmt: skip
+
+    async def run(self, states: Sequence[ProbeState]) -> list[dict[str, Any]]:
+        todo = [s for s in states if (s.state_id, self.mode) not in self.done]
+        step = self.config.batch_states or max(1, 64 // self.config.samples)
+        for start in range(0, len(todo), step):
+            await self._chunk(todo[start : start + step])
+        return [self.done[(s.state_id, self.mode)] for s in states if (s.state_id, self.mode) in self.done]
+
+    async def _chunk(self, chunk: list[ProbeState]) -> None:
+        requests = [self.request(s) for s in chunk]
+        results: list[Any]
+        raise_msg: str | None = None
+        try:
+            results = await self.participant.model.generate(requests)
+            if len(results) != len(requests):
+                raise InfraError(f"the backend returned {len(results)} results for {len(requests)} requests")
+        except Exception as exc:  # a backend that raises fails these states, not the audit
+            results = [None] * len(requests)
+            raise_msg = f"{type(exc).__name__}: {exc}"
+        ok: list[tuple[ProbeState, GenerationRequest, list[str], list[dict[str, Any]]]] = []
+        for state, req, res in zip(chunk, requests, results, strict=True):
+            if res is None or not res.ok or len(res.completions) != req.n:
+                err = (
+                    raise_msg if res is None else res.error or f"{len(res.completions)} of {req.n} completions returned"
+                )
+                self._finish(state, {"status": "infra_error", "error": err})
+                continue
+            texts, vs_records = [], []
+            for i, comp in enumerate(res.completions):
+                rng = random.Random(derive_seed(req.params.seed or 0, 1_000_003 + i))
+                text, info = self.participant.postprocess(comp, rng)
+                texts.append(_clean(self.arena, state, text))
+                if "vs" in info:
+                    vs_records.append(info["vs"])
+            ok.append((state, req, texts, vs_records))
+        if not ok:
+            return
+        try:
+            labels = await self.partitioner.apartition_many([t for _, _, t, _ in ok])
+        except InfraError as exc:
+            for state, *_ in ok:
+                self._finish(state, {"status": "infra_error", "error": f"partitioner {self.partitioner.name}: {exc}"})
+            return
+        embeddings = None
+        if self.embedder is not None:
+            embeddings = await asyncio.to_thread(self.embedder.embed, [t for _, _, ts, _ in ok for t in ts])
+        offset = 0
+        for (state, req, texts, vs_records), labs in zip(ok, labels, strict=True):
+            rec = await self._measure(state, req, texts, vs_records, labs)
+            if embeddings is not None:
+                from collapse_probe.metrics.vendi import mean_pairwise_cosine, vendi_score
+
+                emb = embeddings[offset : offset + len(texts)]
+                rec["vendi"] = vendi_score(emb)
+                rec["mean_pairwise_cosine"] = mean_pairwise_cosine(emb)
+            offset += len(texts)
+            self._finish(state, rec)
+
+    async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
+                       vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
+        from collapse_probe.metrics.partitioners import class_counts
+
+        counts = class_counts(labels)
+        names = _class_names(self.partitioner, texts, labels)
+        order = np.argsort(-counts, kind="stable")
+        examples: dict[int, list[str]] = {}
+        for lab, t in zip(labels, texts, strict=True):
+            ex = examples.setdefault(lab, [])
+            if t not in ex and len(ex) < 3:
+                ex.append(t)
+        rec: dict[str, Any] = {
+            "status": "ok",
+            "n": len(texts),
+            "class_counts": [int(counts[i]) for i in order],
+            "class_names": [names[i] for i in order],
+            "class_examples": [examples[int(i)] for i in order],
+            "n_empty": sum(1 for t in texts if not t.strip()),
+            "responses": texts,
+            "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
+            **_state_estimates(counts, texts, seed=_state_seed(self.config.seed, state.state_id)),
+        }
+        if vs_records:
+            fails = [r for r in vs_records if not r.get("parse_ok")]
+            rec["vs"] = {
+                "parse_failures": len(fails),
+                "failure_reasons": dict(Counter(r.get("failure_reason") or "unknown" for r in fails)),
+                "mean_candidates": float(np.mean([len(r.get("candidates") or []) for r in vs_records])),
+                "examples": vs_records[:2],
+            }
+        if self.config.exact and state.closed_set and self.mode == "direct" and self.config.benchmark == "p4g":
+            try:
+                rec["exact"] = await exact_donation_distribution(self.participant.model, req.with_samples(0, 1))
+            except Exception as exc:  # scoring is an extra: its failure is recorded, not fatal
+                rec["exact"] = {"distribution": None, "collapse_error": None, "error": f"{type(exc).__name__}: {exc}"}
+        return rec
+
+    def _finish(self, state: ProbeState, rec: dict[str, Any]) -> None:
+        full = {
+            "state_id": state.state_id,
+            "mode": self.mode,
+            "simulator": self.participant.label,
+            "source": state.source,
+            "turn": state.turn,
+            "task_id": state.episode.task.task_id,
+            "conversation": state.conversation,
+            "closed_set": state.closed_set,
+            "context": [{"role": m["role"], "content": m["content"]} for m in state.episode.messages[-4:]],
+            "human_reply": state.human_reply,
+            **rec,
+        }
+        self.done[(state.state_id, self.mode)] = full
+        if self.run_dir is not None:
+            self.run_dir.append_jsonl(SAMPLES, full)
+        if self.bar is not None:
+            self.bar.update(1)

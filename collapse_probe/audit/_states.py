@@ -1,0 +1,102 @@
+"""Probe states: the simulator turns an audit samples at (benchmark probes, human prefixes, on-policy turns)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from collapse_probe.audit._config import P4G_OPENINGS, ProbeState
+from collapse_probe.benchmarks import Arena, Episode, Task
+from collapse_probe.errors import ConfigError
+
+# ----------------------------------------------------------------------------------------------- states
+
+
+def _episode(arena: Arena, task: Task, messages: list[dict[str, Any]], elicited: bool = False) -> Episode:
+    ep = arena.new_episode(task, 0)
+    ep.messages = [dict(m) for m in messages]
+    if "rounds" in ep.state:
+        ep.state["rounds"] = sum(1 for m in messages if m["role"] == "simulator")
+    if "elicited" in ep.state:
+        ep.state["elicited"] = elicited
+    return ep
+
+
+def p4g_probe_states(arena: Arena, tasks: Sequence[Task], openings: dict[str, str] | None = None) -> list[ProbeState]:
+    """P4G probe states per persona: the reply to the opening, and the donation decision.
+
+    Args:
+        arena: the P4G arena.
+        tasks: donor personas.
+        openings: task id -> persuader opening (e.g. written by the policy); default: the fixed
+            human-style :data:`P4G_OPENINGS`, one per persona in turn.
+    """
+    from collapse_probe.benchmarks.p4g import ELICITATION
+
+    states = []
+    for i, task in enumerate(tasks):
+        opening = (openings or {}).get(task.task_id) or P4G_OPENINGS[i % len(P4G_OPENINGS)]
+        first = [{"role": "policy", "content": opening}]
+        states.append(ProbeState(f"opening:{task.task_id}", "opening", 0, _episode(arena, task, first)))
+        elicit = first + [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
+        states.append(
+            ProbeState(
+                f"elicitation:{task.task_id}", "elicitation", 0, _episode(arena, task, elicit, True), closed_set=True
+            )
+        )
+    return states
+
+
+def human_probe_states(arena: Arena, dialogues: Sequence[Any], n: int, max_turns: int, seed: int) -> list[ProbeState]:
+    """Prefixes of real P4G dialogues ending in a persuader turn, at a seeded depth in the first
+    ``max_turns`` persuader turns; the human persuadee's actual next reply is kept for comparison."""
+    from collapse_probe.benchmarks.p4g import SCORE_FIELDS
+
+    usable = [
+        d for d in dialogues
+        if d.persuadee and all(d.persuadee.get(k) is not None for k in SCORE_FIELDS) and len(d.turns) >= 2
+    ]  # fmt: skip
+    if not usable:
+        raise ConfigError("--human: no dialogue with a complete persuadee survey and at least 2 turns was found")
+    rng = random.Random(seed)
+    rng.shuffle(usable)
+    states = []
+    for d in usable[:n]:
+        ends = [i + 1 for i, (spk, _) in enumerate(d.turns) if spk == "policy" and i + 1 < len(d.turns)
+                and d.turns[i + 1][0] == "simulator"][:max_turns]  # fmt: skip
+        if not ends:
+            continue
+        k = rng.choice(ends)
+        ep = arena.episode_from_dialogue(d, k)  # type: ignore[attr-defined]
+        states.append(ProbeState(f"human:{d.dialogue_id}:{k}", "human", ep.turns("simulator"), ep,
+                                 human_reply=d.turns[k][1]))  # fmt: skip
+    return states
+
+
+def on_policy_states(arena: Arena, records: Sequence[dict[str, Any]], tasks: dict[str, Task]) -> list[ProbeState]:
+    """The simulator turns that rollouts visited (Definition 3.1), rebuilt from conversation records.
+
+    The state of the simulator turn at message index m is the record's first m messages. It is
+    rebuilt from the record rather than captured live so that a resumed run (whose conversations
+    are read back, not replayed) audits the same states, and so that the arena's *direct* prompt
+    is audited whatever mode drove the rollouts.
+    """
+    states = []
+    for rec in records:
+        if rec.get("status") == "infra_error":
+            continue
+        task = tasks[rec["task_id"]]
+        msgs = rec["messages"]
+        for m_idx, m in enumerate(msgs):
+            if m["role"] != "simulator":
+                continue
+            prefix = msgs[:m_idx]
+            elicit = any((p.get("meta") or {}).get("elicitation") for p in prefix)
+            last_is_elicitation = bool(prefix and (prefix[-1].get("meta") or {}).get("elicitation"))
+            turn = sum(1 for p in prefix if p["role"] == "simulator")
+            states.append(ProbeState(
+                f"on_policy:{rec['key']}:{m_idx}", "on_policy", turn, _episode(arena, task, prefix, elicit),
+                closed_set=last_is_elicitation, conversation=rec["key"],
+            ))  # fmt: skip
+    return states
