@@ -17,7 +17,7 @@ words), the trainer's policy strategy entropy (exact partitioner, nats) and a co
 entropy over keyword classes, and the held-out reward (mean over held-out donors, also measured
 before the first update); then start vs end. ``--json PATH`` writes every number.
 
-    python benchmarks/train_learning.py [--steps 12] [--lr 2e-3] [--compare datasets/scripted/p4g_donor_diverse.json]
+    python benchmarks/train_learning.py [--steps 12] [--lr 2e-3] [--compare collapse_probe/data/scripted/p4g_donor_diverse.json]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collapse_probe.trainers import TrainConfig
 from collapse_probe.trainers.llm import LLMTrainer, run_train
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTED = ROOT / "datasets" / "scripted"
+SCRIPTED = ROOT / "collapse_probe" / "data" / "scripted"
 TRAIN_DONOR = SCRIPTED / "p4g_donor_collapsed_cause.json"
 HELDOUT_DONORS = (SCRIPTED / "p4g_donor_rapport.json", SCRIPTED / "p4g_donor_skeptic.json")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import random
 import re
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion
@@ -93,9 +93,8 @@ def donation_reward(donation: float | None) -> float:
 
 
 def default_datasets_dir() -> Path:
-    """The project's ``datasets/`` (``$COLLAPSE_PROBE_DATASETS`` overrides)."""
-    env = os.environ.get("COLLAPSE_PROBE_DATASETS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "datasets"
+    """The shipped datasets, ``collapse_probe/data`` (``$COLLAPSE_PROBE_DATASETS`` overrides)."""
+    return datasets_dir()
 
 
 def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
@@ -255,7 +254,7 @@ class P4GArena:
     """The P4G arena. Tasks are donor personas.
 
     Args:
-        personas: persona dicts (default: the shipped ``datasets/p4g/personas.jsonl``).
+        personas: persona dicts (default: the shipped ``collapse_probe/data/p4g/personas.jsonl``).
         max_turns: persuader+persuadee rounds before the elicitation turn.
         elicit: ask for the amount when no ``[DONATE $N]`` was stated.
         max_tokens: per-turn token budget of both sides.

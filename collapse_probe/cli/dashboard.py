@@ -34,16 +34,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def app_path() -> Path:
-    """Location of ``dashboards/app.py`` beside the ``collapse_probe`` package.
+    """Location of the Streamlit app shipped inside the package (``collapse_probe/dashboard/app.py``).
 
     Raises:
-        ConfigError: the app file is not there (an install without the repository's dashboards/).
+        ConfigError: the app file is missing from the installation.
     """
-    import collapse_probe
+    from collapse_probe._resources import dashboard_app
 
-    path = Path(collapse_probe.__file__).resolve().parents[1] / "dashboards" / "app.py"
+    path = dashboard_app()
     if not path.is_file():
-        raise ConfigError(f"dashboard app not found at {path}; run from a checkout of the collapse-probe repository")
+        raise ConfigError(f"dashboard app not found at {path}; the collapse-probe installation is incomplete")
     return path
 
 

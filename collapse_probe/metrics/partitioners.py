@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from collapse_probe._resources import package_path
 from collapse_probe.benchmarks.p4g import parse_donation
 from collapse_probe.errors import ConfigError, InfraError, require
 
@@ -59,7 +60,7 @@ __all__ = [
     "parse_yes_no",
 ]
 
-CALIBRATION_PAIRS = Path(__file__).resolve().parents[1] / "data" / "calibration" / "paraphrase_pairs.jsonl"
+CALIBRATION_PAIRS = package_path("data", "calibration", "paraphrase_pairs.jsonl")
 """The shipped labelled paraphrase / different-meaning reply pairs used to calibrate the threshold."""
 
 DEFAULT_EMBEDDING_THRESHOLD = 0.46

@@ -14,7 +14,7 @@ import fixtures  # noqa: E402  (tests/dashboards/fixtures.py)
 
 from collapse_probe.report import runs as rd  # noqa: E402
 
-APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "collapse_probe" / "dashboard" / "app.py"
 
 
 @pytest.fixture(scope="module")

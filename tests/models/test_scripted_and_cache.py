@@ -164,7 +164,7 @@ def test_shipped_scripted_donors_react_as_their_descriptions_say():
 
     from collapse_probe.benchmarks.p4g import donation_reward, parse_donation
 
-    root = Path(__file__).resolve().parents[2] / "datasets" / "scripted"
+    root = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "scripted"
 
     def expected_reward(name, persuader_text):
         model = get_model(f"scripted:{root / name}")

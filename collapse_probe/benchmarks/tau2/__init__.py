@@ -3,7 +3,7 @@
 Own implementation of both domains (database, every agent tool, evaluation) from the behavioural
 specification; the official data is read from a directory (``data_dir``, ``--tau2-data`` or
 ``$COLLAPSE_PROBE_TAU2_DATA``), never shipped. A small self-written retail-like ``demo`` domain
-ships under ``datasets/tau2-demo`` so the arena runs anywhere.
+ships under ``collapse_probe/data/tau2-demo`` so the arena runs anywhere.
 
 Public entry points: :func:`make_arena` (the :class:`~collapse_probe.benchmarks.Arena`),
 :func:`replay_gold` (gold actions on a fresh environment), :func:`pass_hat_k`.

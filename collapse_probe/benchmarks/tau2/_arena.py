@@ -74,7 +74,7 @@ class Tau2Arena:
     Args:
         domain: ``"tau2-retail"``, ``"tau2-airline"`` or ``"tau2-demo"`` (bare names accepted).
         data_dir: the tau2 data folder (``--tau2-data``); ``None`` reads ``$COLLAPSE_PROBE_TAU2_DATA``
-            (the demo domain falls back to the shipped ``datasets/tau2-demo``).
+            (the demo domain falls back to the shipped ``collapse_probe/data/tau2-demo``).
         judge: model for NL_ASSERTION checks (a ChatModel or a model spec); without one those checks are
             skipped and ``Score.info`` says the reward is DB-only.
         max_steps: step limit (reference orchestrator default 100).

@@ -10,7 +10,7 @@ for a domain ``retail`` / ``airline``:
 
 The user-simulator guidelines are read from ``user_simulator/simulation_guidelines.md`` next to the
 domain folders when present, else a built-in text with the same rules is used. The self-written
-``demo`` domain (retail tools) ships with the project under ``datasets/tau2-demo`` and is used when
+``demo`` domain (retail tools) ships inside the package under ``collapse_probe/data/tau2-demo`` and is used when
 no directory is given for it.
 """
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._resources import dataset_path
 from collapse_probe.benchmarks.tau2._db import CANONICALISERS, Tables
 from collapse_probe.errors import ConfigError
 
@@ -31,10 +32,8 @@ DOMAIN_KINDS: dict[str, str] = {"retail": "retail", "airline": "airline", "demo"
 
 
 def demo_dir() -> Path:
-    """The shipped demo domain: ``datasets/tau2-demo`` (``$COLLAPSE_PROBE_DATASETS`` overrides ``datasets/``)."""
-    env = os.environ.get("COLLAPSE_PROBE_DATASETS")
-    root = Path(env) if env else Path(__file__).resolve().parents[3] / "datasets"
-    return root / "tau2-demo"
+    """The shipped demo domain: ``collapse_probe/data/tau2-demo`` (``$COLLAPSE_PROBE_DATASETS`` overrides the root)."""
+    return dataset_path("tau2-demo")
 
 
 DEFAULT_GUIDELINES = """# User simulation guidelines

@@ -1,6 +1,6 @@
 """collapse-probe dashboard: a read-only Streamlit app over the run directories under RUNS_DIR.
 
-Start it with ``collapse-probe dashboard RUNS_DIR`` (or ``streamlit run dashboards/app.py -- RUNS_DIR``;
+Start it with ``collapse-probe dashboard RUNS_DIR`` (or ``streamlit run collapse_probe/dashboard/app.py -- RUNS_DIR``;
 ``$COLLAPSE_PROBE_RUNS_DIR`` takes precedence). Views: Runs (what was found), Simulator (audit runs),
 Cross-play (matrix, transfer, gate verdicts), Training (train and lab curves, overlaid) and Compare.
 The figures come from the same functions as the HTML reports (``collapse_probe.report.*``).
@@ -18,7 +18,7 @@ from typing import Any
 
 import streamlit as st
 
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = Path(__file__).resolve().parents[2]
 if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
     sys.path.insert(0, str(_REPO))
 
