@@ -2,7 +2,7 @@
 
 Trains the embedded policy (smollm2-135m, P4G persuader, LoRA) with ``run_train`` (method
 ``single``) against a scripted donor whose response distribution is known
-(``datasets/scripted/*.json``, see each file's ``description``):
+(``collapse_probe/data/scripted/*.json``, see each file's ``description``):
 
 - ``p4g_donor_collapsed_cause.json`` (default training donor): answers ``[DONATE $2]`` with
   probability 0.95 when the persuader mentions the cause (children, kids, help, donate), else
