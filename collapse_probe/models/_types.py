@@ -167,3 +167,20 @@ def derive_seed(seed: int, index: int) -> int:
     """Seed for sample ``index`` of a request with base ``seed`` (stable across processes)."""
     h = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "little") & 0x7FFF_FFFF
+
+
+def find_stop(text: str, stops: Sequence[str]) -> tuple[int, int] | None:
+    """Where the first stop string ends ``text``: ``(index, length of that stop)``, or ``None``.
+
+    A stop string inside the leading whitespace does not count: small models often open a turn with
+    a newline, and a stop on it would leave an empty turn, which is no answer. Every backend that
+    applies stop strings itself uses this one rule, so the same sample reads the same everywhere.
+
+    >>> find_stop("\\nHello\\nUser:", ["\\n"])
+    (6, 1)
+    >>> find_stop("Hi", ["\\n"]) is None
+    True
+    """
+    lead = len(text) - len(text.lstrip())
+    hits = [(i, len(s)) for s in stops if s for i in [text.find(s, lead)] if i >= 0]
+    return min(hits) if hits else None

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
+from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
 logger = logging.getLogger(__name__)
 
@@ -713,13 +713,12 @@ class LocalModel:
                     continue
                 if r.stop:
                     text = self.tokenizer.decode(r.tokens, skip_special_tokens=True)
-                    # A stop string inside leading whitespace does not end the completion: small
-                    # models often open a transcript turn with a newline, and an empty turn is no answer.
-                    lead = len(text) - len(text.lstrip())
-                    hits = [i for i in (text.find(s, lead) for s in r.stop) if i >= 0]
-                    if hits:
+                    # find_stop: a stop inside leading whitespace does not end the completion (the
+                    # vLLM backend applies the same rule).
+                    hit = find_stop(text, r.stop)
+                    if hit is not None:
                         r.finish_reason = "stop"
-                        r.text = text[: min(hits)]
+                        r.text = text[: hit[0]]
                         continue
                 if len(r.tokens) >= r.max_tokens:
                     r.finish_reason = "length"

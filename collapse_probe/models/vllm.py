@@ -22,13 +22,28 @@ benchmark's business, as with the local backends).
 
 Options: ``enable_lora`` (False), ``max_lora_rank``, ``max_loras``, ``lora``, ``prompt_style``
 (``"chat"``/``"transcript"``), ``chat_template_kwargs``; every other option goes to ``vllm.LLM``
-(``tensor_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ``dtype``, ...).
+(``tensor_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ``enforce_eager``,
+``enable_sleep_mode``, ``dtype``, ...). The options vLLM rejects only at engine start are checked
+when the model is configured (:func:`validate_engine_options`): a LoRA rank vLLM does not support
+would otherwise surface minutes later as a failed engine.
+
+Engine start: the engine is built once, in the thread that runs the event loop (vLLM versions before
+0.10.2 install signal handlers and fail outside the main thread). If it cannot start (not enough GPU
+memory, an unsupported option, a missing model) that is a configuration error, raised as
+:class:`EngineStartError` with vLLM's own reason and the option to change — never retried per
+request and never recorded as infrastructure failures of conversations, which would turn a wrong
+setting into a run of "every conversation failed".
+
+Stop strings: a stop string inside the completion's leading whitespace does not end it, exactly as
+in the local backend (:func:`collapse_probe.models._types.find_stop`); vLLM is given only the stop
+strings that cannot match there, and the others are applied to its output with the shared rule.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,9 +51,129 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
+from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, find_stop
 
 PROMPT_STYLES = ("chat", "transcript")
+
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The LoRA ranks vLLM's engine accepts for ``max_lora_rank`` (any other value fails at engine start)."""
+
+MIN_VLLM_VERSION = (0, 10, 2)
+"""Oldest vLLM this backend supports: from 0.10.2 the V1 engine starts outside the main thread and
+``LLM.chat`` takes ``chat_template_kwargs``; older versions fall back to V0 or raise
+"signal only works in main thread"."""
+
+
+class EngineStartError(ConfigError):
+    """The vLLM engine could not start: a configuration error of the run, not an infra failure."""
+
+
+def lora_rank_for_vllm(rank: int) -> int:
+    """The smallest rank vLLM accepts that holds an adapter of rank ``rank``.
+
+    vLLM sizes its LoRA buffers by ``max_lora_rank`` and accepts only :data:`LORA_RANKS`; an adapter of
+    rank 12 is served with ``max_lora_rank=16``.
+
+    >>> lora_rank_for_vllm(8), lora_rank_for_vllm(12), lora_rank_for_vllm(300)
+    (8, 16, 320)
+    """
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ConfigError(f"LoRA rank: expected an integer >= 1, got {rank!r}")
+    for allowed in LORA_RANKS:
+        if rank <= allowed:
+            return allowed
+    raise ConfigError(f"LoRA rank {rank} is above the largest rank vLLM serves ({LORA_RANKS[-1]}); use --lora-r <= 512")
+
+
+def _as_number(name: str, value: Any, kind: type) -> Any:
+    if isinstance(value, str):
+        try:
+            value = kind(value)
+        except ValueError:
+            raise ConfigError(f"vllm option {name!r}: expected {kind.__name__}, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise ConfigError(f"vllm option {name!r}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    if not isinstance(value, bool):
+        raise ConfigError(f"vllm option {name!r}: expected true or false, got {value!r}")
+    return value
+
+
+def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Check (and coerce from strings) the ``vllm.LLM`` options that vLLM only rejects at engine start.
+
+    Returns a new dict. ``max_lora_rank`` must be one of :data:`LORA_RANKS`; use
+    :func:`lora_rank_for_vllm` to round an adapter's rank up.
+    """
+    out = dict(options)
+    if "gpu_memory_utilization" in out:
+        v = float(_as_number("gpu_memory_utilization", out["gpu_memory_utilization"], float))
+        if not 0.0 < v <= 1.0:
+            raise ConfigError(f"vllm option 'gpu_memory_utilization': expected a fraction in (0, 1], got {v}")
+        out["gpu_memory_utilization"] = v
+    for name in ("tensor_parallel_size", "max_model_len", "max_loras", "max_num_seqs", "pipeline_parallel_size"):
+        if name in out and out[name] is not None:
+            v = _as_number(name, out[name], int)
+            if v < 1:
+                raise ConfigError(f"vllm option {name!r}: expected an integer >= 1, got {v}")
+            out[name] = v
+    if "max_lora_rank" in out and out["max_lora_rank"] is not None:
+        v = _as_number("max_lora_rank", out["max_lora_rank"], int)
+        if v not in LORA_RANKS:
+            raise ConfigError(
+                f"vllm option 'max_lora_rank': vLLM accepts only {', '.join(map(str, LORA_RANKS))}; got {v} "
+                f"(use {lora_rank_for_vllm(v) if 0 < v <= LORA_RANKS[-1] else LORA_RANKS[-1]})"
+            )
+        out["max_lora_rank"] = v
+    for name in ("enforce_eager", "enable_sleep_mode", "enable_prefix_caching", "trust_remote_code"):
+        if name in out:
+            out[name] = _as_bool(name, out[name])
+    return out
+
+
+def check_vllm_version(vllm: Any) -> None:
+    """Refuse a vLLM older than :data:`MIN_VLLM_VERSION` with the reason (no check when unversioned)."""
+    raw = getattr(vllm, "__version__", None)
+    if not isinstance(raw, str):
+        return
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", raw)
+    if m is None:
+        return
+    found = tuple(int(x or 0) for x in m.groups())
+    if found < MIN_VLLM_VERSION:
+        need = ".".join(map(str, MIN_VLLM_VERSION))
+        raise ConfigError(
+            f"vLLM {raw} is not supported: the vllm backend needs vllm>={need} (older engines fail outside "
+            f'the main thread and lack chat_template_kwargs); pip install -U "collapse-probe[vllm]"'
+        )
+
+
+_START_HINTS = (
+    (
+        ("memory", "cuda out of memory", "kv cache", "free memory"),
+        "lower gpu_memory_utilization or max_model_len (-M SPEC.gpu_memory_utilization=0.5), or free the GPU",
+    ),
+    (("lora rank", "max_lora_rank"), "set max_lora_rank to one of " + ", ".join(map(str, LORA_RANKS))),
+    (("max_model_len", "max model len", "context length"), "lower max_model_len"),
+    (("tensor_parallel", "tensor parallel"), "set tensor_parallel_size to at most the number of GPUs"),
+    (
+        ("not found", "no such file", "does not appear to have", "repository not found"),
+        "check the model path or name after vllm/",
+    ),
+)
+
+
+def _start_hint(reason: str) -> str:
+    low = reason.lower()
+    for needles, hint in _START_HINTS:
+        if any(n in low for n in needles):
+            return hint
+    return "check the vllm options of this model"
 
 
 @dataclass
@@ -55,6 +190,8 @@ class EngineCall:
     """``vllm.SamplingParams`` keyword arguments, one per engine prompt."""
     owners: list[int] = field(default_factory=list)
     """Index of the request each engine prompt belongs to."""
+    stops: list[tuple[str, ...]] = field(default_factory=list)
+    """The request's stop strings, one tuple per engine prompt (applied to the output as well)."""
 
 
 def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None) -> dict[str, Any]:
@@ -67,8 +204,11 @@ def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None) -> dic
         "max_tokens": p.max_tokens,
         "seed": seed,
     }
-    if p.stop:
-        kwargs["stop"] = list(p.stop)
+    engine_stops = [x for x in p.stop if x and not x[:1].isspace()]
+    if engine_stops:
+        # A stop string that starts with whitespace could match inside the leading whitespace, where
+        # the local backend does not stop; those are applied to the output (find_stop), not by vLLM.
+        kwargs["stop"] = engine_stops
     if p.logprobs:
         kwargs["logprobs"] = 1  # top-1 plus the sampled token, which is what we read
     return kwargs
@@ -101,28 +241,51 @@ def plan_engine_calls(
             call.inputs.append(item)
             call.sampling.append(sampling_kwargs(r, r.n, None))
             call.owners.append(ri)
+            call.stops.append(tuple(r.params.stop))
         else:
             for i in range(r.n):
                 call.inputs.append(item)
                 call.sampling.append(sampling_kwargs(r, 1, r.sample_seed(i)))
                 call.owners.append(ri)
+                call.stops.append(tuple(r.params.stop))
     return list(calls.values())
 
 
-def completions_from_output(output: Any) -> list[Completion]:
-    """Our completions from one ``vllm.RequestOutput``."""
+def completions_from_output(output: Any, stop: Sequence[str] = (), decode: Any = None) -> list[Completion]:
+    """Our completions from one ``vllm.RequestOutput``.
+
+    ``stop`` are the request's stop strings: those vLLM was not given (see :func:`sampling_kwargs`)
+    end the text here with the local backend's rule; ``decode`` (token ids -> text, the engine's
+    tokenizer) then cuts the token ids after the token that completed the stop string, as the local
+    backend keeps them.
+    """
     out = []
     for c in output.outputs:
+        token_ids = list(c.token_ids)
         token_logprobs = None
         if c.logprobs is not None:
             token_logprobs = [float(step[tok].logprob) for tok, step in zip(c.token_ids, c.logprobs, strict=False)]
+        text, finish = c.text, c.finish_reason
+        hit = find_stop(text, stop) if stop else None
+        if hit is not None:
+            end, length = hit
+            text, finish = text[:end], "stop"
+            if decode is not None:
+                keep = len(token_ids)
+                for k in range(1, len(token_ids) + 1):
+                    if len(decode(token_ids[:k])) >= end + length:
+                        keep = k
+                        break
+                token_ids = token_ids[:keep]
+                if token_logprobs is not None:
+                    token_logprobs = token_logprobs[:keep]
         out.append(
             Completion(
-                text=c.text,
+                text=text,
                 token_logprobs=token_logprobs,
-                finish_reason=c.finish_reason,
-                n_tokens=len(c.token_ids),
-                token_ids=list(c.token_ids),
+                finish_reason=finish,
+                n_tokens=len(token_ids),
+                token_ids=token_ids,
             )
         )
     return out
@@ -146,6 +309,7 @@ class VLLMModel:
             raise ConfigError(f"option 'prompt_style': expected one of {PROMPT_STYLES}, got {prompt_style!r}")
         if lora is not None and not enable_lora:
             raise ConfigError("option 'lora' needs enable_lora=True for the vllm backend")
+        engine_options = validate_engine_options(engine_options)
         self.spec = spec
         self.model = model
         self.enable_lora = enable_lora
@@ -169,12 +333,48 @@ class VLLMModel:
         return view
 
     def engine(self) -> Any:
-        """The ``vllm.LLM`` (started on first use, shared by :meth:`with_lora` views)."""
+        """The ``vllm.LLM`` (started on first use, shared by :meth:`with_lora` views).
+
+        Raises:
+            EngineStartError: the engine could not start; raised again, without a new attempt, on
+                every later call (a second engine would fail the same way and hold GPU memory).
+        """
         with self._shared.lock:
+            if self._shared.start_error is not None:
+                raise self._shared.start_error
             if self._shared.llm is None:
                 vllm = require("vllm", "vllm", "the vllm backend")
-                self._shared.llm = vllm.LLM(model=self.model, enable_lora=self.enable_lora, **self.engine_options)
+                check_vllm_version(vllm)
+                try:
+                    self._shared.llm = vllm.LLM(model=self.model, enable_lora=self.enable_lora, **self.engine_options)
+                except Exception as exc:  # noqa: BLE001 - any start failure is reported once, with vLLM's reason
+                    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+                    self._shared.start_error = EngineStartError(
+                        f"{self.spec}: the vLLM engine could not start ({reason}); {_start_hint(reason)}"
+                    )
+                    raise self._shared.start_error from None
             return self._shared.llm
+
+    def sleep(self) -> None:
+        """Release the engine's GPU memory (weights and KV cache) while a learner step runs.
+
+        Needs ``enable_sleep_mode=True``; a no-op otherwise or before the engine started.
+        """
+        with self._shared.lock:
+            if (
+                self._shared.llm is not None
+                and self.engine_options.get("enable_sleep_mode")
+                and not self._shared.asleep
+            ):
+                self._shared.llm.sleep(level=1)
+                self._shared.asleep = True
+
+    def wake_up(self) -> None:
+        """Reload what :meth:`sleep` released, before the next rollouts."""
+        with self._shared.lock:
+            if self._shared.llm is not None and self._shared.asleep:
+                self._shared.llm.wake_up()
+                self._shared.asleep = False
 
     async def generate(
         self, requests: Sequence[GenerationRequest], loras: Sequence[str | None] | None = None
@@ -185,19 +385,26 @@ class VLLMModel:
         elif any(loras) and not self.enable_lora:
             raise ConfigError("per-request LoRA adapters need the vllm backend built with enable_lora=True")
         plan = plan_engine_calls(requests, loras, self.prompt_style)
+        # Start the engine here, in the thread that runs the event loop (the main thread for the CLI),
+        # not in the worker thread below; a start failure propagates as EngineStartError.
+        self.engine()
+        self.wake_up()
         return await asyncio.to_thread(self._run_plan, requests, plan)
 
     def _run_plan(self, requests: Sequence[GenerationRequest], plan: list[EngineCall]) -> list[GenerationResult]:
         comps: list[list[Completion]] = [[] for _ in requests]
         errors: dict[int, str] = {}
+        decode = self._decoder()
         for call in plan:
             try:
                 outputs = self._run_call(call)
+            except EngineStartError:
+                raise
             except Exception:  # noqa: BLE001 - isolate the bad request instead of failing the batch
                 outputs = None
             if outputs is not None:
-                for owner, output in zip(call.owners, outputs, strict=True):
-                    comps[owner].extend(completions_from_output(output))
+                for owner, output, stop in zip(call.owners, outputs, call.stops, strict=True):
+                    comps[owner].extend(completions_from_output(output, stop, decode))
                 continue
             # The engine refused the group (a prompt too long, a bad adapter): retry request by request.
             for owner in dict.fromkeys(call.owners):
@@ -209,16 +416,27 @@ class VLLMModel:
                     [call.inputs[j] for j in idx],
                     [call.sampling[j] for j in idx],
                     [owner] * len(idx),
+                    [call.stops[j] for j in idx],
                 )
                 try:
-                    for output in self._run_call(single):
-                        comps[owner].extend(completions_from_output(output))
+                    for output, stop in zip(self._run_call(single), single.stops, strict=True):
+                        comps[owner].extend(completions_from_output(output, stop, decode))
+                except EngineStartError:
+                    raise
                 except Exception as exc:  # noqa: BLE001
                     errors[owner] = f"{self.spec}: vLLM failed on this request: {type(exc).__name__}: {exc}"
         return [
             GenerationResult([], error=errors[i]) if i in errors else GenerationResult(comps[i])
             for i in range(len(requests))
         ]
+
+    def _decoder(self) -> Any:
+        """Token ids -> text with the engine's tokenizer (``None`` when the engine has none)."""
+        get = getattr(self.engine(), "get_tokenizer", None)
+        tok = get() if callable(get) else None
+        if tok is None:
+            return None
+        return lambda ids: tok.decode(ids, skip_special_tokens=True)
 
     def _run_call(self, call: EngineCall) -> list[Any]:
         vllm = require("vllm", "vllm", "the vllm backend")
@@ -241,6 +459,8 @@ class _Engine:
 
     def __init__(self) -> None:
         self.llm: Any = None
+        self.start_error: EngineStartError | None = None
+        self.asleep = False
         self.lock = threading.RLock()
         self._lora_ids: dict[tuple[str, float], int] = {}
 

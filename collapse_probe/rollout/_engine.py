@@ -191,6 +191,8 @@ async def run_conversations(
                 err = "empty result"
                 try:
                     results = await model.generate([it[4] for it in items])
+                except ConfigError:
+                    raise  # a model that cannot run as configured (an engine that cannot start) stops the run
                 except Exception as exc:  # a backend that raises fails its requests, not the run
                     results = None
                     err = f"{type(exc).__name__}: {exc}"
