@@ -265,7 +265,9 @@ def _load_dir(path: Path, device: str, dtype: Any, purpose: str) -> tuple[Any, A
     return model, tokenizer
 
 
-def load_local_model(name: str, *, device: str = "cpu", dtype: str | None = "float32") -> tuple[Any, Any]:
+def load_local_model(
+    name: str, *, device: str = "cpu", dtype: str | None = "float32", shared: bool = True
+) -> tuple[Any, Any]:
     """Load embedded model ``name`` (converting it on first use) and return ``(model, tokenizer)``.
 
     The pair is cached per process: later calls return the *same* objects, so a trainer that puts
@@ -276,6 +278,8 @@ def load_local_model(name: str, *, device: str = "cpu", dtype: str | None = "flo
         name: one of :data:`LOCAL_MODELS` (``"smollm2-135m"``, ``"gemma-3-270m"``).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
         dtype: ``"float32"`` (default), ``"bfloat16"``, ``"float16"`` or ``"auto"``.
+        shared: ``False`` loads a private copy that is not cached (a trainer wraps it with LoRA in
+            place, so no second copy of the base weights is made and frozen users keep the clean one).
 
     Raises:
         ConfigError: unknown name, unavailable device or bad dtype.
@@ -286,16 +290,23 @@ def load_local_model(name: str, *, device: str = "cpu", dtype: str | None = "flo
     torch_dtype = _resolve_dtype(dtype, device, torch)
     key = (name, device, str(torch_dtype))
     with _LOAD_LOCK:
-        if key not in _LOADED:
-            final = converted_model_dir(name)
-            if not (final / "config.json").is_file():
-                _convert(name, final)
-            _LOADED[key] = _load_dir(final, device, torch_dtype, f"local/{name}")
-        return _LOADED[key]
+        if shared and key in _LOADED:
+            return _LOADED[key]
+        final = converted_model_dir(name)
+        if not (final / "config.json").is_file():
+            _convert(name, final)
+        loaded = _load_dir(final, device, torch_dtype, f"local/{name}")
+        if shared:
+            _LOADED[key] = loaded
+        return loaded
 
 
-def load_hf_model(path: str | Path, *, device: str = "auto", dtype: str | None = "auto") -> tuple[Any, Any]:
+def load_hf_model(
+    path: str | Path, *, device: str = "auto", dtype: str | None = "auto", shared: bool = True
+) -> tuple[Any, Any]:
     """Load a local transformers model directory once per process; returns ``(model, tokenizer)``.
+
+    ``shared=False`` loads a private, uncached copy (see :func:`load_local_model`).
 
     Raises:
         ConfigError: ``path`` is not a model directory (no ``config.json``).
@@ -311,6 +322,8 @@ def load_hf_model(path: str | Path, *, device: str = "auto", dtype: str | None =
     torch_dtype = _resolve_dtype(dtype, device, torch)
     key = (f"hf:{p.resolve()}", device, str(torch_dtype))
     with _LOAD_LOCK:
+        if not shared:
+            return _load_dir(p, device, torch_dtype, f"hf/{path}")
         if key not in _LOADED:
             _LOADED[key] = _load_dir(p, device, torch_dtype, f"hf/{path}")
         return _LOADED[key]

@@ -130,6 +130,11 @@ def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
                 f"(use {lora_rank_for_vllm(v) if 0 < v <= LORA_RANKS[-1] else LORA_RANKS[-1]})"
             )
         out["max_lora_rank"] = v
+    modes = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
+    if "logprobs_mode" in out and out["logprobs_mode"] not in modes:
+        raise ConfigError(
+            f"vllm option 'logprobs_mode': expected one of {', '.join(modes)}, got {out['logprobs_mode']!r}"
+        )
     for name in ("enforce_eager", "enable_sleep_mode", "enable_prefix_caching", "trust_remote_code"):
         if name in out:
             out[name] = _as_bool(name, out[name])
@@ -194,8 +199,9 @@ class EngineCall:
     """The request's stop strings, one tuple per engine prompt (applied to the output as well)."""
 
 
-def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None) -> dict[str, Any]:
-    """``vllm.SamplingParams`` keyword arguments for ``n`` samples of ``request`` with ``seed``."""
+def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None, logprobs: bool = False) -> dict[str, Any]:
+    """``vllm.SamplingParams`` keyword arguments for ``n`` samples of ``request`` with ``seed``
+    (``logprobs``: report the sampled tokens' log-probabilities even when the request does not ask)."""
     p = request.params
     kwargs: dict[str, Any] = {
         "n": n,
@@ -209,13 +215,16 @@ def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None) -> dic
         # A stop string that starts with whitespace could match inside the leading whitespace, where
         # the local backend does not stop; those are applied to the output (find_stop), not by vLLM.
         kwargs["stop"] = engine_stops
-    if p.logprobs:
+    if p.logprobs or logprobs:
         kwargs["logprobs"] = 1  # top-1 plus the sampled token, which is what we read
     return kwargs
 
 
 def plan_engine_calls(
-    requests: Sequence[GenerationRequest], loras: Sequence[str | None], prompt_style: str = "chat"
+    requests: Sequence[GenerationRequest],
+    loras: Sequence[str | None],
+    prompt_style: str = "chat",
+    logprobs: bool = False,
 ) -> list[EngineCall]:
     """Group requests into engine calls and expand seeded requests into per-sample prompts.
 
@@ -239,13 +248,13 @@ def plan_engine_calls(
             item = [dict(m) for m in r.messages] or [{"role": "user", "content": r.prompt or ""}]
         if r.params.seed is None:
             call.inputs.append(item)
-            call.sampling.append(sampling_kwargs(r, r.n, None))
+            call.sampling.append(sampling_kwargs(r, r.n, None, logprobs))
             call.owners.append(ri)
             call.stops.append(tuple(r.params.stop))
         else:
             for i in range(r.n):
                 call.inputs.append(item)
-                call.sampling.append(sampling_kwargs(r, 1, r.sample_seed(i)))
+                call.sampling.append(sampling_kwargs(r, 1, r.sample_seed(i), logprobs))
                 call.owners.append(ri)
                 call.stops.append(tuple(r.params.stop))
     return list(calls.values())
@@ -303,6 +312,7 @@ class VLLMModel:
         lora: str | None = None,
         prompt_style: str = "chat",
         chat_template_kwargs: dict[str, Any] | None = None,
+        logprobs: bool = False,
         **engine_options: Any,
     ) -> None:
         if prompt_style not in PROMPT_STYLES:
@@ -316,6 +326,8 @@ class VLLMModel:
         self.lora = lora
         self.prompt_style = prompt_style
         self.chat_template_kwargs = chat_template_kwargs
+        self.logprobs = logprobs
+        """Report token log-probabilities on every request (the trainer's rollouts need them)."""
         self.engine_options = engine_options
         self._shared = _Engine()
 
@@ -384,7 +396,7 @@ class VLLMModel:
             loras = [self.lora] * len(requests)
         elif any(loras) and not self.enable_lora:
             raise ConfigError("per-request LoRA adapters need the vllm backend built with enable_lora=True")
-        plan = plan_engine_calls(requests, loras, self.prompt_style)
+        plan = plan_engine_calls(requests, loras, self.prompt_style, self.logprobs)
         # Start the engine here, in the thread that runs the event loop (the main thread for the CLI),
         # not in the worker thread below; a start failure propagates as EngineStartError.
         self.engine()

@@ -122,7 +122,16 @@ class TrainConfig:
     rollout_backend: str = "torch"
     """One of :data:`ROLLOUT_BACKENDS`."""
     vllm_options: dict[str, Any] = field(default_factory=dict)
-    """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``)."""
+    """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``).
+    Defaults there: ``enable_sleep_mode=True`` (vLLM releases its memory during the learner step),
+    ``gpu_memory_utilization=0.45`` (the learner and its optimizer keep the rest),
+    ``logprobs_mode="processed_logprobs"`` (log-probabilities at the sampling temperature, as the
+    learner computes them) and ``max_lora_rank`` = the smallest rank vLLM accepts that holds ``lora_r``."""
+    tis_cap: float | None = 2.0
+    """Truncated importance sampling for vLLM rollouts: each token's loss is weighted by
+    ``min(pi_learner / pi_vllm, tis_cap)``, correcting the mismatch between vLLM's bf16 sampler and the
+    learner; ``None`` turns the correction off (the mismatch is still logged as ``logprob_mismatch``).
+    Unused with torch rollouts, which sample from the learner's own weights."""
     device: str | None = None
     """Device of trained models (``None``: ``cpu`` for ``local/``, ``auto`` for ``hf/``)."""
     dtype: str | None = None
@@ -240,6 +249,15 @@ class TrainConfig:
             )
         if not isinstance(self.vllm_options, dict):
             raise ConfigError(f"vllm_options: expected a mapping of vllm.LLM options, got {self.vllm_options!r}")
+        if self.tis_cap is not None and (
+            isinstance(self.tis_cap, bool) or not isinstance(self.tis_cap, (int, float)) or not self.tis_cap > 0
+        ):
+            raise ConfigError(f"--tis-cap: expected a number > 0 (or none), got {self.tis_cap!r}")
+        if self.rollout_backend == "vllm":
+            from collapse_probe.models.vllm import lora_rank_for_vllm, validate_engine_options
+
+            lora_rank_for_vllm(self.lora_r)
+            validate_engine_options(self.vllm_options)
         if self.lora_target_modules is not None and (
             not isinstance(self.lora_target_modules, list)
             or not all(isinstance(m, str) and m for m in self.lora_target_modules)

@@ -156,7 +156,7 @@ class _StepData:
 # ------------------------------------------------------------------------------------------------ building
 
 
-def load_trainable_base(spec: str, config: TrainConfig) -> tuple[Any, Any, str, str, str]:
+def load_trainable_base(spec: str, config: TrainConfig, shared: bool = True) -> tuple[Any, Any, str, str, str]:
     """Load the base model of a trainable spec: ``(model, tokenizer, prompt_style, canonical, path)``.
 
     Raises:
@@ -178,15 +178,18 @@ def load_trainable_base(spec: str, config: TrainConfig) -> tuple[Any, Any, str, 
         )
     name = canonical.split("/", 1)[1]
     if canonical.startswith("local/"):
-        model, tok = load_local_model(name, device=config.device or "cpu", dtype=config.dtype or "float32")
+        model, tok = load_local_model(
+            name, device=config.device or "cpu", dtype=config.dtype or "float32", shared=shared
+        )
         return model, tok, LOCAL_MODELS[name].default_prompt_style, canonical, str(converted_model_dir(name))
-    model, tok = load_hf_model(name, device=config.device or "auto", dtype=config.dtype or "auto")
+    model, tok = load_hf_model(name, device=config.device or "auto", dtype=config.dtype or "auto", shared=shared)
     style = "chat" if getattr(tok, "chat_template", None) else "transcript"
     return model, tok, style, canonical, name
 
 
-def make_lora_model(base: Any, config: TrainConfig, seed: int) -> Any:
-    """A LoRA-wrapped *deep copy* of ``base`` (the shared base stays untouched for frozen uses)."""
+def make_lora_model(base: Any, config: TrainConfig, seed: int, copy_base: bool = True) -> Any:
+    """``base`` wrapped with a LoRA adapter: a deep copy of it (``copy_base``, the shared base stays
+    untouched for frozen uses), or ``base`` itself when the caller loaded a private copy."""
     torch = require("torch", "train", "LoRA training")
     peft = require("peft", "train", "LoRA training")
     torch.manual_seed(seed)
@@ -202,15 +205,17 @@ def make_lora_model(base: Any, config: TrainConfig, seed: int) -> Any:
     with warnings.catch_warnings():
         # peft queries a transformers attribute that transformers has renamed; the notice is not ours to act on
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        return peft.get_peft_model(copy.deepcopy(base), lora)
+        return peft.get_peft_model(copy.deepcopy(base) if copy_base else base, lora)
 
 
 def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, seed: int) -> TrainedModel:
     from collapse_probe.models.local import LocalModel
 
     torch = require("torch", "train", "LoRA training")
-    base, tok, style, canonical, path = load_trainable_base(spec, config)
-    model = make_lora_model(base, config, seed)
+    # A private copy wrapped in place: one copy of the base weights per trained model (frozen users
+    # of the same spec share the cached clean copy), never a deep copy on top of a cached one.
+    base, tok, style, canonical, path = load_trainable_base(spec, config, shared=False)
+    model = make_lora_model(base, config, seed, copy_base=False)
     backend = LocalModel.from_loaded(f"{canonical}+lora:{label}", model, tok, prompt_style=style)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -338,15 +343,22 @@ class LLMTrainer:
         write_json_atomic(cfg_path, new)
 
     def _setup_vllm(self) -> None:
-        from collapse_probe.models.vllm import VLLMModel
+        from collapse_probe.models.vllm import VLLMModel, lora_rank_for_vllm
 
         assert self.policy is not None
-        options = {"max_lora_rank": max(self.config.lora_r, 8), **self.config.vllm_options}
+        options = {
+            "max_lora_rank": lora_rank_for_vllm(self.config.lora_r),
+            "enable_sleep_mode": True,
+            "gpu_memory_utilization": 0.45,
+            "logprobs_mode": "processed_logprobs",
+            **self.config.vllm_options,
+        }
         self._vllm = VLLMModel(
             f"vllm/{self.policy.base_path}",
             str(self.policy.base_path),
             enable_lora=True,
             prompt_style=self.policy.backend.prompt_style,
+            logprobs=True,
             **options,
         )
 
@@ -588,6 +600,8 @@ class LLMTrainer:
             ws = [e.weight for e in examples["simulator"]]
             weight_stats = {"sim_importance_weight_mean": float(np.mean(ws))}
 
+        if self._vllm is not None:
+            self._vllm.sleep()  # the learner step gets vLLM's memory; the next rollout wakes it
         losses = {}
         for m in self._trained_models():
             losses[m.name] = self._update(m, examples[m.name])
@@ -624,6 +638,9 @@ class LLMTrainer:
         }
         if c.kl_coef > 0:
             record["kl"] = losses["policy"]["kl"]
+        if losses["policy"].get("logprob_mismatch") is not None:
+            record["logprob_mismatch"] = losses["policy"]["logprob_mismatch"]
+            record["tis_clipped_share"] = losses["policy"].get("tis_clipped_share")
         if "simulator" in losses:
             record["sim_loss"] = losses["simulator"]["loss"]
             record["sim_tokens"] = losses["simulator"]["n_tokens"]
@@ -701,13 +718,21 @@ class LLMTrainer:
             micro_batch=c.train_batch,
             reference=m.model.disable_adapter if c.kl_coef > 0 else None,
             n_tokens=n_tokens,
+            tis_cap=c.tis_cap if (c.rollout_backend == "vllm" and m.name == "policy") else None,
         )
         if c.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_([p for p in m.model.parameters() if p.requires_grad], c.max_grad_norm)
         m.optimizer.step()
         m.optimizer.zero_grad(set_to_none=True)
         m.updates += 1
-        return {"loss": stats["loss"], "kl": stats["kl"], "n_tokens": n_tokens, "skipped": False}
+        return {
+            "loss": stats["loss"],
+            "kl": stats["kl"],
+            "n_tokens": n_tokens,
+            "skipped": False,
+            "logprob_mismatch": stats["logprob_mismatch"],
+            "tis_clipped_share": stats["tis_clipped_share"],
+        }
 
     # ---- measurements ---------------------------------------------------------------------------
 

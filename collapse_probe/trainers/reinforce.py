@@ -54,6 +54,10 @@ class TrainingExample:
     """Which side took the turn (``policy`` or ``simulator``)."""
     key: str = ""
     """Conversation key (``policy|simulator|task|rollout``)."""
+    sampler_logprobs: list[float] | None = None
+    """Per-token log-probabilities the rollout backend reported for ``completion_ids`` (at the
+    sampling temperature), or ``None``: the learner compares them with its own to measure, and with
+    ``tis_cap`` correct, the sampler / learner mismatch (vLLM samples in bf16 with its own kernels)."""
 
     def __post_init__(self) -> None:
         if not self.prompt_ids:
@@ -104,6 +108,7 @@ def examples_from_events(
                 f"{who}: the rollout backend returned no token ids for a sampled turn; the trainer needs the "
                 "exact sampled ids (Completion.token_ids)"
             )
+        lps = ev.completion.token_logprobs
         out[target].append(
             TrainingExample(
                 prompt_ids=list(prompt_ids[target](ev.request)),
@@ -111,6 +116,7 @@ def examples_from_events(
                 advantage=float(adv),
                 side=ev.side,
                 key=key,
+                sampler_logprobs=[float(x) for x in lps] if lps is not None and len(lps) == len(ids) else None,
             )
         )
     return out
@@ -177,7 +183,13 @@ def token_logprobs(model: Any, batch: dict[str, Any], temperature: float = 1.0) 
 
 
 def reinforce_objective(
-    logp: Any, rows: Any, coef: Any, n_tokens: int, ref_logp: Any = None, kl_coef: float = 0.0
+    logp: Any,
+    rows: Any,
+    coef: Any,
+    n_tokens: int,
+    ref_logp: Any = None,
+    kl_coef: float = 0.0,
+    token_weight: Any = None,
 ) -> tuple[Any, Any]:
     """The loss of the module docstring for one micro-batch (its share of the batch normalisation).
 
@@ -188,6 +200,7 @@ def reinforce_objective(
         n_tokens: trained tokens in the *whole* update batch (``N``).
         ref_logp: per-token reference log-probabilities (no grad), or ``None``.
         kl_coef: weight of the ``k3`` KL term.
+        token_weight: per-token importance weights (no grad), or ``None`` for 1.
 
     Returns:
         ``(loss, kl_sum)``: the scalar loss and the summed ``k3`` of this micro-batch (0 without a reference).
@@ -195,7 +208,8 @@ def reinforce_objective(
     torch = require("torch", "train", "the REINFORCE update")
     if n_tokens < 1:
         raise ConfigError(f"n_tokens must be >= 1, got {n_tokens}")
-    loss = -(coef[rows] * logp).sum() / n_tokens
+    per_token = coef[rows] if token_weight is None else coef[rows] * token_weight
+    loss = -(per_token * logp).sum() / n_tokens
     kl = torch.zeros((), device=logp.device)
     if ref_logp is not None:
         diff = ref_logp - logp
@@ -215,7 +229,8 @@ def reinforce_backward(
     micro_batch: int = 8,
     reference: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     n_tokens: int | None = None,
-) -> dict[str, float]:
+    tis_cap: float | None = None,
+) -> dict[str, float | None]:
     """Accumulate the gradient of the REINFORCE loss over ``examples`` (no optimizer step).
 
     Args:
@@ -228,10 +243,17 @@ def reinforce_backward(
         micro_batch: sequences per forward/backward pass.
         n_tokens: the normalisation ``N`` (default: the completion tokens of ``examples``); pass the
             count of the whole batch when turns whose coefficient is 0 were left out of ``examples``.
+        tis_cap: truncated importance sampling for a rollout backend that is not the learner (vLLM):
+            each token's term is weighted by ``min(pi_learner / pi_sampler, tis_cap)`` from the
+            examples' ``sampler_logprobs`` (Yao et al. 2025, "off-policy RL from mismatched
+            samplers"); ``None`` leaves the loss on-policy as sampled.
 
     Returns:
-        ``{"loss", "kl", "n_tokens", "n_sequences"}`` with ``loss`` the batch loss and ``kl`` the mean
-        per-token ``k3`` (0 when not computed).
+        ``{"loss", "kl", "n_tokens", "n_sequences", "logprob_mismatch", "tis_clipped_share"}`` with
+        ``loss`` the batch loss, ``kl`` the mean per-token ``k3`` (0 when not computed),
+        ``logprob_mismatch`` the mean ``|log pi_learner - log pi_sampler|`` per token over the
+        examples that carry sampler log-probabilities (``None`` when none do) and
+        ``tis_clipped_share`` the share of those tokens whose weight hit the cap (``None`` without ``tis_cap``).
     """
     torch = require("torch", "train", "the REINFORCE update")
     if kl_coef > 0 and reference is None:
@@ -239,12 +261,16 @@ def reinforce_backward(
     if n_tokens is None:
         n_tokens = sum(len(e.completion_ids) for e in examples)
     if not examples or n_tokens == 0:
-        return {"loss": 0.0, "kl": 0.0, "n_tokens": 0, "n_sequences": 0}
+        return {"loss": 0.0, "kl": 0.0, "n_tokens": 0, "n_sequences": 0, "logprob_mismatch": None,
+                "tis_clipped_share": None}  # fmt: skip
+    if tis_cap is not None and not tis_cap > 0:
+        raise ConfigError(f"tis_cap must be > 0 (or None), got {tis_cap}")
     model.train()
     device = next(model.parameters()).device
     # Long sequences together: less padding per micro-batch.
     order = sorted(range(len(examples)), key=lambda i: len(examples[i].prompt_ids) + len(examples[i].completion_ids))
     total_loss, total_kl = 0.0, 0.0
+    mismatch_sum, mismatch_n, clipped = 0.0, 0, 0
     for start in range(0, len(order), micro_batch):
         chunk = [examples[i] for i in order[start : start + micro_batch]]
         batch = collate(chunk, pad_id)
@@ -254,7 +280,20 @@ def reinforce_backward(
                 ref_logp, _ = token_logprobs(model, batch, temperature)
         logp, rows = token_logprobs(model, batch, temperature)
         coef = torch.tensor([e.advantage * e.weight for e in chunk], dtype=logp.dtype, device=device)
-        loss, kl = reinforce_objective(logp, rows, coef, n_tokens, ref_logp, kl_coef)
+        token_weight = None
+        if all(e.sampler_logprobs is not None for e in chunk):
+            sampler = torch.tensor(
+                [x for e in chunk for x in e.sampler_logprobs or ()], dtype=logp.dtype, device=device
+            )
+            if sampler.shape == logp.shape:
+                diff = logp.detach() - sampler
+                mismatch_sum += float(diff.abs().sum())
+                mismatch_n += int(diff.numel())
+                if tis_cap is not None:
+                    ratio = torch.exp(diff)
+                    clipped += int((ratio > tis_cap).sum())
+                    token_weight = ratio.clamp(max=tis_cap)
+        loss, kl = reinforce_objective(logp, rows, coef, n_tokens, ref_logp, kl_coef, token_weight)
         loss.backward()
         total_loss += float(loss.detach())
         total_kl += float(kl)
@@ -263,6 +302,8 @@ def reinforce_backward(
         "kl": total_kl / sum(len(e.completion_ids) for e in examples) if kl_coef > 0 else 0.0,
         "n_tokens": n_tokens,
         "n_sequences": len(examples),
+        "logprob_mismatch": mismatch_sum / mismatch_n if mismatch_n else None,
+        "tis_clipped_share": clipped / mismatch_n if (mismatch_n and tis_cap is not None) else None,
     }
 
 

@@ -54,7 +54,9 @@ def req(text: str, n: int = 1, seed: int | None = 1, stop: tuple[str, ...] = (),
 def test_engine_that_cannot_start_is_one_config_error_built_once(stand_in, monkeypatch):
     from collapse_probe.models.vllm import EngineStartError, make_vllm_model
 
-    monkeypatch.setenv("STAND_IN_VLLM_REFUSE", "No available memory for the cache blocks. Try increasing gpu_memory_utilization")
+    monkeypatch.setenv(
+        "STAND_IN_VLLM_REFUSE", "No available memory for the cache blocks. Try increasing gpu_memory_utilization"
+    )
     model = make_vllm_model("vllm/m", "m")
     for _ in range(3):
         with pytest.raises(EngineStartError, match="No available memory") as info:

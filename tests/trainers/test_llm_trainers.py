@@ -61,7 +61,7 @@ class LengthArena:
 
 @pytest.fixture(scope="module")
 def base_model():
-    """Load (and convert on first use) the embedded model once; trainers deep-copy it for LoRA."""
+    """Convert the embedded model once (trainers load their own private copy to wrap with LoRA)."""
     from collapse_probe.models.local import load_local_model
 
     return load_local_model("smollm2-135m")
