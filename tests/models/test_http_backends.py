@@ -599,23 +599,6 @@ def test_vllm_missing_package_names_the_extra():
         make_vllm_model("vllm/m", "m")
 
 
-@pytest.mark.gpu
-def test_vllm_engine_generates_seeded_samples():
-    pytest.importorskip("vllm")
-    name = os.environ.get("COLLAPSE_PROBE_VLLM_TEST_MODEL")
-    if not name:
-        pytest.skip("set COLLAPSE_PROBE_VLLM_TEST_MODEL to a small local chat model")
-    from collapse_probe.models.vllm import make_vllm_model
-
-    model = make_vllm_model(f"vllm/{name}", name, gpu_memory_utilization=0.3, max_model_len=1024)
-    r = req("Say a number.", n=4, seed=1, max_tokens=8, logprobs=True)
-    [a] = asyncio.run(model.generate([r]))
-    [b] = asyncio.run(model.generate([r.with_samples(2, 2)]))
-    assert a.ok and len(a.completions) == 4
-    assert [c.text for c in b.completions] == [c.text for c in a.completions[2:]]
-    assert all(len(c.token_logprobs or []) == c.n_tokens for c in a.completions)
-
-
 def test_request_json_is_plain(keys):
     # every body the backends build must be JSON-serialisable as is
     r = GenerationRequest(({"role": "user", "content": "hi"},), tools=(TOOL,), params=SamplingParams(seed=1))
