@@ -35,7 +35,9 @@ def stand_in(monkeypatch, tmp_path):
     import vllm
 
     assert Path(vllm.__file__).is_relative_to(STAND_IN)
-    return log
+    yield log
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        del sys.modules[name]  # later tests must not see the stand-in
 
 
 def events(log: Path, kind: str | None = None) -> list[dict]:
