@@ -1,16 +1,32 @@
-"""``collapse-probe lab``: run the tabular collapse lab for one method or compare all methods."""
+"""``collapse-probe lab``: run the tabular collapse lab for one method, compare all methods over
+many seeds, or sweep one simulator parameter."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 from collapse_probe.cli._common import add_seed, env, positive
 from collapse_probe.errors import ConfigError
 
-METHOD_CHOICES = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
-COTRAIN_REWARDS = ("adversarial", "cooperative", "curriculum")
+DEFAULT_SEEDS = 20
+"""Seeds of ``--compare`` and ``--sweep`` unless ``--seeds`` says otherwise."""
+
+
+def __getattr__(name: str) -> Any:
+    # The method and reward names are defined once, in the trainers; imported on use so that
+    # building the command line stays light.
+    if name == "METHOD_CHOICES":
+        from collapse_probe.trainers.lab import METHODS
+
+        return METHODS
+    if name == "COTRAIN_REWARDS":
+        from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
+
+        return SIMULATOR_REWARD_MODES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -18,27 +34,59 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "lab",
         help="exact tabular arena: simulator collapse and its fixes against theory",
-        description="Train a softmax-table policy against tabular user simulators and log exact "
-        "held-out reward, policy entropy, collapse error and the Theorem 3.2 bounds.",
+        description="Train a softmax-table policy against tabular user simulators (families of base models, "
+        "their aligned simulators and the fixes) and log exact training and held-out reward (held-out "
+        "families and real users), policy entropy, collapse error and the Theorem 3.2 bounds.",
     )
     p.add_argument(
         "--method",
         default=env("method", "single"),
-        help=f"training method: {' | '.join(METHOD_CHOICES)} (default single)",
+        help="training method: single, vs, ensemble, persona, cotrain, population or selfplay (default single)",
     )
     p.add_argument("--steps", type=int, default=env("steps", 300), help="policy updates (default 300)")
     add_seed(p)
-    p.add_argument("--out", default=env("out", None), help="run directory for results.json and report.html")
+    p.add_argument("--out", default=env("out", None), help="run directory for the results and the HTML report")
     p.add_argument(
         "--compare",
         action="store_true",
         default=env("compare", False),
-        help="run every method with one seed; writes compare.json and compare.html",
+        help="run every method over --seeds seeds; writes compare.json and compare.html",
+    )
+    p.add_argument(
+        "--sweep",
+        default=env("sweep", None),
+        metavar="PARAM=V1,V2,...",
+        help="compare every method at each value of one parameter, named like its flag (sim-temperature, "
+        "vs-error or delta); writes sweep.json and sweep.html",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=env("seeds", None),
+        help=f"seeds of --compare / --sweep: --seed, --seed+1, ... (default {DEFAULT_SEEDS})",
     )
     p.add_argument(
         "--cotrain-reward",
         default=env("cotrain-reward", "adversarial"),
-        help=f"simulator reward of cotrain/population: {' | '.join(COTRAIN_REWARDS)} (default adversarial)",
+        help="simulator reward of cotrain/population: adversarial, cooperative or curriculum (default adversarial)",
+    )
+    p.add_argument(
+        "--sim-temperature",
+        type=float,
+        default=env("sim-temperature", 0.3),
+        help="aligned simulator phi = softmax(log P_ref / T); 1 is the base model, below 1 collapses (default 0.3)",
+    )
+    p.add_argument(
+        "--vs-error",
+        type=float,
+        default=env("vs-error", 0.3),
+        help="Verbalized Sampling returns (1 - e) P_ref + e phi, in [0, 1] (default 0.3)",
+    )
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=env("delta", 0.5),
+        help="family noise: how far each base model is from real users, >= 0 (default 0.5)",
     )
     return p
 
@@ -46,19 +94,74 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _config_from_args(args: argparse.Namespace, method: str) -> Any:
     from collapse_probe.trainers.lab import LabConfig
 
-    return LabConfig(method=method, steps=args.steps, seed=args.seed, cotrain_reward=args.cotrain_reward)
+    return LabConfig(
+        method=method,
+        steps=args.steps,
+        seed=args.seed,
+        cotrain_reward=args.cotrain_reward,
+        sim_temperature=args.sim_temperature,
+        vs_error=args.vs_error,
+        delta=args.delta,
+    )
+
+
+def _check_value(flag: str, value: float) -> None:
+    ok = isinstance(value, int | float) and math.isfinite(value)
+    if flag == "--sim-temperature" and not (ok and value > 0):
+        raise ConfigError(f"--sim-temperature: expected a number > 0; got {value!r}")
+    if flag == "--vs-error" and not (ok and 0 <= value <= 1):
+        raise ConfigError(f"--vs-error: expected a number in [0, 1]; got {value!r}")
+    if flag == "--delta" and not (ok and value >= 0):
+        raise ConfigError(f"--delta: expected a number >= 0; got {value!r}")
+
+
+def parse_sweep(spec: str) -> tuple[str, list[float]]:
+    """``"PARAM=v1,v2,..."`` -> ``(PARAM, [v1, v2, ...])``, each value checked like its own flag."""
+    from collapse_probe.trainers.lab import SWEEP_PARAMS
+
+    param, sep, raw = spec.partition("=")
+    param = param.strip()
+    if not sep or param not in SWEEP_PARAMS:
+        raise ConfigError(
+            f"--sweep: expected PARAM=V1,V2,... with PARAM one of {', '.join(SWEEP_PARAMS)}; got {spec!r}"
+        )
+    values = []
+    for item in raw.split(","):
+        try:
+            values.append(float(item))
+        except ValueError:
+            raise ConfigError(f"--sweep: {param} values must be numbers; got {item.strip()!r} in {spec!r}") from None
+    try:
+        for v in values:
+            _check_value(f"--{param}", v)
+    except ConfigError as exc:
+        raise ConfigError(f"--sweep: {exc}") from None
+    if len(set(values)) != len(values):
+        raise ConfigError(f"--sweep: {param} values repeat in {spec!r}")
+    return param, values
 
 
 def _validate(args: argparse.Namespace) -> None:
+    from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES as COTRAIN_REWARDS
+    from collapse_probe.trainers.lab import METHODS
+
     if not args.out:
         raise ConfigError("--out: a run directory is required (or set $COLLAPSE_PROBE_OUT)")
-    if args.method not in METHOD_CHOICES:
-        raise ConfigError(f"--method: expected one of {', '.join(METHOD_CHOICES)}; got {args.method!r}")
+    if args.method not in METHODS:
+        raise ConfigError(f"--method: expected one of {', '.join(METHODS)}; got {args.method!r}")
     if args.cotrain_reward not in COTRAIN_REWARDS:
         raise ConfigError(
             f"--cotrain-reward: expected one of {', '.join(COTRAIN_REWARDS)}; got {args.cotrain_reward!r}"
         )
     positive("steps", args.steps)
+    for flag in ("--sim-temperature", "--vs-error", "--delta"):
+        _check_value(flag, getattr(args, flag[2:].replace("-", "_")))
+    if args.compare and args.sweep:
+        raise ConfigError("--sweep: runs its own comparison at each value; drop --compare")
+    if args.seeds is not None:
+        if not (args.compare or args.sweep):
+            raise ConfigError("--seeds: only with --compare or --sweep (a single run uses --seed)")
+        positive("seeds", args.seeds)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out: {out} exists and is not a directory")
@@ -67,7 +170,7 @@ def _validate(args: argparse.Namespace) -> None:
 def _summary_table(rows: dict[str, dict[str, float]], bounds: dict[str, dict[str, bool]]) -> str:
     header = (
         f"{'method':<11} {'train end':>9} {'held start':>10} {'held peak':>9} {'@step':>5} {'held end':>8} "
-        f"{'entropy end/start':>17} {'collapse err':>12} {'bounds':>6}"
+        f"{'families end':>12} {'entropy end/start':>17} {'collapse err':>12} {'bounds':>6}"
     )
     lines = [header, "-" * len(header)]
     for method, s in rows.items():
@@ -75,91 +178,87 @@ def _summary_table(rows: dict[str, dict[str, float]], bounds: dict[str, dict[str
         lines.append(
             f"{method:<11} {s['train_reward_end']:>9.3f} {s['heldout_reward_start']:>10.3f} "
             f"{s['heldout_reward_peak']:>9.3f} {int(s['heldout_reward_peak_step']):>5d} {s['heldout_reward_end']:>8.3f} "
-            f"{s['entropy_ratio']:>17.3f} {s['collapse_error_end']:>12.3f} {ok:>6}"
+            f"{s['heldout_sim_reward_end']:>12.3f} {s['entropy_ratio']:>17.3f} {s['collapse_error_end']:>12.3f} {ok:>6}"
+        )
+    return "\n".join(lines)
+
+
+def compare_text(payload: dict[str, Any]) -> str:
+    """Terminal table of a comparison: mean ± 95% half-width over seeds."""
+    from collapse_probe.report.lab_plots import fmt_stat
+
+    header = (
+        f"{'method':<26} {'train final':>15} {'real users final':>17} {'real users peak':>16} "
+        f"{'families final':>15} {'entropy end/start':>17} {'bounds':>6}"
+    )
+    lines = [f"{payload['n_seeds']} seeds, mean ± 95% half-width", header, "-" * len(header)]
+    for m in payload["methods"]:
+        b = m["bounds"]
+        ok = b["tv_exact_holds_all"] and b["grad_holds_all"] and b["tv_sampled_holds"] == b["tv_sampled_n_seeds"]
+        lines.append(
+            f"{m['label']:<26} {fmt_stat(m['train_final']):>15} {fmt_stat(m['heldout_final']):>17} "
+            f"{fmt_stat(m['heldout_peak']):>16} {fmt_stat(m['heldout_sim_final']):>15} "
+            f"{fmt_stat(m['entropy_ratio']):>17} {'ok' if ok else 'FAIL':>6}"
         )
     return "\n".join(lines)
 
 
 def write_report(result: Any, path: Path) -> None:
-    """Self-contained plotly report of one run (plotly.js inlined)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    """Self-contained HTML report of one run (plotly.js inlined)."""
+    from collapse_probe.report.lab_plots import write_run_report
 
-    fig = make_subplots(
-        rows=2,
-        cols=2,
-        subplot_titles=(
-            "Reward (exact)",
-            "Policy entropy (nats)",
-            "Collapse error of the training simulator",
-            "Theorem 3.2: TV(P_phi, P_mode) vs eps_bar_H",
-        ),
-    )
-    x = result.steps
-    fig.add_trace(go.Scatter(x=x, y=result.train_reward, name="train reward"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=result.heldout_reward, name="held-out reward (real users)"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=result.heldout_sim_reward, name="held-out simulators"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=result.policy_entropy, name="policy entropy"), row=1, col=2)
-    fig.add_trace(go.Scatter(x=x, y=result.collapse_error, name="collapse error E[eps]"), row=2, col=1)
-    fig.add_trace(go.Scatter(x=x, y=result.tv, name="TV(P_phi, P_mode)"), row=2, col=2)
-    fig.add_trace(go.Scatter(x=x, y=result.tv_bound, name="bound eps_bar_H", line={"dash": "dash"}), row=2, col=2)
-    for r in (1, 2):
-        for c in (1, 2):
-            fig.update_xaxes(title_text="step", row=r, col=c)
-    fig.update_layout(title=f"collapse lab: method={result.config.method}, seed={result.config.seed}", height=800)
-    fig.write_html(str(path), include_plotlyjs=True, full_html=True)
-
-
-def write_compare_report(results: dict[str, Any], path: Path) -> None:
-    """Held-out reward curves of every method in one self-contained plot."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for method, result in results.items():
-        fig.add_trace(go.Scatter(x=result.steps, y=result.heldout_reward, name=method))
-    seed = next(iter(results.values())).config.seed
-    fig.update_layout(
-        title=f"collapse lab: held-out reward (real users) by method, seed={seed}",
-        xaxis_title="step",
-        yaxis_title="held-out reward (exact)",
-    )
-    fig.write_html(str(path), include_plotlyjs=True, full_html=True)
+    write_run_report(result.to_json(), path)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the lab as the parsed arguments say; returns the exit status."""
     _validate(args)
+    sweep = parse_sweep(args.sweep) if args.sweep else None
     from collapse_probe.rollout import write_json_atomic
-    from collapse_probe.trainers.lab import METHODS, run_lab
+    from collapse_probe.trainers.lab import compare_payload, run_compare_seeds, run_lab, run_sweep
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.compare:
-        configs = {m: _config_from_args(args, m) for m in METHODS}
-        results = {m: run_lab(c) for m, c in configs.items()}
-        payload = {
-            "schema": "collapse-probe/lab-compare/v1",
-            "seed": args.seed,
-            "steps": args.steps,
-            "cotrain_reward": args.cotrain_reward,
-            "methods": {m: r.to_json() for m, r in results.items()},
-            "heldout_reward_end": {m: r.heldout_reward[-1] for m, r in results.items()},
-        }
-        shared = {k: v for k, v in configs[METHODS[0]].__dict__.items() if k != "method"}
-        write_json_atomic(out / "config.json", {"kind": "lab", "compare": True, "methods": list(METHODS), **shared})
-        write_json_atomic(out / "compare.json", payload)
-        write_compare_report(results, out / "compare.html")
-        print(
-            _summary_table(
-                {m: r.summary() for m, r in results.items()},
-                {m: r.to_json()["bound_checks"] for m, r in results.items()},
-            )
+    config = _config_from_args(args, args.method)
+    n_seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS
+    seeds = list(range(args.seed, args.seed + n_seeds))
+    shared = {k: v for k, v in config.__dict__.items() if k not in ("method", "seed") and v is not None}
+    if sweep is not None:
+        from collapse_probe.report.lab_plots import write_sweep_report
+
+        param, values = sweep
+        payload = run_sweep(config, param, values, seeds)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(
+            out / "config.json",
+            {"kind": "lab-sweep", "sweep": True, "param": param, "values": values, "seeds": seeds, **shared},
         )
+        write_json_atomic(out / "sweep.json", payload)
+        write_sweep_report(payload, out / "sweep.html")
+        from collapse_probe.report.lab_plots import fmt_stat
+
+        for m in payload["methods"]:
+            cells = "  ".join(f"{p['value']:g}: {fmt_stat(p['heldout_final'])}" for p in m["points"])
+            print(f"{m['label']:<26} real users  {cells}")
+        print(f"wrote {out / 'sweep.json'} and {out / 'sweep.html'}")
+        return 0
+    if args.compare:
+        from collapse_probe.report.lab_plots import write_compare_report
+
+        results = run_compare_seeds(config, seeds)
+        payload = compare_payload(config, seeds, results)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(
+            out / "config.json",
+            {"kind": "lab", "compare": True, "methods": list(results), "seeds": seeds, **shared},
+        )
+        write_json_atomic(out / "compare.json", payload)
+        write_compare_report(payload, out / "compare.html")
+        print(compare_text(payload))
         print(f"wrote {out / 'compare.json'} and {out / 'compare.html'}")
         return 0
-    config = _config_from_args(args, args.method)
     result = run_lab(config)
     data = result.to_json()
+    out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "config.json", {"kind": "lab", **data["config"]})
     write_json_atomic(out / "results.json", data)
     write_report(result, out / "report.html")

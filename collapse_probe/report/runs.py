@@ -48,7 +48,7 @@ RUN_MARKERS = (
 
 RESULTS_FILE = "results.json"
 COMPARE_FILE = "compare.json"
-"""Results of ``collapse-probe lab --compare`` (schema ``collapse-probe/lab-compare/v1``, no ``results.json``)."""
+"""Results of ``collapse-probe lab --compare`` (schema ``collapse-probe/lab-compare/v1`` or ``/v2``, no ``results.json``)."""
 CONFIG_FILE = "config.json"
 MAX_DEPTH = 8
 """How deep below the runs root discovery looks."""
@@ -393,9 +393,24 @@ def training_curve_from_records(rows: list[dict[str, Any]]) -> list[dict[str, An
 def training_curves(run: RunInfo) -> dict[str, list[dict[str, Any]]]:
     """``{label: per-step records}`` of a train or lab run, or one curve per method of a lab comparison.
 
-    The label is the run's name (``name/method`` for the methods of a ``lab --compare`` run).
+    The label is the run's name (``name/method`` for the methods of a ``lab --compare`` run; a v2
+    comparison contributes each method's seed-mean curve).
     """
     res = run.results
+    if isinstance(res, dict) and isinstance(res.get("methods"), list):
+        # lab-compare/v2: one entry per method with its seed-mean per-step ``curve``
+        out = {}
+        for entry in res["methods"]:
+            if isinstance(entry, dict) and isinstance(entry.get("curve"), list):
+                label = entry.get("label") or entry.get("method")
+                out[f"{run.name}/{label}"] = training_curve_from_records(
+                    [
+                        {k: v for k, v in r.items() if not k.endswith("_ci95")}
+                        for r in entry["curve"]
+                        if isinstance(r, dict)
+                    ]
+                )
+        return out
     if isinstance(res, dict) and isinstance(res.get("methods"), dict):
         out = {}
         for method, sub in res["methods"].items():

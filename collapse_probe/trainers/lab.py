@@ -1,95 +1,79 @@
 """The collapse lab: an exact, fast tabular arena where simulator collapse and its fixes meet theory.
 
-**Arena.** Tasks ``x`` (uniform), agent strategies ``y``, user behaviours ``u``, ``H`` user turns.
-The agent picks one strategy per conversation from a softmax table ``pi(y|x) = softmax(theta[x])``;
-at each turn the user answers with a behaviour ``u_t``; the terminal trajectory reward is the
-mean of the turn rewards, ``R = (1/H) sum_t r(x, y, u_t)`` in [0, 1] (chosen over "reward at the
-last turn" because every turn then matters and ``J`` is linear in the per-turn marginals).
-Three kinds of strategy (see :mod:`collapse_probe.trainers._lab_world` for the ranges):
+**World** (:mod:`collapse_probe.trainers._lab_world`). Real users ``q*(b|x)``; a reward table
+``r(x, y, b)`` drawn from a documented seeded family; ``K`` simulator families whose base
+distributions are ``q*`` perturbed by family noise ``delta``; each family's aligned simulator
+``phi_k = softmax(log P_ref,k / tau)`` (``tau`` = ``sim_temperature``) and its own personas. Each
+part has its own seed stream, so two runs with the same seed train in the same world whatever the
+method or simulator settings.
 
-- *exploit* strategy ``k``: reward ~0.95 when the user answers with behaviour ``k``, ~0.05 otherwise;
-- *robust*: ~0.70 under any behaviour;
-- *weak*: ~0.05 under any behaviour.
+**Policy.** A softmax table ``pi(y|x) = softmax(theta[x])``; one strategy per conversation; the
+terminal reward is the mean of the ``H`` turn rewards. Group-relative REINFORCE: ``G`` rollouts per
+task per step, z-scored advantages (:mod:`collapse_probe.trainers.advantages`).
 
-With the default 8 strategies and 4 behaviours: 4 exploit, 3 robust and 1 weak strategy.
+**Methods** (what the policy trains against; training families are ``0..ensemble_size-1``):
 
-Real users answer i.i.d. from ``rho(u|x)``, which puts mass ``(4, 3, 2, 1)/10`` on the four
-behaviours (task-specific order): their most common behaviour has probability 0.4, so on real
-users an exploit strategy earns at most ``0.4 * 0.95 + 0.6 * 0.05 ~ 0.41`` while a robust one
-earns ~0.70. The *frozen single simulator* is real users with their mode sharpened:
-``phi(mode) = 0.95`` (``mode_concentration``), the remaining 0.05 spread like ``rho``.
+- ``single``: family 0's aligned simulator ``phi_0``.
+- ``vs``: Verbalized Sampling on family 0, ``(1 - vs_error) P_ref,0 + vs_error phi_0``. At
+  ``vs_error = 1`` this is ``phi_0`` (the run equals ``single`` bit for bit); at ``tau = 1`` and
+  ``vs_error = 0`` it is ``P_ref,0 = phi_0`` (again ``single``). It never sees ``q*``.
+- ``ensemble``: rotation over the aligned simulators of families ``0..ensemble_size-1``, one per step.
+- ``persona``: family 0's persona simulator: a persona drawn per conversation from family 0's own
+  persona prior, each persona's logits shifted and collapsed by ``tau`` like ``phi_0``.
+- ``cotrain``: a trainable simulator (a softmax table over ``(x, y, t)``, initialised at ``phi_0``)
+  updated by REINFORCE on its own turns of the same rollouts with its own reward: adversarial
+  ``1 - R``, cooperative ``R`` or curriculum ``exp(-(Var_g(R) - 0.25)^2 / 0.02)`` (credited across
+  the groups of a batch, since it is constant within one).
+- ``population``: as ``cotrain``, but each batch is played by one member of a FIFO pool of the
+  ``pool_size`` most recent snapshots (one every ``snapshot_every`` steps); the live table is
+  updated with per-turn importance weights truncated at 1.
+- ``selfplay``: one jointly trained table holds both sides; its user half is trained on the shared
+  reward ``R``; a snapshot refreshed every ``snapshot_every`` steps plays the user.
 
-**Why collapse shows up (principled, not tuned).** Under the single simulator the exploit
-strategy of the simulator's mode earns ~0.90 > robust ~0.70 > weak/other exploits ~0.1.
-Group-relative REINFORCE climbs that ranking. (i) First, the big gap between the low-reward
-strategies and the rest removes the weak and off-mode strategies; both survivors (mode-exploit and
-robust) beat them on real users, so the held-out reward *rises*. (ii) Once the batch mean passes
-the robust reward, robust strategies have negative advantage and the mass moves to the
-mode-exploit strategy, which on real users earns ~0.41 < 0.70: the held-out reward *peaks and
-falls* while the training reward keeps rising, and the strategy entropy collapses towards 0
-(below a quarter of ``log S``) — it stops only when whole groups pick the exploit and their
-std is zero. (iii) Z-scored advantages remove the reward scale: a group with a fraction ``q`` of
-exploit rollouts has ``sum_{i: exploit} A_i / G <= sqrt(q (1 - q))`` (``sum A = 0``,
-``sum A^2 = G``), so the exploit-vs-rest log-odds ``z`` move by at most about
-``2 lr sqrt(p (1 - p)) = lr / cosh(z / 2)`` per step — within a factor 1.5 of constant for
-``z`` in [-1, 2]. The log-odds therefore grow about *linearly* in steps in that middle phase (mass
-off the exploit decays geometrically: Corollary 3.5), at a rate at most ``lr``, and slow down only
-when groups saturate. Vanilla (unnormalised) policy gradient would instead slow down as
-``p (1 - p)``; the linear growth is a signature of group-relative normalisation.
+**No object that trains reads ``q*``.** :func:`train_policy` receives the reward table, a
+:class:`SimulatorSide` (built from :class:`~collapse_probe.trainers._lab_world.SimulatorFamilies`
+only) and its random generators; the people are read only by the evaluation callback
+(:class:`Evaluator`), which sees the policy, never the other way round.
 
-**Why the fixes fix it.** Each fix changes the *user distribution the policy trains against*
-so that the mode-exploit strategy no longer beats the robust one in expectation: VS samples
-from ``(1 - vs_mixture) rho + vs_mixture phi_single`` (mode mass ~0.46, exploit ~0.46 < 0.70);
-the ensemble rotates three simulators collapsed onto three *different* behaviours (an exploit
-wins at most one step in three); the persona simulator draws a persona ``p ~ rho`` per
-conversation and collapses onto ``p`` (its per-turn marginal is ~``rho``); adversarial
-co-training learns to answer an exploit with a behaviour it does not exploit, and population
-co-training trains against a pool of such snapshots. Cooperative co-training and self-play learn
-the opposite (answer with what the agent exploits) and are expected not to help.
+**Held-out, twice.** Real users ``q*`` (``heldout_reward``) and the aligned simulators of the
+families no method trains on, ``ensemble_size..n_families-1`` (``heldout_sim_reward``).
 
-**Theorem 3.2 at every logged step.** For the *effective training simulator* (the user-turn
-distribution of a rollout, marginalised over what the agent cannot see: persona, ensemble
-rotation, pool draw) the lab enumerates all ``B**H`` behaviour sequences and computes exactly
-``TV(P_phi, P_mode)``, the accumulated collapse error ``eps_bar_H = E[sum_t eps_phi(s_t)]``, and
-the exact gradients of ``J_phi`` and ``J_mode`` with respect to the logit table, and checks
-``TV <= eps_bar_H`` and ``||grad J_phi - grad J_mode|| <= 2 B R_max eps_bar_H`` with
-``B = sqrt(2)`` (softmax table) and ``R_max`` the largest turn reward.
-
-**Simulator training.** A trainable simulator is a softmax table ``theta_phi[x, y, t, u]``
-initialised at the collapsed single simulator and updated by REINFORCE on its own turns of the
-same rollouts, with group-relative advantages of its reward: adversarial ``1 - R``, cooperative
-``R``, or curriculum ``exp(-(Var_g(R) - 0.25)^2 / 0.02)``. The curriculum reward is constant
-within a group, so its within-group advantage is identically zero; it is credited across the
-tasks of the batch instead (a batch-level baseline,
-:func:`collapse_probe.trainers.advantages.batch_relative_advantages`). When the turns were played by
-a lagged snapshot (population pool, self-play) the live table is updated with per-turn importance
-weights truncated at 1 (V-trace style), ``min(1, phi_live(u)/phi_played(u))``. Population
-co-training pushes a snapshot of the live table into a FIFO pool of ``pool_size`` every
-``snapshot_every`` steps and draws one pool member per batch. Self-play: one jointly trained
-table holds both sides; its user half is trained on the shared reward ``R`` (one model, one
-objective) and the copy that plays the user is a snapshot refreshed every ``snapshot_every`` steps.
+**Theorem 3.2 and Corollary 3.5, checked where they could fail.** At every logged step the lab
+enumerates the ``B**H`` behaviour sequences of the effective training simulator (marginalised over
+what the agent cannot see: persona, pool draw, ensemble rotation) and computes exactly
+``TV(P_phi, P_mode)``, ``eps_bar_H`` and both policy gradients; it also estimates the TV by sampling
+``tv_samples`` fresh rollouts (the share whose behaviours leave the mode path) and checks the bound
+against that estimate's confidence interval -- a wrong analysis or sampler would break it. The
+gradient bound ``2 B R_max eps_bar_H`` (``B = sqrt(2)``) is reported with its tightness (gap /
+bound), which is far from 1: it holds, but loosely. Corollary 3.5 (mass off the mode-exploit
+decays geometrically) is fitted as a line through the exploit log-odds in their middle phase and
+reported with its R^2.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from collapse_probe.errors import ConfigError
 from collapse_probe.trainers._lab_world import (
+    REWARD_FAMILY,
     SCORE_NORM_BOUND,
-    ExactAnalysis,
     LabWorld,
+    SimulatorFamilies,
     TabularSimulator,
     analyse,
-    make_world,
-    modal_distribution,
+    draw_world,
+    expected_reward,
     policy_entropy,
+    sequence_digits,
     softmax,
     trajectory_rewards,
 )
@@ -100,11 +84,27 @@ from collapse_probe.trainers.advantages import (
 )
 
 SCHEMA = "collapse-probe/lab/v1"
+COMPARE_SCHEMA = "collapse-probe/lab-compare/v2"
+SWEEP_SCHEMA = "collapse-probe/lab-sweep/v1"
+
 METHODS: tuple[str, ...] = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
-"""Training methods, in the order ``--compare`` runs them."""
+"""Training methods of the lab, in the order ``--compare`` runs them (the one definition; the CLI imports it)."""
+
+SWEEP_PARAMS: dict[str, str] = {"sim-temperature": "sim_temperature", "vs-error": "vs_error", "delta": "delta"}
+"""``--sweep`` parameter names and the :class:`LabConfig` field each sets."""
 
 BOUND_RTOL = 1e-9
-"""Relative slack for floating-point rounding when checking the Theorem 3.2 bounds."""
+"""Relative slack for floating-point rounding when checking the Theorem 3.2 bounds exactly."""
+
+TV_CHECK_Z = 3.29
+"""Two-sided 99.9% normal quantile: the sampled TV check fails only when the bound lies below the
+lower end of this Wilson interval (many runs are checked; a 95% interval would flag 1 in 40 by chance)."""
+
+LOG_ODDS_PHASE = (-1.0, 2.0)
+"""Middle phase of Corollary 3.5's fit: logged steps whose mode-exploit log-odds lie in this range
+(the exploit holds 27%..88% of the mass: past the start, before groups saturate)."""
+
+_DEPRECATED_FIELDS = ("mode_concentration", "heldout_concentration")
 
 
 @dataclass
@@ -116,10 +116,9 @@ class LabConfig:
     n_tasks: int = 8
     """Number of tasks ``x``."""
     n_strategies: int = 8
-    """Number of agent strategies ``y``; must exceed ``n_behaviours`` (one exploit per behaviour,
-    then robust and weak strategies)."""
+    """Number of agent strategies ``y``."""
     n_behaviours: int = 4
-    """Number of user behaviours ``u``."""
+    """Number of user behaviours ``b``."""
     horizon: int = 3
     """User turns ``H`` per conversation (exact analysis enumerates ``n_behaviours**horizon`` sequences)."""
     group_size: int = 8
@@ -131,26 +130,42 @@ class LabConfig:
     steps: int = 300
     """Policy updates."""
     seed: int = 0
-    """Seed of the arena draw and of all sampling."""
+    """Seed of the world and of all sampling (one run)."""
     cotrain_reward: str = "adversarial"
     """Simulator reward for ``cotrain``/``population``: adversarial, cooperative or curriculum."""
     pool_size: int = 5
     """FIFO pool size of ``population`` (the K most recent co-trained snapshots)."""
     snapshot_every: int = 10
     """Steps between simulator snapshots (population pool, self-play user copy)."""
-    mode_concentration: float = 0.95
-    """Mass the frozen single simulator (and each ensemble member and persona) puts on its mode."""
-    vs_mixture: float = 0.1
-    """Weight of the collapsed simulator left in the Verbalized-Sampling distribution
-    ``(1 - vs_mixture) rho + vs_mixture phi_single``."""
+    sim_temperature: float = 0.3
+    """``tau``: aligned simulators are ``softmax(log P_ref / tau)``; 1 is the base model (no collapse)."""
+    vs_error: float = 0.3
+    """``eta``: Verbalized Sampling returns ``(1 - eta) P_ref + eta phi`` (0: the base model, 1: ``phi``)."""
+    delta: float = 0.5
+    """Family noise: ``log P_ref,k = log q* + delta * xi_k`` (how far a base model is from people)."""
+    user_spread: float = 1.0
+    """Real users ``q*(.|x) = softmax(user_spread * z)``: 0 is uniform, large is near-deterministic."""
+    n_families: int = 6
+    """Simulator families ``K``; the first ``ensemble_size`` are trained on, the rest are held out."""
     ensemble_size: int = 3
-    """Frozen simulators rotated by ``ensemble`` (collapsed onto the top-k behaviours of ``rho``)."""
-    heldout_concentration: float = 0.7
-    """Mass each held-out simulator (one per behaviour) puts on its mode."""
+    """Families rotated by ``ensemble``."""
+    n_personas: int = 8
+    """Personas in each family's persona prior."""
+    persona_scale: float = 1.0
+    """Standard deviation of a persona's logit shift (the same scale as ``user_spread``)."""
     eval_every: int = 5
     """Log the exact metrics every this many steps (and at step 0 and the last step)."""
+    tv_samples: int = 256
+    """Fresh rollouts per logged step for the sampled TV estimate."""
     adv_eps: float = 1e-6
     """``eps`` of the group-relative advantage."""
+    vs_mixture: float | None = None
+    """Deprecated alias of :attr:`vs_error` (the share of the collapsed simulator left in VS)."""
+    mode_concentration: float | None = None
+    """Deprecated and ignored: simulators are no longer a sharpened copy of the real users; use
+    :attr:`sim_temperature`."""
+    heldout_concentration: float | None = None
+    """Deprecated and ignored: held-out simulators are the held-out families' aligned simulators."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -168,44 +183,61 @@ class LabConfig:
             "pool_size",
             "snapshot_every",
             "ensemble_size",
+            "n_families",
+            "n_personas",
             "eval_every",
+            "tv_samples",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1; got {value!r}")
         if self.n_behaviours < 2:
-            raise ConfigError(f"n_behaviours must be >= 2 (a mode and somewhere else); got {self.n_behaviours}")
-        if not isinstance(self.n_strategies, int) or self.n_strategies <= self.n_behaviours:
-            raise ConfigError(
-                f"n_strategies must be an integer > n_behaviours ({self.n_behaviours}); got {self.n_strategies!r}"
-            )
+            raise ConfigError(f"n_behaviours must be >= 2; got {self.n_behaviours}")
+        if isinstance(self.n_strategies, bool) or not isinstance(self.n_strategies, int) or self.n_strategies < 2:
+            raise ConfigError(f"n_strategies must be an integer >= 2; got {self.n_strategies!r}")
         if self.n_behaviours**self.horizon > 4096:
             raise ConfigError(
                 f"n_behaviours**horizon must be <= 4096 for exact enumeration; got {self.n_behaviours}**{self.horizon}"
             )
-        if self.ensemble_size > self.n_behaviours:
-            raise ConfigError(f"ensemble_size must be <= n_behaviours ({self.n_behaviours}); got {self.ensemble_size}")
-        for name in ("lr", "sim_lr"):
+        if self.ensemble_size >= self.n_families:
+            raise ConfigError(
+                f"ensemble_size must be < n_families ({self.n_families}) so some families stay held out; "
+                f"got {self.ensemble_size}"
+            )
+        for name in ("lr", "sim_lr", "sim_temperature"):
             value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a finite number > 0; got {value!r}")
-        for name in ("mode_concentration", "heldout_concentration"):
+        for name in ("delta", "user_spread", "persona_scale", "adv_eps"):
             value = getattr(self, name)
-            if not (isinstance(value, int | float) and 1.0 / self.n_behaviours < value <= 1.0):
-                raise ConfigError(
-                    f"{name} must be in (1/n_behaviours, 1] = ({1 / self.n_behaviours:.3g}, 1]; got {value!r}"
+            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} must be a finite number >= 0; got {value!r}")
+        if self.vs_mixture is not None:
+            if not (isinstance(self.vs_mixture, int | float) and 0.0 <= self.vs_mixture <= 1.0):
+                raise ConfigError(f"vs_mixture must be in [0, 1]; got {self.vs_mixture!r}")
+            warnings.warn("LabConfig.vs_mixture is deprecated; use vs_error", DeprecationWarning, stacklevel=3)
+            self.vs_error = float(self.vs_mixture)
+        if isinstance(self.vs_error, bool) or not (isinstance(self.vs_error, int | float) and 0 <= self.vs_error <= 1):
+            raise ConfigError(f"vs_error must be in [0, 1]; got {self.vs_error!r}")
+        for name in _DEPRECATED_FIELDS:
+            if getattr(self, name) is not None:
+                warnings.warn(
+                    f"LabConfig.{name} is deprecated and ignored; the simulators' collapse is set by sim_temperature",
+                    DeprecationWarning,
+                    stacklevel=3,
                 )
-        if not (isinstance(self.vs_mixture, int | float) and 0.0 <= self.vs_mixture <= 1.0):
-            raise ConfigError(f"vs_mixture must be in [0, 1]; got {self.vs_mixture!r}")
-        if not (isinstance(self.adv_eps, int | float) and self.adv_eps >= 0):
-            raise ConfigError(f"adv_eps must be >= 0; got {self.adv_eps!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an integer; got {self.seed!r}")
+
+    @property
+    def heldout_families(self) -> range:
+        """Families no method trains on."""
+        return range(self.ensemble_size, self.n_families)
 
 
 @dataclass
 class LabResult:
-    """Per-logged-step metrics of one run; all exact expectations unless named ``sampled_*``."""
+    """Per-logged-step metrics of one run (one seed); exact expectations unless named ``*sampled*``."""
 
     config: LabConfig
     steps: list[int] = field(default_factory=list)
@@ -213,9 +245,9 @@ class LabResult:
     train_reward: list[float] = field(default_factory=list)
     """``J_phi(pi)`` under the effective training simulator."""
     heldout_reward: list[float] = field(default_factory=list)
-    """``J(pi)`` under real users ``rho``."""
+    """``J(pi)`` under real users ``q*``."""
     heldout_sim_reward: list[float] = field(default_factory=list)
-    """``J(pi)`` averaged over the held-out simulators (one per behaviour, ``heldout_concentration`` on it)."""
+    """``J(pi)`` averaged over the aligned simulators of the held-out families."""
     policy_entropy: list[float] = field(default_factory=list)
     """Mean over tasks of ``H(pi(.|x))`` in nats."""
     collapse_error: list[float] = field(default_factory=list)
@@ -223,13 +255,17 @@ class LabResult:
     accumulated_collapse_error: list[float] = field(default_factory=list)
     """``eps_bar_H = E[sum_t eps_phi(s_t)]``; the Theorem 3.2 TV bound."""
     tv: list[float] = field(default_factory=list)
-    """``TV(P_phi, P_mode)`` of the trajectory distributions."""
+    """``TV(P_phi, P_mode)`` of the trajectory distributions (exact)."""
+    tv_sampled: list[float] = field(default_factory=list)
+    """Share of ``tv_samples`` fresh rollouts whose behaviours leave the mode path (estimates ``tv``)."""
     tv_bound: list[float] = field(default_factory=list)
     """``eps_bar_H``."""
     grad_gap: list[float] = field(default_factory=list)
     """``||grad J_phi - grad J_mode||``."""
     grad_bound: list[float] = field(default_factory=list)
     """``2 B R_max eps_bar_H``."""
+    grad_tightness: list[float] = field(default_factory=list)
+    """``grad_gap / grad_bound`` (``nan`` where the bound is 0)."""
     exploit_log_odds: list[float] = field(default_factory=list)
     """Mean over tasks of ``log pi(y*|x) / (1 - pi(y*|x))`` with ``y*`` the best strategy under the
     mode-only simulator (the mode-exploit strategy)."""
@@ -237,10 +273,14 @@ class LabResult:
     """Mean sampled trajectory reward of the batches since the previous entry (``nan`` at step 0)."""
     zero_std_fraction: list[float] = field(default_factory=list)
     """Fraction of policy groups with zero reward std since the previous entry (``nan`` at step 0)."""
+    tv_sampled_off: int = 0
+    """Sampled rollouts off the mode path, over all logged steps."""
+    tv_sampled_total: int = 0
+    """Sampled rollouts, over all logged steps."""
     final_policy: list[list[float]] = field(default_factory=list)
     """``pi(y|x)`` after the last step."""
     strategy_kind: list[str] = field(default_factory=list)
-    """Kind of each strategy: exploit, robust or weak."""
+    """``specialist`` or ``generalist`` per strategy (a description of the reward draw)."""
 
     @property
     def tv_bound_holds(self) -> bool:
@@ -250,25 +290,36 @@ class LabResult:
     def grad_bound_holds(self) -> bool:
         return all(g <= b * (1 + BOUND_RTOL) + BOUND_RTOL for g, b in zip(self.grad_gap, self.grad_bound, strict=True))
 
-    def summary(self) -> dict[str, float]:
-        """End-of-run numbers: held-out peak and end, entropy ratio, final rewards."""
+    def tv_sampled_check(self) -> dict[str, Any]:
+        """The TV bound against the sampled TV, pooled over the logged steps."""
+        return tv_sampled_check(self.tv_sampled_off, self.tv_sampled_total, float(np.mean(self.tv_bound)))
+
+    def corollary_3_5(self) -> dict[str, Any]:
+        """Line through the exploit log-odds in their middle phase (Corollary 3.5)."""
+        return log_odds_fit(self.steps, self.exploit_log_odds)
+
+    def summary(self) -> dict[str, Any]:
+        """End-of-run numbers: rewards at start, peak and end, entropy ratio, bound tightness."""
         peak = int(np.argmax(self.heldout_reward))
+        tight = [t for t in self.grad_tightness if not math.isnan(t)]
         return {
             "train_reward_start": self.train_reward[0],
+            "train_reward_peak": max(self.train_reward),
             "train_reward_end": self.train_reward[-1],
             "heldout_reward_start": self.heldout_reward[0],
             "heldout_reward_peak": self.heldout_reward[peak],
             "heldout_reward_peak_step": self.steps[peak],
             "heldout_reward_end": self.heldout_reward[-1],
+            "heldout_sim_reward_start": self.heldout_sim_reward[0],
+            "heldout_sim_reward_peak": max(self.heldout_sim_reward),
             "heldout_sim_reward_end": self.heldout_sim_reward[-1],
             "policy_entropy_start": self.policy_entropy[0],
             "policy_entropy_end": self.policy_entropy[-1],
             "entropy_ratio": self.policy_entropy[-1] / self.policy_entropy[0],
             "collapse_error_end": self.collapse_error[-1],
             "max_tv_over_bound": max(t / b if b > 0 else 0.0 for t, b in zip(self.tv, self.tv_bound, strict=True)),
-            "max_grad_gap_over_bound": max(
-                g / b if b > 0 else 0.0 for g, b in zip(self.grad_gap, self.grad_bound, strict=True)
-            ),
+            "max_grad_gap_over_bound": max(tight) if tight else 0.0,
+            "grad_tightness_end": self.grad_tightness[-1] if not math.isnan(self.grad_tightness[-1]) else None,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -277,13 +328,15 @@ class LabResult:
         ``nan`` entries are written as ``None`` so the output is strict JSON.
         """
 
-        def clean(values: list[float]) -> list[float | None]:
+        def clean(values: Sequence[float]) -> list[float | None]:
             return [None if isinstance(v, float) and math.isnan(v) else v for v in values]
 
+        tv_check = self.tv_sampled_check()
         return {
             "schema": SCHEMA,
             "method": self.config.method,
             "config": asdict(self.config),
+            "reward_family": REWARD_FAMILY,
             "steps": list(self.steps),
             "train_reward": clean(self.train_reward),
             "heldout_reward": clean(self.heldout_reward),
@@ -292,14 +345,22 @@ class LabResult:
             "collapse_error": clean(self.collapse_error),
             "accumulated_collapse_error": clean(self.accumulated_collapse_error),
             "tv": clean(self.tv),
+            "tv_sampled": clean(self.tv_sampled),
             "tv_bound": clean(self.tv_bound),
             "grad_gap": clean(self.grad_gap),
             "grad_bound": clean(self.grad_bound),
+            "grad_tightness": clean(self.grad_tightness),
             "exploit_log_odds": clean(self.exploit_log_odds),
             "sampled_train_reward": clean(self.sampled_train_reward),
             "zero_std_fraction": clean(self.zero_std_fraction),
-            "bound_checks": {"tv_bound_holds": self.tv_bound_holds, "grad_bound_holds": self.grad_bound_holds},
-            "summary": self.summary(),
+            "bound_checks": {
+                "tv_bound_holds": self.tv_bound_holds,
+                "grad_bound_holds": self.grad_bound_holds,
+                "tv_sampled_bound_holds": tv_check["holds"],
+            },
+            "tv_sampled_check": tv_check,
+            "corollary_3_5": _clean_json(self.corollary_3_5()),
+            "summary": _clean_json(self.summary()),
             "final_policy": self.final_policy,
             "strategy_kind": self.strategy_kind,
         }
@@ -309,50 +370,130 @@ class LabResult:
         return json.dumps(self.to_json(), indent=2)
 
 
-class _SimulatorSide:
-    """The user side of one method: what plays each batch, what is trained, what is analysed."""
+def _clean_json(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean_json(v) for v in obj]
+    if isinstance(obj, np.floating | np.integer):
+        return _clean_json(obj.item())
+    return obj
 
-    def __init__(self, config: LabConfig, world: LabWorld, rng: np.random.Generator) -> None:
+
+# ---------------------------------------------------------------- checks and statistics
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def tv_sampled_check(off: int, total: int, bound: float) -> dict[str, Any]:
+    """Theorem 3.2's TV bound against a sampled estimate of ``TV(P_phi, P_mode)``.
+
+    ``TV`` to the mode-only simulator is the probability that a rollout leaves the mode path, so
+    the share of sampled rollouts that leave it estimates it without the exact analysis. The check
+    fails when even the lower end of the 99.9% Wilson interval exceeds ``bound``.
+    """
+    lo, hi = wilson_interval(off, total)
+    lo_check, _ = wilson_interval(off, total, z=TV_CHECK_Z)
+    return {
+        "estimate": off / total if total else None,
+        "ci95": [lo, hi],
+        "n": total,
+        "bound": bound,
+        "holds": bool(lo_check <= bound * (1 + BOUND_RTOL) + BOUND_RTOL),
+    }
+
+
+def log_odds_fit(
+    steps: Sequence[float], log_odds: Sequence[float], phase: tuple[float, float] = LOG_ODDS_PHASE
+) -> dict[str, Any]:
+    """Least-squares line through the log-odds in ``phase`` with its R^2 (``None`` with fewer than 5 points)."""
+    s, lo = np.asarray(steps, dtype=float), np.asarray(log_odds, dtype=float)
+    mid = (lo >= phase[0]) & (lo <= phase[1])
+    n = int(mid.sum())
+    if n < 5 or np.ptp(s[mid]) == 0:
+        return {"slope": None, "intercept": None, "r2": None, "n_points": n}
+    slope, intercept = np.polyfit(s[mid], lo[mid], 1)
+    resid = lo[mid] - (slope * s[mid] + intercept)
+    var = lo[mid].var()
+    r2 = 1.0 - resid.var() / var if var > 0 else None
+    return {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "r2": None if r2 is None else float(r2),
+        "n_points": n,
+    }
+
+
+def mean_ci(values: Sequence[float | None]) -> dict[str, Any]:
+    """Mean over seeds with a two-sided 95% Student-t interval; ``None`` and ``nan`` are left out."""
+    from scipy import stats
+
+    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    n = int(arr.size)
+    if n == 0:
+        return {"mean": None, "ci95": None, "n_seeds": 0}
+    mean = float(arr.mean())
+    if n < 2:
+        return {"mean": mean, "ci95": None, "n_seeds": n}
+    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
+    return {"mean": mean, "ci95": [mean - half, mean + half], "n_seeds": n}
+
+
+# ---------------------------------------------------------------- the simulator side
+
+
+class SimulatorSide:
+    """The user side of one method, for every seed at once: what plays each batch, what is trained,
+    what the exact analysis sees. Built from the simulator families alone (it cannot reach ``q*``).
+    """
+
+    def __init__(self, config: LabConfig, families: SimulatorFamilies, n_strategies: int, horizon: int) -> None:
         self.config = config
-        self.world = world
-        self.rng = rng
-        x, s, h = world.n_tasks, world.n_strategies, world.horizon
-        rho = world.reference
-        rank = np.argsort(-rho, axis=1, kind="stable")
-        single = modal_distribution(rho, rank[:, 0], config.mode_concentration)
-        self.single = TabularSimulator.from_task_distribution(single, s, h)
+        self.n_strategies = n_strategies
+        self.horizon = horizon
+        tau = config.sim_temperature
         method = config.method
+        s, h = n_strategies, horizon
         self.logits: np.ndarray | None = None
         self.pool: deque[np.ndarray] = deque(maxlen=config.pool_size)
         self.snapshot: np.ndarray | None = None
+        self.members: list[TabularSimulator] = []
+        self.frozen: TabularSimulator | None = None
         if method == "vs":
-            vs = (1.0 - config.vs_mixture) * rho + config.vs_mixture * single
-            self.frozen = TabularSimulator.from_task_distribution(vs, s, h)
+            self.frozen = TabularSimulator.from_task_distribution(families.verbalized(0, tau, config.vs_error), s, h)
         elif method == "ensemble":
             self.members = [
-                TabularSimulator.from_task_distribution(
-                    modal_distribution(rho, rank[:, k], config.mode_concentration), s, h
-                )
+                TabularSimulator.from_task_distribution(families.aligned(k, tau), s, h)
                 for k in range(config.ensemble_size)
             ]
         elif method == "persona":
-            personas = [
-                TabularSimulator.from_task_distribution(
-                    modal_distribution(rho, np.full(x, p), config.mode_concentration), s, h
-                )
-                for p in range(world.n_behaviours)
-            ]
-            self.frozen = TabularSimulator.mixture(personas, weights=rho.copy())
+            personas = families.personas(0, tau)  # [N, P, X, B]
+            n, p, x, _ = personas.shape
+            weights = np.broadcast_to(families.persona_prior[:, 0, None, :], (n, x, p)).copy()
+            self.frozen = TabularSimulator.from_components(personas, weights, s, h)
         elif method in ("cotrain", "population", "selfplay"):
-            self.logits = np.log(self.single.probs[0])
+            phi = families.aligned_logits(0, tau)  # [N, X, B]
+            n, x, b = phi.shape
+            self.logits = np.broadcast_to(phi[:, :, None, None, :], (n, x, s, h, b)).copy()
             self.pool.append(self.logits.copy())
             self.snapshot = self.logits.copy()
         else:
-            self.frozen = self.single
+            self.frozen = TabularSimulator.from_task_distribution(families.aligned(0, tau), s, h)
 
-    def _table(self, logits: np.ndarray | None) -> TabularSimulator:
+    @staticmethod
+    def _table(logits: np.ndarray | None) -> TabularSimulator:
         if logits is None:  # only the trainable methods hold logits
-            raise RuntimeError(f"method {self.config.method!r} has no trainable simulator table")
+            raise RuntimeError("this method has no trainable simulator table")
         return TabularSimulator.from_table(softmax(logits))
 
     def effective(self) -> TabularSimulator:
@@ -366,20 +507,24 @@ class _SimulatorSide:
             return TabularSimulator.mixture([self._table(p) for p in self.pool])
         if method == "selfplay":
             return self._table(self.snapshot)
+        assert self.frozen is not None
         return self.frozen
 
-    def played(self, step: int) -> tuple[TabularSimulator, np.ndarray | None]:
-        """Simulator that plays the batch of ``step`` and its logits if it is a snapshot table."""
+    def played(self, step: int, rngs: Sequence[np.random.Generator]) -> tuple[TabularSimulator, np.ndarray | None]:
+        """Simulator that plays the batch of ``step`` and its logits when it is a table."""
         method = self.config.method
         if method == "ensemble":
             return self.members[step % len(self.members)], None
         if method == "cotrain":
             return self._table(self.logits), self.logits
         if method == "population":
-            pick = self.pool[int(self.rng.integers(len(self.pool)))]
-            return self._table(pick), pick
+            stacked = np.stack(list(self.pool), axis=1)  # [N, K, X, S, H, B]
+            pick = np.array([int(g.integers(len(self.pool))) for g in rngs])
+            chosen = stacked[np.arange(len(rngs)), pick]
+            return self._table(chosen), chosen
         if method == "selfplay":
             return self._table(self.snapshot), self.snapshot
+        assert self.frozen is not None
         return self.frozen, None
 
     def update(
@@ -391,111 +536,405 @@ class _SimulatorSide:
         rewards: np.ndarray,
         played_logits: np.ndarray | None,
     ) -> None:
-        """REINFORCE on the simulator's own turns of this batch (trainable methods only)."""
+        """REINFORCE on the simulator's own turns of this batch (trainable methods only).
+
+        Args:
+            tasks: ``[X, G]``; strategies ``[N, X, G]``; behaviours ``[N, X, G, H]``; rewards ``[N, X, G]``.
+        """
         if self.logits is None:
             return
         config = self.config
         mode = "cooperative" if config.method == "selfplay" else config.cotrain_reward
-        adv, _ = simulator_advantages(rewards, mode, eps=config.adv_eps)  # [X, G]
-        h = self.world.horizon
-        turns = np.broadcast_to(np.arange(h), behaviours.shape)
-        xs = np.broadcast_to(tasks[..., None], behaviours.shape)
-        ys = np.broadcast_to(strategies[..., None], behaviours.shape)
-        live = softmax(self.logits)[xs, ys, turns]  # [X, G, H, B]
-        weight = np.ones(behaviours.shape)
+        adv = np.stack([simulator_advantages(r, mode, eps=config.adv_eps)[0] for r in rewards])  # [N, X, G]
+        n = strategies.shape[0]
+        shape = behaviours.shape  # [N, X, G, H]
+        ns = np.broadcast_to(np.arange(n)[:, None, None, None], shape)
+        xs = np.broadcast_to(tasks[None, :, :, None], shape)
+        ys = np.broadcast_to(strategies[..., None], shape)
+        turns = np.broadcast_to(np.arange(self.horizon), shape)
+        live = softmax(self.logits)[ns, xs, ys, turns]  # [N, X, G, H, B]
+        weight = np.ones(shape)
+        pick = behaviours[..., None]
         if played_logits is not None and played_logits is not self.logits:
-            played = softmax(played_logits)[xs, ys, turns]
-            pick = behaviours[..., None]
+            played = softmax(played_logits)[ns, xs, ys, turns]
             ratio = np.take_along_axis(live, pick, -1)[..., 0] / np.take_along_axis(played, pick, -1)[..., 0]
             weight = np.minimum(1.0, ratio)
         score = -live
-        np.put_along_axis(score, behaviours[..., None], np.take_along_axis(score, behaviours[..., None], -1) + 1.0, -1)
+        np.put_along_axis(score, pick, np.take_along_axis(score, pick, -1) + 1.0, -1)
         contrib = (adv[..., None] * weight)[..., None] * score / config.group_size
-        np.add.at(self.logits, (xs, ys, turns), config.sim_lr * contrib)
+        np.add.at(self.logits, (ns, xs, ys, turns), config.sim_lr * contrib)
         if config.method in ("population", "selfplay") and (step + 1) % config.snapshot_every == 0:
             self.pool.append(self.logits.copy())
             self.snapshot = self.logits.copy()
 
 
-def run_lab(config: LabConfig) -> LabResult:
-    """Train the tabular policy with one method and log exact metrics.
+@dataclass
+class BatchStats:
+    """What the training loop tells the evaluator about the batches since the last log."""
+
+    sampled_reward: np.ndarray
+    """``[N]`` mean sampled trajectory reward (``nan`` before the first batch)."""
+    zero_std_fraction: np.ndarray
+    """``[N]`` share of zero-std policy groups (``nan`` before the first batch)."""
+
+
+Observer = Callable[[int, np.ndarray, SimulatorSide, BatchStats], None]
+
+
+def train_policy(
+    config: LabConfig,
+    reward: np.ndarray,
+    sims: SimulatorSide,
+    rngs: Sequence[np.random.Generator],
+    observe: Observer,
+) -> np.ndarray:
+    """Group-relative REINFORCE of the softmax-table policy, for every seed at once.
+
+    The loop sees the reward table (the environment's reward), the simulators and its generators --
+    nothing else. ``observe(step, policy, sims, stats)`` is called at step 0, every
+    ``eval_every`` steps and at the last step; it must not change its arguments.
 
     Args:
         config: the run configuration.
+        reward: ``r(x, y, b)``, ``[N, X, S, B]``.
+        sims: the simulator side of the method.
+        rngs: one training generator per seed.
+        observe: the evaluation callback.
+
+    Returns:
+        The final logit table ``theta``, ``[N, X, S]``.
+    """
+    n, x, s, _ = reward.shape
+    g, h = config.group_size, sims.horizon
+    theta = np.zeros((n, x, s))
+    nan = np.full(n, np.nan)
+    observe(0, softmax(theta), sims, BatchStats(nan, nan))
+    tasks = np.repeat(np.arange(x)[:, None], g, axis=1)  # [X, G]
+    ns = np.arange(n)[:, None, None]
+    pending_r: list[np.ndarray] = []
+    pending_z: list[np.ndarray] = []
+    width = x * g * (2 + h)
+    for step in range(config.steps):
+        policy = softmax(theta)
+        u = np.stack([r.random(width) for r in rngs])
+        u_policy = u[:, : x * g].reshape(n, x, g, 1)
+        u_comp = u[:, x * g : 2 * x * g].reshape(n, x, g, 1)
+        u_turns = u[:, 2 * x * g :].reshape(n, x, g, h, 1)
+        cum = np.cumsum(policy, axis=-1)
+        cum[..., -1] = 1.0
+        strategies = (u_policy < cum[:, :, None, :]).argmax(axis=-1)  # [N, X, G]
+        played, played_logits = sims.played(step, rngs)
+        behaviours = played.sample(tasks, strategies, u_comp, u_turns)  # [N, X, G, H]
+        rewards = reward[ns[..., None], tasks[None, :, :, None], strategies[..., None], behaviours].mean(axis=-1)
+        adv, zero_std = group_relative_advantages(rewards.reshape(n * x, g), eps=config.adv_eps)
+        adv = adv.reshape(n, x, g)
+        # grad of mean_i A_i log pi(y_i|x) w.r.t. theta[x] = mean_i A_i (e_{y_i} - pi(.|x))
+        onehot = np.eye(s)[strategies]  # [N, X, G, S]
+        grad = (np.einsum("nxg,nxgs->nxs", adv, onehot) - policy * adv.sum(axis=-1, keepdims=True)) / g
+        theta += config.lr * grad
+        sims.update(step, tasks, strategies, behaviours, rewards, played_logits)
+        pending_r.append(rewards.mean(axis=(1, 2)))
+        pending_z.append(zero_std.reshape(n, x).mean(axis=1))
+        done = step + 1
+        if done % config.eval_every == 0 or done == config.steps:
+            observe(done, softmax(theta), sims, BatchStats(np.mean(pending_r, axis=0), np.mean(pending_z, axis=0)))
+            pending_r.clear()
+            pending_z.clear()
+    return theta
+
+
+class Evaluator:
+    """Exact and sampled metrics of the policy against every simulator and the real users.
+
+    The only reader of :class:`~collapse_probe.trainers._lab_world.RealUsers`; it is called by the
+    training loop with the current policy and the simulator side, and records one entry per call.
+    """
+
+    def __init__(self, config: LabConfig, world: LabWorld, rngs: Sequence[np.random.Generator]) -> None:
+        self.config = config
+        self.world = world
+        self.rngs = rngs
+        tau = config.sim_temperature
+        self.rewards_seq = trajectory_rewards(world.reward, world.horizon)
+        self.r_max = world.reward.max(axis=(1, 2, 3))  # [N]
+        self.heldout_sims = [world.families.aligned(k, tau) for k in config.heldout_families]
+        self.digits = sequence_digits(world.n_behaviours, world.horizon)
+        self.log: dict[str, list[np.ndarray]] = {}
+        self.steps: list[int] = []
+        self.tv_off = np.zeros(world.n_seeds, dtype=int)
+        self.tv_total = 0
+
+    def _add(self, key: str, value: np.ndarray) -> None:
+        self.log.setdefault(key, []).append(np.asarray(value, dtype=float))
+
+    def _sampled_tv(self, sim: TabularSimulator, policy: np.ndarray, mode_path: np.ndarray) -> np.ndarray:
+        world, m = self.world, self.config.tv_samples
+        n, x, h, b = world.n_seeds, world.n_tasks, world.horizon, world.n_behaviours
+        u = np.stack([r.random(m * (2 + h)) for r in self.rngs])
+        tasks = np.arange(m) % x
+        cum = np.cumsum(policy[:, tasks], axis=-1)
+        cum[..., -1] = 1.0
+        strategies = (u[:, :m, None] < cum).argmax(axis=-1)  # [N, M]
+        behaviours = sim.sample(tasks, strategies, u[:, m : 2 * m, None], u[:, 2 * m :].reshape(n, m, h, 1))
+        flat = (behaviours * (b ** np.arange(h - 1, -1, -1))).sum(axis=-1)  # row-major sequence index
+        on_path = flat == mode_path[np.arange(n)[:, None], tasks[None], strategies]
+        off = (~on_path).sum(axis=1)
+        self.tv_off += off
+        self.tv_total += m
+        return off / m
+
+    def __call__(self, step: int, policy: np.ndarray, sims: SimulatorSide, stats: BatchStats) -> None:
+        world = self.world
+        sim = sims.effective()
+        exact = analyse(sim, policy, self.rewards_seq)
+        bound = 2.0 * SCORE_NORM_BOUND * self.r_max * exact.accumulated_collapse_error
+        best = exact.q_mode.argmax(axis=-1)  # [N, X]
+        p_best = np.clip(np.take_along_axis(policy, best[..., None], axis=-1)[..., 0], 1e-12, 1 - 1e-12)
+        self.steps.append(step)
+        self._add("train_reward", exact.expected_reward)
+        self._add("heldout_reward", expected_reward(world.reward, policy, world.real_users.probs))
+        self._add(
+            "heldout_sim_reward",
+            np.mean([expected_reward(world.reward, policy, phi) for phi in self.heldout_sims], axis=0),
+        )
+        self._add("policy_entropy", policy_entropy(policy))
+        self._add("collapse_error", exact.collapse_error)
+        self._add("accumulated_collapse_error", exact.accumulated_collapse_error)
+        self._add("tv", exact.tv)
+        self._add("tv_sampled", self._sampled_tv(sim, policy, exact.mode_path))
+        self._add("tv_bound", exact.accumulated_collapse_error)
+        self._add("grad_gap", exact.grad_gap)
+        self._add("grad_bound", bound)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self._add("grad_tightness", np.where(bound > 0, exact.grad_gap / np.where(bound > 0, bound, 1), np.nan))
+        self._add("exploit_log_odds", np.log(p_best / (1 - p_best)).mean(axis=-1))
+        self._add("sampled_train_reward", stats.sampled_reward)
+        self._add("zero_std_fraction", stats.zero_std_fraction)
+
+    def results(self, config: LabConfig, seeds: Sequence[int], theta: np.ndarray) -> list[LabResult]:
+        """One :class:`LabResult` per seed."""
+        arrays = {k: np.stack(v, axis=1) for k, v in self.log.items()}  # [N, n_logs]
+        kinds = self.world.strategy_kind()
+        policy = softmax(theta)
+        out = []
+        for i, seed in enumerate(seeds):
+            res = LabResult(
+                config=replace(config, seed=seed),
+                steps=list(self.steps),
+                tv_sampled_off=int(self.tv_off[i]),
+                tv_sampled_total=self.tv_total,
+                final_policy=policy[i].round(6).tolist(),
+                strategy_kind=kinds[i],
+            )
+            for k, v in arrays.items():
+                setattr(res, k, [float(a) for a in v[i]])
+            out.append(res)
+        return out
+
+
+def build_world(config: LabConfig, seeds: Sequence[int]) -> LabWorld:
+    """The worlds of ``seeds`` under ``config``'s world parameters."""
+    return draw_world(
+        list(seeds),
+        n_tasks=config.n_tasks,
+        n_strategies=config.n_strategies,
+        n_behaviours=config.n_behaviours,
+        horizon=config.horizon,
+        n_families=config.n_families,
+        n_personas=config.n_personas,
+        user_spread=config.user_spread,
+        delta=config.delta,
+        persona_scale=config.persona_scale,
+    )
+
+
+def run_lab_seeds(config: LabConfig, seeds: Sequence[int]) -> list[LabResult]:
+    """Train ``config.method`` in the worlds of ``seeds`` at once (vectorised over seeds).
+
+    Each seed's numbers are those of a run with that seed alone up to floating-point summation
+    order; within one call, runs that differ only in method share their worlds and random streams.
+    """
+    from collapse_probe.trainers._lab_world import seed_streams
+
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ConfigError("seeds: expected at least one seed")
+    world = build_world(config, seeds)
+    streams = [seed_streams(s) for s in seeds]
+    sims = SimulatorSide(config, world.families, world.n_strategies, world.horizon)
+    evaluator = Evaluator(config, world, [g["eval"] for g in streams])
+    theta = train_policy(config, world.reward, sims, [g["train"] for g in streams], evaluator)
+    return evaluator.results(config, seeds, theta)
+
+
+def run_lab(config: LabConfig) -> LabResult:
+    """Train the tabular policy with one method and one seed and log exact metrics.
 
     Returns:
         A :class:`LabResult` with one entry per logged step (step 0, every ``eval_every`` steps, and
         the last step).
     """
-    rng = np.random.default_rng(config.seed)
-    world = make_world(config.n_tasks, config.n_strategies, config.n_behaviours, config.horizon, rng)
-    rewards_seq = trajectory_rewards(world)
-    r_max = float(world.reward.max())
-    sim_side = _SimulatorSide(config, world, rng)
-    x, s, h, g = world.n_tasks, world.n_strategies, world.horizon, config.group_size
-    real_users = TabularSimulator.from_task_distribution(world.reference, s, h)
-    heldout_sims = [
-        TabularSimulator.from_task_distribution(
-            modal_distribution(world.reference, np.full(x, k), config.heldout_concentration), s, h
-        )
-        for k in range(world.n_behaviours)
-    ]
-    theta = np.zeros((x, s))
-    result = LabResult(config=config, strategy_kind=list(world.strategy_kind))
-    pending_rewards: list[float] = []
-    pending_zero: list[float] = []
-
-    def log(step: int) -> None:
-        policy = softmax(theta)
-        exact: ExactAnalysis = analyse(world, sim_side.effective(), policy, rewards_seq)
-        heldout = analyse(world, real_users, policy, rewards_seq).expected_reward
-        heldout_sim = float(np.mean([analyse(world, m, policy, rewards_seq).expected_reward for m in heldout_sims]))
-        best = exact.q_mode.argmax(axis=1)
-        p_best = np.clip(policy[np.arange(x), best], 1e-12, 1 - 1e-12)
-        result.steps.append(step)
-        result.train_reward.append(exact.expected_reward)
-        result.heldout_reward.append(heldout)
-        result.heldout_sim_reward.append(heldout_sim)
-        result.policy_entropy.append(policy_entropy(policy))
-        result.collapse_error.append(exact.collapse_error)
-        result.accumulated_collapse_error.append(exact.accumulated_collapse_error)
-        result.tv.append(exact.tv)
-        result.tv_bound.append(exact.accumulated_collapse_error)
-        result.grad_gap.append(exact.grad_gap)
-        result.grad_bound.append(2.0 * SCORE_NORM_BOUND * r_max * exact.accumulated_collapse_error)
-        result.exploit_log_odds.append(float(np.mean(np.log(p_best / (1 - p_best)))))
-        result.sampled_train_reward.append(float(np.mean(pending_rewards)) if pending_rewards else math.nan)
-        result.zero_std_fraction.append(float(np.mean(pending_zero)) if pending_zero else math.nan)
-        pending_rewards.clear()
-        pending_zero.clear()
-
-    log(0)
-    tasks = np.repeat(np.arange(x)[:, None], g, axis=1)
-    rows = np.arange(x)[:, None]
-    for step in range(config.steps):
-        policy = softmax(theta)
-        strategies = (rng.random((x, g, 1)) < np.cumsum(policy, axis=1)[:, None, :]).argmax(axis=-1)
-        played, played_logits = sim_side.played(step)
-        behaviours = played.sample(tasks, strategies, rng)  # [X, G, H]
-        rewards = world.reward[tasks[..., None], strategies[..., None], behaviours].mean(axis=-1)
-        adv, zero_std = group_relative_advantages(rewards, eps=config.adv_eps)
-        # grad of mean_i A_i log pi(y_i|x) w.r.t. theta[x] = mean_i A_i (e_{y_i} - pi(.|x))
-        grad = np.zeros((x, s))
-        np.add.at(grad, (np.broadcast_to(rows, strategies.shape), strategies), adv)
-        grad = (grad - policy * adv.sum(axis=1, keepdims=True)) / g
-        theta += config.lr * grad
-        sim_side.update(step, tasks, strategies, behaviours, rewards, played_logits)
-        pending_rewards.append(float(rewards.mean()))
-        pending_zero.append(float(zero_std.mean()))
-        done = step + 1
-        if done % config.eval_every == 0 or done == config.steps:
-            log(done)
-    result.final_policy = softmax(theta).round(6).tolist()
-    return result
+    return run_lab_seeds(config, [config.seed])[0]
 
 
 def run_compare(config: LabConfig, methods: tuple[str, ...] = METHODS) -> dict[str, LabResult]:
-    """Run every method with the same arena, seed and hyper-parameters."""
-    from dataclasses import replace
-
+    """Run every method with the same world, seed and hyper-parameters (one seed)."""
     return {m: run_lab(replace(config, method=m)) for m in methods}
+
+
+# ---------------------------------------------------------------- many seeds: compare and sweep
+
+
+@dataclass(frozen=True)
+class CompareRun:
+    """One row of a comparison: a method and, for the co-trained simulators, their reward."""
+
+    method: str
+    cotrain_reward: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.method if self.cotrain_reward is None else f"{self.method} ({self.cotrain_reward})"
+
+
+def compare_runs(cotrain_reward: str = "adversarial") -> list[CompareRun]:
+    """The rows of ``--compare``: every method (co-trained ones with ``cotrain_reward``), then
+    ``cotrain`` with each other simulator reward."""
+    rows = [CompareRun(m, cotrain_reward if m in ("cotrain", "population") else None) for m in METHODS]
+    rows += [CompareRun("cotrain", r) for r in SIMULATOR_REWARD_MODES if r != cotrain_reward]
+    return rows
+
+
+def run_compare_seeds(
+    config: LabConfig, seeds: Sequence[int], runs: Sequence[CompareRun] | None = None
+) -> dict[str, list[LabResult]]:
+    """``{label: per-seed results}`` for every row of the comparison."""
+    runs = compare_runs(config.cotrain_reward) if runs is None else runs
+    out = {}
+    for row in runs:
+        cfg = replace(config, method=row.method, cotrain_reward=row.cotrain_reward or config.cotrain_reward)
+        out[row.label] = run_lab_seeds(cfg, seeds)
+    return out
+
+
+CURVE_KEYS = ("train_reward", "heldout_reward", "heldout_sim_reward", "policy_entropy", "collapse_error")
+"""Per-step curves a comparison keeps (seed mean and 95% interval per logged step)."""
+
+
+def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> dict[str, Any]:
+    """One entry of ``compare.json``'s ``methods`` list: every headline number as mean, ci95, n_seeds."""
+    sums = [r.summary() for r in results]
+    fits = [r.corollary_3_5() for r in results]
+    tv_checks = [r.tv_sampled_check() for r in results]
+
+    def stat(key: str) -> dict[str, Any]:
+        return mean_ci([s[key] for s in sums])
+
+    curve = []
+    for i, step in enumerate(results[0].steps):
+        row: dict[str, Any] = {"step": step}
+        for key in CURVE_KEYS:
+            st = mean_ci([getattr(r, key)[i] for r in results])
+            row[key] = st["mean"]
+            row[f"{key}_ci95"] = st["ci95"]
+        curve.append(row)
+    return _clean_json(
+        {
+            "method": method,
+            "label": label,
+            "cotrain_reward": results[0].config.cotrain_reward if method in ("cotrain", "population") else None,
+            "heldout_final": stat("heldout_reward_end"),
+            "heldout_peak": stat("heldout_reward_peak"),
+            "heldout_start": stat("heldout_reward_start"),
+            "heldout_sim_final": stat("heldout_sim_reward_end"),
+            "heldout_sim_peak": stat("heldout_sim_reward_peak"),
+            "train_final": stat("train_reward_end"),
+            "train_peak": stat("train_reward_peak"),
+            "entropy_start": stat("policy_entropy_start"),
+            "entropy_end": stat("policy_entropy_end"),
+            "entropy_ratio": stat("entropy_ratio"),
+            "collapse_error_final": stat("collapse_error_end"),
+            "heldout_drop_from_peak": mean_ci([s["heldout_reward_peak"] - s["heldout_reward_end"] for s in sums]),
+            "bounds": {
+                "tv_exact_holds_all": all(r.tv_bound_holds for r in results),
+                "grad_holds_all": all(r.grad_bound_holds for r in results),
+                "tv_sampled_holds": sum(c["holds"] for c in tv_checks),
+                "tv_sampled_n_seeds": len(tv_checks),
+                "tv_sampled": mean_ci([c["estimate"] for c in tv_checks]),
+                "tv_exact_over_bound_max": mean_ci([s["max_tv_over_bound"] for s in sums]),
+                "grad_tightness_max": mean_ci([s["max_grad_gap_over_bound"] for s in sums]),
+                "grad_tightness_end": mean_ci([s["grad_tightness_end"] for s in sums]),
+            },
+            "corollary_3_5": {
+                "slope": mean_ci([f["slope"] for f in fits]),
+                "r2": mean_ci([f["r2"] for f in fits]),
+                "n_seeds_with_phase": sum(f["slope"] is not None for f in fits),
+            },
+            "curve": curve,
+        }
+    )
+
+
+def _shared_config(config: LabConfig) -> dict[str, Any]:
+    return {k: v for k, v in asdict(config).items() if k not in ("method", "seed", *_DEPRECATED_FIELDS, "vs_mixture")}
+
+
+def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, list[LabResult]]) -> dict[str, Any]:
+    """The ``compare.json`` object (schema ``collapse-probe/lab-compare/v2``)."""
+    methods = [summarise_method(label, rs[0].config.method, rs) for label, rs in results.items()]
+    return {
+        "schema": COMPARE_SCHEMA,
+        "seeds": list(seeds),
+        "n_seeds": len(seeds),
+        "seed": seeds[0],
+        "steps": config.steps,
+        "cotrain_reward": config.cotrain_reward,
+        "config": _shared_config(config),
+        "reward_family": REWARD_FAMILY,
+        "heldout_families": list(config.heldout_families),
+        "methods": methods,
+        "heldout_reward_end": {m["label"]: m["heldout_final"]["mean"] for m in methods},
+    }
+
+
+def run_sweep(
+    config: LabConfig,
+    param: str,
+    values: Sequence[float],
+    seeds: Sequence[int],
+    runs: Sequence[CompareRun] | None = None,
+) -> dict[str, Any]:
+    """Each comparison row's held-out numbers over a grid of one parameter (``sweep.json``).
+
+    Args:
+        param: a key of :data:`SWEEP_PARAMS` (``sim-temperature``, ``vs-error``, ``delta``).
+        values: the grid.
+    """
+    if param not in SWEEP_PARAMS:
+        raise ConfigError(f"sweep parameter must be one of {', '.join(SWEEP_PARAMS)}; got {param!r}")
+    attr = SWEEP_PARAMS[param]
+    rows: dict[str, dict[str, Any]] = {}
+    for value in values:
+        cfg = LabConfig(**{**asdict(config), attr: value})
+        for label, rs in run_compare_seeds(cfg, seeds, runs).items():
+            entry = summarise_method(label, rs[0].config.method, rs)
+            row = rows.setdefault(label, {"method": entry["method"], "label": label, "points": []})
+            row["points"].append(
+                {
+                    "value": value,
+                    **{
+                        k: entry[k]
+                        for k in ("heldout_final", "heldout_sim_final", "train_final", "heldout_peak", "entropy_ratio")
+                    },
+                }
+            )
+    return {
+        "schema": SWEEP_SCHEMA,
+        "param": param,
+        "field": attr,
+        "values": list(values),
+        "seeds": list(seeds),
+        "n_seeds": len(seeds),
+        "config": _shared_config(config),
+        "methods": list(rows.values()),
+    }
