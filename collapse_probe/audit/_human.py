@@ -1,4 +1,20 @@
-"""Comparison of the audited simulator with the human Persuasion-for-Good data."""
+"""The audited simulator next to the human Persuasion-for-Good persuadees.
+
+Two views, both with bootstrap intervals:
+
+- **Distribution level**: simulated donations at elicitation states against the 1,017 persuadees'
+  actual donations (Wasserstein-1, two-sample KS with its p-value, L1 over right-closed bins, the
+  share of $0 and of stated amounts), and reply length / distinct-n / semantic diversity of the
+  simulator against the humans *at the same states* (human-grounded prefixes).
+- **State level** (human-grounded states, ``--human``): the state is a real dialogue up to a human
+  persuader turn and the reference is the persuadee's actual next turn. The human reply is
+  partitioned together with the simulator's N replies, so it lands in one of the simulator's
+  semantic classes or in none: the simulator's probability of the human's class, its rank among the
+  simulator's classes, and the share of states where the human said something the simulator never did.
+
+The official CSV loader (:func:`collapse_probe.benchmarks.p4g.load_official_p4g`) is the only way
+human data comes in; the project ships none.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +25,60 @@ import numpy as np
 
 from collapse_probe.audit._config import DONATION_BINS
 
-# ----------------------------------------------------------------------------------------------- human reference
+DONATION_BIN_LABELS = ("$0", "($0, $0.5]", "($0.5, $1]", "($1, $1.5]", "($1.5, $2]")
+"""Right-closed donation bins, labelled as they are: $1 exactly falls in ($0.5, $1]."""
 
 
-def donation_comparison(simulated: Sequence[float], human: Sequence[float]) -> dict[str, Any]:
-    """Simulated vs human donation distributions: Wasserstein-1, two-sample KS, and L1 over the
-    bins :data:`DONATION_BINS` (Σ|p − q|, in [0, 2])."""
+def donation_bins(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Bin index of each donation (clipped to [0, 2]) in :data:`DONATION_BIN_LABELS`.
+
+    Bins are right-closed so that their labels are true: a $0.50 donation is in ($0, $0.5], $1 in
+    ($0.5, $1] (a half-open ``np.histogram`` would put the 12.9 % of persuadees who gave exactly $1
+    under ($1, $1.5]).
+
+    >>> donation_bins([0, 0.3, 0.5, 1.0, 1.2, 2.0, 5.0]).tolist()
+    [0, 1, 1, 2, 3, 4, 4]
+    """
+    x = np.clip(np.asarray(values, dtype=np.float64), 0.0, 2.0)
+    # upper edges 0, .5, 1, 1.5: searchsorted(side="left") gives the first edge >= x, i.e. (lo, hi]
+    return np.searchsorted(np.array(DONATION_BINS[2:-1]), x, side="left") * (x > 0) + (x > 0)
+
+
+def _binned(x: np.ndarray) -> np.ndarray:
+    return np.bincount(donation_bins(x), minlength=len(DONATION_BIN_LABELS)) / x.size
+
+
+def _donation_stats(s: np.ndarray, h: np.ndarray) -> dict[str, float]:
     from scipy.stats import ks_2samp, wasserstein_distance
 
+    ks = ks_2samp(s, h)
+    return {
+        "wasserstein": float(wasserstein_distance(s, h)),
+        "ks_statistic": float(ks.statistic),
+        "ks_pvalue": float(ks.pvalue),
+        "l1_binned": float(np.abs(_binned(s) - _binned(h)).sum()),
+        "share_zero_gap": float(np.mean(s == 0) - np.mean(h == 0)),
+    }
+
+
+def _percentile_ci(boot: np.ndarray) -> list[float] | None:
+    boot = boot[np.isfinite(boot)]
+    if boot.size < 2:
+        return None
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    return [float(lo), float(hi)]
+
+
+def donation_comparison(
+    simulated: Sequence[float], human: Sequence[float], n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """Simulated vs human donation distributions.
+
+    Wasserstein-1, the two-sample KS statistic with its p-value, the L1 distance Σ|p − q| over the
+    right-closed bins :data:`DONATION_BIN_LABELS` (in [0, 2]) and the shares of $0; each distance
+    with a percentile bootstrap interval that resamples the simulated donations and the people
+    independently. Values are clipped to [0, 2] (the task paid $2).
+    """
     s = np.clip(np.asarray(simulated, dtype=np.float64), 0, 2)
     h = np.clip(np.asarray(human, dtype=np.float64), 0, 2)
     if s.size == 0 or h.size == 0:
@@ -25,54 +87,223 @@ def donation_comparison(simulated: Sequence[float], human: Sequence[float]) -> d
             "n_simulated": int(s.size),
             "n_human": int(h.size),
         }
-    edges = np.array(DONATION_BINS)
-    ps = np.histogram(s, bins=edges)[0] / s.size
-    ph = np.histogram(h, bins=edges)[0] / h.size
-    ks = ks_2samp(s, h)
+    point = _donation_stats(s, h)
+    rng = np.random.default_rng(seed)
+    boots: dict[str, list[float]] = {k: [] for k in point}
+    for _ in range(n_boot):
+        b = _donation_stats(rng.choice(s, s.size), rng.choice(h, h.size))
+        for k, v in b.items():
+            boots[k].append(v)
+    out: dict[str, Any] = dict(point)
+    out["ci95"] = {k: _percentile_ci(np.array(v)) for k, v in boots.items() if k != "ks_pvalue"}
+    out.update(
+        {
+            "bins": list(DONATION_BIN_LABELS),
+            "bins_closed": "right",
+            "simulated_binned": _binned(s).tolist(),
+            "human_binned": _binned(h).tolist(),
+            "simulated_mean": float(s.mean()),
+            "human_mean": float(h.mean()),
+            "simulated_share_zero": float(np.mean(s == 0)),
+            "human_share_zero": float(np.mean(h == 0)),
+            "n_simulated": int(s.size),
+            "n_human": int(h.size),
+            "n_boot": n_boot,
+        }
+    )
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- grounding
+
+
+async def human_grounding(records: Sequence[dict[str, Any]], partitioner: Any) -> list[dict[str, Any]]:
+    """Where each human reply falls among the simulator's classes at its human-grounded state.
+
+    The human reply is partitioned together with the state's N simulator replies by the audit's own
+    partitioner (one batched call), so "the same meaning" is judged exactly as for the headline.
+
+    Returns:
+        One row per human-grounded state measured ``ok``: ``state_id``, ``human_reply``,
+        ``human_class_share`` (the simulator's empirical probability of the human's class),
+        ``human_class_rank`` (1 = the simulator's mode; ties share the better rank; ``None`` when
+        outside), ``outside`` (the simulator never said anything of the human's class) and ``n``.
+    """
+    rows = [r for r in records if r.get("status") == "ok" and r.get("human_reply") and r.get("responses")]
+    if not rows:
+        return []
+    labels = await partitioner.apartition_many([list(r["responses"]) + [r["human_reply"]] for r in rows])
+    out = []
+    for r, lab in zip(rows, labels, strict=True):
+        sim, human = np.asarray(lab[:-1]), lab[-1]
+        counts = {int(c): int((sim == c).sum()) for c in np.unique(sim)}
+        k = counts.get(int(human), 0)
+        out.append(
+            {
+                "state_id": r["state_id"],
+                "human_reply": r["human_reply"],
+                "human_class_share": k / len(sim),
+                "human_class_rank": (1 + sum(1 for v in counts.values() if v > k)) if k else None,
+                "outside": k == 0,
+                "n": len(sim),
+                "n_classes": len(counts),
+            }
+        )
+    return out
+
+
+def _mean_ci(values: Sequence[float], n_boot: int, rng: np.random.Generator) -> dict[str, Any]:
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return {"estimate": None, "ci95": None, "n": 0}
+    idx = rng.integers(0, v.size, size=(n_boot, v.size))
+    return {"estimate": float(v.mean()), "ci95": _percentile_ci(v[idx].mean(axis=1)), "n": int(v.size)}
+
+
+def grounding_summary(rows: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Means over human-grounded states, with bootstrap intervals over states."""
+    rng = np.random.default_rng(seed)
+    ranks = [r["human_class_rank"] for r in rows if r["human_class_rank"] is not None]
     return {
-        "wasserstein": float(wasserstein_distance(s, h)),
-        "ks_statistic": float(ks.statistic),
-        "ks_pvalue": float(ks.pvalue),
-        "l1_binned": float(np.abs(ps - ph).sum()),
-        "bins": ["$0", "($0, $0.5]", "($0.5, $1]", "($1, $1.5]", "($1.5, $2]"],
-        "simulated_binned": ps.tolist(),
-        "human_binned": ph.tolist(),
-        "simulated_mean": float(s.mean()),
-        "human_mean": float(h.mean()),
-        "n_simulated": int(s.size),
-        "n_human": int(h.size),
+        "n_states": len(rows),
+        "human_class_share": _mean_ci([r["human_class_share"] for r in rows], n_boot, rng),
+        "outside_share": _mean_ci([float(r["outside"]) for r in rows], n_boot, rng),
+        "human_is_mode_share": _mean_ci([float(r["human_class_rank"] == 1) for r in rows], n_boot, rng),
+        "mean_rank_when_inside": float(np.mean(ranks)) if ranks else None,
     }
 
 
-def human_reference(
-    records: Sequence[dict[str, Any]], dialogues: Sequence[Any], embedder: Any = None
-) -> dict[str, Any]:
-    """Compare the audited simulator with the human P4G data."""
-    from collapse_probe.benchmarks.p4g import parse_donation
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def matched_state_comparison(
+    records: Sequence[dict[str, Any]], embedder: Any = None, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any] | None:
+    """Simulator vs human replies at the same human-grounded states: length, distinct-n and
+    semantic diversity (Vendi over one simulator draw per state vs the human replies), each with a
+    bootstrap interval over states (paired: the same resampled states on both sides)."""
     from collapse_probe.metrics.vendi import distinct_n, vendi_score
 
-    ok = [r for r in records if r.get("status") == "ok"]
-    sim_donations, stated, total = [], 0, 0
-    for r in ok:
+    hs = [r for r in records if r.get("status") == "ok" and r.get("human_reply") and r.get("responses")]
+    if not hs:
+        return None
+    rng = np.random.default_rng(seed)
+    human = [r["human_reply"] for r in hs]
+    sim = [r["responses"][0] for r in hs]  # one draw per state: like with like
+    sim_len = np.array([np.mean([_words(t) for t in r["responses"]]) for r in hs])
+    hum_len = np.array([_words(t) for t in human], dtype=np.float64)
+    idx = rng.integers(0, len(hs), size=(n_boot, len(hs)))
+    out: dict[str, Any] = {
+        "n_states": len(hs),
+        "length_words": {
+            "simulator": float(sim_len.mean()),
+            "human": float(hum_len.mean()),
+            "difference": float(sim_len.mean() - hum_len.mean()),
+            "difference_ci95": _percentile_ci((sim_len[idx] - hum_len[idx]).mean(axis=1)),
+        },
+    }
+    small = min(n_boot, 200)  # distinct-n and Vendi are set statistics: fewer replicates suffice
+    for n in (1, 2):
+        d_sim, d_hum = distinct_n(sim, n), distinct_n(human, n)
+        boot = []
+        for ix in idx[:small]:
+            a, b = distinct_n([sim[i] for i in ix], n), distinct_n([human[i] for i in ix], n)
+            boot.append(np.nan if a is None or b is None else a - b)
+        out[f"distinct_{n}"] = {
+            "simulator": d_sim,
+            "human": d_hum,
+            "difference_ci95": _percentile_ci(np.array(boot)),
+        }
+    if embedder is not None and len(hs) >= 2:
+        emb = np.asarray(embedder.embed(sim + human))
+        es, eh = emb[: len(hs)], emb[len(hs) :]
+        boot = [vendi_score(es[ix]) - vendi_score(eh[ix]) for ix in idx[: min(small, 100)]]
+        out["vendi"] = {
+            "simulator": vendi_score(es),
+            "human": vendi_score(eh),
+            "difference_ci95": _percentile_ci(np.array(boot)),
+        }
+    return out
+
+
+def _simulated_donations(records: Sequence[dict[str, Any]]) -> tuple[list[float], int, int]:
+    from collapse_probe.benchmarks.p4g import parse_donation
+
+    donations, stated, total = [], 0, 0
+    for r in records:
+        if r.get("status") != "ok":
+            continue
         if r["source"] in ("elicitation",) or r.get("closed_set"):
             for t in r["responses"]:
                 total += 1
                 d = parse_donation(t)
                 if d is not None:
                     stated += 1
-                    sim_donations.append(min(d, 2.0))
+                    donations.append(min(d, 2.0))
+    return donations, stated, total
+
+
+def human_reference(
+    records: Sequence[dict[str, Any]],
+    dialogues: Sequence[Any],
+    embedder: Any = None,
+    grounding: Sequence[dict[str, Any]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Compare the audited simulator with the human P4G data (see the module docstring).
+
+    Args:
+        records: the audit's state records of one sampling mode.
+        dialogues: the official dialogues (:func:`~collapse_probe.benchmarks.p4g.load_official_p4g`).
+        embedder: an embedding partitioner for the semantic-diversity comparison, or ``None``.
+        grounding: rows of :func:`human_grounding` for these records, or ``None``.
+    """
+    sim_donations, stated, total = _simulated_donations(records)
     human_donations = [d.donation for d in dialogues if d.donation is not None]
-    out: dict[str, Any] = {"donations": donation_comparison(sim_donations, human_donations)}
+    out: dict[str, Any] = {"donations": donation_comparison(sim_donations, human_donations, n_boot, seed)}
     out["donations"]["simulated_stated_fraction"] = stated / total if total else None
-    hs = [r for r in ok if r["source"] == "human" and r.get("human_reply")]
-    if hs:
-        human_texts = [r["human_reply"] for r in hs]
-        sim_texts = [r["responses"][0] for r in hs]  # one draw per prefix: like with like
-        div: dict[str, Any] = {"n_prefixes": len(hs)}
-        for n in (1, 2):
-            div[f"distinct_{n}"] = {"simulator": distinct_n(sim_texts, n), "human": distinct_n(human_texts, n)}
-        if embedder is not None and len(hs) >= 2:
-            emb = embedder.embed(sim_texts + human_texts)
-            div["vendi"] = {"simulator": vendi_score(emb[: len(hs)]), "human": vendi_score(emb[len(hs) :])}
+    matched = matched_state_comparison(records, embedder, n_boot, seed)
+    if matched is not None:
+        out["matched_states"] = matched
+        # the pre-existing flat view, kept for readers of earlier results.json files
+        div: dict[str, Any] = {"n_prefixes": matched["n_states"]}
+        for k in ("distinct_1", "distinct_2", "vendi"):
+            if k in matched:
+                div[k] = {"simulator": matched[k]["simulator"], "human": matched[k]["human"]}
         out["diversity"] = div
+    if grounding:
+        out["grounding"] = grounding_summary(grounding, n_boot, seed)
+        out["grounding_states"] = list(grounding)
     return out
+
+
+def towards_people(direct: dict[str, Any], verbalized: dict[str, Any]) -> dict[str, Any]:
+    """Does Verbalized Sampling move the simulator towards the people? Each measure for both modes
+    and which is closer; distances with their bootstrap intervals (the paper's claim is that VS is
+    closer: lower W1 / KS / L1, a higher share of the human's class, fewer human replies outside)."""
+    rows: dict[str, Any] = {}
+    dd, dv = direct.get("donations") or {}, verbalized.get("donations") or {}
+    for k in ("wasserstein", "ks_statistic", "l1_binned"):
+        if k in dd and k in dv:
+            rows[k] = {
+                "direct": dd[k],
+                "direct_ci95": (dd.get("ci95") or {}).get(k),
+                "verbalized": dv[k],
+                "verbalized_ci95": (dv.get("ci95") or {}).get(k),
+                "closer": "verbalized" if dv[k] < dd[k] else "direct" if dd[k] < dv[k] else "tie",
+            }
+    gd, gv = direct.get("grounding") or {}, verbalized.get("grounding") or {}
+    for k, higher in (("human_class_share", True), ("outside_share", False)):
+        if k in gd and k in gv and gd[k]["estimate"] is not None and gv[k]["estimate"] is not None:
+            a, b = gd[k]["estimate"], gv[k]["estimate"]
+            better = (b > a) if higher else (b < a)
+            rows[k] = {
+                "direct": a,
+                "direct_ci95": gd[k]["ci95"],
+                "verbalized": b,
+                "verbalized_ci95": gv[k]["ci95"],
+                "closer": "verbalized" if better else "direct" if a != b else "tie",
+            }
+    return rows

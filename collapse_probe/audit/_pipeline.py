@@ -9,7 +9,7 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
-from collapse_probe.audit._human import human_reference
+from collapse_probe.audit._human import human_grounding, human_reference, towards_people
 from collapse_probe.audit._report import _state_row, verdict, write_audit_report
 from collapse_probe.audit._sampling import _Sampler
 from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
@@ -183,7 +183,22 @@ async def run_audit_async(
     elif config.variance_share:
         results["variance_share"] = {"share": None, "note": "--variance-share needs --policy (agent prefixes to fix)"}
     if dialogues:
-        results["human_reference"] = human_reference(recs, dialogues, embedder)
+        for mode, mode_recs in by_mode.items():
+            ref = human_reference(
+                mode_recs,
+                dialogues,
+                embedder,
+                await human_grounding(mode_recs, partitioner),
+                config.n_boot,
+                config.seed,
+            )
+            if mode == primary.mode:
+                results["human_reference"] = ref
+            else:
+                results["compare_vs"]["human_reference"] = ref
+        if config.compare_vs:
+            refs = {primary.mode: results["human_reference"], sims[1].mode: results["compare_vs"]["human_reference"]}
+            results["compare_vs"]["towards_people"] = towards_people(refs["direct"], refs["verbalized"])
     if conv_records:
         from collapse_probe.play import summarize_rewards
 

@@ -209,10 +209,15 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
                 f"donations: {donations.get('note')} ({donations.get('n_simulated')} simulated, "
                 f"{donations.get('n_human')} human); simulated donations come from the states that ask for an amount"
             )
-        div = ap.human_diversity_table(res)
-        if div:
-            st.caption("diversity of replies at the same prefixes of real dialogues (one simulator draw per prefix)")
-            show_table(div)
+        for caption, table in (
+            ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
+            ("the human persuadee's actual reply at each human-grounded state, among the simulator's classes",
+             ap.grounding_table(res)),
+            ("does Verbalized Sampling move the simulator towards the people?", ap.towards_people_table(res)),
+        ):  # fmt: skip
+            if table:
+                st.caption(caption)
+                show_table(table)
     show_table(ap.states_table(res), expander="per-state table")
     state_detail(res, by_mode)
 

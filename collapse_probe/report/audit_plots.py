@@ -346,6 +346,69 @@ def human_diversity_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": ["metric", "simulator", "human"], "rows": rows}
 
 
+def realism_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The simulator next to the people: every realism measure with its 95 % bootstrap interval."""
+    ref = results.get("human_reference") or {}
+    if not ref:
+        return None
+    rows: list[list[str]] = []
+    d = ref.get("donations") or {}
+    ci = d.get("ci95") or {}
+    if "wasserstein" in d:
+        rows.append(["donations: Wasserstein-1 ($)", _f(d["wasserstein"]), _ci(ci.get("wasserstein"))])
+        rows.append(["donations: KS statistic (p-value)", f"{_f(d['ks_statistic'])} (p={d['ks_pvalue']:.3g})",
+                     _ci(ci.get("ks_statistic"))])  # fmt: skip
+        rows.append(["donations: binned L1 (right-closed bins)", _f(d["l1_binned"]), _ci(ci.get("l1_binned"))])
+        rows.append(["share giving $0: simulator / human",
+                     f"{_f(d['simulated_share_zero'])} / {_f(d['human_share_zero'])}", _ci(ci.get("share_zero_gap"))])  # fmt: skip
+    if d.get("simulated_stated_fraction") is not None:
+        rows.append(["simulated replies stating an amount", _f(d["simulated_stated_fraction"]), ""])
+    g = ref.get("grounding") or {}
+    if g:
+        rows.append(["simulator's probability of the human's class", _f(g["human_class_share"]["estimate"]),
+                     _ci(g["human_class_share"]["ci95"])])  # fmt: skip
+        rows.append(["states where the human said what the simulator never did", _f(g["outside_share"]["estimate"]),
+                     _ci(g["outside_share"]["ci95"])])  # fmt: skip
+        rows.append(["states where the human's class is the simulator's mode", _f(g["human_is_mode_share"]["estimate"]),
+                     _ci(g["human_is_mode_share"]["ci95"])])  # fmt: skip
+    m = ref.get("matched_states") or {}
+    if m:
+        ln = m["length_words"]
+        rows.append(["reply length, words: simulator / human", f"{ln['simulator']:.1f} / {ln['human']:.1f}",
+                     "difference " + _ci(ln["difference_ci95"])])  # fmt: skip
+        for k in ("distinct_1", "distinct_2", "vendi"):
+            if k in m:
+                rows.append([f"{k.replace('_', '-')} at the same states: simulator / human",
+                             f"{_f(m[k]['simulator'])} / {_f(m[k]['human'])}", "difference " + _ci(m[k]["difference_ci95"])])  # fmt: skip
+    if not rows:
+        return None
+    return {"columns": ["measure", "value", "95% CI"], "rows": rows}
+
+
+def grounding_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """One row per human-grounded state: the human's actual reply and where it falls among the simulator's classes."""
+    rows = (results.get("human_reference") or {}).get("grounding_states") or []
+    if not rows:
+        return None
+    return {
+        "columns": ["state", "the human persuadee replied", "simulator's P(human's class)", "rank", "classes"],
+        "rows": [[r["state_id"], r["human_reply"][:160], _f(r["human_class_share"]),
+                  "outside" if r["outside"] else str(r["human_class_rank"]), str(r["n_classes"])] for r in rows],
+    }  # fmt: skip
+
+
+def towards_people_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Direct vs Verbalized Sampling on the realism measures: which one is closer to the people."""
+    t = (results.get("compare_vs") or {}).get("towards_people") or {}
+    if not t:
+        return None
+    return {
+        "columns": ["measure", "direct [95% CI]", "VS [95% CI]", "closer to people"],
+        "rows": [[k, f"{_f(v['direct'])} {_ci(v['direct_ci95'])}", f"{_f(v['verbalized'])} {_ci(v['verbalized_ci95'])}",
+                  v["closer"]] for k, v in t.items()],
+    }  # fmt: skip
+
+
 # ----------------------------------------------------------------------------------------------- report
 
 
@@ -362,10 +425,14 @@ def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, An
     if results.get("variance_share"):
         sections.append(("Simulator share of reward variance (Lemma 3.3)", variance_share_table(results)))
     if results.get("human_reference"):
-        sections.append(("Human reference: donations", donation_comparison_figure(results)))
-        div = human_diversity_table(results)
-        if div:
-            sections.append(("Human reference: diversity at the same prefixes", div))
+        sections.append(("Realism: donations, simulator vs people", donation_comparison_figure(results)))
+        for title, table in (
+            ("Realism: the simulator next to the people", realism_table(results)),
+            ("Realism: the human's actual reply at each human-grounded state", grounding_table(results)),
+            ("Realism: does Verbalized Sampling move the simulator towards the people?", towards_people_table(results)),
+        ):
+            if table:
+                sections.append((title, table))
     return sections
 
 
