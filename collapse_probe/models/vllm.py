@@ -161,7 +161,7 @@ def check_vllm_version(vllm: Any) -> None:
 _START_HINTS = (
     (
         ("memory", "cuda out of memory", "kv cache", "free memory"),
-        "lower gpu_memory_utilization or max_model_len (-M SPEC.gpu_memory_utilization=0.5), or free the GPU",
+        "lower gpu_memory_utilization or max_model_len (e.g. -M policy.gpu_memory_utilization=0.5), or free the GPU",
     ),
     (("lora rank", "max_lora_rank"), "set max_lora_rank to one of " + ", ".join(map(str, LORA_RANKS))),
     (("max_model_len", "max model len", "context length"), "lower max_model_len"),
