@@ -109,8 +109,12 @@ class CrossplayConfig:
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
         if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, int) or self.n_boot < 100:
             raise ConfigError(f"--n-boot must be an integer >= 100, got {self.n_boot!r}")
-        if self.temperature < 0:
-            raise ConfigError(f"--temperature must be >= 0, got {self.temperature}")
+        from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, check_at_most, check_finite
+
+        check_finite(self.temperature, "--temperature")
+        check_at_most(self.tasks, MAX_STATES, "--tasks", "tasks")
+        n_conv = self.tasks * self.rollouts * len(self.policies) * len(self.simulators)
+        check_at_most(n_conv, MAX_CONVERSATIONS, "--tasks x --rollouts x cells =", "conversations")
 
     @property
     def heldout_simulators(self) -> list[str]:
@@ -132,6 +136,8 @@ def run_crossplay(
     cache: bool = True,
     report: bool = True,
     max_live: int | None = None,
+    fresh: bool = False,
+    keep_failed: bool = False,
 ) -> dict[str, Any]:
     """Run the whole policy x simulator matrix in one engine run and compute its results.
 
@@ -148,6 +154,9 @@ def run_crossplay(
         report: write ``report.html`` (needs ``out``).
         max_live: at most this many conversations in flight (``None``: the whole matrix at once). An
             execution setting, not part of the configuration: a run may resume with another value.
+        fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
+        keep_failed: on resume, keep conversations that ended in an infrastructure failure instead
+            of running them again.
 
     Returns:
         The results dictionary (also written to ``out/results.json``).
@@ -171,8 +180,11 @@ def run_crossplay(
 
     run_dir = None
     if out is not None:
+        from collapse_probe.models._identity import participant_fingerprints
+
         run_dir = RunDir(out)
-        run_dir.create({**asdict(config), "version": __version__}, kind="crossplay")
+        fps = participant_fingerprints({s: participants[s] for s in labels})
+        run_dir.create({**asdict(config), "version": __version__}, kind="crossplay", fingerprints=fps, fresh=fresh)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)
     records = asyncio.run(
@@ -182,6 +194,7 @@ def run_crossplay(
             participants,
             config=EngineConfig(temperature=config.temperature, progress=progress, max_live=max_live),
             run_dir=run_dir,
+            retry_infra_failures=not keep_failed,
         )
     )
     results = crossplay_results(records, config, task_ids=[t.task_id for t in tasks])
@@ -267,7 +280,20 @@ def crossplay_results(
         "transfer": transfer,
         "policy_diversity": diversity,
         "config": asdict(config),
+        "fingerprints": record_fingerprints(records),
     }
+
+
+def record_fingerprints(records: Sequence[dict[str, Any]]) -> dict[str, str | list[str]]:
+    """Spec -> the model fingerprint its conversations were run with (a sorted list when they differ,
+    which the gate refuses to judge: one spec answered by two models)."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        fps = r.get("fingerprints") or {}
+        for side in ("policy", "simulator"):
+            if isinstance(fps, dict) and fps.get(side):
+                seen.setdefault(str(r.get(side)), set()).add(str(fps[side]))
+    return {k: (next(iter(v)) if len(v) == 1 else sorted(v)) for k, v in seen.items()}
 
 
 def cell_summary(
@@ -453,8 +479,14 @@ def load_results(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)")
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not UTF-8 text; expected a cross-play results.json") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: JSON nested too deeply; expected a cross-play results.json") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")

@@ -16,6 +16,11 @@ class ConfigError(CollapseProbeError, ValueError):
     """Bad input: a flag, file or field that does not hold what was expected."""
 
 
+class CacheError(ConfigError):
+    """The response cache cannot be used (corrupt, truncated, not a database): fatal for the run,
+    never an infrastructure failure of the requests that hit it."""
+
+
 class MissingDependencyError(CollapseProbeError, ImportError):
     """An optional dependency is not installed; the message names the pip command."""
 

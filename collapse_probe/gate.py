@@ -191,8 +191,19 @@ def evaluate_gate(
     if problems:
         checks.append(GateCheck("results", "error", "; ".join(problems)))
         return verdict
-    cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
+    cells: dict[tuple[str, str], dict[str, Any]] = {
+        (str(c.get("policy")), str(c.get("simulator"))): c for c in results["cells"] if isinstance(c, dict)
+    }
     sims: list[str] = list(results["simulators"])
+    fps = results.get("fingerprints") or {}
+    mixed = sorted(k for k, v in fps.items() if isinstance(v, list) and len(v) > 1) if isinstance(fps, dict) else []
+    if mixed:
+        checks.append(GateCheck(
+            "results", "error",
+            f"the run mixes outputs of different models under one spec: {', '.join(mixed)} "
+            "(the model changed while the run was resumed); rerun into a fresh --out",
+        ))  # fmt: skip
+        return verdict
     train_sim = results.get("train_simulator")
     heldout = [s for s in sims if s != train_sim]
     rows = [p for p in (policy, baseline_policy) if p is not None]

@@ -49,12 +49,24 @@ def run_play(
     out: str | Path | None,
     *,
     progress: bool = True,
+    fresh: bool = False,
+    keep_failed: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run ``config.tasks x config.rollouts`` conversations; return records and the reward summary."""
+    """Run ``config.tasks x config.rollouts`` conversations; return records and the reward summary.
+
+    ``fresh`` starts over in ``out`` (old files move to ``out/.previous/``); ``keep_failed`` keeps
+    conversations that ended in an infrastructure failure on resume instead of running them again.
+    """
+    from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_finite
+    from collapse_probe.models._identity import participant_fingerprints
+
+    check_finite(config.temperature, "--temperature")
+    check_at_most(config.tasks * config.rollouts, MAX_CONVERSATIONS, "--tasks x --rollouts =", "conversations")
     run_dir = None
     if out is not None:
         run_dir = RunDir(out)
-        run_dir.create({**asdict(config), "version": __version__}, kind="play")
+        fps = participant_fingerprints({s: participants[s] for s in (config.policy, config.sim)})
+        run_dir.create({**asdict(config), "version": __version__}, kind="play", fingerprints=fps, fresh=fresh)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, [config.policy], [config.sim], config.rollouts, config.seed)
     records = asyncio.run(
@@ -64,9 +76,19 @@ def run_play(
             participants,
             config=EngineConfig(temperature=config.temperature, progress=progress, max_live=config.max_live),
             run_dir=run_dir,
+            retry_infra_failures=not keep_failed,
         )
     )
     summary = summarize_rewards(records)
     if run_dir is not None:
-        run_dir.write_results({"schema": "collapse-probe/play/v1", **asdict(config), "summary": summary})
+        from collapse_probe.crossplay import record_fingerprints
+
+        run_dir.write_results(
+            {
+                "schema": "collapse-probe/play/v1",
+                **asdict(config),
+                "summary": summary,
+                "fingerprints": record_fingerprints(records),
+            }
+        )
     return records, summary

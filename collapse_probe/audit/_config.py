@@ -103,6 +103,12 @@ class AuditConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
         if self.n_boot < 100:
             raise ConfigError(f"n_boot must be >= 100, got {self.n_boot}")
+        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite
+
+        check_finite(self.temperature, "--temperature")
+        check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")
+        check_at_most(self.states, MAX_STATES, "--states", "states")
+        check_at_most(self.rollouts * self.states, MAX_STATES, "--states x --rollouts =", "rollouts")
         if self.benchmark != "p4g" and self.policy is None:
             raise ConfigError(
                 f"--benchmark {self.benchmark}: probe states are built for p4g only; give --policy SPEC to audit "

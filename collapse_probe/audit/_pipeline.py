@@ -60,6 +60,8 @@ async def run_audit_async(
     progress: bool = True,
     participants: list[Participant] | None = None,
     policy: Participant | None = None,
+    fresh: bool = False,
+    keep_failed: bool = False,
 ) -> dict[str, Any]:
     """Run the audit and return ``results.json``'s dictionary (also written to ``out``).
 
@@ -71,6 +73,9 @@ async def run_audit_async(
         progress: show progress bars.
         participants: simulator participants to audit (default: built from ``config.sim``).
         policy: the policy participant (default: built from ``config.policy``).
+    fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
+        keep_failed: on resume, keep states and rollouts that ended in an infrastructure failure
+            instead of running them again.
     """
     config.validate()
     if arena is None:
@@ -83,19 +88,26 @@ async def run_audit_async(
             arena = make_arena("p4g", personas=personas, max_turns=config.max_turns)
         else:
             arena = make_arena(config.benchmark, max_turns=config.max_turns)
-    run_dir = None
-    done: dict[tuple[str, str], dict[str, Any]] = {}
-    if out is not None:
-        run_dir = RunDir(out)
-        run_dir.create({**asdict(config), "version": __version__}, kind="audit")
-        run_dir.repair(SAMPLES)
-        for rec in run_dir.read_jsonl(SAMPLES):
-            done[(rec["state_id"], rec["mode"])] = rec  # the last record of a state wins
     sims = participants or _sim_participants(config, cache)
     if config.policy is not None and policy is None:
         from collapse_probe.simulators import make_participant
 
         policy = make_participant(config.policy, vs_k=config.vs_k, cache=cache)
+    run_dir = None
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    if out is not None:
+        from collapse_probe.models._identity import participant_fingerprints
+
+        run_dir = RunDir(out)
+        fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
+        run_dir.create({**asdict(config), "version": __version__}, kind="audit", fingerprints=fps, fresh=fresh)
+        run_dir.repair(SAMPLES)
+        for rec in run_dir.read_jsonl(SAMPLES):
+            key = (str(rec.get("state_id")), str(rec.get("mode")))
+            if rec.get("status") == "infra_error" and not keep_failed:
+                done.pop(key, None)  # an infrastructure failure is sampled again on resume
+                continue
+            done[key] = rec  # the last record of a state wins
     partitioner = _make_partitioner(config)
     embedder = None
     if config.vendi or config.partitioner_name == "embedding":
@@ -111,6 +123,7 @@ async def run_audit_async(
         conv_records = await run_conversations(
             arena, specs, {policy.label: policy, sims[0].label: sims[0]}, run_dir=run_dir,
             config=EngineConfig(temperature=config.temperature, top_p=config.top_p, progress=progress),
+            retry_infra_failures=not keep_failed,
         )  # fmt: skip
         states += on_policy_states(arena, conv_records, {t.task_id: t for t in tasks})
     else:

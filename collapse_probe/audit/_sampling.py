@@ -16,7 +16,7 @@ import numpy as np
 from collapse_probe.audit._config import P4G_AMOUNTS, SAMPLES, AuditConfig, ProbeState
 from collapse_probe.audit._summary import _state_estimates
 from collapse_probe.benchmarks import Arena, Episode
-from collapse_probe.errors import InfraError
+from collapse_probe.errors import CacheError, InfraError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.rollout import RunDir
 from collapse_probe.rollout._engine import hash_str
@@ -120,6 +120,8 @@ class _Sampler:
             results = await self.participant.model.generate(requests)
             if len(results) != len(requests):
                 raise InfraError(f"the backend returned {len(results)} results for {len(requests)} requests")
+        except CacheError:
+            raise
         except Exception as exc:  # a backend that raises fails these states, not the audit
             results = [None] * len(requests)
             raise_msg = f"{type(exc).__name__}: {exc}"
@@ -215,6 +217,10 @@ class _Sampler:
             **rec,
         }
         self.done[(state.state_id, self.mode)] = full
+        if full.get("status") == "infra_error":
+            from collapse_probe._observe import note_infra_failure
+
+            note_infra_failure()
         if self.run_dir is not None:
             self.run_dir.append_jsonl(SAMPLES, full)
         if self.bar is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 
 from collapse_probe._version import __version__
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Diagnose and fix simulator collapse in multi-agent RL for LLM agents.",
     )
     parser.add_argument("--version", action="version", version=f"collapse-probe {__version__}")
+    _add_logging(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -32,25 +34,100 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.add_parser(sub)
+    for sp in sub.choices.values():
+        _add_logging(sp, top=False)
+        _check_string_defaults(sp)
     return parser
 
 
+def _check_string_defaults(p: argparse.ArgumentParser) -> None:
+    """A numeric option whose default came from ``$COLLAPSE_PROBE_*`` as text: convert it now, so a
+    bad value is reported naming the variable (and only when that subcommand uses it)."""
+    from collapse_probe.cli._common import BadEnv
+
+    for a in p._actions:
+        if isinstance(a.default, str) and a.type in (int, float) and a.option_strings:
+            try:
+                a.type(a.default)
+            except ValueError:
+                var = "COLLAPSE_PROBE_" + a.option_strings[-1].lstrip("-").upper().replace("-", "_")
+                a.default = BadEnv(var, a.default, "an integer" if a.type is int else "a number")
+
+
+def _add_logging(p: argparse.ArgumentParser, top: bool) -> None:
+    from collapse_probe._observe import LEVELS
+
+    have = {o for a in p._actions for o in a.option_strings}
+    default = 0 if top else argparse.SUPPRESS
+    if "-v" not in have and "--verbose" not in have:
+        p.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            default=default,
+            help="more output: -v logs every retried request, -vv debug detail; tracebacks of internal errors",
+        )
+    if "--log-level" not in have:
+        p.add_argument(
+            "--log-level",
+            choices=LEVELS,
+            default=None if top else argparse.SUPPRESS,
+            help="logging level of collapse-probe's messages (default warning; -v is info)",
+        )
+
+
+RUN_COMMANDS = ("play", "audit", "crossplay", "train")
+"""Commands that call models: they end with the reliability summary line."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``collapse-probe`` console script."""
+    """Entry point of the ``collapse-probe`` console script.
+
+    Exit status: the subcommand's (``gate``: 0 pass, 1 fail, 2 could not judge); 2 for bad input,
+    named in one line on stderr; 130 when interrupted. Any unexpected exception is also one line
+    (``-v`` shows the traceback), never a bare traceback.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
+    from collapse_probe import _observe
+    from collapse_probe.cli._common import check_env_defaults, check_finite, resolve_out
+
+    verbose = int(getattr(args, "verbose", 0) or 0)
+    _observe.configure(verbose, getattr(args, "log_level", None))
+    _observe.reset()
     module = importlib.import_module(f"collapse_probe.cli.{args.command}")
+    code = 2
     try:
-        return int(module.run(args) or 0)
+        check_env_defaults(args)
+        check_finite(args)
+        resolve_out(args)
+        code = int(module.run(args) or 0)
+        return code
     except CollapseProbeError as exc:
         print(f"collapse-probe {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; completed work is saved in the run directory and resumes on the next run", file=sys.stderr)
+        code = 130
         return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the backstop: a one-line error, the traceback only on request
+        if verbose:
+            traceback.print_exc()
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:500] if str(exc) else type(exc).__name__
+        print(
+            f"collapse-probe {args.command}: error: {detail}"
+            + ("" if verbose else " (rerun with -v for the traceback)"),
+            file=sys.stderr,
+        )
+        return 2
+    finally:
+        if args.command in RUN_COMMANDS and code != 2:
+            print(_observe.summary_line(), file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

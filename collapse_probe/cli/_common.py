@@ -4,47 +4,137 @@ environment variable ``COLLAPSE_PROBE_<OPTION>`` (e.g. ``COLLAPSE_PROBE_SEED=3``
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import sys
+import time
 from typing import Any
 
 from collapse_probe.errors import ConfigError
 
 
-def env(name: str, default: Any) -> Any:
-    """Default for option ``--name`` from ``$COLLAPSE_PROBE_NAME`` (dashes become underscores)."""
-    raw = os.environ.get("COLLAPSE_PROBE_" + name.upper().replace("-", "_"))
+class BadEnv:
+    """The default of an option whose ``$COLLAPSE_PROBE_*`` value is invalid.
+
+    Parsers are built for every subcommand at start-up, so a bad value must not fail there (it would
+    break ``--help`` and every other subcommand): the error is raised by :func:`check_env_defaults`
+    only when the chosen subcommand actually uses that default (the flag was not given).
+    """
+
+    def __init__(self, var: str, raw: str, expected: str) -> None:
+        self.var, self.raw, self.expected = var, raw, expected
+
+    def error(self) -> ConfigError:
+        return ConfigError(f"${self.var}: expected {self.expected}, got {self.raw!r}")
+
+    def __repr__(self) -> str:
+        return f"${self.var}={self.raw!r} (invalid: expected {self.expected})"
+
+    __str__ = __repr__
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def env(name: str, default: Any, kind: type | None = None) -> Any:
+    """Default for option ``--name`` from ``$COLLAPSE_PROBE_NAME`` (dashes become underscores).
+
+    The value is converted to ``kind`` (default: the type of ``default``; strings stay strings). An
+    invalid value gives a :class:`BadEnv` that :func:`check_env_defaults` reports when used.
+    """
+    var = "COLLAPSE_PROBE_" + name.upper().replace("-", "_")
+    raw = os.environ.get(var)
     if raw is None:
         return default
-    if isinstance(default, bool):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    if isinstance(default, int):
+    kind = kind or (type(default) if default is not None else str)
+    if kind is bool:
+        v = raw.strip().lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+        return BadEnv(var, raw, "1/0, true/false, yes/no or on/off")
+    if kind is int:
         try:
-            return int(raw)
+            return int(raw.strip())
         except ValueError:
-            raise ConfigError(
-                f"$COLLAPSE_PROBE_{name.upper().replace('-', '_')}: expected an integer, got {raw!r}"
-            ) from None
-    if isinstance(default, float):
+            return BadEnv(var, raw, "an integer")
+    if kind is float:
         try:
-            return float(raw)
+            value = float(raw.strip())
         except ValueError:
-            raise ConfigError(
-                f"$COLLAPSE_PROBE_{name.upper().replace('-', '_')}: expected a number, got {raw!r}"
-            ) from None
+            return BadEnv(var, raw, "a number")
+        if not math.isfinite(value):
+            return BadEnv(var, raw, "a finite number")
+        return value
     return raw
+
+
+def check_env_defaults(args: argparse.Namespace) -> None:
+    """Raise the error of the first invalid ``$COLLAPSE_PROBE_*`` default the parsed command uses."""
+    for value in vars(args).values():
+        if isinstance(value, BadEnv):
+            raise value.error()
+
+
+def check_finite(args: argparse.Namespace) -> None:
+    """Every float option must be finite (``nan`` and ``inf`` parse as floats but mean nothing here)."""
+    for name, value in vars(args).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"--{name.replace('_', '-')}: expected a finite number, got {value}")
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=env("seed", 0), help="random seed (default 0)")
 
 
-def add_out(p: argparse.ArgumentParser, default: str | None = None) -> None:
+class AutoOut:
+    """The default ``--out``: a new directory ``runs/<kind>-<UTC time>-<pid>`` per run, so two runs
+    never share a directory by accident. ``--out runs/<kind>`` (the former fixed default) still works."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def resolve(self) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        return f"{self.base}-{stamp}-{os.getpid()}"
+
+    def __repr__(self) -> str:
+        return f"{self.base}-<time>-<pid>"
+
+    __str__ = __repr__
+
+
+def add_out(p: argparse.ArgumentParser, default: str | None = None, resume_flags: bool = True) -> None:
+    auto = default is not None and env("out", None) is None
     p.add_argument(
         "--out",
-        default=env("out", default),
+        default=env("out", AutoOut(default) if auto and default is not None else default),
         required=default is None and env("out", None) is None,
-        help="run directory (created; an existing run with the same config resumes)",
+        help="run directory (created; an existing run with the same config and models resumes"
+        + (f"; default: a new {default}-<UTC time>-<pid>)" if auto else ")"),
     )
+    if resume_flags:
+        p.add_argument(
+            "--fresh",
+            action="store_true",
+            default=env("fresh", False),
+            help="start over in --out: the previous run's files move to --out/.previous/<time>/ (nothing is deleted)",
+        )
+        p.add_argument(
+            "--keep-failed",
+            action="store_true",
+            default=env("keep-failed", False),
+            help="on resume, keep units that ended in an infrastructure failure (default: run them again)",
+        )
+
+
+def resolve_out(args: argparse.Namespace) -> None:
+    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`)."""
+    if isinstance(getattr(args, "out", None), AutoOut):
+        args.out = args.out.resolve()
+        print(f"run directory: {args.out}", file=sys.stderr)
 
 
 def add_cache(p: argparse.ArgumentParser) -> None:
@@ -52,7 +142,8 @@ def add_cache(p: argparse.ArgumentParser) -> None:
         "--no-cache",
         action="store_true",
         default=env("no-cache", False),
-        help="bypass the response cache ($COLLAPSE_PROBE_CACHE, default ~/.cache/collapse-probe)",
+        help="bypass the response cache ($COLLAPSE_PROBE_CACHE: a directory, which then holds responses.sqlite, "
+        "or the SQLite file itself; default ~/.cache/collapse-probe/responses.sqlite)",
     )
 
 
@@ -143,9 +234,38 @@ def participants_from_specs(specs: list[str], args: argparse.Namespace) -> dict[
     from collapse_probe.models import resolve_spec
     from collapse_probe.simulators import make_participant, parse_participant_spec
 
-    for s in specs:  # validate every spec before loading any model
-        resolve_spec(parse_participant_spec(s)[1])
+    if getattr(args, "vs_k", 5) < 2:
+        raise ConfigError(f"--vs-k must be >= 2, got {args.vs_k}")
+    for s in specs:  # validate every spec (and every scripted file) before loading any model
+        check_spec_cheaply(resolve_spec(parse_participant_spec(s)[1]))
     return {s: make_participant(s, vs_k=args.vs_k, cache=not args.no_cache) for s in dict.fromkeys(specs)}
+
+
+def check_specs(specs: list[str]) -> None:
+    """Validate participant specs (prefix, scripted files, hf directories) before loading any model."""
+    from collapse_probe.models import resolve_spec
+    from collapse_probe.simulators import parse_participant_spec
+
+    for s in specs:
+        check_spec_cheaply(resolve_spec(parse_participant_spec(s)[1]))
+
+
+def check_spec_cheaply(spec: str) -> None:
+    """The checks of a model spec that cost nothing: a scripted file parses, an ``hf/`` path is a
+    model directory. Run before any weights load, so a typo fails in a second, not after a minute."""
+    from pathlib import Path
+
+    if spec.startswith("scripted:"):
+        from collapse_probe.models.scripted import load_scripted
+
+        load_scripted(spec[len("scripted:") :])
+    elif spec.startswith("hf/"):
+        path = Path(spec[len("hf/") :])
+        if not (path / "config.json").is_file():
+            raise ConfigError(
+                f"model spec {spec!r}: expected a local transformers model directory containing config.json, "
+                f"but {str(path)!r} {'has no config.json' if path.is_dir() else 'does not exist'}"
+            )
 
 
 def split_specs(value: str, flag: str) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from collapse_probe.cli._common import add_benchmark, add_cache, add_out, add_seed, arena_from_args, env
+from collapse_probe.cli._common import add_benchmark, add_cache, add_out, add_seed, arena_from_args, check_specs, env
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -87,6 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from collapse_probe.audit import AuditConfig, run_audit, summary_table
 
+    check_specs([args.sim] + ([args.policy] if args.policy else []))
     arena = arena_from_args(args, [args.sim] + ([args.policy] if args.policy else []))
     config = AuditConfig(
         sim=args.sim, benchmark=args.benchmark, policy=args.policy, states=args.states, samples=args.samples,
@@ -98,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(f"gradient-bias bound uses B = {config.bound_b:g}, R_max = {config.r_max:g}; ε* = {config.epsilon_star:g} "
           "(--bound-b, --r-max, --epsilon-star)")  # fmt: skip
-    results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress)
+    results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
+                        fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     print()
     print(summary_table(results))
     print()

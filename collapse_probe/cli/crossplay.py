@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from collapse_probe.cli._common import (
     add_benchmark,
@@ -11,6 +12,7 @@ from collapse_probe.cli._common import (
     add_sampling,
     add_seed,
     arena_from_args,
+    check_specs,
     env,
     participants_from_specs,
     positive,
@@ -72,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
+    check_specs([*policies, *sims])
     arena = arena_from_args(args, [*policies, *sims])
     extra = {k: v for k, v in (("personas", args.personas), ("tau2_data", args.tau2_data)) if v}
     config = CrossplayConfig(
@@ -89,9 +92,19 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         progress=not args.no_progress,
         max_live=getattr(args, "max_live", None),
+        fresh=getattr(args, "fresh", False),
+        keep_failed=getattr(args, "keep_failed", False),
     )
     print(format_matrix(results))
     print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
+    if not any(c.get("mean_reward") is not None for c in results["cells"]):
+        failures = sum(int(c.get("infra_failures") or 0) for c in results["cells"])
+        print(
+            f"no cell has a scored conversation ({failures} infrastructure failures); "
+            "rerun the same command to retry them",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -14,8 +14,7 @@ from collapse_probe.cli._common import env
 
 
 def _opt_float(name: str) -> float | None:
-    v = env(name, None)
-    return float(v) if v is not None else None
+    return env(name, None, kind=float)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,6 +68,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", default=env("json", None), metavar="FILE", help="write the verdict as JSON here")
 
 
+def check_output_path(path: str, flag: str, run_dir: str) -> Path:
+    """Refuse an output file that is a directory, lies under a file, or is one of a run's own files.
+
+    Raises:
+        ConfigError: naming the flag, the path and what was expected.
+    """
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.rollout._rundir import RUN_FILES
+
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{flag} {path}: is a directory; expected a file path to write")
+    for parent in p.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"{flag} {path}: {parent} is a file, not a directory")
+    src = Path(run_dir)
+    src_files = {(src / "results.json").resolve()} if src.is_dir() else {src.resolve()}
+    in_run = (p.parent / "config.json").is_file() and (p.name in RUN_FILES or p.suffix == ".jsonl")
+    if p.resolve() in src_files or (p.exists() and in_run):
+        raise ConfigError(f"{flag} {path}: would overwrite a run's own file; write the gate's output elsewhere")
+    return p
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -76,22 +98,36 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.gate import EXIT_CANNOT_JUDGE, gate_run_dir
 
     try:
+        for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
+            if path:
+                check_output_path(path, flag, args.run_dir)
         verdict = gate_run_dir(
             args.run_dir, args.policy, min_transfer=args.min_transfer, baseline_policy=args.baseline_policy,
             max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict, n_boot=args.n_boot,
             seed=args.seed,
         )  # fmt: skip
+        md = verdict.markdown()
     except ConfigError as exc:
         print(f"collapse-probe gate: error: {exc}", file=sys.stderr)
         return EXIT_CANNOT_JUDGE
-    md = verdict.markdown()
+    except Exception as exc:  # a malformed result the checks did not foresee: could not judge, never "fail"
+        print(
+            f"collapse-probe gate: error: could not judge {args.run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr
+        )
+        return EXIT_CANNOT_JUDGE
     print(md)
-    for path, text in (
-        (args.markdown, md),
-        (args.junit, verdict.junit_xml() if args.junit else ""),
-        (args.json, json.dumps(verdict.to_dict(), indent=2) + "\n" if args.json else ""),
+    for flag, path, text in (
+        ("--markdown", args.markdown, md),
+        ("--junit", args.junit, verdict.junit_xml() if args.junit else ""),
+        ("--json", args.json, json.dumps(verdict.to_dict(), indent=2) + "\n" if args.json else ""),
     ):
         if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text, encoding="utf-8")
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_text(text, encoding="utf-8")
+            except OSError as exc:
+                print(
+                    f"collapse-probe gate: error: {flag} {path}: cannot write ({exc.strerror or exc})", file=sys.stderr
+                )
+                return EXIT_CANNOT_JUDGE
     return verdict.exit_code

@@ -11,10 +11,12 @@ from collapse_probe.cli._common import (
     add_sampling,
     add_seed,
     arena_from_args,
+    check_specs,
     env,
     participants_from_specs,
     positive,
 )
+from collapse_probe.errors import ConfigError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
 
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)
+    if args.max_live is not None:
+        positive("max-live", args.max_live)
+    for flag, spec in (("--policy", args.policy), ("--sim", args.sim)):
+        if not spec or not spec.strip():
+            raise ConfigError(f"{flag}: expected a model spec, got an empty string")
+    check_specs([args.policy, args.sim])
     arena = arena_from_args(args, [args.policy, args.sim])
     config = PlayConfig(
         policy=args.policy,
@@ -51,22 +59,33 @@ def run(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         seed=args.seed,
         temperature=args.temperature,
+        max_live=args.max_live,
     )
     participants = participants_from_specs([args.policy, args.sim], args)
-    records, summary = run_play(config, arena, participants, args.out, progress=not args.no_progress)
+    records, summary = run_play(
+        config,
+        arena,
+        participants,
+        args.out,
+        progress=not args.no_progress,
+        fresh=args.fresh,
+        keep_failed=args.keep_failed,
+    )
     for rec in records[: max(args.show, 0)]:
         print(f"\n--- task {rec['task_id']} rollout {rec['rollout']} ({rec['status']}, reward {rec['reward']})")
         for m in rec["messages"]:
-            who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(m["role"], m["role"].upper())
-            print(f"{who:>9}: {m['content']}")
+            role = str(m.get("role"))
+            who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(role, role.upper())
+            print(f"{who:>9}: {m.get('content')}")
     print()
     if summary["mean_reward"] is None:
         print(f"no scored conversations ({summary['infra_failures']} infrastructure failures)")
         return 1
-    lo, hi = summary["ci95"]
+    ci = summary["ci95"]
+    ci_s = f"95% CI {ci[0]:.3f}-{ci[1]:.3f}, " if ci else "no CI from one conversation, "
     print(
         f"{args.policy} vs {args.sim} on {args.benchmark}: mean reward {summary['mean_reward']:.3f} "
-        f"(95% CI {lo:.3f}-{hi:.3f}, n={summary['n']}, infra failures {summary['infra_failures']})"
+        f"({ci_s}n={summary['n']}, infra failures {summary['infra_failures']})"
     )
     print(f"conversations: {args.out}/conversations.jsonl")
     return 0

@@ -67,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_seed(p)
     add_cache(p)
-    add_out(p, default="runs/train")
+    add_out(p, default="runs/train", resume_flags=False)
 
 
 def config_from_args(args: argparse.Namespace) -> object:

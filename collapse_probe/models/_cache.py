@@ -1,6 +1,8 @@
 """SQLite response cache.
 
-Key = model spec + request fingerprint (messages, prompt, sampling params, tools) + *sample index*.
+Key = model spec + the model's content fingerprint (see :mod:`collapse_probe.models._identity`: a
+rewritten scripted file, retrained checkpoint or another model behind the same URL never reuses the
+old model's samples) + request fingerprint (messages, prompt, sampling params, tools) + *sample index*.
 The sample index is part of the key so that N cached samples of one prompt are N independent
 draws: caching per prompt would hand back N copies of one answer and fake a collapse error of 0.
 Errors are never cached.
@@ -16,15 +18,32 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from collapse_probe.errors import CacheError
 from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
+
+CACHE_FILE = "responses.sqlite"
 
 
 def default_cache_path() -> Path:
-    """``$COLLAPSE_PROBE_CACHE`` or ``~/.cache/collapse-probe/responses.sqlite``."""
+    """``$COLLAPSE_PROBE_CACHE`` or ``~/.cache/collapse-probe/responses.sqlite``.
+
+    ``$COLLAPSE_PROBE_CACHE`` may name a directory (an existing one, or a path ending in ``/``: the
+    cache is ``responses.sqlite`` inside it) or the SQLite file itself.
+    """
     env = os.environ.get("COLLAPSE_PROBE_CACHE")
     if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collapse-probe" / "responses.sqlite"
+        p = Path(env).expanduser()
+        if p.is_dir() or env.endswith(("/", os.sep)):
+            return p / CACHE_FILE
+        return p
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collapse-probe" / CACHE_FILE
+
+
+def _cache_error(path: Path, exc: BaseException) -> CacheError:
+    return CacheError(
+        f"response cache {str(path)!r} is unusable ({exc}); expected an SQLite file written by collapse-probe. "
+        "Move or delete it, point $COLLAPSE_PROBE_CACHE elsewhere, or pass --no-cache"
+    )
 
 
 class ResponseCache:
@@ -32,38 +51,57 @@ class ResponseCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_dir():
+            self.path = self.path / CACHE_FILE
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._conn.commit()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._conn.commit()
+            self._conn.execute("SELECT key, value FROM responses LIMIT 1").fetchall()
+        except (sqlite3.Error, OSError) as exc:
+            raise _cache_error(self.path, exc) from None
 
     @staticmethod
-    def key(spec: str, request: GenerationRequest, sample_index: int, namespace: str = "") -> str:
+    def key(
+        spec: str, request: GenerationRequest, sample_index: int, namespace: str = "", fingerprint: str = ""
+    ) -> str:
         """Cache key of one sample. ``namespace`` is the backend's ``cache_namespace`` (a revision of
         its sampling code), so a backend whose outputs change for the same request never serves
-        samples drawn by its older self."""
+        samples drawn by its older self; ``fingerprint`` is the model's content fingerprint, so a
+        changed model behind the same spec never does either."""
         blob = f"{spec}\x00{namespace}\x00{request.fingerprint()}\x00{sample_index}"
+        if fingerprint:
+            blob += f"\x00{fingerprint}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
         out: dict[str, Completion] = {}
         with self._lock:
-            for i in range(0, len(keys), 500):
-                chunk = list(keys[i : i + 500])
-                q = "SELECT key, value FROM responses WHERE key IN ({})".format(",".join("?" * len(chunk)))
-                for k, v in self._conn.execute(q, chunk):
-                    out[k] = Completion.from_dict(json.loads(v))
+            try:
+                for i in range(0, len(keys), 500):
+                    chunk = list(keys[i : i + 500])
+                    q = "SELECT key, value FROM responses WHERE key IN ({})".format(",".join("?" * len(chunk)))
+                    for k, v in self._conn.execute(q, chunk):
+                        comp = _decode(v)
+                        if comp is not None:  # an unreadable entry is a miss, sampled again
+                            out[k] = comp
+            except sqlite3.Error as exc:
+                raise _cache_error(self.path, exc) from None
         return out
 
     def put_many(self, items: Sequence[tuple[str, Completion]]) -> None:
         with self._lock:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                [(k, json.dumps(c.to_dict())) for k, c in items],
-            )
-            self._conn.commit()
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                    [(k, json.dumps(c.to_dict())) for k, c in items],
+                )
+                self._conn.commit()
+            except sqlite3.Error as exc:
+                raise _cache_error(self.path, exc) from None
 
     def __len__(self) -> int:
         with self._lock:
@@ -71,6 +109,16 @@ class ResponseCache:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _decode(value: str) -> Completion | None:
+    try:
+        d = json.loads(value)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("text"), str):
+        return None
+    return Completion.from_dict(d)
 
 
 class CachedModel:
@@ -82,13 +130,23 @@ class CachedModel:
         self.spec = inner.spec
         self.hits = 0
         self.misses = 0
+        self._fingerprint: str | None = None
+
+    def fingerprint(self) -> str:
+        """The wrapped backend's content fingerprint (computed once per wrapper)."""
+        if self._fingerprint is None:
+            from collapse_probe.models._identity import model_fingerprint
+
+            self._fingerprint = model_fingerprint(self.inner)
+        return self._fingerprint
 
     def __getattr__(self, name: str):  # noqa: ANN204 - delegate backend extras (score_choices, ...)
         return getattr(self.inner, name)
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         ns = str(getattr(self.inner, "cache_namespace", ""))
-        keys = [[self.cache.key(self.spec, r, r.first_sample + i, ns) for i in range(r.n)] for r in requests]
+        fp = self.fingerprint()
+        keys = [[self.cache.key(self.spec, r, r.first_sample + i, ns, fp) for i in range(r.n)] for r in requests]
         found = self.cache.get_many([k for ks in keys for k in ks])
         # For each request, ask for the contiguous range that covers its missing samples.
         todo: list[tuple[int, int, GenerationRequest]] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,16 +80,23 @@ def get_model(spec: str, **options: Any) -> ChatModel:
         **options: backend options (only used on first construction).
     """
     canonical = resolve_spec(spec)
-    if canonical in _INSTANCES:
-        return _INSTANCES[canonical]
     prefix = _prefix(canonical)
     name = canonical[len("scripted:") :] if prefix == "scripted" else canonical.split("/", 1)[1]
     if not name:
         raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
+    key = canonical
+    if prefix == "scripted":  # a scripted file rewritten in place is another model: load it again
+        try:
+            st = os.stat(name)
+            key = f"{canonical}\x00{st.st_size}\x00{st.st_mtime_ns}"
+        except OSError:
+            pass
+    if key in _INSTANCES:
+        return _INSTANCES[key]
     module_name, attr = BACKENDS[prefix].split(":")
     factory = getattr(importlib.import_module(module_name), attr)
     model: ChatModel = factory(canonical, name, **options)
-    _INSTANCES[canonical] = model
+    _INSTANCES[key] = model
     return model
 
 

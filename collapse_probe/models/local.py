@@ -425,8 +425,22 @@ class LocalModel:
         self.prompt_style = prompt_style
         self.max_batch = max_batch
         self.tie_tolerance = tie_tolerance
+        self.source_path: Path | None = None
+        """Directory the weights were loaded from (its content hash is the model's fingerprint)."""
         self.canonical_recomputes_ = 0
         """How many sampling decisions were close enough to a tie to be recomputed canonically."""
+
+    def fingerprint(self) -> str:
+        """Content hash of the weight directory this model was loaded from.
+
+        A model built in memory (:meth:`from_loaded`, e.g. a trainer's live weights) has no file to
+        hash and is identified by its spec and decoder revision.
+        """
+        if self.source_path is not None:
+            from collapse_probe.models._identity import file_fingerprint
+
+            return file_fingerprint(self.source_path)
+        return f"spec:{self.spec}|{self.cache_namespace}"
 
     @classmethod
     def from_loaded(
@@ -864,7 +878,9 @@ def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
         name, device=options.get("device") or "cpu", dtype=options.get("dtype") or "float32"
     )
     style = options.get("prompt_style") or LOCAL_MODELS[name].default_prompt_style
-    return LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
+    out = LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
+    out.source_path = converted_model_dir(name)
+    return out
 
 
 def make_hf_model(spec: str, name: str, **options: Any) -> LocalModel:
@@ -877,4 +893,6 @@ def make_hf_model(spec: str, name: str, **options: Any) -> LocalModel:
     kwargs = _check_options(spec, options)
     model, tokenizer = load_hf_model(name, device=options.get("device") or "auto", dtype=options.get("dtype") or "auto")
     style = options.get("prompt_style") or ("chat" if getattr(tokenizer, "chat_template", None) else "transcript")
-    return LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
+    out = LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
+    out.source_path = Path(name)
+    return out

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.models._identity import bytes_fingerprint
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 
 Distribution = list[tuple[str, float]]
@@ -62,6 +63,8 @@ class ScriptedSpec:
     turns: list[Distribution] = field(default_factory=list)
     delay_s: float = 0.0
     rules: list[tuple[tuple[str, ...], Distribution]] = field(default_factory=list)
+    fingerprint: str = ""
+    """SHA-256 of the file's bytes as parsed (the model's identity)."""
 
 
 def load_scripted(path: str | Path) -> ScriptedSpec:
@@ -70,9 +73,17 @@ def load_scripted(path: str | Path) -> ScriptedSpec:
     if not p.is_file():
         raise ConfigError(f"scripted model file {str(p)!r} does not exist")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the scripted model file ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSON file") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: JSON nested too deeply") from None
     if not isinstance(data, dict) or "responses" not in data:
         raise ConfigError(f"{p}: expected a JSON object with a 'responses' list")
     responses = _parse_dist(data["responses"], f"{p}: field 'responses'")
@@ -100,7 +111,9 @@ def load_scripted(path: str | Path) -> ScriptedSpec:
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
         raise ConfigError(f"{p}: field 'delay_s' must be a number of seconds >= 0, got {delay!r}")
-    return ScriptedSpec(responses, turns, float(delay), rules)
+    if not math.isfinite(delay):
+        raise ConfigError(f"{p}: field 'delay_s' must be a finite number of seconds >= 0, got {delay!r}")
+    return ScriptedSpec(responses, turns, float(delay), rules, fingerprint=bytes_fingerprint(raw))
 
 
 class ScriptedModel:
@@ -113,12 +126,21 @@ class ScriptedModel:
         turns: list[Distribution] | None = None,
         delay_s: float = 0.0,
         rules: list[tuple[tuple[str, ...], Distribution]] | None = None,
+        fingerprint: str | None = None,
     ) -> None:
         self.spec = spec
+        self._fingerprint = fingerprint
         self.responses = responses
         self.turns = turns or []
         self.delay_s = delay_s
         self.rules = rules or []
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the file this model was parsed from (of its distributions when built in code)."""
+        if self._fingerprint:
+            return self._fingerprint
+        blob = json.dumps([self.responses, self.turns, self.rules, self.delay_s], default=list)
+        return bytes_fingerprint(blob.encode())
 
     def distribution(self, request: GenerationRequest) -> Distribution:
         """The exact response distribution this model samples from for ``request``."""
@@ -177,4 +199,6 @@ class ScriptedModel:
 
 def make_scripted_model(spec: str, name: str, **_: Any) -> ScriptedModel:
     parsed = load_scripted(name)
-    return ScriptedModel(spec, parsed.responses, parsed.turns, parsed.delay_s, parsed.rules)
+    return ScriptedModel(
+        spec, parsed.responses, parsed.turns, parsed.delay_s, parsed.rules, fingerprint=parsed.fingerprint
+    )

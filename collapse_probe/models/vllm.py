@@ -334,6 +334,19 @@ class VLLMModel:
     def __repr__(self) -> str:
         return f"VLLMModel(spec={self.spec!r}, lora={self.lora!r})"
 
+    def fingerprint(self) -> str:
+        """Model identity: content hash of a local model directory, else its name and revision, plus
+        the content hash of the LoRA adapter when one applies."""
+        from collapse_probe.models._identity import file_fingerprint
+
+        base = file_fingerprint(self.model) if Path(self.model).exists() else f"hf:{self.model}"
+        revision = self.engine_options.get("revision")
+        if revision:
+            base += f"@{revision}"
+        if self.lora:
+            base += f"+lora:{file_fingerprint(self.lora)}"
+        return base
+
     def with_lora(self, path: str | Path, name: str | None = None) -> VLLMModel:
         """A view of this engine that samples through the LoRA adapter at ``path``."""
         if not self.enable_lora:

@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collapse_probe._observe import note_infra_failure
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
-from collapse_probe.errors import ConfigError
+from collapse_probe.errors import CacheError, ConfigError, InfraError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.rollout._rundir import RunDir
 from collapse_probe.simulators import Participant
@@ -80,6 +81,7 @@ class _Live:
     rng: random.Random
     started: float = field(default_factory=time.perf_counter)
     infra_error: str | None = None
+    turns: int = 0
 
 
 def make_specs(
@@ -116,7 +118,7 @@ async def run_conversations(
     config: EngineConfig | None = None,
     run_dir: RunDir | None = None,
     on_turn: Callable[[TurnEvent], None] | None = None,
-    retry_infra_failures: bool = False,
+    retry_infra_failures: bool = True,
 ) -> list[dict[str, Any]]:
     """Run conversations to completion, batched per model, and return their records.
 
@@ -128,7 +130,8 @@ async def run_conversations(
         run_dir: append each finished conversation to ``run_dir/conversations.jsonl``; records
             already there are not run again (resume).
         on_turn: called after every turn (training collects its examples here).
-        retry_infra_failures: on resume, run again conversations recorded as infra failures.
+        retry_infra_failures: on resume, run again conversations recorded as infra failures (the
+            default; the new record is appended and the last record of a conversation wins).
 
     Returns:
         One record per spec (including those loaded from a previous run), in spec order.
@@ -142,25 +145,44 @@ async def run_conversations(
     if len(set(keys)) != len(keys):
         raise ConfigError("duplicate conversations in the run (same policy, simulator, task and rollout)")
 
+    from collapse_probe.models._identity import fingerprint_changes, participant_fingerprints
+
+    fps = participant_fingerprints({label: participants[label] for s in specs for label in (s.policy, s.simulator)})
     done: dict[str, dict[str, Any]] = {}
     if run_dir is not None:
         run_dir.repair(CONVERSATIONS)
         wanted = set(keys)
         for rec in run_dir.read_jsonl(CONVERSATIONS):
-            if rec.get("key") in wanted:
-                if retry_infra_failures and rec.get("status") == "infra_error":
-                    continue
-                done[rec["key"]] = rec
+            key = rec.get("key")
+            if key not in wanted:
+                continue
+            old = rec.get("fingerprints")
+            if isinstance(old, dict):
+                now = {"policy": fps[rec["policy"]], "simulator": fps[rec["simulator"]]}
+                changed = fingerprint_changes(
+                    {
+                        rec["policy"]: old.get("policy", now["policy"]),
+                        rec["simulator"]: old.get("simulator", now["simulator"]),
+                    },
+                    {rec["policy"]: now["policy"], rec["simulator"]: now["simulator"]},
+                )
+                if changed:
+                    raise ConfigError(
+                        f"{run_dir.path / CONVERSATIONS}: model changed since these conversations were run: "
+                        f"{'; '.join(changed)}; use --fresh to start over or another --out"
+                    )
+            if retry_infra_failures and rec.get("status") == "infra_error":
+                done.pop(key, None)
+                continue
+            done[key] = rec
     todo = [s for s in specs if s.key not in done]
+    if config.max_live is not None and config.max_live < 1:
+        raise ConfigError(f"max_live must be >= 1, got {config.max_live}")
 
     bar = None
     if config.progress and todo:
-        from tqdm.auto import tqdm
+        bar = _TurnProgress(arena, len(specs), len(specs) - len(todo))
 
-        bar = tqdm(total=len(specs), initial=len(specs) - len(todo), desc=f"{arena.name} conversations", unit="conv")
-
-    if config.max_live is not None and config.max_live < 1:
-        raise ConfigError(f"max_live must be >= 1, got {config.max_live}")
     queue = list(reversed(todo))
     live: list[_Live] = []
 
@@ -191,6 +213,8 @@ async def run_conversations(
                 err = "empty result"
                 try:
                     results = await model.generate([it[4] for it in items])
+                    if len(results) != len(items):
+                        raise InfraError(f"the backend returned {len(results)} results for {len(items)} requests")
                 except ConfigError:
                     raise  # a model that cannot run as configured (an engine that cannot start) stops the run
                 except Exception as exc:  # a backend that raises fails its requests, not the run
@@ -198,11 +222,16 @@ async def run_conversations(
                     err = f"{type(exc).__name__}: {exc}"
                 for i, (conv, side, participant, prompt, request) in enumerate(items):
                     res = results[i] if results is not None else None
-                    if res is None or not res.ok or not res.completions:
-                        conv.infra_error = (res.error if res is not None else err) or "empty result"
+                    if res is None or not res.ok or not res.completions or not _is_answer(res.completions[0]):
+                        if res is not None and res.ok and res.completions:
+                            err = "the backend returned a null answer"
+                        conv.infra_error = (res.error if res is not None and not res.ok else err) or "empty result"
                         conv.episode.done = True
                         conv.episode.status = "infra_error"
                         continue
+                    conv.turns += 1
+                    if bar is not None:
+                        bar.turn()
                     comp = res.completions[0]
                     text, info = participant.postprocess(comp, conv.rng)
                     turn_index = len(conv.episode.messages)
@@ -216,7 +245,7 @@ async def run_conversations(
             fin_ids = {id(c) for c in finished}
             finished.extend(c for c in live if c.episode.done and id(c) not in fin_ids)
             if finished:
-                await _finish(arena, finished, run_dir, done, bar)
+                await _finish(arena, finished, run_dir, done, bar, fps)
             fin_ids = {id(c) for c in finished}
             live = [c for c in live if id(c) not in fin_ids]
             _refill()
@@ -224,6 +253,53 @@ async def run_conversations(
         if bar is not None:
             bar.close()
     return [done[k] for k in keys if k in done]
+
+
+def _is_answer(comp: Any) -> bool:
+    """A completion is an answer when it carries text (possibly empty) or tool calls, not ``None``."""
+    return isinstance(getattr(comp, "text", None), str) or bool(getattr(comp, "tool_calls", None))
+
+
+class _TurnProgress:
+    """A progress bar counted in model turns, the unit of work, with an honest ETA.
+
+    Conversations finish together at the end when all run at once, so a bar over conversations
+    stalls and jumps. The total is estimated as turns done plus the remaining conversations times
+    the mean turns of a finished conversation (before any finishes: the arena's turn cap).
+    """
+
+    def __init__(self, arena: Arena, n_convs: int, n_done: int) -> None:
+        from tqdm.auto import tqdm
+
+        cap = getattr(arena, "max_turns", None)
+        self.guess = float(2 * cap + 1) if isinstance(cap, int) and cap > 0 else 10.0
+        self.remaining = n_convs - n_done
+        self.finished_turns: list[int] = []
+        self.turns = 0
+        self.bar = tqdm(
+            total=int(self.remaining * self.guess), desc=f"{arena.name} turns", unit="turn", dynamic_ncols=True
+        )
+        self.bar.set_postfix_str(f"{n_done}/{n_convs} conversations")
+        self.n_convs, self.n_done = n_convs, n_done
+
+    def turn(self) -> None:
+        self.turns += 1
+        self.bar.update(1)
+
+    def finished(self, n_turns: int) -> None:
+        self.finished_turns.append(n_turns)
+        self.remaining -= 1
+        self.n_done += 1
+        mean = sum(self.finished_turns) / len(self.finished_turns)
+        self.bar.total = max(self.turns, int(sum(self.finished_turns) + self.remaining * mean))
+        self.bar.set_postfix_str(f"{self.n_done}/{self.n_convs} conversations")
+        self.bar.refresh()
+
+    def update(self, n: int) -> None:  # kept for callers that count conversations
+        self.finished(0)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _request(prompt: TurnPrompt, conv: _Live, side: Side, config: EngineConfig) -> GenerationRequest:
@@ -244,14 +320,33 @@ def _request(prompt: TurnPrompt, conv: _Live, side: Side, config: EngineConfig) 
 
 
 async def _finish(
-    arena: Arena, finished: list[_Live], run_dir: RunDir | None, done: dict[str, dict[str, Any]], bar: Any
+    arena: Arena,
+    finished: list[_Live],
+    run_dir: RunDir | None,
+    done: dict[str, dict[str, Any]],
+    bar: Any,
+    fps: dict[str, str],
 ) -> None:
     scorable = [c for c in finished if c.infra_error is None]
-    scores = await arena.score([c.episode for c in scorable]) if scorable else []
+    try:
+        scores = await arena.score([c.episode for c in scorable]) if scorable else []
+        if len(scores) != len(scorable):
+            raise InfraError(f"the arena returned {len(scores)} scores for {len(scorable)} episodes")
+    except (CacheError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a scorer (judge) that fails is an infra failure of those conversations
+        for c in scorable:
+            c.infra_error = f"scoring failed: {type(exc).__name__}: {exc}"
+            c.episode.status = "infra_error"
+        scorable, scores = [], []
     by_id = {id(c): s for c, s in zip(scorable, scores, strict=True)}
     for c in finished:
         ep, spec = c.episode, c.spec
         score = by_id.get(id(c))
+        if score is not None and score.reward is None and (score.info or {}).get("judge_error"):
+            # the judge could not judge: an infrastructure failure of this score, retried on resume
+            c.infra_error = f"judge: {score.info['judge_error']}"
+            ep.status = "infra_error"
         record: dict[str, Any] = {
             "key": spec.key,
             "task_id": spec.task.task_id,
@@ -264,14 +359,17 @@ async def _finish(
             "success": score.success if score is not None else None,
             "status": ep.status,
             "infra_error": c.infra_error,
+            "fingerprints": {"policy": fps[spec.policy], "simulator": fps[spec.simulator]},
             "info": score.info if score is not None else {},
             "seconds": round(time.perf_counter() - c.started, 3),
         }
         done[spec.key] = record
+        if c.infra_error is not None:
+            note_infra_failure()
         if run_dir is not None:
             run_dir.append_jsonl(CONVERSATIONS, record)
         if bar is not None:
-            bar.update(1)
+            bar.finished(c.turns)
 
 
 def run_conversations_sync(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:

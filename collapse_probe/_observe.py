@@ -1,0 +1,81 @@
+"""Logging set-up and the run's reliability tally (retried requests, infrastructure failures).
+
+The command line configures logging once (``-v`` shows one line per retried request, ``-vv`` debug
+detail, ``--log-level`` sets the level directly) and prints a summary line at the end of every run
+("12 requests retried, 2 infra failures"), so a rate-limited run never looks like a stalled one.
+Backends report a retry by logging it with ``extra={"retry": True}`` or a message containing
+``"retry "`` on a ``collapse_probe`` logger; pipelines call :func:`note_infra_failure`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+
+LEVELS = ("debug", "info", "warning", "error")
+_lock = threading.Lock()
+_tally = {"retries": 0, "infra_failures": 0}
+
+
+class _RetryCounter(logging.Handler):
+    """Counts retry records of ``collapse_probe`` loggers, whatever level is shown."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "retry", False) or "; retry " in str(record.msg):
+            with _lock:
+                _tally["retries"] += 1
+
+
+_COUNTER = _RetryCounter(level=logging.DEBUG)
+
+
+def install_counter() -> None:
+    """Count retries from now on (idempotent); the package logger lets INFO records through to it."""
+    root = logging.getLogger("collapse_probe")
+    if _COUNTER not in root.handlers:
+        root.addHandler(_COUNTER)
+    if root.level == logging.NOTSET or root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+
+
+def configure(verbose: int = 0, level: str | None = None) -> None:
+    """Log ``collapse_probe`` records to stderr: warnings by default, info at ``-v``, debug at ``-vv``."""
+    if level is not None:
+        lvl = getattr(logging, level.upper())
+    else:
+        lvl = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger("collapse_probe")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(lvl)
+    handler.setFormatter(logging.Formatter("collapse-probe %(levelname)s %(name)s: %(message)s"))
+    for h in list(root.handlers):
+        if getattr(h, "_collapse_probe_cli", False):
+            root.removeHandler(h)
+    handler._collapse_probe_cli = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.propagate = False
+    install_counter()
+    root.setLevel(min(lvl, logging.INFO))
+
+
+def note_infra_failure(n: int = 1) -> None:
+    """Count ``n`` units of work (conversations, audit states) that ended in an infrastructure failure."""
+    with _lock:
+        _tally["infra_failures"] += n
+
+
+def tally() -> dict[str, int]:
+    with _lock:
+        return dict(_tally)
+
+
+def reset() -> None:
+    with _lock:
+        _tally.update(retries=0, infra_failures=0)
+
+
+def summary_line() -> str:
+    t = tally()
+    r, f = t["retries"], t["infra_failures"]
+    return f"{r} request{'s' if r != 1 else ''} retried, {f} infra failure{'s' if f != 1 else ''}"

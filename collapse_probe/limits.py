@@ -1,0 +1,34 @@
+"""Upper bounds on the size of one run, checked when a configuration is validated.
+
+A mistyped ``--samples 1000000000`` must fail at once with a clear message, not grow memory until
+the machine swaps: every sample of a state and every conversation of a run is held in memory for
+its estimates. The bounds are far above any useful run; split larger work into several runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from collapse_probe.errors import ConfigError
+
+MAX_SAMPLES_PER_STATE = 100_000
+"""Responses sampled at one audit state (``--samples``)."""
+MAX_STATES = 100_000
+"""Audit states / tasks in one run (``--states``, ``--tasks``)."""
+MAX_CONVERSATIONS = 1_000_000
+"""Conversations in one run (tasks x rollouts x matrix cells)."""
+
+
+def check_at_most(value: Any, limit: int, flag: str, what: str) -> None:
+    """Raise :class:`ConfigError` naming ``flag`` when ``value`` exceeds ``limit``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+        raise ConfigError(f"{flag} {value}: at most {limit:,} {what} per run; split the work into several runs")
+
+
+def check_finite(value: Any, flag: str, least: float | None = 0.0) -> None:
+    """Raise :class:`ConfigError` naming ``flag`` unless ``value`` is a finite number ``>= least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{flag}: expected a finite number, got {value!r}")
+    if least is not None and value < least:
+        raise ConfigError(f"{flag} must be >= {least:g}, got {value}")
