@@ -182,7 +182,7 @@ def model_fingerprint(model: Any) -> str:
     backend; other backends without one by spec and ``cache_namespace`` only.
     """
     fp = getattr(model, "fingerprint", None)
-    if not callable(fp) and getattr(model, "inner", None) is not None and getattr(model, "inner") is not model:
+    if not callable(fp) and getattr(model, "inner", None) is not None and model.inner is not model:
         return model_fingerprint(model.inner)
     if callable(fp):
         try:
