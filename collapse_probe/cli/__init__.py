@@ -13,9 +13,14 @@ import traceback
 from collections.abc import Sequence
 
 from collapse_probe._version import __version__
+from collapse_probe.cli._config import add_config_option, add_model_args, parse_args
 from collapse_probe.errors import CollapseProbeError
 
 COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models")
+CONFIG_COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab")
+"""Subcommands that take ``--config FILE``."""
+MODEL_COMMANDS = ("play", "audit", "crossplay", "train")
+"""Subcommands that take ``-M / --model-arg`` backend options."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.add_parser(sub)
+        sp = sub.choices[name]
+        if name in CONFIG_COMMANDS:
+            add_config_option(sp)
+        if name in MODEL_COMMANDS:
+            add_model_args(sp)
     for sp in sub.choices.values():
         _add_logging(sp, top=False)
         _check_string_defaults(sp)
@@ -88,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (``-v`` shows the traceback), never a bare traceback.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.command is None:
         parser.print_help()
         return 0

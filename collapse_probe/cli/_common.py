@@ -229,6 +229,47 @@ def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) ->
     return make_arena(args.benchmark, **options)
 
 
+def load_models_with_options(
+    args: argparse.Namespace, roles: dict[str, list[str]], handled: tuple[str, ...] = ()
+) -> None:
+    """Construct the models of each role with the backend options ``-M`` gives that role.
+
+    Models are built once per process (see :func:`~collapse_probe.models.get_model`), so participants
+    made afterwards from the same specs use these instances. Without ``-M`` nothing is loaded here.
+
+    ``handled`` names roles whose options the command applies itself (they are left alone here).
+
+    Raises:
+        ConfigError: ``-M`` names a role this command has no model for, or gives one model two
+            different sets of options through two roles.
+    """
+    from collapse_probe.cli._config import parse_model_args
+    from collapse_probe.models import get_model, resolve_spec
+    from collapse_probe.simulators import parse_participant_spec
+
+    parsed = {r: o for r, o in parse_model_args(getattr(args, "model_arg", None)).items() if r not in handled}
+    if not parsed:
+        return
+    for role in parsed:
+        if role != "*" and not roles.get(role):
+            raise ConfigError(
+                f"-M/--model-arg: this run has no {role!r} model (roles here: {', '.join(r for r in roles if roles[r])})"
+            )
+    wanted: dict[str, dict[str, Any]] = {}
+    for role, specs in roles.items():
+        options = {**parsed.get("*", {}), **parsed.get(role, {})}
+        for spec in specs:
+            model = resolve_spec(parse_participant_spec(spec)[1])
+            if model in wanted and wanted[model] != options:
+                raise ConfigError(
+                    f"-M/--model-arg: model {model!r} plays two roles with different options "
+                    f"({wanted[model]} vs {options}); give the options without a role"
+                )
+            wanted[model] = options
+    for model, options in wanted.items():
+        get_model(model, **options)
+
+
 def participants_from_specs(specs: list[str], args: argparse.Namespace) -> dict[str, Any]:
     """Label -> participant for each spec (models load once and are shared)."""
     from collapse_probe.models import resolve_spec

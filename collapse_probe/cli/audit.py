@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from collapse_probe.cli._common import add_benchmark, add_cache, add_out, add_seed, arena_from_args, check_specs, env
+from collapse_probe.cli._common import (
+    add_benchmark,
+    add_cache,
+    add_out,
+    add_seed,
+    arena_from_args,
+    check_specs,
+    env,
+    load_models_with_options,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -88,6 +97,12 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.audit import AuditConfig, run_audit, summary_table
 
     check_specs([args.sim] + ([args.policy] if args.policy else []))
+    roles = {
+        "sim": [args.sim],
+        "policy": [args.policy] if args.policy else [],
+        "judge": [args.judge] if args.judge else [],
+    }
+    load_models_with_options(args, roles)
     arena = arena_from_args(args, [args.sim] + ([args.policy] if args.policy else []))
     config = AuditConfig(
         sim=args.sim, benchmark=args.benchmark, policy=args.policy, states=args.states, samples=args.samples,

@@ -14,6 +14,7 @@ from collapse_probe.cli._common import (
     arena_from_args,
     check_specs,
     env,
+    load_models_with_options,
     participants_from_specs,
     positive,
     split_specs,
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
     check_specs([*policies, *sims])
+    load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
     arena = arena_from_args(args, [*policies, *sims])
     extra = {k: v for k, v in (("personas", args.personas), ("tau2_data", args.tau2_data)) if v}
     config = CrossplayConfig(

@@ -13,6 +13,7 @@ from collapse_probe.cli._common import (
     arena_from_args,
     check_specs,
     env,
+    load_models_with_options,
     participants_from_specs,
     positive,
 )
@@ -49,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         if not spec or not spec.strip():
             raise ConfigError(f"{flag}: expected a model spec, got an empty string")
     check_specs([args.policy, args.sim])
+    load_models_with_options(
+        args, {"policy": [args.policy], "sim": [args.sim], "judge": [args.judge] if args.judge else []}
+    )
     arena = arena_from_args(args, [args.policy, args.sim])
     config = PlayConfig(
         policy=args.policy,

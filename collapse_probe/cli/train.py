@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from collapse_probe.cli._common import add_cache, add_out, add_seed, env, split_specs
+from collapse_probe.cli._common import add_cache, add_out, add_seed, env, load_models_with_options, split_specs
+from collapse_probe.cli._config import add_dataclass_options, dataclass_values, model_options
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.trainers.config import TrainConfig
 
 METHOD_CHOICES = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
 
@@ -68,9 +73,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_seed(p)
     add_cache(p)
     add_out(p, default="runs/train", resume_flags=False)
+    from collapse_probe.trainers.config import TrainConfig
+
+    # every other scalar field of TrainConfig becomes an option of the same name, typed and documented by the field
+    generated = add_dataclass_options(p, TrainConfig, skip=("progress", "cache"))
+    p.set_defaults(_generated_fields=generated)
 
 
-def config_from_args(args: argparse.Namespace) -> object:
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`~collapse_probe.trainers.TrainConfig` the flags describe."""
     from collapse_probe.trainers.config import TrainConfig
 
@@ -118,14 +128,30 @@ def config_from_args(args: argparse.Namespace) -> object:
         cache=not args.no_cache,
         seed=args.seed,
         progress=not args.no_progress,
+        vllm_options=_vllm_options(args),
+        **dataclass_values(args, getattr(args, "_generated_fields", [])),
     )
 
 
+def _vllm_options(args: argparse.Namespace) -> dict[str, object]:
+    """``-M policy.KEY=VALUE`` options: ``vllm.LLM`` options of the rollout engine (``--rollout-backend vllm``)."""
+    options = model_options(args, "policy")
+    if options and args.rollout_backend != "vllm":
+        raise ConfigError(
+            "-M/--model-arg policy.*: the trained policy takes backend options only through the vLLM rollout "
+            f"engine (--rollout-backend vllm); got {', '.join(options)} with --rollout-backend {args.rollout_backend}"
+        )
+    return options
+
+
 def run(args: argparse.Namespace) -> int:
+    from collapse_probe.trainers.config import TRAINABLE_SIMULATOR_METHODS
     from collapse_probe.trainers.llm import run_train
 
     config = config_from_args(args)
-    results = run_train(config, args.out)  # type: ignore[arg-type]
+    frozen = [] if config.method in TRAINABLE_SIMULATOR_METHODS else config.sims
+    load_models_with_options(args, {"sim": frozen + config.heldout}, handled=("policy",))
+    results = run_train(config, args.out)
     final = results["final"]
 
     def fmt(v: object) -> str:

@@ -1,0 +1,402 @@
+"""Option sources beyond the command line: ``--config FILE``, backend options ``-M`` and options
+generated from the typed config dataclasses.
+
+Precedence, highest first: command-line flags, ``$COLLAPSE_PROBE_<OPTION>``, the ``--config`` file,
+the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.toml``) holding one
+mapping whose keys are the subcommand's long option names, with dashes or underscores
+(``max-turns: 3`` or ``max_turns = 3``); lists are accepted for the comma-separated spec options
+(``sims: [smollm2, vs:smollm2]``). A key that is not an option of the subcommand, or a value of the
+wrong type, is one error line naming the file and the key.
+
+Backend options: ``-M ROLE.key=VALUE`` (repeatable; ``--model-arg``) passes ``key=VALUE`` to the
+model backend of every participant in ROLE — ``policy``, ``sim`` or ``judge`` — and a bare
+``key=VALUE`` to every model of the run. VALUE is read as a YAML scalar (``4`` is an integer,
+``0.5`` a number, ``true`` a boolean, anything else a string). In a config file the same options
+are a list of such strings or a mapping ``{ROLE: {key: value}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import difflib
+import inspect
+import os
+import sys
+import textwrap
+import types
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from collapse_probe.errors import ConfigError
+
+MODEL_ROLES = ("policy", "sim", "judge")
+"""Roles ``-M ROLE.key=value`` can address."""
+
+LIST_KEYS = frozenset({"policies", "sims", "sim", "heldout", "lora_targets"})
+"""Options given on the command line as comma-separated lists; a config file may give a list."""
+
+_NOT_FILE_KEYS = frozenset({"help", "config", "command"})
+
+
+# ------------------------------------------------------------------------------------------- -M / --model-arg
+
+
+def add_model_args(p: argparse.ArgumentParser, roles: Sequence[str] = MODEL_ROLES) -> None:
+    """Add ``-M / --model-arg ROLE.key=VALUE`` (repeatable) to a subcommand."""
+    p.add_argument(
+        "-M",
+        "--model-arg",
+        dest="model_arg",
+        action="append",
+        default=None,
+        metavar="ROLE.KEY=VALUE",
+        help=f"backend option for the models of ROLE ({', '.join(roles)}), or of every model without ROLE., "
+        "e.g. -M sim.concurrency=8 -M policy.tensor_parallel_size=2 (repeatable)",
+    )
+
+
+def _scalar(raw: str) -> Any:
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    return raw if value is None and raw.strip() not in ("null", "~") else value
+
+
+def parse_model_args(items: Sequence[str] | None, roles: Sequence[str] = MODEL_ROLES) -> dict[str, dict[str, Any]]:
+    """``["sim.concurrency=8", "timeout=30"]`` -> ``{"sim": {"concurrency": 8}, "*": {"timeout": 30}}``.
+
+    Raises:
+        ConfigError: an item without ``=``, an unknown role or an empty key.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for item in items or []:
+        head, eq, raw = item.partition("=")
+        if not eq or not head.strip():
+            raise ConfigError(f"-M/--model-arg: expected ROLE.key=VALUE or key=VALUE, got {item!r}")
+        role, dot, key = head.strip().rpartition(".")
+        role = role if dot else "*"
+        if role != "*" and role not in roles:
+            raise ConfigError(
+                f"-M/--model-arg {item!r}: unknown role {role!r}; expected one of {', '.join(roles)} (or no role)"
+            )
+        if not key:
+            raise ConfigError(f"-M/--model-arg {item!r}: empty option name")
+        out.setdefault(role, {})[key] = _scalar(raw)
+    return out
+
+
+def model_options(args: argparse.Namespace, role: str) -> dict[str, Any]:
+    """The backend options ``-M`` gives the models of ``role`` (bare ``key=value`` items included)."""
+    parsed = parse_model_args(getattr(args, "model_arg", None))
+    return {**parsed.get("*", {}), **parsed.get(role, {})}
+
+
+# -------------------------------------------------------------------------------- options from dataclasses
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings of a dataclass (the string literal under each field), by field name."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def _scalar_type(annotation: Any) -> tuple[type | None, bool]:
+    """``(int | float | str | bool, optional)`` of a field annotation; ``(None, _)`` for other types."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return _scalar_type(args[0])[0], True
+        return None, True
+    if annotation in (int, float, str, bool):
+        return annotation, False
+    return None, False
+
+
+def _short_help(doc: str) -> str:
+    first = doc.split(". ")[0].rstrip(".").replace("``", "")
+    return first.replace("%", "%%")
+
+
+def add_dataclass_options(
+    p: argparse.ArgumentParser, cls: type, *, skip: Sequence[str] = (), env: Any = None
+) -> list[str]:
+    """Add ``--field-name`` for every scalar field of dataclass ``cls`` not already an option of ``p``.
+
+    The type, default and help come from the field's annotation, default and attribute docstring;
+    ``$COLLAPSE_PROBE_<FIELD>`` overrides the default as for hand-written options. Returns the names of
+    the fields added (read them back with :func:`dataclass_values`).
+    """
+    from collapse_probe.cli._common import env as env_default
+
+    env = env or env_default
+    taken = {a.dest for a in p._actions} | {
+        s.lstrip("-").replace("-", "_") for a in p._actions for s in a.option_strings
+    }
+    docs = field_docs(cls)
+    hints = typing.get_type_hints(cls)
+    added: list[str] = []
+    for f in dataclasses.fields(cls):
+        if f.name in taken or f.name in skip or f.default is dataclasses.MISSING:
+            continue
+        kind, _optional = _scalar_type(hints[f.name])
+        if kind is None:
+            continue
+        flag = f.name.replace("_", "-")
+        default = f.default
+        doc = _short_help(docs.get(f.name, ""))
+        if kind is bool:
+            if default is not False:
+                continue  # a flag that could only switch off would read backwards; keep those hand-written
+            p.add_argument(f"--{flag}", dest=f.name, action="store_true", default=env(flag, False), help=doc)
+        else:
+            shown = "none" if default is None else default
+            p.add_argument(
+                f"--{flag}",
+                dest=f.name,
+                type=kind,
+                default=env(flag, default, kind),
+                help=f"{doc} (default {shown})" if doc else f"default {shown}",
+            )
+        added.append(f.name)
+    return added
+
+
+def dataclass_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    """The parsed values of the generated options ``names``."""
+    return {n: getattr(args, n) for n in names}
+
+
+# ----------------------------------------------------------------------------------------------- --config FILE
+
+
+def add_config_option(p: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` (read before the other options; see the module docstring)."""
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        default=os.environ.get("COLLAPSE_PROBE_CONFIG"),
+        help="YAML or TOML file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override it",
+    )
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The mapping in a YAML or TOML file.
+
+    Raises:
+        ConfigError: the file is missing, has another extension, does not parse, or is not a mapping.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--config: file {str(p)!r} does not exist")
+    suffix = p.suffix.lower()
+    text = p.read_text(encoding="utf-8")
+    if suffix in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    elif suffix == ".toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+    else:
+        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml or .toml")
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of option names to values, got {type(data).__name__}")
+    return data
+
+
+def _options_by_key(sp: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    keys: dict[str, argparse.Action] = {}
+    for action in sp._actions:
+        if isinstance(action, argparse._HelpAction | argparse._VersionAction):
+            continue
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        for name in longs or ([action.dest] if not action.option_strings else []):
+            key = name.lstrip("-").replace("-", "_")
+            if key not in _NOT_FILE_KEYS:
+                keys[key] = action
+    return keys
+
+
+def _type_name(kind: Any) -> str:
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(kind, "a value")
+
+
+def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
+    """Check a file value against the option it sets; return the value argparse would have produced."""
+
+    def bad(expected: str) -> NoReturn:
+        raise ConfigError(f"{path}: key {key!r}: expected {expected}, got {value!r}")
+
+    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+        if not isinstance(value, bool):
+            bad("true or false")
+        return value if isinstance(action, argparse._StoreTrueAction) else not value
+    if isinstance(action, argparse._AppendAction):
+        if isinstance(value, str):
+            value = [value]
+        if key == "model_arg" and isinstance(value, dict):
+            items = []
+            for role, opts in value.items():
+                if not isinstance(opts, dict):
+                    bad("a mapping {ROLE: {option: value}} or a list of 'ROLE.key=value' strings")
+                items += [f"{role}.{k}={_yaml_scalar(v)}" for k, v in opts.items()]
+            value = items
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            bad("a list of strings")
+        if key == "model_arg":
+            try:
+                parse_model_args(value)
+            except ConfigError as exc:
+                raise ConfigError(f"{path}: key {key!r}: {exc}") from None
+        return value
+    kind = action.type
+    if kind is None or kind is str:
+        if key in LIST_KEYS and isinstance(value, list):
+            if not value or not all(isinstance(v, str) and v.strip() for v in value):
+                bad("a non-empty list of strings")
+            value = ",".join(value)
+        elif value is None and action.default is None:
+            return None
+        elif not isinstance(value, str):
+            bad("a list of strings or a comma-separated string" if key in LIST_KEYS else "a string")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if value is None and action.default is None:
+                return None
+            bad("an integer")
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            if value is None and action.default is None:
+                return None
+            bad("a number")
+        value = float(value)
+    elif callable(kind):  # a custom parser function: give it the text the command line would have
+        try:
+            value = kind(str(value))
+        except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+            bad(f"a value accepted by --{key.replace('_', '-')} ({exc})")
+    if action.choices is not None and value not in action.choices:
+        bad(f"one of {', '.join(map(str, action.choices))}")
+    return value
+
+
+def _yaml_scalar(v: Any) -> str:
+    import json
+
+    if isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
+def _env_set(key: str) -> bool:
+    return os.environ.get("COLLAPSE_PROBE_" + key.upper()) is not None
+
+
+def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Path) -> dict[str, Any]:
+    """Make the file's values the defaults of subparser ``sp`` (flags still override them).
+
+    A key whose ``$COLLAPSE_PROBE_<KEY>`` is set is left to the environment. Returns the applied values.
+
+    Raises:
+        ConfigError: an unknown key (with the closest known ones) or a value of the wrong type.
+    """
+    p = Path(path)
+    data = load_config_file(p)
+    options = _options_by_key(sp)
+    applied: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("-", "_")
+        action = options.get(key)
+        if action is None:
+            close = difflib.get_close_matches(key, list(options), n=3, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(repr(c.replace('_', '-')) for c in close)}?)" if close else ""
+            raise ConfigError(f"{p}: unknown key {raw_key!r} for collapse-probe {command}{hint}")
+        coerced = _coerce(p, key, value, action)
+        if _env_set(key):
+            continue
+        applied[action.dest] = coerced
+        action.required = False
+    sp.set_defaults(**applied)
+    return applied
+
+
+def _command_and_config(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[str | None, str | None]:
+    sub = _subparsers(parser)
+    command = next((a for a in argv if a in sub), None)
+    if command is None:
+        return None, None
+    rest = list(argv)[list(argv).index(command) + 1 :]
+    path = None
+    for i, a in enumerate(rest):
+        if a == "--":
+            break
+        if a == "--config" and i + 1 < len(rest):
+            path = rest[i + 1]
+        elif a.startswith("--config="):
+            path = a.split("=", 1)[1]
+    if path is None:
+        path = os.environ.get("COLLAPSE_PROBE_CONFIG") if "--config" in _options_of(sub[command]) else None
+    return command, path
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _options_of(sp: argparse.ArgumentParser) -> set[str]:
+    return {s for a in sp._actions for s in a.option_strings}
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """``parser.parse_args`` with the subcommand's ``--config FILE`` applied first (see the module docstring).
+
+    A bad config file ends the program with one error line and exit status 2.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command, path = _command_and_config(parser, argv)
+    if command is not None and path is not None:
+        sp = _subparsers(parser)[command]
+        try:
+            apply_config_file(sp, command, path)
+        except ConfigError as exc:
+            print(f"collapse-probe {command}: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return parser.parse_args(argv)
