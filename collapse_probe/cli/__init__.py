@@ -103,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     from collapse_probe import _observe
-    from collapse_probe.cli._common import check_env_defaults, check_finite, resolve_out
+    from collapse_probe.cli._common import apply_budget, check_env_defaults, check_finite, print_usage, resolve_out
+    from collapse_probe.models._usage import BudgetExceeded
 
     verbose = int(getattr(args, "verbose", 0) or 0)
     _observe.configure(verbose, getattr(args, "log_level", None))
@@ -114,7 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_env_defaults(args)
         check_finite(args)
         resolve_out(args)
+        apply_budget(args)
         code = int(module.run(args) or 0)
+        print_usage(args)
+        return code
+    except BudgetExceeded as exc:
+        print_usage(args)
+        print(
+            f"collapse-probe {args.command}: stopped: {exc}; finished work and the spend so far are saved in the "
+            "run directory; run the same command with a higher limit to resume",
+            file=sys.stderr,
+        )
+        code = 3
         return code
     except CollapseProbeError as exc:
         print(f"collapse-probe {args.command}: error: {exc}", file=sys.stderr)

@@ -145,6 +145,59 @@ def add_cache(p: argparse.ArgumentParser) -> None:
         help="bypass the response cache ($COLLAPSE_PROBE_CACHE: a directory, which then holds responses.sqlite, "
         "or the SQLite file itself; default ~/.cache/collapse-probe/responses.sqlite)",
     )
+    add_budget(p)  # every command that calls models takes the cache option, and the spend options with it
+
+
+def add_budget(p: argparse.ArgumentParser) -> None:
+    """``--cost-limit``, ``--token-limit``, ``--price-table`` (applied by the CLI's main before the run)."""
+    g = p.add_argument_group("spend (results.json 'usage')")
+    g.add_argument(
+        "--cost-limit",
+        type=float,
+        default=env("cost-limit", None),
+        metavar="USD",
+        help="stop the run cleanly once its model calls cost this much (resume with a higher limit)",
+    )
+    g.add_argument(
+        "--token-limit",
+        type=int,
+        default=env("token-limit", None),
+        metavar="N",
+        help="stop the run cleanly once its model calls used N input+output tokens",
+    )
+    g.add_argument(
+        "--price-table",
+        default=env("price-table", None),
+        metavar="FILE",
+        help="TOML price table overriding the shipped one (USD per million tokens; see collapse_probe/data/prices.toml)",
+    )
+
+
+def print_usage(args: argparse.Namespace) -> None:
+    """Print the run's spend (``usage.json`` of ``--out``) after a command that calls models."""
+    if not hasattr(args, "cost_limit") or not getattr(args, "out", None):
+        return
+    import json
+    from pathlib import Path
+
+    from collapse_probe.models._usage import USAGE_FILE, format_usage
+
+    p = Path(args.out) / USAGE_FILE
+    try:
+        usage = json.loads(p.read_text(encoding="utf-8")).get("usage")
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(usage, dict):
+        print(format_usage(usage))
+
+
+def apply_budget(args: argparse.Namespace) -> None:
+    """Hand the spend options of a parsed command line to the usage ledger."""
+    if not hasattr(args, "cost_limit"):
+        return
+    from collapse_probe.models._usage import LEDGER
+
+    LEDGER.configure(cost_limit=args.cost_limit, token_limit=args.token_limit, price_table=args.price_table)
 
 
 def add_benchmark(p: argparse.ArgumentParser) -> None:

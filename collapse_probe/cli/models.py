@@ -5,6 +5,20 @@ from __future__ import annotations
 import argparse
 
 
+HOSTED = (
+    ("openai/MODEL", "OpenAI: $OPENAI_API_KEY, $OPENAI_BASE_URL"),
+    ("azure/DEPLOYMENT", "Azure OpenAI: $AZURE_OPENAI_ENDPOINT, $AZURE_OPENAI_API_KEY, $OPENAI_API_VERSION"),
+    ("openai-compatible/MODEL@URL", "any Chat Completions server (vLLM, llama.cpp, ...): $COLLAPSE_PROBE_API_KEY"),
+    ("anthropic/MODEL", "Anthropic: $ANTHROPIC_API_KEY, $ANTHROPIC_BASE_URL"),
+    ("bedrock/MODEL_ID", "Claude on Amazon Bedrock: AWS credentials, $AWS_REGION"),
+    ("vertex-anthropic/MODEL", "Claude on Vertex AI: $ANTHROPIC_VERTEX_PROJECT_ID, $CLOUD_ML_REGION"),
+    ("google/MODEL", "Gemini API: $GEMINI_API_KEY or $GOOGLE_API_KEY"),
+    ("vertex/MODEL", "Gemini on Vertex AI: $GOOGLE_CLOUD_PROJECT, $GOOGLE_CLOUD_LOCATION"),
+    ("litellm/PROVIDER/MODEL", "anything LiteLLM routes to (pip install litellm)"),
+)
+"""Hosted-model spec prefixes and where each takes its credentials from."""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("models", help="list model aliases and backend spec prefixes")
 
@@ -19,4 +33,7 @@ def run(args: argparse.Namespace) -> int:
         "\nbackend prefixes: " + ", ".join(f"{p}/MODEL" for p in BACKENDS if p != "scripted") + ", scripted:FILE.json"
     )
     print("simulator modes: vs:SPEC (Verbalized Sampling), direct:SPEC (default)")
+    print("\nhosted models (official SDKs, pip install \"collapse-probe[api]\"; credentials from the environment):")
+    for prefix, how in HOSTED:
+        print(f"  {prefix:<34} {how}")
     return 0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from collapse_probe.errors import CacheError
 from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
+from collapse_probe.models._usage import check_budget, record_local_results
 
 CACHE_FILE = "responses.sqlite"
 
@@ -159,7 +160,12 @@ class CachedModel:
                 self.misses += hi - lo + 1
         errors: dict[int, str] = {}
         if todo:
+            metered = not getattr(self.inner, "reports_usage", False)
+            if metered:
+                check_budget(self.spec)
             results = await self.inner.generate([t[2] for t in todo])
+            if metered:  # local and scripted backends: count what they know (requests, generated tokens)
+                record_local_results(self.spec, (c for r in results for c in r.completions), len(todo))
             new: list[tuple[str, Completion]] = []
             for (ri, lo, _sub), res in zip(todo, results, strict=True):
                 if not res.ok:

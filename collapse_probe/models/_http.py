@@ -1,22 +1,27 @@
-"""Shared machinery of the API backends: bounded concurrency, retries, API keys, tool-call mapping.
+"""Shared machinery of the API backends: bounded concurrency, one retry policy, API keys, tool-call mapping.
 
-The OpenAI, OpenAI-compatible, Anthropic and Google backends speak each provider's wire format with
-``httpx`` directly rather than through the provider SDKs. That keeps the core install light (httpx is
-already a core dependency, the SDKs pull dozens of packages), gives every provider one retry and
-concurrency policy instead of four differently-behaved ones, and lets any backend be pointed at a
-local server by its base URL, which is how the offline tests exercise them.
+The OpenAI, Azure OpenAI, Anthropic (direct, Bedrock, Vertex) and Gemini (Developer API, Vertex)
+backends speak through the providers' official SDKs (``openai``, ``anthropic``, ``google-genai``;
+extra ``api``): the SDK builds and authenticates each request, parses the answer and raises its typed
+errors. What the SDKs do not do lives here, once for all providers:
 
-Policy, shared by all API backends:
-
-* at most ``concurrency`` HTTP calls of one model are in flight per event loop (a queue of slots
-  over a few small connection pools); a call waiting to be retried does not hold a slot;
-* a call that fails with HTTP 408/409/425/429/500/502/503/504/529, a timeout or a connection error is
-  retried up to ``max_retries`` times with exponential backoff and jitter, and never sooner than the
-  server's ``Retry-After`` (or ``retry-after-ms``) asks; 400/401/403/404/422 are not retried;
+* at most ``concurrency`` calls of one model are in flight per event loop (a queue of slots over
+  a few SDK clients, each with a small connection pool); a call waiting to be retried does not hold
+  a slot;
+* **one retry policy**, ours, with the SDKs' own retries switched off (``max_retries=0``): a call
+  that fails with HTTP 408/409/425/429/500/502/503/504/529, a timeout or a connection error is
+  retried up to ``max_retries`` times with exponential backoff and jitter, never sooner than the
+  server's ``Retry-After`` (or ``retry-after-ms``) asks, and not at all when it answers
+  ``x-should-retry: false``; 400/401/403/404/422 are not retried. Ours rather than the SDKs' because
+  the three SDKs (and LiteLLM) retry differently (google-genai not at all by default), because an SDK
+  retry sleeps while holding its concurrency slot, and because the attempts a request took belong in
+  its infrastructure-failure record ("gave up after N attempts"), which the SDKs do not report;
 * a request whose calls still fail gets ``GenerationResult([], error=...)``: an infrastructure
   failure that pipelines record and exclude from scores, never an exception for the batch;
 * API keys are read only from environment variables, are held in a :class:`Secret` that never prints,
-  and are scrubbed from every error message.
+  and are scrubbed from every error message;
+* every answered call reports the token counts the server sent to the usage ledger
+  (:mod:`collapse_probe.models._usage`), and the run's budget is checked before each call.
 
 ``n`` samples of one request are asked for natively where the provider supports it (one call with
 ``n``/``candidateCount``), topped up by single-sample calls when the provider returns fewer, and fully
@@ -37,12 +42,11 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-import httpx
-
-from collapse_probe.errors import ConfigError
+from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
+from collapse_probe.models._usage import check_budget, record_usage
 
 logger = logging.getLogger(__name__)
 
@@ -200,21 +204,24 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def provider_error_message(resp: httpx.Response) -> str:
+def provider_error_message(body: Any, fallback: str = "") -> str:
     """The human part of an error body: ``error.message`` (OpenAI, Anthropic, Google) or the raw text."""
-    try:
-        data = resp.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        return resp.text.strip()[:500]
-    if isinstance(data, dict):
-        err = data.get("error", data)
+    if isinstance(body, (bytes, str)):
+        text = body.decode(errors="replace") if isinstance(body, bytes) else body
+        try:
+            body = json.loads(text)
+        except (json.JSONDecodeError, ValueError):
+            return (text.strip() or fallback)[:500]
+    if isinstance(body, dict):
+        err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])[:500]
         if isinstance(err, str):
             return err[:500]
-        if data.get("message"):
-            return str(data["message"])[:500]
-    return json.dumps(data)[:500]
+        if body.get("message"):
+            return str(body["message"])[:500]
+        return json.dumps(body)[:500]
+    return fallback[:500]
 
 
 # ------------------------------------------------------------------------------------- messages, tools
@@ -290,9 +297,10 @@ def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]
 
 
 CONNECTIONS_PER_CLIENT = 4
-"""Connections per pooled ``httpx.AsyncClient``. httpx's pool does work proportional to its size on
-every request (encode/httpx#3215): one client with 64 connections ran 256 calls of 100 ms in ~4 s on
-two cores, sixteen clients of four in ~0.65 s. So the concurrency slots are spread over small clients."""
+"""Connections per pooled HTTP client. An HTTP client's connection pool does work proportional to its
+size on every request (encode/httpx#3215): one client with 64 connections ran 256 calls of 100 ms
+in ~4 s on two cores, sixteen clients of four in ~0.65 s. So the concurrency slots are spread over
+several SDK clients, each wrapping a small pool."""
 
 _SSL_CONTEXT: Any = None
 
@@ -313,14 +321,15 @@ def _ssl_context() -> Any:
 
 @dataclass
 class _LoopState:
-    """Clients and concurrency slots of one event loop; a slot is a client with a free connection."""
+    """SDK clients and concurrency slots of one event loop; a slot is a client with a free connection."""
 
-    clients: list[httpx.AsyncClient] = field(default_factory=list)
-    slots: asyncio.Queue[httpx.AsyncClient] | None = None
+    clients: list[Any] = field(default_factory=list)
+    http_clients: list[Any] = field(default_factory=list)
+    slots: asyncio.Queue[Any] | None = None
     users: int = 0
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[httpx.AsyncClient]:
+    async def slot(self) -> AsyncIterator[Any]:
         """Hold one of the ``concurrency`` slots for the duration of one call."""
         assert self.slots is not None
         client = await self.slots.get()
@@ -330,11 +339,15 @@ class _LoopState:
             self.slots.put_nowait(client)
 
 
-class APIChatModel:
-    """Base of the HTTP API backends (see the module docstring for the shared policy).
+T = TypeVar("T")
 
-    Subclasses implement :meth:`_call`, one API call asking for ``k`` samples of a request, and set
-    :attr:`native_n` / :attr:`max_native_n`.
+
+class APIChatModel:
+    """Base of the API backends (see the module docstring for the shared policy).
+
+    Subclasses implement :meth:`_new_client` (an SDK client over one pooled HTTP client) and
+    :meth:`_call`, one API call asking for ``k`` samples of a request, which sends through
+    :meth:`_send`; they set :attr:`native_n` / :attr:`max_native_n`.
     """
 
     provider: str = "API"
@@ -342,6 +355,10 @@ class APIChatModel:
     native_n: ClassVar[bool] = False
     """Whether the API can return several samples for one call."""
     max_native_n: ClassVar[int] = 1
+    reports_usage: ClassVar[bool] = True
+    """Every answered call reports the server's token counts to the usage ledger itself."""
+    supports_batch: ClassVar[bool] = False
+    """Whether the provider has a batch API this backend can submit to (see ``models/_batch.py``)."""
 
     def __init__(
         self,
@@ -379,11 +396,36 @@ class APIChatModel:
         self._native_n = self.native_n if native_n is None else bool(native_n)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._rng = random.Random()
+        self._fingerprint: str | None = None
         self.calls = 0
-        """HTTP calls sent (attempts, retries included)."""
+        """API calls sent (attempts, retries included)."""
+        self.served_models: set[str] = set()
+        """Model names the server reported in its answers (``model`` / ``modelVersion``)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(spec={self.spec!r}, base_url={self.base_url!r})"
+
+    # -- identity
+
+    def fingerprint(self) -> str:
+        """What answers: ``provider|base URL|model name the server reports`` (memoised).
+
+        The served name comes from the provider's model endpoint (:meth:`_served_model_name`), which
+        resolves an alias to its snapshot (``claude-haiku-4-5`` -> ``claude-haiku-4-5-20251001``); a
+        server without one (many OpenAI-compatible servers) is identified by the name asked for.
+        """
+        if self._fingerprint is None:
+            try:
+                served = self._served_model_name() or self.model
+            except Exception as exc:  # noqa: BLE001 - no model endpoint: identify by the requested name
+                logger.debug("%s: model lookup failed (%s); fingerprint uses the requested name", self.spec, exc)
+                served = self.model
+            self._fingerprint = f"{type(self).__name__}|{self.base_url}|{served}"
+        return self._fingerprint
+
+    def _served_model_name(self) -> str | None:
+        """The model's name as the server reports it (a blocking lookup, done once)."""
+        return None
 
     # -- the ChatModel interface
 
@@ -454,11 +496,33 @@ class APIChatModel:
         """One API call for samples ``start .. start + k - 1`` of ``request`` (seed of sample ``start``)."""
         raise NotImplementedError
 
-    # -- HTTP
+    # -- SDK clients
+
+    def _new_client(self, http_client: Any) -> Any:
+        """An SDK client (SDK retries off, our timeout) sending through ``http_client``."""
+        raise NotImplementedError
+
+    def _sdk_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's exception classes that a call may raise (classified by :meth:`classify_error`)."""
+        return ()
+
+    def _new_http_client(self, size: int) -> Any:
+        """One small pooled ``httpx2`` client (the HTTP library the SDKs are built on)."""
+        httpx2 = require("httpx2", "api", f"the {self.provider} backend")
+        return httpx2.AsyncClient(
+            timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
+            limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size),
+            verify=_ssl_context(),
+            follow_redirects=True,
+        )
+
+    def _sdk_timeout(self) -> Any:
+        httpx2 = require("httpx2", "api", f"the {self.provider} backend")
+        return httpx2.Timeout(self.timeout, connect=min(self.timeout, 30.0))
 
     @contextlib.asynccontextmanager
     async def _session(self) -> AsyncIterator[_LoopState]:
-        """The clients and concurrency slots of the running event loop, shared by concurrent calls."""
+        """The SDK clients and concurrency slots of the running event loop, shared by concurrent calls."""
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
@@ -468,11 +532,9 @@ class APIChatModel:
             n_clients = -(-self.concurrency // CONNECTIONS_PER_CLIENT)
             for i in range(n_clients):
                 size = min(CONNECTIONS_PER_CLIENT, self.concurrency - i * CONNECTIONS_PER_CLIENT)
-                client = httpx.AsyncClient(
-                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                    limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-                    verify=_ssl_context(),
-                )
+                http_client = self._new_http_client(size)
+                client = self._new_client(http_client)
+                state.http_clients.append(http_client)
                 state.clients.append(client)
                 for _ in range(size):
                     state.slots.put_nowait(client)
@@ -482,85 +544,85 @@ class APIChatModel:
         finally:
             state.users -= 1
             if state.users == 0:
-                clients, state.clients, state.slots = state.clients, [], None
-                await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+                http_clients, state.http_clients, state.clients, state.slots = state.http_clients, [], [], None
+                await asyncio.gather(*(c.aclose() for c in http_clients), return_exceptions=True)
 
-    def _headers(self) -> dict[str, str]:
-        """Authentication and version headers of the provider."""
-        return {}
-
-    async def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """POST ``body`` to ``base_url + path`` with retries; return the JSON response."""
-        url = self.base_url + path
-        headers = {"content-type": "application/json", **self._headers()}
-        payload = {**body, **self.extra_body}
+    async def _send(self, send: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``send(sdk_client)`` under a concurrency slot, retrying failures by the policy."""
         async with self._session() as state:
-            return await self._retrying(lambda: self._attempt(state, url, headers, payload))
 
-    async def _retrying(self, attempt_once: Callable[[], Awaitable[dict[str, Any] | CallFailure]]) -> dict[str, Any]:
-        """Run ``attempt_once`` until it returns a response, retrying retryable failures by the policy."""
+            async def once() -> T:
+                check_budget(self.spec)
+                try:
+                    async with state.slot() as client:
+                        self.calls += 1
+                        return await send(client)
+                except CallFailure:
+                    raise
+                except self._sdk_errors() as exc:
+                    raise self.classify_error(exc) from None
+
+            return await self._retrying(once)
+
+    async def _retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt_once`` until it returns, retrying the :class:`CallFailure` it raises by the policy."""
         attempt = 0
         while True:
-            failure = await attempt_once()
-            if isinstance(failure, dict):
-                return failure
-            if failure.retry_after is not None and failure.retry_after > self.retry.max_retry_after:
-                failure.retryable = False
-                failure.args = (f"{failure} (the server asks to retry after {failure.retry_after:.0f} s)",)
-            if not failure.retryable or attempt >= self.retry.max_retries:
-                if attempt > 0:
-                    failure.args = (f"{failure} (gave up after {attempt + 1} attempts)",)
-                raise failure
-            wait = self.retry.delay(attempt, failure.retry_after, self._rng)
-            logger.info(
-                "%s: %s; retry %d/%d in %.2f s",
-                self.spec,
-                self.redact(str(failure)),
-                attempt + 1,
-                self.retry.max_retries,
-                wait,
-            )
+            try:
+                return await attempt_once()
+            except CallFailure as failure:
+                if failure.retry_after is not None and failure.retry_after > self.retry.max_retry_after:
+                    failure.retryable = False
+                    failure.args = (f"{failure} (the server asks to retry after {failure.retry_after:.0f} s)",)
+                if not failure.retryable or attempt >= self.retry.max_retries:
+                    if attempt > 0:
+                        failure.args = (f"{failure} (gave up after {attempt + 1} attempts)",)
+                    raise
+                wait = self.retry.delay(attempt, failure.retry_after, self._rng)
+                logger.info(
+                    "%s: %s; retry %d/%d in %.2f s",
+                    self.spec,
+                    self.redact(str(failure)),
+                    attempt + 1,
+                    self.retry.max_retries,
+                    wait,
+                )
             attempt += 1
             await asyncio.sleep(wait)
 
-    async def _attempt(
-        self, state: _LoopState, url: str, headers: dict[str, str], payload: dict[str, Any]
-    ) -> dict[str, Any] | CallFailure:
-        try:
-            async with state.slot() as client:
-                self.calls += 1
-                resp = await client.post(url, json=payload, headers=headers)
-        except httpx.TimeoutException as exc:
-            return CallFailure(f"{type(exc).__name__}: no answer from {url} within {self.timeout:g} s", retryable=True)
-        except httpx.ConnectError as exc:
-            return CallFailure(
-                f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); "
-                "is the server running and is the base URL right?",
-                retryable=True,
-            )
-        except httpx.UnsupportedProtocol as exc:
-            return CallFailure(f"bad base URL {self.base_url!r}: {exc}")
-        except httpx.TransportError as exc:
-            return CallFailure(
-                f"transport error talking to {self.base_url}: {type(exc).__name__}: {exc}", retryable=True
-            )
-        if resp.status_code < 300:
-            try:
-                data = resp.json()
-            except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-                return CallFailure(
-                    f"HTTP {resp.status_code} from {url} is not JSON: {resp.text[:200]!r}", retryable=True
-                )
-            if not isinstance(data, dict):
-                return CallFailure(
-                    f"HTTP {resp.status_code} from {url}: expected a JSON object, got {type(data).__name__}"
-                )
-            return data
-        return self._classify(resp, url)
+    def classify_error(self, exc: BaseException) -> CallFailure:
+        """Map an SDK exception to a :class:`CallFailure` with a message that says what to check.
 
-    def _classify(self, resp: httpx.Response, url: str) -> CallFailure:
-        status = resp.status_code
-        detail = provider_error_message(resp)
+        The Stainless-built SDKs (openai, anthropic) raise ``APIStatusError`` subclasses with
+        ``status_code``, ``response`` and the parsed ``body``, ``APITimeoutError`` and
+        ``APIConnectionError``; google-genai raises ``errors.APIError`` with ``code`` and ``message``
+        and lets transport errors through.
+        """
+        name = type(exc).__name__
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int):
+            code = getattr(exc, "code", None)
+            status = code if isinstance(code, int) and 100 <= code < 600 else None
+        if status is None:
+            if "Timeout" in name:
+                return CallFailure(f"{name}: no answer from {self.base_url} within {self.timeout:g} s", retryable=True)
+            if "Connect" in name or "Connection" in name:
+                cause = exc.__cause__ or exc.__context__
+                why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+                return CallFailure(
+                    f"cannot connect to {self.base_url} ({why}); is the server running and is the base URL right?",
+                    retryable=True,
+                )
+            if "UnsupportedProtocol" in name:
+                return CallFailure(f"bad base URL {self.base_url!r}: {exc}")
+            return CallFailure(f"error talking to {self.base_url}: {name}: {exc}", retryable=True)
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None) or {}
+        body = getattr(exc, "body", None)
+        if body is None and response is not None:
+            with contextlib.suppress(Exception):
+                body = response.text
+        detail = provider_error_message(body, fallback=str(getattr(exc, "message", None) or exc))
         if status == 401 or (status == 400 and "api key" in detail.lower()):
             # Gemini answers a bad key with 400 API_KEY_INVALID rather than 401.
             msg = f"{self.provider} rejected the API key (HTTP {status}: {detail}); check the API key in ${self.api_key_env}"
@@ -572,20 +634,51 @@ class APIChatModel:
                 f"may use model {self.model!r}"
             )
         elif status == 404:
-            msg = f"not found (HTTP 404) at {url}: {detail}; check the model name {self.model!r} and the base URL"
+            msg = f"not found (HTTP 404) at {self.base_url}: {detail}; check the model name {self.model!r} and the base URL"
         elif status in RETRY_STATUSES:
             msg = f"HTTP {status} from {self.provider}: {detail}"
         else:
             msg = f"{self.provider} rejected the request (HTTP {status}): {detail}"
-        return CallFailure(
-            msg, status=status, retryable=status in RETRY_STATUSES, retry_after=parse_retry_after(resp.headers)
-        )
+        retryable = status in RETRY_STATUSES
+        should = str(headers.get("x-should-retry", "")).lower()
+        if should in ("true", "false"):  # the server's own verdict, which the SDKs also honour
+            retryable = should == "true"
+        return CallFailure(msg, status=status, retryable=retryable, retry_after=parse_retry_after(headers))
 
     def redact(self, text: str) -> str:
         """Remove the API key from ``text`` (a server may echo it back)."""
         if self._api_key is not None and self._api_key.get():
             text = text.replace(self._api_key.get(), "***")
         return text
+
+    def record_usage(
+        self, input_tokens: int | None, output_tokens: int | None, served: str | None = None, *, batch: bool = False
+    ) -> None:
+        """Report one answered call's token counts (as the server reported them) to the usage ledger."""
+        if served:
+            self.served_models.add(str(served))
+        record_usage(self.spec, model=self.model, input_tokens=input_tokens, output_tokens=output_tokens, batch=batch)
+
+
+def sdk_arguments(method: Callable[..., Any], body: Mapping[str, Any], extra_body: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments calling SDK ``method`` with the wire ``body``: fields the method declares are
+    passed by name (so the SDK types them), the rest (fields a newer or older SDK does not declare,
+    such as ``temperature`` in recent ``anthropic`` releases, and ``extra_body``) go in ``extra_body``
+    and reach the wire unchanged."""
+    import inspect
+
+    known = _DECLARED.get(method)
+    if known is None:
+        known = _DECLARED[method] = frozenset(inspect.signature(method).parameters)
+    kwargs = {k: v for k, v in body.items() if k in known}
+    extra = {k: v for k, v in body.items() if k not in known}
+    extra.update(extra_body)
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+_DECLARED: dict[Any, frozenset[str]] = {}
 
 
 def check_options(options: Mapping[str, Any], allowed: Sequence[str], backend: str) -> None:

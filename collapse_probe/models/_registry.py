@@ -23,8 +23,12 @@ BACKENDS: dict[str, str] = {
     "vllm": "collapse_probe.models.vllm:make_vllm_model",
     "openai": "collapse_probe.models.openai:make_openai_model",
     "openai-compatible": "collapse_probe.models.openai:make_openai_compatible_model",
+    "azure": "collapse_probe.models.openai:make_azure_model",
     "anthropic": "collapse_probe.models.anthropic:make_anthropic_model",
+    "bedrock": "collapse_probe.models.anthropic:make_bedrock_model",
+    "vertex-anthropic": "collapse_probe.models.anthropic:make_vertex_anthropic_model",
     "google": "collapse_probe.models.google:make_google_model",
+    "vertex": "collapse_probe.models.google:make_vertex_model",
     "litellm": "collapse_probe.models.litellm:make_litellm_model",
     "scripted": "collapse_probe.models.scripted:make_scripted_model",
 }

@@ -1,9 +1,23 @@
-"""``anthropic/<model>``: the Anthropic Messages API (``POST {base}/v1/messages``) over ``httpx``.
+"""``anthropic/<model>``, ``bedrock/<model-id>`` and ``vertex-anthropic/<model>``: the Messages API through
+the official ``anthropic`` SDK (extra ``api``).
 
-No ``anthropic`` SDK: see :mod:`collapse_probe.models._http` for why and for the shared retry and
-concurrency policy. The key comes from ``$ANTHROPIC_API_KEY`` (or the variable named by the option
-``api_key_env``) and is sent in the ``x-api-key`` header with ``anthropic-version``; the base URL from
-the option ``base_url``, ``$ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``.
+The SDK builds, authenticates and parses each call and raises its typed errors; concurrency, the one
+retry policy (SDK retries off), ``n`` emulation and usage accounting are
+:mod:`collapse_probe.models._http`'s.
+
+``anthropic/<model>``: the key from ``$ANTHROPIC_API_KEY`` (or the variable named by the option
+``api_key_env``), the base URL from the option ``base_url``, ``$ANTHROPIC_BASE_URL`` or
+``https://api.anthropic.com``.
+
+``bedrock/<model-id>`` (``bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0``): Claude on Amazon
+Bedrock through ``AsyncAnthropicBedrock``; AWS credentials and region the usual way
+(``$AWS_ACCESS_KEY_ID``/``$AWS_SECRET_ACCESS_KEY``/``$AWS_SESSION_TOKEN`` or ``$AWS_PROFILE``,
+``$AWS_REGION``; option ``region``), or a Bedrock API key in ``$AWS_BEARER_TOKEN_BEDROCK``.
+
+``vertex-anthropic/<model>`` (``vertex-anthropic/claude-haiku-4-5@20251001``): Claude on Google
+Vertex AI through ``AsyncAnthropicVertex``; Google application-default credentials, the project from
+the option ``project`` or ``$ANTHROPIC_VERTEX_PROJECT_ID`` and the region from ``region`` or
+``$CLOUD_ML_REGION``.
 
 Mapping from our OpenAI-layout histories: system messages go to the top-level ``system`` field;
 assistant tool calls become ``tool_use`` blocks and ``tool`` messages ``tool_result`` blocks of a
@@ -13,7 +27,7 @@ system text as the single user turn, since the API needs at least one message.
 
 The API has neither ``n`` nor ``seed``: ``n`` samples are ``n`` concurrent calls, and no seed is sent.
 ``temperature`` must lie in [0, 1]; ``top_p`` is sent only when it is not 1, because recent models
-refuse ``temperature`` and ``top_p`` together. Extra options: ``anthropic_version`` (``"2023-06-01"``)
+refuse ``temperature`` and ``top_p`` together. Extra options: ``anthropic_version`` (default: the SDK's)
 and those of :mod:`collapse_probe.models.openai` except ``prompt_style``.
 """
 
@@ -24,7 +38,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from collapse_probe.errors import ConfigError
+from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
     APIChatModel,
@@ -36,13 +50,15 @@ from collapse_probe.models._http import (
     history_tool_calls,
     message_text,
     normalize_finish_reason,
+    sdk_arguments,
     split_system,
     tool_schema,
 )
 from collapse_probe.models._types import Completion, GenerationRequest, Message
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_VERSION: str | None = None
+"""``anthropic-version`` header: ``None`` sends the SDK's own (the API version its types are written for)."""
 
 
 def to_anthropic_messages(
@@ -111,21 +127,81 @@ def parse_messages_response(data: dict[str, Any]) -> Completion:
     )
 
 
+def _anthropic() -> Any:
+    return require("anthropic", "api", "the anthropic, bedrock and vertex-anthropic backends")
+
+
+CLOUDS = ("direct", "bedrock", "vertex")
+
+
 class AnthropicChatModel(APIChatModel):
-    """Anthropic Messages API backend."""
+    """Anthropic Messages API backend (direct, on Bedrock or on Vertex AI) via the ``anthropic`` SDK."""
 
     provider = "Anthropic"
     native_n = False
+    supports_batch = True
 
-    def __init__(self, spec: str, model: str, *, anthropic_version: str = ANTHROPIC_VERSION, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        spec: str,
+        model: str,
+        *,
+        anthropic_version: str | None = ANTHROPIC_VERSION,
+        cloud: str = "direct",
+        region: str | None = None,
+        project: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(spec, model, **kwargs)
+        if cloud not in CLOUDS:
+            raise ConfigError(f"anthropic cloud: expected one of {CLOUDS}, got {cloud!r}")
         self.anthropic_version = anthropic_version
+        self.cloud, self.region, self.project = cloud, region, project
+        if cloud != "direct":
+            self.provider = f"Anthropic on {'Amazon Bedrock' if cloud == 'bedrock' else 'Vertex AI'}"
+            self.supports_batch = False  # the clouds' batch jobs go through their own storage services
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": self.anthropic_version}
-        if self._api_key is not None:
-            headers["x-api-key"] = self._api_key.get()
-        return headers
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self._sdk_timeout()}
+        if self.anthropic_version:
+            kwargs["default_headers"] = {"anthropic-version": self.anthropic_version}
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
+        if self.cloud == "bedrock":
+            if self.region:
+                kwargs["aws_region"] = self.region
+        elif self.cloud == "vertex":
+            if self.region:
+                kwargs["region"] = self.region
+            if self.project:
+                kwargs["project_id"] = self.project
+        else:
+            kwargs["api_key"] = self._api_key.get() if self._api_key is not None else None
+        return kwargs
+
+    def _client_class(self, sync: bool) -> Any:
+        anthropic = _anthropic()
+        name = {"direct": "Anthropic", "bedrock": "AnthropicBedrock", "vertex": "AnthropicVertex"}[self.cloud]
+        return getattr(anthropic, name if sync else "Async" + name)
+
+    def _new_client(self, http_client: Any) -> Any:
+        return self._client_class(sync=False)(http_client=http_client, **self._client_kwargs())
+
+    def sync_client(self) -> Any:
+        """A blocking SDK client (model lookups, batches)."""
+        return self._client_class(sync=True)(**self._client_kwargs())
+
+    def _sdk_errors(self) -> tuple[type[BaseException], ...]:
+        return (_anthropic().AnthropicError,)
+
+    def _served_model_name(self) -> str | None:
+        if self.cloud != "direct":
+            return None  # the cloud model id names a snapshot already
+        client = self.sync_client().with_options(timeout=10.0)
+        try:
+            return str(client.models.retrieve(self.model).id)
+        finally:
+            client.close()
 
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The ``/v1/messages`` body of one sample of ``request``."""
@@ -152,8 +228,22 @@ class AnthropicChatModel(APIChatModel):
             ]
         return body
 
+    def parse_answer(self, data: dict[str, Any], batch: bool = False) -> Completion:
+        """The completion of one answered call (a wire-form dict); its usage goes to the ledger."""
+        usage = data.get("usage") or {}
+        # cache writes and reads are input tokens too (billed at their own rates)
+        inp = sum(
+            int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        self.record_usage(inp, usage.get("output_tokens"), data.get("model"), batch=batch)
+        return parse_messages_response(data)
+
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
-        return [parse_messages_response(await self._post("/v1/messages", self.build_body(request)))]
+        body = self.build_body(request)
+        resp = await self._send(
+            lambda c: c.messages.create(**sdk_arguments(type(c.messages).create, body, self.extra_body))
+        )
+        return [self.parse_answer(resp.model_dump())]
 
 
 _OPTIONS = (*COMMON_OPTIONS, "anthropic_version")
@@ -162,6 +252,7 @@ _OPTIONS = (*COMMON_OPTIONS, "anthropic_version")
 def make_anthropic_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:
     """Factory for ``anthropic/<model>`` (see the module docstring for options)."""
     check_options(options, _OPTIONS, "anthropic")
+    _anthropic()
     key, key_env = api_key_from_env(
         [options.get("api_key_env") or "ANTHROPIC_API_KEY"], provider="Anthropic", required=True
     )
@@ -173,5 +264,67 @@ def make_anthropic_model(spec: str, name: str, **options: Any) -> AnthropicChatM
         api_key=key,
         api_key_env=key_env,
         anthropic_version=options.get("anthropic_version", ANTHROPIC_VERSION),
+        **common_kwargs(options),
+    )
+
+
+_CLOUD_OPTIONS = tuple(o for o in (*COMMON_OPTIONS, "region", "project") if o != "api_key_env")
+
+
+def make_bedrock_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:
+    """Factory for ``bedrock/<model-id>``: Claude on Amazon Bedrock (see the module docstring)."""
+    check_options(options, tuple(o for o in _CLOUD_OPTIONS if o != "project"), "bedrock")
+    _anthropic()
+    region = options.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    base = options.get("base_url") or os.environ.get("ANTHROPIC_BEDROCK_BASE_URL")
+    if not region and not base:
+        raise ConfigError(
+            f"model spec {spec!r}: the bedrock backend needs an AWS region; set $AWS_REGION or pass the option region"
+        )
+    return AnthropicChatModel(
+        spec,
+        name,
+        cloud="bedrock",
+        region=region,
+        base_url=check_base_url(base, "bedrock base URL")
+        if base
+        else f"https://bedrock-runtime.{region}.amazonaws.com",
+        api_key=None,
+        api_key_env="AWS_ACCESS_KEY_ID",
+        **common_kwargs(options),
+    )
+
+
+def make_vertex_anthropic_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:
+    """Factory for ``vertex-anthropic/<model>``: Claude on Vertex AI (see the module docstring)."""
+    check_options(options, _CLOUD_OPTIONS, "vertex-anthropic")
+    _anthropic()
+    region = options.get("region") or os.environ.get("CLOUD_ML_REGION")
+    project = options.get("project") or os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID")
+    missing = [
+        what
+        for what, v in (
+            ("$CLOUD_ML_REGION (option region)", region),
+            ("$ANTHROPIC_VERTEX_PROJECT_ID (option project)", project),
+        )
+        if not v
+    ]
+    if missing:
+        raise ConfigError(f"model spec {spec!r}: the vertex-anthropic backend needs {' and '.join(missing)}")
+    base = options.get("base_url") or os.environ.get("ANTHROPIC_VERTEX_BASE_URL")
+    default = (
+        "https://aiplatform.googleapis.com/v1"
+        if region == "global"
+        else f"https://{region}-aiplatform.googleapis.com/v1"
+    )
+    return AnthropicChatModel(
+        spec,
+        name,
+        cloud="vertex",
+        region=region,
+        project=project,
+        base_url=check_base_url(base, "vertex-anthropic base URL") if base else default,
+        api_key=None,
+        api_key_env="GOOGLE_APPLICATION_CREDENTIALS",
         **common_kwargs(options),
     )

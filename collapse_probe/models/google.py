@@ -1,22 +1,31 @@
-"""``google/<model>``: the Gemini API ``generateContent`` REST method over ``httpx``.
+"""``google/<model>`` and ``vertex/<model>``: Gemini ``generateContent`` through the official
+``google-genai`` SDK (extra ``api``).
 
-``POST {base}/v1beta/models/{model}:generateContent`` with the key in the ``x-goog-api-key`` header
-(never in the URL, where it would end up in logs). No ``google-genai`` SDK: see
-:mod:`collapse_probe.models._http` for why and for the shared retry and concurrency policy. The key
-comes from ``$GEMINI_API_KEY`` or ``$GOOGLE_API_KEY`` (or the variable named by ``api_key_env``); the
-base URL from the option ``base_url``, ``$GOOGLE_GEMINI_BASE_URL`` or
-``https://generativelanguage.googleapis.com``; the API version from ``api_version`` (``"v1beta"``).
+The SDK builds, authenticates and parses each call and raises its typed errors; concurrency, the one
+retry policy (the SDK's retries stay off), per-sample seeds and usage accounting are
+:mod:`collapse_probe.models._http`'s.
+
+``google/<model>``: the Gemini Developer API. The key comes from ``$GEMINI_API_KEY`` or
+``$GOOGLE_API_KEY`` (or the variable named by ``api_key_env``) and is sent in the
+``x-goog-api-key`` header (never in the URL, where it would end up in logs); the base URL from the
+option ``base_url``, ``$GOOGLE_GEMINI_BASE_URL`` or ``https://generativelanguage.googleapis.com``; the
+API version from ``api_version`` (``"v1beta"``).
+
+``vertex/<model>``: Gemini on Vertex AI (``genai.Client(vertexai=True)``), with Google
+application-default credentials, the project from the option ``project`` or
+``$GOOGLE_CLOUD_PROJECT`` and the location from ``location`` or ``$GOOGLE_CLOUD_LOCATION``
+(default ``global``); or Vertex express mode with a key in ``$GOOGLE_API_KEY`` and no project.
 
 Mapping: system messages become ``systemInstruction``; ``assistant`` turns have role ``model``;
 assistant tool calls become ``functionCall`` parts and ``tool`` messages ``functionResponse`` parts
-of a user turn; sampling goes to ``generationConfig`` (``temperature``, ``topP``,
+of a user turn; sampling goes to the generation config (``temperature``, ``topP``,
 ``maxOutputTokens``, ``stopSequences``, ``seed``, ``candidateCount``, ``responseLogprobs``). ``n``
 samples are asked for as ``candidateCount`` (at most 8 per call); a model that refuses several
 candidates is served by single-candidate calls from then on, each with its own per-sample seed.
 Function schemas are reduced to the OpenAPI subset the API accepts. Gemini 3 signs its function
 calls (``thoughtSignature``); the signature is kept on the returned tool call
-(``"thought_signature"``) and sent back with it, and a replayed call without one is marked with the
-documented validator-skip value so that foreign histories are accepted.
+(``"thought_signature"``, base64 as on the wire) and sent back with it, and a replayed call without
+one carries the documented validator-skip value so that foreign histories are accepted.
 
 A prompt blocked by the safety filter (no candidates, ``promptFeedback.blockReason``) is the model's
 answer, not an infrastructure failure: it comes back as empty texts with finish reason
@@ -25,12 +34,13 @@ answer, not an infrastructure failure: it comes back as empty texts with finish 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collapse_probe.errors import ConfigError
+from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
     APIChatModel,
@@ -49,7 +59,9 @@ from collapse_probe.models._types import Completion, GenerationRequest, Message
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
-"""Value the API documents for replayed function calls whose signature is unknown."""
+"""Value the API documents for replayed function calls whose signature is unknown (the signature's
+bytes; on the wire, like every signature, base64)."""
+SKIP_THOUGHT_SIGNATURE_B64 = base64.b64encode(SKIP_THOUGHT_SIGNATURE.encode()).decode()
 
 _SCHEMA_KEYS = frozenset(
     {
@@ -140,7 +152,7 @@ def to_gemini_contents(
                     signature = tc.get("thought_signature")
                     if signature or j == 0:
                         # Only the first of parallel calls carries a signature.
-                        part["thoughtSignature"] = signature or SKIP_THOUGHT_SIGNATURE
+                        part["thoughtSignature"] = signature or SKIP_THOUGHT_SIGNATURE_B64
                     parts.append(part)
         else:
             raise ConfigError(f"message role {role!r}: expected system, user, assistant or tool")
@@ -200,26 +212,105 @@ def parse_generate_content_response(data: dict[str, Any], k: int) -> list[Comple
     return out
 
 
+def _genai() -> Any:
+    return require("google.genai", "api", "the google and vertex backends", package="google-genai")
+
+
+def _sdk_contents(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Wire-form contents with signatures as the bytes the SDK expects (it base64-encodes them again)."""
+    out = []
+    for c in contents:
+        parts = []
+        for part in c["parts"]:
+            if isinstance(part.get("thoughtSignature"), str):
+                part = {**part, "thoughtSignature": base64.b64decode(part["thoughtSignature"])}
+            parts.append(part)
+        out.append({**c, "parts": parts})
+    return out
+
+
 class GeminiChatModel(APIChatModel):
-    """Gemini API ``generateContent`` backend."""
+    """Gemini ``generateContent`` backend (Developer API or Vertex AI) via the ``google-genai`` SDK."""
 
     provider = "Google Gemini"
     native_n = True
     max_native_n = 8
+    supports_batch = True
 
-    def __init__(self, spec: str, model: str, *, api_version: str = "v1beta", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        spec: str,
+        model: str,
+        *,
+        api_version: str = "v1beta",
+        vertex: bool = False,
+        project: str | None = None,
+        location: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(spec, model.removeprefix("models/"), **kwargs)
         self.api_version = api_version
-
-    def _headers(self) -> dict[str, str]:
-        return {"x-goog-api-key": self._api_key.get()} if self._api_key is not None else {}
+        self.vertex, self.project, self.location = vertex, project, location
+        if vertex:
+            self.provider = "Gemini on Vertex AI"
+            self.supports_batch = False  # Vertex batch jobs read and write Cloud Storage / BigQuery
 
     @property
     def path(self) -> str:
         return f"/{self.api_version}/models/{self.model}:generateContent"
 
+    def _http_options(self, http_client: Any = None) -> Any:
+        types = _genai().types
+        options: dict[str, Any] = {
+            "timeout": int(self.timeout * 1000),
+            "retry_options": types.HttpRetryOptions(attempts=1),  # one policy: ours
+        }
+        if self.base_url and not (self.vertex and self.base_url == VERTEX_DEFAULT):
+            options["base_url"] = self.base_url
+        if not self.vertex:
+            options["api_version"] = self.api_version
+        if http_client is not None:
+            options["httpx_async_client"] = http_client
+        return types.HttpOptions(**options)
+
+    def _client_kwargs(self, http_client: Any = None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"http_options": self._http_options(http_client)}
+        if self.vertex:
+            kwargs["vertexai"] = True
+            if self.project:
+                kwargs.update(project=self.project, location=self.location or "global")
+            elif self._api_key is not None:
+                kwargs["api_key"] = self._api_key.get()
+        else:
+            kwargs["api_key"] = self._api_key.get() if self._api_key is not None else None
+        return kwargs
+
+    def _new_client(self, http_client: Any) -> Any:
+        return _genai().Client(**self._client_kwargs(http_client))
+
+    def sync_client(self) -> Any:
+        """A blocking SDK client (model lookups, batches)."""
+        return _genai().Client(**self._client_kwargs())
+
+    def _sdk_errors(self) -> tuple[type[BaseException], ...]:
+        import httpx2
+
+        errors: tuple[type[BaseException], ...] = (_genai().errors.APIError, httpx2.TransportError)
+        try:
+            import httpx
+
+            errors = (*errors, httpx.TransportError)
+        except ImportError:
+            pass
+        return errors
+
+    def _served_model_name(self) -> str | None:
+        info = self.sync_client().models.get(model=self.model)
+        version = getattr(info, "version", None)
+        return f"{info.name}@{version}" if version else str(info.name)
+
     def build_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> dict[str, Any]:
-        """The ``generateContent`` body asking for samples ``start .. start + k - 1``."""
+        """The ``generateContent`` body (wire form) asking for samples ``start .. start + k - 1``."""
         p = request.params
         instruction, contents = to_gemini_contents(request.messages, request.prompt)
         config: dict[str, Any] = {"temperature": p.temperature, "topP": p.top_p, "maxOutputTokens": p.max_tokens}
@@ -245,17 +336,41 @@ class GeminiChatModel(APIChatModel):
             body["tools"] = [{"functionDeclarations": decls}]
         return body
 
-    async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
-        data = await self._post(self.path, self.build_body(request, start, k))
+    def sdk_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``generate_content`` keyword arguments for a wire-form body."""
+        config = dict(body["generationConfig"])
+        for key in ("systemInstruction", "tools"):
+            if key in body:
+                config[key] = body[key]
+        if self.extra_body:
+            config["http_options"] = {"extra_body": self.extra_body}
+        return {"model": self.model, "contents": _sdk_contents(body["contents"]), "config": config}
+
+    def parse_answer(self, data: dict[str, Any], k: int, batch: bool = False) -> list[Completion]:
+        """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""
+        usage = data.get("usageMetadata") or {}
+        inp = int(usage.get("promptTokenCount") or 0) + int(usage.get("toolUsePromptTokenCount") or 0)
+        # thinking tokens are billed as output
+        out = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
+        self.record_usage(inp, out, data.get("modelVersion"), batch=batch)
         return parse_generate_content_response(data, k)
+
+    async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        kwargs = self.sdk_request(self.build_body(request, start, k))
+        resp = await self._send(lambda c: c.aio.models.generate_content(**kwargs))
+        data = resp.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data.pop("sdkHttpResponse", None)
+        return self.parse_answer(data, k)
 
 
 _OPTIONS = (*COMMON_OPTIONS, "api_version")
+VERTEX_DEFAULT = "https://aiplatform.googleapis.com"
 
 
 def make_google_model(spec: str, name: str, **options: Any) -> GeminiChatModel:
     """Factory for ``google/<model>`` (see the module docstring for options)."""
     check_options(options, _OPTIONS, "google")
+    _genai()
     names = [options["api_key_env"]] if options.get("api_key_env") else ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
     key, key_env = api_key_from_env(names, provider="Google Gemini", required=True)
     base = options.get("base_url") or os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
@@ -266,5 +381,36 @@ def make_google_model(spec: str, name: str, **options: Any) -> GeminiChatModel:
         api_key=key,
         api_key_env=key_env,
         api_version=options.get("api_version", "v1beta"),
+        **common_kwargs(options),
+    )
+
+
+def make_vertex_model(spec: str, name: str, **options: Any) -> GeminiChatModel:
+    """Factory for ``vertex/<model>``: Gemini on Vertex AI (see the module docstring)."""
+    check_options(options, (*COMMON_OPTIONS, "project", "location"), "vertex")
+    _genai()
+    project = options.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT")
+    location = options.get("location") or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global"
+    key = None
+    key_env = "GOOGLE_APPLICATION_CREDENTIALS"
+    if not project:
+        key, key_env = api_key_from_env(
+            [options.get("api_key_env") or "GOOGLE_API_KEY"], provider="Vertex AI", required=False
+        )
+        if key is None:
+            raise ConfigError(
+                f"model spec {spec!r}: the vertex backend needs a Google Cloud project ($GOOGLE_CLOUD_PROJECT or the "
+                "option project, with application-default credentials) or an express-mode key in $GOOGLE_API_KEY"
+            )
+    base = options.get("base_url") or VERTEX_DEFAULT
+    return GeminiChatModel(
+        spec,
+        name,
+        vertex=True,
+        project=project,
+        location=location,
+        base_url=check_base_url(base, "vertex base URL (option base_url)"),
+        api_key=key,
+        api_key_env=key_env,
         **common_kwargs(options),
     )

@@ -1,10 +1,11 @@
 """``litellm/<provider>/<model>``: any provider LiteLLM routes to, through ``litellm.acompletion``.
 
 For the providers it has no native backend for (Bedrock, Vertex, Mistral, Groq, ...). LiteLLM is an
-optional dependency (``pip install "collapse-probe[api]"``) imported when the model is built; it
+optional dependency (``pip install "collapse-probe[litellm]"``) imported when the model is built; it
 reads each provider's key from that provider's usual environment variable. The calls go through the
-same concurrency bound and retry policy as the HTTP backends (:mod:`collapse_probe.models._http`);
-LiteLLM's own retries are switched off so that the two do not multiply. ``drop_params`` is on, so a
+same concurrency bound and the one retry policy of the SDK backends (:mod:`collapse_probe.models._http`),
+so LiteLLM's own retries stay off (``num_retries=0``): one policy, not two stacked; the usage LiteLLM
+reports goes to the usage ledger. ``drop_params`` is on, so a
 parameter a provider lacks (``seed`` on Anthropic) is dropped rather than refused. ``n`` samples are
 ``n`` calls with per-sample seeds unless the option ``native_n=True`` asks for ``n`` in one call.
 
@@ -32,7 +33,14 @@ from collapse_probe.models._http import (
     tool_schema,
 )
 from collapse_probe.models._types import Completion, GenerationRequest
+from collapse_probe.models._usage import check_budget
 from collapse_probe.models.openai import parse_chat_response, to_openai_messages
+
+
+class _NoClient:
+    async def aclose(self) -> None:
+        pass
+
 
 KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
@@ -108,21 +116,30 @@ class LiteLLMChatModel(APIChatModel):
         return CallFailure(detail, status=status)
 
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
-        litellm = require("litellm", "api", "the litellm backend")
+        litellm = require("litellm", "litellm", "the litellm backend")
         kwargs = self.build_kwargs(request, start, k)
         async with self._session() as state:
 
-            async def once() -> dict[str, Any] | CallFailure:
+            async def once() -> dict[str, Any]:
+                check_budget(self.spec)
                 async with state.slot():
                     self.calls += 1
                     try:
                         resp = await litellm.acompletion(**kwargs)
                     except Exception as exc:  # noqa: BLE001 - every LiteLLM failure is classified, none escapes
-                        return self.classify_exception(exc)
+                        raise self.classify_exception(exc) from None
                 return resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
 
             data = await self._retrying(once)
+        usage = data.get("usage") or {}
+        self.record_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), data.get("model"))
         return parse_chat_response(data)
+
+    def _new_client(self, http_client: Any) -> Any:
+        return None  # LiteLLM keeps its own clients; the slots only bound concurrency
+
+    def _new_http_client(self, size: int) -> Any:
+        return _NoClient()
 
     def redact(self, text: str) -> str:
         """Scrub the values of every key-like environment variable (LiteLLM holds keys we never see)."""
@@ -133,9 +150,9 @@ class LiteLLMChatModel(APIChatModel):
 
 
 def make_litellm_model(spec: str, name: str, **options: Any) -> LiteLLMChatModel:
-    """Factory for ``litellm/<provider>/<model>``; needs the ``litellm`` package (extra ``api``)."""
+    """Factory for ``litellm/<provider>/<model>``; needs the ``litellm`` package (extra ``litellm``)."""
     check_options(options, COMMON_OPTIONS, "litellm")
-    require("litellm", "api", "the litellm backend")
+    require("litellm", "litellm", "the litellm backend")
     base = options.get("base_url")
     return LiteLLMChatModel(
         spec,

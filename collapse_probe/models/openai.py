@@ -1,12 +1,21 @@
-"""``openai/<model>`` and ``openai-compatible/<model>[@BASE_URL]``: the Chat Completions wire format.
+"""``openai/<model>``, ``azure/<deployment>`` and ``openai-compatible/<model>[@BASE_URL]``: Chat Completions
+through the official ``openai`` SDK (extra ``api``).
 
-Both speak ``POST {base}/chat/completions`` with ``httpx`` directly (no ``openai`` SDK; see
-:mod:`collapse_probe.models._http` for why and for the shared retry/concurrency policy).
+The SDK builds, authenticates and parses each call and raises its typed errors; concurrency, the one
+retry policy (SDK retries off), per-sample seeds and usage accounting are
+:mod:`collapse_probe.models._http`'s. Requests carry the SDK's own ``User-Agent`` and
+``x-stainless-*`` headers.
 
 ``openai/<model>`` talks to OpenAI: key from ``$OPENAI_API_KEY`` (required), base URL from the
 ``base_url`` option, ``$OPENAI_BASE_URL`` or ``https://api.openai.com/v1``. It sends
 ``max_completion_tokens`` and leaves ``temperature``/``top_p`` out when they are at the API default 1,
 because reasoning models reject the parameters even at their default value.
+
+``azure/<deployment>`` talks to an Azure OpenAI resource with the SDK's ``AsyncAzureOpenAI``: the
+endpoint from the option ``base_url`` or ``$AZURE_OPENAI_ENDPOINT`` (``https://RESOURCE.openai.azure.com``),
+the key from ``$AZURE_OPENAI_API_KEY`` (or a Microsoft Entra token in ``$AZURE_OPENAI_AD_TOKEN``), the
+API version from the option ``api_version``, ``$OPENAI_API_VERSION`` or ``2024-10-21``. The name
+after ``azure/`` is the deployment name; requests are as for ``openai/``.
 
 ``openai-compatible/<model>`` talks to any server with the same API (vLLM's ``vllm serve``,
 llama.cpp's ``llama-server``, SGLang, TGI, LM Studio, Ollama): the base URL is given inline
@@ -16,11 +25,11 @@ by ``$COLLAPSE_PROBE_BASE_URL``; the key is optional, from ``$COLLAPSE_PROBE_API
 option ``prompt_style="transcript"`` a request that carries a plain-text ``prompt`` is decoded with
 ``POST {base}/completions`` on the raw transcript, which keeps small base models in role.
 
-Options (both): ``concurrency`` (16), ``max_retries`` (6), ``backoff_base`` (0.5 s), ``backoff_max``
+Options (all): ``concurrency`` (16), ``max_retries`` (6), ``backoff_base`` (0.5 s), ``backoff_max``
 (30 s), ``max_retry_after`` (120 s), ``timeout`` (120 s), ``extra_body`` (fields merged into every
 request body, e.g. ``{"reasoning_effort": "minimal"}`` or vLLM's ``{"top_k": 20}``), ``native_n``
 (send ``n``; default on, switched off by itself when the server rejects ``n > 1``), ``api_key_env``,
-``base_url``, ``prompt_style`` (``"chat"`` or ``"transcript"``).
+``base_url``, ``prompt_style`` (``"chat"`` or ``"transcript"``); ``api_version`` for ``azure/``.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from collapse_probe.errors import ConfigError
+from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
     APIChatModel,
@@ -44,6 +53,7 @@ from collapse_probe.models._http import (
     history_tool_calls,
     normalize_finish_reason,
     parse_arguments,
+    sdk_arguments,
     tool_schema,
 )
 from collapse_probe.models._types import Completion, GenerationRequest, Message
@@ -132,12 +142,17 @@ def parse_completions_response(data: dict[str, Any]) -> list[Completion]:
     return out
 
 
+def _openai() -> Any:
+    return require("openai", "api", "the openai, azure and openai-compatible backends")
+
+
 class OpenAIChatModel(APIChatModel):
-    """A Chat Completions endpoint (OpenAI or an OpenAI-compatible server)."""
+    """A Chat Completions endpoint (OpenAI, Azure OpenAI or an OpenAI-compatible server) via the ``openai`` SDK."""
 
     provider = "OpenAI"
     native_n = True
     max_native_n = 128
+    supports_batch = True
 
     def __init__(
         self,
@@ -146,6 +161,7 @@ class OpenAIChatModel(APIChatModel):
         *,
         official: bool,
         prompt_style: str = "chat",
+        azure_api_version: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(spec, model, **kwargs)
@@ -153,11 +169,54 @@ class OpenAIChatModel(APIChatModel):
             raise ConfigError(f"option 'prompt_style': expected one of {PROMPT_STYLES}, got {prompt_style!r}")
         self.official = official
         self.prompt_style = prompt_style
-        if not official:
+        self.azure_api_version = azure_api_version
+        if azure_api_version is not None:
+            self.provider = "Azure OpenAI"
+        elif not official:
             self.provider = "the OpenAI-compatible server"
+            self.supports_batch = False  # vLLM & co. have no /batches endpoint
 
-    def _headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self._api_key.get()}"} if self._api_key is not None else {}
+    # -- SDK client
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        key = self._api_key.get() if self._api_key is not None else None
+        kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self._sdk_timeout()}
+        if self.azure_api_version is not None:
+            kwargs.update(azure_endpoint=self.base_url, api_version=self.azure_api_version)
+            if key is not None:
+                kwargs["api_key"] = key
+            elif os.environ.get("AZURE_OPENAI_AD_TOKEN"):
+                kwargs["azure_ad_token"] = os.environ["AZURE_OPENAI_AD_TOKEN"]
+        else:
+            kwargs.update(base_url=self.base_url, api_key=key or "")
+            if key is None:
+                # A server that needs no key gets no Authorization header; the SDK would otherwise
+                # refuse to start (or fall back to $OPENAI_API_KEY, sending an OpenAI key elsewhere).
+                kwargs["_enforce_credentials"] = False
+        return kwargs
+
+    def _new_client(self, http_client: Any) -> Any:
+        openai = _openai()
+        cls = openai.AsyncAzureOpenAI if self.azure_api_version is not None else openai.AsyncOpenAI
+        return cls(http_client=http_client, **self._client_kwargs())
+
+    def sync_client(self) -> Any:
+        """A blocking SDK client (model lookups, batch files)."""
+        openai = _openai()
+        cls = openai.AzureOpenAI if self.azure_api_version is not None else openai.OpenAI
+        return cls(**self._client_kwargs())
+
+    def _sdk_errors(self) -> tuple[type[BaseException], ...]:
+        return (_openai().OpenAIError,)
+
+    def _served_model_name(self) -> str | None:
+        if self.azure_api_version is not None:
+            return None  # a deployment name is not a model id; the answers' ``model`` field names it
+        client = self.sync_client().with_options(timeout=10.0)
+        try:
+            return str(client.models.retrieve(self.model).id)
+        finally:
+            client.close()
 
     def _sampling_fields(self, request: GenerationRequest, start: int, k: int) -> dict[str, Any]:
         p = request.params
@@ -199,12 +258,38 @@ class OpenAIChatModel(APIChatModel):
     def uses_transcript(self, request: GenerationRequest) -> bool:
         return self.prompt_style == "transcript" and request.prompt is not None
 
-    async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+        """``(endpoint path, body)`` of one call, for a batch file."""
         if self.uses_transcript(request):
-            data = await self._post("/completions", self.build_completion_body(request, start, k))
-            return parse_completions_response(data)
-        data = await self._post("/chat/completions", self.build_chat_body(request, start, k))
-        return parse_chat_response(data)
+            return "/v1/completions", {**self.build_completion_body(request, start, k), **self.extra_body}
+        return "/v1/chat/completions", {**self.build_chat_body(request, start, k), **self.extra_body}
+
+    def parse_answer(self, data: dict[str, Any], transcript: bool, batch: bool = False) -> list[Completion]:
+        """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""
+        usage = data.get("usage") or {}
+        self.record_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), data.get("model"), batch=batch)
+        return parse_completions_response(data) if transcript else parse_chat_response(data)
+
+    async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        transcript = self.uses_transcript(request)
+        headers: dict[str, Any] = {}
+        if self._api_key is None and self.azure_api_version is None:
+            headers["extra_headers"] = {"Authorization": _openai().Omit()}  # keyless: no header at all
+        if transcript:
+            body = self.build_completion_body(request, start, k)
+            resp = await self._send(
+                lambda c: c.completions.create(
+                    **sdk_arguments(type(c.completions).create, body, self.extra_body), **headers
+                )
+            )
+        else:
+            body = self.build_chat_body(request, start, k)
+            resp = await self._send(
+                lambda c: c.chat.completions.create(
+                    **sdk_arguments(type(c.chat.completions).create, body, self.extra_body), **headers
+                )
+            )
+        return self.parse_answer(resp.model_dump(), transcript)
 
 
 _OPENAI_OPTIONS = (*COMMON_OPTIONS, "prompt_style")
@@ -213,6 +298,7 @@ _OPENAI_OPTIONS = (*COMMON_OPTIONS, "prompt_style")
 def make_openai_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     """Factory for ``openai/<model>`` (see the module docstring for options)."""
     check_options(options, _OPENAI_OPTIONS, "openai")
+    _openai()
     key_env = options.get("api_key_env") or "OPENAI_API_KEY"
     key, key_env = api_key_from_env([key_env], provider="OpenAI", required=True)
     base = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
@@ -228,12 +314,45 @@ def make_openai_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     )
 
 
+AZURE_API_VERSION = "2024-10-21"
+"""Azure OpenAI's GA data-plane API version used when neither ``api_version`` nor ``$OPENAI_API_VERSION`` is set."""
+
+
+def make_azure_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
+    """Factory for ``azure/<deployment>`` (see the module docstring for options)."""
+    check_options(options, (*_OPENAI_OPTIONS, "api_version"), "azure")
+    _openai()
+    endpoint = options.get("base_url") or os.environ.get("AZURE_OPENAI_ENDPOINT")
+    if not endpoint:
+        raise ConfigError(
+            f"model spec {spec!r}: the azure backend needs the resource endpoint; set $AZURE_OPENAI_ENDPOINT "
+            "(https://RESOURCE.openai.azure.com) or pass the option base_url"
+        )
+    names = [options["api_key_env"]] if options.get("api_key_env") else ["AZURE_OPENAI_API_KEY"]
+    key, key_env = api_key_from_env(
+        names, provider="Azure OpenAI", required=not os.environ.get("AZURE_OPENAI_AD_TOKEN")
+    )
+    version = options.get("api_version") or os.environ.get("OPENAI_API_VERSION") or AZURE_API_VERSION
+    return OpenAIChatModel(
+        spec,
+        name,
+        official=True,
+        azure_api_version=str(version),
+        base_url=check_base_url(endpoint, "azure endpoint (option base_url or $AZURE_OPENAI_ENDPOINT)"),
+        api_key=key,
+        api_key_env=key_env,
+        prompt_style=options.get("prompt_style", "chat"),
+        **common_kwargs(options),
+    )
+
+
 _INLINE_URL = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 
 
 def make_openai_compatible_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     """Factory for ``openai-compatible/<model>[@BASE_URL]`` (see the module docstring for options)."""
     check_options(options, _OPENAI_OPTIONS, "openai-compatible")
+    _openai()
     m = _INLINE_URL.match(name)
     model, inline = (m["model"], m["url"]) if m else (name, None)
     base = inline or options.get("base_url") or os.environ.get("COLLAPSE_PROBE_BASE_URL")

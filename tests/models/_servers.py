@@ -61,14 +61,25 @@ class WireServer:
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                self._serve("GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._serve("POST")
+
+            def _serve(self, method: str) -> None:
                 length = int(self.headers.get("content-length", 0))
                 raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except json.JSONDecodeError:
-                    body = raw.decode(errors="replace")
-                rec = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                ctype = self.headers.get("content-type", "")
+                body: Any
+                if ctype.startswith("multipart/form-data"):
+                    body = _multipart(raw, ctype)
+                else:
+                    try:
+                        body = json.loads(raw) if raw else None
+                    except json.JSONDecodeError:
+                        body = raw.decode(errors="replace")
+                rec = Recorded(method, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with outer._lock:
                     outer.requests.append(rec)
                     outer.in_flight += 1
@@ -80,9 +91,12 @@ class WireServer:
                 finally:
                     with outer._lock:
                         outer.in_flight -= 1
-                data = json.dumps(reply.body).encode()
+                if isinstance(reply.body, bytes):  # a file download (JSONL batch results)
+                    data, ctype = reply.body, "application/octet-stream"
+                else:
+                    data, ctype = json.dumps(reply.body).encode(), "application/json"
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", ctype)
                 self.send_header("content-length", str(len(data)))
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
@@ -103,6 +117,25 @@ class WireServer:
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _multipart(raw: bytes, ctype: str) -> dict[str, Any]:
+    """Fields of a ``multipart/form-data`` body (file parts as bytes), as a file upload sends them."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    msg = BytesParser(policy=HTTP).parsebytes(b"content-type: " + ctype.encode() + b"\r\n\r\n" + raw)
+    fields: dict[str, Any] = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        fields[str(name)] = payload if part.get_filename() else payload.decode()
+    return fields
+
+
+def words(text: Any) -> int:
+    """The fake servers' token count: whitespace-separated words."""
+    return len(str(text or "").split())
 
 
 def closed_port() -> int:
@@ -170,13 +203,21 @@ def openai_chat(rec: Recorded) -> Reply:
                 "content": [{"token": w, "logprob": -0.5, "bytes": None, "top_logprobs": []} for w in text.split("|")]
             }
         choices.append(choice)
+    prompt_tokens = sum(words(m.get("content")) for m in body["messages"]) + 3 * len(body["messages"])
+    completion_tokens = sum(words(ch["message"].get("content")) + 2 for ch in choices)
     return Reply(
         body={
             "id": "chatcmpl-1",
             "object": "chat.completion",
-            "model": body["model"],
+            "created": 1764500000,
+            "model": body["model"] + "-2025-08-07",
             "choices": choices,
-            "usage": {"prompt_tokens": 5, "completion_tokens": 7 * n, "total_tokens": 5 + 7 * n},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+            "system_fingerprint": "fp_test",
         }
     )
 
@@ -195,6 +236,9 @@ def openai_completions(rec: Recorded) -> Reply:
 
 
 def openai_router(rec: Recorded) -> Reply:
+    if rec.method == "GET" and "/models/" in rec.path:
+        name = rec.path.rsplit("/models/", 1)[1]
+        return Reply(body={"id": name + "-2025-08-07", "object": "model", "created": 1754000000, "owned_by": "system"})
     if rec.path.endswith("/chat/completions"):
         return openai_chat(rec)
     if rec.path.endswith("/completions"):
@@ -231,9 +275,33 @@ def anthropic_messages(rec: Recorded) -> Reply:
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 4},
+            "usage": {
+                "input_tokens": sum(words(_text(m.get("content"))) for m in body["messages"])
+                + words(body.get("system")),
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": sum(words(b.get("text")) + 1 for b in content),
+            },
         }
     )
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(b.get("text") or b.get("content") or "") for b in content)
+    return str(content or "")
+
+
+def anthropic_router(rec: Recorded) -> Reply:
+    """Messages API plus ``GET /v1/models/{id}`` (an alias resolves to its dated snapshot)."""
+    if rec.method == "GET" and "/v1/models/" in rec.path:
+        name = rec.path.rsplit("/", 1)[1]
+        return Reply(
+            body={"type": "model", "id": name + "-20251001", "display_name": name, "created_at": "2025-10-01T00:00:00Z"}
+        )
+    if rec.path.rstrip("/").endswith("/v1/messages"):
+        return anthropic_messages(rec)
+    return Reply(404, {"type": "error", "error": {"type": "not_found_error", "message": f"no route {rec.path}"}})
 
 
 # ------------------------------------------------------------------------------ Gemini generateContent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import sys
@@ -77,6 +78,8 @@ def test_openai_request_and_response(keys):
     [call] = srv.requests
     assert call.path == "/v1/chat/completions"
     assert call.headers["authorization"] == f"Bearer {KEY}"
+    assert call.headers["user-agent"].startswith("AsyncOpenAI/Python") and call.headers["x-stainless-lang"] == "python"
+    assert call.headers["x-stainless-retry-count"] == "0"  # the SDK's retries are off: ours is the one policy
     body = call.body
     assert body["model"] == "gpt-test" and body["n"] == 3 and body["seed"] == derive_seed(7, 0)
     assert body["temperature"] == 0.7 and body["max_completion_tokens"] == 20 and body["stop"] == ["\nUser:"]
@@ -228,8 +231,12 @@ def test_anthropic_request_and_response(keys):
     assert len(srv.requests) == 3  # no n in the API: three calls
     call = srv.requests[0]
     assert call.path == "/v1/messages"
-    assert call.headers["x-api-key"] == KEY and call.headers["anthropic-version"] == "2023-06-01"
-    assert "authorization" not in call.headers
+    # the official SDK sent it: its User-Agent, its Stainless headers, its API version; the key as it sends keys
+    assert (
+        call.headers["user-agent"].startswith("AsyncAnthropic/Python") and call.headers["x-stainless-lang"] == "python"
+    )
+    assert call.headers.get("x-api-key") == KEY or call.headers.get("authorization") == f"Bearer {KEY}"
+    assert call.headers["anthropic-version"]
     body = call.body
     assert body["system"] == "You are a customer."
     assert body["max_tokens"] == 50 and body["temperature"] == 0.5 and body["stop_sequences"] == ["###"]
@@ -245,7 +252,7 @@ def test_anthropic_request_and_response(keys):
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "shipped"}]},
     ]
     assert [c.text for c in res.completions] == ["Hello Are you there?|T=0.5"] * 3
-    assert res.completions[0].finish_reason == "stop" and res.completions[0].n_tokens == 4
+    assert res.completions[0].finish_reason == "stop" and res.completions[0].n_tokens == 5  # usage.output_tokens
 
 
 def test_anthropic_tools_and_bad_temperature(keys):
@@ -297,6 +304,7 @@ def test_gemini_request_and_response(keys):
     [call] = srv.requests
     assert call.path == "/v1beta/models/gemini-test:generateContent"
     assert "key=" not in call.path and call.headers["x-goog-api-key"] == KEY
+    assert call.headers["user-agent"].startswith("google-genai-sdk/")
     body = call.body
     assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
     assert [c["role"] for c in body["contents"]] == ["user", "model", "user"]
@@ -341,9 +349,9 @@ def test_gemini_tools_signatures_and_blocked_prompt(keys):
     body = next(r.body for r in srv.requests if r.body.get("tools"))
     [decl] = body["tools"][0]["functionDeclarations"]
     assert decl["name"] == "get_order_details"
-    assert decl["parameters"] == {
-        "type": "object",
-        "properties": {"order_id": {"type": "string"}},
+    assert decl["parameters"] == {  # additionalProperties dropped; the SDK spells types as the API's enum
+        "type": "OBJECT",
+        "properties": {"order_id": {"type": "STRING"}},
         "required": ["order_id"],
     }
     model_turn = body["contents"][1]
@@ -351,7 +359,7 @@ def test_gemini_tools_signatures_and_blocked_prompt(keys):
     assert model_turn["parts"] == [
         {
             "functionCall": {"name": "get_order_details", "args": {"order_id": "#W0"}},
-            "thoughtSignature": SKIP_THOUGHT_SIGNATURE,
+            "thoughtSignature": base64.b64encode(SKIP_THOUGHT_SIGNATURE.encode()).decode(),
         }
     ]
     assert body["contents"][2]["parts"][0] == {
@@ -553,7 +561,7 @@ def test_litellm_missing_package_names_the_extra():
         pass
     from collapse_probe.models.litellm import make_litellm_model
 
-    with pytest.raises(MissingDependencyError, match=r"collapse-probe\[api\]"):
+    with pytest.raises(MissingDependencyError, match=r"collapse-probe\[litellm\]"):
         make_litellm_model("litellm/openai/gpt-x", "openai/gpt-x")
 
 
