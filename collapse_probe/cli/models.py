@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-
 HOSTED = (
     ("openai/MODEL", "OpenAI: $OPENAI_API_KEY, $OPENAI_BASE_URL"),
     ("azure/DEPLOYMENT", "Azure OpenAI: $AZURE_OPENAI_ENDPOINT, $AZURE_OPENAI_API_KEY, $OPENAI_API_VERSION"),
@@ -33,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         "\nbackend prefixes: " + ", ".join(f"{p}/MODEL" for p in BACKENDS if p != "scripted") + ", scripted:FILE.json"
     )
     print("simulator modes: vs:SPEC (Verbalized Sampling), direct:SPEC (default)")
-    print("\nhosted models (official SDKs, pip install \"collapse-probe[api]\"; credentials from the environment):")
+    print('\nhosted models (official SDKs, pip install "collapse-probe[api]"; credentials from the environment):')
     for prefix, how in HOSTED:
         print(f"  {prefix:<34} {how}")
     return 0

@@ -357,7 +357,7 @@ class APIChatModel:
     max_native_n: ClassVar[int] = 1
     reports_usage: ClassVar[bool] = True
     """Every answered call reports the server's token counts to the usage ledger itself."""
-    supports_batch: ClassVar[bool] = False
+    supports_batch: bool = False
     """Whether the provider has a batch API this backend can submit to (see ``models/_batch.py``)."""
 
     def __init__(
