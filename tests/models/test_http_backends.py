@@ -496,9 +496,8 @@ def test_through_the_registry_and_the_cache(keys):
         again = asyncio.run(cached.generate([req("x", n=5, seed=9)]))
     assert [c.text for c in again[0].completions[:3]] == [c.text for c in first[0].completions]
     # only samples 3..4 were asked for the second time, starting at sample 3's seed
-    assert (
-        len(srv.requests) == 2 and srv.requests[1].body["n"] == 2 and srv.requests[1].body["seed"] == derive_seed(9, 3)
-    )
+    posts = [r for r in srv.requests if r.method == "POST"]  # the cache key's fingerprint asked GET /models once
+    assert len(posts) == 2 and posts[1].body["n"] == 2 and posts[1].body["seed"] == derive_seed(9, 3)
 
 
 # ------------------------------------------------------------------------------------------- pieces
@@ -617,3 +616,19 @@ def test_request_json_is_plain(keys):
     ):
         builder = getattr(model, "build_chat_body", None) or model.build_body
         json.dumps(builder(r))
+
+
+def test_fingerprint_is_the_base_url_and_the_served_model(keys, monkeypatch):
+    from _servers import anthropic_router
+
+    with WireServer(openai_router) as srv:
+        model = make_openai_model("openai/gpt-test", "gpt-test", base_url=srv.url + "/v1")
+        assert model.fingerprint() == f"http:{srv.url}/v1#gpt-test-2025-08-07"
+        assert srv.requests[0].method == "GET" and srv.requests[0].path == "/v1/models/gpt-test"
+    with WireServer(anthropic_router) as srv:
+        model = make_anthropic_model("anthropic/claude-x", "claude-x", base_url=srv.url)
+        assert model.fingerprint() == f"http:{srv.url}#claude-x-20251001"
+    # a server without a model endpoint: the requested name stands in
+    with WireServer(lambda rec: Reply(404, {"error": {"message": "no such route"}})) as srv:
+        model = make_openai_compatible_model("openai-compatible/m", f"m@{srv.url}/v1")
+        assert model.fingerprint() == f"http:{srv.url}/v1#m"
