@@ -150,11 +150,12 @@ def test_simulator_view_human_reference(p4g_dir, tmp_path, monkeypatch):
     donations = res["human_reference"]["donations"]
     fig = next(f for f in map(_figure, _plotly(at)) if f["layout"]["title"]["text"].startswith("Donations"))
     assert [t["y"] for t in fig["data"]] == [donations["simulated_binned"], donations["human_binned"]]
-    div = next(d.value for d in at.dataframe if list(d.value.columns) == ["metric", "simulator", "human"])
-    assert (
-        div.set_index("metric").loc["distinct_1", "human"]
-        == f"{res['human_reference']['diversity']['distinct_1']['human']:.3f}"
-    )
+    realism = next(d.value for d in at.dataframe if list(d.value.columns) == ["measure", "value", "95% CI"])
+    row = realism.set_index("measure").loc["distinct-1 at the same states: simulator / human"]
+    assert row["value"].endswith(f"/ {res['human_reference']['diversity']['distinct_1']['human']:.3f}")
+    assert row["95% CI"].startswith("difference [")
+    grounding = next(d.value for d in at.dataframe if "the human persuadee replied" in list(d.value.columns))
+    assert len(grounding) == res["human_reference"]["grounding"]["n_states"]
     human = next(o for o in at.selectbox(key="sim_state").options if o.startswith("human:"))
     at.selectbox(key="sim_state").set_value(human).run()
     assert not at.exception
