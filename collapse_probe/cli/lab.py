@@ -189,15 +189,20 @@ def compare_text(payload: dict[str, Any]) -> str:
 
     header = (
         f"{'method':<26} {'train final':>15} {'real users final':>17} {'real users peak':>16} "
-        f"{'families final':>15} {'entropy end/start':>17} {'bounds':>6}"
+        f"{'families final':>15} {'users - single':>16} {'entropy end/start':>17} {'bounds':>6}"
     )
-    lines = [f"{payload['n_seeds']} seeds, mean ± 95% half-width", header, "-" * len(header)]
+    lines = [
+        f"{payload['n_seeds']} seeds, mean ± 95% half-width; 'users - single': paired difference in the same worlds",
+        header,
+        "-" * len(header),
+    ]
     for m in payload["methods"]:
         b = m["bounds"]
         ok = b["tv_exact_holds_all"] and b["grad_holds_all"] and b["tv_sampled_holds"] == b["tv_sampled_n_seeds"]
         lines.append(
             f"{m['label']:<26} {fmt_stat(m['train_final']):>15} {fmt_stat(m['heldout_final']):>17} "
             f"{fmt_stat(m['heldout_peak']):>16} {fmt_stat(m['heldout_sim_final']):>15} "
+            f"{fmt_stat(m.get('heldout_final_vs_single')):>16} "
             f"{fmt_stat(m['entropy_ratio']):>17} {'ok' if ok else 'FAIL':>6}"
         )
     return "\n".join(lines)

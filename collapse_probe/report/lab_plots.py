@@ -141,6 +141,8 @@ def compare_table(payload: Mapping[str, Any]) -> dict[str, Any]:
         "real users: peak",
         "held-out families: final",
         "families: peak",
+        "real users: final − single (paired)",
+        "families: final − single (paired)",
         "entropy end / start",
         "seeds",
     ]
@@ -153,6 +155,8 @@ def compare_table(payload: Mapping[str, Any]) -> dict[str, Any]:
             fmt_stat(m["heldout_peak"]),
             fmt_stat(m["heldout_sim_final"]),
             fmt_stat(m["heldout_sim_peak"]),
+            fmt_stat(m.get("heldout_final_vs_single")),
+            fmt_stat(m.get("heldout_sim_final_vs_single")),
             fmt_stat(m["entropy_ratio"]),
             m["heldout_final"]["n_seeds"],
         ]
@@ -257,7 +261,9 @@ def write_compare_report(payload: Mapping[str, Any], path: str | Path) -> Path:
 
     cfg = payload["config"]
     intro = (
-        "<p>Every number is a mean over seeds with a 95% Student-t interval (± half-width). "
+        "<p>Every number is a mean over seeds with a 95% Student-t interval (± half-width). Every method "
+        "trains in the same worlds (one per seed), so its difference to <i>single</i> is also given seed by seed "
+        "(paired), which removes the world-to-world spread. "
         "<b>Real users</b> are the people the simulators were built from; <b>held-out families</b> are the "
         f"aligned simulators of families {payload['heldout_families']}, which no method trains on. "
         f"Reward table: <code>{payload['reward_family']}</code>.</p>"
@@ -295,7 +301,7 @@ def sweep_figure(payload: Mapping[str, Any], key: str, title: str) -> Any:
     fig = go.Figure()
     for i, m in enumerate(payload["methods"]):
         xs = [p["value"] for p in m["points"]]
-        means, plus, minus = zip(*(_err(p[key]) for p in m["points"]), strict=True)
+        means, plus, minus = zip(*(_err(p.get(key) or {}) for p in m["points"]), strict=True)
         fig.add_trace(
             go.Scatter(
                 x=xs,
@@ -313,7 +319,7 @@ def sweep_figure(payload: Mapping[str, Any], key: str, title: str) -> Any:
 def sweep_table(payload: Mapping[str, Any], key: str) -> dict[str, Any]:
     values: Sequence[Any] = payload["values"]
     columns = ["method", *[f"{payload['param']}={v}" for v in values]]
-    rows = [[m["label"], *[fmt_stat(p[key]) for p in m["points"]]] for m in payload["methods"]]
+    rows = [[m["label"], *[fmt_stat(p.get(key)) for p in m["points"]]] for m in payload["methods"]]
     return {"columns": columns, "rows": rows}
 
 
@@ -324,6 +330,11 @@ def write_sweep_report(payload: Mapping[str, Any], path: str | Path) -> Path:
     sections: list[tuple[str, Any]] = [
         ("Held-out reward on real users", sweep_figure(payload, "heldout_final", "final reward on real users")),
         ("Real users (mean ± 95% half-width)", sweep_table(payload, "heldout_final")),
+        (
+            "Real users: difference to single in the same worlds",
+            sweep_figure(payload, "heldout_final_vs_single", "final reward on real users − single (paired)"),
+        ),
+        ("Real users − single (paired; mean ± 95% half-width)", sweep_table(payload, "heldout_final_vs_single")),
         (
             "Held-out reward on held-out families",
             sweep_figure(payload, "heldout_sim_final", "final reward on held-out families"),

@@ -545,8 +545,11 @@ class SimulatorSide:
             return
         config = self.config
         mode = "cooperative" if config.method == "selfplay" else config.cotrain_reward
-        adv = np.stack([simulator_advantages(r, mode, eps=config.adv_eps)[0] for r in rewards])  # [N, X, G]
-        n = strategies.shape[0]
+        n, x, g = rewards.shape
+        if mode == "curriculum":  # credited across the groups of one seed's batch
+            adv = np.stack([simulator_advantages(r, mode, eps=config.adv_eps)[0] for r in rewards])  # [N, X, G]
+        else:  # per group: every seed's groups at once
+            adv = simulator_advantages(rewards.reshape(n * x, g), mode, eps=config.adv_eps)[0].reshape(n, x, g)
         shape = behaviours.shape  # [N, X, G, H]
         ns = np.broadcast_to(np.arange(n)[:, None, None, None], shape)
         xs = np.broadcast_to(tasks[None, :, :, None], shape)
@@ -879,9 +882,36 @@ def _shared_config(config: LabConfig) -> dict[str, Any]:
     return {k: v for k, v in asdict(config).items() if k not in ("method", "seed", *_DEPRECATED_FIELDS, "vs_mixture")}
 
 
+PAIRED_KEYS = {
+    "heldout_final": "heldout_reward_end",
+    "heldout_sim_final": "heldout_sim_reward_end",
+    "train_final": "train_reward_end",
+}
+"""Numbers also reported as a paired difference to ``single`` in the same worlds (``*_vs_single``)."""
+
+
+def paired_vs_single(results: dict[str, list[LabResult]], label: str) -> dict[str, Any]:
+    """``{key_vs_single: mean, ci95, n_seeds}`` of ``label`` minus ``single``, seed by seed.
+
+    Every row of a comparison trains in the same worlds (same seeds), so the per-seed difference
+    removes the world-to-world spread that dominates each row's own interval.
+    """
+    if "single" not in results:
+        return {}
+    base = {r.config.seed: r.summary() for r in results["single"]}
+    out = {}
+    for key, field_name in PAIRED_KEYS.items():
+        diffs = [r.summary()[field_name] - base[r.config.seed][field_name] for r in results[label]]
+        out[f"{key}_vs_single"] = mean_ci(diffs)
+    return out
+
+
 def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, list[LabResult]]) -> dict[str, Any]:
     """The ``compare.json`` object (schema ``collapse-probe/lab-compare/v2``)."""
-    methods = [summarise_method(label, rs[0].config.method, rs) for label, rs in results.items()]
+    methods = [
+        {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
+        for label, rs in results.items()
+    ]
     return {
         "schema": COMPARE_SCHEMA,
         "seeds": list(seeds),
@@ -916,15 +946,25 @@ def run_sweep(
     rows: dict[str, dict[str, Any]] = {}
     for value in values:
         cfg = LabConfig(**{**asdict(config), attr: value})
-        for label, rs in run_compare_seeds(cfg, seeds, runs).items():
-            entry = summarise_method(label, rs[0].config.method, rs)
+        results = run_compare_seeds(cfg, seeds, runs)
+        for label, rs in results.items():
+            entry = {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
             row = rows.setdefault(label, {"method": entry["method"], "label": label, "points": []})
             row["points"].append(
                 {
                     "value": value,
                     **{
                         k: entry[k]
-                        for k in ("heldout_final", "heldout_sim_final", "train_final", "heldout_peak", "entropy_ratio")
+                        for k in (
+                            "heldout_final",
+                            "heldout_sim_final",
+                            "train_final",
+                            "heldout_peak",
+                            "entropy_ratio",
+                            "heldout_final_vs_single",
+                            "heldout_sim_final_vs_single",
+                        )
+                        if k in entry
                     },
                 }
             )
