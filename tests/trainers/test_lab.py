@@ -530,3 +530,57 @@ def test_cli_bad_flags_name_the_flag(tmp_path, argv, flag):
 
     with pytest.raises(ConfigError, match=flag):
         lab_cli.run(_parse([*argv, "--out", str(tmp_path)]))
+
+
+# ---------------------------------------------------------------- the README table and its claims
+
+
+def _lab_table():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "lab_table.py"
+    spec = importlib.util.spec_from_file_location("lab_table", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_table_is_generated_from_compare_json(tmp_path, capsys):
+    from collapse_probe.trainers.lab import compare_payload, run_compare_seeds
+
+    config = LabConfig(steps=10)
+    payload = compare_payload(config, [0, 1, 2], run_compare_seeds(config, [0, 1, 2]))
+    (tmp_path / "compare.json").write_text(json.dumps(payload))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- lab-table:start -->\nold\n<!-- lab-table:end -->\noutro\n")
+    lab_table = _lab_table()
+    assert lab_table.main([str(tmp_path / "compare.json"), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("intro\n") and text.endswith("outro\n")
+    vs = next(m for m in payload["methods"] if m["label"] == "vs")
+    row = next(line for line in text.splitlines() if line.startswith("| vs |"))
+    assert lab_table.cell(vs["heldout_final"]) in row and lab_table.cell(vs["heldout_final_vs_single"]) in row
+    assert len([line for line in text.splitlines() if line.startswith("| ")]) == 2 + len(payload["methods"])
+    (tmp_path / "bad.json").write_text("{")
+    assert lab_table.main([str(tmp_path / "bad.json")]) == 2
+
+
+@pytest.mark.slow
+def test_readme_claims_at_default_settings():
+    from collapse_probe.trainers.lab import compare_payload, run_compare_seeds
+
+    config = LabConfig()
+    seeds = list(range(20))
+    payload = compare_payload(config, seeds, run_compare_seeds(config, seeds))
+    by = {m["label"]: m for m in payload["methods"]}
+    assert by["vs"]["heldout_final_vs_single"]["ci95"][0] > 0  # VS beats single on real users
+    assert by["ensemble"]["heldout_final_vs_single"]["ci95"][0] > 0
+    lo, hi = by["persona"]["heldout_final_vs_single"]["ci95"]
+    assert lo < 0 < hi  # Persona-Guided ends near single
+    assert by["cotrain (cooperative)"]["heldout_final_vs_single"]["ci95"][1] < 0
+    assert all(m["entropy_ratio"]["mean"] < 0.2 for m in payload["methods"])  # diversity is not preserved
+    assert all(m["heldout_drop_from_peak"]["mean"] < 0.01 for m in payload["methods"])  # no peak-then-fall
+    assert by["single"]["corollary_3_5"]["r2"]["mean"] > 0.9
+    assert all(m["bounds"]["tv_sampled_holds"] == 20 for m in payload["methods"])
