@@ -927,6 +927,18 @@ def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, 
     }
 
 
+SWEEP_POINT_KEYS = (
+    "heldout_final",
+    "heldout_sim_final",
+    "train_final",
+    "heldout_peak",
+    "entropy_ratio",
+    "heldout_final_vs_single",
+    "heldout_sim_final_vs_single",
+)
+"""What a sweep keeps of each comparison row at each value."""
+
+
 def run_sweep(
     config: LabConfig,
     param: str,
@@ -950,24 +962,11 @@ def run_sweep(
         for label, rs in results.items():
             entry = {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
             row = rows.setdefault(label, {"method": entry["method"], "label": label, "points": []})
-            row["points"].append(
-                {
-                    "value": value,
-                    **{
-                        k: entry[k]
-                        for k in (
-                            "heldout_final",
-                            "heldout_sim_final",
-                            "train_final",
-                            "heldout_peak",
-                            "entropy_ratio",
-                            "heldout_final_vs_single",
-                            "heldout_sim_final_vs_single",
-                        )
-                        if k in entry
-                    },
-                }
-            )
+            point: dict[str, Any] = {"value": value}
+            for key in SWEEP_POINT_KEYS:
+                if key in entry:
+                    point[key] = entry[key]
+            row["points"].append(point)
     return {
         "schema": SWEEP_SCHEMA,
         "param": param,
