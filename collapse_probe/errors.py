@@ -37,6 +37,14 @@ class InfraError(CollapseProbeError, RuntimeError):
     """A failure of infrastructure (network, provider, backend crash): never a score."""
 
 
+class RunAbortedError(CollapseProbeError, RuntimeError):
+    """Infrastructure the whole run stands on is gone (a Ray cluster that disappeared).
+
+    Unlike a failed request this is not recorded per conversation or state: pipelines let it
+    through, the run stops with its message, and what was recorded before resumes on the next run.
+    """
+
+
 def require(module: str, extra: str, purpose: str, package: str | None = None):  # noqa: ANN201
     """Import an optional module or raise :class:`MissingDependencyError` naming the extra.
 

@@ -16,7 +16,7 @@ import numpy as np
 from collapse_probe.audit._config import P4G_AMOUNTS, SAMPLES, AuditConfig, ProbeState
 from collapse_probe.audit._summary import _state_estimates
 from collapse_probe.benchmarks import Arena, Episode
-from collapse_probe.errors import CacheError, InfraError
+from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.rollout import RunDir
 from collapse_probe.rollout._engine import hash_str
@@ -120,7 +120,7 @@ class _Sampler:
             results = await self.participant.model.generate(requests)
             if len(results) != len(requests):
                 raise InfraError(f"the backend returned {len(results)} results for {len(requests)} requests")
-        except CacheError:
+        except (CacheError, RunAbortedError):
             raise
         except Exception as exc:  # a backend that raises fails these states, not the audit
             results = [None] * len(requests)
@@ -198,6 +198,8 @@ class _Sampler:
         if self.config.exact and state.closed_set and self.mode == "direct" and self.config.benchmark == "p4g":
             try:
                 rec["exact"] = await exact_donation_distribution(self.participant.model, req.with_samples(0, 1))
+            except RunAbortedError:
+                raise
             except Exception as exc:  # scoring is an extra: its failure is recorded, not fatal
                 rec["exact"] = {"distribution": None, "collapse_error": None, "error": f"{type(exc).__name__}: {exc}"}
         return rec

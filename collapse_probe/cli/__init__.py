@@ -103,7 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     from collapse_probe import _observe
-    from collapse_probe.cli._common import apply_budget, check_env_defaults, check_finite, print_usage, resolve_out
+    from collapse_probe.cli._common import (
+        apply_budget,
+        check_env_defaults,
+        check_finite,
+        print_usage,
+        ray_from_args,
+        resolve_out,
+    )
     from collapse_probe.models._usage import BudgetExceeded
 
     verbose = int(getattr(args, "verbose", 0) or 0)
@@ -116,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_finite(args)
         resolve_out(args)
         apply_budget(args)
-        code = int(module.run(args) or 0)
+        with ray_from_args(args):
+            code = int(module.run(args) or 0)
         print_usage(args)
         return code
     except BudgetExceeded as exc:

@@ -4,10 +4,12 @@ environment variable ``COLLAPSE_PROBE_<OPTION>`` (e.g. ``COLLAPSE_PROBE_SEED=3``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from collapse_probe.errors import ConfigError
@@ -367,3 +369,37 @@ def split_specs(value: str, flag: str) -> list[str]:
     if not specs:
         raise ConfigError(f"{flag}: expected a comma-separated list of model specs, got {value!r}")
     return specs
+
+
+def add_ray(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ray-address",
+        default=env("ray-address", None),
+        help="serve every model by replica actors on a Ray cluster: HOST:PORT or ray://HOST:10001, auto (the "
+        "cluster `ray start` runs on this machine) or local (an in-process cluster that ends with the run); "
+        "results are the same as without Ray (default: $RAY_ADDRESS when --replicas is given)",
+    )
+    p.add_argument(
+        "--replicas",
+        default=env("replicas", None),
+        help="replica actors per model: N, or N,MODEL=M,... for per-model counts (default 1; needs --ray-address)",
+    )
+    p.add_argument(
+        "--ray-num-cpus",
+        type=int,
+        default=env("ray-num-cpus", None),
+        help="CPUs of a --ray-address local cluster (default: this machine's)",
+    )
+
+
+@contextlib.contextmanager
+def ray_from_args(args: argparse.Namespace) -> Iterator[Any]:
+    """Serve the run's models by Ray replicas when ``--ray-address``/``--replicas`` ask for it."""
+    address, replicas = getattr(args, "ray_address", None), getattr(args, "replicas", None)
+    if address is None and replicas is None:
+        yield None
+        return
+    from collapse_probe.models.ray_replicas import ray_replicas
+
+    with ray_replicas(address, replicas or 1, num_cpus=getattr(args, "ray_num_cpus", None)) as session:
+        yield session

@@ -8,6 +8,7 @@ from collapse_probe.cli._common import (
     add_benchmark,
     add_cache,
     add_out,
+    add_ray,
     add_seed,
     arena_from_args,
     check_specs,
@@ -90,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_benchmark(p)
     add_seed(p)
     add_cache(p)
+    add_ray(p)
     add_out(p, default="runs/audit")
 
 

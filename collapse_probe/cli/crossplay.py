@@ -9,6 +9,7 @@ from collapse_probe.cli._common import (
     add_benchmark,
     add_cache,
     add_out,
+    add_ray,
     add_sampling,
     add_seed,
     arena_from_args,
@@ -66,6 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_sampling(p)
     add_seed(p)
     add_cache(p)
+    add_ray(p)
     add_out(p)
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from collapse_probe.cli._common import add_cache, add_out, add_seed, env, load_models_with_options, split_specs
+from collapse_probe.cli._common import (
+    add_cache,
+    add_out,
+    add_ray,
+    add_seed,
+    env,
+    load_models_with_options,
+    split_specs,
+)
 from collapse_probe.cli._config import add_dataclass_options, dataclass_values, model_options
 from collapse_probe.errors import ConfigError
 
@@ -72,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_seed(p)
     add_cache(p)
+    add_ray(p)
     add_out(p, default="runs/train", resume_flags=False)
     from collapse_probe.trainers.config import TrainConfig
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,19 @@ DEFAULT_MODEL = "smollm2"
 
 _INSTANCES: dict[str, ChatModel] = {}
 
+ModelProvider = Callable[[str, dict[str, Any]], ChatModel]
+_PROVIDER: ModelProvider | None = None
+
+
+def set_model_provider(provider: ModelProvider | None) -> ModelProvider | None:
+    """Route :func:`get_model` through ``provider(canonical_spec, options)`` (``None``: build here).
+
+    The Ray replica layer installs one for the duration of a run; returns the previous provider.
+    """
+    global _PROVIDER
+    previous, _PROVIDER = _PROVIDER, provider
+    return previous
+
 
 def resolve_spec(spec: str) -> str:
     """Expand an alias and validate the prefix; return the canonical spec."""
@@ -88,6 +102,11 @@ def get_model(spec: str, **options: Any) -> ChatModel:
     name = canonical[len("scripted:") :] if prefix == "scripted" else canonical.split("/", 1)[1]
     if not name:
         raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
+    if _PROVIDER is not None:
+        return _PROVIDER(canonical, dict(options))
+    replica_options = sorted(k for k in options if k in ("replicas", "replica_cpus", "replica_gpus"))
+    if replica_options:
+        raise ConfigError(f"model option(s) {', '.join(replica_options)} need Ray replicas (--ray-address)")
     key = canonical
     if prefix == "scripted":  # a scripted file rewritten in place is another model: load it again
         try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from collapse_probe._observe import note_infra_failure
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
-from collapse_probe.errors import CacheError, ConfigError, InfraError
+from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.rollout._rundir import RunDir
 from collapse_probe.simulators import Participant
@@ -215,8 +215,8 @@ async def run_conversations(
                     results = await model.generate([it[4] for it in items])
                     if len(results) != len(items):
                         raise InfraError(f"the backend returned {len(results)} results for {len(items)} requests")
-                except ConfigError:
-                    raise  # a model that cannot run as configured (an engine that cannot start) stops the run
+                except (ConfigError, RunAbortedError):
+                    raise  # a model that cannot run as configured, or a lost cluster, stops the run
                 except Exception as exc:  # a backend that raises fails its requests, not the run
                     results = None
                     err = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,306 @@
+"""Model replicas on Ray: splitting, identical results with and without Ray, a replica killed mid-run.
+
+The cluster tests start an in-process cluster of 2 CPUs and shut it down; they are skipped where
+``ray`` is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import GenerationRequest, SamplingParams, get_model
+from collapse_probe.models.ray_replicas import parse_replicas, replica_plan, split_batch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _req(text: str, n: int, first: int = 0) -> GenerationRequest:
+    return GenerationRequest(messages=({"role": "user", "content": text},), n=n, first_sample=first,
+                             params=SamplingParams(seed=7))  # fmt: skip
+
+
+# ---- pure parts ----------------------------------------------------------------------------------
+
+
+def test_split_batch_covers_every_sample_once_in_balanced_contiguous_ranges():
+    reqs = [_req("a", 5), _req("b", 1), _req("c", 13, first=4), _req("d", 2)]
+    for parts in (1, 2, 3, 4, 7, 21, 50):
+        chunks = split_batch(reqs, parts)
+        assert len(chunks) == min(parts, 21)
+        sizes = [sum(sub.n for _, sub in c) for c in chunks]
+        assert max(sizes) - min(sizes) <= max(sizes) // 2 + 1
+        seen: dict[int, list[int]] = {}
+        for chunk in chunks:
+            for i, sub in chunk:
+                assert sub.fingerprint() == reqs[i].fingerprint()
+                seen.setdefault(i, []).extend(range(sub.first_sample, sub.first_sample + sub.n))
+        for i, r in enumerate(reqs):  # in order, no gaps, no repeats
+            assert seen[i] == list(range(r.first_sample, r.first_sample + r.n))
+
+
+def test_split_samples_draw_what_the_whole_request_draws(write_scripted):
+    import asyncio
+
+    model = get_model(write_scripted([("x", 0.3), ("y", 0.3), ("z", 0.4)], name="split.json"))
+    req = _req("hello", 40)
+    whole = [c.text for c in asyncio.run(model.generate([req]))[0].completions]
+    parts = [sub for chunk in split_batch([req], 3) for _, sub in chunk]
+    split = [c.text for res in asyncio.run(model.generate(parts)) for c in res.completions]
+    assert split == whole
+
+
+def test_http_replicas_share_one_concurrency_budget():
+    _, opts = replica_plan("openai/gpt-5-mini", {"concurrency": 10, "replicas": 3}, 3)
+    assert [o["concurrency"] for o in opts] == [4, 3, 3]
+    assert all("replicas" not in o for o in opts)
+    res, opts = replica_plan("openai/gpt-5-mini", {}, 2)
+    assert res.num_cpus == 0 and sum(o["concurrency"] for o in opts) == 16
+    with pytest.raises(ConfigError, match="concurrency budget"):
+        replica_plan("openai/gpt-5-mini", {"concurrency": 2}, 3)
+    res, _ = replica_plan("vllm/Qwen/Qwen3-8B", {"tensor_parallel_size": 4}, 2)
+    assert (res.num_gpus, res.tensor_parallel) == (4, 4)
+    res, _ = replica_plan("local/smollm2-135m", {}, 2)
+    assert (res.num_cpus, res.num_gpus) == (1, 0)
+
+
+def test_parse_replicas():
+    assert parse_replicas("3") == (3, {})
+    assert parse_replicas("2,smollm2=4") == (2, {"local/smollm2-135m": 4})
+    for bad in ("0", "two", "smollm2=0", "2,=x"):
+        with pytest.raises(ConfigError, match="--replicas"):
+            parse_replicas(bad)
+
+
+def test_replicas_without_a_cluster_is_a_clean_error(monkeypatch, capsys, tmp_path):
+    from collapse_probe.cli import main
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    rc = main(["play", "--policy", "scripted:x.json", "--replicas", "2", "--out", str(tmp_path / "r")])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--ray-address" in err[0]
+
+
+# ---- on a local cluster ------------------------------------------------------------------------
+
+
+ray = pytest.importorskip("ray")
+
+DONOR = {
+    "responses": [
+        {"text": "Maybe a little. [DONATE $1]", "p": 0.4},
+        {"text": "Not today. [DONATE $0]", "p": 0.35},
+        {"text": "For the children, yes! [DONATE $5]", "p": 0.25},
+    ]
+}
+PERSUADER = {
+    "responses": [
+        {"text": "Every dollar feeds a child.", "p": 0.5},
+        {"text": "Would you consider giving?", "p": 0.3},
+        {"text": "Save the Children helps millions.", "p": 0.2},
+    ]
+}
+
+
+def _write(path: Path, data: dict, delay: float = 0.0) -> str:
+    path.write_text(json.dumps({**data, "delay_s": delay}))
+    return f"scripted:{path}"
+
+
+def _conversations(out: Path) -> dict[str, dict]:
+    recs = {}
+    for line in (out / "conversations.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec.pop("seconds")
+        recs[rec["key"]] = rec
+    return recs
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One in-process cluster of 2 CPUs for the tests below (starting one costs 5-20 s here)."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
+             log_to_driver=False, configure_logging=False)  # fmt: skip
+    yield
+    ray.shutdown()
+
+
+def test_crossplay_on_local_cluster_equals_crossplay_without_ray(tmp_path, cluster):
+    from collapse_probe.cli import main
+
+    pol = _write(tmp_path / "pol.json", PERSUADER)
+    sim = _write(tmp_path / "sim.json", DONOR)
+    args = ["crossplay", "--policies", pol, "--sims", sim, "--tasks", "6", "--rollouts", "2", "--no-progress",
+            "--no-cache"]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "plain")]) == 0
+    argv = [*args, "--out", str(tmp_path / "ray"), "--ray-address", "local", "--replicas", "2", "--ray-num-cpus", "2"]
+    assert main(argv) == 0
+    plain, on_ray = _conversations(tmp_path / "plain"), _conversations(tmp_path / "ray")
+    assert len(plain) == 12 and plain == on_ray
+    rewards = {k: r["reward"] for k, r in plain.items()}
+    assert len(set(rewards.values())) > 1  # the scripted draws differ between conversations
+    a = json.loads((tmp_path / "plain" / "results.json").read_text())
+    b = json.loads((tmp_path / "ray" / "results.json").read_text())
+    assert a["cells"] == b["cells"]
+
+
+def test_replica_killed_mid_run_completes_with_the_same_results(tmp_path, cluster):
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.models.ray_replicas import ray_replicas
+
+    # a slow simulator, so every batch is in flight long enough to be hit
+    pol = _write(tmp_path / "pol.json", PERSUADER)
+    sim = _write(tmp_path / "sim.json", DONOR, delay=0.4)
+    config = CrossplayConfig(policies=[pol], simulators=[sim], tasks=3, rollouts=2, max_turns=3, n_boot=200)
+    plain = run_crossplay(config, out=tmp_path / "plain", progress=False, cache=False)
+
+    killed: dict[str, int] = {}
+
+    def killer(session) -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(killed) < 2:
+            model = session.models.get(sim)
+            if model is not None:
+                loads, handles = model.in_flight(), model.actor_handles()
+                if "restart" not in killed and loads[0] > 0:
+                    killed["restart"] = ray.get(handles[0].describe.remote())["pid"]
+                    ray.kill(handles[0], no_restart=False)  # Ray restarts it and re-runs its calls
+                elif "replace" not in killed and "restart" in killed and loads[1] > 0:
+                    killed["replace"] = 1
+                    ray.kill(handles[1], no_restart=True)  # dead for good: the layer replaces it
+            time.sleep(0.02)
+
+    with ray_replicas("local", replicas=2) as session:
+        thread = threading.Thread(target=killer, args=(session,), daemon=True)
+        thread.start()
+        on_ray = run_crossplay(config, out=tmp_path / "ray", progress=False, cache=False)
+        thread.join(timeout=5)
+        model = session.models[sim]
+        assert set(killed) == {"restart", "replace"}
+        new_pid = ray.get(model.actor_handles()[0].describe.remote())["pid"]
+        assert new_pid != killed["restart"]
+        assert model.stats_.replaced >= 1
+        assert model.fingerprint() == get_model(sim).fingerprint()  # cache keys and run configs unchanged
+        handles = model.actor_handles()
+    with pytest.raises(ray.exceptions.RayActorError):  # the session's actors end with it
+        ray.get(handles[0].describe.remote(), timeout=30)
+    assert _conversations(tmp_path / "plain") == _conversations(tmp_path / "ray")
+    assert plain["cells"] == on_ray["cells"]
+
+
+def test_a_bad_spec_fails_on_the_driver_with_the_same_one_line_error(tmp_path, cluster):
+    from collapse_probe.models.ray_replicas import ray_replicas
+
+    missing = f"scripted:{tmp_path / 'missing.json'}"
+    with pytest.raises(ConfigError) as plain:
+        get_model(missing)
+    with ray_replicas("local", replicas=1), pytest.raises(ConfigError) as on_ray:
+        get_model(missing)
+    assert str(on_ray.value) == str(plain.value)
+
+
+def _ray_processes() -> list[str]:
+    import subprocess
+
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if line.startswith("ray::") or "/ray/core/src/ray/" in line]
+
+
+@pytest.mark.slow
+def test_cli_local_cluster_starts_and_ends_with_the_run(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    before = _ray_processes()
+    pol = _write(tmp_path / "pol.json", PERSUADER)
+    sim = _write(tmp_path / "sim.json", DONOR)
+    args = ["crossplay", "--policies", pol, "--sims", sim, "--tasks", "2", "--rollouts", "2", "--no-progress",
+            "--no-cache"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runs = {}
+    for name, extra in (("plain", []), ("ray", ["--ray-address", "local", "--replicas", "2"])):
+        cmd = [sys.executable, "-m", "collapse_probe.cli", *args, "--out", str(tmp_path / name), *extra]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        runs[name] = _conversations(tmp_path / name)
+    assert runs["plain"] == runs["ray"]
+    assert _ray_processes() == before or not _ray_processes()
+
+
+@pytest.mark.slow
+def test_embedded_model_replicas_give_the_same_text(tmp_path):
+    import asyncio
+
+    from collapse_probe.models.ray_replicas import ray_replicas
+
+    reqs = [_req(f"Say something about the number {i}.", 3) for i in range(4)]
+    reqs = [
+        GenerationRequest(messages=r.messages, n=3, params=SamplingParams(seed=i, max_tokens=12))
+        for i, r in enumerate(reqs)
+    ]
+    with ray_replicas("local", replicas=2, num_cpus=2) as session:
+        model = get_model("smollm2")
+        on_ray = asyncio.run(model.generate(reqs))
+        assert sorted(session.models["local/smollm2-135m"].stats_.samples_per_replica) == [6, 6]
+    plain_model = get_model("smollm2")
+    plain = asyncio.run(plain_model.generate(reqs))
+    assert model.cache_namespace == plain_model.cache_namespace  # cache keys are unchanged
+    assert [[c.text for c in r.completions] for r in on_ray] == [[c.text for c in r.completions] for r in plain]
+
+
+LOSE_CLUSTER = """
+import os, sys, threading, time
+import psutil, ray
+from collapse_probe.cli import main
+
+def lose_cluster():  # once two conversations are recorded, every process of the cluster dies
+    log = os.path.join(sys.argv[1], "conversations.jsonl")
+    while not (os.path.exists(log) and len(open(log).readlines()) >= 2):
+        time.sleep(0.05)
+    node = ray._private.worker._global_node
+    for p in node.all_processes.get("raylet", []):
+        for child in psutil.Process(p.process.pid).children(recursive=True):
+            child.kill()
+    for kind in ("gcs_server", "raylet"):
+        for p in node.all_processes.get(kind, []):
+            p.process.kill()
+
+threading.Thread(target=lose_cluster, daemon=True).start()
+sys.exit(main([*sys.argv[2:], "--out", sys.argv[1], "--ray-address", "local", "--replicas", "2"]))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_whose_cluster_disappears_stops_cleanly_and_resumes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("psutil")
+    pol = _write(tmp_path / "pol.json", PERSUADER)
+    sim = _write(tmp_path / "sim.json", DONOR, delay=0.5)
+    args = ["crossplay", "--policies", pol, "--sims", sim, "--tasks", "4", "--rollouts", "2", "--no-progress",
+            "--no-cache", "--max-live", "2"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-c", LOSE_CLUSTER, str(out), *args], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("collapse-probe crossplay: error: the Ray cluster serving") and "resumes" in last
+    kept = _conversations(out)
+    assert 2 <= len(kept) < 8
+    # the same command (here without Ray) finishes the run; nothing recorded is run again
+    cmd = [sys.executable, "-m", "collapse_probe.cli", *args, "--out"]
+    assert subprocess.run([*cmd, str(out)], env=env, capture_output=True, timeout=300).returncode == 0
+    assert subprocess.run([*cmd, str(tmp_path / "plain")], env=env, capture_output=True, timeout=300).returncode == 0
+    resumed = _conversations(out)
+    assert {k: resumed[k] for k in kept} == kept
+    assert resumed == _conversations(tmp_path / "plain")
