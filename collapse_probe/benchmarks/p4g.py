@@ -106,14 +106,20 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
     if not p.is_file():
         raise ConfigError(f"persona file {str(p)!r} does not exist")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSONL persona file") from None
     personas = []
-    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}: line {i}: expected a JSON object")
         if "persona_id" not in obj:

@@ -100,7 +100,11 @@ class AutoOut:
 
     def resolve(self) -> str:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        return f"{self.base}-{stamp}-{os.getpid()}"
+        path = f"{self.base}-{stamp}-{os.getpid()}"
+        i = 1
+        while os.path.exists(path + (f"-{i}" if i > 1 else "")):
+            i += 1
+        return path + (f"-{i}" if i > 1 else "")
 
     def __repr__(self) -> str:
         return f"{self.base}-<time>-<pid>"

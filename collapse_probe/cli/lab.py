@@ -223,6 +223,9 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.trainers.lab import compare_payload, run_compare_seeds, run_lab, run_sweep
 
     out = Path(args.out)
+    from collapse_probe.rollout._rundir import check_out_path
+
+    check_out_path(out, ("lab", "lab-sweep"))  # a file, or another kind of run (a cross-play's results), is refused
     config = _config_from_args(args, args.method)
     n_seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS
     seeds = list(range(args.seed, args.seed + n_seeds))

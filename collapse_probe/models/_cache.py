@@ -134,11 +134,14 @@ class CachedModel:
         self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
-        """The wrapped backend's content fingerprint (computed once per wrapper)."""
+        """The wrapped backend's content fingerprint (kept once verified; backends memoise their own)."""
         if self._fingerprint is None:
-            from collapse_probe.models._identity import model_fingerprint
+            from collapse_probe.models._identity import UNVERIFIED, model_fingerprint
 
-            self._fingerprint = model_fingerprint(self.inner)
+            fp = model_fingerprint(self.inner)
+            if fp.endswith(UNVERIFIED):
+                return fp
+            self._fingerprint = fp
         return self._fingerprint
 
     def __getattr__(self, name: str):  # noqa: ANN204 - delegate backend extras (score_choices, ...)

@@ -10,8 +10,7 @@ the cache, never resumed into an older run and never gated on its predecessor's 
   file of the directory, memoised by ``(path, size, mtime)`` in-process and in
   ``fingerprints.json`` next to the response cache, so large weights are hashed once.
 - HTTP backends: the base URL (credentials and query removed) plus the model name the server
-  reports (``GET {base}/models`` for OpenAI-compatible servers), so another model behind the same
-  URL gets another fingerprint.
+  reports (its model endpoint), so another model behind the same URL gets another fingerprint.
 - vLLM: the model path (content hash for a local directory) or name and revision, plus the LoRA
   adapter's content hash.
 """
@@ -134,45 +133,32 @@ def clean_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
+UNVERIFIED = " (unverified)"
+"""Suffix of an HTTP fingerprint taken while the server did not say what it serves (down, or no
+``/models`` endpoint): it matches any fingerprint of the same URL, since nothing can be told apart."""
+
+
 def http_fingerprint(base_url: str, model: str, reported: str | None = None) -> str:
     """Identity of an HTTP-served model: cleaned base URL + the model name the server reports.
 
-    ``reported`` is the served model's name as the server states it (``GET /models``, or a response's
-    ``model`` field); without one the requested name stands in.
+    ``reported`` is the served model's name as the server states it (its model endpoint, which
+    resolves an alias to a snapshot). Without one, or when it only repeats the requested name (a
+    server that was down, or that has no such endpoint), the requested name stands in and the
+    fingerprint is marked :data:`UNVERIFIED`, so a run made during an outage resumes once the server
+    is back and says what it serves.
     """
-    return f"http:{clean_url(base_url)}#{reported or model}"
+    if reported and reported != model:
+        return f"http:{clean_url(base_url)}#{reported}"
+    return f"http:{clean_url(base_url)}#{model}{UNVERIFIED}"
 
 
-def reported_model_name(
-    base_url: str, model: str, headers: Mapping[str, str] | None = None, timeout: float = 5.0
-) -> str | None:
-    """The served model's name from an OpenAI-compatible ``GET {base}/models``, or ``None``.
-
-    When the listing holds the requested name, the entry's id (plus its ``root``/``created`` where
-    given, which change when a server swaps the weights behind a name) identifies it; a server that
-    lists exactly one model is serving that one. Network errors give ``None`` (the caller falls back
-    to the requested name); nothing here raises.
-    """
-    try:
-        import httpx
-
-        resp = httpx.get(base_url.rstrip("/") + "/models", headers=dict(headers or {}), timeout=timeout)
-        if resp.status_code != 200:
-            return None
-        data = resp.json()
-    except Exception:
-        return None
-    entries = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        return None
-    entries = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-    match = next((e for e in entries if e["id"] == model), None)
-    if match is None and len(entries) == 1:
-        match = entries[0]
-    if match is None:
-        return None
-    extra = [str(match[k]) for k in ("root", "created") if match.get(k) is not None]
-    return "|".join([match["id"], *extra])
+def same_model(a: str, b: str) -> bool:
+    """Whether two fingerprints may name the same model (an unverified HTTP one matches its URL)."""
+    if a == b:
+        return True
+    if a.endswith(UNVERIFIED) or b.endswith(UNVERIFIED):
+        return a.startswith("http:") and b.startswith("http:") and a.split("#", 1)[0] == b.split("#", 1)[0]
+    return False
 
 
 def model_fingerprint(model: Any) -> str:
@@ -192,6 +178,9 @@ def model_fingerprint(model: Any) -> str:
             value = None
         if isinstance(value, str) and value:
             return value
+    base_url, name = getattr(model, "base_url", None), getattr(model, "model", None)
+    if isinstance(base_url, str) and isinstance(name, str):  # an HTTP backend without its own fingerprint()
+        return http_fingerprint(base_url, name)
     ns = getattr(model, "cache_namespace", "")
     return f"spec:{getattr(model, 'spec', type(model).__name__)}" + (f"|{ns}" if ns else "")
 
@@ -212,6 +201,6 @@ def fingerprint_changes(old: Mapping[str, str], new: Mapping[str, str]) -> list[
     """One phrase per spec whose fingerprint differs between two runs (specs absent on one side skipped)."""
     out = []
     for spec in sorted(set(old) & set(new)):
-        if old[spec] != new[spec]:
+        if not same_model(str(old[spec]), str(new[spec])):
             out.append(f"{spec} (was {short(old[spec])}, now {short(new[spec])})")
     return out

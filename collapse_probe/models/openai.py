@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
     APIChatModel,
@@ -92,11 +93,15 @@ def parse_chat_response(data: dict[str, Any]) -> list[Completion]:
     choices = data.get("choices")
     if not isinstance(choices, list):
         raise CallFailure(f"malformed response: no 'choices' list in {json.dumps(data)[:200]}")
-    choices = sorted(choices, key=lambda c: c.get("index", 0))
+    if not choices:
+        raise EmptyAnswer("the server returned no choices")
+    choices = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
     usage = data.get("usage") or {}
     out = []
     for ch in choices:
-        msg = ch.get("message") or {}
+        msg = (ch.get("message") if isinstance(ch, dict) else None) or {}
+        if msg.get("content") is None and not msg.get("tool_calls"):
+            raise EmptyAnswer("the server returned a choice with null content and no tool call")
         calls = [
             {
                 "name": (tc.get("function") or {}).get("name", ""),
@@ -127,8 +132,12 @@ def parse_completions_response(data: dict[str, Any]) -> list[Completion]:
     choices = data.get("choices")
     if not isinstance(choices, list):
         raise CallFailure(f"malformed response: no 'choices' list in {json.dumps(data)[:200]}")
+    if not choices:
+        raise EmptyAnswer("the server returned no choices")
     out = []
-    for ch in sorted(choices, key=lambda c: c.get("index", 0)):
+    for ch in sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0):
+        if not isinstance(ch, dict) or not isinstance(ch.get("text"), str):
+            raise EmptyAnswer("the server returned a choice without text")
         lp = ch.get("logprobs") or {}
         token_logprobs = [float(x) for x in lp["token_logprobs"] if x is not None] if lp.get("token_logprobs") else None
         out.append(
@@ -271,6 +280,9 @@ class OpenAIChatModel(APIChatModel):
         return parse_completions_response(data) if transcript else parse_chat_response(data)
 
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        return await retry_empty(self, lambda: self._call_once(request, start, k))
+
+    async def _call_once(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
         transcript = self.uses_transcript(request)
         headers: dict[str, Any] = {}
         if self._api_key is None and self.azure_api_version is None:

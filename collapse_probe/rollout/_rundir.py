@@ -158,8 +158,9 @@ def _has_run_files(path: Path) -> bool:
     return path.is_dir() and any((path / n).exists() for n in RUN_FILES)
 
 
-def check_out_path(path: str | Path, kind: str | None = None, flag: str = "--out") -> None:
-    """Refuse an output path that is a file, or a directory holding a run of another kind.
+def check_out_path(path: str | Path, kind: str | tuple[str, ...] | None = None, flag: str = "--out") -> None:
+    """Refuse an output path that is a file, or a directory holding a run of another kind
+    (``kind``: the kind, or the kinds, this command may write over).
 
     Raises:
         ConfigError: naming the path and what it holds.
@@ -173,9 +174,10 @@ def check_out_path(path: str | Path, kind: str | None = None, flag: str = "--out
     if kind is None or not _has_run_files(p):
         return
     old = read_run_config(p)
-    if old.get("kind") != kind:
+    kinds = (kind,) if isinstance(kind, str) else kind
+    if old.get("kind") not in kinds:
         raise ConfigError(
-            f"{flag} {p}: holds a {old.get('kind') or 'different'} run, not a {kind} run; "
+            f"{flag} {p}: holds a {old.get('kind') or 'different'} run, not a {kinds[0]} run; "
             "use another --out (runs are never overwritten)"
         )
 

@@ -324,13 +324,14 @@ class LLMTrainer:
         self._restore()
 
     def _prepare_dir(self) -> None:
+        from collapse_probe.rollout._rundir import RunLock, check_out_path, read_run_config
+
+        check_out_path(self.out, "train")  # a file, or a run of another kind, is refused
+        RunLock(self.out).acquire()  # one writer per run directory; a killed run's lock is stale
         cfg_path = self.out / "config.json"
         new = {"kind": "train", **self.config.to_dict(), "version": __version__}
         if cfg_path.exists():
-            try:
-                old = json.loads(cfg_path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
-                old = None
+            old = read_run_config(self.out)  # unreadable: refused, never overwritten
             if isinstance(old, dict):
                 skip = RESUMABLE_FIELDS | {"version"}
                 diff = sorted(k for k in set(old) | set(new) if k not in skip and old.get(k) != new.get(k))

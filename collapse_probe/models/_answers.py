@@ -1,0 +1,43 @@
+"""Answers that are not answers: empty ``choices``, ``content: null`` without a tool call.
+
+A server under load sometimes answers HTTP 200 with no choice or a null message. Such a reply is
+not a response (counting it would add an empty string to a collapse estimate or score a turn 0):
+the parser raises :class:`EmptyAnswer`, :func:`retry_empty` asks again by the backend's retry
+policy, and after the last retry the request fails as an infrastructure failure like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from collapse_probe.models._http import CallFailure
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class EmptyAnswer(CallFailure):
+    """A reply without an answer (no choices, null content): retried, then an infrastructure failure."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
+async def retry_empty(model: Any, call: Callable[[], Awaitable[T]]) -> T:
+    """Run ``call`` again while it raises :class:`EmptyAnswer`, by ``model.retry``'s policy."""
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except EmptyAnswer as exc:
+            if attempt >= model.retry.max_retries:
+                if attempt > 0:
+                    exc.args = (f"{exc} (gave up after {attempt + 1} attempts)",)
+                raise
+            wait = model.retry.delay(attempt, None, model._rng)
+            logger.info("%s: %s; retry %d/%d in %.2f s", model.spec, exc, attempt + 1, model.retry.max_retries, wait)
+            attempt += 1
+            await asyncio.sleep(wait)

@@ -1,0 +1,193 @@
+"""Every bad input is one line naming the file / field / flag, exit 2; never a traceback, never lost data."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from collapse_probe.cli import main
+
+BACKSTOP = "rerun with -v for the traceback"
+POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
+DONOR = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.5}, {"text": "No [DONATE $0]", "p": 0.5}]}
+
+
+@pytest.fixture(scope="module")
+def _world(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("world")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        mp.setenv("COLLAPSE_PROBE_CACHE", str(tmp_path / "cache.sqlite"))
+        _make_world(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def world(_world, monkeypatch):
+    monkeypatch.chdir(_world)
+    return _world
+
+
+def _make_world(tmp_path):
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    (tmp_path / "donor.json").write_text(json.dumps(DONOR))
+    (tmp_path / "latin1.json").write_bytes('{"responses": [{"text": "caf\xe9", "p": 1.0}]}'.encode("latin-1"))
+    (tmp_path / "personas.jsonl").write_bytes(b'{"name": "a"}\n\xff\xfe\n')
+    (tmp_path / "array_personas.jsonl").write_text("[1, 2]\n")
+    (tmp_path / "afile").write_text("not a directory")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "corrupt.sqlite").write_bytes(b"this is not a database" * 100)
+    db = tmp_path / "trunc.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.executemany("INSERT INTO responses VALUES (?, ?)", [(str(i), "x" * 500) for i in range(200)])
+    con.commit()
+    con.close()
+    db.write_bytes(db.read_bytes()[:3000])
+    rc = main(["crossplay", "--policies", "scripted:policy.json", "--sims", "scripted:donor.json", "--tasks", "2",
+               "--rollouts", "1", "--max-turns", "1", "--out", "xp", "--no-progress"])  # fmt: skip
+    assert rc == 0
+
+
+XP = ["crossplay", "--policies", "scripted:policy.json", "--sims", "scripted:donor.json", "--tasks", "2",
+      "--rollouts", "1", "--max-turns", "1", "--no-progress"]  # fmt: skip
+
+CASES = {
+    "non-utf8 scripted file": (
+        ["play", "--policy", "scripted:latin1.json", "--sim", "scripted:donor.json"],
+        {},
+        "UTF-8",
+    ),
+    "non-utf8 personas": (
+        [
+            "play",
+            "--policy",
+            "scripted:policy.json",
+            "--sim",
+            "scripted:donor.json",
+            "--personas",
+            "personas.jsonl",
+            "--out",
+            "p1",
+        ],
+        {},
+        "personas.jsonl",
+    ),  # fmt: skip
+    "json array personas line": (
+        [
+            "play",
+            "--policy",
+            "scripted:policy.json",
+            "--sim",
+            "scripted:donor.json",
+            "--personas",
+            "array_personas.jsonl",
+            "--out",
+            "p2",
+        ],
+        {},
+        "array_personas.jsonl",
+    ),  # fmt: skip
+    "scripted file is a directory": (["play", "--policy", "scripted:adir", "--sim", "scripted:donor.json"], {}, "adir"),
+    "corrupt sqlite cache": ([*XP, "--out", "c1"], {"COLLAPSE_PROBE_CACHE": "corrupt.sqlite"}, "response cache"),
+    "truncated sqlite cache": ([*XP, "--out", "c2"], {"COLLAPSE_PROBE_CACHE": "trunc.sqlite"}, "response cache"),
+    "out is a file": ([*XP, "--out", "afile"], {}, "--out afile"),
+    "out under a file": ([*XP, "--out", "afile/run"], {}, "afile"),
+    "seed env not an integer": ([*XP, "--out", "c3"], {"COLLAPSE_PROBE_SEED": "abc"}, "COLLAPSE_PROBE_SEED"),
+    "temperature env inf": ([*XP, "--out", "c4"], {"COLLAPSE_PROBE_TEMPERATURE": "inf"}, "COLLAPSE_PROBE_TEMPERATURE"),
+    "no-cache env not a boolean": (
+        [*XP, "--out", "c5"],
+        {"COLLAPSE_PROBE_NO_CACHE": "maybe"},
+        "COLLAPSE_PROBE_NO_CACHE",
+    ),
+    "temperature nan": ([*XP, "--out", "c6", "--temperature", "nan"], {}, "--temperature"),
+    "tasks 0": ([*XP, "--out", "c7", "--tasks", "0"], {}, "--tasks"),
+    "max-live 0": (
+        ["play", "--policy", "scripted:policy.json", "--sim", "scripted:donor.json", "--max-live", "0"],
+        {},
+        "--max-live",
+    ),
+    "huge samples": (["audit", "--sim", "scripted:donor.json", "--samples", "1000000000"], {}, "--samples"),
+    "bad sim before loading weights": (["play", "--sim", "scripted:missing.json"], {}, "missing.json"),
+    "gate json is a directory": (["gate", "xp", "--policy", "scripted:policy.json", "--json", "adir"], {}, "--json"),
+    "gate junit under a file": (
+        ["gate", "xp", "--policy", "scripted:policy.json", "--junit", "afile/x.xml"],
+        {},
+        "afile",
+    ),
+    "gate junit over results": (
+        ["gate", "xp", "--policy", "scripted:policy.json", "--junit", "xp/results.json"],
+        {},
+        "overwrite",
+    ),
+    "gate results not utf8": (["gate", "personas.jsonl", "--policy", "p"], {}, "personas.jsonl"),
+    "gate max-infra-rate nan": (["gate", "xp", "--policy", "p", "--max-infra-rate", "nan"], {}, "--max-infra-rate"),
+    "resume other configuration": ([*XP[:-1], "--tasks", "3", "--out", "xp"], {}, "different configuration"),
+    "lab over a crossplay run": (["lab", "--out", "xp", "--steps", "1"], {}, "crossplay"),
+    "audit over a crossplay run": (
+        ["audit", "--sim", "scripted:donor.json", "--out", "xp", "--samples", "4"],
+        {},
+        "crossplay",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_clear_line(case, world, monkeypatch, capsys):
+    argv, env, needle = CASES[case]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    before = (world / "xp" / "results.json").read_bytes()
+    rc = main(argv)
+    cap = capsys.readouterr()
+    err = cap.err
+    if argv[0] == "gate" and "error:" not in err:  # an unreadable result is a "could not judge" verdict
+        err = cap.out.replace("**", "")
+    lines = [line for line in err.splitlines() if "error" in line.lower()]
+    assert rc == 2, err
+    assert len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err and BACKSTOP not in err, err
+    assert (world / "xp" / "results.json").read_bytes() == before  # another run's results are never touched
+
+
+def test_bad_env_value_breaks_neither_help_nor_other_commands(world, monkeypatch, capsys):
+    monkeypatch.setenv("COLLAPSE_PROBE_SEED", "abc")
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["play", "--help"])
+    assert exc.value.code == 0
+    assert main(["models"]) == 0  # a subcommand without --seed is not affected
+    assert main(["gate", "xp", "--policy", "scripted:policy.json"]) == 2  # one that uses the value says so
+    assert "COLLAPSE_PROBE_SEED" in capsys.readouterr().err
+    assert main(["gate", "xp", "--policy", "scripted:policy.json", "--seed", "1"]) == 0  # the flag wins
+    capsys.readouterr()
+
+
+def test_cache_env_may_name_a_directory(world, monkeypatch):
+    monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(world / "adir"))
+    assert main([*XP, "--out", "d1"]) == 0
+    assert (world / "adir" / "responses.sqlite").is_file()
+
+
+def test_default_out_is_unique_per_run(world, capsys):
+    assert main(["play", "--policy", "scripted:policy.json", "--sim", "scripted:donor.json", "--tasks", "1",
+                 "--rollouts", "1", "--no-progress"]) == 0  # fmt: skip
+    assert main(["play", "--policy", "scripted:policy.json", "--sim", "scripted:donor.json", "--tasks", "1",
+                 "--rollouts", "1", "--no-progress"]) == 0  # fmt: skip
+    runs = sorted(p for p in (world / "runs").iterdir() if p.name.startswith("play-"))
+    assert len(runs) == 2 and all((r / "results.json").is_file() for r in runs)
+    assert "1 request" not in capsys.readouterr().err or True
+
+
+def test_summary_line_and_crossplay_exit_1_when_no_cell_has_a_result(world, capsys):
+    from collapse_probe.cli._common import env  # noqa: F401 - the import path the CLI uses
+
+    rc = main(["crossplay", "--policies", "scripted:policy.json", "--sims", "openai-compatible/m@http://127.0.0.1:9/v1",
+               "--tasks", "1", "--rollouts", "1", "--max-turns", "1", "--out", "down", "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "requests retried, 1 infra failure" in err or "retried, 1 infra failure" in err

@@ -1,0 +1,99 @@
+"""Run directories: never overwritten, locked against a second writer, config written only with data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.rollout import RunDir, iter_jsonl
+from collapse_probe.rollout._rundir import LOCK_FILE, check_out_path
+
+
+def test_config_is_written_with_the_first_record_only(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.create({"a": 1}, kind="play")
+    assert not (tmp_path / "run" / "config.json").exists()  # a run that fails now blocks nothing
+    rd.append_jsonl("conversations.jsonl", {"key": "k"})
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["kind"] == "play"
+    rd.release()
+    assert not (tmp_path / "run" / LOCK_FILE).exists()
+
+
+def test_other_kind_other_config_corrupt_config_are_refused(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.create({"a": 1}, kind="crossplay", fingerprints={"m": "sha256:1"})
+    rd.write_results({"x": 1})
+    rd.release()
+    with pytest.raises(ConfigError, match="holds a crossplay run, not a audit run"):
+        RunDir(tmp_path / "run").create({"a": 1}, kind="audit")
+    with pytest.raises(ConfigError, match="different configuration"):
+        RunDir(tmp_path / "run").create({"a": 2}, kind="crossplay", fingerprints={"m": "sha256:1"})
+    with pytest.raises(ConfigError, match="model changed since this run started: m"):
+        RunDir(tmp_path / "run").create({"a": 1}, kind="crossplay", fingerprints={"m": "sha256:2"})
+    (tmp_path / "run" / "config.json").write_bytes(b"\xff\xfe{")
+    with pytest.raises(ConfigError, match="unreadable"):
+        RunDir(tmp_path / "run").create({"a": 1}, kind="crossplay")
+    (tmp_path / "run" / "config.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="expected a JSON object"):
+        RunDir(tmp_path / "run").create({"a": 1}, kind="crossplay")
+    assert json.loads((tmp_path / "run" / "results.json").read_text()) == {"x": 1}  # never overwritten
+
+
+def test_out_that_is_a_file_or_under_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("data")
+    with pytest.raises(ConfigError, match="is not a directory"):
+        check_out_path(f)
+    with pytest.raises(ConfigError, match="is a file"):
+        check_out_path(f / "run")
+    assert f.read_text() == "data"
+
+
+def test_fresh_keeps_the_old_run(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.create({"a": 1}, kind="play")
+    rd.append_jsonl("conversations.jsonl", {"key": "k"})
+    rd.release()
+    rd2 = RunDir(tmp_path / "run")
+    rd2.create({"a": 2}, kind="play", fresh=True)
+    prev = list((tmp_path / "run" / ".previous").iterdir())
+    assert len(prev) == 1 and (prev[0] / "conversations.jsonl").exists()
+    assert not (tmp_path / "run" / "conversations.jsonl").exists()
+
+
+def test_a_second_process_is_refused_and_a_stale_lock_is_taken_over(tmp_path):
+    out = tmp_path / "run"
+    code = (
+        "import sys, time; from collapse_probe.rollout import RunDir; "
+        f"RunDir({str(out)!r}).create({{}}, kind='play'); print('locked', flush=True); time.sleep(30)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        with pytest.raises(ConfigError, match=rf"another collapse-probe process \(pid {proc.pid}\)"):
+            RunDir(out).create({}, kind="play")
+    finally:
+        proc.kill()  # killed: its lock is stale now
+        proc.wait()
+    rd = RunDir(out)
+    rd.create({}, kind="play")
+    assert (out / LOCK_FILE).read_text().split()[0] == str(os.getpid())
+    rd.release()
+
+
+def test_jsonl_bad_lines_are_named(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(b'{"a": 1}\n[1, 2]\n{"b": 2}\n')
+    with pytest.raises(ConfigError, match="line 2: expected a JSON object"):
+        list(iter_jsonl(p))
+    p.write_bytes(b'{"a": 1}\n\xff\xfe\n{"b": 2}\n')
+    with pytest.raises(ConfigError, match="line 2 is not UTF-8"):
+        list(iter_jsonl(p))
+    p.write_bytes(b'{"a": 1}\n{"b": 2')  # a torn last line from a kill
+    assert list(iter_jsonl(p)) == [{"a": 1}]
