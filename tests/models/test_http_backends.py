@@ -628,7 +628,7 @@ def test_fingerprint_is_the_base_url_and_the_served_model(keys, monkeypatch):
     with WireServer(anthropic_router) as srv:
         model = make_anthropic_model("anthropic/claude-x", "claude-x", base_url=srv.url)
         assert model.fingerprint() == f"http:{srv.url}#claude-x-20251001"
-    # a server without a model endpoint: the requested name stands in
+    # a server without a model endpoint: the requested name stands in, marked unverified
     with WireServer(lambda rec: Reply(404, {"error": {"message": "no such route"}})) as srv:
         model = make_openai_compatible_model("openai-compatible/m", f"m@{srv.url}/v1")
-        assert model.fingerprint() == f"http:{srv.url}/v1#m"
+        assert model.fingerprint() == f"http:{srv.url}/v1#m (unverified)"

@@ -65,7 +65,8 @@ def test_scripted_fingerprint_is_the_file_content(tmp_path):
     assert model_fingerprint(a) == a.fingerprint()
 
 
-def test_http_fingerprint_names_the_served_model_without_credentials():
+def test_http_fingerprint_names_the_served_model_without_credentials(monkeypatch):
+    monkeypatch.setenv("COLLAPSE_PROBE_API_KEY", "sk-test-not-a-real-key")
     assert clean_url("https://user:secret@host:8443/v1/?key=abc#x") == "https://host:8443/v1"
     assert "secret" not in http_fingerprint("https://user:secret@host/v1?key=abc", "m")
     with FaultServer(rate=0.0, model="served-model-7b", alias="whatever") as s:
