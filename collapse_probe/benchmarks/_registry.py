@@ -14,6 +14,8 @@ BENCHMARKS: dict[str, str] = {
     "tau2-retail": "collapse_probe.benchmarks.tau2:make_arena",
     "tau2-airline": "collapse_probe.benchmarks.tau2:make_arena",
     "tau2-demo": "collapse_probe.benchmarks.tau2:make_arena",
+    "cooperbench": "collapse_probe.benchmarks.cooperbench:make_arena",
+    "cooperbench-demo": "collapse_probe.benchmarks.cooperbench:make_demo_arena",
 }
 
 

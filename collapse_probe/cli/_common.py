@@ -210,7 +210,7 @@ def add_benchmark(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--benchmark",
         default=env("benchmark", "p4g"),
-        help="p4g | tau2-retail | tau2-airline | tau2-demo (default p4g)",
+        help="p4g | tau2-retail | tau2-airline | tau2-demo | cooperbench | cooperbench-demo (default p4g)",
     )
     p.add_argument(
         "--max-turns",
@@ -224,6 +224,17 @@ def add_benchmark(p: argparse.ArgumentParser) -> None:
         "--tau2-data",
         default=env("tau2-data", None),
         help="directory with the official tau2 data (or $COLLAPSE_PROBE_TAU2_DATA)",
+    )
+    p.add_argument(
+        "--cooperbench-data",
+        default=env("cooperbench-data", None),
+        help="CooperBench dataset root holding <repo>_task/task<ID>/ (or $COLLAPSE_PROBE_COOPERBENCH_DATA)",
+    )
+    p.add_argument(
+        "--partial-reward",
+        action="store_true",
+        default=env("partial-reward", False),
+        help="CooperBench: 0.5 when the pair fails but the policy's own feature passes (default: no partial credit)",
     )
     p.add_argument(
         "--judge",
@@ -279,6 +290,10 @@ def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) ->
         return make_arena("p4g", personas=personas, max_turns=args.max_turns)
     local = any(resolve_spec(parse_participant_spec(s)[1]).startswith(LOCAL_PREFIXES) for s in specs or [])
     options: dict[str, Any] = {"data_dir": args.tau2_data, "max_turns": args.max_turns}
+    if args.benchmark.startswith("cooperbench"):
+        options.update(
+            data_dir=getattr(args, "cooperbench_data", None), partial_reward=getattr(args, "partial_reward", False)
+        )
     if local:
         options.update(compact=True, tool_protocol="text")
     if getattr(args, "judge", None):

@@ -1,0 +1,3 @@
+from confparse.parser import parse
+
+__all__ = ["parse"]

@@ -1,0 +1,116 @@
+"""The CooperBench arena: two agents in their own copies of BASE, messages, limits, scoring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from collapse_probe.benchmarks import make_arena
+from collapse_probe.benchmarks.cooperbench import SUBMIT, apply_and_submit_command, demo_dir, discover_tasks
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import Completion
+
+DEMO = demo_dir()
+
+
+def _task(name: str):
+    return next(t for t in discover_tasks(DEMO) if t.name == name)
+
+
+def _gold(task, fid: int) -> str:
+    return task.features[fid].gold_patch
+
+
+# ---- the arena -----------------------------------------------------------------------------
+
+
+GOLD = f"scripted:{DEMO / 'scripted' / 'gold_agent.json'}"
+
+
+def _run(arena, task_ids, policy, sim):
+    from collapse_probe.rollout._engine import EngineConfig, make_specs, run_conversations_sync
+    from collapse_probe.simulators import make_participant
+
+    tasks = [arena.task(t) for t in task_ids]
+    parts = {s: make_participant(s, cache=False) for s in dict.fromkeys([policy, sim])}
+    specs = make_specs(tasks, [policy], [sim], rollouts=1, seed=0)
+    return run_conversations_sync(arena, specs, parts, config=EngineConfig(progress=False))
+
+
+def test_arena_gold_agents_score_success(tmp_path):
+    arena = make_arena("cooperbench-demo", compact=True, tool_protocol="text")
+    (rec,) = _run(arena, ["demo_minstats_task/task4/f1_f2"], GOLD, GOLD)
+    assert rec["status"] == "submitted", rec["messages"]
+    assert rec["success"] is True and rec["reward"] == 1.0
+    info = rec["info"]
+    assert info["merge"] == "union" and info["order"] == "12"
+    assert all(a["status"] == "submitted" for a in info["agents"].values())
+    assert "def mode" in info["patches"]["agent1"] and "def variance" in info["patches"]["agent2"]
+
+
+def test_arena_messages_reach_partner_before_its_next_call():
+    note = json.dumps({"name": "send_message", "arguments": {"recipient": "agent2", "content": "I take core.py"}})
+    submit = json.dumps({"name": "bash", "arguments": {"command": f"echo {SUBMIT}"}})
+    arena = make_arena("cooperbench-demo", compact=True, tool_protocol="text", partial_reward=True)
+    task = arena.task("demo_minstats_task/task4/f1_f3")
+    ep = arena.new_episode(task, seed=0)
+
+    assert arena.next_side(ep) == "policy"
+    arena.prompt_for(ep, "policy")
+    arena.apply(ep, "policy", Completion(note), note)
+    assert arena.next_side(ep) == "simulator"
+    prompt = arena.prompt_for(ep, "simulator")
+    assert prompt.messages[-1]["content"] == "[Message from agent1]: I take core.py"
+    arena.apply(ep, "simulator", Completion(submit), submit)
+    assert ep.state["agents"]["agent2"]["status"] == "submitted"
+    assert arena.next_side(ep) == "policy"  # agent2 is done; agent1 goes on alone
+    arena.prompt_for(ep, "policy")
+    arena.apply(ep, "policy", Completion("no tool call here"), "no tool call here")
+    assert ep.state["agents"]["agent1"]["format_errors"] == 1
+    arena.apply(ep, "policy", Completion(submit), submit)
+    assert ep.done and arena.next_side(ep) is None
+    assert [m["role"] for m in ep.messages].count("message") == 1
+
+
+def test_arena_step_limit_and_patch_collected_without_submit(tmp_path):
+    arena = make_arena("cooperbench-demo", compact=True, tool_protocol="text", max_steps=1)
+    task = arena.task("demo_minstats_task/task4/f1_f2")
+    ep = arena.new_episode(task, seed=0)
+
+    task_obj = _task("demo_minstats_task/task4")
+    edit = json.dumps(
+        {"name": "bash", "arguments": {"command": apply_and_submit_command(_gold(task_obj, 1)).rsplit("\n", 1)[0]}}
+    )
+    arena.next_side(ep)
+    arena.prompt_for(ep, "policy")
+    arena.apply(ep, "policy", Completion(edit), edit)
+    assert ep.state["agents"]["agent1"]["status"] == "step_limit"
+    arena.next_side(ep)
+    arena.prompt_for(ep, "simulator")
+    arena.apply(ep, "simulator", Completion("```bash\ntouch new_file.py\n```"), "```bash\ntouch new_file.py\n```")
+    assert ep.done and ep.status == "done"
+    assert "def mode" in ep.state["patches"]["agent1"]
+    assert "new_file.py" in ep.state["patches"]["agent2"]  # untracked files are part of the patch
+
+
+def test_unknown_option_and_variant_are_clear_errors():
+    with pytest.raises(ConfigError, match="unknown option"):
+        make_arena("cooperbench-demo", bogus=1)
+    with pytest.raises(ConfigError, match="mode"):
+        make_arena("cooperbench-demo", mode="trio")
+
+
+def test_cli_play_with_gold_agents(tmp_path, capsys):
+    from collapse_probe.cli import main
+
+    out = tmp_path / "run"
+    rc = main(["play", "--benchmark", "cooperbench-demo", "--policy", GOLD, "--sim", GOLD, "--tasks", "2",
+               "--rollouts", "1", "--seed", "3", "--no-progress", "--show", "0", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    records = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for rec in records:  # both gold agents submitted; success is exactly "both features pass on the merge"
+        assert rec["status"] == "submitted"
+        assert rec["success"] == all(rec["info"]["passed"]) and rec["reward"] == float(rec["success"])
+    assert "cooperbench-demo: mean reward" in capsys.readouterr().out
