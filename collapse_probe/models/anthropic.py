@@ -50,7 +50,7 @@ from collapse_probe.models._http import (
     history_tool_calls,
     message_text,
     normalize_finish_reason,
-    sdk_arguments,
+    sdk_post,
     split_system,
     tool_schema,
 )
@@ -140,6 +140,8 @@ class AnthropicChatModel(APIChatModel):
     provider = "Anthropic"
     native_n = False
     supports_batch = True
+    messages_path = "/v1/messages"
+    """The SDK's Bedrock and Vertex clients rewrite this path (and move ``model``) to their own routes."""
 
     def __init__(
         self,
@@ -239,11 +241,11 @@ class AnthropicChatModel(APIChatModel):
         return parse_messages_response(data)
 
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
-        body = self.build_body(request)
-        resp = await self._send(
-            lambda c: c.messages.create(**sdk_arguments(type(c.messages).create, body, self.extra_body))
-        )
-        return [self.parse_answer(resp.model_dump())]
+        body = {**self.build_body(request), **self.extra_body}
+        data = await self._send(lambda c: sdk_post(c, self.messages_path, body))
+        if not isinstance(data, dict):
+            raise CallFailure(f"malformed response: expected a JSON object, got {type(data).__name__}")
+        return [self.parse_answer(data)]
 
 
 _OPTIONS = (*COMMON_OPTIONS, "anthropic_version")

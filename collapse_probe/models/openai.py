@@ -54,7 +54,7 @@ from collapse_probe.models._http import (
     history_tool_calls,
     normalize_finish_reason,
     parse_arguments,
-    sdk_arguments,
+    sdk_post,
     tool_schema,
 )
 from collapse_probe.models._types import Completion, GenerationRequest, Message
@@ -284,24 +284,15 @@ class OpenAIChatModel(APIChatModel):
 
     async def _call_once(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
         transcript = self.uses_transcript(request)
-        headers: dict[str, Any] = {}
-        if self._api_key is None and self.azure_api_version is None:
-            headers["extra_headers"] = {"Authorization": _openai().Omit()}  # keyless: no header at all
-        if transcript:
-            body = self.build_completion_body(request, start, k)
-            resp = await self._send(
-                lambda c: c.completions.create(
-                    **sdk_arguments(type(c.completions).create, body, self.extra_body), **headers
-                )
-            )
-        else:
-            body = self.build_chat_body(request, start, k)
-            resp = await self._send(
-                lambda c: c.chat.completions.create(
-                    **sdk_arguments(type(c.chat.completions).create, body, self.extra_body), **headers
-                )
-            )
-        return self.parse_answer(resp.model_dump(), transcript)
+        path, body = self.batch_line(request, start, k)
+        # keyless: no Authorization header at all (the SDK would otherwise insist on one)
+        headers = (
+            {"Authorization": _openai().Omit()} if self._api_key is None and self.azure_api_version is None else None
+        )
+        data = await self._send(lambda c: sdk_post(c, path.removeprefix("/v1"), body, headers))
+        if not isinstance(data, dict):
+            raise CallFailure(f"malformed response: expected a JSON object, got {type(data).__name__}")
+        return self.parse_answer(data, transcript)
 
 
 _OPENAI_OPTIONS = (*COMMON_OPTIONS, "prompt_style")

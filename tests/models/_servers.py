@@ -239,9 +239,10 @@ def openai_router(rec: Recorded) -> Reply:
     if rec.method == "GET" and "/models/" in rec.path:
         name = rec.path.rsplit("/models/", 1)[1]
         return Reply(body={"id": name + "-2025-08-07", "object": "model", "created": 1754000000, "owned_by": "system"})
-    if rec.path.endswith("/chat/completions"):
+    path = rec.path.split("?", 1)[0]
+    if path.endswith("/chat/completions"):
         return openai_chat(rec)
-    if rec.path.endswith("/completions"):
+    if path.endswith("/completions"):
         return openai_completions(rec)
     return Reply(404, {"error": {"message": f"no route {rec.path}"}})
 

@@ -632,3 +632,56 @@ def test_fingerprint_is_the_base_url_and_the_served_model(keys, monkeypatch):
     with WireServer(lambda rec: Reply(404, {"error": {"message": "no such route"}})) as srv:
         model = make_openai_compatible_model("openai-compatible/m", f"m@{srv.url}/v1")
         assert model.fingerprint() == f"http:{srv.url}/v1#m (unverified)"
+
+
+def test_cloud_variants_speak_through_the_sdks_cloud_clients(keys, monkeypatch):
+    """Claude on Bedrock (SigV4-signed, the SDK's /model/{id}/invoke route) and Gemini on Vertex AI
+    (express-mode key, the publisher route), each against a local server."""
+    from collapse_probe.models.anthropic import make_bedrock_model
+    from collapse_probe.models.google import make_vertex_model
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIATESTKEY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", KEY)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY)
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+
+    def route(rec: Recorded) -> Reply:
+        if "generateContent" in rec.path:
+            return gemini_generate(rec)
+        return anthropic_messages(Recorded(rec.method, rec.path, rec.headers, {"model": "x", **rec.body}))
+
+    with WireServer(route) as srv:
+        bedrock = make_bedrock_model("bedrock/anthropic.claude-x-v1:0", "anthropic.claude-x-v1:0", base_url=srv.url)
+        vertex = make_vertex_model("vertex/gemini-x", "gemini-x", base_url=srv.url)
+        [b] = run(bedrock, [req("hi", temperature=0.5)])
+        [v] = run(vertex, [req("hi", seed=1)])
+    assert b.ok and v.ok, (b.error, v.error)
+    br, vr = srv.requests
+    assert br.path == "/model/anthropic.claude-x-v1:0/invoke" and "model" not in br.body
+    assert br.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIATESTKEY/")
+    assert br.headers["user-agent"].startswith("AsyncAnthropicBedrock/Python")
+    assert vr.path.endswith("/publishers/google/models/gemini-x:generateContent")
+    assert vr.headers["x-goog-api-key"] == KEY and vr.body["generationConfig"]["seed"] == derive_seed(1, 0)
+    with pytest.raises(ConfigError, match="AWS_REGION"):
+        monkeypatch.delenv("AWS_REGION")
+        monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+        make_bedrock_model("bedrock/m", "m")
+
+
+def test_azure_deployment_route_and_key(monkeypatch):
+    from collapse_probe.models.openai import make_azure_model
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
+    with WireServer(openai_router) as srv:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", srv.url)
+        model = make_azure_model("azure/my-deploy", "my-deploy", **FAST)
+        [res] = run(model, [req("hi", n=2, seed=3)])
+    assert res.ok, res.error
+    [call] = srv.requests
+    assert call.path == "/openai/deployments/my-deploy/chat/completions?api-version=2024-10-21"
+    assert call.headers["api-key"] == KEY and call.headers["user-agent"].startswith("AsyncAzureOpenAI/Python")
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT")
+    with pytest.raises(ConfigError, match="AZURE_OPENAI_ENDPOINT"):
+        make_azure_model("azure/d", "d")
