@@ -1,12 +1,13 @@
-"""Throughput of the OpenAI-compatible backend under its concurrency bound.
+"""Throughput of the API backends (through the official ``openai`` SDK) under their concurrency bound.
 
 A local Chat Completions server (its own process, asyncio) answers every call after a fixed injected
 latency. We send ``--requests`` requests through ``openai-compatible/...`` with
 ``concurrency=--concurrency`` and compare the wall time with the ideal
 ``requests / concurrency * latency``, the time of perfectly packed waves. A ratio near 1 means the
-client adds little beyond the latency it cannot avoid; the target is <= 1.2. The same load sent by a
-bare asyncio client (no HTTP library) is printed as the floor this machine allows under its current
-load, so a busy machine is told apart from a slow client.
+client adds little beyond the latency it cannot avoid; the target is <= 1.2. Two references run
+under the same load: the same HTTP library the SDK is built on (``httpx2``, same pools) without the
+SDK, and a bare asyncio client (no HTTP library), the floor this machine allows under its current
+load, so a busy machine is told apart from a slow client. The load average is printed too.
 
     python benchmarks/http_concurrency.py [--requests 256] [--concurrency 64] [--latency 0.1]
 """
@@ -86,6 +87,38 @@ async def _raw_floor(port: int, n_requests: int, concurrency: int) -> float:
     return time.perf_counter() - t0
 
 
+async def _httpx2_reference(port: int, n_requests: int, concurrency: int) -> float:
+    """Wall time of the same load through bare ``httpx2`` clients pooled as the backend pools its SDK clients."""
+    import httpx2
+
+    from collapse_probe.models._http import CONNECTIONS_PER_CLIENT
+
+    sizes = [min(CONNECTIONS_PER_CLIENT, concurrency - i) for i in range(0, concurrency, CONNECTIONS_PER_CLIENT)]
+    clients = [httpx2.AsyncClient(limits=httpx2.Limits(max_connections=k, max_keepalive_connections=k)) for k in sizes]
+    slots: asyncio.Queue = asyncio.Queue()
+    for c, k in zip(clients, sizes, strict=True):
+        for _ in range(k):
+            slots.put_nowait(c)
+
+    async def one(i: int) -> None:
+        c = await slots.get()
+        try:
+            r = await c.post(
+                f"http://127.0.0.1:{port}/v1/chat/completions",
+                json={"messages": [{"role": "user", "content": f"q{i}"}]},
+            )
+            r.json()
+        finally:
+            slots.put_nowait(c)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n_requests)))
+    wall = time.perf_counter() - t0
+    for c in clients:
+        await c.aclose()
+    return wall
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -124,11 +157,17 @@ def main() -> None:
             if [r.completions[0].text for r in results] != [f"q{i}" for i in range(args.requests)]:
                 raise SystemExit("answers came back out of order")
         floors = [asyncio.run(_raw_floor(port, args.requests, args.concurrency)) for _ in range(args.repeats)]
+        refs = [asyncio.run(_httpx2_reference(port, args.requests, args.concurrency)) for _ in range(args.repeats)]
         best, median = min(walls), sorted(walls)[len(walls) // 2]
         floor = sorted(floors)[len(floors) // 2]
+        ref = sorted(refs)[len(refs) // 2]
+        import os
+
         print(f"requests={args.requests} concurrency={args.concurrency} latency={args.latency * 1000:.0f} ms")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(f"wall (median of {args.repeats}) = {median:.3f} s   best = {best:.3f} s   ideal = {ideal:.3f} s")
         print(f"ratio = {median / ideal:.3f} (median)  {best / ideal:.3f} (best)   target <= 1.2")
+        print(f"reference: bare httpx2 clients, same pools, take {ref:.3f} s (ratio {ref / ideal:.3f})")
         print(f"floor: a bare asyncio client takes {floor:.3f} s (ratio {floor / ideal:.3f}) on this machine now")
     finally:
         server.terminate()
