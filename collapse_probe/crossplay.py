@@ -30,6 +30,7 @@ from typing import Any, Literal
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena
 from collapse_probe.errors import ConfigError
+from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.simulators import Participant
 
@@ -185,6 +186,7 @@ def run_crossplay(
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})
         run_dir.create({**asdict(config), "version": __version__}, kind="crossplay", fingerprints=fps, fresh=fresh)
+    usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)
     records = asyncio.run(
@@ -198,6 +200,7 @@ def run_crossplay(
         )
     )
     results = crossplay_results(records, config, task_ids=[t.task_id for t in tasks])
+    results["usage"] = usage.finish()
     if run_dir is not None:
         run_dir.write_results(results)
         if report:

@@ -17,6 +17,7 @@ from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
 from collapse_probe.benchmarks import Arena
 from collapse_probe.errors import ConfigError
+from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.simulators import Participant
 
@@ -102,6 +103,7 @@ async def run_audit_async(
         fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
         run_dir.create({**asdict(config), "version": __version__}, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)
+        usage = start_run_usage(out)
         for rec in run_dir.read_jsonl(SAMPLES):
             key = (str(rec.get("state_id")), str(rec.get("mode")))
             if rec.get("status") == "infra_error" and not keep_failed:
@@ -217,6 +219,7 @@ async def run_audit_async(
 
         results["rollouts"] = summarize_rewards(conv_records)
     if run_dir is not None:
+        results["usage"] = usage.finish()
         run_dir.write_results(results)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results

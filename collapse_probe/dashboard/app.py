@@ -11,6 +11,7 @@ written, or was killed mid-write, as "in progress" instead of failing.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -152,11 +153,31 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
             "status": r.status,
             "schema": r.schema or "",
             "modified": datetime.datetime.fromtimestamp(r.mtime).strftime("%Y-%m-%d %H:%M:%S") if r.mtime else "",
+            **usage_columns(r),
             "notes": "; ".join(r.problems),
         }
         for r in runs
     ]
     st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True)
+
+
+def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
+    """Model calls, tokens and cost of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs."""
+    usage = get(run.results, "usage") if isinstance(run.results, dict) else None
+    if not isinstance(usage, dict):
+        try:
+            usage = json.loads(run.file("usage.json").read_text(encoding="utf-8")).get("usage")
+        except (OSError, ValueError, AttributeError):
+            usage = None
+    if not isinstance(usage, dict) or not usage:
+        return {"model calls": None, "tokens": None, "cost (USD)": None}
+    rows = [u for u in usage.values() if isinstance(u, dict)]
+    costs = [u.get("cost_usd") for u in rows]
+    return {
+        "model calls": sum(int(u.get("requests") or 0) for u in rows),
+        "tokens": sum(int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0) for u in rows),
+        "cost (USD)": None if any(c is None for c in costs) else round(sum(costs), 4),
+    }
 
 
 # -- simulator (audit)

@@ -136,9 +136,11 @@ def _read_toml(path: Path, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: {path} is not valid TOML ({exc})") from None
 
 
-def _parse_prices(data: Mapping[str, Any], where: str) -> dict[str, dict[str, Price]]:
+def _parse_prices(
+    data: Mapping[str, Any], where: str, discounts: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Price]]:
     table: dict[str, dict[str, Price]] = {}
-    default_discount = data.get("batch_discount", {})
+    default_discount = {**(discounts or {}), **(data.get("batch_discount") or {})}
     for section, models in data.items():
         if section == "batch_discount" or section == "meta":
             continue
@@ -169,11 +171,14 @@ SHIPPED_PRICES = Path(__file__).resolve().parent.parent / "data" / "prices.toml"
 
 def load_price_table(path: str | Path | None = None) -> dict[str, dict[str, Price]]:
     """The shipped table, overridden entry by entry by ``path`` (or ``$COLLAPSE_PROBE_PRICE_TABLE``)."""
-    table = _parse_prices(_read_toml(SHIPPED_PRICES, "shipped price table"), str(SHIPPED_PRICES))
+    shipped = _read_toml(SHIPPED_PRICES, "shipped price table")
+    table = _parse_prices(shipped, str(SHIPPED_PRICES))
     override = path if path is not None else os.environ.get("COLLAPSE_PROBE_PRICE_TABLE") or None
     if override:
         where = "--price-table" if path is not None else "$COLLAPSE_PROBE_PRICE_TABLE"
-        for section, models in _parse_prices(_read_toml(Path(override), where), str(override)).items():
+        # an override's entries keep the provider's batch discount unless the file sets its own
+        data = _read_toml(Path(override), where)
+        for section, models in _parse_prices(data, str(override), shipped.get("batch_discount")).items():
             table.setdefault(section, {}).update(models)
     return table
 

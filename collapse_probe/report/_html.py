@@ -29,6 +29,30 @@ def _fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+def _usage_section(run_dir: Path) -> list[Section]:
+    """The "Model usage and cost" table of a report written into a run directory with a ``usage.json``
+    (every pipeline that calls models keeps one; see :mod:`collapse_probe.models._usage`)."""
+    import json
+
+    try:
+        usage = json.loads((run_dir / "usage.json").read_text(encoding="utf-8")).get("usage")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(usage, dict) or not usage:
+        return []
+    rows = [
+        [spec, u.get("requests"), u.get("input_tokens"), u.get("output_tokens"), _usd(u.get("cost_usd"))]
+        for spec, u in usage.items()
+        if isinstance(u, dict)
+    ]
+    columns = ["model", "calls", "input tokens", "output tokens", "cost (USD)"]
+    return [("Model usage and cost", {"columns": columns, "rows": rows})]
+
+
+def _usd(v: Any) -> str:
+    return "unknown" if v is None else f"{float(v):.4f}"
+
+
 def write_html_report(path: str | Path, title: str, sections: Sequence[Section], subtitle: str = "") -> Path:
     """Write a self-contained report (works offline: plotly.js is embedded, no CDN).
 
@@ -37,9 +61,12 @@ def write_html_report(path: str | Path, title: str, sections: Sequence[Section],
         title: page title.
         sections: ``(heading, content)`` pairs rendered in order.
         subtitle: a line under the title (e.g. the verdict).
+
+    A report written into a run directory ends with the run's model usage and cost (``usage.json``).
     """
     import plotly.io as pio
 
+    sections = [*sections, *_usage_section(Path(path).parent)]
     parts = []
     first_fig = True
     for heading, content in sections:

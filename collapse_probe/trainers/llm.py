@@ -75,6 +75,7 @@ from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.errors import ConfigError, InfraError, require
 from collapse_probe.models import derive_seed
+from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import ConversationSpec, EngineConfig, RunDir, TurnEvent, iter_jsonl, write_json_atomic
 from collapse_probe.rollout._engine import hash_str, run_conversations
 from collapse_probe.simulators import Participant
@@ -257,6 +258,7 @@ class LLMTrainer:
         self.config = config
         self.out = Path(out)
         self.run_dir = RunDir(self.out)
+        self.usage = start_run_usage(self.out)
         self.arena = arena
         self.policy: TrainedModel | None = None
         self.simulator: TrainedModel | None = None
@@ -833,6 +835,7 @@ class LLMTrainer:
         """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
         metrics = self.metrics()
         results = train_results(self.config, metrics)
+        results["usage"] = self.usage.finish()
         self.run_dir.write_results(results)
         write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
         return results

@@ -18,17 +18,6 @@ from collapse_probe.cli import main  # noqa: E402
 KEY = "sk-local-SECRET-abcdef0123456789"
 
 
-@pytest.fixture
-def fresh_models(monkeypatch):
-    """Backends are built once per process and spec; these tests point the same specs at new servers."""
-    from collapse_probe.models import _registry
-    from collapse_probe.simulators import _participant
-
-    monkeypatch.setattr(_registry, "_INSTANCES", {})
-    monkeypatch.setattr(_participant, "_WRAPPED", {})
-    monkeypatch.setattr(_participant, "_CACHES", {})
-
-
 def reported_usage(srv: WireServer) -> dict[str, int]:
     """Token counts the server put in its answers, summed over the calls it answered."""
     total = {"requests": 0, "input_tokens": 0, "output_tokens": 0}
