@@ -18,6 +18,7 @@ from collapse_probe.audit._summary import _state_estimates
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models._batch import batch_chunk
 from collapse_probe.rollout import RunDir
 from collapse_probe.rollout._engine import hash_str
 from collapse_probe.simulators import Participant
@@ -107,7 +108,8 @@ class _Sampler:
 
     async def run(self, states: Sequence[ProbeState]) -> list[dict[str, Any]]:
         todo = [s for s in states if (s.state_id, self.mode) not in self.done]
-        step = self.config.batch_states or max(1, 64 // self.config.samples)
+        batched = batch_chunk(self.participant.model, len(todo), self.config.samples)  # a provider batch: all at once
+        step = self.config.batch_states or batched or max(1, 64 // self.config.samples)
         for start in range(0, len(todo), step):
             await self._chunk(todo[start : start + step])
         return [self.done[(s.state_id, self.mode)] for s in states if (s.state_id, self.mode) in self.done]

@@ -155,8 +155,9 @@ def add_cache(p: argparse.ArgumentParser) -> None:
 
 
 def add_budget(p: argparse.ArgumentParser) -> None:
-    """``--cost-limit``, ``--token-limit``, ``--price-table`` (applied by the CLI's main before the run)."""
-    g = p.add_argument_group("spend (results.json 'usage')")
+    """``--cost-limit``, ``--token-limit``, ``--price-table``, ``--batch`` / ``--no-batch`` (applied by
+    the CLI's main before the run)."""
+    g = p.add_argument_group("hosted-model spend (results.json 'usage') and batch APIs")
     g.add_argument(
         "--cost-limit",
         type=float,
@@ -177,6 +178,18 @@ def add_budget(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="TOML price table overriding the shipped one (USD per million tokens; see collapse_probe/data/prices.toml)",
     )
+    batch = g.add_mutually_exclusive_group()
+    batch.add_argument(
+        "--batch",
+        dest="batch",
+        action="store_const",
+        const="on",
+        default=env("batch", "auto"),
+        help="send hosted-model calls through the provider's batch API (OpenAI, Anthropic: half price, answers "
+        "within 24 h; a killed run resumes the pending batch). Default: automatic for audit sampling of at least "
+        "$COLLAPSE_PROBE_BATCH_THRESHOLD (500) samples",
+    )
+    batch.add_argument("--no-batch", dest="batch", action="store_const", const="off", help="never use the batch APIs")
 
 
 def print_usage(args: argparse.Namespace) -> None:
@@ -204,6 +217,14 @@ def apply_budget(args: argparse.Namespace) -> None:
     from collapse_probe.models._usage import LEDGER
 
     LEDGER.configure(cost_limit=args.cost_limit, token_limit=args.token_limit, price_table=args.price_table)
+    from collapse_probe.models._batch import configure_batch
+
+    configure_batch(
+        args.batch,
+        auto=args.command == "audit",  # independent samples at fixed states; conversations wait turn by turn
+        state_dir=getattr(args, "out", None),
+        progress=not getattr(args, "no_progress", False),
+    )
 
 
 def add_benchmark(p: argparse.ArgumentParser) -> None:

@@ -433,9 +433,42 @@ class APIChatModel:
     # -- the ChatModel interface
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """One result per request, in order; failed requests carry ``error`` (see module docstring)."""
+        """One result per request, in order; failed requests carry ``error`` (see module docstring).
+
+        With batching on (:mod:`collapse_probe.models._batch`) the calls go to the provider's batch API.
+        """
+        from collapse_probe.models._batch import SETTINGS, generate_batch
+
         async with self._session():
+            if requests and self.can_batch(requests) and SETTINGS.wants(self, sum(r.n for r in requests)):
+                return await generate_batch(self, requests)
             return list(await asyncio.gather(*(self._generate_one(r) for r in requests)))
+
+    # -- batch API (providers that have one override these; see models/_batch.py)
+
+    def can_batch(self, requests: Sequence[GenerationRequest]) -> bool:
+        """Whether these requests can go into one provider batch."""
+        return self.supports_batch
+
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+        """``(endpoint path, wire-form body)`` of the call for samples ``start .. start + k - 1``."""
+        raise NotImplementedError
+
+    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+        """Submit ``(call, path, body)`` items as one batch; return its id."""
+        raise NotImplementedError
+
+    async def batch_poll(self, batch_id: str) -> tuple[bool, int]:
+        """``(ended, calls answered so far)`` of a batch."""
+        raise NotImplementedError
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        """custom id -> :class:`~collapse_probe.models._batch.BatchOutcome` of an ended batch."""
+        raise NotImplementedError
+
+    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
+        """Completions of one batch answer (usage charged at the batch price)."""
+        raise NotImplementedError
 
     async def _generate_one(self, request: GenerationRequest) -> GenerationResult:
         try:

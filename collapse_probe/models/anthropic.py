@@ -50,6 +50,7 @@ from collapse_probe.models._http import (
     history_tool_calls,
     message_text,
     normalize_finish_reason,
+    provider_error_message,
     sdk_post,
     split_system,
     tool_schema,
@@ -229,6 +230,45 @@ class AnthropicChatModel(APIChatModel):
                 for s in map(tool_schema, request.tools)
             ]
         return body
+
+    # -- Message Batches
+
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+        return self.messages_path, {**self.build_body(request), **self.extra_body}
+
+    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+        requests = [{"custom_id": c.custom_id, "params": body} for c, _path, body in items]
+        data = await self._send(lambda c: sdk_post(c, "/v1/messages/batches", {"requests": requests}))
+        if not isinstance(data, dict) or not data.get("id"):
+            raise CallFailure(f"malformed batch creation answer: {str(data)[:200]}")
+        return str(data["id"])
+
+    async def batch_poll(self, batch_id: str) -> tuple[bool, int]:
+        b = await self._send(lambda c: c.messages.batches.retrieve(batch_id))
+        counts = b.request_counts
+        answered = counts.succeeded + counts.errored + counts.canceled + counts.expired
+        return b.processing_status == "ended", answered
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        from collapse_probe.models._batch import BatchOutcome
+
+        async def read(c: Any) -> list[dict[str, Any]]:
+            return [entry.model_dump() async for entry in await c.messages.batches.results(batch_id)]
+
+        out: dict[str, BatchOutcome] = {}
+        for entry in await self._send(read):
+            result = entry.get("result") or {}
+            kind = result.get("type")
+            if kind == "succeeded" and isinstance(result.get("message"), dict):
+                out[entry["custom_id"]] = BatchOutcome(data=result["message"])
+            else:
+                err = result.get("error")
+                detail = provider_error_message(err, fallback=str(err)) if err else ""
+                out[entry["custom_id"]] = BatchOutcome(error=f"{kind}" + (f": {detail}" if detail else ""))
+        return out
+
+    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
+        return [self.parse_answer(data, batch=True)]
 
     def parse_answer(self, data: dict[str, Any], batch: bool = False) -> Completion:
         """The completion of one answered call (a wire-form dict); its usage goes to the ledger."""

@@ -54,6 +54,7 @@ from collapse_probe.models._http import (
     history_tool_calls,
     normalize_finish_reason,
     parse_arguments,
+    provider_error_message,
     sdk_post,
     tool_schema,
 )
@@ -183,7 +184,10 @@ class OpenAIChatModel(APIChatModel):
             self.provider = "Azure OpenAI"
         elif not official:
             self.provider = "the OpenAI-compatible server"
-            self.supports_batch = False  # vLLM & co. have no /batches endpoint
+        # Batch: OpenAI's /v1/batches. vLLM & co. have no such endpoint; Azure's needs a deployment
+        # of the "global batch" type, so it is not assumed.
+        self.supports_batch = official and azure_api_version is None
+        self._batches: dict[str, Any] = {}
 
     # -- SDK client
 
@@ -272,6 +276,64 @@ class OpenAIChatModel(APIChatModel):
         if self.uses_transcript(request):
             return "/v1/completions", {**self.build_completion_body(request, start, k), **self.extra_body}
         return "/v1/chat/completions", {**self.build_chat_body(request, start, k), **self.extra_body}
+
+    def can_batch(self, requests: Sequence[GenerationRequest]) -> bool:
+        # one batch file serves one endpoint: chat only
+        return self.supports_batch and not any(self.uses_transcript(r) for r in requests)
+
+    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+        lines = [
+            json.dumps({"custom_id": c.custom_id, "method": "POST", "url": path, "body": body}, ensure_ascii=False)
+            for c, path, body in items
+        ]
+        data = ("\n".join(lines) + "\n").encode()
+        f = await self._send(lambda c: c.files.create(file=("batch.jsonl", data, "application/jsonl"), purpose="batch"))
+        b = await self._send(
+            lambda c: c.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
+        )
+        return str(b.id)
+
+    async def batch_poll(self, batch_id: str) -> tuple[bool, int]:
+        b = await self._send(lambda c: c.batches.retrieve(batch_id))
+        self._batches[batch_id] = b
+        counts = b.request_counts
+        answered = (counts.completed + counts.failed) if counts is not None else 0
+        return b.status in ("completed", "failed", "expired", "cancelled"), answered
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        from collapse_probe.models._batch import MISSING, BatchOutcome, jsonl_lines
+
+        b: Any = self._batches.get(batch_id)
+        if b is None:
+            b = await self._send(lambda c: c.batches.retrieve(batch_id))
+        out: dict[str, BatchOutcome] = {}
+        for fid in (b.output_file_id, b.error_file_id):
+            if not fid:
+                continue
+
+            def download(c: Any, fid: str = fid) -> Any:
+                return c.files.content(fid)
+
+            content = await self._send(download)
+            for line in jsonl_lines(content.text):
+                resp = line.get("response") or {}
+                body = resp.get("body")
+                if resp.get("status_code") == 200 and not line.get("error") and isinstance(body, dict):
+                    out[line["custom_id"]] = BatchOutcome(data=body)
+                else:
+                    why = line.get("error") or body
+                    out[line["custom_id"]] = BatchOutcome(
+                        error=f"HTTP {resp.get('status_code')}: {provider_error_message(why, fallback=str(why))}"
+                    )
+        if b.status != "completed":
+            errors = getattr(b, "errors", None)
+            detail = "; ".join(str(e.message) for e in (errors.data or [])) if errors is not None else ""
+            # calls without a line were never answered (expired, cancelled, a failed batch)
+            out[MISSING] = BatchOutcome(error=f"the batch {b.status}" + (f": {detail}" if detail else ""))
+        return out
+
+    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
+        return self.parse_answer(data, transcript=False, batch=True)
 
     def parse_answer(self, data: dict[str, Any], transcript: bool, batch: bool = False) -> list[Completion]:
         """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""

@@ -339,3 +339,143 @@ def gemini_generate(rec: Recorded, max_candidates: int = 8) -> Reply:
             cand["logprobsResult"] = {"chosenCandidates": [{"token": "x", "logProbability": -0.75}] * 3}
         candidates.append(cand)
     return Reply(body={"candidates": candidates, "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 5}})
+
+
+# ------------------------------------------------------------------------------------------ batch APIs
+
+
+class BatchProvider:
+    """The batch endpoints of OpenAI (``/v1/files``, ``/v1/batches``) and Anthropic
+    (``/v1/messages/batches``) over an online handler that answers each batched request.
+
+    A batch stays in progress for ``polls`` status reads, then ends. A request whose last user text
+    starts with ``FAIL`` is answered with an error line (OpenAI: in the error file with HTTP 400;
+    Anthropic: ``errored``), like a request the provider refused inside an accepted batch.
+    """
+
+    def __init__(self, online: Handler, polls: int = 2) -> None:
+        self.online = online
+        self.polls = polls
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.created: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, rec: Recorded) -> Reply:
+        path = rec.path.split("?", 1)[0]
+        with self._lock:
+            if path == "/v1/files" and rec.method == "POST":
+                return self._upload(rec)
+            if path.startswith("/v1/files/") and path.endswith("/content"):
+                return Reply(body=self.files[path.split("/")[3]])
+            if path == "/v1/batches" and rec.method == "POST":
+                return self._openai_create(rec)
+            if path.startswith("/v1/batches/"):
+                return self._openai_status(path.split("/")[3])
+            if path == "/v1/messages/batches" and rec.method == "POST":
+                return self._anthropic_create(rec)
+            if path.startswith("/v1/messages/batches/") and path.endswith("/results"):
+                return Reply(body=self.batches[path.split("/")[4]]["results"])
+            if path.startswith("/v1/messages/batches/"):
+                return self._anthropic_status(path.split("/")[4], rec.headers.get("host", ""))
+        return self.online(rec)
+
+    # -- OpenAI
+
+    def _upload(self, rec: Recorded) -> Reply:
+        fid = f"file-{len(self.files) + 1}"
+        data = rec.body["file"]
+        self.files[fid] = data
+        return Reply(
+            body={
+                "id": fid,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": 1764500000,
+                "filename": "batch.jsonl",
+                "purpose": rec.body["purpose"],
+                "status": "processed",
+                "expires_at": None,
+                "status_details": None,
+            }  # fmt: skip
+        )
+
+    def _openai_create(self, rec: Recorded) -> Reply:
+        bid = f"batch_{len(self.batches) + 1}"
+        lines = [json.loads(x) for x in self.files[rec.body["input_file_id"]].decode().splitlines() if x.strip()]
+        ok, bad = [], []
+        for i, line in enumerate(lines):
+            assert line["method"] == "POST" and line["url"] == rec.body["endpoint"]
+            text = _last_user(line["body"]["messages"])
+            if text.startswith("FAIL"):
+                err = {
+                    "error": {
+                        "message": "refused in batch",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                }
+                bad.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"],
+                            "response": {"status_code": 400, "request_id": f"req_{i}", "body": err}, "error": None})  # fmt: skip
+            else:
+                reply = self.online(Recorded("POST", line["url"], {}, line["body"]))
+                ok.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"],
+                           "response": {"status_code": 200, "request_id": f"req_{i}", "body": reply.body}, "error": None})  # fmt: skip
+        out_id, err_id = f"file-{bid}-out", f"file-{bid}-err"
+        self.files[out_id] = "".join(json.dumps(x) + "\n" for x in ok).encode()
+        self.files[err_id] = "".join(json.dumps(x) + "\n" for x in bad).encode()
+        self.batches[bid] = {"reads": 0, "n": len(lines), "out": out_id, "err": err_id, "endpoint": rec.body["endpoint"],
+                             "input": rec.body["input_file_id"], "ok": len(ok), "bad": len(bad)}  # fmt: skip
+        self.created.append(bid)
+        return self._openai_status(bid, count=False)
+
+    def _openai_status(self, bid: str, count: bool = True) -> Reply:
+        b = self.batches[bid]
+        if count:
+            b["reads"] += 1
+        ended = b["reads"] > self.polls
+        body = {
+            "id": bid, "object": "batch", "endpoint": b["endpoint"], "errors": None, "input_file_id": b["input"],
+            "completion_window": "24h", "status": "completed" if ended else ("validating" if b["reads"] == 0 else "in_progress"),
+            "output_file_id": b["out"] if ended else None, "error_file_id": b["err"] if ended and b["bad"] else None,
+            "created_at": 1764500000, "in_progress_at": 1764500001, "expires_at": 1764586400,
+            "completed_at": 1764500100 if ended else None, "failed_at": None, "expired_at": None,
+            "request_counts": {"total": b["n"], "completed": b["ok"] if ended else 0, "failed": b["bad"] if ended else 0},
+            "metadata": None,
+        }  # fmt: skip
+        return Reply(body=body)
+
+    # -- Anthropic
+
+    def _anthropic_create(self, rec: Recorded) -> Reply:
+        bid = f"msgbatch_{len(self.batches) + 1:04d}"
+        results = []
+        for r in rec.body["requests"]:
+            text = _last_user(r["params"]["messages"])
+            if text.startswith("FAIL"):
+                result = {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": "refused in batch"}}}  # fmt: skip
+            else:
+                reply = self.online(Recorded("POST", "/v1/messages", {}, r["params"]))
+                result = {"type": "succeeded", "message": reply.body}
+            results.append({"custom_id": r["custom_id"], "result": result})
+        self.batches[bid] = {"reads": 0, "n": len(results), "results": "".join(json.dumps(x) + "\n" for x in results).encode(),
+                             "ok": sum(x["result"]["type"] == "succeeded" for x in results)}  # fmt: skip
+        self.created.append(bid)
+        return self._anthropic_status(bid, rec.headers.get("host", ""), count=False)
+
+    def _anthropic_status(self, bid: str, host: str, count: bool = True) -> Reply:
+        b = self.batches[bid]
+        if count:
+            b["reads"] += 1
+        ended = b["reads"] > self.polls
+        n, ok = b["n"], b["ok"]
+        body = {
+            "id": bid, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {"processing": 0 if ended else n, "succeeded": ok if ended else 0,
+                               "errored": n - ok if ended else 0, "canceled": 0, "expired": 0},
+            "ended_at": "2026-11-30T10:00:00Z" if ended else None, "created_at": "2026-11-30T09:00:00Z",
+            "expires_at": "2026-12-01T09:00:00Z", "archived_at": None, "cancel_initiated_at": None,
+            "results_url": f"http://{host}/v1/messages/batches/{bid}/results" if ended else None,
+        }  # fmt: skip
+        return Reply(body=body)
