@@ -54,7 +54,6 @@ def configure(verbose: int = 0, level: str | None = None) -> None:
             root.removeHandler(h)
     handler._collapse_probe_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
-    root.propagate = False
     install_counter()
     root.setLevel(min(lvl, logging.INFO))
 

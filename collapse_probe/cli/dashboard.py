@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from collapse_probe.cli._common import env
@@ -75,12 +77,40 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     proc = subprocess.Popen(cmd)
+    return supervise(proc)
+
+
+def supervise(proc: subprocess.Popen, grace_s: float = 10.0) -> int:
+    """Wait for the Streamlit child, forwarding SIGTERM / SIGINT / SIGHUP to it, so stopping
+    ``collapse-probe dashboard`` (a service manager's SIGTERM, Ctrl-C) never leaves it serving.
+
+    The child gets the signal and ``grace_s`` seconds to stop, then SIGKILL; the exit status is the
+    child's, or 0 when it stopped on a forwarded signal.
+    """
+    import signal
+
+    deadline: list[float] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        if not deadline:
+            deadline.append(time.monotonic() + grace_s)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM if signum != signal.SIGINT else signal.SIGINT)
+
+    sigs = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    old = {s: signal.signal(s, forward) for s in sigs}
     try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        return 0
+        while True:
+            try:
+                code = proc.wait(timeout=0.2 if deadline else None)
+                break
+            except subprocess.TimeoutExpired:
+                if deadline and time.monotonic() > deadline[0]:
+                    proc.kill()
+            except KeyboardInterrupt:  # a SIGINT that arrived before the handler was installed
+                forward(signal.SIGINT, None)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return 0 if deadline else code

@@ -115,7 +115,13 @@ def in_progress_note(run: rd.RunInfo) -> None:
             extra = " (last line still being written)" if read.torn_tail else ""
             counts.append(f"{len(read.records)} records in {name}{extra}")
     what = "; ".join(counts) if counts else "nothing recorded yet"
-    st.info(f"**{run.name}** is in progress: {what}. Results appear when the run writes results.json.")
+    if run.failed:
+        st.error(
+            f"**{run.name}** failed: it stopped without results and no process is writing to it ({what}). "
+            "Rerun the same command with the same --out to resume it; infrastructure failures are retried."
+        )
+    else:
+        st.info(f"**{run.name}** is in progress: {what}. Results appear when the run writes results.json.")
     for prob in run.problems:
         st.caption(prob)
 
@@ -481,12 +487,18 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
     picked = []
     for i, col in enumerate(cols):
         with col:
-            run = pick_run(audits, f"Audit {'AB'[i]}", f"cmp_{i}", index=i)
-            picked.append(run)
-            if run is not None:
-                audit_summary(run.results, compact=True)
-                st.caption(f"simulator {run.results.get('simulator')} ({run.results.get('mode')})")
-                figure_or_note(ap.collapse_error_per_state_figure, run.results)
+            picked.append(pick_run(audits, f"Audit {'AB'[i]}", f"cmp_{i}", index=i))
+    a, b = picked
+    if a is not None and b is not None and a.path == b.path:
+        st.info("Audit A and audit B are the same run; pick two different audits to compare them.")
+        picked = [a, None]
+    for col, run in zip(cols, picked, strict=True):
+        if run is None:
+            continue
+        with col:
+            audit_summary(run.results, compact=True)
+            st.caption(f"simulator {run.results.get('simulator')} ({run.results.get('mode')})")
+            figure_or_note(ap.collapse_error_per_state_figure, run.results)
     a, b = picked
     if a is not None and b is not None:
         figure_or_note(ap.compare_audits_figure, {a.name: a.results, b.name: b.results})
@@ -520,7 +532,7 @@ def main() -> None:
     }[view]
     try:
         show()
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - any file the view cannot show must leave the app usable
         # a results file of another schema version or hand-edited JSON: say so, keep the app usable
         st.warning(
             f"This view cannot show the selected run (its files do not match the expected schema): "

@@ -54,6 +54,10 @@ MAX_DEPTH = 8
 """How deep below the runs root discovery looks."""
 
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git"}
+MAX_JSON_DEPTH = 64
+"""JSON nested deeper than this is not a collapse-probe file (results nest a few levels); it is refused
+with a note, so one hostile or corrupt file cannot exhaust the recursion of every view."""
+LOCK_FILE = ".lock"
 VERDICT_MAX_BYTES = 1_000_000
 """Other ``*.json`` files up to this size are read to find gate verdicts (``collapse-probe gate --json FILE``)."""
 
@@ -103,8 +107,20 @@ class RunInfo:
         return self.schema is not None or (self.kind == "gate" and bool(self.verdicts))
 
     @property
+    def failed(self) -> bool:
+        """The run finished without a usable result (every unit an infrastructure failure), or it
+        stopped without results and no process is writing to it any more (killed, crashed)."""
+        if self.complete:
+            return _no_result(self.results)
+        if self.kind == "gate" or not self.files:
+            return False
+        return not _writer_alive(self.path)
+
+    @property
     def status(self) -> str:
-        """``"complete"`` or ``"in progress"`` (no usable results yet)."""
+        """``"complete"``, ``"failed"`` (see :attr:`failed`) or ``"in progress"`` (being written)."""
+        if self.failed:
+            return "failed"
         return "complete" if self.complete else "in progress"
 
     def file(self, name: str) -> Path:
@@ -128,6 +144,8 @@ def read_json(path: str | Path) -> tuple[Any, str | None]:
     accepted.
     """
     p = Path(path)
+    if p.is_symlink():
+        return None, f"{p.name} is a symbolic link; not followed (the dashboard reads files inside RUNS_DIR only)"
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -137,9 +155,71 @@ def read_json(path: str | Path) -> tuple[Any, str | None]:
     if not text.strip():
         return None, f"{p.name} is empty (being written?)"
     try:
-        return json.loads(text), None
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"{p.name} is not complete JSON yet (line {exc.lineno}: {exc.msg})"
+    except RecursionError:
+        return None, f"{p.name} is nested too deeply to be a collapse-probe file"
+    if too_deep(value):
+        return None, f"{p.name} is nested deeper than {MAX_JSON_DEPTH} levels; not a collapse-probe file"
+    return value, None
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a parsed JSON value nests lists/objects deeper than ``limit`` (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            children: Any = v.values()
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        if d >= limit:
+            return True
+        stack.extend((c, d + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _no_result(results: Any) -> bool:
+    """A finished result in which nothing could be measured or scored."""
+    if not isinstance(results, dict):
+        return False
+    cells = results.get("cells")
+    if isinstance(cells, list) and cells and all(isinstance(c, dict) for c in cells):
+        return all(c.get("mean_reward") is None for c in cells)
+    summary = results.get("summary")
+    if isinstance(summary, dict):
+        if "n_states" in summary and summary.get("n_states") == 0:
+            return True
+        if "mean_reward" in summary and summary.get("mean_reward") is None and summary.get("n") == 0:
+            return True
+    return False
+
+
+def _writer_alive(path: Path) -> bool:
+    """Whether the process holding the run directory's lock is alive (no lock: a recent write counts)."""
+    import time
+
+    lock = path / LOCK_FILE
+    try:
+        pid = int(lock.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        newest = 0.0
+        for name in RUN_MARKERS:
+            try:
+                newest = max(newest, (path / name).stat().st_mtime)
+            except OSError:
+                continue
+        return time.time() - newest < 300  # a writer without a lock (an older version) wrote lately
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_jsonl(path: str | Path) -> JsonlRead:
@@ -149,6 +229,8 @@ def read_jsonl(path: str | Path) -> JsonlRead:
     refuse a corrupt file, a viewer shows whatever is readable and reports the rest.
     """
     p = Path(path)
+    if p.is_symlink():
+        return JsonlRead(records=[], bad_lines=[0])  # not followed: files outside RUNS_DIR are never read
     try:
         data = p.read_bytes()
     except (FileNotFoundError, IsADirectoryError):
@@ -163,7 +245,9 @@ def read_jsonl(path: str | Path) -> JsonlRead:
             continue
         try:
             rec = json.loads(raw.decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            if too_deep(rec):
+                raise ValueError("nested too deeply")
+        except (ValueError, UnicodeDecodeError, RecursionError):
             if i == last:
                 out.torn_tail = True
             else:

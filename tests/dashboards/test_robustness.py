@@ -1,0 +1,116 @@
+"""The dashboard against hostile and broken run directories, and its process handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fixtures  # noqa: E402
+
+from collapse_probe.report import runs as rd  # noqa: E402
+
+APP = Path(__file__).resolve().parents[2] / "collapse_probe" / "dashboard" / "app.py"
+
+
+def _app(root: Path, monkeypatch):
+    st_testing = pytest.importorskip("streamlit.testing.v1")
+    monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(root))
+    at = st_testing.AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    return at
+
+
+def _deep(n: int) -> str:
+    return '{"schema": "collapse-probe/audit/v1", "x": ' + "[" * n + "]" * n + "}"
+
+
+def test_deeply_nested_json_is_a_note_not_a_crash(tmp_path, monkeypatch):
+    d = tmp_path / "deep"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"kind": "audit"}))
+    (d / "results.json").write_text(_deep(100_000))  # past the parser's recursion limit
+    (d / "samples.jsonl").write_text(_deep(500) + "\n" + json.dumps({"state_id": "s", "mode": "direct"}) + "\n")
+    run = rd.load_run(d)
+    assert run.results is None and any("nested" in p for p in run.problems)
+    assert rd.read_json(d / "samples.jsonl")[0] is None
+    read = rd.read_jsonl(d / "samples.jsonl")
+    assert len(read.records) == 1 and read.bad_lines == [1]
+    (d / "results.json").write_text(_deep(500))  # parses, but deeper than any collapse-probe file
+    assert rd.load_run(d).results is None
+    for view in ("Runs", "Simulator", "Cross-play", "Training", "Compare"):
+        at = _app(tmp_path, monkeypatch)
+        at.sidebar.radio(key="view").set_value(view).run()
+        assert not at.exception, [e.value for e in at.exception]
+
+
+def test_symlinks_out_of_the_runs_dir_are_not_followed(tmp_path):
+    secret = tmp_path / "outside" / "secret.json"
+    secret.parent.mkdir()
+    secret.write_text(json.dumps({"schema": "collapse-probe/audit/v1", "api_key": "sk-leak"}))
+    run_dir = tmp_path / "runs" / "evil"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps({"kind": "audit"}))
+    (run_dir / "results.json").symlink_to(secret)
+    (run_dir / "samples.jsonl").symlink_to(secret)
+    run = rd.load_run(run_dir, tmp_path / "runs")
+    assert run.results is None
+    assert rd.read_jsonl(run_dir / "samples.jsonl").records == []
+    assert "sk-leak" not in repr(run)
+
+
+def test_failed_runs_are_shown_as_failed(tmp_path, monkeypatch):
+    xp = tmp_path / "xp"
+    xp.mkdir()
+    (xp / "config.json").write_text(json.dumps({"kind": "crossplay"}))
+    (xp / "results.json").write_text(
+        json.dumps({"schema": "collapse-probe/crossplay/v1", "cells": [{"mean_reward": None, "infra_failures": 4}]})
+    )
+    dead = tmp_path / "killed"
+    dead.mkdir()
+    (dead / "config.json").write_text(json.dumps({"kind": "audit"}))
+    (dead / "samples.jsonl").write_text("")
+    (dead / ".lock").write_text("999999999 0\n")  # its writer is gone
+    runs = {r.name: r for r in rd.discover_runs(tmp_path)}
+    assert runs["xp"].status == "failed" and runs["killed"].status == "failed"
+    at = _app(tmp_path, monkeypatch)
+    at.sidebar.radio(key="view").set_value("Simulator").run()
+    assert not at.exception and any("failed" in e.value for e in at.error)
+
+
+def test_compare_one_audit_twice(tmp_path, monkeypatch):
+    fixtures.write_audit_run(tmp_path, "a1", "sim_mode", samples=20, states=2)
+    fixtures.write_audit_run(tmp_path, "a2", "sim_div", samples=20, states=2)
+    at = _app(tmp_path, monkeypatch)
+    at.sidebar.radio(key="view").set_value("Compare").run()
+    at.selectbox(key="cmp_1").set_value(at.selectbox(key="cmp_0").value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("same run" in i.value for i in at.info)
+
+
+def test_dashboard_forwards_sigterm_to_streamlit_and_waits(tmp_path):
+    child_pid = tmp_path / "child.pid"
+    code = (
+        "import subprocess, sys; from collapse_probe.cli.dashboard import supervise; "
+        "p = subprocess.Popen([sys.executable, '-c', "
+        f"\"import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"]); "
+        "sys.exit(supervise(p))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    parent = subprocess.Popen([sys.executable, "-c", code], env=env)
+    for _ in range(200):
+        if child_pid.exists() and child_pid.read_text():
+            break
+        time.sleep(0.05)
+    pid = int(child_pid.read_text())
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=20) == 0
+    with pytest.raises(ProcessLookupError):  # the child stopped with it, not orphaned and serving
+        os.kill(pid, 0)
