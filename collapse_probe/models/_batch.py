@@ -1,4 +1,4 @@
-"""Providers' native batch APIs: OpenAI Batch and Anthropic Message Batches.
+"""Providers' native batch APIs: OpenAI Batch, Anthropic Message Batches and Gemini batch mode.
 
 An audit draws N independent samples at each of many fixed states: thousands of calls whose
 answers nobody waits for turn by turn, exactly the workload the providers' batch APIs bill at half

@@ -254,6 +254,7 @@ class GeminiChatModel(APIChatModel):
         if vertex:
             self.provider = "Gemini on Vertex AI"
             self.supports_batch = False  # Vertex batch jobs read and write Cloud Storage / BigQuery
+        self._batches: dict[str, Any] = {}
 
     @property
     def path(self) -> str:
@@ -345,6 +346,57 @@ class GeminiChatModel(APIChatModel):
         if self.extra_body:
             config["http_options"] = {"extra_body": self.extra_body}
         return {"model": self.model, "contents": _sdk_contents(body["contents"]), "config": config}
+
+    # -- Gemini batch mode (inlined requests)
+
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+        return self.path, self.build_body(request, start, k)
+
+    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+        src = []
+        for call, _path, body in items:
+            kwargs = self.sdk_request(body)
+            kwargs["config"].pop("http_options", None)
+            src.append({**kwargs, "metadata": {"key": call.custom_id}})
+        job = await self._send(
+            lambda c: c.aio.batches.create(model=self.model, src=src, config={"display_name": "collapse-probe"})
+        )
+        return str(job.name)
+
+    async def batch_poll(self, batch_id: str) -> tuple[bool, int]:
+        job = await self._send(lambda c: c.aio.batches.get(name=batch_id))
+        self._batches[batch_id] = job
+        state = getattr(job.state, "value", str(job.state))
+        done = state in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+        stats = getattr(job, "completion_stats", None)
+        answered = int(getattr(stats, "successful_count", 0) or 0) + int(getattr(stats, "failed_count", 0) or 0)
+        return done, answered
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        from collapse_probe.models._batch import MISSING, BatchOutcome
+
+        job: Any = self._batches.get(batch_id)
+        if job is None:
+            job = await self._send(lambda c: c.aio.batches.get(name=batch_id))
+        out: dict[str, BatchOutcome] = {}
+        for r in (job.dest.inlined_responses if job.dest is not None else None) or []:
+            key = (r.metadata or {}).get("key")
+            if key is None:
+                continue
+            if r.error is not None or r.response is None:
+                err = r.error.model_dump(exclude_none=True) if r.error is not None else {}
+                out[key] = BatchOutcome(error=str(err.get("message") or err or "no response"))
+                continue
+            data = r.response.model_dump(mode="json", by_alias=True, exclude_none=True)
+            data.pop("sdkHttpResponse", None)
+            out[key] = BatchOutcome(data=data)
+        state = getattr(job.state, "value", str(job.state))
+        if state != "JOB_STATE_SUCCEEDED":
+            out[MISSING] = BatchOutcome(error=f"the batch ended as {state}")
+        return out
+
+    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
+        return self.parse_answer(data, k, batch=True)
 
     def parse_answer(self, data: dict[str, Any], k: int, batch: bool = False) -> list[Completion]:
         """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _servers import BatchProvider, WireServer, anthropic_router, openai_router  # noqa: E402
+from _servers import BatchProvider, WireServer, anthropic_router, gemini_generate, openai_router  # noqa: E402
 
 from collapse_probe.models import (  # noqa: E402
     CachedModel,
@@ -24,6 +24,7 @@ from collapse_probe.models import (  # noqa: E402
 )
 from collapse_probe.models._usage import UsageLedger  # noqa: E402
 from collapse_probe.models.anthropic import make_anthropic_model  # noqa: E402
+from collapse_probe.models.google import make_google_model  # noqa: E402
 from collapse_probe.models.openai import make_openai_model  # noqa: E402
 
 KEY = "sk-batch-SECRET-0123456789"
@@ -45,17 +46,21 @@ def req(text, n=1, seed=None, **params):
     return GenerationRequest(({"role": "user", "content": text},), n=n, params=SamplingParams(seed=seed, **params))
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_batch_answers_equal_online_answers_and_cost_half(provider, batch_on, tmp_path):
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google"])
+def test_batch_answers_equal_online_answers_and_cost_half(provider, batch_on, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
     router, make, spec = {
         "openai": (openai_router, make_openai_model, "openai/gpt-5-mini"),
         "anthropic": (anthropic_router, make_anthropic_model, "anthropic/claude-haiku-4-5"),
+        "google": (gemini_generate, make_google_model, "google/gemini-2.5-flash"),
     }[provider]
     requests = [req(f"state {i}", n=3, seed=i, temperature=0.7) for i in range(4)] + [req("FAIL this one", n=2, seed=9)]
     with WireServer(BatchProvider(router)) as srv:
         model = make(spec, spec.split("/", 1)[1], base_url=srv.url + ("/v1" if provider == "openai" else ""))
         batched = asyncio.run(model.generate(requests))
-        batch_calls = [r for r in srv.requests if r.method == "POST" and "batches" in r.path]
+        batch_calls = [
+            r for r in srv.requests if r.method == "POST" and ("batches" in r.path or "batchGenerate" in r.path)
+        ]
         batch_on.by_spec.clear()
         _batch.SETTINGS.mode = "off"
         online = asyncio.run(model.generate(requests[:4]))
@@ -68,8 +73,13 @@ def test_batch_answers_equal_online_answers_and_cost_half(provider, batch_on, tm
         assert [ln["body"]["n"] for ln in lines] == [3, 3, 3, 3, 2]
         assert [ln["body"]["seed"] for ln in lines] == [derive_seed(i, 0) for i in range(4)] + [derive_seed(9, 0)]
         assert all(ln["url"] == "/v1/chat/completions" for ln in lines)
-    uploads = [r for r in srv.requests if r.path.startswith("/v1/files") or "batches" in r.path]
-    assert all(r.headers["user-agent"].startswith(("AsyncOpenAI/", "AsyncAnthropic/")) for r in uploads)
+    if provider == "google":  # candidateCount: one inlined request per state, with its first sample's seed
+        [b] = srv.handler.batches.values()
+        assert len(b["responses"]) == 5
+    uploads = [r for r in srv.requests if r.path.startswith("/v1/files") or "atch" in r.path]
+    assert uploads and all(
+        r.headers["user-agent"].startswith(("AsyncOpenAI/", "AsyncAnthropic/", "google-genai-sdk/")) for r in uploads
+    )
     # the batch's usage is charged at half the online price of the same tokens
     online_usage = batch_on.snapshot()[spec]
     assert online_usage.cost_usd and online_usage.cost_usd > 0
@@ -96,19 +106,30 @@ def test_batch_usage_is_charged_at_the_discount(batch_on):
 @pytest.mark.parametrize(("router", "make", "spec"), [
     (openai_router, make_openai_model, "openai/gpt-5-mini"),
     (anthropic_router, make_anthropic_model, "anthropic/claude-haiku-4-5"),
+    (gemini_generate, make_google_model, "google/gemini-2.5-flash"),
 ])  # fmt: skip
-def test_a_pending_batch_is_resumed_after_a_kill_and_lands_in_the_cache(router, make, spec, batch_on, tmp_path):
+def test_a_pending_batch_is_resumed_after_a_kill_and_lands_in_the_cache(
+    router, make, spec, batch_on, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
     requests = [req(f"s{i}", n=2, seed=i) for i in range(3)]
     provider = BatchProvider(router, polls=10**6)  # never ends while the first process waits
     with WireServer(provider) as srv:
         base = srv.url + ("/v1" if spec.startswith("openai") else "")
         model = CachedModel(make(spec, spec.split("/", 1)[1], base_url=base), ResponseCache(tmp_path / "c.sqlite"))
 
-        async def killed() -> None:
-            await asyncio.wait_for(model.generate(requests), timeout=1.0)
+        async def killed() -> None:  # the process dies once the batch is submitted and being polled
+            task = asyncio.ensure_future(model.generate(requests))
+            for _ in range(600):
+                await asyncio.sleep(0.05)
+                if (tmp_path / "batches.jsonl").exists():
+                    break
+            await asyncio.sleep(0.1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
 
-        with pytest.raises(asyncio.TimeoutError):
-            asyncio.run(killed())
+        asyncio.run(killed())
         journal = [json.loads(x) for x in (tmp_path / "batches.jsonl").read_text().splitlines()]
         assert [e["event"] for e in journal] == ["submitted"]
         provider.polls = 0  # the provider finishes the batch while nobody is watching
