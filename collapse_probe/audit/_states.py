@@ -6,8 +6,9 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from collapse_probe.audit._config import P4G_OPENINGS, ProbeState
+from collapse_probe.audit._config import ProbeState
 from collapse_probe.benchmarks import Arena, Episode, Task
+from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError
 
 # ----------------------------------------------------------------------------------------------- states
@@ -23,6 +24,30 @@ def _episode(arena: Arena, task: Task, messages: list[dict[str, Any]], elicited:
     return ep
 
 
+def benchmark_probe_states(arena: Arena, tasks: Sequence[Task]) -> list[ProbeState]:
+    """The benchmark's probe states (its ``probe_states`` hook), one :class:`ProbeState` each.
+
+    Raises:
+        ConfigError: the benchmark offers no probe states (audit its on-policy states with ``--policy``).
+    """
+    hook = audit_hook(arena, "probe_states")
+    if hook is None:
+        raise ConfigError(
+            f"--benchmark {arena.name}: this benchmark offers no probe states; give --policy SPEC to audit "
+            "the on-policy states of rollouts on it"
+        )
+    states = []
+    for spec in hook(tasks):
+        suffix = f":{spec.index}" if spec.index else ""
+        states.append(ProbeState(
+            f"{spec.kind}:{spec.task.task_id}{suffix}", spec.kind,
+            sum(1 for m in spec.messages if m["role"] == "simulator"),
+            _episode(arena, spec.task, spec.messages, spec.asks_decision), closed_set=spec.asks_decision,
+            kind=spec.kind,
+        ))  # fmt: skip
+    return states
+
+
 def p4g_probe_states(arena: Arena, tasks: Sequence[Task], openings: dict[str, str] | None = None) -> list[ProbeState]:
     """P4G probe states per persona: the reply to the opening, and the donation decision.
 
@@ -32,19 +57,11 @@ def p4g_probe_states(arena: Arena, tasks: Sequence[Task], openings: dict[str, st
         openings: task id -> persuader opening (e.g. written by the policy); default: the fixed
             human-style :data:`P4G_OPENINGS`, one per persona in turn.
     """
-    from collapse_probe.benchmarks.p4g import ELICITATION
-
-    states = []
-    for i, task in enumerate(tasks):
-        opening = (openings or {}).get(task.task_id) or P4G_OPENINGS[i % len(P4G_OPENINGS)]
-        first = [{"role": "policy", "content": opening}]
-        states.append(ProbeState(f"opening:{task.task_id}", "opening", 0, _episode(arena, task, first)))
-        elicit = first + [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
-        states.append(
-            ProbeState(
-                f"elicitation:{task.task_id}", "elicitation", 0, _episode(arena, task, elicit, True), closed_set=True
-            )
-        )
+    states = benchmark_probe_states(arena, tasks)
+    for s in states:
+        opening = (openings or {}).get(s.episode.task.task_id)
+        if opening:
+            s.episode.messages[0] = {**s.episode.messages[0], "content": opening}
     return states
 
 

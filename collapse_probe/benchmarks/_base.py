@@ -95,3 +95,42 @@ class Arena(Protocol):
     async def score(self, episodes: Sequence[Episode]) -> list[Score]:
         """Score finished episodes (async and batched, so a judge model can be called once)."""
         ...
+
+
+@runtime_checkable
+class AuditHooks(Protocol):
+    """Optional arena hooks the audit uses; an arena implements any subset (each is looked up with
+    ``getattr`` and has a neutral default, see :func:`audit_hook`).
+
+    - ``probe_states(tasks) -> list[ProbeSpec]``: the benchmark's own probe states (without a
+      policy the audit samples these; default: none, so ``--policy`` is needed).
+    - ``decision_label(text) -> str``: the decision the *reward* reads (P4G: amount / refuse /
+      undecided); reported as "decision ε" at states that ask for a decision.
+    - ``meaning_key(text) -> Hashable | None``: what a reply decides, as a constraint on the
+      semantic (embedding) partition (see :class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`).
+    - ``closed_answers() -> list[tuple[str, str]]``: (choice text, class) pairs of a closed answer
+      set that a model scoring choices gets an exact distribution over, at closed-set states.
+    - ``fallback_partition``: the partition used when the embedding extra is missing (default ``exact``).
+    - ``clean_reply(episode, text) -> str``: the reply as the arena would record it.
+    """
+
+    name: str
+
+
+@dataclass
+class ProbeSpec:
+    """A probe state a benchmark offers: the messages before the simulator's reply and their kind."""
+
+    task: Task
+    kind: str
+    """``"opening"``, ``"elicitation"`` (a decision is asked for) or a benchmark's own kind."""
+    messages: list[dict[str, Any]]
+    asks_decision: bool = False
+    """The state asks the simulator for a decision: decision ε and the closed answer set apply."""
+    index: int = 0
+    """Position of the state among the task's states of this kind (e.g. a user turn index)."""
+
+
+def audit_hook(arena: Any, name: str) -> Any:
+    """The arena's audit hook ``name`` or ``None`` (see :class:`AuditHooks`)."""
+    return getattr(arena, name, None)

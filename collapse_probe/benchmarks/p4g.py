@@ -23,12 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe._resources import datasets_dir
-from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion
 
 MAX_DONATION = 2.0
 PERSUADER, PERSUADEE = "Persuader", "Persuadee"
+OPENINGS = (
+    "Hi! How are you doing today? Have you heard of the charity Save the Children?",
+    "Hello there! Would you be willing to donate some of your task payment to Save the Children?",
+    "Hey, how's it going? Do you ever donate to charities that help kids?",
+    "Hi! I'm collecting donations for Save the Children, which helps children in developing countries. Could you spare part of your $2?",
+)
+"""Fixed human-style persuader openings of the audit's probe states, used when no policy writes one."""
+DONATION_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+"""The closed answer set at the elicitation state: donations on a $0.25 grid from $0 to $2."""
 ELICITATION = (
     "Before we finish: how much of your $2 task payment would you like to donate to Save the Children? "
     "Please answer with [DONATE $N], for example [DONATE $0.50] or [DONATE $0]."
@@ -80,6 +89,123 @@ def parse_donation(text: str) -> float | None:
     if not matches:
         return None
     return float(matches[-1].replace(",", ""))
+
+
+# --- the donor's stated decision, read from free text (for grouping replies by meaning)
+
+_SPOKEN_NUMBER = {"a": 1.0, "an": 1.0, "one": 1.0, "two": 2.0, "both": 2.0, "fifty": 50.0, "ten": 10.0,
+                  "twenty": 20.0, "twenty-five": 25.0, "twenty five": 25.0, "seventy-five": 75.0,
+                  "seventy five": 75.0, "half a": 0.5, "half an": 0.5, "half of a": 0.5, "a half": 0.5,
+                  "a quarter of a": 0.25}  # fmt: skip
+_MONEY = re.compile(
+    r"\$\s*(\d+(?:\.\d+)?|\.\d+)"
+    r"|\b(\d+(?:\.\d+)?|half(?: of)? an?|a half|a quarter of an?|an?|one|two|both|fifty|ten|twenty(?:[- ]five)?"
+    r"|seventy[- ]five)\s+(?:(?:single|whole|full|measly|little|extra|of\s+my)\s+)?(dollars?|bucks?|cents?)\b"
+)
+_ALL_OF_IT = re.compile(
+    r"\b(all of it|the whole (?:amount|payment|\$2)|the full (?:amount|payment|\$2)|all (?:two|2) dollars)\b"
+)
+_QUESTION_START = re.compile(
+    r"^(?!how about|what about)(how|what|who|whom|whose|why|where|when|which|does|do|did|is|are|was|can|could|"
+    r"would|will|should|has|have)\b"
+)
+_UNDECIDED = re.compile(
+    r"\b(not (?:really |quite |entirely |totally )?sure|unsure|undecided|(?:haven'?t|have not|not) (?:yet )?decided|can'?t decide|cannot decide|"
+    r"(?:make|made) up my mind|think (?:about|it over)|let me think|(?:some|more|a bit of|a little|a bit more) time|"
+    r"sleep on it|torn|on the fence|consider it|we'?ll see|don'?t know yet|hold off|get back to you|come back to it)\b"
+)
+_HEDGE_WORD = re.compile(r"\b(maybe|perhaps|possibly|might|later|depends)\b")
+_NOT_A_REFUSAL = re.compile(r"\b(no problem|no worries|no doubt|no matter)\b")
+_REFUSAL = re.compile(
+    r"\b(no|nope|nah|never|won'?t|will not|can'?t|cannot|can not|don'?t want|do not want|not interested|"
+    r"not going to|decline|pass|refuse|rather not|not donat\w*|not give|not giving|not (?:at this|this) time|"
+    r"not today|not right now|not now|not for me|no way|don'?t think so|(?:i'?d )?prefer not|skip|keep my money|"
+    r"hold on to my money|count me out|i'?m out|rather keep|keep (?:my|the) (?:money|payment|cash|\w+ dollars?|\$\S+)|"
+    r"(?:don'?t|do not|won'?t|not) (?:\w+ )?(?:donate|donating|give|giving))\b"
+)
+_COMMIT = re.compile(
+    r"\b((?:i'?ll|i will|i'?d|i would|i can|i could|i'?m going to|let me|happy to|glad to|gladly)"
+    r"(?: \w+){0,2} (?:donate|give|chip in|contribute)|count me in|sign me up|put me down|i'?m in)\b"
+)
+
+
+def spoken_donation(text: str) -> float | None:
+    """The last money amount a reply states in words or figures ("$1", "a dollar", "fifty cents",
+    "both dollars", "all of it" = $2), in dollars; ``None`` if it states none.
+
+    Example:
+        >>> spoken_donation("Okay, count me in for a dollar"), spoken_donation("I could do half a dollar")
+        (1.0, 0.5)
+    """
+    t = text.casefold().replace("’", "'")
+    found = None
+    for m in _MONEY.finditer(t):
+        if m.group(1) is not None:
+            found = float(m.group(1))
+            continue
+        word, unit = m.group(2), m.group(3)
+        value = float(word) if word[0].isdigit() else _SPOKEN_NUMBER[word]
+        found = value / 100.0 if unit.startswith("cent") else value
+    if found is None and _ALL_OF_IT.search(t):
+        found = MAX_DONATION
+    return found
+
+
+def donor_stance(text: str) -> Any:
+    """The decision a donor reply states, read from free text: ``"donate:$X"`` (an amount in a tag, in
+    figures or in words), ``"donate"`` (a commitment without an amount), ``"refuse"`` (including a $0
+    donation), ``"undecided"``, a question (``KeyFamily("question")``: never the same meaning as a decision, but two
+    questions join only by distance), or ``None`` when the reply states no decision (small talk).
+
+    Unlike :func:`~collapse_probe.metrics.partitioners.p4g_label`, which reads what the *reward* reads
+    (only a ``[DONATE $N]`` tag counts), this reads what the reply *means*: "Okay, count me in for a
+    dollar" and "[DONATE $1]" both state ``donate:$1``. The semantic partition uses it as a constraint
+    on sentence-embedding clusters (:class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`):
+    replies stating the same decision share a class and replies stating different decisions never do,
+    which is what a general-purpose sentence encoder gets wrong ("I'll donate $1" and "I'd rather not
+    donate" are closer than most paraphrases). Rules, in order: a tag; explicit indecision ("not sure", "can't
+    decide", "sleep on it"); a question (a reply ending in "?" that opens with a question word); a refusal word (``None`` if an amount is also named: mixed); a named amount; a hedge
+    ("maybe", "later"); a first-person commitment to give.
+
+    Example:
+        >>> [donor_stance(t) for t in ("Sure, I'll donate $1.", "I'll pass.", "Maybe later.", "Who runs it?")]
+        ['donate:$1', 'refuse', 'undecided', KeyFamily(name='question')]
+    """
+    tagged = parse_donation(text)
+    if tagged is not None:
+        return "refuse" if tagged == 0 else "donate:" + _money(tagged)
+    t = " ".join(text.casefold().replace("’", "'").split())
+    if not t:
+        return None
+    if _UNDECIDED.search(t):
+        return "undecided"
+    if t.endswith("?") and _QUESTION_START.search(t):
+        from collapse_probe.metrics.partitioners import KeyFamily
+
+        return KeyFamily("question")
+    amount = spoken_donation(t)
+    if _REFUSAL.search(_NOT_A_REFUSAL.sub(" ", t)):
+        return "refuse" if amount is None or amount == 0 else None
+    if amount is not None:
+        return "refuse" if amount == 0 else "donate:" + _money(amount)
+    if _HEDGE_WORD.search(t):
+        return "undecided"
+    if _COMMIT.search(t):
+        return "donate"
+    return None
+
+
+def donation_answers() -> list[tuple[str, str]]:
+    """The closed answer set at the elicitation state: ``[DONATE $0]`` … ``[DONATE $2]`` on the
+    :data:`DONATION_GRID`, each with its decision class (prefix-free: the closing bracket ends each)."""
+    from collapse_probe.metrics.partitioners import p4g_label
+
+    choices = [f"[DONATE {_money(a)}]" for a in DONATION_GRID]
+    return [(c, p4g_label(c)) for c in choices]
+
+
+def _money(x: float) -> str:
+    return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
 
 
 def donation_reward(donation: float | None) -> float:
@@ -372,6 +498,34 @@ class P4GArena:
                 if d is not None:
                     return d
         return None
+
+    # --- audit hooks (see collapse_probe.benchmarks._base.AuditHooks)
+    fallback_partition: str = "label"
+    """Partition of an audit without the embedding extra: the donation decision the reward reads."""
+
+    def probe_states(self, tasks: Sequence[Task]) -> list[ProbeSpec]:
+        """Per persona: the reply to a fixed human-style opening, and the donation decision."""
+        specs = []
+        for i, task in enumerate(tasks):
+            first = [{"role": "policy", "content": OPENINGS[i % len(OPENINGS)]}]
+            specs.append(ProbeSpec(task, "opening", first))
+            elicit = first + [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
+            specs.append(ProbeSpec(task, "elicitation", elicit, asks_decision=True))
+        return specs
+
+    def decision_label(self, text: str) -> str:
+        """The decision the reward reads: ``donate:$X`` from a tag, ``refuse`` or ``undecided``."""
+        from collapse_probe.metrics.partitioners import p4g_label
+
+        return p4g_label(text)
+
+    def meaning_key(self, text: str) -> Any:
+        """What a reply decides, read from free text (:func:`donor_stance`)."""
+        return donor_stance(text)
+
+    def closed_answers(self) -> list[tuple[str, str]]:
+        """The donation tags ``[DONATE $0]`` … ``[DONATE $2]`` on a $0.25 grid and their decision class."""
+        return donation_answers()
 
     async def score(self, episodes: Sequence[Episode]) -> list[Score]:
         out = []

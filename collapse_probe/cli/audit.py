@@ -42,8 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="N, responses per state (default 20; N < 20 is flagged low-confidence)",
     )
     p.add_argument("--partition", default=env("partition", None), choices=["exact", "embedding", "judge", "label"],
-                   help="equivalence classes: label (P4G donate/refuse/amount decision, default for p4g), exact, "
-                   "embedding (sentence encoder), judge (LLM judge; --judge SPEC)")  # fmt: skip
+                   help="equivalence classes of replies. Default: by meaning, i.e. judge (LLM judge of "
+                   "bidirectional equivalence) when --judge SPEC is given, else embedding (sentence encoder, "
+                   "constrained by the benchmark's decision key; needs the embed extra, else the benchmark's "
+                   "fallback with a notice). exact: equal text; label: the benchmark's decision label")  # fmt: skip
     p.add_argument("--compare-vs", action="store_true", default=env("compare-vs", False),
                    help="also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference")  # fmt: skip
     p.add_argument(
@@ -120,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     print()
     print(summary_table(results))
+    for notice in results.get("notices", []):
+        print(notice)
     print()
     print(results["verdict"])
     print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")

@@ -44,6 +44,7 @@ __all__ = [
     "EmbeddingPartitioner",
     "ExactPartitioner",
     "JudgeEquivalencePartitioner",
+    "KeyFamily",
     "LabelPartitioner",
     "Partitioner",
     "ThresholdCalibration",
@@ -225,30 +226,73 @@ def load_encoder(model: str | None = None, device: str | None = None) -> Any:
     return _ENCODERS[key]
 
 
-def _agglomerative_labels(embeddings: np.ndarray, threshold: float) -> list[int]:
-    if embeddings.shape[0] == 1:
+@dataclass(frozen=True)
+class KeyFamily:
+    """A key that separates without joining: replies keyed with a family are never in one class
+    with replies of another key, but join each other by distance only (e.g. questions: never the
+    same meaning as a decision, but two questions need not ask the same thing)."""
+
+    name: str
+
+
+_APART = 1e9
+"""Distance given to two texts whose keys differ: larger than any average of real cosine distances
+(at most 2) over fewer than 10^8 pairs, so average linkage never merges clusters that contain them."""
+
+
+def _agglomerative_labels(
+    embeddings: np.ndarray, threshold: float, keys: Sequence[Hashable | None] | None = None
+) -> list[int]:
+    """Average-linkage clusters of the rows of ``embeddings`` (unit norm) cut at cosine distance
+    ``threshold``; with ``keys``, rows with the same non-``None`` key are one class (a
+    :class:`KeyFamily` key: they join by distance), rows with different non-``None`` keys are never
+    in one class, and ``None`` rows join by distance only."""
+    n = embeddings.shape[0]
+    if n == 1:
         return [0]
     cluster = require("sklearn.cluster", "embed", "The embedding partitioner", package="scikit-learn")
+    dist = np.clip(1.0 - embeddings @ embeddings.T, 0.0, 2.0).astype(np.float64)
+    if keys is not None:
+        ks = list(keys)
+        for i in range(n):
+            if ks[i] is None:
+                continue
+            for j in range(i + 1, n):
+                if ks[j] is None:
+                    continue
+                if ks[i] != ks[j]:
+                    dist[i, j] = dist[j, i] = _APART
+                elif not isinstance(ks[i], KeyFamily):
+                    dist[i, j] = dist[j, i] = 0.0
+    np.fill_diagonal(dist, 0.0)
     model = cluster.AgglomerativeClustering(
-        n_clusters=None, metric="cosine", linkage="average", distance_threshold=threshold
+        n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold
     )
-    return canonical_labels(model.fit(embeddings).labels_.tolist())
+    return canonical_labels(model.fit(dist).labels_.tolist())
 
 
 class EmbeddingPartitioner:
-    """Sentence-embedding clustering: average-linkage agglomerative clustering on cosine distance.
+    """Sentence-embedding clustering: average-linkage agglomerative clustering on cosine distance,
+    optionally constrained by a key that states what a reply decides.
 
-    Two groups of responses merge while the average cosine distance between them is below
-    ``threshold``; so two single responses are one class iff their cosine distance < ``threshold``,
-    which is exactly what the threshold is calibrated for (:func:`calibrate_threshold`). The default
-    :data:`DEFAULT_EMBEDDING_THRESHOLD` = 0.46 was calibrated with the packaged all-MiniLM-L6-v2 on
-    the 48 labelled persuadee-reply pairs shipped in ``data/calibration/paraphrase_pairs.jsonl``
-    (24 paraphrase, 24 different-meaning): it maximises balanced accuracy, which is only 0.71 on
-    that set. Sentence embeddings measure topic and wording more than decision: "I'd be happy to
-    donate" and "I'd be happy to hear more, but I won't donate" are 0.20 apart, while true
-    paraphrases reach 0.6. So the embedding partitioner suits open-ended replies; where the class
-    that matters is a decision (donate / refuse, an amount), use the ``label`` or ``judge``
-    partitioner. Recalibrate when you change the encoder.
+    The distinct responses of a state (equal after :func:`normalize_text`) are clustered, so a
+    class is a set of distinct replies and how often one was sampled does not move the boundaries.
+    Two groups merge while the average cosine distance between them is below ``threshold``; so two
+    single responses are one class iff their cosine distance < ``threshold``, which is what the
+    threshold is calibrated for (:func:`calibrate_threshold`).
+
+    Sentence encoders measure topic and wording more than decision: with all-MiniLM-L6-v2, "Sure,
+    I'll donate $1." and "No thanks, I'd rather not donate." are 0.26 apart while paraphrases such
+    as "No." / "I'll skip it." are 0.72 apart; no threshold separates those. ``key`` supplies what the
+    encoder misses: a function text -> a hashable decision (``None`` when the reply states none).
+    Replies with the same key are one class; replies with different keys are never one class;
+    replies without a key join by distance. A benchmark provides its key through the arena's
+    ``meaning_key`` hook (P4G: :func:`~collapse_probe.benchmarks.p4g.donor_stance`).
+
+    The default :data:`DEFAULT_EMBEDDING_THRESHOLD` was calibrated with the packaged
+    all-MiniLM-L6-v2 on the labelled reply pairs shipped in ``data/calibration/paraphrase_pairs.jsonl``
+    (see :data:`DEFAULT_EMBEDDING_THRESHOLD` for the procedure and the balanced accuracy). Recalibrate
+    when you change the encoder.
 
     Identical texts are encoded once; all texts of all states go through the encoder in one batched
     call; the encoder is loaded once per process (:func:`load_encoder`).
@@ -258,6 +302,7 @@ class EmbeddingPartitioner:
         model: sentence-transformers model directory; ``None`` for the packaged all-MiniLM-L6-v2.
         device: torch device, ``None`` to let sentence-transformers choose.
         batch_size: encoder batch size.
+        key: optional text -> decision key (``None``: no constraint).
     """
 
     name = "embedding"
@@ -268,7 +313,10 @@ class EmbeddingPartitioner:
         model: str | None = None,
         device: str | None = None,
         batch_size: int = 64,
+        key: Callable[[str], Hashable | None] | None = None,
     ) -> None:
+        if key is not None and not callable(key):
+            raise ConfigError(f"key must be a callable text -> hashable or None, got {type(key).__name__}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 2:
             raise ConfigError(f"threshold must be a cosine distance in (0, 2), got {threshold!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -277,6 +325,7 @@ class EmbeddingPartitioner:
         self.model = model
         self.device = device
         self.batch_size = batch_size
+        self.key = key
 
     @property
     def encoder(self) -> Any:
@@ -307,11 +356,21 @@ class EmbeddingPartitioner:
         flat = [t for g in groups for t in g]
         if not flat:
             return [[] for _ in groups]
-        emb = self.embed(flat)
-        out, start = [], 0
-        for g in groups:
-            out.append(_agglomerative_labels(emb[start : start + len(g)], self.threshold) if g else [])
-            start += len(g)
+        distinct = [list(dict.fromkeys(normalize_text(t) for t in g)) for g in groups]
+        first = [{normalize_text(t): t for t in reversed(g)} for g in groups]  # a representative per text
+        reps = [[first[gi][u] for u in us] for gi, us in enumerate(distinct)]
+        emb = self.embed([t for r in reps for t in r])
+        out: list[list[int]] = []
+        start = 0
+        for g, us, r in zip(groups, distinct, reps, strict=True):
+            if not g:
+                out.append([])
+                continue
+            keys = [self.key(t) for t in r] if self.key is not None else None
+            lab = _agglomerative_labels(emb[start : start + len(us)], self.threshold, keys)
+            start += len(us)
+            of = dict(zip(us, lab, strict=True))
+            out.append(canonical_labels([of[normalize_text(t)] for t in g]))
         return out
 
     async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
