@@ -217,6 +217,7 @@ class LabConfig:
                 raise ConfigError(f"vs_mixture must be in [0, 1]; got {self.vs_mixture!r}")
             warnings.warn("LabConfig.vs_mixture is deprecated; use vs_error", DeprecationWarning, stacklevel=3)
             self.vs_error = float(self.vs_mixture)
+            self.vs_mixture = None  # applied once; a copy with another vs_error keeps that value
         if isinstance(self.vs_error, bool) or not (isinstance(self.vs_error, int | float) and 0 <= self.vs_error <= 1):
             raise ConfigError(f"vs_error must be in [0, 1]; got {self.vs_error!r}")
         for name in _DEPRECATED_FIELDS:

@@ -25,7 +25,8 @@ Methods (names and semantics as in the collapse lab, :mod:`collapse_probe.traine
 - ``persona``: P4G, where a task is a donor persona; rollout ``g`` of task ``t`` at step ``k`` faces a
   persona drawn uniformly from the persona file with seed ``(seed, step, task, g)``, independently per
   rollout. The group keeps the task id, so its baseline averages over the sampled user population
-  (the lab's persona simulator, ``p ~ rho`` per conversation).
+  (like the lab's persona simulator, which draws a persona per conversation from its family's own
+  persona prior).
 - ``cotrain``: the simulator is its own LoRA model, updated on its own turns of the same rollouts with
   ``simulator_advantages``: adversarial ``1 - R`` (default), cooperative ``R``, or curriculum
   ``exp(-(Var_g(R) - 0.25)^2 / 0.02)`` (population variance). The curriculum reward is constant within a

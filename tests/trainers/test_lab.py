@@ -332,7 +332,9 @@ def test_config_validation_names_the_field(field, value):
 
 def test_deprecated_vs_mixture_sets_vs_error():
     with pytest.warns(DeprecationWarning):
-        assert LabConfig(vs_mixture=0.2).vs_error == 0.2
+        config = LabConfig(vs_mixture=0.2)
+    assert config.vs_error == 0.2
+    assert replace(config, vs_error=0.7).vs_error == 0.7
 
 
 @pytest.mark.parametrize("method", METHODS)
