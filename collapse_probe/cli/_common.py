@@ -252,6 +252,13 @@ def add_benchmark(p: argparse.ArgumentParser) -> None:
         help="CooperBench dataset root holding <repo>_task/task<ID>/ (or $COLLAPSE_PROBE_COOPERBENCH_DATA)",
     )
     p.add_argument(
+        "--cooperbench-mode",
+        choices=("coop", "solo"),
+        default=env("cooperbench-mode", "coop"),
+        help="CooperBench: coop (two agents, one feature each, merged) or solo (the policy alone does both; the "
+        "reference's baseline)",
+    )
+    p.add_argument(
         "--partial-reward",
         action="store_true",
         default=env("partial-reward", False),
@@ -313,7 +320,9 @@ def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) ->
     options: dict[str, Any] = {"data_dir": args.tau2_data, "max_turns": args.max_turns}
     if args.benchmark.startswith("cooperbench"):
         options.update(
-            data_dir=getattr(args, "cooperbench_data", None), partial_reward=getattr(args, "partial_reward", False)
+            data_dir=getattr(args, "cooperbench_data", None),
+            partial_reward=getattr(args, "partial_reward", False),
+            mode=getattr(args, "cooperbench_mode", "coop"),
         )
     if local:
         options.update(compact=True, tool_protocol="text")

@@ -79,9 +79,7 @@ def test_arena_step_limit_and_patch_collected_without_submit(tmp_path):
     ep = arena.new_episode(task, seed=0)
 
     task_obj = _task("demo_minstats_task/task4")
-    edit = json.dumps(
-        {"name": "bash", "arguments": {"command": apply_and_submit_command(_gold(task_obj, 1)).rsplit("\n", 1)[0]}}
-    )
+    edit = json.dumps({"name": "bash", "arguments": {"command": f"git apply <<'EOF'\n{_gold(task_obj, 1)}EOF"}})
     arena.next_side(ep)
     arena.prompt_for(ep, "policy")
     arena.apply(ep, "policy", Completion(edit), edit)
@@ -114,3 +112,65 @@ def test_cli_play_with_gold_agents(tmp_path, capsys):
         assert rec["status"] == "submitted"
         assert rec["success"] == all(rec["info"]["passed"]) and rec["reward"] == float(rec["success"])
     assert "cooperbench-demo: mean reward" in capsys.readouterr().out
+
+
+def test_prompt_is_rebuilt_exactly_from_a_recorded_prefix():
+    """Audits rebuild a partner state from the record: the prompt must be the one the partner saw live."""
+    arena = make_arena("cooperbench-demo", compact=True, tool_protocol="text")
+    task = arena.task("demo_minstats_task/task4/f2_f3")
+    ep = arena.new_episode(task, seed=0)
+    note = json.dumps({"name": "send_message", "arguments": {"recipient": "agent2", "content": "core.py end is mine"}})
+    look = json.dumps({"name": "bash", "arguments": {"command": "ls minstats"}})
+    live = []
+    for side, text in (("policy", note), ("simulator", look), ("policy", look), ("simulator", look)):
+        assert arena.next_side(ep) == side
+        prompt = arena.prompt_for(ep, side)
+        live.append((side, len(ep.messages), prompt.messages, prompt.prompt))
+        arena.apply(ep, side, Completion(text), text)
+    assert '"output": "__init__.py\\ncore.py\\n"' in ep.messages[-1]["content"]
+    for side, n, messages, text_prompt in live:
+        rebuilt = arena.new_episode(task, seed=0)
+        rebuilt.messages = [dict(m) for m in ep.messages[:n]]
+        again = arena.prompt_for(rebuilt, side)
+        assert again.messages == messages and again.prompt == text_prompt
+    arena._finish(ep)
+
+
+def test_solo_mode_one_agent_gets_both_features_and_no_partner():
+    arena = make_arena("cooperbench-demo", mode="solo", tool_protocol="text")
+    task = arena.task("demo_textkit_task/task1/f2_f3")
+    ep = arena.new_episode(task, seed=0)
+    assert arena.next_side(ep) == "policy"
+    prompt = arena.prompt_for(ep, "policy")
+    user = prompt.messages[1]["content"]
+    assert user.startswith("## Feature 2\n\n**Title**: Limit the length of slugs")
+    assert "\n\n---\n\n## Feature 3\n\n**Title**: Add truncate_words" in user
+    assert "send_message" not in prompt.messages[0]["content"] + user
+    t = _task("demo_textkit_task/task1")
+    first = json.dumps({"name": "bash", "arguments": {"command": f"git apply <<'EOF'\n{_gold(t, 2)}EOF"}})
+    # The second gold patch overlaps the first's context: a 3-way apply merges it. Its notes go to stderr, which
+    # is part of the output: the submit line must come first, as in the reference.
+    cmd = f"git add -A && git apply --3way 2>/dev/null <<'EOF' && echo {SUBMIT}\n{_gold(t, 3)}EOF"
+    second = json.dumps({"name": "bash", "arguments": {"command": cmd}})
+    arena.apply(ep, "policy", Completion(first), first)
+    assert arena.next_side(ep) == "policy"  # no partner: the policy goes again
+    arena.prompt_for(ep, "policy")
+    arena.apply(ep, "policy", Completion(second), second)
+    assert ep.done and ep.status == "submitted"
+    import asyncio
+
+    (score,) = asyncio.run(arena.score([ep]))
+    assert score.success is True and score.reward == 1.0 and score.info["mode"] == "solo"
+
+
+def test_gold_command_submits_only_when_the_patch_applies(tmp_path):
+    from collapse_probe.benchmarks.cooperbench import run_command
+
+    task = _task("demo_minstats_task/task4")
+    from collapse_probe.benchmarks.cooperbench import base_repo
+
+    repo = base_repo(task).clone(tmp_path / "r")
+    ok = run_command(apply_and_submit_command(_gold(task, 1)), repo)
+    assert ok.returncode == 0 and ok.output.splitlines()[0] == SUBMIT
+    again = run_command(apply_and_submit_command(_gold(task, 1)), repo)  # already applied: must not submit
+    assert again.returncode != 0 and SUBMIT not in again.output

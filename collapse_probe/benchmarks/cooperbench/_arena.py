@@ -315,15 +315,14 @@ class CooperBenchArena:
         pair = self._pair(task)
         mode = task.data.get("mode", self.mode) if isinstance(task.data, dict) else self.mode
         policy_agent = (task.data.get("policy_agent") if isinstance(task.data, dict) else None) or "agent1"
-        base = base_repo(pair.task, self.repos)
-        work = Path(tempfile.mkdtemp(prefix="cooperbench-ep-"))
+        base = base_repo(pair.task, self.repos)  # fails early, with where to put BASE, if it is missing
         agents = ("agent1",) if mode == "solo" else AGENTS
         state: dict[str, Any] = {
             "mode": mode,
             "policy_agent": "agent1" if mode == "solo" else policy_agent,
             "features": {"agent1": pair.i, "agent2": pair.j},
             "base_sha": base.sha,
-            "workdir": str(work),
+            "workspace_key": None,
             "next": 0,
             "order": [],
             "agents": {},
@@ -331,15 +330,27 @@ class CooperBenchArena:
             "network": network_isolation(),
         }
         for a in agents:
-            repo = base.clone(work / a / "repo")
-            (work / a / "home").mkdir()
-            state["agents"][a] = {"repo": str(repo), "home": str(work / a / "home"), "steps": 0, "tokens": 0,
-                                  "status": "running", "history": [], "inbox": [], "calls": 0,
-                                  "messages_sent": 0, "format_errors": 0}  # fmt: skip
-        key = f"{task.task_id}:{seed}:{work.name}"
-        self._workspaces[key] = work
-        state["workspace_key"] = key
+            state["agents"][a] = {"repo": None, "home": None, "steps": 0, "tokens": 0, "status": "running",
+                                  "inbox": [], "calls": 0, "messages_sent": 0, "format_errors": 0}  # fmt: skip
         return Episode(task=task, seed=seed, state=state)
+
+    def _workspace(self, ep: Episode, agent: str) -> Path:
+        """The agent's clone of BASE, made at its first command (prompts alone need none)."""
+        st = ep.state
+        ag = st["agents"][agent]
+        if ag["repo"] is not None and Path(ag["repo"]).is_dir():
+            return Path(ag["repo"])
+        key = st.get("workspace_key")
+        if key is None or key not in self._workspaces:
+            work = Path(tempfile.mkdtemp(prefix="cooperbench-ep-"))
+            key = f"{ep.task.task_id}:{ep.seed}:{work.name}"
+            self._workspaces[key] = work
+            st["workspace_key"] = key
+        work = self._workspaces[key]
+        repo = base_repo(self._pair(ep.task).task, self.repos).clone(work / agent / "repo")
+        (work / agent / "home").mkdir(exist_ok=True)
+        ag["repo"], ag["home"] = str(repo), str(work / agent / "home")
+        return repo
 
     def next_side(self, episode: Episode) -> Side | None:
         if episode.done:
@@ -359,7 +370,7 @@ class CooperBenchArena:
         if st.get("patches") is None:
             st["patches"] = {}
             for a, ag in st["agents"].items():
-                st["patches"][a] = self._collect_patch(Path(ag["repo"]), st["base_sha"])
+                st["patches"][a] = self._collect_patch(Path(ag["repo"]), st["base_sha"]) if ag["repo"] else ""
         ep.done = True
         statuses = {ag["status"] for ag in st["agents"].values()}
         ep.status = "submitted" if statuses == {"submitted"} else "done"
@@ -386,8 +397,7 @@ class CooperBenchArena:
         st = episode.state
         agent = self.agent_of(episode, side)
         ag = st["agents"][agent]
-        for sender, content in ag["inbox"]:
-            ag["history"].append({"role": "user", "content": f"[Message from {sender}]: {content}"})
+        for sender, content in ag["inbox"]:  # delivered now, before this agent's model call
             episode.messages.append({"role": "message", "from": sender, "to": agent, "content": content})
         ag["inbox"] = []
         partner = None if st["mode"] == "solo" or not self.messaging else next(a for a in AGENTS if a != agent)
@@ -400,7 +410,7 @@ class CooperBenchArena:
             {"role": "user", "content": user},
         ]
         lines: list[str] = []
-        for h in ag["history"]:
+        for h in self.history(episode, agent):
             if h["role"] == "assistant":
                 if text_protocol or not h.get("tool_calls") or h.get("raw") is not None:
                     messages.append({"role": "assistant", "content": h.get("raw") or h.get("content") or ""})
@@ -425,6 +435,27 @@ class CooperBenchArena:
         tools = None if text_protocol else _tool_schemas(partner)
         return TurnPrompt(messages=messages, prompt=prompt, stop=("\nObservation:",),
                           max_tokens=self.turn_max_tokens, tools=tools)  # fmt: skip
+
+    @staticmethod
+    def history(ep: Episode, agent: str) -> list[dict[str, Any]]:
+        """``agent``'s own view of the episode so far, rebuilt from the public record ``ep.messages``
+        (its turns, its tool results, messages delivered to it), so any recorded prefix gives the exact
+        prompt the agent saw (audits rebuild states this way)."""
+        out: list[dict[str, Any]] = []
+        for m in ep.messages:
+            role = m.get("role")
+            if role in ("policy", "simulator") and m.get("agent") == agent:
+                out.append({"role": "assistant", "content": m.get("content") or "", "tool_calls": m.get("tool_calls"),
+                            "raw": m.get("content") if m.get("protocol") == "text" else None})  # fmt: skip
+            elif role == "tool" and m.get("agent") == agent:
+                if m.get("name") == "format_error":
+                    out.append({"role": "user", "content": m["content"]})
+                else:
+                    out.append({"role": "tool", "tool_call_id": m.get("tool_call_id"), "name": m.get("name"),
+                                "content": m["content"], "text": m.get("protocol") == "text"})  # fmt: skip
+            elif role == "message" and m.get("to") == agent:
+                out.append({"role": "user", "content": f"[Message from {m.get('from')}]: {m.get('content')}"})
+        return out
 
     def _protocol_text(self, partner: str | None) -> str:
         line = (
@@ -460,17 +491,14 @@ class CooperBenchArena:
         st["order"].append(agent)
         calls, raw = self._read_calls(completion, text)
         record: dict[str, Any] = {"role": side, "agent": agent, "content": text or ""}
-        hist: dict[str, Any] = {"role": "assistant", "content": text or ""}
         if calls:
             for c in calls:
                 ag["calls"] += 1
                 c["id"] = c.get("id") or f"call_{agent}_{ag['calls']}"
             record["tool_calls"] = calls
-            hist["tool_calls"] = calls
         if raw is not None:
-            hist["raw"] = raw
+            record["protocol"] = "text"
         episode.messages.append(record)
-        ag["history"].append(hist)
         if not calls:
             ag["format_errors"] += 1
             obs = (
@@ -480,16 +508,15 @@ class CooperBenchArena:
                 + SUBMIT
                 + "`."
             )
-            ag["history"].append({"role": "user", "content": obs})
             episode.messages.append({"role": "tool", "agent": agent, "name": "format_error", "content": obs})
         for c in calls:
             if ag["status"] != "running":
                 break
             obs = self._execute(episode, agent, c)
-            ag["history"].append({"role": "tool", "tool_call_id": c["id"], "name": c.get("name"), "content": obs,
-                                  "text": raw is not None})  # fmt: skip
-            episode.messages.append({"role": "tool", "agent": agent, "tool_call_id": c["id"],
-                                     "name": c.get("name"), "content": obs})  # fmt: skip
+            tool_rec = {"role": "tool", "agent": agent, "tool_call_id": c["id"], "name": c.get("name"), "content": obs}
+            if raw is not None:
+                tool_rec["protocol"] = "text"
+            episode.messages.append(tool_rec)
         if ag["status"] == "running":
             if ag["steps"] >= self.max_steps:
                 ag["status"] = "step_limit"
@@ -553,7 +580,8 @@ class CooperBenchArena:
             notes = [self._send(ep, agent, to, body) for to, body in sent]
             if not command.strip():
                 return "\n".join(notes)
-        res = run_command(command, Path(ag["repo"]), limits=self.command_limits, home=Path(ag["home"]))
+        repo = self._workspace(ep, agent)
+        res = run_command(command, repo, limits=self.command_limits, home=Path(ag["home"]))
         first = res.output.lstrip("\n").split("\n", 1)[0].strip() if res.output.strip() else ""
         if res.returncode == 0 and first == SUBMIT:
             ag["status"] = "submitted"
@@ -628,12 +656,18 @@ def make_arena(name: str = "cooperbench", data_dir: Any = None, **options: Any) 
     """Build the CooperBench arena (``"cooperbench"`` or ``"cooperbench-demo"``).
 
     Options not meaningful here that the CLI passes to every benchmark (``judge``) are ignored;
-    ``cooperbench_data`` is accepted as an alias of ``data_dir``.
+    ``cooperbench_data`` is accepted as an alias of ``data_dir``, and the trainers' per-side turn
+    budgets (``policy_max_tokens``, ``simulator_max_tokens``, ``max_tokens``) set ``turn_max_tokens``.
     """
     opts = dict(options)
     opts.pop("judge", None)
     alias = opts.pop("cooperbench_data", None)
     data_dir = data_dir if data_dir is not None else alias
+    # The trainers pass per-side turn budgets; both sides are coding agents here, with one budget.
+    budgets = [opts.pop(k) for k in ("policy_max_tokens", "simulator_max_tokens", "max_tokens") if k in opts]
+    budgets = [b for b in budgets if b is not None]
+    if budgets and opts.get("turn_max_tokens") is None:
+        opts["turn_max_tokens"] = max(budgets)
     known = {"repos", "mode", "max_steps", "max_turns", "max_agent_tokens", "partial_reward", "directed", "messaging",
              "tool_protocol", "compact", "turn_max_tokens", "output_chars", "command_limits", "subset"}  # fmt: skip
     unknown = sorted(set(opts) - known)

@@ -125,11 +125,11 @@ def _first(pattern: str, text: str) -> str | None:
 
 
 def demo_dir() -> Path:
-    """The shipped docker-free demo tasks (``collapse_probe/data/cooperbench-demo``)."""
-    override = os.environ.get("COLLAPSE_PROBE_DATASETS")
-    if override and (Path(override) / DEMO_NAME).is_dir():
-        return Path(override) / DEMO_NAME
-    return Path(__file__).resolve().parents[2] / "data" / DEMO_NAME
+    """The shipped docker-free demo tasks (``collapse_probe/data/cooperbench-demo``; ``$COLLAPSE_PROBE_DATASETS``
+    moves the datasets root)."""
+    from collapse_probe._resources import dataset_path
+
+    return dataset_path(DEMO_NAME)
 
 
 def resolve_data_dir(data_dir: str | Path | None, *, demo: bool = False) -> Path:

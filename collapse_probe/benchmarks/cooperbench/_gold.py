@@ -26,7 +26,7 @@ def apply_and_submit_command(patch: str) -> str:
     if _TAG in patch:
         raise ConfigError(f"cooperbench: a gold patch contains the heredoc tag {_TAG}")
     body = patch if patch.endswith("\n") else patch + "\n"
-    return f"git apply --whitespace=nowarn <<'{_TAG}'\n{body}{_TAG}\necho {SUBMIT}"
+    return f"git apply --whitespace=nowarn <<'{_TAG}' && echo {SUBMIT}\n{body}{_TAG}"
 
 
 def gold_agent_script(tasks: Iterable[CooperTask]) -> dict[str, Any]:
