@@ -145,6 +145,15 @@ def test_gold_pair_that_union_merges_badly_fails():
     assert r.merge == "union" and not r.success
 
 
+def test_union_failure_is_an_error_and_the_pair_fails():
+    """A modify/delete conflict cannot be union-merged: the pair fails without running tests."""
+    task = _task("demo_confparse_task/task3")
+    r = evaluate_pair(task, (1, 4), (_gold(task, 1), _gold(task, 4)))
+    assert (r.merge, r.merge_status) == ("error", "conflicts")
+    assert r.passed == (False, False) and not r.success and r.tests == []
+    assert "modify/delete" in r.detail
+
+
 def test_gold_with_empty_partner_fails():
     task = _task("demo_minstats_task/task4")
     r = evaluate_pair(task, (1, 3), (_gold(task, 1), ""))

@@ -534,6 +534,51 @@ TASKS["demo_confparse_task/task3"] = {
                 }
             """),
         ),
+        (
+            "Flatten the confparse package",
+            "Move `parse` into `confparse/__init__.py` and delete the `confparse/parser.py` module: the "
+            "package becomes a single module file. `from confparse import parse` keeps working; "
+            "`confparse.parser` no longer exists. Also give `parse` a `strict=False` flag: with "
+            "`strict=True` a non-blank line without `=` raises `ValueError` naming the line.",
+            {
+                "confparse/parser.py": None,
+                "confparse/__init__.py": d('''
+    """Parse ``key = value`` configuration text (a single-module package)."""
+
+    __all__ = ["parse"]
+
+
+    def parse(text, strict=False):
+        """Return a dict of the ``key = value`` lines of ``text`` (blank lines skipped).
+
+        With ``strict``, a non-blank line without ``=`` is an error instead of a key with an empty value.
+        """
+        result = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            line = line.strip()
+            if not line:
+                continue
+            if strict and "=" not in line:
+                raise ValueError(f"line {number}: expected key = value, got {line!r}")
+            key, _, value = line.partition("=")
+            result[key.strip()] = value.strip()
+        return result
+    '''),
+            },
+            d("""
+
+
+            def test_flat_and_strict():
+                import importlib.util
+
+                import pytest
+
+                assert importlib.util.find_spec("confparse.parser") is None
+                assert parse("a = x\\nb") == {"a": "x", "b": ""}
+                with pytest.raises(ValueError, match="line 2"):
+                    parse("a = x\\nb", strict=True)
+            """),
+        ),
     ],
 }
 
@@ -682,14 +727,18 @@ def _git(repo: Path, *args: str) -> str:
     return r.stdout
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
+def _write(root: Path, files: dict[str, str | None]) -> None:
+    """Write ``files`` under ``root``; ``None`` deletes the file (a feature may remove a module)."""
     for rel, content in files.items():
         p = root / rel
+        if content is None:
+            p.unlink(missing_ok=True)
+            continue
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(content, encoding="utf-8")
 
 
-def _diff(base: dict[str, str], changed: dict[str, str]) -> str:
+def _diff(base: dict[str, str], changed: dict[str, str | None]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp)
         _write(repo, base)
