@@ -174,3 +174,18 @@ def test_gold_command_submits_only_when_the_patch_applies(tmp_path):
     assert ok.returncode == 0 and ok.output.splitlines()[0] == SUBMIT
     again = run_command(apply_and_submit_command(_gold(task, 1)), repo)  # already applied: must not submit
     assert again.returncode != 0 and SUBMIT not in again.output
+
+
+def test_audit_hooks_probe_states_and_meaning_key():
+    arena = make_arena("cooperbench-demo", tool_protocol="text")
+    tasks = arena.load_tasks(2, seed=0)
+    specs = arena.probe_states(tasks)
+    assert [s.kind for s in specs] == ["opening", "opening"] and all(s.messages == [] for s in specs)
+    ep = arena.new_episode(specs[0].task, 0)
+    prompt = arena.prompt_for(ep, "simulator")
+    assert "You are agent2; your colleague is agent1." in prompt.messages[1]["content"]
+    key = arena.meaning_key
+    assert key(json.dumps({"name": "bash", "arguments": {"command": f"echo {SUBMIT}"}})) == "submit"
+    assert key(json.dumps({"name": "bash", "arguments": {"command": "git diff"}})) == "bash:git"
+    assert key(json.dumps({"name": "send_message", "arguments": {"recipient": "agent1", "content": "hi"}})) == "message"
+    assert key("I will think about it.") == "no_tool_call"

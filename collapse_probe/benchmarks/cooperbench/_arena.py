@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks.cooperbench._data import (
     PairRef,
     enumerate_pairs,
@@ -598,6 +598,36 @@ class CooperBenchArena:
         if st["agents"][to]["status"] == "running":
             st["agents"][to]["inbox"].append((sender, content))
         return f"Message sent to {to}"
+
+    # ---- audit hooks (see collapse_probe.benchmarks._base.AuditHooks) -------------------------
+
+    fallback_partition: str = "exact"
+    """Partition of an audit without the embedding extra: exact reply text."""
+
+    def probe_states(self, tasks: Sequence[Task]) -> list[ProbeSpec]:
+        """Per pair: the partner's first move. Nothing of agent1 is visible to agent2 before then unless
+        agent1 messages it, so an empty record is exactly the prompt of that turn."""
+        return [ProbeSpec(task, "opening", []) for task in tasks]
+
+    def meaning_key(self, text: str) -> Any:
+        """What a turn does, as a constraint on semantic classes: submit, message, a bash command's
+        program (``bash:git``, ``bash:sed``...) or no tool call."""
+        calls, _ = self._read_calls(Completion(text or ""), text or "")
+        if not calls:
+            return "no_tool_call"
+        c = calls[0]
+        if c.get("parse_error"):
+            return "malformed"
+        if c.get("name") == "send_message":
+            return "message"
+        command = (c.get("arguments") or {}).get("command")
+        if c.get("name") != "bash" or not isinstance(command, str):
+            return f"tool:{c.get('name')}"
+        rest, sent = extract_messages(command)
+        if SUBMIT in rest:
+            return "submit"
+        words = rest.strip().split()
+        return f"bash:{words[0]}" if words else ("message" if sent else "bash:")
 
     # ---- reward ------------------------------------------------------------------------------
 
