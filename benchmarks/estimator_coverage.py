@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from collapse_probe.metrics import estimators as est
 from collapse_probe.metrics import _intervals as iv
+from collapse_probe.metrics import estimators as est
 
 
 def _zipf(k: int) -> np.ndarray:
@@ -131,7 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for q in quantities:
         print(f"\n### {'collapse error ε = 1 − max p' if q == 'eps' else 'entropy (nats)'}\n")
         print(f"new: {iv.COLLAPSE_ERROR_METHOD if q == 'eps' else iv.ENTROPY_METHOD}; {OLD_NAMES[q]}\n")
-        print("| distribution | N | states | truth | new coverage | new width | new bias | old coverage | old width | old bias |")
+        print(
+            "| distribution | N | states | truth | new coverage | new width | new bias | old coverage | old width | old bias |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n in args.n:
             for s in args.states:

@@ -11,7 +11,8 @@ Typical use at one simulator state (N sampled responses)::
 Modules:
 
 - :mod:`~collapse_probe.metrics.estimators` — ε̂, its CI and bias correction, entropies, Hill
-  numbers, exact distributions, and the metric registry with ``higher_is_better``.
+  numbers, exact distributions, and the metric registry with ``higher_is_better``; the bias-aware
+  intervals with measured coverage (``collapse_error_interval``, ``mean_collapse_error_interval``).
 - :mod:`~collapse_probe.metrics.partitioners` — exact / embedding / judge / label partitioners and
   :func:`parse_donation`.
 - :mod:`~collapse_probe.metrics.vendi` — Vendi score, distinct-n, mean pairwise cosine.
@@ -26,11 +27,15 @@ sentence-transformers and scikit-learn when first used.
 from collapse_probe.metrics.estimators import (
     METRICS,
     MIN_CONFIDENT_SAMPLES,
+    IntervalEstimate,
     MetricInfo,
     as_counts,
+    bootstrap_collapse_errors,
     collapse_error,
     collapse_error_ci,
     collapse_error_corrected,
+    collapse_error_interval,
+    collapse_error_intervals,
     entropy,
     entropy_chao_wang_jost,
     entropy_ci,
@@ -42,6 +47,7 @@ from collapse_probe.metrics.estimators import (
     higher_is_better,
     hill_number,
     low_confidence,
+    mean_collapse_error_interval,
     sample_coverage,
 )
 from collapse_probe.metrics.partitioners import (
@@ -90,6 +96,7 @@ __all__ = [
     "EmbeddingPartitioner",
     "Estimate",
     "ExactPartitioner",
+    "IntervalEstimate",
     "JudgeEquivalencePartitioner",
     "LabelPartitioner",
     "MetricInfo",
@@ -99,6 +106,7 @@ __all__ = [
     "accumulated_collapse_error",
     "as_counts",
     "best_threshold",
+    "bootstrap_collapse_errors",
     "calibrate_threshold",
     "canonical_labels",
     "class_counts",
@@ -106,6 +114,8 @@ __all__ = [
     "collapse_error",
     "collapse_error_ci",
     "collapse_error_corrected",
+    "collapse_error_interval",
+    "collapse_error_intervals",
     "distinct_n",
     "entropy",
     "entropy_chao_wang_jost",
@@ -123,6 +133,7 @@ __all__ = [
     "load_paraphrase_pairs",
     "low_confidence",
     "mean_ci",
+    "mean_collapse_error_interval",
     "mean_pairwise_cosine",
     "normalize_rows",
     "normalize_text",

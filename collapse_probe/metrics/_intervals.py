@@ -197,8 +197,8 @@ def _lf_lower_modal_bound(maxes: np.ndarray, ns: np.ndarray, alpha_half: float) 
     if np.all(ns == ns[0]) and s * int(ns[0]) <= _EXACT_CONVOLUTION_MAX:
         grid, pmf = _lf_max_count_pmf(int(ns[0]))
         total = _sum_pmf(pmf, s)
-        t = int(maxes.sum())
-        pval = total[:, t:].sum(axis=1) - 0.5 * total[:, t]
+        t_int = int(maxes.sum())
+        pval = total[:, t_int:].sum(axis=1) - 0.5 * total[:, t_int]
         return _invert(grid, pval, alpha_half)
     # Normal approximation of Σ M_s/N_s (CLT over many states or mixed N); common grid over [0, 1].
     grid = _lf_grid(int(ns.min()))
@@ -220,25 +220,30 @@ def _lf_lower_modal_bound(maxes: np.ndarray, ns: np.ndarray, alpha_half: float) 
 
 
 def bootstrap_collapse_errors(
-    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int = 0, twice: bool = False
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """Plug-in ε̂ of multinomial resamples of each state's N responses, vectorised over states.
+    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int = 0
+) -> np.ndarray:
+    """Plug-in ε̂ of ``n_boot`` multinomial resamples of each state's N responses: an ``(S, n_boot)`` array.
+
+    Vectorised over states (one batched draw per chunk of states).
 
     Args:
         counts_list: per-state class counts.
         n_boot: resamples per state.
         rng: a generator or a seed.
-        twice: also resample each resample once more (the second level of an iterated bootstrap).
-
-    Returns:
-        ``(S, n_boot)`` array of ε̂*, or the pair ``(ε̂*, ε̂**)`` when ``twice``.
     """
+    return _resampled_collapse_errors(counts_list, n_boot, rng, twice=False)[0]
+
+
+def _resampled_collapse_errors(
+    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int, twice: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """ε̂* of resamples and, when ``twice``, ε̂** of one resample of each resample (else a copy of ε̂*)."""
     cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     mat = _padded(cs)
     ns = mat.sum(axis=1)
     first = np.empty((len(cs), n_boot))
-    second = np.empty((len(cs), n_boot))
+    second = np.empty((len(cs), n_boot)) if twice else first
     # chunk over states so that one draw holds at most ~4M counts, whatever the number of classes
     step = max(1, 4_000_000 // (n_boot * mat.shape[1]))
     for a in range(0, len(cs), step):
@@ -249,7 +254,7 @@ def bootstrap_collapse_errors(
         if twice:
             x2 = rng.multinomial(n, x1 / n[:, None], size=(n_boot, n.size))
             second[sl] = (1.0 - x2.max(axis=2) / n).T
-    return (first, second) if twice else first
+    return first, second
 
 
 def _iterated_bias_corrected(cs: Sequence[np.ndarray], ns: np.ndarray, seed: int) -> np.ndarray:
@@ -262,7 +267,7 @@ def _iterated_bias_corrected(cs: Sequence[np.ndarray], ns: np.ndarray, seed: int
     once more from its own resample.
     """
     plug = 1.0 - np.array([c.max() for c in cs]) / ns
-    e1, e2 = bootstrap_collapse_errors(cs, _BC_DRAWS, np.random.default_rng(seed), twice=True)
+    e1, e2 = _resampled_collapse_errors(cs, _BC_DRAWS, np.random.default_rng(seed), twice=True)
     corrected = 3.0 * plug - 3.0 * e1.mean(axis=1) + e2.mean(axis=1)
     single = np.array([c.size == 1 for c in cs])
     return np.where(single, 0.0, np.clip(corrected, 0.0, 1.0))
@@ -371,13 +376,13 @@ def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, se
     for n_val in np.unique(ns):
         grid, pmf = _lf_max_count_pmf(int(n_val))
         ge = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
-        for i in np.nonzero(ns == n_val)[0]:
-            t = int(maxes[i])
-            lower_m[i] = _invert(grid, ge[:, t] - 0.5 * pmf[:, t], alpha / 2)
+        for j in np.nonzero(ns == n_val)[0]:
+            m_j = int(maxes[j])
+            lower_m[j] = _invert(grid, ge[:, m_j] - 0.5 * pmf[:, m_j], alpha / 2)
     est = _iterated_bias_corrected(cs, ns, seed)
     out = []
     for i in range(len(cs)):
-        plugin = 1.0 - maxes[i] / ns[i]
+        plugin = float(1.0 - maxes[i] / ns[i])
         lo, hi = min(max(0.0, 1.0 - upper_m[i]), plugin), max(min(1.0, 1.0 - lower_m[i]), plugin)
         out.append(
             IntervalEstimate(

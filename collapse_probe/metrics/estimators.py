@@ -29,6 +29,15 @@ from scipy.special import digamma, logsumexp
 from scipy.stats import norm
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics._intervals import (
+    IntervalEstimate,
+    bootstrap_collapse_errors,
+    collapse_error_interval,
+    collapse_error_intervals,
+    mean_collapse_error_bootstrap,
+    mean_collapse_error_interval,
+    mean_with_state_se,
+)
 
 Counts = Sequence[int] | np.ndarray | Mapping[Any, int]
 """Class counts: a sequence/array of non-negative ints, or a ``{label: count}`` mapping."""
@@ -40,11 +49,15 @@ __all__ = [
     "METRICS",
     "MIN_CONFIDENT_SAMPLES",
     "Counts",
+    "IntervalEstimate",
     "MetricInfo",
     "as_counts",
+    "bootstrap_collapse_errors",
     "collapse_error",
     "collapse_error_ci",
     "collapse_error_corrected",
+    "collapse_error_interval",
+    "collapse_error_intervals",
     "entropy",
     "entropy_chao_wang_jost",
     "entropy_ci",
@@ -56,6 +69,9 @@ __all__ = [
     "higher_is_better",
     "hill_number",
     "low_confidence",
+    "mean_collapse_error_bootstrap",
+    "mean_collapse_error_interval",
+    "mean_with_state_se",
     "sample_coverage",
 ]
 
