@@ -259,6 +259,21 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
                 raise ConfigError(
                     f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be a number, got {v!r}"
                 )
+        for f in DEMOGRAPHICS:
+            v = obj[f]
+            if f == "age":
+                ok = v is None or (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v))
+                want = "a number or null"
+            elif f == "income":
+                ok = v is None or isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                want = "a string, a number or null"
+            else:
+                ok = v is None or isinstance(v, str)
+                want = "a string or null"
+            if not ok:
+                raise ConfigError(
+                    f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be {want}, got {v!r}"
+                )
         personas.append(obj)
     if not personas:
         raise ConfigError(f"{p}: no personas in the file")
@@ -358,7 +373,7 @@ def describe_persona(p: dict[str, Any]) -> str:
         for x in (
             f"{int(age)} years old" if age else None,
             (p.get("sex") or "").lower() or None,
-            p.get("marital", "").lower() or None,
+            (p.get("marital") or "").lower() or None,
             (p.get("employment") or "").lower() or None,
             (p.get("edu") or "").lower() or None,
             p.get("religion"),

@@ -54,6 +54,8 @@ class FaultServer:
         port: port to listen on (0: any free one).
         stall_s: how long a ``timeout`` fault stalls before answering.
         model: the model name ``GET /v1/models`` reports.
+        echo_auth: error bodies quote the request's Authorization header (as some servers do), to
+            check that keys are scrubbed from every message that reaches a log or a run directory.
         alias: another name ``GET /v1/models/{alias}`` resolves to ``model`` (as an API resolves an
             alias to its snapshot).
     """
@@ -67,7 +69,9 @@ class FaultServer:
         stall_s: float = 1.5,
         model: str = "fault-model",
         alias: str | None = None,
+        echo_auth: bool = False,
     ) -> None:
+        self.echo_auth = echo_auth
         self.rate, self.faults, self.stall_s, self.model, self.alias = rate, faults, stall_s, model, alias
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -119,7 +123,8 @@ class FaultServer:
                 if fault == "429":
                     self._send(429, b'{"error": {"message": "rate limited"}}', {"retry-after": "0"})
                 elif fault == "500":
-                    self._send(500, b'{"error": {"message": "internal"}}')
+                    auth = self.headers.get("authorization", "") if outer.echo_auth else ""
+                    self._send(500, json.dumps({"error": {"message": f"internal (auth {auth})"}}).encode())
                 elif fault == "timeout":
                     time.sleep(outer.stall_s)
                     self._send(504, b'{"error": {"message": "stalled"}}')

@@ -113,8 +113,12 @@ def _read_json(path: Path) -> Any:
         raise ConfigError(f"tau2 data: missing file {str(path)!r}")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSON file") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: JSON nested too deeply") from None
 
 
 def _check_tasks(tasks: Any, path: Path) -> list[dict[str, Any]]:
@@ -132,10 +136,26 @@ def _check_tasks(tasks: Any, path: Path) -> list[dict[str, Any]]:
             raise ConfigError(
                 f"{path}: task {t['id']!r}: field 'user_scenario.instructions' must be a string or an object"
             )
+        init = t.get("initial_state")
+        if init is not None and not isinstance(init, dict):
+            raise ConfigError(f"{path}: task {t['id']!r}: field 'initial_state' must be an object or null")
+        if isinstance(init, dict):
+            for key in ("initialization_data", "initialization_actions", "message_history"):
+                v = init.get(key)
+                if v is not None and not isinstance(v, dict if key == "initialization_data" else list):
+                    kind_name = "an object" if key == "initialization_data" else "a list"
+                    raise ConfigError(
+                        f"{path}: task {t['id']!r}: field 'initial_state.{key}' must be {kind_name} or null"
+                    )
         ec = t.get("evaluation_criteria")
         if ec is not None:
             if not isinstance(ec, dict):
                 raise ConfigError(f"{path}: task {t['id']!r}: field 'evaluation_criteria' must be an object or null")
+            for key in ("actions", "nl_assertions", "communicate_info", "env_assertions"):
+                if ec.get(key) is not None and not isinstance(ec.get(key), list):
+                    raise ConfigError(
+                        f"{path}: task {t['id']!r}: field 'evaluation_criteria.{key}' must be a list or null"
+                    )
             for j, a in enumerate(ec.get("actions") or []):
                 if (
                     not isinstance(a, dict)
@@ -171,7 +191,15 @@ def load_domain(domain: str, data_dir: str | os.PathLike[str] | None = None) -> 
         return _CACHE[key]
     kind = DOMAIN_KINDS[name]
     tasks = _check_tasks(_read_json(d / "tasks.json"), d / "tasks.json")
-    db = CANONICALISERS[kind](_read_json(d / "db.json"), str(d / "db.json"))
+    raw_db = _read_json(d / "db.json")
+    try:
+        db = CANONICALISERS[kind](raw_db, str(d / "db.json"))
+    except ConfigError:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:  # a field of another shape
+        raise ConfigError(
+            f"{d / 'db.json'}: not the official tau2 {kind} database layout ({type(exc).__name__}: {exc})"
+        ) from None
     policy_path = d / "policy.md"
     if not policy_path.is_file():
         raise ConfigError(f"tau2 data: missing file {str(policy_path)!r} (the agent policy)")
@@ -187,7 +215,13 @@ def load_domain(domain: str, data_dir: str | os.PathLike[str] | None = None) -> 
             if unknown:
                 raise ConfigError(f"{split_path}: split {split!r} names unknown task ids {unknown[:5]}")
             splits[split] = [str(m) for m in members]
-    data = DomainData(name, kind, d, tasks, db, policy_path.read_text(encoding="utf-8"), splits, _guidelines(d))
+    try:
+        policy = policy_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{policy_path}: not UTF-8 text (byte {exc.start}); expected the agent policy in Markdown"
+        ) from None
+    data = DomainData(name, kind, d, tasks, db, policy, splits, _guidelines(d))
     _CACHE[key] = data
     return data
 
