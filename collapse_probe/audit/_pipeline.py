@@ -53,14 +53,15 @@ def resolve_partition(config: AuditConfig, arena: Arena) -> tuple[str, str | Non
     return "embedding", None
 
 
-def _make_partitioner(config: AuditConfig, arena: Arena, name: str) -> Any:
+def _make_partitioner(config: AuditConfig, arena: Arena, name: str, cache: bool = True) -> Any:
     from collapse_probe.metrics.partitioners import get_partitioner
 
     if name == "judge":
-        from collapse_probe.models import get_model
-        from collapse_probe.simulators import parse_participant_spec
+        from collapse_probe.simulators import make_participant, parse_participant_spec
 
-        return get_partitioner("judge", model=get_model(config.judge or parse_participant_spec(config.sim)[1]))
+        # through the response cache: the judge answers greedily with a fixed seed, so a rerun asks nothing again
+        judge = make_participant(f"direct:{parse_participant_spec(config.judge or config.sim)[1]}", cache=cache)
+        return get_partitioner("judge", model=judge.model)
     if name == "label":
         labeller = audit_hook(arena, "decision_label")
         if labeller is None:
@@ -147,7 +148,7 @@ async def run_audit_async(
     notices = [notice] if notice else []
     if notice and progress:
         print(notice, file=sys.stderr)
-    partitioner = _make_partitioner(config, arena, partition)
+    partitioner = _make_partitioner(config, arena, partition, cache)
     embedder = None
     if config.vendi or partition == "embedding":
         from collapse_probe.metrics.partitioners import EmbeddingPartitioner

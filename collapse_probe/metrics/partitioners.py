@@ -619,26 +619,31 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 class JudgeEquivalencePartitioner:
-    """Greedy clustering with an LLM judge of semantic equivalence.
+    """Clustering by bidirectional equivalence judged by an LLM, as in semantic entropy (Kuhn et al.,
+    2023, "Semantic Uncertainty"; Farquhar et al., 2024): two replies share a class when the judge
+    says A means B *and* B means A.
 
     Leader clustering: the first unassigned response becomes the representative of a new class and
-    every other unassigned response is asked "same meaning as the representative?"; those judged
-    YES join it; repeat. A response therefore joins the first earlier representative the judge
-    accepts — the same result as scanning the responses in order — but it takes one round per class
-    instead of one per response, and each round is *one* ``generate()`` call holding every pair
-    question of every state.
+    every other unassigned response is compared with it in both orders; those judged equivalent both
+    ways join it; repeat. A response therefore joins the first earlier representative it is
+    equivalent to, but it takes one round per class instead of one per response, and each round is
+    *one* ``generate()`` call holding both questions of every pair of every state. Asking both orders
+    cancels a judge's bias towards the answer in one position (small judges say YES to "A means B"
+    far more often than to "B means A" when A is the longer reply).
 
     Responses equal after :func:`normalize_text` are joined without asking. The judge runs greedy
-    (temperature 0) with a fixed seed. A verdict that is neither YES nor NO is a parse failure:
-    counted in ``n_parse_failures_`` (raw answers kept in ``parse_failure_examples_``) and treated
-    as NO, which can only split classes (ε̂ biased up, never faked down). A request the backend
-    failed on raises :class:`~collapse_probe.errors.InfraError`: the state is an infrastructure
-    failure, not a measurement.
+    (temperature 0) with a fixed seed, so through the response cache (``make_participant(spec).model``)
+    a rerun asks nothing again. A verdict that is neither YES nor NO is a parse failure: counted in
+    ``n_parse_failures_`` (raw answers kept in ``parse_failure_examples_``) and treated as NO, which
+    can only split classes (ε̂ biased up, never faked down). A request the backend failed on raises
+    :class:`~collapse_probe.errors.InfraError`: the state is an infrastructure failure, not a
+    measurement.
 
     Args:
         model: a :class:`~collapse_probe.models.ChatModel` or a model spec string.
         max_tokens: tokens allowed for a verdict.
         seed: sampling seed of the judge requests.
+        bidirectional: ask both orders (``False``: only "does the response mean the representative").
 
     Attributes:
         n_questions_: judge questions asked so far.
@@ -649,10 +654,11 @@ class JudgeEquivalencePartitioner:
 
     name = "judge"
 
-    def __init__(self, model: Any, max_tokens: int = 8, seed: int = 0) -> None:
+    def __init__(self, model: Any, max_tokens: int = 8, seed: int = 0, bidirectional: bool = True) -> None:
         self.model = model
         self.max_tokens = max_tokens
         self.seed = seed
+        self.bidirectional = bidirectional
         self.n_questions_ = 0
         self.n_rounds_ = 0
         self.n_parse_failures_ = 0
@@ -690,12 +696,22 @@ class JudgeEquivalencePartitioner:
             "JudgeEquivalencePartitioner.partition* called inside an event loop: use `await apartition_many`"
         )
 
+    def _verdict(self, res: Any) -> bool:
+        verdict = parse_yes_no(res.completions[0].text)
+        if verdict is None:
+            self.n_parse_failures_ += 1
+            if len(self.parse_failure_examples_) < 5:
+                self.parse_failure_examples_.append(res.completions[0].text[:200])
+            return False
+        return verdict
+
     async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
         model = self._chat_model()
         groups = [_check_texts(g, f"groups[{i}]") for i, g in enumerate(groups)]
         norm = [[normalize_text(t) for t in g] for g in groups]
         labels: list[list[int | None]] = [[None] * len(g) for g in groups]
         n_classes = [0] * len(groups)
+        orders = 2 if self.bidirectional else 1
         while True:
             questions: list[tuple[int, int, int]] = []  # (group, candidate index, class id)
             reqs = []
@@ -707,12 +723,18 @@ class JudgeEquivalencePartitioner:
                 cls = n_classes[gi]
                 n_classes[gi] += 1
                 labels[gi][leader] = cls
+                asked: dict[str, int] = {}  # one question per distinct candidate text
                 for i in rest:
                     if norm[gi][i] == norm[gi][leader]:
                         labels[gi][i] = cls
+                    elif norm[gi][i] in asked:
+                        continue
                     else:
+                        asked[norm[gi][i]] = i
                         questions.append((gi, i, cls))
                         reqs.append(self._request(g[leader], g[i]))
+                        if self.bidirectional:
+                            reqs.append(self._request(g[i], g[leader]))
             if not questions:
                 if all(lab is not None for gl in labels for lab in gl):
                     break
@@ -730,14 +752,12 @@ class JudgeEquivalencePartitioner:
                     f"judge {getattr(model, 'spec', model)!r} failed on {len(failed)} of {len(reqs)} "
                     f"equivalence questions (first error: {failed[0]})"
                 )
-            for (gi, i, cls), res in zip(questions, results, strict=True):
-                verdict = parse_yes_no(res.completions[0].text)
-                if verdict is None:
-                    self.n_parse_failures_ += 1
-                    if len(self.parse_failure_examples_) < 5:
-                        self.parse_failure_examples_.append(res.completions[0].text[:200])
-                elif verdict:
-                    labels[gi][i] = cls
+            for q, (gi, i, cls) in enumerate(questions):
+                verdicts = [self._verdict(results[q * orders + k]) for k in range(orders)]
+                if all(verdicts):
+                    for j, t in enumerate(norm[gi]):
+                        if labels[gi][j] is None and t == norm[gi][i]:
+                            labels[gi][j] = cls
         return [[int(x) for x in gl] for gl in labels]  # type: ignore[arg-type]
 
 

@@ -54,3 +54,12 @@ def test_without_the_embed_extra_the_audit_falls_back_with_a_notice(write_script
     res = run_audit(AuditConfig(sim=write_scripted(REPLIES), states=1, samples=20), None, progress=False, cache=False)
     assert res["partitioner"] == "label"
     assert len(res["notices"]) == 1 and "collapse-probe[embed]" in res["notices"][0]
+
+
+def test_judge_spec_makes_the_headline_a_judge_partition(write_scripted):
+    # a judge that always says YES: every reply is one class, so ε = 0 by meaning
+    yes = write_scripted([("YES", 1.0)], name="judge.json")
+    res = run_audit(AuditConfig(sim=write_scripted(REPLIES), states=1, samples=20, judge=yes), None, progress=False,
+                    cache=False)  # fmt: skip
+    assert res["partitioner"] == "judge"
+    assert res["summary"]["collapse_error"]["estimate"] == 0.0

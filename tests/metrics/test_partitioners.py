@@ -163,17 +163,17 @@ def test_judge_partitioner_greedy_batched_rounds():
     g2 = ["a b", "b a", "c"]
     labels = part.partition_many([g1, g2])
     assert labels == [[0, 0, 1, 1, 2, 0], [0, 0, 1]]
-    # Round 1 asks 4 questions in g1 (the exact duplicate is joined without asking) and 2 in g2;
-    # round 2 asks 2 in g1; the last leaders have nobody left to compare.
-    assert judge.batch_sizes == [6, 2]
-    assert part.n_rounds_ == 2 and part.n_questions_ == 8 and part.n_parse_failures_ == 0
+    # Round 1 compares 4 replies in g1 (the exact duplicate is joined without asking) and 2 in g2,
+    # each in both orders; round 2 compares 2 in g1; the last leaders have nobody left to compare.
+    assert judge.batch_sizes == [12, 4]
+    assert part.n_rounds_ == 2 and part.n_questions_ == 16 and part.n_parse_failures_ == 0
     assert class_counts(labels[0]).tolist() == [3, 2, 1]
 
 
 def test_judge_parse_failures_are_counted_and_split_classes():
     part = JudgeEquivalencePartitioner(BagOfWordsJudge(garble_every=1))
     assert part.partition(["a b", "b a", "c"]) == [0, 1, 2]
-    assert part.n_parse_failures_ == part.n_questions_ == 3
+    assert part.n_parse_failures_ == part.n_questions_ == 6
     assert part.parse_failure_examples_[0].startswith("I am not able")
 
 
@@ -182,7 +182,25 @@ def test_judge_with_scripted_backend(write_scripted):
     assert yes.partition(["one", "two", "three"]) == [0, 0, 0]
     unsure = JudgeEquivalencePartitioner(write_scripted([("Hard to say.", 1.0)], name="unsure.json"))
     assert unsure.partition(["one", "two", "three"]) == [0, 1, 2]
-    assert unsure.n_parse_failures_ == 3  # 2 questions in round 1, 1 in round 2
+    assert unsure.n_parse_failures_ == 6  # 2 pairs in round 1, 1 in round 2, both orders each
+
+
+class EntailmentJudge(BagOfWordsJudge):
+    """A one-sided judge: "A means B" whenever every word of A occurs in B (B may say more)."""
+
+    async def generate(self, requests):
+        out = []
+        for r in requests:
+            a, b = _PAIR.search(r.messages[-1]["content"]).groups()
+            out.append(GenerationResult([Completion(text="YES" if self._words(a) <= self._words(b) else "NO")]))
+        return out
+
+
+def test_judge_equivalence_is_bidirectional():
+    texts = ["I will donate", "I will donate if you tell me more", "I will donate"]
+    assert JudgeEquivalencePartitioner(EntailmentJudge()).partition(texts) == [0, 1, 0]
+    # one order only: the longer reply "contains" the shorter one and would join its class
+    assert JudgeEquivalencePartitioner(EntailmentJudge(), bidirectional=False).partition(texts[::-1]) == [0, 0, 0]
 
 
 def test_judge_infra_failure_raises():
