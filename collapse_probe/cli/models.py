@@ -13,7 +13,7 @@ HOSTED = (
     ("vertex-anthropic/MODEL", "Claude on Vertex AI: $ANTHROPIC_VERTEX_PROJECT_ID, $CLOUD_ML_REGION"),
     ("google/MODEL", "Gemini API: $GEMINI_API_KEY or $GOOGLE_API_KEY"),
     ("vertex/MODEL", "Gemini on Vertex AI: $GOOGLE_CLOUD_PROJECT, $GOOGLE_CLOUD_LOCATION"),
-    ("litellm/PROVIDER/MODEL", "anything LiteLLM routes to (pip install litellm)"),
+    ("litellm/PROVIDER/MODEL", 'anything LiteLLM routes to (pip install "collapse-probe[litellm]")'),
 )
 """Hosted-model spec prefixes and where each takes its credentials from."""
 
