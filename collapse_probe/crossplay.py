@@ -32,6 +32,7 @@ from collapse_probe.benchmarks import Arena
 from collapse_probe.errors import ConfigError
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 
 SCHEMA = "collapse-probe/crossplay/v1"
@@ -71,7 +72,8 @@ class CrossplayConfig:
     n_boot: int = 2000
     """Bootstrap replicates of the transfer-ratio CI."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Options recorded with the run (e.g. persona file), not interpreted here."""
+    """Options recorded with the run; the arena options among them (``personas``, ``tau2_data``,
+    ``judge``, ``cooperbench_data``, ``partial_reward``, ``cooperbench_mode``) build the default arena (see :func:`arena_spec`)."""
 
     def validate(self) -> None:
         """Check the configuration once, at the boundary.
@@ -126,6 +128,22 @@ class CrossplayConfig:
 # ------------------------------------------------------------------------------------------------- pipeline
 
 
+def arena_spec(config: CrossplayConfig) -> ArenaSpec:
+    """The run's arena: the benchmark, ``max_turns`` and the arena options in ``extra`` (``personas``,
+    ``tau2_data``, ``judge``)."""
+    extra = config.extra or {}
+    return ArenaSpec(
+        benchmark=config.benchmark,
+        max_turns=config.max_turns,
+        personas=extra.get("personas"),
+        tau2_data=extra.get("tau2_data"),
+        judge=extra.get("judge"),
+        cooperbench_data=extra.get("cooperbench_data"),
+        partial_reward=bool(extra.get("partial_reward", False)),
+        cooperbench_mode=extra.get("cooperbench_mode"),
+    )
+
+
 def run_crossplay(
     config: CrossplayConfig,
     *,
@@ -144,7 +162,7 @@ def run_crossplay(
 
     Args:
         config: what to run.
-        arena: the benchmark (default: ``make_arena(config.benchmark, max_turns=config.max_turns)``).
+        arena: the benchmark (default: built from :func:`arena_spec` by the shared arena builder).
         participants: label -> participant for every policy and simulator spec (default: built with
             :func:`~collapse_probe.simulators.make_participant`).
         out: run directory; conversations already recorded there are not run again (resume), and
@@ -175,9 +193,7 @@ def run_crossplay(
     if missing:
         raise ConfigError(f"no participant given for spec(s) {missing}")
     if arena is None:
-        from collapse_probe.benchmarks import make_arena
-
-        arena = make_arena(config.benchmark, max_turns=config.max_turns)
+        arena = arena_spec(config).build(labels, cache=cache)
 
     run_dir = None
     if out is not None:
@@ -185,7 +201,8 @@ def run_crossplay(
 
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})
-        run_dir.create({**asdict(config), "version": __version__}, kind="crossplay", fingerprints=fps, fresh=fresh)
+        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        run_dir.create(record, kind="crossplay", fingerprints=fps, fresh=fresh)
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)

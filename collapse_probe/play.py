@@ -11,6 +11,7 @@ from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.runspec import arena_record
 from collapse_probe.simulators import Participant
 
 
@@ -67,7 +68,8 @@ def run_play(
     if out is not None:
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in (config.policy, config.sim)})
-        run_dir.create({**asdict(config), "version": __version__}, kind="play", fingerprints=fps, fresh=fresh)
+        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        run_dir.create(record, kind="play", fingerprints=fps, fresh=fresh)
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, [config.policy], [config.sim], config.rollouts, config.seed)

@@ -114,15 +114,10 @@ async def run_audit_async(
     """
     config.validate()
     if arena is None:
-        from collapse_probe.benchmarks import make_arena
+        from collapse_probe.runspec import ArenaSpec
 
-        if config.benchmark == "p4g":
-            from collapse_probe.benchmarks.p4g import load_personas
-
-            personas = load_personas(config.personas) if config.personas else None
-            arena = make_arena("p4g", personas=personas, max_turns=config.max_turns)
-        else:
-            arena = make_arena(config.benchmark, max_turns=config.max_turns)
+        spec = ArenaSpec(benchmark=config.benchmark, max_turns=config.max_turns, personas=config.personas)
+        arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
     sims = participants or _sim_participants(config, cache)
     if config.policy is not None and policy is None:
         from collapse_probe.simulators import make_participant

@@ -294,43 +294,32 @@ def positive(name: str, value: int) -> int:
     return value
 
 
-LOCAL_PREFIXES = ("local/", "hf/", "scripted:")
+def arena_spec_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~collapse_probe.runspec.ArenaSpec` the shared benchmark options describe."""
+    from collapse_probe.runspec import ArenaSpec
+
+    return ArenaSpec(
+        benchmark=args.benchmark,
+        max_turns=args.max_turns,
+        personas=getattr(args, "personas", None),
+        tau2_data=getattr(args, "tau2_data", None),
+        judge=getattr(args, "judge", None),
+        cooperbench_data=getattr(args, "cooperbench_data", None),
+        partial_reward=bool(getattr(args, "partial_reward", False)),
+        cooperbench_mode=getattr(args, "cooperbench_mode", None),
+    )
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:
-    """Build the arena named by ``--benchmark`` with the shared options.
+    """Build the arena named by ``--benchmark`` with the shared options (one builder for every command:
+    :meth:`~collapse_probe.runspec.ArenaSpec.build`).
 
     Resolves ``args.max_turns`` in place (P4G default 3). ``specs`` are the participant specs of the
     run: when any is a small local model, tau2 prompts are compact and tools use the text protocol.
     """
-    from collapse_probe.benchmarks import make_arena
-    from collapse_probe.models import resolve_spec
-    from collapse_probe.simulators import parse_participant_spec
-
-    if args.max_turns is not None:
-        positive("max-turns", args.max_turns)
-    if args.benchmark == "p4g":
-        from collapse_probe.benchmarks.p4g import load_personas
-
-        if args.max_turns is None:
-            args.max_turns = 3
-        personas = load_personas(args.personas) if args.personas else None
-        return make_arena("p4g", personas=personas, max_turns=args.max_turns)
-    local = any(resolve_spec(parse_participant_spec(s)[1]).startswith(LOCAL_PREFIXES) for s in specs or [])
-    options: dict[str, Any] = {"data_dir": args.tau2_data, "max_turns": args.max_turns}
-    if args.benchmark.startswith("cooperbench"):
-        options.update(
-            data_dir=getattr(args, "cooperbench_data", None),
-            partial_reward=getattr(args, "partial_reward", False),
-            mode=getattr(args, "cooperbench_mode", "coop"),
-        )
-    if local:
-        options.update(compact=True, tool_protocol="text")
-    if getattr(args, "judge", None):
-        from collapse_probe.simulators import make_participant
-
-        options["judge"] = make_participant(args.judge, cache=not args.no_cache).model
-    return make_arena(args.benchmark, **options)
+    spec = arena_spec_from_args(args).resolve(specs or [])
+    args.max_turns = spec.max_turns
+    return spec.build(specs or [], cache=not args.no_cache)
 
 
 def load_models_with_options(

@@ -80,7 +80,18 @@ def run(args: argparse.Namespace) -> int:
     check_specs([*policies, *sims])
     load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
     arena = arena_from_args(args, [*policies, *sims])
-    extra = {k: v for k, v in (("personas", args.personas), ("tau2_data", args.tau2_data)) if v}
+    arena_options = (
+        ("personas", args.personas),
+        ("tau2_data", args.tau2_data),
+        ("judge", args.judge),
+        ("cooperbench_data", getattr(args, "cooperbench_data", None)),
+        ("partial_reward", getattr(args, "partial_reward", False)),
+        (
+            "cooperbench_mode",
+            getattr(args, "cooperbench_mode", None) if args.benchmark.startswith("cooperbench") else None,
+        ),
+    )
+    extra = {k: v for k, v in arena_options if v}
     config = CrossplayConfig(
         policies=policies, simulators=sims,
         train_simulator=args.train_sim, benchmark=args.benchmark, tasks=args.tasks, rollouts=args.rollouts,

@@ -79,6 +79,7 @@ from collapse_probe.models import derive_seed
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import ConversationSpec, EngineConfig, RunDir, TurnEvent, iter_jsonl, write_json_atomic
 from collapse_probe.rollout._engine import hash_str, run_conversations
+from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
 from collapse_probe.trainers.config import RESUMABLE_FIELDS, TRAINABLE_PREFIXES, TrainConfig
@@ -224,22 +225,28 @@ def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, s
     return TrainedModel(name, canonical, model, tok, backend, optimizer, Participant(label, backend), path)
 
 
-def build_arena(config: TrainConfig) -> Arena:
-    """The benchmark arena with the run's turn and token budgets."""
-    from collapse_probe.benchmarks import make_arena
-
-    if config.benchmark == "p4g":
-        from collapse_probe.benchmarks.p4g import load_personas
-
-        personas = load_personas(config.personas) if config.personas else None
-        return make_arena("p4g", personas=personas, max_turns=config.max_turns, max_tokens=config.max_tokens)
-    return make_arena(
-        config.benchmark,
-        data_dir=config.tau2_data,
+def arena_spec(config: TrainConfig) -> ArenaSpec:
+    """The run's arena: the benchmark with the run's turn and token budgets (resolve it against
+    :func:`arena_participants`)."""
+    return ArenaSpec(
+        benchmark=config.benchmark,
         max_turns=config.max_turns,
-        policy_max_tokens=config.max_tokens,
-        simulator_max_tokens=config.max_tokens,
+        max_tokens=config.max_tokens,
+        personas=config.personas,
+        tau2_data=config.tau2_data,
     )
+
+
+def arena_participants(config: TrainConfig) -> list[str]:
+    """The model specs of the run's conversations (training and held-out): they decide τ2 prompt compaction
+    exactly as for ``crossplay`` over the same specs."""
+    return [config.policy, *config.sims, *config.heldout]
+
+
+def build_arena(config: TrainConfig) -> Arena:
+    """The benchmark arena with the run's turn and token budgets, built by the one arena builder
+    (:meth:`~collapse_probe.runspec.ArenaSpec.build`)."""
+    return arena_spec(config).build(arena_participants(config), cache=config.cache)
 
 
 # ------------------------------------------------------------------------------------------------ trainer
@@ -295,9 +302,9 @@ class LLMTrainer:
     def setup(self) -> None:
         """Check the run directory, build arena and models, and restore the last checkpoint."""
         c = self.config
-        self._prepare_dir()
         if self.arena is None:
             self.arena = build_arena(c)
+        self._prepare_dir()
         if c.method == "persona":
             if c.benchmark != "p4g":
                 raise ConfigError(
@@ -333,6 +340,8 @@ class LLMTrainer:
         RunLock(self.out).acquire()  # one writer per run directory; a killed run's lock is stale
         cfg_path = self.out / "config.json"
         new = {"kind": "train", **self.config.to_dict(), "version": __version__}
+        if self.arena is not None:
+            new["arena"] = arena_record(self.arena)
         if cfg_path.exists():
             old = read_run_config(self.out)  # unreadable: refused, never overwritten
             if isinstance(old, dict):

@@ -1,0 +1,105 @@
+"""The one arena builder: train, crossplay (API and CLI), play and audit build the same arena for the same specs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.runspec import ArenaSpec, arena_record
+
+REPO = Path(__file__).resolve().parents[1]
+DONOR = REPO / "collapse_probe" / "data" / "scripted" / "p4g_donor_diverse.json"
+
+
+def _prompts(arena, n_tasks: int = 2, turns: int = 2) -> list[tuple]:
+    """The first prompts of both sides on the first tasks, as comparable values."""
+    from collapse_probe.models import Completion
+
+    out = []
+    for task in arena.load_tasks(n_tasks, seed=0):
+        ep = arena.new_episode(task, seed=1)
+        for _ in range(turns):
+            side = arena.next_side(ep)
+            if side is None:
+                break
+            p = arena.prompt_for(ep, side)
+            out.append((task.task_id, side, json.dumps(p.messages, sort_keys=True), p.prompt, p.stop, p.tools))
+            text = "Hello, I would like to return my order." if side == "simulator" else "Sure, what is your order id?"
+            arena.apply(ep, side, Completion(text), text)
+    return out
+
+
+@pytest.mark.parametrize("bench", ["tau2-demo", "p4g"])
+def test_trainer_rollouts_and_crossplay_evaluation_use_the_same_prompts(bench) -> None:
+    from collapse_probe.cli import build_parser
+    from collapse_probe.cli._common import arena_from_args
+    from collapse_probe.crossplay import CrossplayConfig, arena_spec
+    from collapse_probe.trainers.config import TrainConfig
+    from collapse_probe.trainers.llm import arena_participants, build_arena
+
+    train = TrainConfig(benchmark=bench, policy="smollm2", sims=["smollm2"], heldout=["vs:smollm2"], max_turns=3)
+    trained = build_arena(train)
+    # the crossplay that evaluates the trained policy against the training and held-out simulators
+    xp = CrossplayConfig(policies=["smollm2"], simulators=["smollm2", "vs:smollm2"], benchmark=bench, max_turns=3)
+    api = arena_spec(xp).build([*xp.policies, *xp.simulators])
+    args = build_parser().parse_args(
+        ["crossplay", "--policies", "smollm2", "--sims", "smollm2,vs:smollm2", "--benchmark", bench,
+         "--max-turns", "3", "--out", "x"]
+    )  # fmt: skip
+    cli = arena_from_args(args, ["smollm2", "smollm2", "vs:smollm2"])
+    assert _prompts(trained) == _prompts(api) == _prompts(cli)
+    if bench != "p4g":
+        # small local models get the compact prompts and the text tool protocol on both sides of training
+        assert arena_record(trained)["compact"] is True and arena_record(cli)["compact"] is True
+        assert trained.compact and trained.tool_protocol == "text"
+    assert set(arena_participants(train)) == {"smollm2", "vs:smollm2"}
+
+
+def test_api_models_get_full_tau2_prompts_and_local_ones_compact_prompts() -> None:
+    spec = ArenaSpec(benchmark="tau2-demo")
+    assert spec.resolve(["openai/gpt-5-mini"]).compact is False
+    assert spec.resolve(["openai/gpt-5-mini", "vs:smollm2"]).compact is True
+    assert spec.resolve([f"scripted:{DONOR}"]).compact is True
+    assert ArenaSpec(benchmark="tau2-demo", compact=False).resolve(["smollm2"]).compact is False
+    full = spec.build(["openai/gpt-5-mini"])
+    small = spec.build(["smollm2"])
+    assert _prompts(full) != _prompts(small)
+
+
+def test_p4g_defaults_and_persona_files(tmp_path) -> None:
+    spec = ArenaSpec().resolve()
+    assert spec.max_turns == 3 and spec.compact is None
+    src = REPO / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
+    one = tmp_path / "one.jsonl"
+    one.write_text(src.read_text(encoding="utf-8").splitlines()[5] + "\n")
+    arena = ArenaSpec(personas=str(one), max_tokens=20).build()
+    assert [t.task_id for t in arena.load_tasks()] == [json.loads(one.read_text())["persona_id"]]
+    assert arena.max_tokens == 20
+    assert arena_record(arena) == {**ArenaSpec(personas=str(one), max_tokens=20, max_turns=3).to_dict()}
+
+
+def test_crossplay_reads_arena_options_from_extra(tmp_path) -> None:
+    """Personas passed in ``extra`` reach the default arena (they used to be recorded but ignored)."""
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+
+    src = REPO / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
+    one = tmp_path / "one.jsonl"
+    one.write_text(src.read_text(encoding="utf-8").splitlines()[7] + "\n")
+    spec = f"scripted:{DONOR}"
+    config = CrossplayConfig(policies=[spec], simulators=[spec], tasks=1, rollouts=1, extra={"personas": str(one)})
+    results = run_crossplay(config, out=tmp_path / "xp", progress=False, report=False)
+    rows = [json.loads(line) for line in (tmp_path / "xp" / "conversations.jsonl").read_text().splitlines()]
+    assert {r["task_id"] for r in rows} == {json.loads(one.read_text())["persona_id"]}
+    recorded = json.loads((tmp_path / "xp" / "config.json").read_text())["arena"]
+    assert recorded["personas"] == str(one) and recorded["max_turns"] == 3
+    assert results["cells"]
+
+
+def test_bad_arena_options_are_named() -> None:
+    with pytest.raises(ConfigError, match="--max-turns must be >= 1"):
+        ArenaSpec(max_turns=0).resolve()
+    with pytest.raises(ConfigError, match="unknown benchmark 'p4h'"):
+        ArenaSpec(benchmark="p4h").resolve()
