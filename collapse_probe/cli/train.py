@@ -16,11 +16,13 @@ from collapse_probe.cli._common import (
 )
 from collapse_probe.cli._config import add_dataclass_options, dataclass_values, model_options
 from collapse_probe.errors import ConfigError
+from collapse_probe.trainers.methods import METHODS, get_method
 
 if TYPE_CHECKING:
     from collapse_probe.trainers.config import TrainConfig
 
-METHOD_CHOICES = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
+METHOD_CHOICES = METHODS
+"""The registered training methods (:mod:`collapse_probe.trainers.methods`)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -93,9 +95,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`~collapse_probe.trainers.TrainConfig` the flags describe."""
     from collapse_probe.trainers.config import TrainConfig
 
-    if args.method == "selfplay":
+    if get_method(args.method).max_sims == 0:
         if args.sim:
-            raise ConfigError("--sim: method 'selfplay' trains one model that plays both sides; omit --sim")
+            raise ConfigError(f"--sim: method {args.method!r} trains one model that plays both sides; omit --sim")
         sims: list[str] = []
     else:
         sims = split_specs(args.sim or "smollm2", "--sim")

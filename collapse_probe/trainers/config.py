@@ -13,14 +13,14 @@ from typing import Any
 
 from collapse_probe.errors import ConfigError
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
+from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
 
-METHODS: tuple[str, ...] = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
-"""Training methods (the same names and semantics as the collapse lab's :data:`~collapse_probe.trainers.lab.METHODS`)."""
+__all__ = ["METHODS", "TrainConfig"]
 
-FROZEN_SIMULATOR_METHODS = ("single", "vs", "ensemble", "persona")
+FROZEN_SIMULATOR_METHODS = tuple(n for n, m in REGISTRY.items() if m.simulator == "frozen")
 """Methods whose simulators are frozen models (any backend)."""
 
-TRAINABLE_SIMULATOR_METHODS = ("cotrain", "population")
+TRAINABLE_SIMULATOR_METHODS = tuple(n for n, m in REGISTRY.items() if m.simulator == "trained")
 """Methods whose simulator is its own LoRA model, updated on its own turns."""
 
 ROLLOUT_BACKENDS = ("torch", "vllm")
@@ -39,7 +39,7 @@ class TrainConfig:
     """Configuration of one LLM training run. Validated by :meth:`validate` (called on construction)."""
 
     method: str = "single"
-    """One of :data:`METHODS`."""
+    """One of :data:`METHODS` (see :mod:`collapse_probe.trainers.methods`)."""
     policy: str = "smollm2"
     """Policy model spec; must be trainable (``local/<name>``, ``hf/<dir>`` or an alias of one)."""
     sims: list[str] = field(default_factory=lambda: ["smollm2"])
@@ -152,8 +152,9 @@ class TrainConfig:
         Raises:
             ConfigError: naming the flag, the allowed values and the value received.
         """
-        if self.method not in METHODS:
-            raise ConfigError(f"--method must be one of {', '.join(METHODS)}; got {self.method!r}")
+        if not isinstance(self.method, str) or self.method not in REGISTRY:
+            raise ConfigError(f"--method must be one of {', '.join(REGISTRY)}; got {self.method!r}")
+        method = get_method(self.method)
         if not isinstance(self.policy, str) or not self.policy.strip():
             raise ConfigError(f"--policy: expected a model spec, got {self.policy!r}")
         for name, flag in (("sims", "--sim"), ("heldout", "--heldout")):
@@ -163,23 +164,8 @@ class TrainConfig:
             for s in value:
                 if not isinstance(s, str) or not s.strip():
                     raise ConfigError(f"{flag}: every spec must be a non-empty string, got {s!r}")
-        n_sims = len(self.sims)
-        if self.method == "selfplay":
-            if n_sims:
-                raise ConfigError(
-                    f"--sim: method 'selfplay' trains one model that plays both sides; omit --sim (got {self.sims})"
-                )
-        elif self.method == "ensemble":
-            if n_sims < 2:
-                raise ConfigError(
-                    f"--sim: method 'ensemble' rotates two or more frozen simulators (e.g. "
-                    f"smollm2,gemma3-270m,vs:smollm2); got {self.sims}"
-                )
-            if len(set(self.sims)) != n_sims:
-                raise ConfigError(f"--sim: duplicate simulators in the ensemble {self.sims}")
-        elif n_sims != 1:
-            raise ConfigError(f"--sim: method {self.method!r} takes exactly one simulator spec; got {self.sims}")
-        if self.method in TRAINABLE_SIMULATOR_METHODS and self.sims[0].split(":", 1)[0] in ("vs", "direct"):
+        method.check_sims(self.sims)
+        if method.simulator == "trained" and self.sims[0].split(":", 1)[0] in ("vs", "direct"):
             raise ConfigError(
                 f"--sim: method {self.method!r} trains the simulator model itself; give a plain model spec "
                 f"(local/..., hf/... or an alias), got {self.sims[0]!r}"

@@ -83,6 +83,7 @@ from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
 from collapse_probe.trainers.config import RESUMABLE_FIELDS, TRAINABLE_PREFIXES, TrainConfig
+from collapse_probe.trainers.methods import TrainMethod, get_method
 from collapse_probe.trainers.population import PopulationPool
 from collapse_probe.trainers.reinforce import (
     TrainingExample,
@@ -286,15 +287,19 @@ class LLMTrainer:
         return f"policy:{self.config.policy}+lora"
 
     @property
+    def method(self) -> TrainMethod:
+        """The registered description of the configured method."""
+        return get_method(self.config.method)
+
+    @property
     def sim_labels(self) -> list[str]:
-        c = self.config
-        if c.method == "selfplay":
-            return [f"simulator:{c.policy}+lora(selfplay)"]
-        if c.method in ("cotrain", "population"):
+        c, m = self.config, self.method
+        if m.simulator == "self":
+            return [f"simulator:{c.policy}+lora({c.method})"]
+        if m.simulator == "trained":
             return [f"simulator:{c.sims[0]}+lora"]
-        if c.method == "vs":
-            s = c.sims[0]
-            return [s if s.startswith("vs:") else f"vs:{s}"]
+        if m.verbalized:
+            return [s if s.startswith("vs:") else f"vs:{s}" for s in c.sims]
         return list(c.sims)
 
     # ---- setup ----------------------------------------------------------------------------------
@@ -305,7 +310,8 @@ class LLMTrainer:
         if self.arena is None:
             self.arena = build_arena(c)
         self._prepare_dir()
-        if c.method == "persona":
+        m = self.method
+        if m.personas:
             if c.benchmark != "p4g":
                 raise ConfigError(
                     f"--method persona draws a donor persona per rollout and needs --benchmark p4g, got {c.benchmark!r}"
@@ -316,17 +322,17 @@ class LLMTrainer:
         self.tasks = self.arena.load_tasks(c.tasks, seed=c.seed)
         from collapse_probe.simulators import make_participant
 
-        if c.method in ("single", "vs", "ensemble", "persona"):
+        if m.simulator == "frozen":
             self.frozen = {label: make_participant(label, vs_k=c.vs_k, cache=c.cache) for label in self.sim_labels}
         self.heldout = {s: make_participant(s, vs_k=c.vs_k, cache=c.cache) for s in c.heldout}
         self.policy = _trained("policy", c.policy, self.policy_label, c, c.lr, derive_seed(c.seed, 1))
-        if c.method == "selfplay":
-            self.simulator = None
-        elif c.method in ("cotrain", "population"):
+        if m.simulator == "trained":
             self.simulator = _trained(
                 "simulator", c.sims[0], self.sim_labels[0], c, c.simulator_lr, derive_seed(c.seed, 2)
             )
-        if c.method == "population":
+        else:
+            self.simulator = None
+        if m.schedule == "pool":
             assert self.simulator is not None
             self.pool = PopulationPool.open(Path(c.pool_dir) if c.pool_dir else self.out / "pool", c.pool_size)
         if c.rollout_backend == "vllm":
@@ -499,31 +505,31 @@ class LLMTrainer:
     # ---- one step -------------------------------------------------------------------------------
 
     def _simulator_for_step(self, step: int) -> tuple[str, Participant, dict[str, Any]]:
-        c = self.config
-        if c.method == "selfplay":
+        c, m = self.config, self.method
+        if m.simulator == "self":
             assert self.policy is not None
             return self.sim_labels[0], Participant(self.sim_labels[0], self.policy.backend), {}
-        if c.method in ("cotrain", "population"):
+        if m.simulator == "trained":
             assert self.simulator is not None
             info: dict[str, Any] = {}
             if self.pool is not None:
                 member = self.pool.sample(random.Random(derive_seed(c.seed, hash_str(f"pool|{step}"))))
                 info = {"pool_member": member["step"], "pool_size": len(self.pool)}
             return self.sim_labels[0], self.simulator.participant, info
-        if c.method == "ensemble":
+        if m.schedule == "rotate":
             label = self.sim_labels[(step - 1) % len(self.sim_labels)]
             return label, self.frozen[label], {}
         label = self.sim_labels[0]
         return label, self.frozen[label], {}
 
     def _specs(self, step: int, sim_label: str) -> tuple[list[ConversationSpec], dict[str, str]]:
-        c = self.config
+        c, draw_persona = self.config, self.method.personas
         seed_k = derive_seed(c.seed, step)
         specs, personas = [], {}
         for t in self.tasks:
             for g in range(c.group_size):
                 task = t
-                if c.method == "persona":
+                if draw_persona:
                     rng = random.Random(derive_seed(seed_k, hash_str(f"persona|{t.task_id}|{g}")))
                     persona = self.personas[rng.randrange(len(self.personas))]
                     task = Task(t.task_id, {**t.data, "persona": persona}, t.split)
@@ -534,7 +540,7 @@ class LLMTrainer:
                     simulator=sim_label,
                     seed=derive_seed(seed_k, hash_str(f"{t.task_id}|{g}")),
                 )
-                if c.method == "persona":
+                if draw_persona:
                     personas[spec.key] = str(task.data["persona"].get("persona_id"))
                 specs.append(spec)
         return specs, personas
@@ -702,7 +708,7 @@ class LLMTrainer:
         assert self.policy is not None
         side_target = {"policy": "policy"}
         prompt_ids = {"policy": self.policy.backend.prompt_ids}
-        if self.config.method == "selfplay":
+        if self.method.simulator == "self":
             side_target["simulator"] = "policy"
         elif self.simulator is not None:
             side_target["simulator"] = "simulator"
