@@ -20,7 +20,6 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -144,7 +143,15 @@ def arena_spec(config: CrossplayConfig) -> ArenaSpec:
     )
 
 
-def run_crossplay(
+def run_crossplay(config: CrossplayConfig, **kwargs: Any) -> dict[str, Any]:
+    """Synchronous :func:`run_crossplay_async` (same arguments); also works inside a running event loop
+    such as a Jupyter notebook's."""
+    from collapse_probe._sync import run_sync
+
+    return run_sync(run_crossplay_async(config, **kwargs))
+
+
+async def run_crossplay_async(
     config: CrossplayConfig,
     *,
     arena: Arena | None = None,
@@ -206,15 +213,13 @@ def run_crossplay(
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)
-    records = asyncio.run(
-        run_conversations(
-            arena,
-            specs,
-            participants,
-            config=EngineConfig(temperature=config.temperature, progress=progress, max_live=max_live),
-            run_dir=run_dir,
-            retry_infra_failures=not keep_failed,
-        )
+    records = await run_conversations(
+        arena,
+        specs,
+        participants,
+        config=EngineConfig(temperature=config.temperature, progress=progress, max_live=max_live),
+        run_dir=run_dir,
+        retry_infra_failures=not keep_failed,
     )
     results = crossplay_results(records, config, task_ids=[t.task_id for t in tasks])
     results["usage"] = usage.finish()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,24 @@ def run_play(
     fresh: bool = False,
     keep_failed: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Synchronous :func:`run_play_async`; also works inside a running event loop (e.g. Jupyter)."""
+    from collapse_probe._sync import run_sync
+
+    return run_sync(
+        run_play_async(config, arena, participants, out, progress=progress, fresh=fresh, keep_failed=keep_failed)
+    )
+
+
+async def run_play_async(
+    config: PlayConfig,
+    arena: Arena,
+    participants: dict[str, Participant],
+    out: str | Path | None,
+    *,
+    progress: bool = True,
+    fresh: bool = False,
+    keep_failed: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``config.tasks x config.rollouts`` conversations; return records and the reward summary.
 
     ``fresh`` starts over in ``out`` (old files move to ``out/.previous/``); ``keep_failed`` keeps
@@ -73,15 +90,13 @@ def run_play(
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, [config.policy], [config.sim], config.rollouts, config.seed)
-    records = asyncio.run(
-        run_conversations(
-            arena,
-            specs,
-            participants,
-            config=EngineConfig(temperature=config.temperature, progress=progress, max_live=config.max_live),
-            run_dir=run_dir,
-            retry_infra_failures=not keep_failed,
-        )
+    records = await run_conversations(
+        arena,
+        specs,
+        participants,
+        config=EngineConfig(temperature=config.temperature, progress=progress, max_live=config.max_live),
+        run_dir=run_dir,
+        retry_infra_failures=not keep_failed,
     )
     summary = summarize_rewards(records)
     if run_dir is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -263,4 +262,6 @@ async def run_audit_async(
 
 def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:
     """:func:`run_audit_async` for callers without an event loop."""
-    return asyncio.run(run_audit_async(config, out, **kwargs))
+    from collapse_probe._sync import run_sync
+
+    return run_sync(run_audit_async(config, out, **kwargs))

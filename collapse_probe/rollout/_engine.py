@@ -373,5 +373,7 @@ async def _finish(
 
 
 def run_conversations_sync(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-    """:func:`run_conversations` for callers without an event loop."""
-    return asyncio.run(run_conversations(*args, **kwargs))
+    """:func:`run_conversations` for synchronous callers (inside a running event loop too)."""
+    from collapse_probe._sync import run_sync
+
+    return run_sync(run_conversations(*args, **kwargs))

@@ -56,7 +56,6 @@ checkpoint are dropped first, so no step is duplicated or missing.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import json
@@ -72,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.errors import ConfigError, InfraError, require
@@ -560,7 +560,7 @@ class LLMTrainer:
         specs, personas = self._specs(step, sim_label)
         events: list[TurnEvent] = []
         participants = {self.policy_label: self._policy_participant(step), sim_label: sim_part}
-        records = asyncio.run(
+        records = run_sync(
             run_conversations(
                 self.arena,  # type: ignore[arg-type]
                 specs,
@@ -779,7 +779,7 @@ class LLMTrainer:
         stride = max(1, len(candidates) // c.collapse_states)
         chosen = candidates[::stride][: c.collapse_states]
         part = data.sim_participant
-        results = asyncio.run(part.model.generate([ev.request.with_samples(0, c.collapse_samples) for ev in chosen]))
+        results = run_sync(part.model.generate([ev.request.with_samples(0, c.collapse_samples) for ev in chosen]))
         partitioner = get_partitioner("exact")
         values = []
         for i, res in enumerate(results):
