@@ -101,14 +101,15 @@ async def run_play_async(
     summary = summarize_rewards(records)
     if run_dir is not None:
         from collapse_probe.crossplay import record_fingerprints
+        from collapse_probe.report.play_plots import write_play_report
 
-        run_dir.write_results(
-            {
-                "schema": "collapse-probe/play/v1",
-                **asdict(config),
-                "summary": summary,
-                "fingerprints": record_fingerprints(records),
-                "usage": usage.finish(),
-            }
-        )
+        results = {
+            "schema": "collapse-probe/play/v1",
+            **asdict(config),
+            "summary": summary,
+            "fingerprints": record_fingerprints(records),
+            "usage": usage.finish(),
+        }
+        run_dir.write_results(results)
+        write_play_report(results, records, run_dir.path / "report.html")
     return records, summary

@@ -93,5 +93,5 @@ def run(args: argparse.Namespace) -> int:
         f"{args.policy} vs {args.sim} on {args.benchmark}: mean reward {summary['mean_reward']:.3f} "
         f"({ci_s}n={summary['n']}, infra failures {summary['infra_failures']})"
     )
-    print(f"conversations: {args.out}/conversations.jsonl")
+    print(f"conversations: {args.out}/conversations.jsonl  report: {args.out}/report.html")
     return 0

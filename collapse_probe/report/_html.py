@@ -53,6 +53,30 @@ def _usd(v: Any) -> str:
     return "unknown" if v is None else f"{float(v):.4f}"
 
 
+TICK_FORMAT = ".3~g"
+"""d3 format of numeric value axes: at most three significant digits, no trailing zeros (0.05, not
+0.0500000000000007216)."""
+
+
+def step_axis(fig: Any, steps: Sequence[Any], title: str = "training step") -> Any:
+    """An x axis of whole steps: integer ticks only (no 1.2), about ten of them at most."""
+    import math
+
+    values = [s for s in steps if isinstance(s, int | float) and not isinstance(s, bool)]
+    span = (max(values) - min(values)) if values else 0
+    dtick = max(1, math.ceil(span / 10))
+    fig.update_xaxes(title=title, tickmode="linear", tick0=0, dtick=dtick, tickformat="d")
+    return fig
+
+
+def note_figure(fig: Any, text: str) -> Any:
+    """Write ``text`` across an empty or undefined figure, so it says why there is nothing to see."""
+    fig.add_annotation(
+        text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 14, "color": "#666"}
+    )
+    return fig
+
+
 def write_html_report(path: str | Path, title: str, sections: Sequence[Section], subtitle: str = "") -> Path:
     """Write a self-contained report (works offline: plotly.js is embedded, no CDN).
 

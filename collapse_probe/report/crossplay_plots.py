@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from collapse_probe.report._html import TICK_FORMAT, note_figure
+
 
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
@@ -33,7 +35,7 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
             m = c.get("mean_reward")
             ci = c.get("ci95") or [None, None]
             zr.append(m)
-            tr.append(_fmt(m, 2) if m is not None else "")
+            tr.append(_fmt(m, 2) if m is not None else "no data")
             hr.append(
                 f"policy {p}<br>simulator {s}<br>mean reward {_fmt(m)}<br>95% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]"
                 f"<br>success rate {_fmt(c.get('success_rate'))}<br>n {c.get('n', 0)}"
@@ -98,8 +100,17 @@ def transfer_bars(results: dict[str, Any]) -> Any:
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888")
     fig.update_layout(
         title=f"Transfer ratio (held-out / {results.get('train_simulator')} reward)",
-        xaxis_title="policy", yaxis_title="transfer ratio", height=380,
-    )  # fmt: skip
+        xaxis_title="policy",
+        yaxis_title="transfer ratio",
+        yaxis_tickformat=TICK_FORMAT,
+        height=380,
+    )
+    undefined = [t for t in entries if t.get("transfer_ratio") is None]
+    if not entries:
+        note_figure(fig, "no transfer ratio: the run names no training simulator (--train-sim)")
+    elif undefined:
+        why = "; ".join(f"{t['policy']}: {t.get('note') or 'undefined'}" for t in undefined)
+        note_figure(fig, f"undefined transfer ratio — {why}")
     return fig
 
 
@@ -123,7 +134,18 @@ def strategy_entropy_bars(results: dict[str, Any]) -> Any:
             marker_color="#55a868",
         )
     )
-    fig.update_layout(title="Policy strategy entropy", xaxis_title="policy", yaxis_title="entropy (nats)", height=360)
+    fig.update_layout(
+        title="Policy strategy entropy",
+        xaxis_title="policy",
+        yaxis_title="entropy (nats)",
+        yaxis_tickformat=TICK_FORMAT,
+        height=360,
+    )
+    missing = [e["policy"] for e in entries if e.get("strategy_entropy") is None]
+    if not entries:
+        note_figure(fig, "no policy messages were recorded, so there is no strategy entropy")
+    elif missing:
+        note_figure(fig, f"no strategy entropy for {', '.join(missing)}: no scored messages of that policy")
     return fig
 
 
@@ -155,7 +177,7 @@ def write_crossplay_report(results: dict[str, Any], path: str | Path) -> Path:
     from collapse_probe.report._html import write_html_report
 
     sections: list[tuple[str, Any]] = [("Reward matrix", reward_heatmap(results))]
-    if results.get("transfer"):
+    if results.get("transfer") or results.get("train_simulator"):
         sections.append(("Transfer", transfer_bars(results)))
     if results.get("policy_diversity"):
         sections.append(("Policy strategy entropy", strategy_entropy_bars(results)))

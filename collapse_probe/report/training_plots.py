@@ -45,7 +45,11 @@ def _with_alias(curves: Curves, key: str, alias: str) -> dict[str, list[Mapping[
     }
 
 
-def _layout(fig: Any, title: str, ytitle: str, yrange: Sequence[float] | None = None) -> Any:
+def _layout(fig: Any, title: str, ytitle: str, yrange: Sequence[float] | None = None, steps: Sequence[Any] = ()) -> Any:
+    from collapse_probe.report._html import TICK_FORMAT, step_axis
+
+    step_axis(fig, steps)
+    fig.update_yaxes(tickformat=TICK_FORMAT)
     fig.update_layout(
         title=title,
         xaxis_title="training step",
@@ -84,12 +88,14 @@ def metric_over_steps_figure(
     fig = go.Figure()
     dashes = ("solid", "dash", "dot", "dashdot")
     plotted = 0
+    steps: list[Any] = []
     for ri, (label, records) in enumerate(curves.items()):
         colour = _PALETTE[ri % len(_PALETTE)]
         for ki, (key, suffix) in enumerate(keys.items()):
             xs, ys = _series(records, key)
             if not xs:
                 continue
+            steps += xs
             name = f"{label} — {suffix}" if len(keys) > 1 else label
             fig.add_trace(
                 go.Scatter(
@@ -103,10 +109,11 @@ def metric_over_steps_figure(
             )
             plotted += 1
     if not plotted:
-        fig.add_annotation(
-            text="no data for this quantity yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
-        )
-    return _layout(fig, title, ytitle, yrange)
+        from collapse_probe.report._html import note_figure
+
+        names = " / ".join(keys)
+        note_figure(fig, f"no data yet: no step of these runs has recorded {names}")
+    return _layout(fig, title, ytitle, yrange, steps)
 
 
 def reward_curves_figure(curves: Curves) -> Any:

@@ -1,5 +1,5 @@
-"""A non-editable install, used as a new user would: from an unrelated directory, ``play`` runs on the
-shipped personas and ``dashboard`` serves. Everything it needs must come from inside the package.
+"""A non-editable install, used as a new user would: from an unrelated directory, ``play`` and ``audit``
+run on the shipped personas and ``dashboard`` serves. Everything it needs must come from inside the package.
 
 The slow test builds a fresh virtual environment from a copy of the tracked files (a clone), installs
 ``.[local,dashboard]`` into it without ``-e``, and drives the installed ``collapse-probe`` script. Set
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -132,8 +133,32 @@ def test_non_editable_install_plays_and_serves(tmp_path) -> None:
     }
     assert {r["task_id"] for r in rows} <= shipped
 
+    audit = subprocess.run(
+        [
+            str(exe),
+            "audit",
+            "--sim",
+            f"scripted:{donor}",
+            "--states",
+            "2",
+            "--samples",
+            "6",
+            "--no-progress",
+            "--out",
+            "audit",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert audit.returncode == 0, audit.stderr
+    assert json.loads((work / "audit" / "results.json").read_text())["summary"]["n_states"] > 0
+
     runs = work / "runs"
     shutil.copytree(work / "run", runs / "run")
+    shutil.copytree(work / "audit", runs / "audit")
     port = _free_port()
     proc = subprocess.Popen(
         [str(exe), "dashboard", str(runs), "--port", str(port)],
@@ -142,6 +167,7 @@ def test_non_editable_install_plays_and_serves(tmp_path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
     try:
         body, deadline = "", time.monotonic() + 120
@@ -157,9 +183,13 @@ def test_non_editable_install_plays_and_serves(tmp_path) -> None:
         assert body == "ok", proc.stdout.read() if proc.poll() is not None else "dashboard did not answer"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
             assert r.status == 200 and "<html" in r.read().decode().lower()
+        assert (work / "run" / "report.html").is_file()
     finally:
-        proc.terminate()
+        proc.terminate()  # SIGTERM stops the Streamlit server it started as well
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5)

@@ -1,0 +1,102 @@
+"""The ``report.html`` of a ``play`` run: the reward summary, the reward per task and a few conversations."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.report._html import TICK_FORMAT, note_figure
+
+SHOWN_CONVERSATIONS = 6
+"""Conversations printed in full in the report."""
+
+
+def reward_by_task_figure(records: Sequence[Mapping[str, Any]]) -> Any:
+    """Mean reward per task over its scored conversations (hover: n and infrastructure failures)."""
+    import plotly.graph_objects as go
+
+    by_task: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        by_task.setdefault(str(r.get("task_id")), []).append(r)
+    xs, ys, hover = [], [], []
+    for task, rows in by_task.items():
+        scored = [float(r["reward"]) for r in rows if r.get("reward") is not None and not r.get("infra_error")]
+        xs.append(task)
+        ys.append(sum(scored) / len(scored) if scored else None)
+        infra = sum(1 for r in rows if r.get("infra_error"))
+        hover.append(f"task {task}<br>scored conversations {len(scored)}<br>infrastructure failures {infra}")
+    fig = go.Figure(
+        go.Bar(x=xs, y=ys, customdata=hover, hovertemplate="%{customdata}<extra></extra>", marker_color="#4c72b0")
+    )
+    fig.update_layout(
+        title="Mean reward per task",
+        xaxis_title="task",
+        yaxis_title="mean reward",
+        xaxis_type="category",
+        yaxis_tickformat=TICK_FORMAT,
+        height=360,
+    )
+    if not any(y is not None for y in ys):
+        note_figure(fig, "no scored conversations: every conversation ended in an infrastructure failure")
+    return fig
+
+
+def _conversation_html(record: Mapping[str, Any]) -> str:
+    head = (
+        f"task {record.get('task_id')} rollout {record.get('rollout')} — {record.get('status')}, "
+        f"reward {record.get('reward')}"
+    )
+    lines = [f"<p><b>{html.escape(head)}</b></p><pre style='white-space:pre-wrap'>"]
+    for m in record.get("messages") or []:
+        who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(m.get("role"), str(m.get("role")).upper())
+        lines.append(html.escape(f"{who:>9}: {m.get('content')}") + "\n")
+    lines.append("</pre>")
+    return "".join(lines)
+
+
+def write_play_report(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write the self-contained ``report.html`` of a play run (``results`` as in its ``results.json``)."""
+    from collapse_probe.report._html import write_html_report
+
+    s = results.get("summary") or {}
+    ci = s.get("ci95") or [None, None]
+    summary = {
+        "columns": [
+            "policy",
+            "simulator",
+            "benchmark",
+            "n scored",
+            "mean reward",
+            "CI low",
+            "CI high",
+            "infra failures",
+        ],
+        "rows": [
+            [
+                results.get("policy"),
+                results.get("sim"),
+                results.get("benchmark"),
+                s.get("n"),
+                s.get("mean_reward"),
+                ci[0],
+                ci[1],
+                s.get("infra_failures"),
+            ]
+        ],
+    }
+    ordered = sorted(records, key=lambda r: (str(r.get("task_id")), int(r.get("rollout") or 0)))
+    shown = "".join(_conversation_html(r) for r in ordered[:SHOWN_CONVERSATIONS]) or "<p>no conversations</p>"
+    sections: list[tuple[str, Any]] = [
+        ("Summary", summary),
+        ("Reward per task", reward_by_task_figure(records)),
+        (f"Conversations (first {min(len(ordered), SHOWN_CONVERSATIONS)} of {len(ordered)})", shown),
+    ]
+    mean = s.get("mean_reward")
+    subtitle = (
+        f"mean reward {mean:.3f} over {s.get('n')} scored conversations"
+        if isinstance(mean, float)
+        else "no scored conversations"
+    )
+    return write_html_report(path, "collapse-probe play", sections, subtitle=subtitle)

@@ -1,0 +1,55 @@
+"""Reports: ``play`` writes report.html; empty or undefined charts say why; whole-step axes; short tick labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collapse_probe.play import PlayConfig, run_play
+from collapse_probe.report._html import TICK_FORMAT
+from collapse_probe.report.crossplay_plots import strategy_entropy_bars, transfer_bars
+from collapse_probe.report.play_plots import reward_by_task_figure
+from collapse_probe.report.training_plots import reward_curves_figure, training_figures
+from collapse_probe.runspec import ArenaSpec
+from collapse_probe.simulators import make_participant
+
+DONOR = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "scripted" / "p4g_donor_diverse.json"
+
+
+def _notes(fig) -> str:
+    return " ".join(a.text for a in fig.layout.annotations)
+
+
+def test_play_writes_a_report(tmp_path) -> None:
+    spec = f"scripted:{DONOR}"
+    config = PlayConfig(policy=spec, sim=spec, tasks=2, rollouts=2)
+    run_play(config, ArenaSpec().build([spec]), {spec: make_participant(spec, cache=False)}, tmp_path, progress=False)
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "collapse-probe play" in page and "Mean reward per task" in page and "SIMULATOR:" in page
+    assert page.count("plotly.js v") <= 1  # plotly inlined once, works offline
+
+
+def test_undefined_and_empty_charts_say_why() -> None:
+    undefined = {
+        "train_simulator": "smollm2",
+        "transfer": [{"policy": "p", "transfer_ratio": None, "note": "train reward is 0", "ci95": None}],
+    }
+    assert "undefined transfer ratio" in _notes(transfer_bars(undefined)) and "train reward is 0" in _notes(
+        transfer_bars(undefined)
+    )
+    assert "--train-sim" in _notes(transfer_bars({"train_simulator": None, "transfer": []}))
+    assert "no policy messages" in _notes(strategy_entropy_bars({"policy_diversity": []}))
+    failed = [{"task_id": "t", "reward": None, "infra_error": "timeout"}]
+    assert "infrastructure failure" in _notes(reward_by_task_figure(failed))
+    assert "no data yet" in _notes(reward_curves_figure({"run": [{"step": 1}]}))
+    # a chart with data has no note
+    ok = {"train_simulator": "s", "transfer": [{"policy": "p", "transfer_ratio": 0.8, "ci95": [0.7, 0.9]}]}
+    assert _notes(transfer_bars(ok)) == ""
+
+
+def test_training_axes_are_whole_steps_with_short_tick_labels() -> None:
+    curves = {"run": [{"step": s, "train_reward": 0.05 * s, "heldout_reward": 0.1} for s in range(1, 4)]}
+    for _, fig in training_figures(curves):
+        assert fig.layout.xaxis.tickformat == "d" and fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tick0 == 0
+        assert fig.layout.yaxis.tickformat == TICK_FORMAT
+    long = {"run": [{"step": s, "train_reward": 0.5} for s in range(0, 201)]}
+    assert reward_curves_figure(long).layout.xaxis.dtick == 20
