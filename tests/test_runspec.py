@@ -46,9 +46,20 @@ def test_trainer_rollouts_and_crossplay_evaluation_use_the_same_prompts(bench) -
     xp = CrossplayConfig(policies=["smollm2"], simulators=["smollm2", "vs:smollm2"], benchmark=bench, max_turns=3)
     api = arena_spec(xp).build([*xp.policies, *xp.simulators])
     args = build_parser().parse_args(
-        ["crossplay", "--policies", "smollm2", "--sims", "smollm2,vs:smollm2", "--benchmark", bench,
-         "--max-turns", "3", "--out", "x"]
-    )  # fmt: skip
+        [
+            "crossplay",
+            "--policies",
+            "smollm2",
+            "--sims",
+            "smollm2,vs:smollm2",
+            "--benchmark",
+            bench,
+            "--max-turns",
+            "3",
+            "--out",
+            "x",
+        ]
+    )
     cli = arena_from_args(args, ["smollm2", "smollm2", "vs:smollm2"])
     assert _prompts(trained) == _prompts(api) == _prompts(cli)
     if bench != "p4g":

@@ -93,11 +93,20 @@ def run(args: argparse.Namespace) -> int:
     )
     extra = {k: v for k, v in arena_options if v}
     config = CrossplayConfig(
-        policies=policies, simulators=sims,
-        train_simulator=args.train_sim, benchmark=args.benchmark, tasks=args.tasks, rollouts=args.rollouts,
-        max_turns=args.max_turns, seed=args.seed, temperature=args.temperature, partitioner=args.partitioner,
-        entropy_turns=args.entropy_turns, n_boot=args.n_boot, extra=extra,
-    )  # fmt: skip
+        policies=policies,
+        simulators=sims,
+        train_simulator=args.train_sim,
+        benchmark=args.benchmark,
+        tasks=args.tasks,
+        rollouts=args.rollouts,
+        max_turns=args.max_turns,
+        seed=args.seed,
+        temperature=args.temperature,
+        partitioner=args.partitioner,
+        entropy_turns=args.entropy_turns,
+        n_boot=args.n_boot,
+        extra=extra,
+    )
     config.validate()
     participants = participants_from_specs([*config.policies, *config.simulators], args)
     results = run_crossplay(

@@ -52,14 +52,24 @@ def app_path() -> Path:
 def streamlit_command(runs_dir: str | Path, port: int, host: str) -> list[str]:
     """The ``python -m streamlit run`` command line that serves the dashboard."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(app_path()),
-        "--server.address", host,
-        "--server.port", str(port),
-        "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
-        "--client.toolbarMode", "minimal",
-        "--", str(Path(runs_dir).resolve()),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path()),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
+        "--",
+        str(Path(runs_dir).resolve()),
+    ]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -182,7 +182,9 @@ def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
     return {
         "model calls": sum(int(u.get("requests") or 0) for u in rows),
         "tokens": sum(int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0) for u in rows),
-        "cost (USD)": None if any(c is None for c in costs) else round(sum(costs), 4),
+        "cost (USD)": None
+        if any(c is None for c in costs)
+        else round(sum(float(c) for c in costs if c is not None), 4),
     }
 
 
@@ -203,7 +205,7 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
         in_progress_note(run)
         partial_audit(by_mode)
         return
-    res = run.results
+    res = run.results or {}  # a complete run has parsed results
     st.info(md_text(res["verdict"]))
     audit_summary(res)
     show_table(ap.summary_table(res), expander="all summary quantities")
@@ -364,7 +366,7 @@ def view_crossplay(runs: list[rd.RunInfo]) -> None:
         if progress:
             st.dataframe(pd.DataFrame(progress), width="stretch", hide_index=True)
     else:
-        res = run.results
+        res = run.results or {}
         st.caption(
             f"benchmark **{res.get('benchmark')}**, training simulator **{res.get('train_simulator') or 'none'}**; "
             "hover a cell for its 95% CI, n and infrastructure failures (excluded from every mean)"
@@ -406,7 +408,7 @@ def verdicts_section(runs: list[rd.RunInfo], selected: rd.RunInfo | None) -> Non
         rows = [
             {
                 "check": c.get("name"),
-                "status": f"{icon.get(c.get('status'), '')} {c.get('status')}",
+                "status": f"{icon.get(str(c.get('status')), '')} {c.get('status')}",
                 "value": c.get("value"),
                 "threshold": c.get("threshold"),
                 "95% CI": fmt_ci(c.get("ci95")),
@@ -496,12 +498,13 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
         if run is None:
             continue
         with col:
-            audit_summary(run.results, compact=True)
-            st.caption(f"simulator {run.results.get('simulator')} ({run.results.get('mode')})")
-            figure_or_note(ap.collapse_error_per_state_figure, run.results)
+            res = run.results or {}
+            audit_summary(res, compact=True)
+            st.caption(f"simulator {res.get('simulator')} ({res.get('mode')})")
+            figure_or_note(ap.collapse_error_per_state_figure, res)
     a, b = picked
     if a is not None and b is not None:
-        figure_or_note(ap.compare_audits_figure, {a.name: a.results, b.name: b.results})
+        figure_or_note(ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}})
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -519,7 +522,7 @@ def main() -> None:
     wanted = st.query_params.get("view")  # deep link: ?view=Cross-play
     view = st.sidebar.radio("View", VIEWS, index=VIEWS.index(wanted) if wanted in VIEWS else 0, key="view")
     runs = rd.discover_runs(root)
-    counts = {}
+    counts: dict[str, int] = {}
     for r in runs:
         counts[r.kind] = counts.get(r.kind, 0) + 1
     st.sidebar.caption(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs yet")

@@ -58,12 +58,15 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
             zmin=0,
             zmax=1,
             colorbar={"title": "mean reward"},
-        )  # fmt: skip
+        )
     )
     fig.update_layout(
-        title="Cross-play matrix: mean reward", xaxis_title="simulator", yaxis_title="policy",
-        yaxis={"autorange": "reversed"}, height=160 + 60 * len(policies),
-    )  # fmt: skip
+        title="Cross-play matrix: mean reward",
+        xaxis_title="simulator",
+        yaxis_title="policy",
+        yaxis={"autorange": "reversed"},
+        height=160 + 60 * len(policies),
+    )
     return fig
 
 

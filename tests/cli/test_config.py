@@ -39,8 +39,27 @@ def _conversations(run: Path) -> list[dict]:
 
 
 def test_play_from_a_config_file_gives_exactly_the_conversations_of_the_flags(tmp_path, persuader, capsys) -> None:
-    flags = ["--policy", persuader, "--sim", f"scripted:{DONOR}", "--tasks", "3", "--rollouts", "3",
-             "--max-turns", "2", "--seed", "7", "--temperature", "0.7", "--vs-k", "3", "--no-progress", "--show", "0"]  # fmt: skip
+    flags = [
+        "--policy",
+        persuader,
+        "--sim",
+        f"scripted:{DONOR}",
+        "--tasks",
+        "3",
+        "--rollouts",
+        "3",
+        "--max-turns",
+        "2",
+        "--seed",
+        "7",
+        "--temperature",
+        "0.7",
+        "--vs-k",
+        "3",
+        "--no-progress",
+        "--show",
+        "0",
+    ]
     assert main(["play", *flags, "--out", str(tmp_path / "flags")]) == 0
 
     yaml_file = tmp_path / "run.yaml"
@@ -174,13 +193,31 @@ def test_train_exposes_every_scalar_trainer_field(tmp_path) -> None:
 
     args = parse_args(
         build_parser(),
-        ["train", "--lora-dropout", "0.1", "--adv-eps", "1e-5", "--max-grad-norm", "0.5", "--keep-checkpoints", "3",
-         "--dtype", "bfloat16", "--entropy-turns", "all"],
-    )  # fmt: skip
+        [
+            "train",
+            "--lora-dropout",
+            "0.1",
+            "--adv-eps",
+            "1e-5",
+            "--max-grad-norm",
+            "0.5",
+            "--keep-checkpoints",
+            "3",
+            "--dtype",
+            "bfloat16",
+            "--entropy-turns",
+            "all",
+        ],
+    )
     cfg = config_from_args(args)
     assert (cfg.lora_dropout, cfg.adv_eps, cfg.max_grad_norm, cfg.keep_checkpoints, cfg.dtype, cfg.entropy_turns) == (
-        0.1, 1e-5, 0.5, 3, "bfloat16", "all",
-    )  # fmt: skip
+        0.1,
+        1e-5,
+        0.5,
+        3,
+        "bfloat16",
+        "all",
+    )
     defaults = config_from_args(parse_args(build_parser(), ["train"]))
     assert (defaults.lora_dropout, defaults.keep_checkpoints, defaults.dtype) == (0.0, 2, None)
 
