@@ -29,13 +29,15 @@ from typing import Any, Literal
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import check_int
+from collapse_probe.metrics.rewards import cell_summary
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 
 SCHEMA = "collapse-probe/crossplay/v1"
-INFRA_ERROR = "infra_error"
 EntropyTurns = Literal["first", "all"]
 STRATEGY_PARTITIONERS = ("exact", "embedding")
 """Partitioners of policy messages that need no model of their own (``judge`` needs one)."""
@@ -100,8 +102,7 @@ class CrossplayConfig:
             v = getattr(self, name)
             if name == "max_turns" and v is None and not self.benchmark.startswith("p4g"):
                 continue  # tau2 has no turn cap by default (max steps end an episode)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{flag} must be an integer >= 1, got {v!r}")
+            check_int(v, flag)
         if self.partitioner not in STRATEGY_PARTITIONERS:
             raise ConfigError(
                 f"--partitioner must be one of {', '.join(STRATEGY_PARTITIONERS)} for the policy strategy entropy, "
@@ -109,8 +110,7 @@ class CrossplayConfig:
             )
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
-        if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, int) or self.n_boot < 100:
-            raise ConfigError(f"--n-boot must be an integer >= 100, got {self.n_boot!r}")
+        check_int(self.n_boot, "--n-boot", 100)
         from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, check_at_most, check_finite
 
         check_finite(self.temperature, "--temperature")
@@ -306,57 +306,6 @@ def crossplay_results(
         "policy_diversity": diversity,
         "config": asdict(config),
         "fingerprints": record_fingerprints(records),
-    }
-
-
-def record_fingerprints(records: Sequence[dict[str, Any]]) -> dict[str, str | list[str]]:
-    """Spec -> the model fingerprint its conversations were run with (a sorted list when they differ,
-    which the gate refuses to judge: one spec answered by two models)."""
-    seen: dict[str, set[str]] = {}
-    for r in records:
-        fps = r.get("fingerprints") or {}
-        for side in ("policy", "simulator"):
-            if isinstance(fps, dict) and fps.get(side):
-                seen.setdefault(str(r.get(side)), set()).add(str(fps[side]))
-    return {k: (next(iter(v)) if len(v) == 1 else sorted(v)) for k, v in seen.items()}
-
-
-def cell_summary(
-    records: Sequence[dict[str, Any]], policy: str, simulator: str, task_ids: Sequence[str]
-) -> dict[str, Any]:
-    """One matrix cell: mean reward and 95 % CI over scored conversations; infra failures counted apart.
-
-    A conversation whose arena could not judge it (``reward`` ``None`` without an infra error) is
-    counted as ``unscored`` and, like an infra failure, excluded from the mean.
-    """
-    from collapse_probe.metrics.transfer import mean_ci
-
-    scored = [r for r in records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
-    infra = [r for r in records if r.get("status") == INFRA_ERROR]
-    rewards = [float(r["reward"]) for r in scored]
-    task_rewards: dict[str, list[float]] = {t: [] for t in task_ids}
-    for r in sorted(scored, key=lambda r: int(r.get("rollout", 0))):
-        task_rewards.setdefault(str(r["task_id"]), []).append(float(r["reward"]))
-    est = mean_ci(rewards)
-    mean, lo, hi = est.value, est.lo, est.hi
-    errors: dict[str, int] = {}
-    for r in infra:
-        msg = str(r.get("infra_error") or "unknown")[:200]
-        errors[msg] = errors.get(msg, 0) + 1
-    total = len(records)
-    return {
-        "policy": policy,
-        "simulator": simulator,
-        "n": len(scored),
-        "n_conversations": total,
-        "mean_reward": mean,
-        "ci95": [lo, hi] if lo is not None and hi is not None else None,
-        "success_rate": (sum(1 for r in scored if r.get("success") is True) / len(scored)) if scored else None,
-        "infra_failures": len(infra),
-        "infra_rate": len(infra) / total if total else None,
-        "infra_errors": errors,
-        "unscored": total - len(scored) - len(infra),
-        "task_rewards": task_rewards,
     }
 
 

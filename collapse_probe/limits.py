@@ -32,3 +32,13 @@ def check_finite(value: Any, flag: str, least: float | None = 0.0) -> None:
         raise ConfigError(f"{flag}: expected a finite number, got {value!r}")
     if least is not None and value < least:
         raise ConfigError(f"{flag} must be >= {least:g}, got {value}")
+
+
+def check_int(value: Any, flag: str, least: int | None = 1, *, optional: bool = False) -> None:
+    """Raise :class:`ConfigError` naming ``flag`` unless ``value`` is an integer ``>= least`` (a bool is not
+    an integer here; ``optional`` also accepts ``None``)."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or (least is not None and value < least):
+        bound = f" >= {least}" if least is not None else ""
+        raise ConfigError(f"{flag} must be an integer{bound}, got {value!r}")

@@ -37,7 +37,7 @@ class PlayConfig:
 
 def summarize_rewards(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean reward with a 95 % CI over scored conversations; infra failures counted, not scored."""
-    from collapse_probe.crossplay import cell_summary
+    from collapse_probe.metrics.rewards import cell_summary
 
     cell = cell_summary(records, "", "", [])
     return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95")}
@@ -100,8 +100,8 @@ async def run_play_async(
     )
     summary = summarize_rewards(records)
     if run_dir is not None:
-        from collapse_probe.crossplay import record_fingerprints
         from collapse_probe.report.play_plots import write_play_report
+        from collapse_probe.rollout.records import record_fingerprints
 
         results = {
             "schema": "collapse-probe/play/v1",

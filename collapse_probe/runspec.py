@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from collapse_probe.benchmarks import Arena
-from collapse_probe.errors import ConfigError
+from collapse_probe.limits import check_int
 
 LOCAL_PREFIXES = ("local/", "hf/", "scripted:")
 """Model specs (after alias expansion) that run in-process with a small context: τ2 prompts are compacted."""
@@ -93,9 +93,7 @@ class ArenaSpec:
 
             make_arena(self.benchmark)  # raises the registry's message with suggestions
         for name in ("max_turns", "max_tokens"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {v!r}")
+            check_int(getattr(self, name), f"--{name.replace('_', '-')}", optional=True)
         if self.is_p4g:
             return replace(self, max_turns=self.max_turns or P4G_DEFAULT_TURNS, compact=None)
         compact = self.compact if self.compact is not None else any(is_local(s) for s in participants)

@@ -110,7 +110,7 @@ def test_crossplay_reads_arena_options_from_extra(tmp_path) -> None:
 
 
 def test_bad_arena_options_are_named() -> None:
-    with pytest.raises(ConfigError, match="--max-turns must be >= 1"):
+    with pytest.raises(ConfigError, match="--max-turns must be an integer >= 1"):
         ArenaSpec(max_turns=0).resolve()
     with pytest.raises(ConfigError, match="unknown benchmark 'p4h'"):
         ArenaSpec(benchmark="p4h").resolve()

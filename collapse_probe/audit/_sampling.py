@@ -20,8 +20,7 @@ from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._batch import batch_chunk
-from collapse_probe.rollout import RunDir
-from collapse_probe.rollout._engine import hash_str
+from collapse_probe.rollout import RunDir, hash_str
 from collapse_probe.simulators import Participant
 
 # ----------------------------------------------------------------------------------------------- sampling

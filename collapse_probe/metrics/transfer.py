@@ -17,6 +17,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import check_int
 
 __all__ = ["Estimate", "cluster_bootstrap_diff", "mean_ci", "transfer_ratio"]
 
@@ -47,8 +48,7 @@ class Estimate:
 def _check(level: float, n_boot: int | None = None) -> None:
     if not 0 < level < 1:
         raise ConfigError(f"level must be in (0, 1), got {level}")
-    if n_boot is not None and (isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 10):
-        raise ConfigError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    check_int(n_boot, "n_boot", 10, optional=True)
 
 
 def _finite_1d(values: Any, name: str) -> np.ndarray:

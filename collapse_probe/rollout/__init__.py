@@ -5,20 +5,25 @@ from collapse_probe.rollout._engine import (
     ConversationSpec,
     EngineConfig,
     TurnEvent,
+    hash_str,
     make_specs,
     run_conversations,
     run_conversations_sync,
 )
 from collapse_probe.rollout._rundir import RunDir, iter_jsonl, write_json_atomic
+from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 
 __all__ = [
     "CONVERSATIONS",
     "ConversationSpec",
     "EngineConfig",
     "RunDir",
+    "INFRA_ERROR",
     "TurnEvent",
+    "hash_str",
     "iter_jsonl",
     "make_specs",
+    "record_fingerprints",
     "run_conversations",
     "run_conversations_sync",
     "write_json_atomic",

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import check_int
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
 
@@ -191,15 +192,9 @@ class TrainConfig:
             ("save_every", "--save-every", 1),
             ("keep_checkpoints", "--keep-checkpoints", 1),
         ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ConfigError(f"{flag} must be an integer >= {lo}, got {v!r}")
-        if self.eval_tasks is not None and (
-            isinstance(self.eval_tasks, bool) or not isinstance(self.eval_tasks, int) or self.eval_tasks < 1
-        ):
-            raise ConfigError(f"--eval-tasks must be an integer >= 1, got {self.eval_tasks!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"--seed must be an integer, got {self.seed!r}")
+            check_int(getattr(self, name), flag, lo)
+        check_int(self.eval_tasks, "--eval-tasks", optional=True)
+        check_int(self.seed, "--seed", None)
         for name, flag in (("lr", "--lr"), ("sim_lr", "--sim-lr")):
             v = getattr(self, name)
             if v is None and name == "sim_lr":

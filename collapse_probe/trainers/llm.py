@@ -77,8 +77,16 @@ from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.errors import ConfigError, InfraError, require
 from collapse_probe.models import derive_seed
 from collapse_probe.models._usage import start_run_usage
-from collapse_probe.rollout import ConversationSpec, EngineConfig, RunDir, TurnEvent, iter_jsonl, write_json_atomic
-from collapse_probe.rollout._engine import hash_str, run_conversations
+from collapse_probe.rollout import (
+    ConversationSpec,
+    EngineConfig,
+    RunDir,
+    TurnEvent,
+    hash_str,
+    iter_jsonl,
+    run_conversations,
+    write_json_atomic,
+)
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
@@ -630,7 +638,8 @@ class LLMTrainer:
             sim = self.simulator
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
 
-        from collapse_probe.crossplay import INFRA_ERROR, policy_strategy_entropy
+        from collapse_probe.crossplay import policy_strategy_entropy
+        from collapse_probe.rollout.records import INFRA_ERROR
 
         scored = [r["reward"] for r in data.records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
         entropy = policy_strategy_entropy(
@@ -672,7 +681,7 @@ class LLMTrainer:
 
     def _groups(self, records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, float]]:
         """Task id -> conversation keys in rollout order; key -> reward of scored conversations."""
-        from collapse_probe.crossplay import INFRA_ERROR
+        from collapse_probe.rollout.records import INFRA_ERROR
 
         groups: dict[str, list[str]] = {}
         rewards: dict[str, float] = {}

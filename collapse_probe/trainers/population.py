@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import check_int
 from collapse_probe.rollout import write_json_atomic
 
 POOL_SCHEMA = "collapse-probe/pool/v1"
@@ -41,8 +42,7 @@ class PopulationPool:
     """
 
     def __init__(self, directory: str | Path, pool_size: int) -> None:
-        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
-            raise ConfigError(f"--pool-size must be an integer >= 1, got {pool_size!r}")
+        check_int(pool_size, "--pool-size")
         self.directory = Path(directory)
         self.pool_size = pool_size
         self.members: list[dict[str, Any]] = []
