@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ class RunDir:
         resume: bool = True,
         fingerprints: dict[str, str] | None = None,
         fresh: bool = False,
+        resumable: Collection[str] = (),
     ) -> None:
         """Check the directory, lock it, and arrange for ``config.json`` to be written.
 
@@ -68,6 +69,8 @@ class RunDir:
                 a changed model is refused, naming it.
             fresh: start over: the existing run's files move to ``.previous/<time>/`` inside the
                 directory (nothing is deleted).
+            resumable: configuration fields that may change on resume (e.g. a training run's
+                ``steps``); ``config.json`` takes their new values.
 
         Raises:
             ConfigError: the path is a file, the directory holds a run of another kind, another
@@ -86,10 +89,13 @@ class RunDir:
             old = read_run_config(self.path)
             if not resume:
                 raise ConfigError(f"--out {self.path}: already holds a run; use --fresh or another --out")
-            _check_same_run(cfg_path, old, full)
+            _check_same_run(cfg_path, old, full, resumable)
             self._pending = full if not cfg_path.exists() else None
-            if cfg_path.exists() and old.get("fingerprints") != full.get("fingerprints"):
-                self._pending = {**old, "fingerprints": full.get("fingerprints")}
+            changed = {k: full[k] for k in resumable if k in full and old.get(k) != full[k]}
+            if cfg_path.exists() and (old.get("fingerprints") != full.get("fingerprints") or changed):
+                self._pending = {**old, **changed, "fingerprints": full.get("fingerprints")}
+                if "fingerprints" not in full and "fingerprints" not in old:
+                    self._pending.pop("fingerprints")
             return
         self._pending = full
 
@@ -114,6 +120,10 @@ class RunDir:
             self.path.mkdir(parents=True, exist_ok=True)
             write_json_atomic(self.path / "config.json", self._pending)
             self._pending = None
+
+    def write_config(self) -> None:
+        """Write ``config.json`` now instead of with the first record (for runs that write other files first)."""
+        self._flush_config()
 
     def release(self) -> None:
         """Release the lock taken by :meth:`create` (also released at process exit)."""
@@ -206,12 +216,12 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return old
 
 
-def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) -> None:
+def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], resumable: Collection[str] = ()) -> None:
     if old.get("kind", full["kind"]) != full["kind"]:
         raise ConfigError(
             f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {full['kind']} run; use another --out"
         )
-    skip = _VOLATILE | {"fingerprints"}
+    skip = _VOLATILE | {"fingerprints"} | set(resumable)
     diff = {k for k in set(old) | set(full) if k not in skip and old.get(k) != full.get(k)}
     if diff:
         raise ConfigError(

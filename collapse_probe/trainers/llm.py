@@ -348,26 +348,13 @@ class LLMTrainer:
         self._restore()
 
     def _prepare_dir(self) -> None:
-        from collapse_probe.rollout._rundir import RunLock, check_out_path, read_run_config
-
-        check_out_path(self.out, "train")  # a file, or a run of another kind, is refused
-        RunLock(self.out).acquire()  # one writer per run directory; a killed run's lock is stale
-        cfg_path = self.out / "config.json"
-        new = {"kind": "train", **self.config.to_dict(), "version": __version__}
+        """Check and lock the run directory (:meth:`RunDir.create`); ``config.json`` is written at once,
+        before any checkpoint, and takes new values of the fields a resume may change (``--steps``, ...)."""
+        record = {**self.config.to_dict(), "version": __version__}
         if self.arena is not None:
-            new["arena"] = arena_record(self.arena)
-        if cfg_path.exists():
-            old = read_run_config(self.out)  # unreadable: refused, never overwritten
-            if isinstance(old, dict):
-                skip = RESUMABLE_FIELDS | {"version"}
-                diff = sorted(k for k in set(old) | set(new) if k not in skip and old.get(k) != new.get(k))
-                if diff:
-                    raise ConfigError(
-                        f"{cfg_path}: this run directory holds a training run with a different configuration "
-                        f"(differs in: {', '.join(diff)}); use another --out or delete the directory"
-                    )
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(cfg_path, new)
+            record["arena"] = arena_record(self.arena)
+        self.run_dir.create(record, kind="train", resumable=RESUMABLE_FIELDS)
+        self.run_dir.write_config()
 
     def _setup_vllm(self) -> None:
         from collapse_probe.models.vllm import VLLMModel, lora_rank_for_vllm
