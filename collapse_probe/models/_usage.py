@@ -392,6 +392,24 @@ def record_local_results(spec: str, completions: Iterable[Any], requests: int) -
     LEDGER.record(spec, model=spec, input_tokens=0, output_tokens=tokens, requests=requests)
 
 
+class MeteredModel:
+    """A backend that does not report usage itself, counted without the response cache (``--no-cache``):
+    the budget is checked before each ``generate`` and its calls are recorded as by the cache wrapper."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.spec = inner.spec
+
+    def __getattr__(self, name: str) -> Any:  # delegate backend extras (score_choices, fingerprint, ...)
+        return getattr(self.inner, name)
+
+    async def generate(self, requests: Any) -> Any:
+        check_budget(self.spec)
+        results = await self.inner.generate(requests)
+        record_local_results(self.spec, (c for r in results for c in r.completions), len(requests))
+        return results
+
+
 def format_usage(usage: Mapping[str, Mapping[str, Any]]) -> str:
     """Terminal lines of a ``usage`` block (one per model, then the total)."""
     if not usage:

@@ -76,10 +76,24 @@ def make_participant(spec: str, *, vs_k: int = 5, cache: bool = True, **model_op
     model = get_model(model_spec, **model_options)
     if cache:
         model = _cached(model)
+    elif not getattr(model, "reports_usage", False):
+        model = _metered(model)
     return Participant(label=spec, model=model, mode=mode, vs_k=vs_k)
 
 
 _CACHES: dict[str, Any] = {}
+_METERED: dict[int, Any] = {}
+
+
+def _metered(model: ChatModel) -> ChatModel:
+    """One usage-counting wrapper per uncached model (participants sharing a model share a batch)."""
+    from collapse_probe.models._usage import MeteredModel
+
+    if id(model) not in _METERED:
+        _METERED[id(model)] = MeteredModel(model)
+    return _METERED[id(model)]
+
+
 _WRAPPED: dict[tuple[int, str], Any] = {}
 
 

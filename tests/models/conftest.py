@@ -15,3 +15,4 @@ def fresh_models(monkeypatch):
     monkeypatch.setattr(_registry, "_INSTANCES", {})
     monkeypatch.setattr(_participant, "_WRAPPED", {})
     monkeypatch.setattr(_participant, "_CACHES", {})
+    monkeypatch.setattr(_participant, "_METERED", {})

@@ -98,3 +98,15 @@ def test_cost_limit_without_a_price_refuses_to_guess(tmp_path, openai_env, write
                      "--no-progress", "--cost-limit", "0.01", "--out", str(tmp_path / "run")])  # fmt: skip
     assert code == 3
     assert f"no price for {spec}" in capsys.readouterr().err
+
+
+def test_local_models_are_counted_free_with_or_without_the_cache(tmp_path, openai_env, write_scripted):
+    policy = write_scripted([("Would you donate?", 1.0)])
+    sim = write_scripted([("Maybe [DONATE $1]", 1.0)], name="sim.json")
+    for flag in ([], ["--no-cache"]):
+        out = tmp_path / f"run{len(flag)}"
+        assert main(["play", "--policy", policy, "--sim", sim, "--tasks", "1", "--rollouts", "2", "--max-turns", "1",
+                     "--no-progress", "--out", str(out), *flag]) == 0  # fmt: skip
+        usage = json.loads((out / "results.json").read_text())["usage"]
+        assert set(usage) == {policy, sim} and all(u["cost_usd"] == 0.0 for u in usage.values())
+        assert all(u["requests"] > 0 for u in usage.values())
