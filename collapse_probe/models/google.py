@@ -260,10 +260,10 @@ class GeminiChatModel(APIChatModel):
     def path(self) -> str:
         return f"/{self.api_version}/models/{self.model}:generateContent"
 
-    def _http_options(self, http_client: Any = None) -> Any:
+    def _http_options(self, http_client: Any = None, timeout: float | None = None) -> Any:
         types = _genai().types
         options: dict[str, Any] = {
-            "timeout": int(self.timeout * 1000),
+            "timeout": int((timeout or self.timeout) * 1000),
             "retry_options": types.HttpRetryOptions(attempts=1),  # one policy: ours
         }
         if self.base_url and not (self.vertex and self.base_url == VERTEX_DEFAULT):
@@ -274,8 +274,8 @@ class GeminiChatModel(APIChatModel):
             options["httpx_async_client"] = http_client
         return types.HttpOptions(**options)
 
-    def _client_kwargs(self, http_client: Any = None) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"http_options": self._http_options(http_client)}
+    def _client_kwargs(self, http_client: Any = None, timeout: float | None = None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"http_options": self._http_options(http_client, timeout)}
         if self.vertex:
             kwargs["vertexai"] = True
             if self.project:
@@ -306,7 +306,7 @@ class GeminiChatModel(APIChatModel):
         return errors
 
     def _served_model_name(self) -> str | None:
-        info = self.sync_client().models.get(model=self.model)
+        info = _genai().Client(**self._client_kwargs(timeout=10.0)).models.get(model=self.model)
         version = getattr(info, "version", None)
         return f"{info.name}@{version}" if version else str(info.name)
 
