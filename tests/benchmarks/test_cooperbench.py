@@ -134,7 +134,8 @@ def test_gold_pair_that_conflicts_succeeds_by_union_merge():
 
 def test_gold_pair_with_clean_merge_succeeds_and_order_is_normalised():
     task = _task("demo_textkit_task/task1")
-    r = evaluate_pair(task, (3, 2), (_gold(task, 3), _gold(task, 2)))  # features given out of order
+    paths = (str(task.features[3].patch_path), task.features[2].patch_path)  # patch files, as str and Path
+    r = evaluate_pair(task, (3, 2), paths)  # features given out of order
     assert r.features == (2, 3)
     assert r.merge == "naive" and r.success and r.passed == (True, True)
 

@@ -364,10 +364,13 @@ def _as_task(task: CooperTask | str | Path) -> CooperTask:
 
 
 def _read(p: str | Path | None) -> str:
+    """Patch text from text, a :class:`~pathlib.Path`, or a one-line string naming an existing file."""
     if p is None:
         return ""
     if isinstance(p, Path):
         return p.read_text(encoding="utf-8")
+    if p and "\n" not in p and len(p) < 4096 and Path(p).is_file():
+        return Path(p).read_text(encoding="utf-8")
     return p
 
 
@@ -382,7 +385,8 @@ def evaluate_pair(
     """Merge ``patches`` (agent1's for ``features[0]``, agent2's for ``features[1]``) and test each feature.
 
     ``features`` may be given in either order; the smaller id is agent1's, and the patches follow
-    their features. Patches are text (a :class:`~pathlib.Path` is read).
+    their features. Patches are text, or a path (a :class:`~pathlib.Path`, or a one-line string naming
+    a file) that is read; ``None`` or ``""`` is an empty patch.
     """
     task = _as_task(task_dir)
     i, j = features
