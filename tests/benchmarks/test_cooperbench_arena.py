@@ -189,3 +189,14 @@ def test_audit_hooks_probe_states_and_meaning_key():
     assert key(json.dumps({"name": "bash", "arguments": {"command": "git diff"}})) == "bash:git"
     assert key(json.dumps({"name": "send_message", "arguments": {"recipient": "agent1", "content": "hi"}})) == "message"
     assert key("I will think about it.") == "no_tool_call"
+
+
+def test_cli_bad_data_is_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
+    from collapse_probe.cli import main
+
+    monkeypatch.delenv("COLLAPSE_PROBE_COOPERBENCH_DATA", raising=False)
+    args = ["play", "--benchmark", "cooperbench", "--policy", GOLD, "--sim", GOLD, "--out", str(tmp_path / "r")]
+    assert main(args) == 2
+    assert "COLLAPSE_PROBE_COOPERBENCH_DATA" in capsys.readouterr().err
+    assert main([*args, "--cooperbench-data", str(tmp_path / "missing")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
