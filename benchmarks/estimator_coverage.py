@@ -74,7 +74,7 @@ def _ent_new(cs: Sequence[np.ndarray], seed: int) -> Interval:
 
 def _ent_old(cs: Sequence[np.ndarray], seed: int) -> Interval:
     ests = [est.entropy(c) for c in cs]
-    cis = [est.entropy_ci(c, n_boot=200, seed=seed) for c in cs]
+    cis = [est.entropy_ci(c, n_boot=60, seed=seed) for c in cs]
     if len(cs) == 1:
         return cis[0][0], cis[0][1], ests[0]
     r = iv.mean_with_state_se(ests, cis, n_boot=300, seed=seed)
@@ -87,7 +87,7 @@ ESTIMATORS: dict[str, tuple[Callable[[np.ndarray], float], dict[str, Callable[..
 }
 OLD_NAMES = {
     "eps": "old: Wilson-max per state / two-level basic bootstrap of the mean",
-    "entropy": "old: CWJ ± z·bootstrap SE per state / two-level normal bootstrap of the mean",
+    "entropy": "old: CWJ ± z·bootstrap SE per state (60 resamples) / two-level normal bootstrap of the mean",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -48,5 +49,7 @@ def test_headline_estimate_corrects_the_plugin_bias_on_a_diverse_simulator(write
     s = _headline(write_scripted(UNIFORM_10), tmp_path / "run", 8, 20, 0)
     ce = s["collapse_error"]
     assert ce["plugin"] < ce["estimate"] <= 0.95  # the plug-in is biased towards "collapsed"
+    ent = s["entropy"]
+    assert ent["ci95"][0] <= math.log(10) <= ent["ci95"][1] and "unseen classes" in ent["note"]
     for src in s["by_source"].values():
         assert src["ci95"][0] <= src["collapse_error"] <= src["ci95"][1] and "collapse_error_plugin" in src

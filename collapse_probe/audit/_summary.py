@@ -18,7 +18,7 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
         collapse_error_corrected,
         collapse_error_interval,
         entropy,
-        entropy_ci,
+        entropy_interval,
         hill_number,
         low_confidence,
         sample_coverage,
@@ -27,13 +27,15 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
 
     n = int(counts.sum())
     eps = collapse_error_interval(counts, seed=seed)
+    ent = entropy_interval(counts, seed=seed)
     return {
         "collapse_error": collapse_error(counts),  # plug-in; the bias-aware value is collapse_error_estimate
         "collapse_error_estimate": eps.estimate,
         "collapse_error_ci95": eps.ci95,
         "collapse_error_corrected": collapse_error_corrected(counts, seed=seed),
         "entropy": entropy(counts),
-        "entropy_ci95": list(entropy_ci(counts, seed=seed)),
+        "entropy_ci95": ent.ci95,
+        "entropy_note": ent.note,
         "entropy_plugin": entropy(counts, "plugin"),
         "entropy_miller_madow": entropy(counts, "miller_madow"),
         "hill": {
@@ -42,6 +44,7 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
             "2": hill_number(counts, 2),
             "inf": hill_number(counts, float("inf")),
         },  # fmt: skip
+        "hill_note": "plug-in over the observed classes (D0 counts only classes seen)",
         "sample_coverage": sample_coverage(counts),
         "distinct_1": distinct_n(texts, 1),
         "distinct_2": distinct_n(texts, 2),
@@ -70,6 +73,17 @@ def mean_collapse_error(counts_list: Sequence[Sequence[int]], n_boot: int = 1000
     return mean_collapse_error_interval(cs, level=level, seed=seed).to_dict()
 
 
+def mean_entropy(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """Mean Chao–Wang–Jost entropy (nats, incl. unseen classes) over the audited states, with the interval
+    of :func:`collapse_probe.metrics.estimators.mean_entropy_interval`."""
+    from collapse_probe.metrics.estimators import mean_entropy_interval
+
+    cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
+    if not cs:
+        return {"estimate": None, "ci95": None, "n_states": 0}
+    return mean_entropy_interval(cs, level=level, seed=seed).to_dict()
+
+
 def mean_with_state_se(estimates: Sequence[float], cis: Sequence[Sequence[float]], n_boot: int = 1000,
                        level: float = 0.95, seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """Mean of per-state estimates with a two-level CI: states resampled, and each drawn state's
@@ -89,8 +103,7 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
     ok = [r for r in records if r.get("status") == "ok"]
     infra = [r for r in records if r.get("status") == "infra_error"]
     eps = mean_collapse_error([r["class_counts"] for r in ok], n_boot=config.n_boot, seed=config.seed)
-    ent = mean_with_state_se([r["entropy"] for r in ok], [r["entropy_ci95"] for r in ok], n_boot=config.n_boot,
-                             seed=config.seed)  # fmt: skip
+    ent = mean_entropy([r["class_counts"] for r in ok], seed=config.seed)
     exact = [r["exact"]["collapse_error"] for r in ok if (r.get("exact") or {}).get("collapse_error") is not None]
     summary: dict[str, Any] = {
         "collapse_error": {
@@ -102,8 +115,17 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
             "target": "mean over the audited states of their true collapse error",
         },
         "collapse_error_corrected": float(np.mean([r["collapse_error_corrected"] for r in ok])) if ok else None,
-        "entropy": {"estimate": ent["estimate"], "ci95": ent["ci95"], "estimator": "chao_wang_jost", "unit": "nats"},
+        "entropy": {
+            "estimate": ent["estimate"],
+            "ci95": ent["ci95"],
+            "estimator": "chao_wang_jost",
+            "unit": "nats",
+            "method": ent.get("method"),
+            "plugin": ent.get("plugin"),
+            "note": ent.get("note"),
+        },  # fmt: skip
         "effective_modes": math.exp(ent["estimate"]) if ent["estimate"] is not None else None,
+        "effective_modes_note": "exp of the mean entropy estimate, incl. unseen classes",
         "accumulated_collapse_error": None,
         "distinct_2": _mean([r.get("distinct_2") for r in ok]),
         "vendi": _mean([r.get("vendi") for r in ok]),
@@ -131,7 +153,8 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
         e = mean_collapse_error([r["class_counts"] for r in rs], n_boot=config.n_boot, seed=config.seed)
         by_source[src] = {"collapse_error": e["estimate"], "ci95": e["ci95"], "n_states": len(rs),
                           "collapse_error_plugin": e["plugin"], "method": e["method"],
-                          "entropy": float(np.mean([r["entropy"] for r in rs]))}  # fmt: skip
+                          "entropy": float(np.mean([r["entropy"] for r in rs])),
+                          "entropy_ci95": mean_entropy([r["class_counts"] for r in rs], seed=config.seed)["ci95"]}  # fmt: skip
     summary["by_source"] = by_source
     return summary
 

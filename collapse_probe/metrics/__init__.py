@@ -39,6 +39,7 @@ from collapse_probe.metrics.estimators import (
     entropy,
     entropy_chao_wang_jost,
     entropy_ci,
+    entropy_interval,
     entropy_miller_madow,
     entropy_plugin,
     exact_class_distribution,
@@ -48,6 +49,7 @@ from collapse_probe.metrics.estimators import (
     hill_number,
     low_confidence,
     mean_collapse_error_interval,
+    mean_entropy_interval,
     sample_coverage,
 )
 from collapse_probe.metrics.partitioners import (
@@ -120,6 +122,7 @@ __all__ = [
     "entropy",
     "entropy_chao_wang_jost",
     "entropy_ci",
+    "entropy_interval",
     "entropy_miller_madow",
     "entropy_plugin",
     "exact_class_distribution",
@@ -134,6 +137,7 @@ __all__ = [
     "low_confidence",
     "mean_ci",
     "mean_collapse_error_interval",
+    "mean_entropy_interval",
     "mean_pairwise_cosine",
     "normalize_rows",
     "normalize_text",

@@ -30,8 +30,11 @@ __all__ = [
     "bootstrap_collapse_errors",
     "collapse_error_interval",
     "collapse_error_intervals",
+    "entropy_interval",
+    "entropy_intervals",
     "mean_collapse_error_bootstrap",
     "mean_collapse_error_interval",
+    "mean_entropy_interval",
     "mean_with_state_se",
 ]
 
@@ -467,3 +470,191 @@ def mean_with_state_se(
         n_states=int(est.size),
         low_confidence=False,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# entropy
+
+ENTROPY_METHOD = (
+    "Chao–Wang–Jost estimate (incl. unseen classes); interval: union of basic and bias-shifted percentile "
+    "bootstrap intervals from the Chao et al. (2013) extended assemblage, upper end also from an "
+    "assemblage with more unseen classes (Chao1 upper limit) and at least the rule-of-three unseen mass"
+)
+ENTROPY_NOTE = "estimate incl. unseen classes (Chao–Wang–Jost), nats"
+_ENTROPY_DRAWS = 300
+"""Bootstrap draws per state and assemblage for the entropy interval."""
+
+
+@functools.lru_cache(maxsize=65536)
+def _cwj_unseen_term(n: int, f1: int, f2: int) -> float:
+    """The unseen-class term of Chao–Wang–Jost, which depends on (N, f1, f2) only."""
+    from collapse_probe.metrics.estimators import _cwj_a, _cwj_tail
+
+    a = _cwj_a(n, f1, f2)
+    return f1 / n * _cwj_tail(a, n) if f1 > 0 and a != 1.0 else 0.0
+
+
+def _cwj_rows(x: np.ndarray, n: int) -> np.ndarray:
+    """Chao–Wang–Jost entropy of every row of a count matrix (rows sum to ``n``; zeros allowed)."""
+    # ψ(N) − ψ(X) = Σ_{k=X}^{N−1} 1/k: a table of harmonic numbers instead of digamma calls
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+    h = (x * (harmonic[n - 1] - harmonic[np.maximum(x, 1) - 1])).sum(axis=-1) / n
+    f1 = (x == 1).sum(axis=-1)
+    f2 = (x == 2).sum(axis=-1)
+    keys = f1 * (n + 1) + f2
+    uniq, inv = np.unique(keys.ravel(), return_inverse=True)
+    add = np.array([_cwj_unseen_term(n, *divmod(int(k), n + 1)) for k in uniq])
+    return np.asarray(h + add[inv].reshape(h.shape), dtype=np.float64)
+
+
+def _chao1_unseen_upper(c: np.ndarray, n: int, z: float) -> float:
+    """Upper confidence limit of the number of unseen classes: Chao1 with its log-normal interval.
+
+    Chao (1987), Biometrics 43, 783–791; the bias-corrected variance forms of Chao (2005), *Encyclopedia
+    of Statistical Sciences*, "Species estimation and applications".
+    """
+    f1 = int(np.sum(c == 1))
+    f2 = int(np.sum(c == 2))
+    k = (n - 1) / n
+    if f1 == 0:
+        return 0.0
+    if f2 > 0:
+        f0 = k * f1 * f1 / (2.0 * f2)
+        r = f1 / f2
+        var = f2 * (k * 0.5 * r**2 + k * k * r**3 + k * k * 0.25 * r**4)
+    else:
+        f0 = k * f1 * (f1 - 1) / 2.0
+        total = c.size + f0
+        var = k * f1 * (f1 - 1) / 2.0 + k * k * f1 * (2 * f1 - 1) ** 2 / 4.0 - k * k * f1**4 / (4.0 * total)
+    if f0 <= 0:
+        return 1.0
+    return f0 * math.exp(z * math.sqrt(math.log(1.0 + max(var, 0.0) / f0**2)))
+
+
+def _upper_assemblage(c: np.ndarray, n: int, alpha: float) -> np.ndarray:
+    """A plausible assemblage richer than the data suggest: the Chao et al. detected classes, the unseen
+    mass raised to at least the rule-of-three bound 1 − (α/2)^(1/N) (N draws can miss that much mass
+    with probability α/2) and spread over the Chao1 upper limit of unseen classes."""
+    from collapse_probe.metrics.estimators import _extended_assemblage
+
+    ext = _extended_assemblage(c)
+    detected = ext[: c.size]
+    w = max(1.0 - float(detected.sum()), 1.0 - (alpha / 2) ** (1.0 / n))
+    unseen = max(1, int(math.ceil(_chao1_unseen_upper(c, n, float(norm.ppf(1 - alpha / 2))))))
+    return np.concatenate([detected / detected.sum() * (1.0 - w), np.full(unseen, w / unseen)])
+
+
+def _plugin_entropy(p: np.ndarray) -> float:
+    q = p[p > 0]
+    return float(-(q * np.log(q)).sum())
+
+
+def _draw_counts(rng: np.random.Generator, n: int, p: np.ndarray, size: int) -> np.ndarray:
+    """``size`` multinomial(N, p) count vectors; by inverse-CDF draws when N is small beside the number of
+    classes (N·log K < K), where the per-class binomial loop of ``Generator.multinomial`` is the cost."""
+    k = p.size
+    if n * max(1.0, math.log2(k)) >= k:
+        return rng.multinomial(n, p, size=size)
+    cdf = np.cumsum(p)
+    idx = np.minimum(np.searchsorted(cdf, rng.random((size, n)) * cdf[-1], side="right"), k - 1)
+    offsets = (np.arange(size, dtype=np.int64) * k)[:, None]
+    return np.bincount((idx + offsets).ravel(), minlength=size * k).reshape(size, k)
+
+
+def _entropy_pivots(cs: Sequence[np.ndarray], ns: np.ndarray, alpha: float, rng: np.random.Generator) -> np.ndarray:
+    """(2, S, B) bootstrap pivots CWJ* − H(world) in the extended and in the upper assemblage."""
+    from collapse_probe.metrics.estimators import _extended_assemblage
+
+    out = np.empty((2, len(cs), _ENTROPY_DRAWS))
+    for s, (c, n) in enumerate(zip(cs, ns, strict=True)):
+        for w, world in enumerate((_extended_assemblage(c), _upper_assemblage(c, int(n), alpha))):
+            draws = _draw_counts(rng, int(n), world, _ENTROPY_DRAWS)
+            out[w, s] = _cwj_rows(draws, int(n)) - _plugin_entropy(world)
+    return out
+
+
+def _entropy_from_pivots(est: float, piv: np.ndarray, alpha: float) -> tuple[float, float]:
+    """Interval for ``est`` from mean-over-states pivots ``piv`` (2, B) of the two assemblages."""
+    qa_lo, qa_hi = np.quantile(piv[0], [alpha / 2, 1 - alpha / 2])
+    qb_lo, qb_hi = np.quantile(piv[1], [alpha / 2, 1 - alpha / 2])
+    ma, mb = float(piv[0].mean()), float(piv[1].mean())
+    # basic (reflected) interval: right when the estimator's bias dominates (long tails);
+    # bias-shifted percentile (unreflected): right near the maximum entropy of few classes, where the
+    # sampling distribution is skewed the other way. The union holds in both regimes.
+    lo = min(est - qa_hi, est - ma + (qa_lo - ma))
+    hi = max(est - qa_lo, est - qb_lo, est - ma + (qa_hi - ma), est - mb + (qb_hi - mb))
+    return max(0.0, float(lo)), float(hi)
+
+
+def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> IntervalEstimate:
+    """Mean Shannon entropy (nats) over the audited states, Chao–Wang–Jost per state, with an interval.
+
+    The estimate counts classes not yet seen (the Chao–Wang–Jost estimator extrapolates the discovery
+    curve), so it can exceed the log of the number of observed classes. The interval comes from
+    bootstrap pivots CWJ* − H(world), averaged over states, in two worlds per state: the Chao et al.
+    (2013) extended assemblage (observed classes shrunk to the estimated coverage plus Chao1 unseen
+    classes) and a richer one (unseen mass at least the rule-of-three bound, spread over the Chao1
+    upper limit of unseen classes). Its lower end is the lower of the basic and the bias-shifted
+    percentile intervals; its upper end the highest of those in both worlds.
+
+    Why: CWJ is the least-biased estimator we have, but on long tails it still falls short (Zipf over
+    200 at N = 20: −0.42 nats), and averaging over states does not remove that; a normal interval
+    around it covers 0.58 on [.9, .1] at N = 10 and collapses to [0, 0] when all replies share a class.
+    The richer world gives the upper end room for classes the sample cannot show; the union of
+    reflected and unreflected bootstrap shapes holds both near the maximum entropy of a few classes and
+    in the undersampled regime. Coverage and width per panel cell: ``docs/estimator-coverage.md``.
+
+    Args:
+        counts_list: class counts of each state.
+        level: confidence level in (0, 1).
+        seed: seed of the bootstrap.
+
+    Example:
+        >>> r = mean_entropy_interval([[20], [19, 1]])
+        >>> r.ci95[0] <= r.estimate < r.ci95[1] and r.ci95[1] > 0
+        True
+    """
+    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES, entropy_plugin
+
+    _check(level, seed)
+    cs, ns = _counts_matrix(counts_list, "counts_list")
+    alpha = 1.0 - level
+    ests = np.array([_cwj_rows(c[None, :], int(n))[0] for c, n in zip(cs, ns, strict=True)])
+    est = float(ests.mean())
+    piv = _entropy_pivots(cs, ns, alpha, np.random.default_rng(seed)).mean(axis=1)
+    lo, hi = _entropy_from_pivots(est, piv, alpha)
+    # A state whose N replies all share one class: N identical draws have probability >= α/2 only if
+    # the other mass is below w = 1 − (α/2)^(1/N), so its entropy may be as high as that of (1 − w, w)
+    # (exact inversion). The bootstrap cannot see this, as every resample repeats the one class.
+    w = 1.0 - (alpha / 2) ** (1.0 / ns.astype(np.float64))
+    single = np.array([c.size == 1 for c in cs])
+    floor = np.where(single, -(w * np.log(w) + (1 - w) * np.log1p(-w)), ests)
+    hi = max(hi, float(floor.mean()))
+    return IntervalEstimate(
+        estimate=est,
+        ci95=[float(min(lo, est)), float(max(hi, est))],
+        method=ENTROPY_METHOD,
+        plugin=float(np.mean([entropy_plugin(c) for c in cs])),
+        level=level,
+        n=int(ns.min()),
+        n_states=len(cs),
+        low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
+        note=ENTROPY_NOTE,
+    )
+
+
+def entropy_interval(counts: Any, level: float = 0.95, seed: int = 0) -> IntervalEstimate:
+    """Shannon entropy (nats) of one state: Chao–Wang–Jost with the interval of :func:`mean_entropy_interval`.
+
+    Example:
+        >>> r = entropy_interval([20])
+        >>> r.estimate, r.ci95[0], r.ci95[1] > 0.3
+        (0.0, 0.0, True)
+    """
+    return mean_entropy_interval([counts], level=level, seed=seed)
+
+
+def entropy_intervals(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> list[IntervalEstimate]:
+    """:func:`entropy_interval` of each state (independent seeds derived from ``seed``)."""
+    _check(level, seed)
+    return [entropy_interval(c, level=level, seed=seed + i) for i, c in enumerate(counts_list)]

@@ -127,3 +127,56 @@ def test_two_hundred_states_are_fast():
     est.collapse_error_intervals(cs)
     assert time.perf_counter() - t0 < 20  # seconds, on a loaded 2-core machine; ~1 s when idle
     assert math.isfinite(est.mean_collapse_error_interval(cs).estimate)
+
+
+# ------------------------------------------------------------------------------------------------ entropy
+
+
+def _zipf(k):
+    w = 1.0 / np.arange(1, k + 1)
+    return w / w.sum()
+
+
+def _entropy(p):
+    return float(-(p * np.log(p)).sum())
+
+
+def test_vectorised_chao_wang_jost_matches_the_scalar_estimator():
+    from collapse_probe.metrics._intervals import _cwj_rows
+
+    rng = np.random.default_rng(3)
+    for n, p in [(20, _zipf(200)), (50, TIE), (20, TWO_CLASS)]:
+        x = rng.multinomial(n, p, size=200)
+        scalar = [est.entropy_chao_wang_jost(r[r > 0]) for r in x]
+        assert np.allclose(_cwj_rows(x, n), scalar, atol=1e-12)
+
+
+def test_entropy_of_one_observed_class_keeps_an_honest_upper_end():
+    r = est.entropy_interval([20])
+    w = 1 - 0.025 ** (1 / 20)  # the rule-of-three mass: 20 identical draws are likelier than α/2 below it
+    assert r.estimate == 0.0 and r.ci95[0] == 0.0
+    assert r.ci95[1] == pytest.approx(-(w * math.log(w) + (1 - w) * math.log(1 - w)), rel=1e-9)
+    assert "unseen classes" in r.note and r.plugin == 0.0
+
+
+def test_entropy_interval_contains_estimate_and_is_deterministic():
+    counts = [[5, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], [9, 6, 5]]
+    a, b = est.mean_entropy_interval(counts, seed=1), est.mean_entropy_interval(counts, seed=1)
+    assert a == b and a.ci95[0] <= a.estimate <= a.ci95[1] and a.n_states == 2
+    assert a.estimate > a.plugin  # Chao–Wang–Jost adds the classes not yet seen
+
+
+@pytest.mark.parametrize(
+    ("p", "n", "s", "reps", "floor"),
+    [(TWO_CLASS, 20, 1, 120, 0.88), (_zipf(200), 20, 16, 25, 0.8), (TIE, 50, 1, 120, 0.88)],
+    ids=["two-class-1x20", "zipf200-16x20", "tie-1x50"],
+)
+def test_entropy_interval_holds_its_level_where_the_old_one_failed(p, n, s, reps, floor):
+    # old: [.9,.1] at N = 20 covered 0.84; Zipf over 200, 16 states × N = 20: 0.26 (CWJ is 0.4 nats short)
+    rng = np.random.default_rng(5)
+    truth, hits = _entropy(p), 0
+    for rep in range(reps):
+        cs = [x[x > 0] for x in rng.multinomial(n, p, size=s)]
+        r = est.mean_entropy_interval(cs, seed=rep)
+        hits += r.ci95[0] <= truth <= r.ci95[1]
+    assert hits / reps >= floor
