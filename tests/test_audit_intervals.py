@@ -17,7 +17,7 @@ def _headline(spec: str, out, states: int, samples: int, seed: int) -> dict:
     argv = ["audit", "--sim", spec, "--partition", "exact", "--states", str(states), "--samples", str(samples),
             "--seed", str(seed), "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
-    return json.loads((out / "results.json").read_text())["summary"]
+    return json.loads((out / "results.json").read_text())
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,7 @@ def test_headline_interval_contains_the_true_mean_collapse_error(
     spec = write_scripted(responses)
     covered, widths = 0, []
     for seed in range(3):
-        s = _headline(spec, tmp_path / f"run{seed}", states, samples, seed)
+        s = _headline(spec, tmp_path / f"run{seed}", states, samples, seed)["summary"]
         ce = s["collapse_error"]
         lo, hi = ce["ci95"]
         covered += lo <= truth <= hi
@@ -46,10 +46,15 @@ def test_headline_interval_contains_the_true_mean_collapse_error(
 
 
 def test_headline_estimate_corrects_the_plugin_bias_on_a_diverse_simulator(write_scripted, tmp_path):
-    s = _headline(write_scripted(UNIFORM_10), tmp_path / "run", 8, 20, 0)
+    res = _headline(write_scripted(UNIFORM_10), tmp_path / "run", 8, 20, 0)
+    s = res["summary"]
     ce = s["collapse_error"]
     assert ce["plugin"] < ce["estimate"] <= 0.95  # the plug-in is biased towards "collapsed"
     ent = s["entropy"]
     assert ent["ci95"][0] <= math.log(10) <= ent["ci95"][1] and "unseen classes" in ent["note"]
+    for st in res["states"]:
+        lo, hi = st["collapse_error_ci95"]
+        assert lo <= st["collapse_error"] <= hi and lo <= st["collapse_error_estimate"] <= hi
+        assert "unseen classes" in st["entropy_note"] and "observed classes" in st["hill_note"]
     for src in s["by_source"].values():
         assert src["ci95"][0] <= src["collapse_error"] <= src["ci95"][1] and "collapse_error_plugin" in src
