@@ -13,6 +13,13 @@ not bought with different samples.
 
     python benchmarks/ray_scaling.py [--model smollm2] [--prompts 16] [--n 4] [--max-tokens 32]
             [--replicas 1,2] [--num-cpus 2] [--repeats 2] [--json FILE]
+
+``--driver`` measures instead what the driver itself can push, with a scripted model whose replies
+cost nothing: the engine's turns/s on a large P4G cross-play without Ray (its ceiling: conversations,
+prompts, scoring and the run directory, all in the one driver process), and the per-sample cost Ray
+adds (split, serialise, ship, return) on a batch of ``--driver-batch`` requests through 2 replicas.
+
+    python benchmarks/ray_scaling.py --driver [--driver-batch 4096] [--driver-conversations 2000]
 """
 
 from __future__ import annotations
@@ -52,6 +59,61 @@ def timed(model, batch, repeats: int) -> tuple[float, list[list[str]]]:
     return best, texts
 
 
+def driver_overhead(args) -> None:
+    import tempfile
+    from pathlib import Path
+
+    import ray
+
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.models.ray_replicas import ray_replicas
+
+    tmp = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
+    replies = [{"text": f"reply {i} [DONATE ${i % 3}]", "p": 0.125} for i in range(8)]
+    (tmp / "m.json").write_text(json.dumps({"responses": replies}))
+    spec = f"scripted:{tmp / 'm.json'}"
+
+    # 1. the engine's own ceiling: a cross-play of free replies, no Ray
+    tasks = max(1, args.driver_conversations // 10)
+    config = CrossplayConfig(policies=[spec], simulators=[spec], tasks=tasks, rollouts=10, max_turns=3, n_boot=100)
+    t0 = time.perf_counter()
+    res = run_crossplay(config, out=tmp / "run", progress=False, cache=False, report=False)
+    secs = time.perf_counter() - t0
+    turns = sum(len(json.loads(line)["messages"]) for line in (tmp / "run" / "conversations.jsonl").open())
+    n_conv = sum(c["n"] for c in res["cells"])
+    print(f"engine ceiling (no Ray, free replies): {n_conv} conversations, {turns} turns in {secs:.2f} s = "
+          f"{turns / secs:.0f} turns/s, {n_conv / secs:.0f} conversations/s")  # fmt: skip
+
+    # 2. what Ray adds per sample
+    batch = [
+        GenerationRequest(
+            messages=({"role": "user", "content": f"prompt {i} " + "x" * 400},),
+            n=1,
+            params=SamplingParams(seed=i, max_tokens=64),
+        )  # fmt: skip
+        for i in range(args.driver_batch)
+    ]
+    plain = get_model(spec)
+    t_plain, ref = timed(plain, batch, args.repeats)
+    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False,
+             configure_logging=False, object_store_memory=100 * 1024**2)  # fmt: skip
+    try:
+        with ray_replicas("local", replicas=2):
+            model = get_model(spec)
+            asyncio.run(model.generate(batch[:8]))
+            t_ray, texts = timed(model, batch, args.repeats)
+    finally:
+        ray.shutdown()
+    per = (t_ray - t_plain) / len(batch) * 1e6
+    print(f"{len(batch)} requests of ~420 characters: in-process {t_plain:.3f} s, 2 Ray replicas {t_ray:.3f} s; "
+          f"Ray adds {per:.0f} us per request ({len(batch) / t_ray:.0f} requests/s through the driver); "
+          f"same texts: {texts == ref}")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"engine_turns_per_s": turns / secs, "conversations_per_s": n_conv / secs,
+                       "ray_us_per_request": per, "ray_requests_per_s": len(batch) / t_ray}, f, indent=2)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2")
@@ -64,7 +126,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="timed repetitions; the best is reported")
     ap.add_argument("--skip-in-process", action="store_true", help="skip the no-Ray reference")
     ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    ap.add_argument("--driver", action="store_true", help="measure the driver's ceiling and Ray's per-request cost")
+    ap.add_argument("--driver-batch", type=int, default=4096)
+    ap.add_argument("--driver-conversations", type=int, default=2000)
     args = ap.parse_args()
+    if args.driver:
+        driver_overhead(args)
+        return
 
     import ray
 

@@ -291,7 +291,9 @@ class RayReplicaModel:
             from ray.util.placement_group import placement_group
             from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-            bundles = [{"CPU": res.num_cpus, "GPU": 0}] + [{"GPU": 1}] * res.tensor_parallel
+            # bundle 0 holds the engine's driver actor; vLLM's Ray executor finds the GPU bundles in the
+            # placement group it is started in and puts one tensor-parallel worker on each
+            bundles = [{"CPU": max(res.num_cpus, 1.0)}] + [{"GPU": 1.0}] * res.tensor_parallel
             rep.placement_group = placement_group(bundles, strategy="STRICT_PACK")
             actor_opts.update(
                 num_gpus=0,
@@ -499,10 +501,31 @@ class RaySession:
     def model(self, spec: str, options: Mapping[str, Any]) -> RayReplicaModel:
         """The replicated model for ``spec`` (built once per session, like :func:`get_model`)."""
         if spec not in self.models:
-            self.models[spec] = RayReplicaModel(
-                spec, options, self.replicas_for(spec, options), startup_timeout=self.startup_timeout
-            )
+            n = self.replicas_for(spec, options)
+            self._check_fits(spec, replica_plan(spec, options, n)[0], n)
+            self.models[spec] = RayReplicaModel(spec, options, n, startup_timeout=self.startup_timeout)
         return self.models[spec]
+
+    def _check_fits(self, spec: str, res: ReplicaResources, n: int) -> None:
+        """On a ``local`` cluster (which cannot grow), refuse replicas that could never be placed,
+        instead of waiting for them forever. A running cluster may autoscale: it is left to Ray."""
+        if self.address != "local":
+            return
+        import ray
+
+        total = ray.cluster_resources()
+        used = {"CPU": 0.0, "GPU": 0.0}
+        for m in self.models.values():
+            used["CPU"] += m.resources.num_cpus * m.replicas
+            used["GPU"] += m.resources.num_gpus * m.replicas
+        for kind, each in (("CPU", res.num_cpus), ("GPU", res.num_gpus)):
+            have = float(total.get(kind, 0.0))
+            if each and used[kind] + each * n > have + 1e-9:
+                raise ConfigError(
+                    f"--replicas: {n} replica(s) of {spec} ask for {each * n:g} {kind} and the models before it "
+                    f"for {used[kind]:g}, but the local cluster has {have:g} {kind}; use fewer replicas, a "
+                    f"larger --ray-num-cpus, or -M replica_{kind.lower()}s=FRACTION"
+                )
 
     def close(self) -> None:
         for m in self.models.values():

@@ -203,6 +203,29 @@ def test_a_bad_spec_fails_on_the_driver_with_the_same_one_line_error(tmp_path, c
     with ray_replicas("local", replicas=1), pytest.raises(ConfigError) as on_ray:
         get_model(missing)
     assert str(on_ray.value) == str(plain.value)
+    # replicas that a local cluster could never place are refused at once, before any weights load
+    with ray_replicas("local", replicas=3), pytest.raises(ConfigError, match="ask for 3 CPU.*has 2 CPU"):
+        get_model("smollm2")
+
+
+def test_http_replicas_keep_the_concurrency_budget_and_the_answers(cluster):
+    import asyncio
+
+    from collapse_probe.models.ray_replicas import ray_replicas
+    from tests.models._servers import WireServer, openai_router
+
+    reqs = [_req(f"question {i}", 1) for i in range(24)]
+    with WireServer(openai_router, latency=0.15) as srv:
+        spec = f"openai-compatible/m@{srv.url}/v1"
+        plain = asyncio.run(get_model(spec, concurrency=4).generate(reqs))
+        peak_plain, srv.max_in_flight = srv.max_in_flight, 0
+        with ray_replicas("local", replicas=2) as session:
+            on_ray = asyncio.run(get_model(spec, concurrency=4).generate(reqs))
+            spread = session.models[spec].stats_.samples_per_replica
+    assert all(r.ok for r in on_ray), [r.error for r in on_ray if not r.ok][:1]
+    assert [[c.text for c in r.completions] for r in on_ray] == [[c.text for c in r.completions] for r in plain]
+    assert spread == [12, 12]
+    assert peak_plain == 4 and srv.max_in_flight <= 4  # two replicas of 2 slots each: the one budget of 4
 
 
 def _ray_processes() -> list[str]:
