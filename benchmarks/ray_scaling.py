@@ -66,7 +66,7 @@ def driver_overhead(args) -> None:
     import ray
 
     from collapse_probe.crossplay import CrossplayConfig, run_crossplay
-    from collapse_probe.models.ray_replicas import ray_replicas
+    from collapse_probe.models.ray_replicas import ray_replicas, start_ray
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
     replies = [{"text": f"reply {i} [DONATE ${i % 3}]", "p": 0.125} for i in range(8)]
@@ -95,8 +95,7 @@ def driver_overhead(args) -> None:
     ]
     plain = get_model(spec)
     t_plain, ref = timed(plain, batch, args.repeats)
-    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False,
-             configure_logging=False, object_store_memory=100 * 1024**2)  # fmt: skip
+    start_ray(ray, "local", args.num_cpus)
     try:
         with ray_replicas("local", replicas=2):
             model = get_model(spec)
@@ -136,7 +135,7 @@ def main() -> None:
 
     import ray
 
-    from collapse_probe.models.ray_replicas import ray_replicas
+    from collapse_probe.models.ray_replicas import ray_replicas, start_ray
 
     batch = make_batch(args.prompts, args.n, args.max_tokens)
     warm = make_batch(2, 2, 8)
@@ -150,8 +149,7 @@ def main() -> None:
         secs, reference = timed(model, batch, args.repeats)
         rows.append({"way": "in-process", "replicas": 0, "seconds": secs})
 
-    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False,
-             configure_logging=False, object_store_memory=100 * 1024**2)  # fmt: skip
+    start_ray(ray, "local", args.num_cpus)
     try:
         for k in [int(x) for x in args.replicas.split(",") if x.strip()]:
             with ray_replicas("local", replicas=k) as session:

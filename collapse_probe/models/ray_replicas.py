@@ -140,6 +140,13 @@ def replica_plan(spec: str, options: Mapping[str, Any], replicas: int) -> tuple[
     opts = {k: v for k, v in options.items() if k not in REPLICA_OPTIONS}
     cpus = options.get("replica_cpus")
     gpus = options.get("replica_gpus")
+    for name, value in (("replica_cpus", cpus), ("replica_gpus", gpus)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ConfigError(f"{spec}: option {name} must be a number >= 0, got {value!r}")
+
+    def pick(value: Any, default: float) -> float:
+        return float(default if value is None else value)
+
     per_replica = [dict(opts) for _ in range(replicas)]
     if prefix in HTTP_PREFIXES:
         budget = opts.get("concurrency", DEFAULT_HTTP_CONCURRENCY)
@@ -152,18 +159,18 @@ def replica_plan(spec: str, options: Mapping[str, Any], replicas: int) -> tuple[
             )
         for i, o in enumerate(per_replica):
             o["concurrency"] = budget // replicas + (1 if i < budget % replicas else 0)
-        return ReplicaResources(num_cpus=float(cpus or 0), num_gpus=float(gpus or 0)), per_replica
+        return ReplicaResources(num_cpus=pick(cpus, 0), num_gpus=pick(gpus, 0)), per_replica
     if prefix == "vllm":
         tp = int(opts.get("tensor_parallel_size", 1) or 1)
         if tp > 1:
             for o in per_replica:
                 o.setdefault("distributed_executor_backend", "ray")
-        return ReplicaResources(num_cpus=float(cpus or 1), num_gpus=float(gpus or tp), tensor_parallel=tp), per_replica
+        return ReplicaResources(num_cpus=pick(cpus, 1), num_gpus=pick(gpus, tp), tensor_parallel=tp), per_replica
     if prefix in ("local", "hf"):
         device = str(opts.get("device") or ("cpu" if prefix == "local" else "auto"))
         default_gpus = 1.0 if device.startswith("cuda") else 0.0
-        return ReplicaResources(num_cpus=float(cpus or 1), num_gpus=float(gpus or default_gpus)), per_replica
-    return ReplicaResources(num_cpus=float(cpus or 0), num_gpus=float(gpus or 0)), per_replica
+        return ReplicaResources(num_cpus=pick(cpus, 1), num_gpus=pick(gpus, default_gpus)), per_replica
+    return ReplicaResources(num_cpus=pick(cpus, 0), num_gpus=pick(gpus, 0)), per_replica
 
 
 def split_batch(requests: Sequence[GenerationRequest], parts: int) -> list[list[tuple[int, GenerationRequest]]]:
@@ -502,15 +509,19 @@ class RaySession:
         """The replicated model for ``spec`` (built once per session, like :func:`get_model`)."""
         if spec not in self.models:
             n = self.replicas_for(spec, options)
-            self._check_fits(spec, replica_plan(spec, options, n)[0], n)
+            options = self._fit_local(spec, options, replica_plan(spec, options, n)[0], n)
             self.models[spec] = RayReplicaModel(spec, options, n, startup_timeout=self.startup_timeout)
         return self.models[spec]
 
-    def _check_fits(self, spec: str, res: ReplicaResources, n: int) -> None:
-        """On a ``local`` cluster (which cannot grow), refuse replicas that could never be placed,
-        instead of waiting for them forever. A running cluster may autoscale: it is left to Ray."""
+    def _fit_local(self, spec: str, options: Mapping[str, Any], res: ReplicaResources, n: int) -> Mapping[str, Any]:
+        """On a ``local`` cluster (which cannot grow) make sure the replicas can be placed.
+
+        CPU replicas that do not fit the CPUs left share the machine's cores without a reservation
+        (a warning says so) rather than waiting forever; GPU replicas that do not fit are refused.
+        A running cluster may autoscale, so there the placement is left to Ray.
+        """
         if self.address != "local":
-            return
+            return options
         import ray
 
         total = ray.cluster_resources()
@@ -518,14 +529,24 @@ class RaySession:
         for m in self.models.values():
             used["CPU"] += m.resources.num_cpus * m.replicas
             used["GPU"] += m.resources.num_gpus * m.replicas
-        for kind, each in (("CPU", res.num_cpus), ("GPU", res.num_gpus)):
-            have = float(total.get(kind, 0.0))
-            if each and used[kind] + each * n > have + 1e-9:
-                raise ConfigError(
-                    f"--replicas: {n} replica(s) of {spec} ask for {each * n:g} {kind} and the models before it "
-                    f"for {used[kind]:g}, but the local cluster has {have:g} {kind}; use fewer replicas, a "
-                    f"larger --ray-num-cpus, or -M replica_{kind.lower()}s=FRACTION"
-                )
+        have_gpu = float(total.get("GPU", 0.0))
+        if res.num_gpus and used["GPU"] + res.num_gpus * n > have_gpu + 1e-9:
+            raise ConfigError(
+                f"--replicas: {n} replica(s) of {spec} ask for {res.num_gpus * n:g} GPU and the models before it "
+                f"for {used['GPU']:g}, but the local cluster has {have_gpu:g} GPU; use fewer replicas or "
+                "-M replica_gpus=FRACTION"
+            )
+        have_cpu = float(total.get("CPU", 0.0))
+        if res.num_cpus and used["CPU"] + res.num_cpus * n > have_cpu + 1e-9:
+            logger.warning(
+                "%s: the local cluster's %g CPUs are taken; its %d replica(s) share the cores without a reservation "
+                "(--ray-num-cpus raises the count)",
+                spec,
+                have_cpu,
+                n,
+            )
+            return {**options, "replica_cpus": 0}
+        return options
 
     def close(self) -> None:
         for m in self.models.values():
@@ -556,6 +577,31 @@ def parse_replicas(value: str | int | None) -> tuple[int, dict[str, int]]:
     return default, per_model
 
 
+LOCAL_START_ATTEMPTS = 3
+"""Tries to start a ``local`` cluster: Ray gives its raylet a fixed 30 s to register, which a machine
+under heavy load can miss; the next try usually makes it."""
+
+
+def start_ray(ray: Any, address: str, num_cpus: int | None = None) -> None:
+    """``ray.init`` for ``address`` with quiet settings; failures become one-line errors."""
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address == "local":
+        kwargs.update(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=100 * 1024**2)
+    attempts = LOCAL_START_ATTEMPTS if address == "local" else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, **kwargs)
+            return
+        except ConnectionError as exc:
+            raise InfraError(f"--ray-address {address}: cannot reach a Ray cluster: {_first_line(exc)}") from None
+        except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception when a node misses its start-up window
+            with contextlib.suppress(Exception):
+                ray.shutdown()  # stops whatever part of the local cluster did start
+            if attempt == attempts:
+                raise InfraError(f"--ray-address {address}: cannot start or join Ray: {_first_line(exc)}") from None
+            logger.warning("starting the local Ray cluster failed (%s); trying again", _first_line(exc))
+
+
 @contextlib.contextmanager
 def ray_replicas(
     address: str | None,
@@ -584,22 +630,9 @@ def ray_replicas(
     ray = require("ray", "ray", "model replicas on Ray (--ray-address)")
     started = False
     if not ray.is_initialized():
-        kwargs: dict[str, Any] = {
-            "include_dashboard": False,
-            "log_to_driver": False,
-            "configure_logging": False,
-            "ignore_reinit_error": True,
-        }
-        if address == "local":
-            kwargs.update(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=100 * 1024**2)
-        elif num_cpus is not None:
+        if address != "local" and num_cpus is not None:
             raise ConfigError("--ray-num-cpus applies to --ray-address local only (a running cluster has its own)")
-        try:
-            ray.init(address=address, **kwargs)
-        except ConnectionError as exc:
-            raise InfraError(f"--ray-address {address}: cannot reach a Ray cluster: {_first_line(exc)}") from None
-        except (RuntimeError, ValueError) as exc:
-            raise InfraError(f"--ray-address {address}: cannot start or join Ray: {_first_line(exc)}") from None
+        start_ray(ray, address, num_cpus)
         started = True
     session = RaySession(address=address, replicas=default, per_model=per_model, startup_timeout=startup_timeout)
     previous = _registry.set_model_provider(session.model)

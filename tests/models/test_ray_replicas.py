@@ -125,8 +125,9 @@ def _conversations(out: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def cluster():
     """One in-process cluster of 2 CPUs for the tests below (starting one costs 5-20 s here)."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
-             log_to_driver=False, configure_logging=False)  # fmt: skip
+    from collapse_probe.models.ray_replicas import start_ray
+
+    start_ray(ray, "local", num_cpus=2)
     yield
     ray.shutdown()
 
@@ -139,7 +140,18 @@ def test_crossplay_on_local_cluster_equals_crossplay_without_ray(tmp_path, clust
     args = ["crossplay", "--policies", pol, "--sims", sim, "--tasks", "6", "--rollouts", "2", "--no-progress",
             "--no-cache"]  # fmt: skip
     assert main([*args, "--out", str(tmp_path / "plain")]) == 0
-    argv = [*args, "--out", str(tmp_path / "ray"), "--ray-address", "local", "--replicas", "2", "--ray-num-cpus", "2"]
+    # -M asks for more CPUs than the cluster has: the replicas then share the cores without a reservation
+    argv = [
+        *args,
+        "--out",
+        str(tmp_path / "ray"),
+        "--ray-address",
+        "local",
+        "--replicas",
+        "2",
+        "-M",
+        "replica_cpus=1.5",
+    ]
     assert main(argv) == 0
     plain, on_ray = _conversations(tmp_path / "plain"), _conversations(tmp_path / "ray")
     assert len(plain) == 12 and plain == on_ray
@@ -203,11 +215,12 @@ def test_a_bad_spec_fails_on_the_driver_with_the_same_one_line_error(tmp_path, c
     with ray_replicas("local", replicas=1), pytest.raises(ConfigError) as on_ray:
         get_model(missing)
     assert str(on_ray.value) == str(plain.value)
-    # replicas that a local cluster could never place are refused at once, before any weights load
-    with ray_replicas("local", replicas=3), pytest.raises(ConfigError, match="ask for 3 CPU.*has 2 CPU"):
-        get_model("smollm2")
+    # GPU replicas that a local cluster could never place are refused at once, before anything loads
+    with ray_replicas("local", replicas=2), pytest.raises(ConfigError, match="ask for 2 GPU.*has 0 GPU"):
+        get_model(missing, replica_gpus=1)
 
 
+@pytest.mark.slow
 def test_http_replicas_keep_the_concurrency_budget_and_the_answers(cluster):
     import asyncio
 
