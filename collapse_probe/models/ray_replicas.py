@@ -39,6 +39,7 @@ import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
@@ -101,10 +102,28 @@ class ReplicaServer:
             "fingerprint": fingerprint,
             "prompt_style": getattr(m, "prompt_style", None),
             "score_choices": callable(getattr(m, "score_choices", None)),
+            "lora": bool(getattr(m, "enable_lora", False)) and callable(getattr(m, "with_lora", None)),
         }
 
-    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return await self.model.generate(list(requests))
+    async def generate(self, requests: Sequence[GenerationRequest], lora: str | None = None) -> list[GenerationResult]:
+        if lora is None:
+            return await self.model.generate(list(requests))
+        # vLLM hot-loads the adapter at this path (a new LoRA id whenever its files change)
+        return await self.model.generate(list(requests), loras=[lora] * len(requests))
+
+    def lora_fingerprint(self, lora: str) -> str:
+        """The fingerprint of the backend sampling through the adapter at ``lora``, as seen here."""
+        from collapse_probe.models._identity import model_fingerprint
+
+        return model_fingerprint(self.model.with_lora(lora))
+
+    def sleep(self) -> None:
+        if callable(getattr(self.model, "sleep", None)):
+            self.model.sleep()
+
+    def wake_up(self) -> None:
+        if callable(getattr(self.model, "wake_up", None)):
+            self.model.wake_up()
 
     async def score_choices(self, request: GenerationRequest, choices: Sequence[str], kwargs: dict) -> list[float]:
         return list(await self.model.score_choices(request, list(choices), **kwargs))
@@ -253,6 +272,7 @@ class RayReplicaModel:
                 setattr(self, name, info[name])
         self._fingerprint = info.get("fingerprint")
         self._has_score_choices = bool(info.get("score_choices"))
+        self._has_lora = bool(info.get("lora"))
 
     def __repr__(self) -> str:
         return f"RayReplicaModel(spec={self.spec!r}, replicas={len(self._replicas)})"
@@ -279,6 +299,23 @@ class RayReplicaModel:
     def in_flight(self) -> list[int]:
         """Samples in flight per replica."""
         return [r.in_flight for r in self._replicas]
+
+    def with_lora(self, path: str | Path, name: str | None = None) -> ReplicaLoraView:
+        """A view that samples through the LoRA adapter at ``path`` on every replica.
+
+        The path travels with every call and each replica's vLLM engine loads the adapter from it
+        (again whenever its files change), so it must be on a filesystem every node sees.
+        """
+        if not self._has_lora:
+            raise ConfigError(f"{self.spec}: with_lora needs the vllm backend built with enable_lora=True")
+        return ReplicaLoraView(self, str(path), f"{self.spec}+lora:{name or Path(path).name}")
+
+    def sleep(self) -> None:
+        """Release every replica's GPU memory (vLLM sleep mode) while a learner step runs."""
+        self._ray.get([r.handle.sleep.remote() for r in self._replicas])
+
+    def wake_up(self) -> None:
+        self._ray.get([r.handle.wake_up.remote() for r in self._replicas])
 
     # ---- lifecycle ----
 
@@ -350,13 +387,13 @@ class RayReplicaModel:
 
     # ---- generation ----
 
-    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+    async def generate(self, requests: Sequence[GenerationRequest], lora: str | None = None) -> list[GenerationResult]:
         """One result per request; the batch is split across the replicas, least-loaded first."""
         requests = list(requests)
         if not requests:
             return []
         chunks = split_batch(requests, len(self._replicas))
-        parts = await asyncio.gather(*(self._run_chunk(c) for c in chunks))
+        parts = await asyncio.gather(*(self._run_chunk(c, lora) for c in chunks))
         comps: list[list[Any]] = [[] for _ in requests]
         errors: dict[int, str] = {}
         for chunk, results in zip(chunks, parts, strict=True):
@@ -377,11 +414,11 @@ class RayReplicaModel:
                 out.append(GenerationResult(comps[i]))
         return out
 
-    async def _run_chunk(self, chunk: list[tuple[int, GenerationRequest]]) -> list[GenerationResult]:
+    async def _run_chunk(self, chunk: list[tuple[int, GenerationRequest]], lora: str | None) -> list[GenerationResult]:
         subs = [sub for _, sub in chunk]
         weight = sum(s.n for s in subs)
         try:
-            results = await self._call(weight, "generate", subs)
+            results = await self._call(weight, "generate", subs, lora)
         except _ReplicasFailed as exc:  # every attempt hit a failing replica: these requests fail, the run goes on
             return [GenerationResult([], error=str(exc)) for _ in subs]
         if not isinstance(results, list) or len(results) != len(subs):
@@ -446,6 +483,33 @@ class RayReplicaModel:
                 f"the Ray cluster serving {self.spec} is gone ({type(exc).__name__}); what finished is saved "
                 "in the run directory and the same command resumes"
             ) from None
+
+
+class ReplicaLoraView:
+    """:meth:`RayReplicaModel.with_lora`: the replicated model sampling through one LoRA adapter."""
+
+    def __init__(self, base: RayReplicaModel, lora: str, spec: str) -> None:
+        self.base, self.lora, self.spec = base, lora, spec
+        for name in ("cache_namespace", "prompt_style"):
+            if name in base.__dict__:
+                setattr(self, name, base.__dict__[name])
+        self._fingerprint: str | None = None
+
+    def fingerprint(self) -> str:
+        """Base model plus the adapter's content hash, computed by a replica (memoised per view)."""
+        if self._fingerprint is None:
+            handle = self.base.actor_handles()[0]
+            self._fingerprint = str(self.base._ray.get(handle.lora_fingerprint.remote(self.lora)))
+        return self._fingerprint
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        return await self.base.generate(requests, lora=self.lora)
+
+    def sleep(self) -> None:
+        self.base.sleep()
+
+    def wake_up(self) -> None:
+        self.base.wake_up()
 
 
 class _ReplicasFailed(InfraError):
@@ -552,6 +616,14 @@ class RaySession:
         for m in self.models.values():
             m.close()
         self.models.clear()
+
+
+def active_session() -> RaySession | None:
+    """The replica session models are built in right now (inside :func:`ray_replicas`), if any."""
+    from collapse_probe.models import _registry
+
+    owner = getattr(_registry._PROVIDER, "__self__", None)
+    return owner if isinstance(owner, RaySession) else None
 
 
 def parse_replicas(value: str | int | None) -> tuple[int, dict[str, int]]:

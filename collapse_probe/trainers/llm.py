@@ -287,6 +287,8 @@ class LLMTrainer:
         self.step_ = 0
         """Steps completed (restored from the last checkpoint on resume)."""
         self._vllm: Any = None
+        self._rollout_adapter: dict[str, Any] | None = None
+        """The adapter the rollout replicas sampled through at the last step (path, fingerprint, count)."""
 
     # ---- labels ---------------------------------------------------------------------------------
 
@@ -367,6 +369,19 @@ class LLMTrainer:
             "logprobs_mode": "processed_logprobs",
             **self.config.vllm_options,
         }
+        from collapse_probe.models.ray_replicas import active_session
+
+        if active_session() is not None:  # --ray-address: rollouts on replica engines, the learner here
+            from collapse_probe.models import get_model
+
+            self._vllm = get_model(
+                f"vllm/{self.policy.base_path}",
+                enable_lora=True,
+                prompt_style=self.policy.backend.prompt_style,
+                logprobs=True,
+                **options,
+            )
+            return
         self._vllm = VLLMModel(
             f"vllm/{self.policy.base_path}",
             str(self.policy.base_path),
@@ -546,7 +561,11 @@ class LLMTrainer:
             return self.policy.participant
         path = self.out / "adapters" / "policy-live"
         self.policy.model.save_pretrained(str(path), safe_serialization=True)
-        return Participant(self.policy_label, self._vllm.with_lora(path, name=f"step{step}"))
+        view = self._vllm.with_lora(path, name=f"step{step}")
+        replicas = getattr(self._vllm, "replicas", None)
+        if replicas is not None:  # replica engines load the adapter by path: record which one they saw
+            self._rollout_adapter = {"path": str(path), "fingerprint": view.fingerprint(), "replicas": replicas}
+        return Participant(self.policy_label, view)
 
     def rollout(self, step: int) -> _StepData:
         """Run the step's ``T x G`` conversations and record every turn."""
@@ -651,6 +670,8 @@ class LLMTrainer:
             **data.info,
             **weight_stats,
         }
+        if self._rollout_adapter is not None:
+            record["rollout_adapter"] = self._rollout_adapter
         if c.kl_coef > 0:
             record["kl"] = losses["policy"]["kl"]
         if losses["policy"].get("logprob_mismatch") is not None:

@@ -164,7 +164,7 @@ def test_crossplay_on_local_cluster_equals_crossplay_without_ray(tmp_path, clust
 
 def test_replica_killed_mid_run_completes_with_the_same_results(tmp_path, cluster):
     from collapse_probe.crossplay import CrossplayConfig, run_crossplay
-    from collapse_probe.models.ray_replicas import ray_replicas
+    from collapse_probe.models.ray_replicas import active_session, ray_replicas
 
     # a slow simulator, so every batch is in flight long enough to be hit
     pol = _write(tmp_path / "pol.json", PERSUADER)
@@ -188,6 +188,7 @@ def test_replica_killed_mid_run_completes_with_the_same_results(tmp_path, cluste
                     ray.kill(handles[1], no_restart=True)  # dead for good: the layer replaces it
             time.sleep(0.02)
 
+    plain_fp = get_model(sim).fingerprint()
     with ray_replicas("local", replicas=2) as session:
         thread = threading.Thread(target=killer, args=(session,), daemon=True)
         thread.start()
@@ -198,8 +199,12 @@ def test_replica_killed_mid_run_completes_with_the_same_results(tmp_path, cluste
         new_pid = ray.get(model.actor_handles()[0].describe.remote())["pid"]
         assert new_pid != killed["restart"]
         assert model.stats_.replaced >= 1
-        assert model.fingerprint() == get_model(sim).fingerprint()  # cache keys and run configs unchanged
+        assert model.fingerprint() == plain_fp  # cache keys and run configs unchanged
+        assert active_session() is session
+        with pytest.raises(ConfigError, match="enable_lora"):  # LoRA views need a vLLM backend with LoRA
+            model.with_lora(tmp_path)
         handles = model.actor_handles()
+    assert active_session() is None
     with pytest.raises(ray.exceptions.RayActorError):  # the session's actors end with it
         ray.get(handles[0].describe.remote(), timeout=30)
     assert _conversations(tmp_path / "plain") == _conversations(tmp_path / "ray")
@@ -241,11 +246,12 @@ def test_http_replicas_keep_the_concurrency_budget_and_the_answers(cluster):
     assert peak_plain == 4 and srv.max_in_flight <= 4  # two replicas of 2 slots each: the one budget of 4
 
 
-def _ray_processes() -> list[str]:
+def _ray_processes() -> set[tuple[int, str]]:
     import subprocess
 
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines() if line.startswith("ray::") or "/ray/core/src/ray/" in line]
+    ps = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    procs = {(int(pid), args) for pid, _, args in (line.strip().partition(" ") for line in ps.splitlines())}
+    return {(pid, args) for pid, args in procs if args.startswith("ray::") or "/ray/core/src/ray/" in args}
 
 
 @pytest.mark.slow
@@ -267,7 +273,7 @@ def test_cli_local_cluster_starts_and_ends_with_the_run(tmp_path):
         assert proc.returncode == 0, proc.stderr
         runs[name] = _conversations(tmp_path / name)
     assert runs["plain"] == runs["ray"]
-    assert _ray_processes() == before or not _ray_processes()
+    assert not _ray_processes() - before  # the run's local cluster ended with it
 
 
 @pytest.mark.slow
@@ -288,6 +294,7 @@ def test_embedded_model_replicas_give_the_same_text(tmp_path):
     plain_model = get_model("smollm2")
     plain = asyncio.run(plain_model.generate(reqs))
     assert model.cache_namespace == plain_model.cache_namespace  # cache keys are unchanged
+    assert model.fingerprint() == plain_model.fingerprint()
     assert [[c.text for c in r.completions] for r in on_ray] == [[c.text for c in r.completions] for r in plain]
 
 
