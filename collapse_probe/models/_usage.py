@@ -273,6 +273,14 @@ class UsageLedger:
         if run is not None:
             run.touch()
 
+    def merge(self, spec: str, usage: Usage) -> None:
+        """Add spend counted in another process (a Ray replica's own ledger) to this one."""
+        with self._lock:
+            self.by_spec.setdefault(spec, Usage()).add(usage)
+            run = self.run
+        if run is not None:
+            run.touch()
+
     def snapshot(self) -> dict[str, Usage]:
         with self._lock:
             return {k: Usage(**asdict(v)) for k, v in self.by_spec.items()}

@@ -47,7 +47,17 @@ from collapse_probe.models._types import GenerationRequest, GenerationResult
 
 logger = logging.getLogger(__name__)
 
-HTTP_PREFIXES = ("openai", "openai-compatible", "anthropic", "google", "litellm")
+HTTP_PREFIXES = (
+    "openai",
+    "openai-compatible",
+    "azure",
+    "anthropic",
+    "bedrock",
+    "vertex-anthropic",
+    "google",
+    "vertex",
+    "litellm",
+)
 """Backends that call a remote API: their replicas need no CPU and share one concurrency budget."""
 
 DEFAULT_HTTP_CONCURRENCY = 16
@@ -74,8 +84,14 @@ class ReplicaServer:
     same one-line error it would give without Ray instead of an actor that Ray keeps restarting.
     """
 
-    def __init__(self, spec: str, options: dict[str, Any], cwd: str | None, env: dict[str, str]) -> None:
+    def __init__(
+        self, spec: str, options: dict[str, Any], cwd: str | None, env: dict[str, str], price_table: str | None = None
+    ) -> None:
+        from collapse_probe.models._usage import LEDGER
+
         os.environ.update(env)
+        LEDGER.price_table_path = price_table  # costs priced as the driver prices them
+        self._reported: dict[str, Any] = {}
         if cwd and os.path.isdir(cwd):  # relative paths in specs (scripted:FILE.json) mean the driver's
             os.chdir(cwd)
         self.error: tuple[str, str] | None = None
@@ -105,11 +121,27 @@ class ReplicaServer:
             "lora": bool(getattr(m, "enable_lora", False)) and callable(getattr(m, "with_lora", None)),
         }
 
-    async def generate(self, requests: Sequence[GenerationRequest], lora: str | None = None) -> list[GenerationResult]:
+    async def generate(
+        self, requests: Sequence[GenerationRequest], lora: str | None = None
+    ) -> tuple[list[GenerationResult], dict[str, dict[str, Any]]]:
+        """The backend's results, and the spend its calls added to this process's ledger since the
+        last report (the driver adds it to its own, so usage and budgets count replicas' calls)."""
         if lora is None:
-            return await self.model.generate(list(requests))
-        # vLLM hot-loads the adapter at this path (a new LoRA id whenever its files change)
-        return await self.model.generate(list(requests), loras=[lora] * len(requests))
+            results = await self.model.generate(list(requests))
+        else:  # vLLM hot-loads the adapter at this path (a new LoRA id whenever its files change)
+            results = await self.model.generate(list(requests), loras=[lora] * len(requests))
+        return results, self._usage_since_last_report()
+
+    def _usage_since_last_report(self) -> dict[str, dict[str, Any]]:
+        from collapse_probe.models._usage import LEDGER
+
+        delta = {}
+        for spec, usage in LEDGER.snapshot().items():
+            d = usage.minus(self._reported.get(spec))
+            if d.requests or d.input_tokens or d.output_tokens:
+                delta[spec] = d.to_dict()
+            self._reported[spec] = usage
+        return delta
 
     def lora_fingerprint(self, lora: str) -> str:
         """The fingerprint of the backend sampling through the adapter at ``lora``, as seen here."""
@@ -346,7 +378,9 @@ class RayReplicaModel:
                 ),
             )
         cls = ray.remote(ReplicaServer).options(**actor_opts)
-        rep.handle = cls.remote(self.spec, rep.options, os.getcwd(), env)
+        from collapse_probe.models._usage import LEDGER
+
+        rep.handle = cls.remote(self.spec, rep.options, os.getcwd(), env, LEDGER.price_table_path)
 
     def _describe_all(self, timeout: float | None) -> dict[str, Any]:
         ray = self._ray
@@ -389,9 +423,12 @@ class RayReplicaModel:
 
     async def generate(self, requests: Sequence[GenerationRequest], lora: str | None = None) -> list[GenerationResult]:
         """One result per request; the batch is split across the replicas, least-loaded first."""
+        from collapse_probe.models._usage import check_budget
+
         requests = list(requests)
         if not requests:
             return []
+        check_budget(self.spec)  # replicas do not know the run's budget: the driver checks it per batch
         chunks = split_batch(requests, len(self._replicas))
         parts = await asyncio.gather(*(self._run_chunk(c, lora) for c in chunks))
         comps: list[list[Any]] = [[] for _ in requests]
@@ -418,9 +455,14 @@ class RayReplicaModel:
         subs = [sub for _, sub in chunk]
         weight = sum(s.n for s in subs)
         try:
-            results = await self._call(weight, "generate", subs, lora)
+            results, usage = await self._call(weight, "generate", subs, lora)
         except _ReplicasFailed as exc:  # every attempt hit a failing replica: these requests fail, the run goes on
             return [GenerationResult([], error=str(exc)) for _ in subs]
+        if usage:
+            from collapse_probe.models._usage import LEDGER, Usage
+
+            for spec, u in usage.items():
+                LEDGER.merge(spec, Usage.from_dict(u))
         if not isinstance(results, list) or len(results) != len(subs):
             return [GenerationResult([], error=f"{self.spec}: replica returned a malformed batch") for _ in subs]
         return results

@@ -229,6 +229,7 @@ def test_a_bad_spec_fails_on_the_driver_with_the_same_one_line_error(tmp_path, c
 def test_http_replicas_keep_the_concurrency_budget_and_the_answers(cluster):
     import asyncio
 
+    from collapse_probe.models._usage import LEDGER
     from collapse_probe.models.ray_replicas import ray_replicas
     from tests.models._servers import WireServer, openai_router
 
@@ -237,13 +238,17 @@ def test_http_replicas_keep_the_concurrency_budget_and_the_answers(cluster):
         spec = f"openai-compatible/m@{srv.url}/v1"
         plain = asyncio.run(get_model(spec, concurrency=4).generate(reqs))
         peak_plain, srv.max_in_flight = srv.max_in_flight, 0
+        spent_plain = LEDGER.snapshot()[spec]
         with ray_replicas("local", replicas=2) as session:
             on_ray = asyncio.run(get_model(spec, concurrency=4).generate(reqs))
             spread = session.models[spec].stats_.samples_per_replica
+        spent_ray = LEDGER.snapshot()[spec].minus(spent_plain)  # the replicas' calls reach this ledger
     assert all(r.ok for r in on_ray), [r.error for r in on_ray if not r.ok][:1]
     assert [[c.text for c in r.completions] for r in on_ray] == [[c.text for c in r.completions] for r in plain]
     assert spread == [12, 12]
     assert peak_plain == 4 and srv.max_in_flight <= 4  # two replicas of 2 slots each: the one budget of 4
+    assert spent_ray.requests == spent_plain.requests == 24
+    assert (spent_ray.input_tokens, spent_ray.output_tokens) == (spent_plain.input_tokens, spent_plain.output_tokens)
 
 
 def _ray_processes() -> set[tuple[int, str]]:
@@ -273,7 +278,10 @@ def test_cli_local_cluster_starts_and_ends_with_the_run(tmp_path):
         assert proc.returncode == 0, proc.stderr
         runs[name] = _conversations(tmp_path / name)
     assert runs["plain"] == runs["ray"]
-    assert not _ray_processes() - before  # the run's local cluster ended with it
+    deadline = time.time() + 30  # the run's local cluster ends with it (its workers exit within seconds)
+    while _ray_processes() - before and time.time() < deadline:
+        time.sleep(0.5)
+    assert not _ray_processes() - before
 
 
 @pytest.mark.slow
