@@ -200,3 +200,41 @@ def test_cli_bad_data_is_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
     assert "COLLAPSE_PROBE_COOPERBENCH_DATA" in capsys.readouterr().err
     assert main([*args, "--cooperbench-data", str(tmp_path / "missing")]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_native_tool_calls_round_trip_in_openai_format():
+    arena = make_arena("cooperbench-demo", tool_protocol="native")
+    task = arena.task("demo_minstats_task/task4/f1_f2")
+    ep = arena.new_episode(task, seed=0)
+    assert arena.next_side(ep) == "policy"
+    prompt = arena.prompt_for(ep, "policy")
+    assert [t["function"]["name"] for t in prompt.tools] == ["bash", "send_message"]
+    calls = [
+        {"id": "c1", "name": "bash", "arguments": '{"command": "ls minstats"}'},
+        {"id": "c2", "name": "send_message", "arguments": {"recipient": "agent2", "content": "I add mode()"}},
+    ]
+    arena.apply(ep, "policy", Completion("", tool_calls=calls), "")
+    tool_msgs = [m for m in ep.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2"]
+    assert json.loads(tool_msgs[0]["content"])["output"] == "__init__.py\ncore.py\n"
+    assert tool_msgs[1]["content"] == "Message sent to agent2"
+    assert arena.next_side(ep) == "simulator"
+    partner = arena.prompt_for(ep, "simulator").messages
+    assert partner[-1] == {"role": "user", "content": "[Message from agent1]: I add mode()"}
+    arena.apply(ep, "simulator", Completion("thinking out loud"), "thinking out loud")  # no call: format error
+    assert arena.next_side(ep) == "policy"
+    again = arena.prompt_for(ep, "policy").messages
+    assert again[2]["role"] == "assistant" and [c["id"] for c in again[2]["tool_calls"]] == ["c1", "c2"]
+    assert [m["role"] for m in again[3:]] == ["tool", "tool"] and again[3]["tool_call_id"] == "c1"
+    arena._finish(ep)
+
+
+def test_directed_pairs_let_the_policy_play_either_feature():
+    arena = make_arena("cooperbench-demo", directed=True)
+    tasks = arena.load_tasks(None, seed=0)
+    assert len(tasks) == 2 * len(arena.pairs())
+    swapped = arena.task("demo_minstats_task/task4/f1_f2@agent2")
+    ep = arena.new_episode(swapped, seed=0)
+    assert arena.agent_of(ep, "policy") == "agent2" and arena.agent_of(ep, "simulator") == "agent1"
+    assert arena.next_side(ep) == "simulator"  # agent1 (the partner here) moves first
+    assert "**Title**: Add variance and stdev" in arena.prompt_for(ep, "policy").messages[1]["content"]
