@@ -382,7 +382,7 @@ class CooperBenchArena:
             return ""
         try:
             git(repo, "add", "-A")
-            return git(repo, "diff", "--cached", base_sha).stdout
+            return git(repo, "diff", "--cached", "--binary", base_sha).stdout
         except EvaluationError:  # an agent may break its own .git: its patch is then empty
             return ""
 
