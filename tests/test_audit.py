@@ -197,10 +197,18 @@ def test_unparseable_vs_output_is_counted_not_dropped(write_scripted):
     assert s["n_states"] == 2 and s["vs_parse_failures"]["count"] == 40 and s["vs_parse_failures"]["of"] == 40
 
 
-def test_empty_responses_are_a_class_and_counted(write_scripted):
+def test_empty_responses_are_retried_then_dropped_never_a_class(write_scripted):
     res = _audit(write_scripted([("", 0.5), ("hello", 0.5)]), samples=100, states=1, partition="exact")
-    assert res["summary"]["n_empty_responses"] > 0 and res["summary"]["n_states"] == 2
-    assert all(sum(s["class_counts"]) == 100 for s in res["states"])
+    s = res["summary"]
+    assert s["n_states"] == 2 and s["infra_failures"] == 0
+    for st in res["states"]:
+        # one retry of the empties fills about half of them; the rest are dropped and counted
+        assert st["class_counts"] == [st["n"]] and 60 <= st["n"] < 100 and st["n_empty"] == 100 - st["n"]
+        assert st["collapse_error"] == 0.0  # "hello" only: an empty reply is not a second class
+    assert s["n_empty_responses"] == sum(100 - st["n"] for st in res["states"])
+    only_empty = _audit(write_scripted([("  ", 1.0)], name="empty.json"), samples=20, states=1, partition="exact")
+    assert only_empty["summary"]["n_states"] == 0 and only_empty["summary"]["infra_failures"] == 2
+    assert "empty after a retry" in only_empty["summary"]["infra_errors"][0]
 
 
 class _Failing:

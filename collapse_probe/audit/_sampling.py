@@ -157,7 +157,7 @@ class _Sampler:
         except Exception as exc:  # a backend that raises fails these states, not the audit
             results = [None] * len(requests)
             raise_msg = f"{type(exc).__name__}: {exc}"
-        ok: list[tuple[ProbeState, GenerationRequest, list[str], list[dict[str, Any]]]] = []
+        ok: list[Any] = []
         for state, req, res in zip(chunk, requests, results, strict=True):
             if res is None or not res.ok or len(res.completions) != req.n:
                 err = (
@@ -165,28 +165,24 @@ class _Sampler:
                 )
                 self._finish(state, {"status": "infra_error", "error": err})
                 continue
-            texts, vs_records = [], []
-            for i, comp in enumerate(res.completions):
-                rng = random.Random(derive_seed(req.params.seed or 0, 1_000_003 + i))
-                text, info = self.participant.postprocess(comp, rng)
-                texts.append(_clean(self.arena, state, text))
-                if "vs" in info:
-                    vs_records.append(info["vs"])
+            texts, vs_records = self._replies(state, req, res.completions, 0)
             ok.append((state, req, texts, vs_records))
+        ok = await self._retry_empty(ok)
         if not ok:
             return
         try:
-            labels = await self.partitioner.apartition_many([t for _, _, t, _ in ok])
+            labels = await self.partitioner.apartition_many([t for _, _, t, _, _ in ok])
         except InfraError as exc:
             for state, *_ in ok:
                 self._finish(state, {"status": "infra_error", "error": f"partitioner {self.partitioner.name}: {exc}"})
             return
         embeddings = None
         if self.embedder is not None:
-            embeddings = await asyncio.to_thread(self.embedder.embed, [t for _, _, ts, _ in ok for t in ts])
+            embeddings = await asyncio.to_thread(self.embedder.embed, [t for _, _, ts, _, _ in ok for t in ts])
         offset = 0
-        for (state, req, texts, vs_records), labs in zip(ok, labels, strict=True):
+        for (state, req, texts, vs_records, n_empty), labs in zip(ok, labels, strict=True):
             rec = await self._measure(state, req, texts, vs_records, labs)
+            rec["n_empty"] = n_empty
             if embeddings is not None:
                 from collapse_probe.metrics.vendi import mean_pairwise_cosine, vendi_score
 
@@ -195,6 +191,53 @@ class _Sampler:
                 rec["mean_pairwise_cosine"] = mean_pairwise_cosine(emb)
             offset += len(texts)
             self._finish(state, rec)
+
+    def _replies(self, state: ProbeState, req: GenerationRequest, completions: Sequence[Completion],
+                 first: int) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
+        """Each completion's turn text (after the mode's post-processing and the arena's cleaning)."""
+        texts, vs_records = [], []
+        for i, comp in enumerate(completions):
+            rng = random.Random(derive_seed(req.params.seed or 0, 1_000_003 + first + i))
+            text, info = self.participant.postprocess(comp, rng)
+            texts.append(_clean(self.arena, state, text or ""))
+            if "vs" in info:
+                vs_records.append(info["vs"])
+        return texts, vs_records
+
+    async def _retry_empty(self, ok: list[Any]) -> list[Any]:
+        """An empty (or null) reply is not a response: it is asked again once, as new sample indices
+        after the state's N (fresh draws, cached like the others); what is still empty is dropped,
+        counted in ``n_empty``, and a state left with fewer than 2 replies is an infrastructure
+        failure. Counting empties as a class would put a spurious mode (or a spurious extra class)
+        into ε̂."""
+        empty = [(k, [i for i, t in enumerate(texts) if not t.strip()]) for k, (_, _, texts, _) in enumerate(ok)]
+        empty = [(k, idx) for k, idx in empty if idx]
+        if empty:
+            retry = [ok[k][1].with_samples(ok[k][1].n, len(idx)) for k, idx in empty]
+            results: list[Any]
+            try:
+                results = await self.participant.model.generate(retry)
+            except (CacheError, RunAbortedError):
+                raise
+            except Exception:  # the retry is best effort: what it does not fill stays empty
+                results = [None] * len(retry)
+            for (k, idx), req, res in zip(empty, retry, results, strict=True):
+                if res is None or not res.ok or len(res.completions) != req.n:
+                    continue
+                state, orig, texts, vs_records = ok[k]
+                again, _ = self._replies(state, orig, res.completions, orig.n)
+                for i, t in zip(idx, again, strict=True):
+                    texts[i] = t
+        out = []
+        for state, req, texts, vs_records in ok:
+            kept = [t for t in texts if t.strip()]
+            n_empty = len(texts) - len(kept)
+            if len(kept) < 2:
+                self._finish(state, {"status": "infra_error", "n_empty": n_empty,
+                                     "error": f"{n_empty} of {len(texts)} replies empty after a retry"})  # fmt: skip
+                continue
+            out.append((state, req, kept, vs_records, n_empty))
+        return out
 
     async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
                        vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
@@ -214,7 +257,6 @@ class _Sampler:
             "class_counts": [int(counts[i]) for i in order],
             "class_names": [names[i] for i in order],
             "class_examples": [examples[int(i)] for i in order],
-            "n_empty": sum(1 for t in texts if not t.strip()),
             "responses": texts,
             "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
             **_state_estimates(counts, texts, seed=_state_seed(self.config.seed, state.state_id)),
