@@ -141,7 +141,8 @@ def summary_table(results: dict[str, Any]) -> str:
         )
     if "vs_parse_failures" in s:
         v = s["vs_parse_failures"]
-        rows.append(("VS parse failures", f"{v['count']} of {v['of']}"))
+        rate = f" ({v['rate']:.0%} of turns fell back: no usable candidates or probabilities)" if v.get("rate") else ""
+        rows.append(("VS parse failures", f"{v['count']} of {v['of']}{rate}"))
     if "compare_vs" in results:
         c = results["compare_vs"]
         d = c["difference_vs_minus_direct"]
@@ -150,7 +151,8 @@ def summary_table(results: dict[str, Any]) -> str:
         rows.append(("VS − direct", f"{f(d['estimate'])} {ci(d['ci95'])}"))
         if c.get("vs_parse_failures"):
             v = c["vs_parse_failures"]
-            rows.append(("VS parse failures", f"{v['count']} of {v['of']} ({v['reasons']})"))
+            rate = f"{v['rate']:.0%}, " if v.get("rate") is not None else ""
+            rows.append(("VS parse failures", f"{v['count']} of {v['of']} ({rate}{v['reasons']})"))
     if results.get("variance_share"):
         v = results["variance_share"]
         rows.append(

@@ -10,11 +10,14 @@ The prompt asks for numbered lines ``1. (p=0.40) reply text``. For completion-st
 decoding the prompt ends with the primed start of the first line, ``1. (p=``, which keeps small
 local models in format; :func:`choose_verbalized` accepts such a completion that starts inside the
 primed line. It also accepts JSON (a list of ``{"text", "probability"}`` objects, ``{"responses":
-[...]}``, ``[[text, p], ...]`` or ``{text: p}``), code fences, percentages, other list markers and a
-probability after the text. Probabilities that do not sum to 1 are renormalised; NaN, negative or
-missing ones are repaired (see :func:`choose_verbalized`). When no usable list is found the turn
-falls back to the first non-empty line (or the raw text) and the failure is *counted*:
-``parse_ok`` is False and ``failure_reason`` says why.
+[...]}``, ``[[text, p], ...]`` or ``{text: p}``), code fences, other list markers and the labelled
+probability after the text (``text (p=0.4)``). Probabilities are read only from that documented
+field (``p=``, ``prob=``, ``probability:``; JSON: the probability key): a bare number in a line is
+never a probability. Probabilities that do not sum to 1 are renormalised; NaN, negative or missing
+ones are repaired (see :func:`choose_verbalized`); when none is readable the turn is a failure.
+When no usable list is found the turn falls back to the first non-empty line (or the raw text) and
+the failure is *counted*: ``parse_ok`` is False and ``failure_reason`` says why; the audit reports
+the failure rate.
 """
 
 from __future__ import annotations
@@ -151,18 +154,25 @@ _PROB = r"(?:p(?:rob(?:ability)?)?|likelihood|weight)"
 _MARKER_RE = re.compile(
     r"^\s*(?:(?:candidate|response|reply|option)\s*)?(?:[-*•]|\(?\d{1,2}\s*[.):\]]|\d{1,2}\s+-)\s*", re.I
 )
-# (p=0.4) / [0.4] / (40%) / p=0.4: / 0.4: / 40% - : a probability before the text
+# Probabilities are read only from the documented field, a number labelled p= (or prob=,
+# probability:), in brackets or not: "(p=0.4) text", "p=0.4: text", "text (p=0.4)". A bare number
+# ("[0.4] text", "(2) text", "text, 2", "40%: text") is not a probability: in "1. I can donate, 2"
+# it is part of the reply or a list marker, and reading it as 2 % would invent a distribution.
 _LEAD_RE = re.compile(
-    rf"^(?:[(\[]\s*(?:{_PROB}\s*[=:]?\s*)?({_PNUM})\s*(%)?\s*[)\]]\s*[:\-–—|,]?"
-    rf"|{_PROB}\s*[=:]\s*({_PNUM})\s*(%)?\s*[:\-–—|,)]?"
-    rf"|({_NUM})\s*(%)\s*[:\-–—|,)]"
-    r"|(0?\.\d+|1\.0+)\s*[:\-–—|,)])"
+    rf"^(?:[(\[]\s*{_PROB}\s*[=:]?\s*({_PNUM})\s*(%)?\s*[)\]]\s*[:\-–—|,]?"
+    rf"|{_PROB}\s*[=:]\s*({_PNUM})\s*(%)?\s*[:\-–—|,)]?)"
     r"\s*(.*)$",
     re.I,
 )
-# text (p=0.4) / text [40%] / text - 0.4 / text (probability: 0.40): a probability after the text
 _TRAIL_RE = re.compile(
-    rf"^(.*?)\s*(?:[(\[]\s*(?:{_PROB}\s*[=:]?\s*)?({_PNUM})\s*(%)?\s*[)\]]|[-–—|:,]\s*(?:{_PROB}\s*[=:]?\s*)?({_NUM})\s*(%)?)\s*\.?$",
+    rf"^(.*?)\s*(?:[(\[]\s*{_PROB}\s*[=:]?\s*({_PNUM})\s*(%)?\s*[)\]]|[-–—|:,]?\s*{_PROB}\s*[=:]\s*({_PNUM})\s*(%)?)\s*\.?$",
+    re.I,
+)
+# a candidate that only points at another one ("third reply", "Reply 3", "option #2"): a tiny
+# model's pick among candidates it did not write, not a reply
+_REFERENCE_RE = re.compile(
+    r"^(?:the\s+)?(?:(?:first|second|third|fourth|fifth|sixth|last|\d+(?:st|nd|rd|th))\s+(?:reply|response|option|"
+    r"candidate|answer|one)|(?:reply|response|option|candidate|answer)\s*(?:#|no\.?\s*)?\d+)\s*[.!]?$",
     re.I,
 )
 # a completion that starts inside the primed line "1. (p=": "0.40) text"
@@ -255,16 +265,12 @@ def _parse_line(line: str, primed: bool) -> tuple[str, float | None] | None:
     marker = _MARKER_RE.match(line)
     rest = line[marker.end() :] if marker else line.strip()
     m = _LEAD_RE.match(rest)
-    if m and m.group(8).strip():
+    if m and m.group(5).strip():
         if m.group(1) is not None:
             p = _to_prob(m.group(1), bool(m.group(2)))
-        elif m.group(3) is not None:
-            p = _to_prob(m.group(3), bool(m.group(4)))
-        elif m.group(5) is not None:
-            p = _to_prob(m.group(5), True)
         else:
-            p = _to_prob(m.group(7), False)
-        return _clean_text(m.group(8)), p
+            p = _to_prob(m.group(3), bool(m.group(4)))
+        return _clean_text(m.group(5)), p
     m = _TRAIL_RE.match(rest)
     if m and m.group(1).strip():
         value, pct = (m.group(2), m.group(3)) if m.group(2) is not None else (m.group(4), m.group(5))
@@ -322,8 +328,10 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
     Rules (each repair is listed in ``issues``; each failure sets ``parse_ok=False``):
 
     - Code fences are unwrapped; JSON is tried first, then one candidate per line.
-    - Percentages (``40%``) become fractions; a ``p=`` value in (1, 100] without ``%`` is read as a
-      percentage.
+    - Probabilities come only from the labelled field (``(p=0.4)``, ``p=0.4:``, ``text (p=0.4)``;
+      JSON: the probability key); ``p=40%`` is 0.4 and a ``p=`` value in (1, 100] without ``%`` is
+      read as a percentage. Bare numbers (``[0.4] a``, ``(2) a``, ``a, 2``) are not probabilities.
+    - Candidates that only point at another reply ("third reply", "Reply 3") are dropped.
     - More than ``k`` candidates: the first ``k`` are kept. Fewer than ``k`` but at least 2: kept.
     - NaN, negative or missing probabilities are repaired: they share the mass the valid ones leave
       (1 − Σ valid) equally, or get the mean valid probability when nothing is left.
@@ -338,6 +346,8 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
       turn's text is that candidate.
     - ``"no valid probabilities"`` / ``"probabilities sum to 0"``: candidates parsed but no usable
       probability; one is drawn *uniformly* over what parsed.
+    - ``"a pick among replies, not replies"``: the completion (or every candidate) only names a
+      reply ("third reply"). The turn's text is empty.
 
     Args:
         text: the raw completion.
@@ -349,6 +359,8 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
     issues: list[str] = []
     if not text or not text.strip():
         return VSChoice("", [], [], False, "empty output")
+    if _REFERENCE_RE.match(_clean_text(_MARKER_RE.sub("", text.strip(), count=1))):
+        return VSChoice("", [], [], False, "a pick among replies, not replies")
     body = _unfence(text)
     if body is not text:
         issues.append("code fence removed")
@@ -358,6 +370,12 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
         parsed = _parse_lines(body)
         fmt = "lines"
     parsed = [(t, p) for t, p in parsed if t]
+    references = [t for t, _ in parsed if _REFERENCE_RE.match(t)]
+    if references:
+        parsed = [(t, p) for t, p in parsed if not _REFERENCE_RE.match(t)]
+        issues.append(f"{len(references)} candidate(s) only point at another reply ({references[0]!r}): dropped")
+        if not parsed:
+            return VSChoice("", [], [], False, "a pick among replies, not replies", issues=issues)
     if not parsed:
         return _fallback(body, "no candidate list found", issues, rng)
     if len(parsed) > k:

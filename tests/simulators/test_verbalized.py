@@ -85,13 +85,30 @@ def test_json_in_a_code_fence_with_percentages():
 @pytest.mark.parametrize(
     "text",
     ['{"responses": [{"reply": "a", "probability": 0.2}, {"reply": "b", "probability": 0.8}]}',
-     '[["a", 0.2], ["b", 0.8]]', '{"a": 0.2, "b": 0.8}', "- 20%: a\n- 80%: b", "1. a (p=0.2)\n2. b (p=0.8)",
-     "1) [0.2] a\n2) [0.8] b", "p=0.2: a\np=0.8: b", "1. (20) a\n2. (80) b"],
+     '[["a", 0.2], ["b", 0.8]]', '{"a": 0.2, "b": 0.8}', "- (p=20%) a\n- (p=80%) b", "1. a (p=0.2)\n2. b (p=0.8)",
+     "1) [p=0.2] a\n2) [p=0.8] b", "p=0.2: a\np=0.8: b", "1. (probability: 20) a\n2. (probability: 80) b"],
 )  # fmt: skip
 def test_other_formats(text):
     c = _choose(text, k=2)
     assert c.parse_ok, c
     assert c.candidates == ["a", "b"] and c.probs == pytest.approx([0.2, 0.8])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1. I can donate, 2\n2. No thanks, 1", "(2) I can donate\n(3) No thanks", "- 20%: I can donate\n- 80%: No",
+     "1) [0.2] I can donate\n2) [0.8] No", "1. I can donate - 0.2\n2. No - 0.8"],
+)  # fmt: skip
+def test_numbers_outside_the_documented_field_are_not_probabilities(text):
+    c = _choose(text, k=2)
+    assert not c.parse_ok and c.failure_reason == "no valid probabilities", c
+    assert len(c.candidates) == 2 and c.probs == pytest.approx([0.5, 0.5])
+
+
+@pytest.mark.parametrize("text", ["third reply", "The third reply.", "1. (p=0.5) Reply 2\n2. (p=0.5) the first one"])
+def test_a_pick_among_replies_is_a_failure_not_a_reply(text):
+    c = _choose(text, k=2)
+    assert not c.parse_ok and c.failure_reason == "a pick among replies, not replies" and c.text == ""
 
 
 def test_probabilities_that_do_not_sum_to_one_are_renormalised():
