@@ -61,16 +61,9 @@ def _make_partitioner(config: AuditConfig, arena: Arena, name: str, cache: bool 
         # through the response cache: the judge answers greedily with a fixed seed, so a rerun asks nothing again
         judge = make_participant(f"direct:{parse_participant_spec(config.judge or config.sim)[1]}", cache=cache)
         return get_partitioner("judge", model=judge.model)
-    if name == "label":
-        labeller = audit_hook(arena, "decision_label")
-        if labeller is None:
-            raise ConfigError(
-                f"--partition label: benchmark {arena.name} has no decision labeller; use exact, embedding or judge"
-            )
-        return get_partitioner("label", labeller=labeller)
-    if name == "embedding":
-        return get_partitioner("embedding", key=audit_hook(arena, "meaning_key"))
-    return get_partitioner(name)
+    from collapse_probe.metrics.partitioners import partitioner_for
+
+    return partitioner_for(name, arena)
 
 
 def _sim_participants(config: AuditConfig, cache: bool) -> list[Participant]:

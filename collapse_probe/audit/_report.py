@@ -111,8 +111,8 @@ def summary_table(results: dict[str, Any]) -> str:
         ("headline over", results.get("states_audited", "probe states")),
         ("collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
         ("ε corrected (mean)", f(s["collapse_error_corrected"])),
-        ("entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}"),
-        ("effective modes exp(H)", f(s["effective_modes"])),
+        ("entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}  (estimate incl. unseen classes)"),
+        ("effective modes exp(H)", f"{f(s['effective_modes'])}  (estimate incl. unseen classes)"),
         (
             "exact ε (closed set + outside)",
             f"{f(s['exact_collapse_error'])} over {s['n_exact_states']} states"

@@ -156,10 +156,12 @@ def format_matrix(results: dict) -> str:
         lines.append(
             f"transfer {t['policy']}: " + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")
         )
+    from collapse_probe.metrics.notes import entropy_note
+
     for d in results.get("policy_diversity") or []:
         h = d.get("strategy_entropy")
         lines.append(
             f"strategy entropy {d['policy']}: "
-            + ("n/a" if h is None else f"{h:.3f} nats ({d['n_classes']} classes / {d['n_messages']} messages)")
+            + ("n/a" if h is None else entropy_note(h, d["n_classes"], d["n_messages"]))
         )
     return "\n".join(lines)

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{results['method']}: {results['steps']} steps; final train reward {fmt(final.get('train_reward'))}, "
         f"held-out reward {fmt(final.get('heldout_reward'))}, zero-std share {fmt(final.get('zero_std_share'))}, "
-        f"policy entropy {fmt(final.get('policy_entropy'))}, simulator ε {fmt(final.get('sim_collapse_error'))}"
+        f"policy entropy {fmt(final.get('policy_entropy'))} (estimate incl. unseen classes), simulator ε {fmt(final.get('sim_collapse_error'))}"
     )
     print(f"metrics: {args.out}/metrics.jsonl  report: {args.out}/report.html")
     return 0

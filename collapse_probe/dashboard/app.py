@@ -334,8 +334,9 @@ def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any
             exact = rec.get("exact") or {}
             if exact.get("collapse_error") is not None:
                 st.caption(
-                    f"exact ε over the closed answer set: {fmt(exact['collapse_error'])} "
-                    f"(modal {exact.get('modal_class')}, set mass {fmt(exact.get('closed_set_mass'))})"
+                    f"exact ε over the closed answer set plus 'outside the set': {fmt(exact['collapse_error'])} "
+                    f"(modal {exact.get('modal_class')}, set mass {fmt(exact.get('closed_set_mass'))}, "
+                    f"mass outside the set {fmt(exact.get('outside_mass'))})"
                 )
     mode, rec = found[0]
     if rec.get("status") == "ok":

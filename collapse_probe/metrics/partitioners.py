@@ -62,6 +62,7 @@ __all__ = [
     "p4g_label",
     "parse_donation",
     "parse_yes_no",
+    "partitioner_for",
 ]
 
 CALIBRATION_PAIRS = package_path("data", "calibration", "paraphrase_pairs.jsonl")
@@ -880,3 +881,22 @@ def get_partitioner(name: str, **kw: Any) -> Partitioner:
     if unknown:
         raise ConfigError(f"partitioner {name!r} does not take {unknown}; its options are {allowed}")
     return cls(**kw)
+
+
+def partitioner_for(name: str, arena: Any = None, **kw: Any) -> Partitioner:
+    """A partitioner of the simulator's replies on ``arena``'s benchmark: ``embedding`` takes the
+    arena's ``meaning_key`` as its constraint and ``label`` the arena's ``decision_label`` (see
+    :class:`~collapse_probe.benchmarks._base.AuditHooks`); other names as :func:`get_partitioner`.
+
+    Raises:
+        ConfigError: ``label`` on a benchmark without a decision labeller, or an unknown name.
+    """
+    if name == "embedding" and "key" not in kw:
+        kw["key"] = getattr(arena, "meaning_key", None)
+    if name == "label" and "labeller" not in kw:
+        labeller = getattr(arena, "decision_label", None)
+        if labeller is None:
+            where = f"benchmark {arena.name}" if arena is not None and hasattr(arena, "name") else "this benchmark"
+            raise ConfigError(f"partition 'label': {where} has no decision labeller; use exact, embedding or judge")
+        kw["labeller"] = labeller
+    return get_partitioner(name, **kw)

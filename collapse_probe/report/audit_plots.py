@@ -302,13 +302,19 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
         ["states measured / infra failures", f"{s['n_states']} / {s['infra_failures']}"],
         ["mean ε̂ [95% CI]", _est(s["collapse_error"])],
         ["mean ε corrected", _f(s.get("collapse_error_corrected"))],
-        ["mean entropy, nats (CWJ) [95% CI]", _est(s["entropy"])],
-        ["effective modes exp(H)", _f(s.get("effective_modes"))],
-        ["exact ε (closed answer set)", f"{_f(s.get('exact_collapse_error'))} over {s.get('n_exact_states', 0)} states"],
+        ["headline over", str(results.get("states_audited") or "probe states")],
+        ["mean entropy, nats (CWJ, estimate incl. unseen classes) [95% CI]", _est(s["entropy"])],
+        ["effective modes exp(H) (estimate incl. unseen classes)", _f(s.get("effective_modes"))],
+        ["exact ε (closed answer set + outside it)", f"{_f(s.get('exact_collapse_error'))} over {s.get('n_exact_states', 0)} states"
+         + (f"; mass outside the set {s['exact_outside_mass']:.4f}" if s.get("exact_outside_mass") is not None else "")],
         ["accumulated ε̄_H", _f(s.get("accumulated_collapse_error"))],
     ]  # fmt: skip
-    for src, b in (s.get("by_source") or {}).items():
+    for src, b in (s.get("by_kind") or s.get("by_source") or {}).items():
         rows.append([f"ε̂ at {src} states [95% CI]", f"{_f(b['collapse_error'])} {_ci(b['ci95'])} (n={b['n_states']})"])
+    if s.get("decision_collapse_error"):
+        d = s["decision_collapse_error"]
+        rows.append(["decision ε (the reward's label) [95% CI]",
+                     f"{_f(d['estimate'])} {_ci(d['ci95'])} over {d['n_states']} states that ask for a decision"])  # fmt: skip
     if s.get("vs_parse_failures"):
         v = s["vs_parse_failures"]
         rows.append(["VS parse failures", f"{v['count']} of {v['of']} {v['reasons'] or ''}".strip()])
@@ -320,11 +326,12 @@ def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
     rows = [
         [r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"), _f(r.get("collapse_error")),
          _ci(r.get("collapse_error_ci95")), _f(r.get("entropy")), _f((r.get("exact") or {}).get("collapse_error")),
+         _f((r.get("exact") or {}).get("outside_mass")), _f((r.get("decision") or {}).get("collapse_error")),
          r.get("status"), r.get("error") or ""]
         for mode, rs in states_by_mode(results).items() for r in rs
     ]  # fmt: skip
-    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "entropy", "exact ε", "status",
-                        "error"], "rows": rows}  # fmt: skip
+    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "entropy", "exact ε",
+                        "mass outside the set", "decision ε", "status", "error"], "rows": rows}  # fmt: skip
 
 
 def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -111,9 +111,10 @@ class TrainConfig:
     collapse_states: int = 2
     """Visited simulator states per step at which the simulator's collapse error is measured."""
     collapse_samples: int = 8
-    """Responses sampled per such state (exact partitioner; ``eps = 1 - max_count / N``)."""
+    """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
     partitioner: str = "exact"
-    """Partitioner of the policy's messages for ``policy_entropy`` (``exact`` or ``embedding``)."""
+    """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
+    for ``policy_entropy`` (``exact`` or ``embedding``)."""
     entropy_turns: str = "first"
     """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
     save_every: int = 1

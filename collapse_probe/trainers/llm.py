@@ -778,13 +778,15 @@ class LLMTrainer:
         At each of up to ``collapse_states`` simulator turns (from distinct conversations, spread over
         the batch) the exact request is sampled ``collapse_samples`` times (sample indices
         ``0..N-1`` of the turn's seed) through the same participant (Verbalized Sampling: one
-        candidate chosen per completion), the texts are partitioned by normalised exact match, and
+        candidate chosen per completion), the texts are partitioned by the configured ``partitioner``
+        (``embedding``: constrained by the benchmark's meaning key, as in the audit), and
         ``eps = 1 - max_count / N``.
         """
         c = self.config
         if c.collapse_states == 0:
             return None
-        from collapse_probe.metrics import class_counts, collapse_error, get_partitioner
+        from collapse_probe.metrics import class_counts, collapse_error
+        from collapse_probe.metrics.partitioners import partitioner_for
 
         seen, candidates = set(), []
         for ev in data.events:
@@ -797,7 +799,7 @@ class LLMTrainer:
         chosen = candidates[::stride][: c.collapse_states]
         part = data.sim_participant
         results = run_sync(part.model.generate([ev.request.with_samples(0, c.collapse_samples) for ev in chosen]))
-        partitioner = get_partitioner("exact")
+        partitioner = partitioner_for(c.partitioner, self.arena)
         values = []
         for i, res in enumerate(results):
             if not res.ok or len(res.completions) < 2:
