@@ -100,8 +100,8 @@ class CrossplayConfig:
             )
         for name, flag in (("tasks", "--tasks"), ("rollouts", "--rollouts"), ("max_turns", "--max-turns")):
             v = getattr(self, name)
-            if name == "max_turns" and v is None and not self.benchmark.startswith("p4g"):
-                continue  # tau2 has no turn cap by default (max steps end an episode)
+            if name == "max_turns" and v is None:
+                continue  # the benchmark's own cap (P4G: 3; tau2: none, max steps end an episode)
             check_int(v, flag)
         if self.partitioner not in STRATEGY_PARTITIONERS:
             raise ConfigError(

@@ -107,10 +107,6 @@ class AuditConfig:
         check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")
         check_at_most(self.states, MAX_STATES, "--states", "states")
         check_at_most(self.rollouts * self.states, MAX_STATES, "--states x --rollouts =", "rollouts")
-        if self.human is not None and self.benchmark != "p4g":
-            raise ConfigError(
-                "--human: the human reference is the official Persuasion-for-Good data; use --benchmark p4g"
-            )
 
     @property
     def partitioner_name(self) -> str:

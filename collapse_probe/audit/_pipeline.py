@@ -156,6 +156,11 @@ async def run_audit_async(
     else:
         states += benchmark_probe_states(arena, tasks)
     dialogues: list[Any] = []
+    if config.human is not None and audit_hook(arena, "episode_from_dialogue") is None:
+        raise ConfigError(
+            f"--human: benchmark {arena.name} has no human dialogues to compare with (the human reference is the "
+            "official Persuasion-for-Good data; use --benchmark p4g)"
+        )
     if config.human is not None:
         from collapse_probe.benchmarks.p4g import load_official_p4g
 

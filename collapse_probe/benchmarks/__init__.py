@@ -1,6 +1,18 @@
 """Benchmarks (arenas): tasks, environment and reward, behind one protocol and a lazy registry."""
 
-from collapse_probe.benchmarks._base import Arena, Episode, Score, Side, Task, TurnPrompt
-from collapse_probe.benchmarks._registry import BENCHMARKS, make_arena
+from collapse_probe.benchmarks._base import Arena, AuditHooks, Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._registry import BENCHMARKS, make_arena, register_benchmark
 
-__all__ = ["BENCHMARKS", "Arena", "Episode", "Score", "Side", "Task", "TurnPrompt", "make_arena"]
+__all__ = [
+    "BENCHMARKS",
+    "Arena",
+    "AuditHooks",
+    "Episode",
+    "ProbeSpec",
+    "Score",
+    "Side",
+    "Task",
+    "TurnPrompt",
+    "make_arena",
+    "register_benchmark",
+]

@@ -28,6 +28,7 @@ from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion
 
 MAX_DONATION = 2.0
+DEFAULT_MAX_TURNS = 3
 PERSUADER, PERSUADEE = "Persuader", "Persuadee"
 OPENINGS = (
     "Hi! How are you doing today? Have you heard of the charity Save the Children?",
@@ -409,11 +410,14 @@ class P4GArena:
 
     personas: list[dict[str, Any]] | None = None
     max_turns: int = 3
+    """Persuader+persuadee rounds (``None``: :data:`DEFAULT_MAX_TURNS`)."""
     elicit: bool = True
     max_tokens: int = 64
     name: str = "p4g"
 
     def __post_init__(self) -> None:
+        if self.max_turns is None:
+            self.max_turns = DEFAULT_MAX_TURNS
         if self.max_turns < 1:
             raise ConfigError(f"--max-turns must be >= 1, got {self.max_turns}")
         if self.personas is None:

@@ -322,13 +322,13 @@ class LLMTrainer:
         self._prepare_dir()
         m = self.method
         if m.personas:
-            if c.benchmark != "p4g":
+            pool = getattr(self.arena, "personas", None)
+            if not pool:
                 raise ConfigError(
-                    f"--method persona draws a donor persona per rollout and needs --benchmark p4g, got {c.benchmark!r}"
+                    f"--method persona draws a persona per rollout and needs a benchmark whose arena has a persona "
+                    f"pool (p4g); {c.benchmark!r} has none"
                 )
-            from collapse_probe.benchmarks.p4g import load_personas
-
-            self.personas = load_personas(c.personas)
+            self.personas = list(pool)
         self.tasks = self.arena.load_tasks(c.tasks, seed=c.seed)
         from collapse_probe.simulators import make_participant
 
