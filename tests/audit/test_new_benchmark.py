@@ -62,7 +62,8 @@ class HotelSurveyArena:
 
 @pytest.fixture
 def hotel_survey():
-    register_benchmark("hotel-survey", HotelSurveyArena)  # the one registration
+    # the one registration: a factory taking the run's arena options (turn cap, data directory, ...)
+    register_benchmark("hotel-survey", lambda max_turns=None, **_: HotelSurveyArena(max_turns))
     yield
     del BENCHMARKS["hotel-survey"]
 
@@ -93,7 +94,7 @@ def test_a_benchmark_without_probe_states_needs_a_policy(write_scripted):
     class Bare(HotelSurveyArena):
         probe_states = None  # type: ignore[assignment]
 
-    register_benchmark("bare-survey", Bare)
+    register_benchmark("bare-survey", lambda **_: Bare())
     try:
         with pytest.raises(Exception, match="offers no probe states; give --policy"):
             run_audit(AuditConfig(sim=write_scripted([("[YES]", 1.0)]), benchmark="bare-survey", partition="exact"),
