@@ -111,7 +111,9 @@ class CrossplayConfig:
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
         check_int(self.n_boot, "--n-boot", 100)
-        from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, check_at_most, check_finite
+        from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, MAX_TURNS, check_at_most, check_finite
+
+        check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
 
         check_finite(self.temperature, "--temperature")
         check_at_most(self.tasks, MAX_STATES, "--tasks", "tasks")

@@ -16,6 +16,8 @@ MAX_SAMPLES_PER_STATE = 100_000
 """Responses sampled at one audit state (``--samples``)."""
 MAX_STATES = 100_000
 """Audit states / tasks in one run (``--states``, ``--tasks``)."""
+MAX_TURNS = 1_000
+"""Rounds of one conversation (``--max-turns``)."""
 MAX_CONVERSATIONS = 1_000_000
 """Conversations in one run (tasks x rollouts x matrix cells)."""
 

@@ -94,6 +94,9 @@ class ArenaSpec:
             make_arena(self.benchmark)  # raises the registry's message with suggestions
         for name in ("max_turns", "max_tokens"):
             check_int(getattr(self, name), f"--{name.replace('_', '-')}", optional=True)
+        from collapse_probe.limits import MAX_TURNS, check_at_most
+
+        check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
         if self.is_p4g:
             return replace(self, max_turns=self.max_turns or P4G_DEFAULT_TURNS, compact=None)
         compact = self.compact if self.compact is not None else any(is_local(s) for s in participants)

@@ -211,7 +211,12 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"--config: file {str(p)!r} does not exist")
     suffix = p.suffix.lower()
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a YAML or TOML file") from None
+    except OSError as exc:
+        raise ConfigError(f"--config: cannot read {str(p)!r} ({exc.strerror or exc})") from None
     if suffix in (".yaml", ".yml"):
         import yaml
 
@@ -398,5 +403,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = Non
             apply_config_file(sp, command, path)
         except ConfigError as exc:
             print(f"collapse-probe {command}: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except Exception as exc:  # a config file the checks did not foresee: still one line, exit 2
+            print(f"collapse-probe {command}: error: --config {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
     return parser.parse_args(argv)

@@ -269,11 +269,16 @@ class RunLock:
         key = str(self.dir.resolve())
         if key in RunLock._held:
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--out {self.dir}: cannot create the run directory ({exc.strerror or exc})") from None
         me = _owner_id(os.getpid())
         for _ in range(3):
             try:
                 fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except PermissionError as exc:
+                raise ConfigError(f"--out {self.dir}: cannot write to the run directory ({exc.strerror})") from None
             except FileExistsError:
                 holder = _read_lock(self.file)
                 if holder is not None and holder != me and _alive(holder):

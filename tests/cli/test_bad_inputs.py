@@ -37,6 +37,7 @@ def _make_world(tmp_path):
     (tmp_path / "personas.jsonl").write_bytes(b'{"name": "a"}\n\xff\xfe\n')
     (tmp_path / "array_personas.jsonl").write_text("[1, 2]\n")
     (tmp_path / "afile").write_text("not a directory")
+    (tmp_path / "latin1.yaml").write_bytes(b"\xff\xfe: x\n")
     (tmp_path / "adir").mkdir()
     (tmp_path / "corrupt.sqlite").write_bytes(b"this is not a database" * 100)
     db = tmp_path / "trunc.sqlite"
@@ -109,6 +110,14 @@ CASES = {
         {},
         "--max-live",
     ),
+    "non-utf8 config file": (["play", "--config", "latin1.yaml"], {}, "latin1.yaml"),
+    "huge max-turns": ([*XP, "--out", "c8", "--max-turns", "100000000"], {}, "--max-turns"),
+    "huge rollouts": (
+        ["play", "--policy", "scripted:policy.json", "--sim", "scripted:donor.json", "--rollouts", "1000000000"],
+        {},
+        "--rollouts",
+    ),
+    "out cannot be created": ([*XP, "--out", "/proc/collapse-probe-run"], {}, "/proc/collapse-probe-run"),
     "huge samples": (["audit", "--sim", "scripted:donor.json", "--samples", "1000000000"], {}, "--samples"),
     "bad sim before loading weights": (["play", "--sim", "scripted:missing.json"], {}, "missing.json"),
     "gate json is a directory": (["gate", "xp", "--policy", "scripted:policy.json", "--json", "adir"], {}, "--json"),
@@ -140,7 +149,10 @@ def test_bad_input_is_one_clear_line(case, world, monkeypatch, capsys):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     before = (world / "xp" / "results.json").read_bytes()
-    rc = main(argv)
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse and --config errors exit 2 after their one line
+        rc = exc.code
     cap = capsys.readouterr()
     err = cap.err
     if argv[0] == "gate" and "error:" not in err:  # an unreadable result is a "could not judge" verdict
