@@ -482,6 +482,8 @@ class RayReplicaModel:
         avoid: _Replica | None = None
         last = ""
         for attempt in range(MAX_ATTEMPTS):
+            if attempt:  # give a restarting or replacement actor a moment before the next try
+                await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 4.0))
             rep = self._pick(weight, avoid)
             handle = rep.handle
             try:
