@@ -59,20 +59,21 @@ def test_play_from_a_config_file_gives_exactly_the_conversations_of_the_flags(tm
         "--no-progress",
         "--show",
         "0",
+        "--no-cache",  # every run samples afresh: equal conversations come from equal options, not the cache
     ]
     assert main(["play", *flags, "--out", str(tmp_path / "flags")]) == 0
 
     yaml_file = tmp_path / "run.yaml"
     yaml_file.write_text(
         f"policy: {persuader}\nsim: 'scripted:{DONOR}'\ntasks: 3\nrollouts: 3\nmax-turns: 2\nseed: 7\n"
-        "temperature: 0.7\nvs_k: 3\nno-progress: true\nshow: 0\n"
+        "temperature: 0.7\nvs_k: 3\nno-progress: true\nshow: 0\nno-cache: true\n"
     )
     assert main(["play", "--config", str(yaml_file), "--out", str(tmp_path / "yaml")]) == 0
 
     toml_file = tmp_path / "run.toml"
     toml_file.write_text(
         f"policy = '{persuader}'\nsim = 'scripted:{DONOR}'\ntasks = 3\nrollouts = 3\nmax_turns = 2\nseed = 7\n"
-        f"temperature = 0.7\nvs-k = 3\nno_progress = true\nshow = 0\nout = '{tmp_path / 'toml'}'\n"
+        f"temperature = 0.7\nvs-k = 3\nno_progress = true\nshow = 0\nno_cache = true\nout = '{tmp_path / 'toml'}'\n"
     )
     assert main(["play", "--config", str(toml_file)]) == 0
 
@@ -80,6 +81,10 @@ def test_play_from_a_config_file_gives_exactly_the_conversations_of_the_flags(tm
     assert len(reference) == 9 and len({json.dumps(r["messages"]) for r in reference}) > 1
     assert _conversations(tmp_path / "yaml") == reference
     assert _conversations(tmp_path / "toml") == reference
+    # the comparison can fail: one option changed in the file changes the conversations
+    yaml_file.write_text(yaml_file.read_text().replace("seed: 7", "seed: 8"))
+    assert main(["play", "--config", str(yaml_file), "--out", str(tmp_path / "seed8")]) == 0
+    assert _conversations(tmp_path / "seed8") != reference
     config = json.loads((tmp_path / "flags" / "config.json").read_text())
     assert json.loads((tmp_path / "yaml" / "config.json").read_text()) == config
     assert json.loads((tmp_path / "toml" / "config.json").read_text()) == config
