@@ -4,8 +4,8 @@ generated from the typed config dataclasses.
 Precedence, highest first: command-line flags, ``$COLLAPSE_PROBE_<OPTION>``, the ``--config`` file,
 the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.toml``) holding one
 mapping whose keys are the subcommand's long option names, with dashes or underscores
-(``max-turns: 3`` or ``max_turns = 3``); lists are accepted for the comma-separated spec options
-(``sims: [smollm2, vs:smollm2]``). A key that is not an option of the subcommand, or a value of the
+(``max-turns: 3`` or ``max_turns = 3``), or a positional argument's name (``run-dir`` of ``gate``);
+lists are accepted for the comma-separated spec options (``sims: [smollm2, vs:smollm2]``). A key that is not an option of the subcommand, or a value of the
 wrong type, is one error line naming the file and the key.
 
 Backend options: ``-M ROLE.key=VALUE`` (repeatable; ``--model-arg``) passes ``key=VALUE`` to the
@@ -356,6 +356,8 @@ def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Pat
             continue
         applied[action.dest] = coerced
         action.required = False
+        if not action.option_strings and action.nargs is None:
+            action.nargs = "?"  # a positional the file gives may be left off the command line
     sp.set_defaults(**applied)
     return applied
 

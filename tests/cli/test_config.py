@@ -110,6 +110,15 @@ def test_a_file_satisfies_required_options(tmp_path) -> None:
     assert args.policies == "smollm2,scripted:a.json" and args.sims == "smollm2,vs:smollm2" and args.out == "somewhere"
 
 
+def test_a_file_can_give_positional_arguments(tmp_path) -> None:
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("run-dir: runs/xp\npolicy: smollm2\nmin-transfer: 0.8\n")
+    args = parse_args(build_parser(), ["gate", "--config", str(cfg)])
+    assert (args.run_dir, args.policy, args.min_transfer) == ("runs/xp", "smollm2", 0.8)
+    args = parse_args(build_parser(), ["gate", "--config", str(cfg), "other/xp"])
+    assert args.run_dir == "other/xp"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
