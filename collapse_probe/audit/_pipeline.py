@@ -122,7 +122,10 @@ async def run_audit_async(
 
         run_dir = RunDir(out)
         fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
-        run_dir.create({**asdict(config), "version": __version__}, kind="audit", fingerprints=fps, fresh=fresh)
+        from collapse_probe.runspec import arena_record
+
+        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
         for rec in run_dir.read_jsonl(SAMPLES):
