@@ -8,7 +8,8 @@ population; see :mod:`collapse_probe.metrics._intervals`). ``mixed`` cycles thro
 distribution per state. The old intervals are printed beside the new ones for contrast.
 
 Run: ``python benchmarks/estimator_coverage.py [--reps 400] [--seed 0] [--only eps|entropy]
-[--n 10 20 50 400] [--states 1 4 16] [--markdown]``.
+[--n 10 20 50 400] [--states 1 4 16] [--panel NAME ...]``; ``--reps 50`` for a quick look. The shipped
+table is ``docs/estimator-coverage.md`` (its header lists the commands that made it).
 """
 
 from __future__ import annotations

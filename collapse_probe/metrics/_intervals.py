@@ -606,7 +606,11 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
     around it covers 0.58 on [.9, .1] at N = 10 and collapses to [0, 0] when all replies share a class.
     The richer world gives the upper end room for classes the sample cannot show; the union of
     reflected and unreflected bootstrap shapes holds both near the maximum entropy of a few classes and
-    in the undersampled regime. Coverage and width per panel cell: ``docs/estimator-coverage.md``.
+    in the undersampled regime. Measured at level 0.95 (old normal interval / two-level mean in
+    brackets): Zipf over 200, 16 states × N = 20: coverage 0.96, width 0.99 (0.45); [.9, .1], one state,
+    N = 10: 0.96 (0.58), N = 20: 0.96 (0.77); every cell at N ≥ 20 covers 0.88–1.00, over-covering
+    near-uniform few-class distributions (1.00). N = 10 on a long tail stays short (0.7 + tail of 50,
+    16 states: 0.62): flagged low-confidence. Full table: ``docs/estimator-coverage.md``.
 
     Args:
         counts_list: class counts of each state.
