@@ -180,3 +180,17 @@ def test_entropy_interval_holds_its_level_where_the_old_one_failed(p, n, s, reps
         r = est.mean_entropy_interval(cs, seed=rep)
         hits += r.ci95[0] <= truth <= r.ci95[1]
     assert hits / reps >= floor
+
+
+def test_coverage_benchmark_script_prints_the_table(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "estimator_coverage.py"
+    spec = importlib.util.spec_from_file_location("estimator_coverage", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--reps", "4", "--n", "20", "--states", "4", "--panel", "uniform-10"]) == 0
+    out = capsys.readouterr().out
+    assert "| uniform-10 | 20 | 4 | 0.900 |" in out and "| uniform-10 | 20 | 4 | 2.303 |" in out
