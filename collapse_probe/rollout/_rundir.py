@@ -28,6 +28,7 @@ RUN_FILES = (
     "rollouts.jsonl",
     "report.html",
     "compare.json",
+    "usage.json",
 )
 """Files that mark a directory as holding a run (any of them, with or without ``config.json``)."""
 
@@ -40,9 +41,14 @@ class RunDir:
 
     :meth:`create` checks that the directory may hold this run (refusing a file, a run of another
     kind or configuration, or a run made with other models), takes a lock on it for the life of the
-    process, and defers writing ``config.json`` to the first record or result, so a run that fails
-    before producing anything leaves no directory that would block its rerun.
+    process, and defers writing ``config.json`` to the first record, result or recorded model spend
+    (``usage.json``), so a run that fails before producing or spending anything leaves no directory
+    that would block its rerun, and spend is never left in a directory without the configuration it
+    belongs to.
     """
+
+    _open: dict[str, RunDir] = {}
+    """Resolved path -> the run directory this process created there (see :func:`flush_config`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -82,6 +88,7 @@ class RunDir:
             full["fingerprints"] = dict(fingerprints)
         self._lock = RunLock(self.path)
         self._lock.acquire()
+        RunDir._open[str(self.path.resolve())] = self
         cfg_path = self.path / "config.json"
         if fresh:
             self._archive()
@@ -130,6 +137,8 @@ class RunDir:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        if RunDir._open.get(str(self.path.resolve())) is self:
+            RunDir._open.pop(str(self.path.resolve()), None)
 
     def append_jsonl(self, name: str, record: dict[str, Any]) -> None:
         """Append one record and flush it to disk."""
@@ -162,6 +171,15 @@ class RunDir:
         p = self.path / name
         write_json_atomic(p, results)
         return p
+
+
+def flush_config(path: str | Path) -> None:
+    """Write the pending ``config.json`` of the run this process created in ``path`` (if any), so a
+    file written there outside :class:`RunDir` (the run's spend, ``usage.json``) sits beside the
+    configuration it belongs to."""
+    run = RunDir._open.get(str(Path(path).resolve()))
+    if run is not None:
+        run._flush_config()
 
 
 def _has_run_files(path: Path) -> bool:
