@@ -197,8 +197,27 @@ class ScriptedModel:
         return res
 
 
-def make_scripted_model(spec: str, name: str, **_: Any) -> ScriptedModel:
+_OPTIONS = ("delay_s",)
+"""Backend options of ``scripted:`` models: ``delay_s`` overrides the file's delay per call (seconds)."""
+
+
+def make_scripted_model(spec: str, name: str, **options: Any) -> ScriptedModel:
+    """Factory for ``scripted:<file>``; the only option is ``delay_s`` (a finite number of seconds >= 0).
+
+    Raises:
+        ConfigError: an unknown option or a bad value, naming it and what is allowed.
+    """
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"{spec}: unknown option(s) {', '.join(unknown)}; the scripted backend takes {', '.join(_OPTIONS)}"
+        )
     parsed = load_scripted(name)
-    return ScriptedModel(
-        spec, parsed.responses, parsed.turns, parsed.delay_s, parsed.rules, fingerprint=parsed.fingerprint
-    )
+    delay = parsed.delay_s
+    if options.get("delay_s") is not None:
+        raw = options["delay_s"]
+        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and raw >= 0
+        if not ok:
+            raise ConfigError(f"{spec}: option delay_s must be a finite number of seconds >= 0, got {raw!r}")
+        delay = float(raw)
+    return ScriptedModel(spec, parsed.responses, parsed.turns, delay, parsed.rules, fingerprint=parsed.fingerprint)
