@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -47,7 +49,55 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in sub.choices.values():
         _add_logging(sp, top=False)
         _check_string_defaults(sp)
+        _env_switches_and_choices(sp)
     return parser
+
+
+def _env_switches_and_choices(p: argparse.ArgumentParser) -> None:
+    """``$COLLAPSE_PROBE_<OPTION>`` of a switch (``--no-progress``) or of an option with choices
+    (``--log-level``): validated like the other options' variables, a bad value reported naming the
+    variable when the subcommand uses it."""
+    from collapse_probe.cli._common import _FALSE, _TRUE, BadEnv
+
+    for a in p._actions:
+        longs = [s for s in a.option_strings if s.startswith("--")]
+        if not longs or isinstance(a.default, BadEnv) or a.dest == "help":
+            continue
+        var = "COLLAPSE_PROBE_" + longs[-1].lstrip("-").upper().replace("-", "_")
+        raw = os.environ.get(var)
+        if raw is None:
+            continue
+        if isinstance(a, argparse._StoreTrueAction | argparse._StoreFalseAction):
+            v = raw.strip().lower()
+            if v not in _TRUE and v not in _FALSE:
+                a.default = BadEnv(var, raw, "1/0, true/false, yes/no or on/off")
+            else:
+                on = v in _TRUE
+                a.default = on if isinstance(a, argparse._StoreTrueAction) else not on
+        elif a.choices is not None:
+            try:
+                value = a.type(raw) if callable(a.type) else raw
+            except (TypeError, ValueError, argparse.ArgumentTypeError):
+                value = raw
+            if value in a.choices:
+                a.default = value
+            else:
+                a.default = BadEnv(var, raw, "one of " + ", ".join(map(str, a.choices)))
+
+
+def _name_env_source(message: str, argv: Sequence[str]) -> str:
+    """An error about ``--flag`` whose value came from ``$COLLAPSE_PROBE_FLAG`` (the flag was not
+    given) names the variable: ``$COLLAPSE_PROBE_STATES (--states) must be ...``."""
+    m = re.match(r"--([a-z][a-z0-9-]*)", message)
+    if m is None:
+        return message
+    flag = m.group(0)
+    if any(a == flag or a.startswith(flag + "=") for a in argv):
+        return message
+    var = "COLLAPSE_PROBE_" + m.group(1).upper().replace("-", "_")
+    if os.environ.get(var) is None:
+        return message
+    return f"${var} ({flag}){message[len(flag) :]}"
 
 
 def _check_string_defaults(p: argparse.ArgumentParser) -> None:
@@ -104,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from collapse_probe import _observe
     from collapse_probe.cli._common import (
+        BadEnv,
         apply_budget,
         check_env_defaults,
         check_finite,
@@ -114,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from collapse_probe.models._usage import BudgetExceeded
 
     verbose = int(getattr(args, "verbose", 0) or 0)
-    _observe.configure(verbose, getattr(args, "log_level", None))
+    level = getattr(args, "log_level", None)
+    _observe.configure(verbose, None if isinstance(level, BadEnv) else level)
     _observe.reset()
     module = importlib.import_module(f"collapse_probe.cli.{args.command}")
     code = 2
@@ -137,7 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 3
         return code
     except CollapseProbeError as exc:
-        print(f"collapse-probe {args.command}: error: {exc}", file=sys.stderr)
+        given = list(sys.argv[1:] if argv is None else argv)
+        print(f"collapse-probe {args.command}: error: {_name_env_source(str(exc), given)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; completed work is saved in the run directory and resumes on the next run", file=sys.stderr)
