@@ -6,7 +6,9 @@ the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.to
 mapping whose keys are the subcommand's long option names, with dashes or underscores
 (``max-turns: 3`` or ``max_turns = 3``), or a positional argument's name (``run-dir`` of ``gate``);
 lists are accepted for the comma-separated spec options (``sims: [smollm2, vs:smollm2]``). A key that is not an option of the subcommand, or a value of the
-wrong type, is one error line naming the file and the key.
+wrong type, is one error line naming the file and the key. Relative paths in a config file (model
+files, ``out``, ``personas``) resolve against the working directory, exactly as on the command line,
+not against the file's directory.
 
 Backend options: ``-M ROLE.key=VALUE`` (repeatable; ``--model-arg``) passes ``key=VALUE`` to the
 model backend of every participant in ROLE — ``policy``, ``sim`` or ``judge`` — and a bare
@@ -197,7 +199,8 @@ def add_config_option(p: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         default=os.environ.get("COLLAPSE_PROBE_CONFIG"),
-        help="YAML or TOML file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override it",
+        help="YAML or TOML file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override "
+        "it; relative paths in it resolve against the working directory, as on the command line",
     )
 
 
@@ -208,6 +211,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         ConfigError: the file is missing, has another extension, does not parse, or is not a mapping.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"--config: {str(p)!r} is a directory; expected a YAML or TOML file")
     if not p.is_file():
         raise ConfigError(f"--config: file {str(p)!r} does not exist")
     suffix = p.suffix.lower()

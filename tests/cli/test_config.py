@@ -249,3 +249,27 @@ def test_train_policy_model_args_go_to_the_vllm_engine_only() -> None:
     assert config_from_args(args).vllm_options == {"gpu_memory_utilization": 0.4}
     with pytest.raises(ConfigError, match="--rollout-backend vllm"):
         config_from_args(parse_args(build_parser(), ["train", "-M", "policy.tensor_parallel_size=2"]))
+
+
+def test_a_directory_given_as_config_file_is_named_a_directory(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["play", "--config", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a directory; expected a YAML or TOML file" in err, err
+
+
+def test_relative_paths_in_a_config_file_resolve_against_the_working_directory(
+    tmp_path, persuader, monkeypatch, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(tmp_path / "cache.sqlite"))
+    (tmp_path / "donor.json").write_text(DONOR.read_text())
+    (tmp_path / "conf").mkdir()
+    cfg = tmp_path / "conf" / "play.yaml"
+    cfg.write_text(f"policy: {persuader}\nsim: scripted:donor.json\ntasks: 1\nrollouts: 1\nmax_turns: 1\nout: run\n")
+    assert main(["play", "--config", str(cfg), "--no-progress"]) == 0
+    assert (tmp_path / "run" / "results.json").is_file() and not (tmp_path / "conf" / "run").exists()
+    with pytest.raises(SystemExit):
+        main(["play", "--help"])
+    assert "relative paths in it resolve against the working directory" in " ".join(capsys.readouterr().out.split())
