@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.cli._common import add_seed, env, positive
+from collapse_probe.cli._common import AutoOut, add_seed, env, positive
 from collapse_probe.errors import ConfigError
 
 DEFAULT_SEEDS = 20
@@ -45,7 +45,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--steps", type=int, default=env("steps", 300), help="policy updates (default 300)")
     add_seed(p)
-    p.add_argument("--out", default=env("out", None), help="run directory for the results and the HTML report")
+    p.add_argument(
+        "--out",
+        default=env("out", AutoOut("runs/lab")),
+        help="run directory for the results and the HTML report (default: a new runs/lab-<UTC time>-<pid>)",
+    )
     p.add_argument(
         "--compare",
         action="store_true",
