@@ -150,6 +150,22 @@ class ArenaSpec:
         setattr(arena, _SPEC_ATTR, spec)
         return arena
 
+    DATA_FILES = ("personas", "tau2_data")
+    """Fields naming data the arena reads: ``config.json`` records a content fingerprint of each given
+    one (``data_fingerprints``), so a run resumed after the file changed in place is refused."""
+
+    def data_fingerprints(self) -> dict[str, str]:
+        """Field -> ``sha256:...`` of the file (or of every file under the directory) it names; hashed
+        once per ``(path, size, mtime)``."""
+        from collapse_probe.models._identity import file_fingerprint
+
+        return {k: file_fingerprint(v) for k in self.DATA_FILES if (v := getattr(self, k))}
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy (what ``config.json`` records under ``"arena"``)."""
-        return asdict(self)
+        """JSON-ready copy (what ``config.json`` records under ``"arena"``), with the content
+        fingerprints of the data files it names (``data_fingerprints``) when it names any."""
+        d = asdict(self)
+        fps = self.data_fingerprints()
+        if fps:
+            d["data_fingerprints"] = fps
+        return d

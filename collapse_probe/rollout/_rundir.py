@@ -239,6 +239,7 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
         raise ConfigError(
             f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {full['kind']} run; use another --out"
         )
+    full = _check_same_data(cfg_path, old, full)
     skip = _VOLATILE | {"fingerprints"} | set(resumable)
     diff = {k for k in set(old) | set(full) if k not in skip and old.get(k) != full.get(k)}
     if diff:
@@ -267,6 +268,34 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
             f"{cfg_path}: model changed since this run started: {'; '.join(changed)}. "
             "Resuming would mix two models' outputs; use --fresh to start over or another --out"
         )
+
+
+def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a resume whose arena data files (personas, τ2 data) changed in place, naming them.
+
+    Returns ``full`` to compare with ``old``: without the data fingerprints when the stored run was
+    recorded before they were (its data cannot be checked, its configuration still is).
+    """
+    old_arena, new_arena = old.get("arena"), full.get("arena")
+    if not isinstance(old_arena, dict) or not isinstance(new_arena, dict) or "data_fingerprints" not in new_arena:
+        return full
+    old_fp, new_fp = old_arena.get("data_fingerprints"), new_arena["data_fingerprints"]
+    if old_fp is None:
+        return {**full, "arena": {k: v for k, v in new_arena.items() if k != "data_fingerprints"}}
+    if isinstance(old_fp, dict) and isinstance(new_fp, dict):
+        from collapse_probe.models._identity import short
+
+        changed = [
+            f"{k} {new_arena.get(k)} (was {short(str(old_fp[k]))}, now {short(str(new_fp[k]))})"
+            for k in sorted(set(old_fp) & set(new_fp))
+            if old_fp[k] != new_fp[k] and old_arena.get(k) == new_arena.get(k)
+        ]
+        if changed:
+            raise ConfigError(
+                f"{cfg_path}: data changed since this run started: {'; '.join(changed)}. "
+                "Resuming would mix results on two versions of it; use --fresh to start over or another --out"
+            )
+    return full
 
 
 class RunLock:
