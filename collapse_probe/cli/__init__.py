@@ -46,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
             add_config_option(sp)
         if name in MODEL_COMMANDS:
             add_model_args(sp)
-    for sp in sub.choices.values():
-        _add_logging(sp, top=False)
+    for name, sp in sub.choices.items():
+        _add_logging(sp, top=False, calls_models=name in MODEL_COMMANDS or name == "gate")
         _check_string_defaults(sp)
         _env_switches_and_choices(sp)
     return parser
@@ -114,7 +114,7 @@ def _check_string_defaults(p: argparse.ArgumentParser) -> None:
                 a.default = BadEnv(var, a.default, "an integer" if a.type is int else "a number")
 
 
-def _add_logging(p: argparse.ArgumentParser, top: bool) -> None:
+def _add_logging(p: argparse.ArgumentParser, top: bool, calls_models: bool = True) -> None:
     from collapse_probe._observe import LEVELS
 
     have = {o for a in p._actions for o in a.option_strings}
@@ -125,7 +125,11 @@ def _add_logging(p: argparse.ArgumentParser, top: bool) -> None:
             "--verbose",
             action="count",
             default=default,
-            help="more output: -v logs every retried request, -vv debug detail; tracebacks of internal errors",
+            help=(
+                "more output: -v logs every retried request, -vv debug detail; tracebacks of internal errors"
+                if calls_models
+                else "more output: -v info, -vv debug detail; tracebacks of internal errors"
+            ),
         )
     if "--log-level" not in have:
         p.add_argument(

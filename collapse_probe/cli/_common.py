@@ -267,8 +267,12 @@ def add_benchmark(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge",
         default=env("judge", None),
-        help="judge model spec: tau2 natural-language assertions (without one the reward is DB-only) and "
-        "audit --partition judge (default there: the simulator's model)",
+        help="judge model spec: tau2 natural-language assertions (without one the reward is DB-only)"
+        + (
+            " and --partition judge (default there: the simulator's model)"
+            if p.prog.endswith(" audit")
+            else "; default: none"
+        ),
     )
 
 

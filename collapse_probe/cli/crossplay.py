@@ -52,9 +52,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--rollouts", type=int, default=env("rollouts", 2), help="conversations per task and cell (default 2)"
     )
     p.add_argument(
+        "--partition",
         "--partitioner",
+        dest="partitioner",
         default=env("partitioner", "exact"),
-        help="partitioner of the policy's messages for the strategy entropy (default exact)",
+        help="partitioner of the policy's messages for the strategy entropy (default exact; "
+        "--partitioner is the same option)",
     )
     p.add_argument(
         "--entropy-turns",

@@ -17,6 +17,9 @@ HOSTED = (
 )
 """Hosted-model spec prefixes and where each takes its credentials from."""
 
+PLACEHOLDER = {"hf": "PATH", "azure": "DEPLOYMENT", "bedrock": "MODEL_ID", "litellm": "PROVIDER/MODEL"}
+"""What follows a backend prefix when it is not a model name (``hf/PATH``: a local model directory)."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("models", help="list model aliases and backend spec prefixes")
@@ -29,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
     for alias, spec, desc in list_models():
         print(f"{alias:<18} {spec:<34} {desc}")
     print(
-        "\nbackend prefixes: " + ", ".join(f"{p}/MODEL" for p in BACKENDS if p != "scripted") + ", scripted:FILE.json"
+        "\nbackend prefixes: "
+        + ", ".join(f"{p}/{PLACEHOLDER.get(p, 'MODEL')}" for p in BACKENDS if p != "scripted")
+        + ", scripted:FILE.json"
     )
     print("simulator modes: vs:SPEC (Verbalized Sampling), direct:SPEC (default)")
     print('\nhosted models (official SDKs, pip install "collapse-probe[api]"; credentials from the environment):')

@@ -29,7 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Defaults run offline on the embedded model.",
     )
     p.add_argument("--policy", default=env("policy", "smollm2"), help="policy model spec (default smollm2)")
-    p.add_argument("--sim", default=env("sim", "smollm2"), help="simulator spec; vs:SPEC for Verbalized Sampling")
+    p.add_argument(
+        "--sim", default=env("sim", "smollm2"), help="simulator spec; vs:SPEC for Verbalized Sampling (default smollm2)"
+    )
     p.add_argument("--tasks", type=int, default=env("tasks", 4), help="number of tasks (default 4)")
     p.add_argument("--rollouts", type=int, default=env("rollouts", 2), help="conversations per task (default 2)")
     p.add_argument("--show", type=int, default=1, help="print this many conversations in full (default 1)")

@@ -76,7 +76,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-every", type=int, default=env("save-every", 1), help="steps between checkpoints")
     p.add_argument("--collapse-samples", type=int, default=env("collapse-samples", 8), help="samples per ε state")
     p.add_argument("--collapse-states", type=int, default=env("collapse-states", 2), help="ε states per step")
-    p.add_argument("--partitioner", default=env("partitioner", "exact"), help="policy-entropy partitioner")
+    p.add_argument(
+        "--partition",
+        "--partitioner",
+        dest="partitioner",
+        default=env("partitioner", "exact"),
+        help="policy-entropy partitioner (default exact; --partitioner is the same option)",
+    )
     p.add_argument("--device", default=env("device", None), help="device of trained models (cpu, cuda, auto)")
     p.add_argument("--rollout-backend", default=env("rollout-backend", "torch"), help="torch | vllm (GPU)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
