@@ -236,6 +236,14 @@ def evaluate_gate(
     # --- regression against a baseline on the held-out simulators
     if baseline_policy is not None and max_drop is not None:
         checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, strict, n_boot, seed))
+    if min_transfer is None and max_drop is None:
+        # Without a threshold the gate is a health check of the run (complete, scored, infra failures
+        # under the limit), as it always was; say so in the verdict, since such a gate passes any policy.
+        checks.append(GateCheck(
+            "thresholds", "pass",
+            "none given: only the run's completeness and infrastructure failures were checked, not the policy; "
+            "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
+        ))  # fmt: skip
     return verdict
 
 

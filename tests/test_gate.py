@@ -281,4 +281,7 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
     )
     assert res2["transfer"] == []
     assert evaluate_gate(res2, policy, min_transfer=0.5).exit_code == 2
-    assert evaluate_gate(res2, policy).exit_code == 0  # nothing asked beyond a complete, healthy run
+    health = evaluate_gate(res2, policy)
+    assert health.exit_code == 0  # nothing asked beyond a complete, healthy run
+    assert health.checks[-1].name == "thresholds" and "not the policy" in health.checks[-1].message
+    assert "not the policy" in health.markdown()
