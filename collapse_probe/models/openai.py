@@ -225,9 +225,13 @@ class OpenAIChatModel(APIChatModel):
     def _served_model_name(self) -> str | None:
         if self.azure_api_version is not None:
             return None  # a deployment name is not a model id; the answers' ``model`` field names it
-        client = self.sync_client().with_options(timeout=10.0)
+        # the timeout per request, not via with_options(): the SDK's copy() re-enforces credentials,
+        # and a keyless OpenAI-compatible server (vllm serve, a local proxy) would read as unverified
+        client = self.sync_client()
         try:
-            return str(client.models.retrieve(self.model).id)
+            keyless = self._api_key is None and self.azure_api_version is None
+            headers = {"Authorization": _openai().Omit()} if keyless else None
+            return str(client.models.retrieve(self.model, timeout=10.0, extra_headers=headers).id)
         finally:
             client.close()
 
