@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
     APIChatModel,
@@ -119,6 +120,9 @@ def parse_messages_response(data: dict[str, Any]) -> Completion:
             calls.append(
                 {"name": block.get("name", ""), "arguments": dict(block.get("input") or {}), "id": block.get("id")}
             )
+    if not calls and not "".join(texts).strip() and data.get("stop_reason") != "refusal":
+        # no text and no tool call: not an answer (a refusal is one, recorded as a content filter)
+        raise EmptyAnswer("the server returned a message without text or tool call")
     usage = data.get("usage") or {}
     return Completion(
         text="".join(texts),
@@ -281,6 +285,9 @@ class AnthropicChatModel(APIChatModel):
         return parse_messages_response(data)
 
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        return await retry_empty(self, lambda: self._call_once(request, start, k))
+
+    async def _call_once(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
         body = {**self.build_body(request), **self.extra_body}
         data = await self._send(lambda c: sdk_post(c, self.messages_path, body))
         if not isinstance(data, dict):

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
     APIChatModel,
@@ -195,6 +196,14 @@ def parse_generate_content_response(data: dict[str, Any], k: int) -> list[Comple
                 if part.get("thoughtSignature"):
                     call["thought_signature"] = part["thoughtSignature"]
                 calls.append(call)
+        finish = str(cand.get("finishReason") or "")
+        if (
+            not calls
+            and not "".join(texts).strip()
+            and finish not in ("SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION")
+        ):
+            # no text and no call, and not a safety block: not an answer (retried, then an infra failure)
+            raise EmptyAnswer(f"the server returned a candidate without text or call (finishReason {finish or 'none'})")
         chosen = (cand.get("logprobsResult") or {}).get("chosenCandidates")
         token_logprobs = [float(c.get("logProbability", 0.0)) for c in chosen] if chosen is not None else None
         n_tokens = len(token_logprobs) if token_logprobs is not None else None
@@ -408,6 +417,9 @@ class GeminiChatModel(APIChatModel):
         return parse_generate_content_response(data, k)
 
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
+        return await retry_empty(self, lambda: self._call_once(request, start, k))
+
+    async def _call_once(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
         kwargs = self.sdk_request(self.build_body(request, start, k))
         resp = await self._send(lambda c: c.aio.models.generate_content(**kwargs))
         data = resp.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -685,3 +685,23 @@ def test_azure_deployment_route_and_key(monkeypatch):
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT")
     with pytest.raises(ConfigError, match="AZURE_OPENAI_ENDPOINT"):
         make_azure_model("azure/d", "d")
+
+
+def test_empty_anthropic_and_gemini_answers_are_retried_then_infra_failures(keys):
+    # a message with no text and no tool call, and a candidate with no parts, are no answers
+    empty_msg = Reply(200, {"id": "m", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
+                            "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 0}})  # fmt: skip
+    with WireServer(flaky(anthropic_messages, [empty_msg])) as srv:
+        model = make_anthropic_model("anthropic/claude-test", "claude-test", base_url=srv.url, max_retries=2, **FAST)
+        [res] = run(model, [req("x")])
+    assert res.ok and res.completions[0].text and len(srv.requests) == 2  # asked again, then a real answer
+    with WireServer(lambda rec: empty_msg) as srv:
+        model = make_anthropic_model("anthropic/claude-test", "claude-test", base_url=srv.url, max_retries=1, **FAST)
+        [res] = run(model, [req("x")])
+    assert not res.ok and "without text" in (res.error or "") and len(srv.requests) == 2
+    empty_cand = Reply(200, {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP"}],
+                             "usageMetadata": {"promptTokenCount": 3}})  # fmt: skip
+    with WireServer(lambda rec: empty_cand) as srv:
+        model = make_google_model("google/gemini-test", "gemini-test", base_url=srv.url, max_retries=1, **FAST)
+        [res] = run(model, [req("x")])
+    assert not res.ok and "without text" in (res.error or "") and len(srv.requests) == 2
