@@ -78,6 +78,11 @@ def _sim_participants(config: AuditConfig, cache: bool) -> list[Participant]:
     return [primary, other]
 
 
+VS_UNRELIABLE_RATE = 0.5
+"""Share of unparsable Verbalized-Sampling replies from which the audit warns that its VS numbers
+describe the fallback draw rather than verbalized probabilities."""
+
+
 async def run_audit_async(
     config: AuditConfig,
     out: str | Path | None,
@@ -228,6 +233,17 @@ async def run_audit_async(
             "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
             "states": [_state_row(r) for r in by_mode[other.mode]],
         }
+    vs_fail = (results.get("compare_vs") or {}).get("vs_parse_failures") or summary.get("vs_parse_failures")
+    if vs_fail and vs_fail.get("rate") is not None and vs_fail["rate"] >= VS_UNRELIABLE_RATE:
+        # Most VS answers fell back to a plain draw: the "verbalized" numbers then describe the fallback,
+        # and a VS − direct difference near 0 says nothing about Verbalized Sampling itself.
+        note = (
+            f"Verbalized Sampling: {vs_fail['count']} of {vs_fail['of']} replies could not be parsed "
+            f"({vs_fail['rate']:.0%}); the VS numbers describe the fallback, not verbalized probabilities"
+        )
+        notices.append(note)
+        if "compare_vs" in results:
+            results["compare_vs"]["unreliable"] = True
     if config.variance_share and policy is not None:
         results["variance_share"] = await variance_share(arena, tasks, policy, primary, config, run_dir, progress,
                                                          eps_bar=summary["accumulated_collapse_error"])  # fmt: skip
