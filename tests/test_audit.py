@@ -159,6 +159,7 @@ def test_on_policy_trajectory_and_accumulated_collapse_error(write_scripted):
     assert abs(by_turn[0] - 0.5) < 0.08 and by_turn[1] == 0.0 and abs(by_turn[2] - 0.3) < 0.08
     eps_bar = res["summary"]["accumulated_collapse_error"]
     assert abs(eps_bar - 0.8) < 0.1 and res["trajectory"]["n_rollouts"] == 2
+    assert abs(res["trajectory"]["accumulated_collapse_error_plugin"] - 0.8) < 0.1  # the plug-in is kept beside
     assert res["trajectory"]["gradient_bias_bound"] == pytest.approx(2 * 2.0 * 1.0 * eps_bar)
     elic = [s for s in res["states"] if s["turn"] == 2]
     assert elic and all(s["exact"]["collapse_error"] == pytest.approx(0.3) for s in elic)
@@ -275,3 +276,16 @@ def test_smollm2_smoke(tmp_path):
     res = run_audit(AuditConfig(states=1, samples=4, compare_vs=True), tmp_path / "run", progress=False)
     assert res["summary"]["n_states"] == 2 and res["compare_vs"]["vs_parse_failures"]["of"] == 8
     assert (tmp_path / "run" / "report.html").exists()
+
+
+def test_accumulated_collapse_error_uses_the_bias_aware_per_state_estimate(write_scripted):
+    # uniform over 10 replies at every simulator turn: true ε = 0.9 per turn; at N = 20 the plug-in
+    # reads each turn as more collapsed than it is, and a sum over turns adds that bias up
+    pol = write_scripted([("Please donate.", 1.0)], name="pol.json")
+    sim = write_scripted([(f"reply {i}", 0.1) for i in range(10)], name="sim.json")
+    res = _audit(sim, policy=pol, states=2, samples=20, max_turns=2, partition="exact")
+    traj = res["trajectory"]
+    turns = len(traj["collapse_error_by_turn"])
+    truth = 0.9 * turns
+    assert abs(traj["accumulated_collapse_error"] - truth) < abs(traj["accumulated_collapse_error_plugin"] - truth)
+    assert traj["accumulated_collapse_error"] >= 1 and "vacuous" in traj["note"]

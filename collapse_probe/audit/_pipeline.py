@@ -203,6 +203,8 @@ async def run_audit_async(
     traj = trajectory_summary(recs, config)
     if traj is not None:
         summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
+        if traj.get("note"):
+            notices.append(traj["note"])
     results: dict[str, Any] = {
         "schema": SCHEMA,
         "version": __version__,

@@ -24,22 +24,35 @@ def trajectory_summary(records: Sequence[dict[str, Any]], config: AuditConfig) -
     if not ok:
         return None
     per_conv: dict[str, list[float]] = {}
+    per_conv_plugin: dict[str, list[float]] = {}
     by_turn: dict[int, list[float]] = {}
     for r in sorted(ok, key=lambda r: (r["conversation"], r["turn"])):
-        per_conv.setdefault(r["conversation"], []).append(r["collapse_error"])
-        by_turn.setdefault(r["turn"], []).append(r["collapse_error"])
+        # the bias-aware per-state estimate, as in the headline: summing plug-in ε̂ over turns adds up
+        # the plug-in's small-N bias towards "collapsed" once per turn
+        eps = r.get("collapse_error_estimate")
+        eps = r["collapse_error"] if eps is None else eps
+        per_conv.setdefault(r["conversation"], []).append(eps)
+        per_conv_plugin.setdefault(r["conversation"], []).append(r["collapse_error"])
+        by_turn.setdefault(r["turn"], []).append(eps)
     eps_bar = accumulated_collapse_error(list(per_conv.values()))
-    return {
+    out: dict[str, Any] = {
         "collapse_error_by_turn": [
             {"turn": t, "mean": float(np.mean(v)), "n_states": len(v)} for t, v in sorted(by_turn.items())
         ],
         "accumulated_collapse_error": eps_bar,
+        "accumulated_collapse_error_plugin": accumulated_collapse_error(list(per_conv_plugin.values())),
         "tv_bound": tv_bound(eps_bar),
         "gradient_bias_bound": gradient_bias_bound(eps_bar, config.bound_b, config.r_max),
         "B": config.bound_b,
         "R_max": config.r_max,
         "n_rollouts": len(per_conv),
     }
+    if eps_bar is not None and eps_bar >= 1:
+        out["note"] = (
+            f"ε̄_H = {eps_bar:.3g} ≥ 1: the TV bound is vacuous (TV ≤ 1 always) and the gradient-bias bound "
+            "is no tighter than the trivial one; the simulator is far from its mode along these rollouts"
+        )
+    return out
 
 
 class _SeedOverride:
