@@ -172,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = getattr(args, "log_level", None)
     _observe.configure(verbose, None if isinstance(level, BadEnv) else level)
     _observe.reset()
+    if getattr(args, "no_progress", False) is True:
+        # transformers and huggingface_hub draw their own bars (loading weights) unless told at import
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     module = importlib.import_module(f"collapse_probe.cli.{args.command}")
     code = 2
     try:
