@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._proc import pid_alive
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
@@ -138,16 +139,6 @@ def _check_local_name(name: str) -> None:
         raise ConfigError(f"unknown local model {name!r}; known local models: {', '.join(sorted(LOCAL_MODELS))}")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_stale_tmp(parent: Path, name: str) -> None:
     """Remove scratch directories of conversions whose process is gone (killed mid-way)."""
     for d in parent.glob(f".{name}.tmp-*"):
@@ -155,7 +146,7 @@ def _remove_stale_tmp(parent: Path, name: str) -> None:
             pid = int(d.name.rsplit("-", 2)[-2])
         except (ValueError, IndexError):
             continue
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(d, ignore_errors=True)
 
 

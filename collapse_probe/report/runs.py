@@ -213,13 +213,9 @@ def _writer_alive(path: Path) -> bool:
             except OSError:
                 continue
         return time.time() - newest < 300  # a writer without a lock (an older version) wrote lately
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from collapse_probe._proc import pid_alive
+
+    return pid_alive(pid)
 
 
 def read_jsonl(path: str | Path) -> JsonlRead:

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._proc import pid_alive
 from collapse_probe.errors import ConfigError
 
 RUN_FILES = (
@@ -375,12 +376,8 @@ def _read_lock(path: Path) -> tuple[int, str] | None:
 
 def _alive(holder: tuple[int, str]) -> bool:
     pid, start = holder
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     current = _owner_id(pid)[1]
     return start == "?" or current == "?" or current == start
 
