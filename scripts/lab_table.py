@@ -18,19 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from collapse_probe.report.lab_plots import fmt_stat
+
 MARKERS = {
     "collapse-probe/lab-compare/v2": ("<!-- lab-table:start -->", "<!-- lab-table:end -->"),
     "collapse-probe/lab-sweep/v1": ("<!-- lab-sweep:start -->", "<!-- lab-sweep:end -->"),
 }
 
 
-def cell(stat: dict[str, Any] | None, digits: int = 3) -> str:
-    if not stat or stat.get("mean") is None:
-        return "n/a"
-    ci = stat.get("ci95")
-    if not ci:
-        return f"{stat['mean']:.{digits}f}"
-    return f"{stat['mean']:.{digits}f} ± {(ci[1] - ci[0]) / 2:.{digits}f}"
+cell = fmt_stat  # the same ``mean ± half-width`` cell as the HTML report
 
 
 def compare_table(data: dict[str, Any]) -> str:
