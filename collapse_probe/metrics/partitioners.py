@@ -442,19 +442,23 @@ def best_threshold(distances: Sequence[float], same: Sequence[bool]) -> tuple[fl
 
 def load_paraphrase_pairs(path: str | Path = CALIBRATION_PAIRS) -> list[dict[str, Any]]:
     """Read labelled pairs: JSON lines ``{"a": str, "b": str, "same": bool}`` (other keys allowed)."""
+    return [_check_pair(rec, where) for where, rec in _calibration_records(path, "paraphrase pairs")]
+
+
+def _calibration_records(path: str | Path, what: str) -> list[tuple[str, Any]]:
+    """``(file:line, parsed JSON)`` for every non-blank line of a calibration JSONL file."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"paraphrase pairs file {str(p)!r} does not exist")
-    pairs = []
+        raise ConfigError(f"{what} file {str(p)!r} does not exist")
+    out = []
     for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            out.append((f"{p}:{lineno}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
-        pairs.append(_check_pair(rec, f"{p}:{lineno}"))
-    return pairs
+    return out
 
 
 def _check_pair(rec: Any, where: str) -> dict[str, Any]:
@@ -490,22 +494,14 @@ def paraphrase_set_pairs(split: str | None = None, path: str | Path = PARAPHRASE
 
 def load_paraphrase_sets(path: str | Path = PARAPHRASE_SETS) -> list[dict[str, Any]]:
     """Read paraphrase sets: JSON lines ``{"set", "split", "meanings": [[reply, ...], ...]}``."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"paraphrase sets file {str(p)!r} does not exist")
     out = []
-    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
+    for where, rec in _calibration_records(path, "paraphrase sets"):
         groups = rec.get("meanings") if isinstance(rec, dict) else None
         if not isinstance(groups, list) or not all(
             isinstance(g, list) and g and all(isinstance(t, str) for t in g) for g in groups
         ):
-            raise ConfigError(f"{p}:{lineno}: field 'meanings' must be a list of non-empty lists of strings")
+            raise ConfigError(f"{where}: field 'meanings' must be a list of non-empty lists of strings")
+        lineno = where.rsplit(":", 1)[1]
         out.append({"set": str(rec.get("set", lineno)), "split": str(rec.get("split", "")), "meanings": groups})
     return out
 
