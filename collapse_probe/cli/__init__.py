@@ -18,7 +18,7 @@ from collapse_probe._version import __version__
 from collapse_probe.cli._config import add_config_option, add_model_args, parse_args
 from collapse_probe.errors import CollapseProbeError
 
-COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models", "export")
+COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models", "export", "card")
 CONFIG_COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab")
 """Subcommands that take ``--config FILE``."""
 MODEL_COMMANDS = ("play", "audit", "crossplay", "train")

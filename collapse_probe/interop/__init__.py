@@ -8,11 +8,13 @@ trajectories others published read back for an audit.
   :func:`read_jsonl_conversations`) into :class:`PublishedConversation` records, and
   :func:`shared_prefix_states`, the states an audit of them measures
   (``collapse-probe audit --from FILE``, :func:`collapse_probe.audit.run_audit_from`).
+- :func:`simulator_card`: a portable, fingerprinted summary of a simulator from run directories.
 
 Optional packages are imported only by the function that needs them (extras ``inspect``,
 ``parquet``, ``hf``).
 """
 
+from collapse_probe.interop._card import simulator_card, write_card
 from collapse_probe.interop._export import FORMATS, export_run, hf_dataset
 from collapse_probe.interop._inspect import build_eval_log, read_inspect_log
 from collapse_probe.interop._jsonl import read_jsonl_conversations
@@ -46,5 +48,7 @@ __all__ = [
     "read_tau2_results",
     "run_tables",
     "shared_prefix_states",
+    "simulator_card",
     "simulator_error_summary",
+    "write_card",
 ]
