@@ -162,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         apply_budget,
         check_env_defaults,
         check_finite,
+        check_trackers,
+        log_to_trackers,
         print_usage,
         ray_from_args,
         resolve_out,
@@ -182,9 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_finite(args)
         resolve_out(args)
         apply_budget(args)
+        check_trackers(args)
         with ray_from_args(args):
             code = int(module.run(args) or 0)
         print_usage(args)
+        if code == 0:
+            log_to_trackers(args)
         return code
     except BudgetExceeded as exc:
         print_usage(args)

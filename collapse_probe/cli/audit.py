@@ -10,6 +10,7 @@ from collapse_probe.cli._common import (
     add_out,
     add_ray,
     add_seed,
+    add_trackers,
     arena_from_args,
     check_specs,
     env,
@@ -107,6 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--sim-role", choices=("user", "assistant"), default=env("sim-role", "user"),
                    help="inspect and generic JSONL chats: the role the simulator speaks as (default user)")  # fmt: skip
     add_out(p, default="runs/audit")
+    add_trackers(p)
 
 
 FROM_FORMATS = ("tau2", "inspect", "jsonl")

@@ -9,9 +9,10 @@ trajectories others published read back for an audit.
   :func:`shared_prefix_states`, the states an audit of them measures
   (``collapse-probe audit --from FILE``, :func:`collapse_probe.audit.run_audit_from`).
 - :func:`simulator_card`: a portable, fingerprinted summary of a simulator from run directories.
+- :func:`log_run`: a run's figures logged to W&B, MLflow or TensorBoard.
 
 Optional packages are imported only by the function that needs them (extras ``inspect``,
-``parquet``, ``hf``).
+``parquet``, ``hf``, ``trackers``).
 """
 
 from collapse_probe.interop._card import simulator_card, write_card
@@ -29,9 +30,11 @@ from collapse_probe.interop._published import (
 from collapse_probe.interop._rundata import RunData, load_run_data
 from collapse_probe.interop._tables import json_columns, read_table, run_tables
 from collapse_probe.interop._tau2 import read_tau2_results
+from collapse_probe.interop._trackers import TRACKERS, log_run, run_figures
 
 __all__ = [
     "FORMATS",
+    "TRACKERS",
     "PublishedConversation",
     "PublishedMessage",
     "PublishedRun",
@@ -42,10 +45,12 @@ __all__ = [
     "hf_dataset",
     "json_columns",
     "load_run_data",
+    "log_run",
     "read_inspect_log",
     "read_jsonl_conversations",
     "read_table",
     "read_tau2_results",
+    "run_figures",
     "run_tables",
     "shared_prefix_states",
     "simulator_card",
