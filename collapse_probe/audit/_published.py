@@ -175,6 +175,15 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
 
 
 def run_audit_from(
+    path: str | Path, fmt: str, config: AuditConfig, out: str | Path | None, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`run_audit_from_async` for callers without an event loop (same arguments)."""
+    from collapse_probe._sync import run_sync
+
+    return run_sync(run_audit_from_async(path, fmt, config, out, **kwargs))
+
+
+async def run_audit_from_async(
     path: str | Path,
     fmt: str,
     config: AuditConfig,
@@ -205,25 +214,6 @@ def run_audit_from(
         ConfigError: the file cannot be read, holds several simulators and none was chosen, or no
             prefix has two replies.
     """
-    from collapse_probe._sync import run_sync
-
-    return run_sync(run_audit_from_async(path, fmt, config, out, simulator=simulator, sim_role=sim_role,
-                                         cache=cache, progress=progress, fresh=fresh))  # fmt: skip
-
-
-async def run_audit_from_async(
-    path: str | Path,
-    fmt: str,
-    config: AuditConfig,
-    out: str | Path | None,
-    *,
-    simulator: str | None = None,
-    sim_role: str = "user",
-    cache: bool = True,
-    progress: bool = True,
-    fresh: bool = False,
-) -> dict[str, Any]:
-    """:func:`run_audit_from` for callers with an event loop."""
     from collapse_probe.audit._pipeline import _make_partitioner, audit_results, resolve_partition
     from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
     from collapse_probe.play import summarize_rewards

@@ -136,7 +136,7 @@ def _from_format(path: str, given: str | None) -> str:
 
 def run_from(args: argparse.Namespace) -> int:
     """``audit --from FILE``: the audit of published trajectories."""
-    from collapse_probe.audit import AuditConfig, run_audit_from, summary_table
+    from collapse_probe.audit import AuditConfig, run_audit_from
 
     fmt = _from_format(args.from_file, args.from_format)
     for flag, value in (("--policy", args.policy), ("--human", args.human), ("--compare-vs", args.compare_vs),
@@ -153,6 +153,13 @@ def run_from(args: argparse.Namespace) -> int:
     src = results["source"]
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
           f"states, {src['infra_failures']} infrastructure failures excluded")  # fmt: skip
+    return _report(args, results)
+
+
+def _report(args: argparse.Namespace, results: dict) -> int:
+    """The terminal table, the notices and the verdict line; exit 1 when no state was measured."""
+    from collapse_probe.audit import summary_table
+
     print()
     print(summary_table(results))
     for notice in results.get("notices", []):
@@ -166,7 +173,7 @@ def run_from(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "from_file", None):
         return run_from(args)
-    from collapse_probe.audit import AuditConfig, run_audit, summary_table
+    from collapse_probe.audit import AuditConfig, run_audit
 
     check_specs([args.sim] + ([args.policy] if args.policy else []))
     roles = {
@@ -188,11 +195,4 @@ def run(args: argparse.Namespace) -> int:
           "(--bound-b, --r-max, --epsilon-star)")  # fmt: skip
     results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
-    print()
-    print(summary_table(results))
-    for notice in results.get("notices", []):
-        print(notice)
-    print()
-    print(results["verdict"])
-    print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")
-    return 0 if results["summary"]["n_states"] else 1
+    return _report(args, results)

@@ -69,7 +69,7 @@ KNOWN: dict[str, dict[str, str]] = {
         "entropy_plugin": "f64", "entropy_miller_madow": "f64", "hill": "json", "hill_note": "str",
         "sample_coverage": "f64", "distinct_1": "f64", "distinct_2": "f64", "low_confidence": "bool",
         "n_empty": "i64", "vendi": "f64", "mean_pairwise_cosine": "f64", "decision": "json", "exact": "json",
-        "vs": "json",
+        "vs": "json", "conversations": "strs",
     },
     "audit_samples": {
         "record_line": "i64", "state_id": "str", "mode": "str", "simulator": "str", "task_id": "str", "kind": "str",

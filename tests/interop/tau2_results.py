@@ -138,3 +138,11 @@ def make_results(
     else:
         p.write_text(json.dumps(results, indent=2))
     return results
+
+
+def reply_counts(replies: list[str]) -> list[int]:
+    """Class counts of replies by exact text, largest first (what ``--partition exact`` counts here)."""
+    seen: dict[str, int] = {}
+    for r in replies:
+        seen[r] = seen.get(r, 0) + 1
+    return sorted(seen.values(), reverse=True)

@@ -15,7 +15,7 @@ from collapse_probe.cli import main
 from collapse_probe.metrics.estimators import mean_collapse_error_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tau2_results import GREETING, make_results  # noqa: E402
+from tau2_results import GREETING, make_results, reply_counts  # noqa: E402
 
 TASKS = {
     "12": [("I want to return a jacket.", 0.5), ("My order arrived broken.", 0.3), ("Where is my refund?", 0.2)],
@@ -50,13 +50,6 @@ def independent_states(results_file: Path) -> list[tuple[str, list[str]]]:
     return [g for g in groups.values() if len(g[1]) >= 2]
 
 
-def _counts(replies: list[str]) -> list[int]:
-    seen: dict[str, int] = {}
-    for r in replies:
-        seen[r] = seen.get(r, 0) + 1
-    return sorted(seen.values(), reverse=True)
-
-
 @pytest.mark.parametrize("trials,seed", [(7, 3), (11, 5)])
 def test_tau2_per_prefix_epsilon_and_the_mean_interval_equal_an_independent_computation(tmp_path, trials, seed):
     f = tmp_path / "results.json"
@@ -67,9 +60,9 @@ def test_tau2_per_prefix_epsilon_and_the_mean_interval_equal_an_independent_comp
     assert len(res["states"]) == len(expected) and res["summary"]["n_states"] == len(expected)
     for row, (task, replies) in zip(res["states"], expected, strict=True):
         assert row["task_id"] == task and row["n"] == len(replies)
-        assert row["class_counts"] == _counts(replies)
-        assert row["collapse_error"] == pytest.approx(1 - max(_counts(replies)) / len(replies), abs=1e-12)
-    mean = mean_collapse_error_interval([_counts(r) for _, r in expected], seed=0)
+        assert row["class_counts"] == reply_counts(replies)
+        assert row["collapse_error"] == pytest.approx(1 - max(reply_counts(replies)) / len(replies), abs=1e-12)
+    mean = mean_collapse_error_interval([reply_counts(r) for _, r in expected], seed=0)
     assert res["summary"]["collapse_error"]["estimate"] == pytest.approx(mean.estimate, abs=1e-12)
     assert res["summary"]["collapse_error"]["ci95"] == pytest.approx(list(mean.ci95), abs=1e-12)
     # the opening state of each task: the reply to the fixed greeting, every evaluable trial

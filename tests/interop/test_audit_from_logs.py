@@ -4,6 +4,7 @@ exported and read back."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from collapse_probe.audit import AuditConfig, run_audit_from
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
 from collapse_probe.interop import export_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tau2_results import reply_counts  # noqa: E402
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -33,18 +37,11 @@ def independent(records: list[dict], simulator: str | None = None) -> list[tuple
     return [g for g in groups.values() if len(g[1]) >= 2]
 
 
-def _counts(replies: list[str]) -> list[int]:
-    out: dict[str, int] = {}
-    for r in replies:
-        out[r] = out.get(r, 0) + 1
-    return sorted(out.values(), reverse=True)
-
-
 def test_jsonl_of_a_tau2_play_run_states_equal_an_independent_grouping(tau2_play_run):
     f = tau2_play_run / "conversations.jsonl"
     res = run_audit_from(f, "jsonl", AuditConfig(partition="exact"), None, progress=False)
     expected = independent(_jsonl(f))
-    assert [(s["task_id"], s["class_counts"]) for s in res["states"]] == [(t, _counts(r)) for t, r in expected]
+    assert [(s["task_id"], s["class_counts"]) for s in res["states"]] == [(t, reply_counts(r)) for t, r in expected]
     openings = [s for s in res["states"] if s["kind"] == "opening"]
     assert len(openings) == 2 and all(s["n"] == 6 for s in openings)  # every rollout answers the fixed greeting
 
@@ -74,7 +71,7 @@ def test_crossplay_jsonl_needs_a_simulator_and_counts_a_retried_conversation_onc
     sim = p4g_specs["donor2"]  # its first attempt failed: its conversations are in the file twice
     res = run_audit_from(f, "jsonl", AuditConfig(partition="exact"), None, simulator=sim, progress=False)
     expected = independent(_jsonl(f), sim)
-    assert [(s["task_id"], s["class_counts"]) for s in res["states"]] == [(t, _counts(r)) for t, r in expected]
+    assert [(s["task_id"], s["class_counts"]) for s in res["states"]] == [(t, reply_counts(r)) for t, r in expected]
     assert res["source"]["infra_failures"] == 0 and res["source"]["conversations"] == 12
     with pytest.raises(ConfigError, match="holds no conversations of this simulator"):
         run_audit_from(f, "jsonl", AuditConfig(partition="exact"), None, simulator="nobody", progress=False)

@@ -300,3 +300,13 @@ def test_exports_never_overwrite_and_need_a_finished_run(crossplay_run, tmp_path
     with pytest.raises(ConfigError, match="holds a lab run"):
         export_run(lab, "parquet", tmp_path / "r")
     assert (tmp_path / "busy" / "x").read_text() == "keep" and (tmp_path / "a.eval").read_text() == "keep"
+
+
+def test_every_known_column_is_documented():
+    from collapse_probe.interop._tables import KNOWN
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "interop.md").read_text()
+    for table, columns in KNOWN.items():
+        (row,) = [line for line in doc.splitlines() if line.startswith(f"| `{table}` |")]
+        missing = [c for c in columns if f"`{c}`" not in row]
+        assert not missing, (table, missing)
