@@ -288,7 +288,8 @@ async def run_audit_from_async(
             judge = make_participant(config.judge, cache=cache)
             fps.update(participant_fingerprints({config.judge: judge}))
         run_dir = RunDir(out)
-        record = {**asdict(config), "source": {k: source[k] for k in ("path", "format", "sha256", "simulator")},
+        # the file is named by its content: the same trajectories at another path resume the same run
+        record = {**asdict(config), "source": {k: source[k] for k in ("format", "sha256", "simulator")},
                   "sim_role": sim_role, "arena": {"benchmark": config.benchmark, "custom": True},
                   "version": __version__}  # fmt: skip
         run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)

@@ -23,6 +23,9 @@ from collapse_probe.errors import ConfigError
 
 SCHEMA = "collapse-probe/card/v1"
 CARD_KINDS = ("audit", "crossplay", "play")
+HEADLINE = ("collapse_error", "entropy", "effective_modes", "decision_collapse_error", "n_states", "by_kind",
+            "infra_failures", "samples_per_state")  # fmt: skip
+"""The blocks of an audit's ``summary`` a card carries as they are (``card.json`` ``audits``)."""
 
 
 def _sha256(path: Path) -> str | None:
@@ -249,7 +252,7 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
             + "); a card describes one simulator"
         )
     b = _Builder()
-    sources, benchmarks, modes, texts = [], [], [], []
+    sources, benchmarks, modes, texts, crossplay = [], [], [], [], []
     for i, r in enumerate(runs):
         res = r["results"]
         sources.append({
@@ -259,10 +262,21 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
         benchmarks.append(res.get("benchmark") or r["config"].get("benchmark"))
         if r["kind"] == "audit":
             modes.append(res.get("mode"))
-            texts.append({"run": i, "partitioner": res.get("partitioner"), "states_audited": res.get("states_audited"),
-                          "notices": res.get("notices") or []})  # fmt: skip
+            summary = res.get("summary") or {}
+            texts.append({
+                "run": i, "partitioner": res.get("partitioner"), "states_audited": res.get("states_audited"),
+                "notices": res.get("notices") or [], "verdict": res.get("verdict"), "verdicts": res.get("verdicts"),
+                # the headline blocks as results.json holds them (the figures below point into them)
+                **{k: summary.get(k) for k in HEADLINE if k in summary},
+            })  # fmt: skip
             _audit_figures(b, i, res)
         elif r["kind"] == "crossplay":
+            crossplay.append({
+                "run": i, "train_simulator": res.get("train_simulator"),
+                "cells": [c for c in res.get("cells") or [] if isinstance(c, dict) and c.get("simulator") == sim],
+                "transfer": [t for t in res.get("transfer") or [] if isinstance(t, dict)
+                             and (t.get("train_simulator") == sim or sim in (t.get("heldout_simulators") or []))],
+            })  # fmt: skip
             _crossplay_figures(b, i, res, sim)
         else:
             b.add("transfer", f"reward of {res.get('policy')} against it (play)", i, res, ["summary", "mean_reward"],
@@ -276,6 +290,7 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
         "simulator": {"spec": sim, "mode": next((m for m in modes if m), None), "fingerprint": fingerprint},
         "benchmarks": sorted({str(x) for x in benchmarks if x}),
         "audits": texts,
+        "crossplay": crossplay,
         "failure_handling": (
             "infrastructure failures (outages, rate limits, empty or null answers) are excluded from every "
             "estimate and counted; a rerun on the same run directory runs them again. Request retries are "

@@ -107,6 +107,11 @@ def test_rerun_resumes_and_a_changed_file_is_refused(tmp_path):
     again = run_audit_from(f, "tau2", AuditConfig(partition="exact"), out, progress=False)
     assert again["summary"] == first["summary"]
     assert len((out / "samples.jsonl").read_text().splitlines()) == len(first["states"])  # nothing measured twice
+    moved = tmp_path / "elsewhere" / "results.json"
+    moved.parent.mkdir()
+    moved.write_bytes(f.read_bytes())
+    run_audit_from(moved, "tau2", AuditConfig(partition="exact"), out, progress=False)  # the same content resumes
+    assert len((out / "samples.jsonl").read_text().splitlines()) == len(first["states"])
     make_results(f, TASKS, 5, seed=9)
     from collapse_probe.errors import ConfigError
 

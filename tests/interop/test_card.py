@@ -37,6 +37,10 @@ def test_card_of_an_audit_and_a_crossplay_run_equals_their_results(audit_run, cr
     cfg = json.loads((audit_run / "config.json").read_text())
     sim = p4g_specs["donor"]
     assert card["simulator"] == {"spec": sim, "mode": "direct", "fingerprint": cfg["fingerprints"][sim]}
+    (audit,) = card["audits"]
+    for key in ("collapse_error", "entropy", "decision_collapse_error", "n_states"):
+        assert audit[key] == res["summary"][key]  # the headline blocks as results.json holds them
+    assert audit["verdict"] == res["verdict"]
     names = {f["name"]: f for f in card["figures"]}
     head = names["meaning view ε̂ (mean over states)"]
     assert head["value"] == res["summary"]["collapse_error"]["estimate"]
@@ -45,6 +49,8 @@ def test_card_of_an_audit_and_a_crossplay_run_equals_their_results(audit_run, cr
     assert names["reward view: decision ε"]["value"] == res["summary"]["decision_collapse_error"]["estimate"]
     assert names["entropy, nats (Chao–Wang–Jost)"]["ci95"] == res["summary"]["entropy"]["ci95"]
     xp = json.loads((crossplay_run / "results.json").read_text())
+    (block,) = card["crossplay"]
+    assert block["transfer"] == xp["transfer"] and block["cells"] == [c for c in xp["cells"] if c["simulator"] == sim]
     for t in xp["transfer"]:
         assert t["train_simulator"] == sim
         assert names[f"transfer ratio of {t['policy']} (trained on it)"]["value"] == t["transfer_ratio"]
