@@ -149,18 +149,18 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
     for kind in _get(res, ["summary", "by_kind"]) or {}:
         b.add("states", f"ε̂ at {kind} states", i, res, ["summary", "by_kind", kind, "collapse_error"],
               ["summary", "by_kind", kind, "ci95"])  # fmt: skip
+    b.add("verdict", "verdict", i, res, ["verdict"])
     verdicts = res.get("verdicts")
-    if isinstance(verdicts, dict):
+    if isinstance(verdicts, dict):  # the two views: {label, estimate, ci95, n_states, classes, over, reason}
         for view in ("meaning", "reward"):
             v = verdicts.get(view)
             if isinstance(v, str):
                 b.add("verdict", f"{view} view", i, res, ["verdicts", view])
             elif isinstance(v, dict):
-                for key in ("line", "verdict", "text", "outcome"):
-                    b.add("verdict", f"{view} view: {key}", i, res, ["verdicts", view, key])
+                b.add("verdict", f"{view} view", i, res, ["verdicts", view, "label"])
                 b.add("verdict", f"{view} view ε̂", i, res, ["verdicts", view, "estimate"], ["verdicts", view, "ci95"])
-    else:
-        b.add("verdict", "meaning view", i, res, ["verdict"])
+                for key in ("n_states", "classes", "over", "reason"):
+                    b.add("verdict", f"{view} view: {key.replace('_', ' ')}", i, res, ["verdicts", view, key])
     b.add("verdict", "meaning view ε̂ (mean over states)", i, res, ["summary", "collapse_error", "estimate"],
           ["summary", "collapse_error", "ci95"])  # fmt: skip
     b.add("verdict", "reward view: decision ε", i, res, ["summary", "decision_collapse_error", "estimate"],

@@ -45,7 +45,7 @@ def test_card_of_an_audit_and_a_crossplay_run_equals_their_results(audit_run, cr
     head = names["meaning view ε̂ (mean over states)"]
     assert head["value"] == res["summary"]["collapse_error"]["estimate"]
     assert head["ci95"] == res["summary"]["collapse_error"]["ci95"]
-    assert names["meaning view"]["value"] == res["verdict"]  # no two-view verdicts in this run: the fallback
+    assert names["verdict"]["value"] == res["verdict"]
     assert names["reward view: decision ε"]["value"] == res["summary"]["decision_collapse_error"]["estimate"]
     assert names["entropy, nats (Chao–Wang–Jost)"]["ci95"] == res["summary"]["entropy"]["ci95"]
     xp = json.loads((crossplay_run / "results.json").read_text())
@@ -73,15 +73,18 @@ def test_two_view_verdicts_are_read_when_the_audit_wrote_them(audit_run, tmp_pat
     run = tmp_path / "run"
     shutil.copytree(audit_run, run, ignore=shutil.ignore_patterns(".lock"))
     res = json.loads((run / "results.json").read_text())
-    res["verdicts"] = {
-        "meaning": {"line": "NOT COLLAPSED: by meaning", "estimate": 0.41, "ci95": [0.3, 0.5]},
-        "reward": {"line": "COLLAPSED: the reward sees one behaviour", "estimate": 0.05, "ci95": [0.0, 0.1]},
-    }
+    res["verdicts"] = {  # as the audit writes them: one block per view
+        "meaning": {"label": "NOT COLLAPSED", "estimate": 0.41, "ci95": [0.3, 0.5], "n_states": 4,
+                    "classes": "by meaning (embedding)", "over": "4 probe states", "reason": None},
+        "reward": {"label": "COLLAPSED", "estimate": 0.05, "ci95": [0.0, 0.1], "n_states": 2,
+                   "classes": "what the reward pays", "over": "2 probe states", "reason": None},
+    }  # fmt: skip
     (run / "results.json").write_text(json.dumps(res))
     card = simulator_card([run])
     _check_figures(card)
     names = {f["name"]: f for f in card["figures"]}
-    assert names["reward view: line"]["value"].startswith("COLLAPSED")
+    assert names["reward view"]["value"] == "COLLAPSED" and names["meaning view"]["value"] == "NOT COLLAPSED"
+    assert names["reward view: n states"]["value"] == 2
     assert names["reward view ε̂"]["value"] == 0.05 and names["reward view ε̂"]["ci95"] == [0.0, 0.1]
     assert names["meaning view ε̂"]["ci95"] == [0.3, 0.5]
 
