@@ -39,6 +39,7 @@ from collapse_probe.audit._config import (
 )
 from collapse_probe.audit._human import donation_comparison, human_reference
 from collapse_probe.audit._pipeline import run_audit, run_audit_async
+from collapse_probe.audit._published import read_published, run_audit_from, run_audit_from_async
 from collapse_probe.audit._report import summary_table, verdict, write_audit_report
 from collapse_probe.audit._sampling import exact_donation_distribution
 from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
@@ -62,9 +63,12 @@ __all__ = [
     "mean_with_state_se",
     "on_policy_states",
     "p4g_probe_states",
+    "read_published",
     "paired_difference",
     "run_audit",
     "run_audit_async",
+    "run_audit_from",
+    "run_audit_from_async",
     "summarize_states",
     "summary_table",
     "trajectory_summary",

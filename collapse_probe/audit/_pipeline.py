@@ -198,31 +198,9 @@ async def run_audit_async(
 
     primary = sims[0]
     recs = by_mode[primary.mode]
-    summary = summarize_states(recs, config)
-    summary.update(kind_views(recs, config))
-    traj = trajectory_summary(recs, config)
-    if traj is not None:
-        summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
-        if traj.get("note"):
-            notices.append(traj["note"])
-    results: dict[str, Any] = {
-        "schema": SCHEMA,
-        "version": __version__,
-        "simulator": config.sim,
-        "mode": primary.mode,
-        "benchmark": config.benchmark,
-        "policy": config.policy,
-        "partitioner": partition,
-        "states_audited": "on-policy simulator turns (Definition 3.1)" if policy is not None else "probe states",
-        "notices": notices,
-        "samples_per_state": config.samples,
-        "epsilon_star": config.epsilon_star,
-        "config": asdict(config),
-        "summary": summary,
-        "verdict": verdict(summary, config, partition=partition, policy=policy is not None),
-        "trajectory": traj,
-        "states": [_state_row(r) for r in recs],
-    }
+    results = audit_results(recs, config, mode=primary.mode, partition=partition, on_policy=policy is not None,
+                            notices=notices)  # fmt: skip
+    summary = results["summary"]
     if config.compare_vs:
         other = sims[1]
         other_summary = summarize_states(by_mode[other.mode], config)
@@ -277,6 +255,49 @@ async def run_audit_async(
         run_dir.write_results(results)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results
+
+
+def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: str, partition: str,
+                  on_policy: bool, notices: list[str], states_audited: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """``results.json`` of an audit from its measured states (one sampling mode): the summary, the
+    views by kind, the trajectory, the verdict and the per-state rows. The live audit and the audit
+    of published trajectories (``audit --from``) both build their results here.
+
+    Args:
+        records: the ``samples.jsonl`` records of the mode.
+        config: the audit configuration.
+        mode: the sampling mode of ``records``.
+        partition: the partition the records were classed by.
+        on_policy: the states are simulator turns that rollouts visited (not probe states).
+        notices: notices to report (the trajectory's note is appended).
+        states_audited: what the headline is over (default from ``on_policy``).
+    """
+    summary = summarize_states(records, config)
+    summary.update(kind_views(records, config))
+    traj = trajectory_summary(records, config)
+    if traj is not None:
+        summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
+        if traj.get("note"):
+            notices.append(traj["note"])
+    default_over = "on-policy simulator turns (Definition 3.1)" if on_policy else "probe states"
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "simulator": config.sim,
+        "mode": mode,
+        "benchmark": config.benchmark,
+        "policy": config.policy,
+        "partitioner": partition,
+        "states_audited": states_audited or default_over,
+        "notices": notices,
+        "samples_per_state": config.samples,
+        "epsilon_star": config.epsilon_star,
+        "config": asdict(config),
+        "summary": summary,
+        "verdict": verdict(summary, config, partition=partition, policy=on_policy),
+        "trajectory": traj,
+        "states": [_state_row(r) for r in records],
+    }
 
 
 def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:

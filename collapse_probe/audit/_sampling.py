@@ -111,6 +111,56 @@ async def exact_donation_distribution(model: Any, request: GenerationRequest) ->
     return await exact_closed_set_distribution(model, request, donation_answers())
 
 
+def state_header(state: ProbeState, mode: str, simulator: str) -> dict[str, Any]:
+    """The fields of a ``samples.jsonl`` record that say which state it measures."""
+    return {
+        "state_id": state.state_id,
+        "mode": mode,
+        "simulator": simulator,
+        "source": state.source,
+        "turn": state.turn,
+        "task_id": state.episode.task.task_id,
+        "conversation": state.conversation,
+        "closed_set": state.closed_set,
+        "kind": state_kind(state),
+        "context": [{"role": m["role"], "content": m["content"]} for m in state.episode.messages[-4:]],
+        "human_reply": state.human_reply,
+    }
+
+
+def measured_state(state: ProbeState, texts: list[str], labels: list[int], partitioner: Any, seed: int,
+                   decide: Any = None) -> dict[str, Any]:  # fmt: skip
+    """The measurement of one state from its replies and their classes: class counts (modal class
+    first), names and examples, the per-state estimates, and at a state that asks for a decision the
+    decision ε of ``decide`` (the benchmark's ``decision_label``)."""
+    from collapse_probe.metrics.partitioners import class_counts
+
+    counts = class_counts(labels)
+    names = _class_names(partitioner, texts, labels)
+    order = np.argsort(-counts, kind="stable")
+    examples: dict[int, list[str]] = {}
+    for lab, t in zip(labels, texts, strict=True):
+        ex = examples.setdefault(lab, [])
+        if t not in ex and len(ex) < 3:
+            ex.append(t)
+    rec: dict[str, Any] = {
+        "status": "ok",
+        "n": len(texts),
+        "class_counts": [int(counts[i]) for i in order],
+        "class_names": [names[i] for i in order],
+        "class_examples": [examples[int(i)] for i in order],
+        "responses": texts,
+        "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
+        **_state_estimates(counts, texts, seed=_state_seed(seed, state.state_id)),
+    }
+    if decide is not None and state.closed_set:
+        names_d = [str(decide(t)) for t in texts]
+        dc = Counter(names_d).most_common()
+        rec["decision"] = {"class_names": [k for k, _ in dc], "class_counts": [v for _, v in dc],
+                           "collapse_error": 1.0 - dc[0][1] / len(texts)}  # fmt: skip
+    return rec
+
+
 @dataclass
 class _Sampler:
     """Samples and measures the states of one simulator mode."""
@@ -241,32 +291,8 @@ class _Sampler:
 
     async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
                        vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
-        from collapse_probe.metrics.partitioners import class_counts
-
-        counts = class_counts(labels)
-        names = _class_names(self.partitioner, texts, labels)
-        order = np.argsort(-counts, kind="stable")
-        examples: dict[int, list[str]] = {}
-        for lab, t in zip(labels, texts, strict=True):
-            ex = examples.setdefault(lab, [])
-            if t not in ex and len(ex) < 3:
-                ex.append(t)
-        rec: dict[str, Any] = {
-            "status": "ok",
-            "n": len(texts),
-            "class_counts": [int(counts[i]) for i in order],
-            "class_names": [names[i] for i in order],
-            "class_examples": [examples[int(i)] for i in order],
-            "responses": texts,
-            "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
-            **_state_estimates(counts, texts, seed=_state_seed(self.config.seed, state.state_id)),
-        }
-        decide = audit_hook(self.arena, "decision_label")
-        if decide is not None and state.closed_set:
-            names_d = [str(decide(t)) for t in texts]
-            dc = Counter(names_d).most_common()
-            rec["decision"] = {"class_names": [k for k, _ in dc], "class_counts": [v for _, v in dc],
-                               "collapse_error": 1.0 - dc[0][1] / len(texts)}  # fmt: skip
+        rec = measured_state(state, texts, labels, self.partitioner, self.config.seed,
+                             audit_hook(self.arena, "decision_label"))  # fmt: skip
         if vs_records:
             fails = [r for r in vs_records if not r.get("parse_ok")]
             rec["vs"] = {
@@ -288,20 +314,7 @@ class _Sampler:
         return rec
 
     def _finish(self, state: ProbeState, rec: dict[str, Any]) -> None:
-        full = {
-            "state_id": state.state_id,
-            "mode": self.mode,
-            "simulator": self.participant.label,
-            "source": state.source,
-            "turn": state.turn,
-            "task_id": state.episode.task.task_id,
-            "conversation": state.conversation,
-            "closed_set": state.closed_set,
-            "kind": state_kind(state),
-            "context": [{"role": m["role"], "content": m["content"]} for m in state.episode.messages[-4:]],
-            "human_reply": state.human_reply,
-            **rec,
-        }
+        full = {**state_header(state, self.mode, self.participant.label), **rec}
         self.done[(state.state_id, self.mode)] = full
         if full.get("status") == "infra_error":
             from collapse_probe._observe import note_infra_failure

@@ -227,6 +227,67 @@ def apply_budget(args: argparse.Namespace) -> None:
     )
 
 
+def add_trackers(p: argparse.ArgumentParser) -> None:
+    """``--log-to``, ``--log-project``, ``--tensorboard-dir``: the finished run's results.json figures
+    logged to experiment trackers (applied by the CLI's main after the run)."""
+    g = p.add_argument_group("experiment trackers (results.json's figures, logged after the run)")
+    g.add_argument(
+        "--log-to",
+        default=env("log-to", None),
+        metavar="TRACKERS",
+        help="log the run's figures to wandb, mlflow and/or tensorboard (comma-separated; the trackers extra). "
+        "W&B reads WANDB_MODE/WANDB_API_KEY, MLflow $MLFLOW_TRACKING_URI",
+    )
+    g.add_argument(
+        "--log-project",
+        default=env("log-project", "collapse-probe"),
+        help="W&B project / MLflow experiment (default collapse-probe)",
+    )
+    g.add_argument(
+        "--tensorboard-dir",
+        default=env("tensorboard-dir", None),
+        help="TensorBoard log directory (default: OUT/tensorboard)",
+    )
+
+
+def check_trackers(args: argparse.Namespace) -> None:
+    """Refuse an unknown tracker or one whose package is missing before the run starts."""
+    value = getattr(args, "log_to", None)
+    if not value:
+        return
+    from collapse_probe.errors import require
+    from collapse_probe.interop._trackers import TRACKERS
+
+    names = [t.strip() for t in str(value).split(",")]
+    bad = [t for t in names if t not in TRACKERS]
+    if bad:
+        raise ConfigError(f"--log-to: unknown tracker {', '.join(map(repr, bad))}; expected {', '.join(TRACKERS)}")
+    for t in names:
+        require(t, "trackers", f"--log-to {t}")
+
+
+def log_to_trackers(args: argparse.Namespace) -> None:
+    """Log the finished run in ``--out`` to the trackers of ``--log-to`` (nothing without it)."""
+    value = getattr(args, "log_to", None)
+    if not value:
+        return
+    from collapse_probe.errors import CollapseProbeError
+    from collapse_probe.interop import log_run
+
+    try:
+        where = log_run(args.out, value, project=args.log_project, tensorboard_dir=args.tensorboard_dir)
+    except CollapseProbeError:
+        raise
+    except Exception as exc:  # a tracker's own failure (network, login): one line; the run itself is saved
+        detail = str(exc).splitlines()[0][:300] if str(exc) else ""
+        raise ConfigError(
+            f"--log-to {value}: logging failed ({type(exc).__name__}: {detail}); the run finished and its results "
+            f"are in {args.out}"
+        ) from None
+    for tracker, dest in where.items():
+        print(f"logged to {tracker}: {dest}")
+
+
 def add_benchmark(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--benchmark",

@@ -12,6 +12,7 @@ from collapse_probe.cli._common import (
     add_ray,
     add_sampling,
     add_seed,
+    add_trackers,
     arena_from_args,
     check_specs,
     env,
@@ -72,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_cache(p)
     add_ray(p)
     add_out(p)
+    add_trackers(p)
 
 
 def run(args: argparse.Namespace) -> int:
