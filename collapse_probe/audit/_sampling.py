@@ -15,6 +15,7 @@ import numpy as np
 
 from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe.audit._summary import _state_estimates
+from collapse_probe.audit._views import reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
@@ -261,6 +262,11 @@ class _Sampler:
             "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
             **_state_estimates(counts, texts, seed=_state_seed(self.config.seed, state.state_id)),
         }
+        reward = reward_view_of_state(
+            reward_reader(self.arena)[0], state, texts, _state_seed(self.config.seed, state.state_id)
+        )
+        if reward is not None:
+            rec["reward_view"] = reward
         decide = audit_hook(self.arena, "decision_label")
         if decide is not None and state.closed_set:
             names_d = [str(decide(t)) for t in texts]

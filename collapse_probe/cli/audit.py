@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     print()
     print(summary_table(results))
-    for notice in results.get("notices", []):
+    for notice in [*results.get("notices", []), *([results["states_note"]] if results.get("states_note") else [])]:
         print(notice)
     print()
     print(results["verdict"])
