@@ -73,7 +73,9 @@ def summary_table(results: dict[str, Any]) -> str:
         ("samples per state", f"{n}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")),
         ("infra failures excluded", str(s["infra_failures"])),
         ("meaning view: classes by", part + ("  (by meaning)" if part in ("embedding", "judge") else "  (not by meaning)")),
-        ("  collapse error ε̂ (mean)", view_text(meaning, star) if meaning.get("label") else f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
+        ("  collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"
+         + (f"  no meaning verdict: {meaning['reason']}" if meaning.get("label") == NOT_MEASURED else "")
+         if meaning.get("label") in (NOT_MEASURED, "") else view_text(meaning, star)),
     ]  # fmt: skip
     for kind, b in (s.get("by_kind") or s.get("by_source", {})).items():
         rows.append((f"  ε̂ at {kind} states", f"{f(b['collapse_error'])} {ci(b['ci95'])} (n={b['n_states']})"))

@@ -78,10 +78,13 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
                                "over": states_text(summary, on_policy), "reason": None, "low_confidence": low}  # fmt: skip
     if ce["estimate"] is None:
         meaning["reason"] = "no state could be measured"
-    elif fallback:
-        meaning.update(label=NOT_MEASURED, reason=(
-            f"replies were classed by {partition}, not by meaning: the sentence encoder (the embed extra) is not installed"
-        ))  # fmt: skip
+    elif fallback:  # the fallback's number is not a meaning: it would change with the extras installed
+        meaning.update(
+            label=NOT_MEASURED,
+            estimate=None,
+            ci95=None,
+            reason=f"the classes fell back to {partition}, not meanings (no sentence encoder installed)",
+        )
     rv = summary.get("reward_view") or {}
     reward: dict[str, Any] = {"label": view_label(rv.get("estimate"), rv.get("ci95"), star), "estimate": rv.get("estimate"),
                               "ci95": rv.get("ci95"), "n_states": int(rv.get("n_states") or 0),
@@ -114,29 +117,29 @@ def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
     return f"{name} ε̂ {v['estimate']:.3f} [{lo:.3f}, {hi:.3f}] {rel}, over {v['over']}{extra}"
 
 
-_PHRASES = {
-    ("reward", COLLAPSED): "where the reward looks",
-    ("reward", NOT_COLLAPSED): "what the reward pays varies",
-    ("reward", INCONCLUSIVE): "where the reward looks, undecided",
-    ("meaning", COLLAPSED): "by meaning",
-    ("meaning", NOT_COLLAPSED): "wording varies",
-    ("meaning", INCONCLUSIVE): "by meaning, undecided",
-}
+_WHERE = {"reward": "where the reward looks", "meaning": "by meaning"}
+_VARIES = {"reward": "what the reward pays varies", "meaning": "wording varies"}
 _NAMES = {"reward": "reward-view", "meaning": "meaning"}
+
+
+def _phrase(view: str, label: str) -> str:
+    if label == NOT_COLLAPSED:
+        return _VARIES[view]
+    return _WHERE[view] if label == COLLAPSED else f"inconclusive {_WHERE[view]}"
 
 
 def verdict_line(verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0) -> str:
     """The one verdict line from the two views: the answer first, then each view's evidence.
 
-    The answer is COLLAPSED when either view is (named: "where the reward looks" or "by meaning"),
-    else INCONCLUSIVE when either view is (with the flags to rerun with), else NOT COLLAPSED; a view
-    that is not measured says why. LOW CONFIDENCE is appended for N < 20.
+    The answer is COLLAPSED when either view is (named: "where the reward looks", "by meaning" or "in
+    both views"), else INCONCLUSIVE when either view is (with the flags to rerun with), else NOT
+    COLLAPSED; a view that is not measured says why. LOW CONFIDENCE is appended for N < 20.
     """
     star = config.epsilon_star
     views = {k: verdicts[k] for k in ("reward", "meaning")}
-    measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
-    if views["meaning"]["estimate"] is None:
+    if not views["meaning"].get("n_states"):
         return f"NO RESULT: no state could be measured ({infra_failures} infrastructure failures)"
+    measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
     if not measured:
         why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
         line = f"NO RESULT: no view could be measured ({why})"
@@ -145,17 +148,18 @@ def verdict_line(verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra
     head = next(lab for lab in (COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED) if lab in labels.values())
     order = sorted(measured, key=lambda k: (labels[k] != head, k != "reward"))  # the head's view first, reward first
     ev = {k: _evidence(_NAMES[k], measured[k], star, i == 0) for i, k in enumerate(order)}
-    if len(measured) == 2 and labels["reward"] == labels["meaning"]:
-        both = {COLLAPSED: "in both views", NOT_COLLAPSED: "in either view", INCONCLUSIVE: "in both views"}[head]
-        line = (f"{head} {both}: {_PHRASES[('reward', head)]} ({ev['reward']}) and "
-                f"{_PHRASES[('meaning', head)]} ({ev['meaning']})")  # fmt: skip
+    if len(order) == 2 and labels["reward"] == labels["meaning"]:
+        both = "in either view" if head == NOT_COLLAPSED else "in both views"
+        where = _VARIES if head == NOT_COLLAPSED else _WHERE
+        line = f"{head} {both}: {where['reward']} ({ev['reward']}) and {where['meaning']} ({ev['meaning']})"
     else:
         first = order[0]
-        line = f"{head} {_PHRASES[(first, head)]} ({ev[first]})"
+        sep = ": " if head == NOT_COLLAPSED else " "
+        line = f"{head}{sep}{(_VARIES if head == NOT_COLLAPSED else _WHERE)[first]} ({ev[first]})"
         if len(order) == 2:
             other = order[1]
             joint = " although " if head == COLLAPSED and labels[other] == NOT_COLLAPSED else "; "
-            line += f"{joint}{_PHRASES[(other, labels[other])]} ({ev[other]})"
+            line += f"{joint}{_phrase(other, labels[other])} ({ev[other]})"
             if first == "reward" and head == COLLAPSED and labels[other] == NOT_COLLAPSED:
                 line += ": the variety reaches the policy as no reward signal (Lemma 3.3)"
     for k, v in views.items():

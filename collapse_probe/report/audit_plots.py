@@ -364,8 +364,8 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
             v = verdicts[key]
             rows.append([f"verdict, {name}", view_text(v, star) + (f" over {v['over']}" if v.get("over") else "")])
     rows += [
-        ["mean ε̂ by meaning [95% CI]", _est(s["collapse_error"])],
-        ["mean ε̂ by meaning, plug-in 1 − max/N", _f(s["collapse_error"].get("plugin"))],
+        [f"mean ε̂, classes by {results['partitioner']} [95% CI]", _est(s["collapse_error"])],
+        [f"mean ε̂, classes by {results['partitioner']}, plug-in 1 − max/N", _f(s["collapse_error"].get("plugin"))],
         ["reward view: classes and states", str(rv.get("classes") or "none (no reward_class hook)")],
         ["mean ε̂ of the reward view [95% CI]", f"{_est(rv)} {rv.get('states') or rv.get('reason') or ''}".strip()],
         ["mean entropy, nats (CWJ, estimate incl. unseen classes) [95% CI]", _est(s["entropy"])],

@@ -108,7 +108,7 @@ def test_the_verdict_does_not_depend_on_the_embed_extra(monkeypatch, capsys, tmp
     assert bare["partitioner"] == "label"
     assert (
         bare["verdicts"]["meaning"]["label"] == "NOT MEASURED"
-        and "not by meaning" in bare["verdicts"]["meaning"]["reason"]
+        and "not meanings" in bare["verdicts"]["meaning"]["reason"]
     )
     assert bare["verdicts"]["reward"]["label"] == "COLLAPSED"
     assert (
@@ -164,7 +164,9 @@ def test_per_state_tables_print_the_headline_estimate(write_scripted):
     for row, st in zip(table["rows"], res["states"], strict=True):
         assert row[col] == f"{st['collapse_error_estimate']:.3f}" and row[plug] == f"{st['collapse_error']:.3f}"
     summary = dict(ap.summary_table(res)["rows"])
-    assert summary["mean ε̂ by meaning [95% CI]"].startswith(f"{res['summary']['collapse_error']['estimate']:.3f}")
+    assert summary["mean ε̂, classes by exact [95% CI]"].startswith(
+        f"{res['summary']['collapse_error']['estimate']:.3f}"
+    )
 
 
 def test_effective_modes_from_nearly_distinct_replies_read_as_a_lower_bound(write_scripted):
