@@ -178,3 +178,22 @@ def test_effective_modes_from_nearly_distinct_replies_read_as_a_lower_bound(writ
     assert s["effective_modes_lower_bound_only"] is True and s["effective_modes_lower_bound"] <= 20
     row = next(line for line in summary_table(res).splitlines() if "effective modes" in line)
     assert "lower bound only" in row and "at least" in row
+
+
+def test_tau2_on_policy_audit_reads_every_user_turn_in_the_reward_view(write_scripted):
+    pol = write_scripted(
+        [('{"name": "respond", "content": "Could you give me the order id? Shall I proceed?"}', 1.0)], name="pol.json"
+    )
+    sim = write_scripted([("Yes, please go ahead.", 0.5), ("Yes. ###STOP###", 0.5)], name="sim.json")
+    res = _audit(sim, policy=pol, benchmark="tau2-demo", states=2, samples=20, max_turns=2, partition="exact")
+    ok = [st for st in res["states"] if st["status"] == "ok"]
+    assert ok and all("reward_view" in st for st in ok)  # every user turn can end the episode or confirm
+    later = [st for st in ok if st["turn"] > 0]  # after the agent asked for confirmation
+    assert later and all(
+        set(st["reward_view"]["class_names"])
+        <= {"continues; confirms; states no gold value", "stops; confirms; states no gold value"}
+        for st in later
+    )
+    assert (
+        res["verdicts"]["reward"]["n_states"] == len(ok) and "every user turn" in res["verdicts"]["reward"]["classes"]
+    )
