@@ -39,7 +39,7 @@ class AuditConfig:
     """``exact | embedding | judge | label``; ``None``: by meaning, i.e. ``judge`` when ``judge`` is
     given, else ``embedding`` (constrained by the benchmark's ``meaning_key``) when the embedding extra
     is installed, else the benchmark's ``fallback_partition`` (P4G: ``label``; others: ``exact``)
-    with a notice."""
+    with a notice, and no meaning verdict (those classes are not meanings)."""
     judge: str | None = None
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
@@ -54,7 +54,8 @@ class AuditConfig:
     top_p: float = 1.0
     seed: int = 0
     epsilon_star: float = 0.2
-    """ε*: the simulator is called ε*-collapsed when the upper end of the CI of the mean ε̂ is below it."""
+    """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
+    CI of its mean ε̂ is below it, NOT COLLAPSED when the lower end is above it."""
     bound_b: float = 1.0
     """B, bound on the norm of the trajectory score function, for the gradient-bias bound."""
     r_max: float = 1.0
@@ -126,7 +127,7 @@ class ProbeState:
     """Number of earlier simulator turns in the conversation."""
     episode: Episode
     closed_set: bool = False
-    """The state asks for a decision: decision ε and the closed answer set's exact distribution apply."""
+    """The state asks for a decision: the decision label and the closed answer set's exact scores apply."""
     kind: str | None = None
     """Kind of state, reported separately: ``"opening"``, ``"elicitation"``, ``"turn k"`` (on-policy:
     the k-th simulator turn); ``None``: derived from ``closed_set`` and ``turn``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -10,12 +10,13 @@ from typing import Any
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
 from collapse_probe.audit._human import human_grounding, human_reference, towards_people
-from collapse_probe.audit._report import _state_row, verdict, write_audit_report
-from collapse_probe.audit._sampling import _Sampler
+from collapse_probe.audit._report import _state_row, write_audit_report
+from collapse_probe.audit._sampling import _Sampler, _state_seed
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
-from collapse_probe.audit._views import kind_views
+from collapse_probe.audit._verdict import audit_verdicts, verdict_line
+from collapse_probe.audit._views import kind_views, reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError, MissingDependencyError
@@ -76,6 +77,21 @@ def _sim_participants(config: AuditConfig, cache: bool) -> list[Participant]:
     other_spec = f"direct:{model_spec}" if mode == "verbalized" else f"vs:{model_spec}"
     other = make_participant(other_spec, vs_k=config.vs_k, cache=cache)
     return [primary, other]
+
+
+def probe_states_note(arena: Arena, states: Sequence[ProbeState], config: AuditConfig) -> str:
+    """What probe states are and how to ask for the states of Definition 3.1 (and for real people's)."""
+    kinds = sorted({s.kind or s.source for s in states if s.source != "human"
+                    and any(a["role"] == b["role"] == "policy"
+                            for a, b in zip(s.episode.messages, s.episode.messages[1:], strict=False))})  # fmt: skip
+    line = ("note: these are probe states, the benchmark's fixed prompts, not the simulator turns a policy's "
+            "rollouts visit (Definition 3.1)")  # fmt: skip
+    if kinds:
+        line += f"; the {' and '.join(kinds)} states put two policy messages in a row, which no rollout does"
+    line += ". For on-policy states give --policy SPEC"
+    if config.human is None and audit_hook(arena, "episode_from_dialogue") is not None:
+        line += "; for states from real dialogues (the human reply as the reference), --human DIR"
+    return line
 
 
 VS_UNRELIABLE_RATE = 0.5
@@ -140,9 +156,7 @@ async def run_audit_async(
                 continue
             done[key] = rec  # the last record of a state wins
     partition, notice = resolve_partition(config, arena)
-    notices = [notice] if notice else []
-    if notice and progress:
-        print(notice, file=sys.stderr)
+    notices = [notice] if notice else []  # printed once, by the CLI, after the table
     partitioner = _make_partitioner(config, arena, partition, cache)
     embedder = None
     if config.vendi or partition == "embedding":
@@ -196,20 +210,36 @@ async def run_audit_async(
         if bar is not None:
             bar.close()
 
+    read, _ = reward_reader(arena)
+    by_id = {s.state_id: s for s in states}
+    for mode_recs in by_mode.values():  # records resumed from a run that did not record the reward view
+        for r in mode_recs:
+            if r.get("status") == "ok" and "reward_view" not in r and r["state_id"] in by_id and r.get("responses"):
+                rv = reward_view_of_state(
+                    read, by_id[r["state_id"]], r["responses"], _state_seed(config.seed, r["state_id"])
+                )
+                if rv is not None:
+                    r["reward_view"] = rv
+
     primary = sims[0]
     recs = by_mode[primary.mode]
     results = audit_results(recs, config, mode=primary.mode, partition=partition, on_policy=policy is not None,
-                            notices=notices)  # fmt: skip
+                            notices=notices, arena=arena,
+                            states_note=None if policy is not None else probe_states_note(arena, states, config))  # fmt: skip
     summary = results["summary"]
     if config.compare_vs:
         other = sims[1]
         other_summary = summarize_states(by_mode[other.mode], config)
+        other_summary.update(kind_views(by_mode[other.mode], config, arena))
         direct = recs if primary.mode == "direct" else by_mode[other.mode]
         vsr = by_mode[other.mode] if primary.mode == "direct" else recs
         results["compare_vs"] = {
             "direct": summary if primary.mode == "direct" else other_summary,
             "verbalized": other_summary if primary.mode == "direct" else summary,
             "difference_vs_minus_direct": paired_difference(direct, vsr, config.n_boot, config.seed),
+            "reward_view_difference_vs_minus_direct": paired_difference(
+                direct, vsr, config.n_boot, config.seed, view="reward_view"
+            ),  # fmt: skip
             "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
             "states": [_state_row(r) for r in by_mode[other.mode]],
         }
@@ -258,7 +288,8 @@ async def run_audit_async(
 
 
 def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: str, partition: str,
-                  on_policy: bool, notices: list[str], states_audited: str | None = None) -> dict[str, Any]:  # fmt: skip
+                  on_policy: bool, notices: list[str], states_audited: str | None = None, arena: Any = None,
+                  states_note: str | None = None) -> dict[str, Any]:  # fmt: skip
     """``results.json`` of an audit from its measured states (one sampling mode): the summary, the
     views by kind, the trajectory, the verdict and the per-state rows. The live audit and the audit
     of published trajectories (``audit --from``) both build their results here.
@@ -271,15 +302,18 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         on_policy: the states are simulator turns that rollouts visited (not probe states).
         notices: notices to report (the trajectory's note is appended).
         states_audited: what the headline is over (default from ``on_policy``).
+        arena: the arena (its reward view hook; ``None``: the records' own ``reward_view``).
+        states_note: what the states are when they are not Definition 3.1's (probe states).
     """
     summary = summarize_states(records, config)
-    summary.update(kind_views(records, config))
+    summary.update(kind_views(records, config, arena))
     traj = trajectory_summary(records, config)
     if traj is not None:
         summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
         if traj.get("note"):
             notices.append(traj["note"])
     default_over = "on-policy simulator turns (Definition 3.1)" if on_policy else "probe states"
+    verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
     return {
         "schema": SCHEMA,
         "version": __version__,
@@ -289,12 +323,14 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "policy": config.policy,
         "partitioner": partition,
         "states_audited": states_audited or default_over,
+        "states_note": states_note,
         "notices": notices,
         "samples_per_state": config.samples,
         "epsilon_star": config.epsilon_star,
         "config": asdict(config),
         "summary": summary,
-        "verdict": verdict(summary, config, partition=partition, policy=on_policy),
+        "verdicts": verdicts,
+        "verdict": verdict_line(verdicts, config, summary["infra_failures"]),
         "trajectory": traj,
         "states": [_state_row(r) for r in records],
     }

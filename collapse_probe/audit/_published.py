@@ -144,9 +144,11 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
     import asyncio
 
     from collapse_probe.audit._sampling import measured_state, state_header
+    from collapse_probe.audit._views import reward_reader
     from collapse_probe.benchmarks._base import audit_hook
 
     decide = audit_hook(arena, "decision_label")
+    reward_read = reward_reader(arena)[0] if arena is not None else None
     out = []
     try:
         labels = await partitioner.apartition_many([s.replies for s in states])
@@ -160,7 +162,7 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
     for st, labs in zip(states, labels, strict=True):
         ps = _probe_state(st)
         rec = {**state_header(ps, "published", simulator),
-               **measured_state(ps, list(st.replies), labs, partitioner, config.seed, decide)}  # fmt: skip
+               **measured_state(ps, list(st.replies), labs, partitioner, config.seed, decide, reward_read)}  # fmt: skip
         rec["n_empty"] = 0
         rec["conversations"] = list(st.conversations)
         if embeddings is not None:
@@ -312,7 +314,7 @@ async def run_audit_from_async(
                 run_dir.append_jsonl(SAMPLES, rec)
     recs = [done[s.state_id] for s in states]
     results = audit_results(recs, config, mode="published", partition=partition, on_policy=True, notices=notices,
-                            states_audited=STATES_AUDITED)  # fmt: skip
+                            states_audited=STATES_AUDITED, arena=arena)  # fmt: skip
     # a published file cannot be sampled again: the live audit's "rerun with --states/--samples" becomes what can help
     results["verdict"] = _RERUN.sub("more trials per task (or more tasks) narrow the interval", results["verdict"])
     results["source"] = source

@@ -15,6 +15,7 @@ import numpy as np
 
 from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe.audit._summary import _state_estimates
+from collapse_probe.audit._views import reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
@@ -129,10 +130,11 @@ def state_header(state: ProbeState, mode: str, simulator: str) -> dict[str, Any]
 
 
 def measured_state(state: ProbeState, texts: list[str], labels: list[int], partitioner: Any, seed: int,
-                   decide: Any = None) -> dict[str, Any]:  # fmt: skip
+                   decide: Any = None, reward_read: Any = None) -> dict[str, Any]:  # fmt: skip
     """The measurement of one state from its replies and their classes: class counts (modal class
-    first), names and examples, the per-state estimates, and at a state that asks for a decision the
-    decision ε of ``decide`` (the benchmark's ``decision_label``)."""
+    first), names and examples, the per-state estimates, the reward view where ``reward_read`` (from
+    :func:`~collapse_probe.audit._views.reward_reader`) reads the state, and at a state that asks for
+    a decision the decision ε of ``decide`` (the benchmark's ``decision_label``)."""
     from collapse_probe.metrics.partitioners import class_counts
 
     counts = class_counts(labels)
@@ -153,6 +155,9 @@ def measured_state(state: ProbeState, texts: list[str], labels: list[int], parti
         "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
         **_state_estimates(counts, texts, seed=_state_seed(seed, state.state_id)),
     }
+    reward = reward_view_of_state(reward_read, state, texts, _state_seed(seed, state.state_id))
+    if reward is not None:
+        rec["reward_view"] = reward
     if decide is not None and state.closed_set:
         names_d = [str(decide(t)) for t in texts]
         dc = Counter(names_d).most_common()
@@ -292,7 +297,7 @@ class _Sampler:
     async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
                        vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
         rec = measured_state(state, texts, labels, self.partitioner, self.config.seed,
-                             audit_hook(self.arena, "decision_label"))  # fmt: skip
+                             audit_hook(self.arena, "decision_label"), reward_reader(self.arena)[0])  # fmt: skip
         if vs_records:
             fails = [r for r in vs_records if not r.get("parse_ok")]
             rec["vs"] = {

@@ -104,13 +104,27 @@ class AuditHooks(Protocol):
 
     - ``probe_states(tasks) -> list[ProbeSpec]``: the benchmark's own probe states (without a
       policy the audit samples these; default: none, so ``--policy`` is needed).
-    - ``decision_label(text) -> str``: the decision the *reward* reads (P4G: amount / refuse /
-      undecided); reported as "decision ε" at states that ask for a decision.
+    - ``reward_class(episode, text) -> Hashable | None``: the class of what the benchmark's *reward*
+      pays for the simulator reply ``text`` at the state ``episode`` (the conversation before the
+      reply): replies the reward pays the same share a class. ``None`` where the reward does not read
+      the reply at this state; it should depend on the state only, so a state is in the audit's
+      *reward view* for all of its replies or for none (replies that get ``None`` at a state where
+      others get a class form one class, "not read by the reward"). The reward view's collapse error
+      is the second half of the audit's verdict: wording that varies while the reward sees one
+      outcome gives the policy no simulator-side reward variance to learn from (Lemma 3.3). Default:
+      ``decision_label`` at states that ask for a decision.
+    - ``reward_view_note: str``: one line saying what the reward view's classes are and at which
+      states it applies (printed in the audit's table and report).
+    - ``decision_label(text) -> str``: the decision a reply states in the benchmark's own labels (P4G:
+      amount / refuse / undecided), reported as "decision-label ε" at states that ask for a decision
+      (``summary.decision_collapse_error``); also the ``label`` partition. It may split what the
+      reward pays the same (P4G pays refuse and undecided 0): the reward view uses ``reward_class``.
     - ``meaning_key(text) -> Hashable | None``: what a reply decides, as a constraint on the
       semantic (embedding) partition (see :class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`).
     - ``closed_answers() -> list[tuple[str, str]]``: (choice text, class) pairs of a closed answer
       set that a model scoring choices gets an exact distribution over, at closed-set states.
-    - ``fallback_partition``: the partition used when the embedding extra is missing (default ``exact``).
+    - ``fallback_partition``: the partition of the headline numbers when the embedding extra is missing
+      (default ``exact``); the audit then gives no meaning verdict (the classes are not by meaning).
     - ``clean_reply(episode, text) -> str``: the reply as the arena would record it.
     """
 
@@ -126,7 +140,7 @@ class ProbeSpec:
     """``"opening"``, ``"elicitation"`` (a decision is asked for) or a benchmark's own kind."""
     messages: list[dict[str, Any]]
     asks_decision: bool = False
-    """The state asks the simulator for a decision: decision ε and the closed answer set apply."""
+    """The state asks the simulator for a decision: decision-label ε and the closed answer set apply."""
     index: int = 0
     """Position of the state among the task's states of this kind (e.g. a user turn index)."""
 

@@ -538,6 +538,49 @@ class P4GArena:
 
         return p4g_label(text)
 
+    reward_view_note: str = (
+        "classes: the reward min($N/2, 1) of the donor's [DONATE $N] (no tag at the donation question = $0 = 0; an "
+        "earlier tag still pays); states: the donation question and the last round, where the reply fixes the reward"
+    )
+    """What the audit's reward view measures on P4G (see :meth:`reward_class`)."""
+
+    def reward_class(self, episode: Episode, text: str) -> str | None:
+        """The reward this reply leads to, where the reply fixes it; ``None`` at earlier turns.
+
+        The reward reads only the donor's last ``[DONATE $N]`` tag, so two replies pay the same when
+        they leave the same last tag: "No thanks", "Let me think" and a question all pay 0 at the
+        donation question, and ``[DONATE $2]`` and ``[DONATE $5]`` both pay 1. The reply fixes the
+        reward at the closing donation question (the conversation ends after it; no tag there is
+        $0) and at the last persuasion round (a tag ends the conversation; without one an earlier
+        tag still pays, and with none at all the donation question follows: the class ``"no donation
+        stated yet"``). At earlier turns any tag can still be replaced, so the reward does not read
+        the reply there (``None``).
+
+        Example:
+            >>> arena = P4GArena(personas=[{"persona_id": "p"}])
+            >>> ep = arena.new_episode(Task("p", {"persona": {}}), 0)
+            >>> ep.messages = [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
+            >>> [arena.reward_class(ep, t) for t in ("No thanks.", "Maybe later?", "Sure [DONATE $1]")]
+            ['reward 0', 'reward 0', 'reward 0.5']
+        """
+        msgs = episode.messages
+        asked = bool(msgs) and bool((msgs[-1].get("meta") or {}).get("elicitation"))
+        rounds = episode.state.get("rounds", episode.turns("simulator"))
+        last_round = (
+            bool(msgs)
+            and msgs[-1]["role"] == "policy"
+            and not episode.state.get("elicited")
+            and rounds + 1 >= self.max_turns
+        )
+        if not (asked or last_round):
+            return None
+        donation = parse_donation(text)
+        if donation is None:
+            donation = self.stated_donation(episode)
+        if donation is None and not asked:
+            return "no donation stated yet"
+        return f"reward {donation_reward(donation):g}"
+
     def meaning_key(self, text: str) -> Any:
         """What a reply decides, read from free text (:func:`donor_stance`)."""
         return donor_stance(text)

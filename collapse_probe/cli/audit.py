@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "audit", help="measure a simulator's collapse error per state, with CIs (and VS vs direct)",
         description="Sample N responses from the simulator at each probe state, partition them into "
         "equivalence classes and estimate the collapse error ε = 1 − p(mode) with CIs, entropy and "
-        "effective modes. With no flags: the embedded smollm2 on P4G, offline on CPU.",
+        "effective modes, by meaning and where the reward looks (what the benchmark's reward pays), with "
+        "a verdict for each view. With no flags: the embedded smollm2 on P4G, offline on CPU.",
     )  # fmt: skip
     p.add_argument(
         "--sim",
@@ -48,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="equivalence classes of replies. Default: by meaning, i.e. judge (LLM judge of "
                    "bidirectional equivalence) when --judge SPEC is given, else embedding (sentence encoder, "
                    "constrained by the benchmark's decision key; needs the embed extra, else the benchmark's "
-                   "fallback with a notice). exact: equal text; label: the benchmark's decision label")  # fmt: skip
+                   "fallback with a notice and no meaning verdict). exact: equal text; label: the benchmark's "
+                   "decision label")  # fmt: skip
     p.add_argument("--compare-vs", action="store_true", default=env("compare-vs", False),
                    help="also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference")  # fmt: skip
     p.add_argument(
@@ -67,7 +69,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="simulator sampling temperature (default 1.0)",
     )
     p.add_argument("--epsilon-star", type=float, default=env("epsilon-star", 0.2),
-                   help="ε*: verdict COLLAPSED when the CI of the mean ε̂ lies below it (default 0.2)")  # fmt: skip
+                   help="ε*: each view (by meaning, where the reward looks) is COLLAPSED when the CI of its mean ε̂ "
+                   "lies below it (default 0.2)")  # fmt: skip
     p.add_argument("--bound-b", type=float, default=env("bound-b", 1.0),
                    help="B, bound on the trajectory score-function norm, for the gradient-bias bound 2·B·R_max·ε̄_H (default 1)")  # fmt: skip
     p.add_argument(
@@ -162,7 +165,7 @@ def _report(args: argparse.Namespace, results: dict) -> int:
 
     print()
     print(summary_table(results))
-    for notice in results.get("notices", []):
+    for notice in [*results.get("notices", []), *([results["states_note"]] if results.get("states_note") else [])]:
         print(notice)
     print()
     print(results["verdict"])

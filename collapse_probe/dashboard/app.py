@@ -278,22 +278,36 @@ def show_table(table: dict[str, Any] | None, expander: str | None = None) -> Non
 
 def audit_summary(res: dict[str, Any], summary: dict[str, Any] | None = None, compact: bool = False) -> None:
     """Headline metrics of an audit (of ``summary``, default the primary mode's)."""
+    from collapse_probe.report import audit_plots as ap
+
     s = res["summary"] if summary is None else summary
-    ce, ent = s["collapse_error"], s["entropy"]
-    cols = st.columns(2 if compact else 4)
-    cols[0].metric("collapse error ε", fmt(ce.get("estimate")), help=f"95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")
-    cols[1].metric(
+    ce, ent, rv = s["collapse_error"], s["entropy"], s.get("reward_view") or {}
+    verdicts = (res.get("verdicts") or {}) if summary is None else {}
+
+    def label(view: str) -> str:
+        return f" ({verdicts[view]['label']})" if view in verdicts else ""
+
+    cols = st.columns(3 if compact else 5)
+    cols[0].metric(f"meaning ε̂{label('meaning')}", fmt(ce.get("estimate")),
+                   help=f"classes by {res.get('partitioner')}; 95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")  # fmt: skip
+    cols[1].metric(f"reward-view ε̂{label('reward')}", fmt(rv.get("estimate")),
+                   help=f"95% CI {fmt_ci(rv.get('ci95'))}; {rv.get('classes') or 'no reward view'}")  # fmt: skip
+    cols[2].metric(
         "entropy (nats)", fmt(ent.get("estimate")), help=f"{ent.get('estimator', '')} 95% CI {fmt_ci(ent.get('ci95'))}"
     )
     if compact:
         v = s.get("vs_parse_failures")
         st.caption(
-            f"ε 95% CI {fmt_ci(ce.get('ci95'))}, {s.get('n_states')} states"
+            f"meaning ε 95% CI {fmt_ci(ce.get('ci95'))}, {s.get('n_states')} states; reward-view ε 95% CI "
+            f"{fmt_ci(rv.get('ci95'))}, {rv.get('n_states', 0)} states"
             + (f"; VS parse failures {v['count']} of {v['of']}" if v else "")
         )
         return
-    cols[2].metric("effective modes", fmt(s.get("effective_modes"), 2))
-    cols[3].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
+    modes = s.get("effective_modes")
+    cols[3].metric("effective modes", fmt(modes, 2) if not s.get("effective_modes_lower_bound_only")
+                   else f"≥ {fmt(s.get('effective_modes_lower_bound'), 1)}",
+                   help=ap.effective_modes_text(s, int(res.get("samples_per_state") or 0)))  # fmt: skip
+    cols[4].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
     st.caption(
         f"simulator **{res.get('simulator')}** ({res.get('mode')}) on **{res.get('benchmark')}**, "
         f"partitioner {res.get('partitioner')}, {res.get('samples_per_state')} samples per state, "
@@ -312,9 +326,9 @@ def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any
     if not states:
         return
     st.markdown("**Equivalence classes of one state**")
-    states = sorted(states, key=lambda s: (s["collapse_error"], s["state_id"]))
+    states = sorted(states, key=lambda s: (ap.state_estimate(s), s["state_id"]))
     labels = [
-        f"{s['state_id']} ({s.get('source')}, turn {s.get('turn')}, ε={fmt(s.get('collapse_error'))}, n={s.get('n')})"
+        f"{s['state_id']} ({s.get('source')}, turn {s.get('turn')}, ε̂={fmt(ap.state_estimate(s))}, n={s.get('n')})"
         for s in states
     ]
     choice = st.selectbox("State", labels, key="sim_state")
@@ -326,17 +340,28 @@ def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any
         return
     for col, (mode, rec) in zip(st.columns(len(found)), found, strict=True):
         with col:
-            st.caption(f"{mode} sampling: ε̂ {fmt(rec.get('collapse_error'))} {fmt_ci(rec.get('collapse_error_ci95'))}")
+            st.caption(
+                f"{mode} sampling: ε̂ {fmt(rec.get('collapse_error_estimate'))} {fmt_ci(rec.get('collapse_error_ci95'))}"
+                f" (plug-in 1 − max/N {fmt(rec.get('collapse_error'))})"
+            )
             if rec.get("status") != "ok":
                 st.warning(f"infrastructure failure (excluded from every estimate): {rec.get('error')}")
                 continue
             st.dataframe(pd.DataFrame(ap.state_classes(rec)), width="stretch", hide_index=True)
+            rv = rec.get("reward_view") or {}
+            if rv:
+                classes = ", ".join(f"{k}: {c}" for k, c in zip(rv["class_names"], rv["class_counts"], strict=False))
+                st.caption(
+                    f"reward view: ε̂ {fmt(rv.get('collapse_error_estimate'))} {fmt_ci(rv.get('collapse_error_ci95'))} "
+                    f"({md_text(classes)})"
+                )
             exact = rec.get("exact") or {}
             if exact.get("collapse_error") is not None:
                 st.caption(
-                    f"exact ε over the closed answer set plus 'outside the set': {fmt(exact['collapse_error'])} "
-                    f"(modal {exact.get('modal_class')}, set mass {fmt(exact.get('closed_set_mass'))}, "
-                    f"mass outside the set {fmt(exact.get('outside_mass'))})"
+                    f"exact scores of the closed answers: P(the whole reply is one of them) "
+                    f"{fmt(exact.get('closed_set_mass'), 4)} (format compliance, not collapse); ε of the answer given "
+                    f"one of them {fmt(exact.get('collapse_error_conditional'))}; with 'outside the set' as a class "
+                    f"{fmt(exact['collapse_error'])}"
                 )
     mode, rec = found[0]
     if rec.get("status") == "ok":

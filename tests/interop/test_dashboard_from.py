@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from collapse_probe.audit import AuditConfig, run_audit_from
+from collapse_probe.report.audit_plots import state_estimate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_results import make_results  # noqa: E402
@@ -34,4 +35,4 @@ def test_simulator_view_of_a_published_audit(tmp_path, monkeypatch):
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     (trace,) = charts[0]["data"]
     assert trace["x"] == [s["state_id"] for s in res["states"]]
-    assert trace["y"] == [s["collapse_error"] for s in res["states"]]
+    assert trace["y"] == [state_estimate(s) for s in res["states"]]  # the bias-aware ε̂ the audit prints
