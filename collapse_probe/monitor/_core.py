@@ -82,6 +82,9 @@ class _Step:
     """rollout -> the policy's first message (its strategy), from the rollout engine's turns."""
     shadow_failures: int = 0
     empty_replies: int = 0
+    rewards: list[float | None] = field(default_factory=list)
+    groups: list[Hashable | None] = field(default_factory=list)
+    results_texts: list[str] = field(default_factory=list)
 
 
 def _interval_dict(iv: Any) -> dict[str, Any]:
@@ -111,6 +114,11 @@ class CollapseMonitor:
             default: the arena's reward (``None`` without an arena: no reward view).
         on_alarm: optional :data:`AlarmCallback`.
         partitioner: a ready partitioner for the meaning view (overrides ``config.partition``).
+        spool: a directory shared by the processes of one training run (trainers whose rollouts run in
+            worker processes, as verl's agent loops and OpenRLHF's rollout actors do). A ``worker``
+            monitor appends every turn and result it records there instead of keeping it; the
+            trainer-side monitor takes everything spooled when it closes a step.
+        worker: record into ``spool`` (requires it); a worker never closes steps.
     """
 
     def __init__(
@@ -122,6 +130,8 @@ class CollapseMonitor:
         reward_view: Any = None,
         on_alarm: AlarmCallback | None = None,
         partitioner: Any = None,
+        spool: str | Path | None = None,
+        worker: bool = False,
         **fields: Any,
     ) -> None:
         if config is None:
@@ -132,6 +142,10 @@ class CollapseMonitor:
         elif fields:
             raise ConfigError("pass either a MonitorConfig or its fields as keywords, not both")
         self.config = config.validate()
+        if worker and spool is None:
+            raise ConfigError("a worker monitor needs spool= (the directory the trainer-side monitor reads)")
+        self.spool = Path(spool) if spool is not None else None
+        self.worker = worker
         self.arena = arena
         self.out = Path(out) if out is not None else None
         self.reward_view = reward_view_for(arena, reward_view)
@@ -241,6 +255,9 @@ class CollapseMonitor:
             turn: the turn's index among the rollout's simulator turns (default: counted here).
             failed: the shadow call failed (counted; the state is not measured).
         """
+        if self.worker:
+            self._spool_write("turn", (rollout, reply, shadows), {"context": context, "turn": turn, "failed": failed})
+            return
         st = self._step
         t = st.turns.get(rollout, 0) if turn is None else turn
         st.turns[rollout] = max(st.turns.get(rollout, 0), t + 1)
@@ -258,7 +275,29 @@ class CollapseMonitor:
 
     def record_policy(self, rollout: str, text: str) -> None:
         """Record the policy's strategy message of a rollout (its first message)."""
+        if self.worker:
+            self._spool_write("policy", (rollout, text), {})
+            return
         self._step.policy_texts.setdefault(rollout, text)
+
+    def record_results(
+        self,
+        rewards: Sequence[float | None],
+        *,
+        groups: Sequence[Hashable] | None = None,
+        policy_texts: Sequence[str] | None = None,
+    ) -> None:
+        """Add trajectory rewards of the current step (``None``: not scored), their groups (prompt / task),
+        and the policy's strategy messages; :meth:`end_step` uses them when not given its own."""
+        if groups is not None and len(groups) != len(rewards):
+            raise ConfigError(f"monitor record_results: {len(groups)} groups for {len(rewards)} rewards")
+        if self.worker:
+            self._spool_write("results", (list(rewards),), {"groups": groups, "policy_texts": policy_texts})
+            return
+        st = self._step
+        st.rewards.extend(rewards)
+        st.groups.extend(groups if groups is not None else [None] * len(rewards))
+        st.results_texts.extend(policy_texts or [])
 
     def on_turn(self, event: Any) -> None:
         """The rollout engine's ``on_turn`` hook (:class:`~collapse_probe.rollout.TurnEvent`)."""
@@ -315,8 +354,16 @@ class CollapseMonitor:
         """
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ConfigError(f"monitor step must be an integer >= 0, got {step!r}")
+        if self.worker:
+            raise ConfigError("a worker monitor spools its records; close steps with the trainer-side monitor")
         t0 = time.perf_counter()
+        self._drain_spool()
         st, self._step = self._step, _Step()
+        if rewards is None and st.rewards:
+            rewards = st.rewards
+            groups = st.groups if all(g is not None for g in st.groups) else None
+        if policy_texts is None and st.results_texts:
+            policy_texts = st.results_texts
         with rng_isolated():
             row = await self._row(step, st, rewards, groups, policy_texts)
         row["alarms"] = self._alarms(row)
@@ -452,6 +499,55 @@ class CollapseMonitor:
 
             self._strategy_partitioner = get_partitioner(self.strategy_partition_)
         return self._strategy_partitioner
+
+    # ---- the spool (records from worker processes) --------------------------------------------
+
+    def _spool_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        import base64
+        import pickle
+        import socket
+
+        assert self.spool is not None
+        self.spool.mkdir(parents=True, exist_ok=True)
+        # pickle, not JSON: a context is an arena's Episode with arena-private state; the spool is
+        # written and read by this package on one machine for one run
+        blob = base64.b64encode(pickle.dumps((op, args, kwargs))).decode()
+        line = (json.dumps({"op": op, "data": blob}) + "\n").encode()
+        path = self.spool / f"{socket.gethostname()}-{os.getpid()}-{id(self):x}.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)  # one write per record: appends of concurrent workers never interleave
+        finally:
+            os.close(fd)
+
+    def _drain_spool(self) -> None:
+        """Replay what worker monitors spooled since the last step into this step."""
+        import base64
+        import pickle
+
+        if self.spool is None or not self.spool.is_dir():
+            return
+        for path in sorted(self.spool.glob("*.jsonl")):
+            taking = path.with_name(path.name + f".taking-{os.getpid()}")
+            try:
+                os.replace(path, taking)  # later appends start a new file
+            except FileNotFoundError:
+                continue
+            for raw in taking.read_bytes().splitlines(keepends=True):
+                if not raw.endswith(b"\n"):
+                    continue  # torn by a killed worker
+                try:
+                    op, args, kwargs = pickle.loads(base64.b64decode(json.loads(raw)["data"]))
+                except (ValueError, KeyError, pickle.UnpicklingError, EOFError):
+                    logger.warning("monitor: skipped an unreadable record in %s", path)
+                    continue
+                handlers: dict[str, Callable[..., None]] = {
+                    "turn": self.record_turn,
+                    "policy": self.record_policy,
+                    "results": self.record_results,
+                }
+                handlers[op](*args, **kwargs)
+            taking.unlink()
 
     # ---- alarms -------------------------------------------------------------------------------
 
