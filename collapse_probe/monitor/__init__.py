@@ -18,7 +18,7 @@ Framework adapters, one module each, import their framework only when used:
 
 from collapse_probe.monitor._config import TRACKERS, MonitorConfig
 from collapse_probe.monitor._core import MONITOR_ROWS, SCHEMA, AlarmCallback, CollapseMonitor, ShadowState
-from collapse_probe.monitor._play import play_simulator_turns
+from collapse_probe.monitor._play import play_simulator_turns, simulator_reply
 from collapse_probe.monitor._report import collapse_error_figure, monitor_figures, write_monitor_report
 from collapse_probe.monitor._rng import rng_isolated
 from collapse_probe.monitor._shadow import CallableSimulator, ShadowSimulator
@@ -47,6 +47,7 @@ __all__ = [
     "meaning_partition",
     "monitor_figures",
     "play_simulator_turns",
+    "simulator_reply",
     "reward_view_for",
     "rng_isolated",
     "write_monitor_report",

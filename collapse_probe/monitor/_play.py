@@ -76,3 +76,40 @@ async def play_simulator_turns(
             if shadow is not None:
                 reply = ep.messages[-1]["content"] if ep.messages else text
                 shadow.monitor._record(key, reply, shadowed, shadows, before)
+
+
+async def simulator_reply(
+    simulator: Any,
+    messages: Sequence[dict[str, Any]],
+    *,
+    rollout: str,
+    seed: int | None = None,
+    max_tokens: int = 96,
+    temperature: float = 1.0,
+    stop: Sequence[str] = (),
+    context: Any = None,
+) -> str | None:
+    """One simulator reply to a chat history written by the caller's own conversation loop (ART
+    rollouts, custom loops), shadow-sampled and recorded when ``simulator`` comes from
+    :meth:`CollapseMonitor.wrap`. ``messages`` are the simulator's view (its own turns ``assistant``).
+
+    Returns:
+        The reply text, or ``None`` when the backend failed (an infrastructure failure: the caller
+        should not score the rollout).
+    """
+    from collapse_probe.simulators import Participant
+
+    model = simulator.model if isinstance(simulator, Participant) else simulator
+    params = SamplingParams(temperature=temperature, max_tokens=max_tokens, stop=tuple(stop), seed=seed)
+    request = GenerationRequest(messages=tuple(dict(m) for m in messages), params=params)
+    res = (await model.generate([request]))[0]
+    shadowed, shadows = model.take(request) if isinstance(model, ShadowSimulator) else (False, None)
+    if not res.ok or not res.completions or not isinstance(res.completions[0].text, str):
+        return None
+    if isinstance(simulator, Participant):
+        text, _ = simulator.postprocess(res.completions[0], random.Random(seed))
+    else:
+        text = res.completions[0].text.strip()
+    if isinstance(model, ShadowSimulator):
+        model.monitor._record(rollout, text, shadowed, shadows, context)
+    return text
