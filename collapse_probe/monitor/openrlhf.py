@@ -86,6 +86,8 @@ def agent_classes(**session: Any) -> tuple[type, type]:
     keyword arguments go to :class:`ArenaSession` (built once per rollout actor, on first use)."""
     torch = require("torch", "openrlhf", "the OpenRLHF agent")
     agent = require("openrlhf.utils.agent", "openrlhf", "the OpenRLHF agent", package="openrlhf")
+    base_instance: Any = agent.AgentInstanceBase
+    base_executor: Any = agent.MultiTurnAgentExecutor
     holder: dict[str, ArenaSession] = {}
 
     def current() -> ArenaSession:
@@ -93,7 +95,7 @@ def agent_classes(**session: Any) -> tuple[type, type]:
             holder["s"] = ArenaSession(**session)
         return holder["s"]
 
-    class AgentInstance(agent.AgentInstanceBase):
+    class AgentInstance(base_instance):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self.session = current()
             self.episode: Any = None
@@ -113,7 +115,7 @@ def agent_classes(**session: Any) -> tuple[type, type]:
             return {"rewards": r, "scores": r, "environment_feedback": feedback, "done": done,
                     "sampling_params": states.get("sampling_params"), "extra_logs": logs}  # fmt: skip
 
-    class AgentExecutor(agent.MultiTurnAgentExecutor):
+    class AgentExecutor(base_executor):
         def __init__(self) -> None:
             super().__init__(AgentInstance)
 
