@@ -481,7 +481,7 @@ class CollapseMonitor:
             view = _interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step))
         share = None
         if by_prefix:
-            vs = simulator_variance_share(by_prefix, n_boot=200, level=c.level, seed=c.seed + step)
+            vs = simulator_variance_share(by_prefix, n_boot=200, level=c.level, seed=c.seed + step, estimator="anova")
             share = {"share": vs.share, "ci": list(vs.ci) if vs.ci else None, "within": vs.within, "between": vs.between,
                      "total": vs.total, "n_states": vs.n_prefixes, "note": vs.note}  # fmt: skip
         return view, share
