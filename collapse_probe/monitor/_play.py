@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.models import GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.monitor._shadow import ShadowSimulator
 
 
@@ -113,3 +113,18 @@ async def simulator_reply(
     if isinstance(model, ShadowSimulator):
         model.monitor._record(rollout, text, shadowed, shadows, context)
     return text
+
+
+async def play_policy_turn(
+    arena: Any, episode: Any, simulator: Any, text: str, *, key: str, temperature: float = 1.0
+) -> str | None:
+    """The policy says ``text`` in ``episode``; the simulator answers until it is the policy's turn again
+    or the conversation is over (then ``episode.done``). Returns the simulator's last reply (``""`` if it
+    has none), or ``None`` when it was not the policy's turn (the conversation is over)."""
+    if episode.done or arena.next_side(episode) != "policy":
+        return None
+    arena.apply(episode, "policy", Completion(text=text), text)
+    await play_simulator_turns(arena, [episode], simulator, keys=[key], temperature=temperature)
+    if not episode.done and arena.next_side(episode) is None:
+        episode.done = True
+    return next((str(m["content"]) for m in reversed(episode.messages) if m["role"] == "simulator"), "")

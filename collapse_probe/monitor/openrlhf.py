@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.models import Completion, derive_seed
+from collapse_probe.models import derive_seed
 from collapse_probe.monitor._config import MonitorConfig
 from collapse_probe.monitor._core import CollapseMonitor
-from collapse_probe.monitor._play import play_simulator_turns
+from collapse_probe.monitor._play import play_policy_turn
 from collapse_probe.rollout import hash_str
 
 
@@ -61,13 +61,9 @@ class ArenaSession:
 
     async def turn(self, episode: Any, key: str, action: str) -> tuple[str, float | None, bool]:
         """Play ``action`` as the policy's turn; return ``(feedback, reward or None, done)``."""
-        if episode.done or self.arena.next_side(episode) != "policy":
+        reply = await play_policy_turn(self.arena, episode, self.simulator, action, key=key)
+        if reply is None:
             return "", None, True
-        self.arena.apply(episode, "policy", Completion(text=action), action)
-        await play_simulator_turns(self.arena, [episode], self.simulator, keys=[key])
-        if not episode.done and self.arena.next_side(episode) is None:
-            episode.done = True
-        reply = next((m["content"] for m in reversed(episode.messages) if m["role"] == "simulator"), "")
         if not episode.done:
             return self.feedback.format(reply=reply), None, False
         reward = None if episode.status == "infra_error" else (await self.arena.score([episode]))[0].reward

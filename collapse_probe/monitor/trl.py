@@ -32,7 +32,7 @@ from collapse_probe._sync import run_sync
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models import Completion, derive_seed
 from collapse_probe.monitor._core import CollapseMonitor
-from collapse_probe.monitor._play import play_simulator_turns
+from collapse_probe.monitor._play import play_policy_turn, play_simulator_turns
 from collapse_probe.monitor._shadow import ShadowSimulator
 
 SimulatorSchedule = Callable[[int], Any]
@@ -218,15 +218,9 @@ def arena_environment(arena: Any, simulator: Any, tasks: Sequence[Any], *, seed:
             Returns:
                 The other side's answer (empty when the conversation is over).
             """
-            ep = self.episode
-            if ep is None:
+            if self.episode is None:
                 raise ConfigError("reply() before reset(): TRL resets every environment before a rollout")
-            if ep.done or arena.next_side(ep) != "policy":
-                return ""
-            arena.apply(ep, "policy", Completion(text=message), message)
-            run_sync(play_simulator_turns(arena, [ep], simulator, keys=[self.key]))
-            last = next((m for m in reversed(ep.messages) if m["role"] == "simulator"), None)
-            return str(last["content"]) if last else ""
+            return run_sync(play_policy_turn(arena, self.episode, simulator, message, key=self.key)) or ""
 
         def get_reward(self) -> float | None:
             ep = self.episode

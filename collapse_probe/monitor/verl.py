@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.models import Completion, derive_seed
+from collapse_probe.models import derive_seed
 from collapse_probe.monitor._config import MonitorConfig
 from collapse_probe.monitor._core import CollapseMonitor
-from collapse_probe.monitor._play import play_simulator_turns
+from collapse_probe.monitor._play import play_policy_turn
 from collapse_probe.rollout import hash_str
 
 try:  # the adapter works without verl (the interface is duck-typed); with it, it is a real subclass
@@ -99,17 +99,14 @@ class CollapseMonitorInteraction(_Base):
             raise ConfigError(f"generate_response for unknown instance {instance_id!r}: start_interaction first")
         ep = state["episode"]
         said = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-        if said is None or ep.done or self.arena.next_side(ep) != "policy":
+        text = str(said.get("content") or "") if said is not None else ""
+        reply = None if said is None else await play_policy_turn(self.arena, ep, self.simulator, text, key=instance_id,
+                                                                  temperature=self.temperature)  # fmt: skip
+        if reply is None:
             return True, "", float(state["reward"] or 0.0), {}
-        text = str(said.get("content") or "")
-        self.arena.apply(ep, "policy", Completion(text=text), text)
-        await play_simulator_turns(self.arena, [ep], self.simulator, keys=[instance_id], temperature=self.temperature)
-        if not ep.done and self.arena.next_side(ep) is None:
-            ep.done = True
-        reply = next((m["content"] for m in reversed(ep.messages) if m["role"] == "simulator"), "")
         if ep.done:
             state["reward"] = None if ep.status == "infra_error" else (await self.arena.score([ep]))[0].reward
-        return ep.done, str(reply), float(state["reward"] or 0.0), {}
+        return ep.done, reply, float(state["reward"] or 0.0), {}
 
     async def calculate_score(self, instance_id: str | None = None, **kwargs: Any) -> float:
         state = self.instances_.get(instance_id or "")

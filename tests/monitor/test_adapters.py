@@ -113,7 +113,9 @@ def test_art_after_each_records_groups_and_tags_trajectories():
     assert row["strategy_entropy"]["n_messages"] == 8 and row["strategy_entropy"]["n_classes"] == 2
     assert row["zero_std_share"] is not None
     # the next step's trajectories carry this row's figures in their metrics (ART logs them)
-    nxt = asyncio.run(after_each(monitor)(types.SimpleNamespace(trajectories=[types.SimpleNamespace(reward=0.0, metrics={})])))
+    nxt = asyncio.run(
+        after_each(monitor)(types.SimpleNamespace(trajectories=[types.SimpleNamespace(reward=0.0, metrics={})]))
+    )
     assert nxt.trajectories[0].metrics["collapse/epsilon"] == row["collapse_error"]["estimate"]
 
 

@@ -94,3 +94,16 @@ def test_environment_factory_class_plays_the_simulator_and_reports_rewards():
     row = monitor.end_step(0)
     assert row["train_reward"] == reward and row["shadow_states"] == 2
     assert row["accumulated_collapse_error"]["turns"] == 2
+
+
+@pytest.mark.slow
+def test_example_with_the_embedded_smollm2_policy(tmp_path):
+    """The example at its defaults (real SmolLM2 weights, 4 personas x G = 4): collapse seen after the switch."""
+    out = tmp_path / "smollm2"
+    assert _example().main(["--steps", "4", "--sim", DIVERSE, "--sim-after", COLLAPSED, "--switch-step", "2",
+                            "--out", str(out)]) == 0  # fmt: skip
+    rows = [json.loads(line) for line in (out / "monitor.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert not any(a["kind"] == "collapse" for r in rows[:2] for a in r["alarms"])
+    assert any(a["kind"] == "collapse" for r in rows[2:4] for a in r["alarms"])
+    assert len((out / "weights.sha256").read_text().strip()) == 64
