@@ -56,7 +56,8 @@ class MonitorConfig:
     later half with its earlier half."""
     entropy_drop: float = 0.25
     """Relative fall of strategy entropy (later half vs earlier half of the window) that, together
-    with ``reward_rise``, raises the policy alarm; in (0, 1]."""
+    with ``reward_rise``, raises the policy alarm; in (0, 1]. The fall must also clear the sampling
+    noise: the later half's mean upper interval end lies below the earlier half's mean lower end."""
     reward_rise: float = 0.05
     """Absolute rise of mean train reward over the same halves that, with ``entropy_drop``, raises the
     policy alarm (>= 0)."""

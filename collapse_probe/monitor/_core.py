@@ -575,7 +575,10 @@ class CollapseMonitor:
             ent_f, rew_f = [float(x) for x in ent if x is not None], [float(x) for x in rew if x is not None]
             h0, h1 = float(np.mean(ent_f[:half])), float(np.mean(ent_f[-half:]))
             r0, r1 = float(np.mean(rew_f[:half])), float(np.mean(rew_f[-half:]))
-            if h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and r1 - r0 >= c.reward_rise:
+            # the fall must also clear the sampling noise: the later steps' intervals lie below the earlier ones'
+            lo0 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h0, h0])[0] for r in history[:half]]))
+            hi1 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]))
+            if h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and hi1 < lo0 and r1 - r0 >= c.reward_rise:
                 out.append({
                     "kind": "strategy_entropy",
                     "step": row["step"],
