@@ -28,7 +28,6 @@ engine, :func:`~collapse_probe.monitor.play_simulator_turns` for arenas driven t
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
@@ -251,7 +250,8 @@ class CollapseMonitor:
             rollout: the rollout (conversation) it belongs to.
             reply: the training reply.
             shadows: the shadow replies at this state (``None``: the turn was not shadowed).
-            context: the conversation before the reply (an Episode), for the reward view.
+            context: the conversation before the reply (an Episode), for the reward view; kept as given,
+                so pass a snapshot (the rollout engine and :func:`play_simulator_turns` do).
             turn: the turn's index among the rollout's simulator turns (default: counted here).
             failed: the shadow call failed (counted; the state is not measured).
         """
@@ -271,7 +271,7 @@ class CollapseMonitor:
         if len(texts) < 2:
             st.shadow_failures += 1
             return
-        st.states.append(ShadowState(rollout, t, [x.strip() for x in texts], copy.deepcopy(context)))
+        st.states.append(ShadowState(rollout, t, [x.strip() for x in texts], context))
 
     def record_policy(self, rollout: str, text: str) -> None:
         """Record the policy's strategy message of a rollout (its first message)."""
