@@ -32,7 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from collapse_probe._resources import package_path
 
     diverse = package_path("data", "scripted", "p4g_donor_diverse.json")
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--sim", default=f"scripted:{diverse}", help="simulator spec (the donor)")
     p.add_argument("--sim-after", default=None, help="simulator spec from --switch-step on (default: no switch)")
     p.add_argument("--switch-step", type=int, default=None, help="first step (from 0) played by --sim-after")
@@ -40,7 +42,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-monitor", action="store_true", help="train without the collapse monitor")
     p.add_argument("--out", default=None, help="run directory (default: runs/trl-grpo-monitor-<time>)")
-    p.add_argument("--policy", default="smollm2", help="trainable policy: smollm2 (the embedded SmolLM2), hf/DIR, or tiny")
+    p.add_argument(
+        "--policy", default="smollm2", help="trainable policy: smollm2 (the embedded SmolLM2), hf/DIR, or tiny"
+    )
     p.add_argument("--tasks", type=int, default=4, help="donor personas (prompts) per step")
     p.add_argument("--generations", type=int, default=4, help="GRPO group size G (completions per prompt)")
     p.add_argument("--max-completion-length", type=int, default=24, help="tokens of the persuader's message")
@@ -115,7 +119,12 @@ def run(a: argparse.Namespace) -> int:
 
     from collapse_probe.benchmarks.p4g import P4GArena
     from collapse_probe.monitor import CollapseMonitor
-    from collapse_probe.monitor.trl import CollapseMonitorCallback, arena_reward_func, monitor_reward_func, prompt_dataset
+    from collapse_probe.monitor.trl import (
+        CollapseMonitorCallback,
+        arena_reward_func,
+        monitor_reward_func,
+        prompt_dataset,
+    )
     from collapse_probe.simulators import make_participant
 
     hf_logging.set_verbosity_error()
@@ -202,7 +211,9 @@ def run(a: argparse.Namespace) -> int:
         monitor.close()
         alarms = [(r["step"], al["kind"], al.get("view")) for r in monitor.rows_ for al in r["alarms"]]
         first = {"collapse": next((s for s, k, _ in alarms if k == "collapse"), None)}
-        print(f"monitor: {len(monitor.rows_)} rows in {out / 'monitor.jsonl'}; first collapse alarm at step {first['collapse']}")
+        print(
+            f"monitor: {len(monitor.rows_)} rows in {out / 'monitor.jsonl'}; first collapse alarm at step {first['collapse']}"
+        )
     print(f"trained {a.steps} steps in {seconds:.1f} s; weights sha256 {digest}")
     return 0
 
