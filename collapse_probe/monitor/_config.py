@@ -31,8 +31,11 @@ class MonitorConfig:
     """N: replies per shadow-sampled state, the training reply included (N - 1 extra draws), >= 2."""
     epsilon_star: float = 0.2
     """ε*: the collapse alarm fires at a step whose ε interval lies entirely below it."""
-    alarm_views: tuple[str, ...] = ("meaning", "reward")
-    """Which views' ε intervals can raise the collapse alarm (``meaning``, ``reward``)."""
+    alarm_views: tuple[str, ...] = ("meaning",)
+    """Which views' ε intervals raise the collapse alarm: the headline ``meaning`` view by default; add
+    ``reward`` to be alarmed also when what the reward pays for collapses (a simulator whose replies the
+    reward never tells apart, e.g. a donor that never states an amount, is reward-collapsed from the
+    first step: the reward view's ε is always in the rows either way)."""
     partition: str | None = None
     """Classes of the meaning view: ``None`` resolves as the audit does (embedding by meaning, with the
     benchmark's meaning key, when the ``embed`` extra is installed, else the benchmark's fallback);

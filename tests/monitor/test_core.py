@@ -78,7 +78,9 @@ def test_systematic_sampling_shadows_exactly_the_fraction():
 
 def test_interval_covers_known_epsilon_and_alarm_fires_only_after_collapse(arena):
     tasks = arena.load_tasks(4, seed=0)
-    m = CollapseMonitor(shadow_fraction=1.0, shadow_samples=8, partition="exact", arena=arena)
+    m = CollapseMonitor(
+        shadow_fraction=1.0, shadow_samples=8, partition="exact", arena=arena, alarm_views=("meaning", "reward")
+    )
     diverse = m.wrap(Participant("diverse", ScriptedModel("scripted:d", DIVERSE)))
     collapsed = m.wrap(Participant("collapsed", ScriptedModel("scripted:c", COLLAPSED)))
     before, _ = _play_steps(m, diverse, arena, tasks, 5)
@@ -143,6 +145,16 @@ def test_separate_batching_guards_a_callable_that_draws_from_global_random(arena
     assert after_training_call == random.getstate()
     (req,) = sim.pending_  # the shadow replies wait for their turn to be recorded
     assert len(sim.pending_[req]) == 5
+
+
+def test_the_reward_view_alarms_only_when_asked(arena):
+    m = CollapseMonitor(shadow_fraction=1.0, partition="exact", arena=arena)
+    tagless = m.wrap(
+        Participant("t", ScriptedModel("scripted:t", [("Maybe.", 0.4), ("I like it.", 0.3), ("Who?", 0.3)]))
+    )
+    (row,), _ = _play_steps(m, tagless, arena, arena.load_tasks(2, seed=0), 1)
+    assert row["reward_collapse_error"]["ci95"][1] < 0.2  # the reward pays every reply 0 ...
+    assert row["alarms"] == []  # ... but the default alarm watches the meaning view, which is diverse
 
 
 def test_empty_shadow_replies_are_dropped_and_counted(arena):
