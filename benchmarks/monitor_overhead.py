@@ -71,7 +71,10 @@ def main() -> None:
             self.t0 = time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            times[state.global_step - 1] = time.perf_counter() - self.t0
+            step = state.global_step - 1
+            times[step] = time.perf_counter() - self.t0
+            kind = "monitored" if monitored(step) else "unmonitored"
+            print(f"step {step}: {kind} {times[step]:.2f} s{' (warm-up)' if step < 2 else ''}", flush=True)
 
     model, tok = load_local_model("smollm2-135m", shared=False)
     tok.padding_side = "left"
