@@ -102,7 +102,10 @@ def main() -> None:
     off = [t for s, t in times.items() if s >= 2 and not monitored(s)]
     shadowed = [r["shadow_states"] for r in monitor.rows_ if r["step"] >= 2]
     monitor_s = [r["monitor_seconds"] for r in monitor.rows_ if r["step"] >= 2]
-    print(f"steps: {len(on)} monitored, {len(off)} not; {a.tasks * a.generations} simulator turns per step")
+    turns = [r["simulator_turns"] for r in monitor.rows_ if r["step"] >= 2]
+    print(f"steps: {len(on)} monitored, {len(off)} not; simulator turns per monitored step: {turns}")
+    pairs = [times[s + 1] / times[s] for s in sorted(times) if s >= 2 and not monitored(s) and s + 1 in times]
+    print("per-pair ratios (monitored step / the unmonitored step before it): " + ", ".join(f"{x:.2f}" for x in pairs))
     print(f"shadowed states per monitored step: {shadowed} (fraction {a.fraction}, N = {a.samples})")
     print(f"median step: monitored {statistics.median(on):.2f} s, unmonitored {statistics.median(off):.2f} s")
     print(
