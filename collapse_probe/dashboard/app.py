@@ -25,7 +25,7 @@ if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
 
 from collapse_probe.report import runs as rd  # noqa: E402
 
-VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Compare")
+VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare")
 AUDIT_KINDS = ("audit",)
 CROSSPLAY_KINDS = ("crossplay",)
 TRAINING_KINDS = ("train", "lab")
@@ -500,6 +500,38 @@ def view_training(runs: list[rd.RunInfo]) -> None:
         )
 
 
+# -- live collapse monitor
+
+
+def view_monitor(runs: list[rd.RunInfo]) -> None:
+    """The collapse monitor's rows of one run (``monitor.jsonl``): ε̂ per step in both views, alarms."""
+    from collapse_probe.monitor import monitor_figures
+
+    st.subheader("Collapse monitor: the simulator's ε on the states training visits, step by step")
+    monitored = [r for r in runs if r.kind == "monitor" or "monitor.jsonl" in r.files]
+    if not monitored:
+        st.info("No monitor runs found. Give `CollapseMonitor(out=...)` a directory under the runs root.")
+        return
+    run = pick_run(monitored, "Monitor run", "monitor_run")
+    if run is None:
+        return
+    rows = jsonl(run, "monitor.jsonl").records
+    if not rows:
+        st.info("This monitor has recorded no step yet.")
+        return
+    eps_star = get(run.config, "monitor", "epsilon_star")
+    for _, fig in monitor_figures(rows, eps_star if isinstance(eps_star, int | float) else None):
+        show_figure(fig)
+    alarms = [a for r in rows for a in r.get("alarms", []) if isinstance(a, dict)]
+    if alarms:
+        import pandas as pd
+
+        st.markdown("**Alarms**")
+        st.dataframe(
+            pd.DataFrame([{k: a.get(k) for k in ("step", "kind", "message")} for a in alarms]), hide_index=True
+        )
+
+
 # -- compare
 
 
@@ -557,6 +589,7 @@ def main() -> None:
         "Simulator": lambda: view_simulator(runs),
         "Cross-play": lambda: view_crossplay(runs),
         "Training": lambda: view_training(runs),
+        "Monitor": lambda: view_monitor(runs),
         "Compare": lambda: view_compare(runs),
     }[view]
     try:

@@ -14,6 +14,7 @@ with seed ``derive_seed(s, t)``, so a conversation's draws do not depend on what
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -72,6 +73,8 @@ class TurnEvent:
     request: GenerationRequest
     completion: Completion
     text: str
+    before: Episode | None = None
+    """The conversation as it stood before this turn (simulator turns; for the monitor's reward view)."""
 
 
 @dataclass(eq=False)
@@ -235,11 +238,12 @@ async def run_conversations(
                     comp = res.completions[0]
                     text, info = participant.postprocess(comp, conv.rng)
                     turn_index = len(conv.episode.messages)
+                    before = copy.deepcopy(conv.episode) if on_turn is not None and side == "simulator" else None
                     arena.apply(conv.episode, side, comp, text)
                     if info and len(conv.episode.messages) > turn_index:
                         conv.episode.messages[turn_index].setdefault("meta", {}).update(info)
                     if on_turn is not None:
-                        on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text))
+                        on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text, before))
 
             await asyncio.gather(*(_run_group(items) for items in groups.values()))
             fin_ids = {id(c) for c in finished}
