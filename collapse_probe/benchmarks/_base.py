@@ -9,10 +9,12 @@ samples it from that side's model, and hands the text back (:meth:`Arena.apply`)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion, Message
 
 Side = Literal["policy", "simulator"]
@@ -95,6 +97,31 @@ class Arena(Protocol):
     async def score(self, episodes: Sequence[Episode]) -> list[Score]:
         """Score finished episodes (async and batched, so a judge model can be called once)."""
         ...
+
+
+def declared_reward_range(arena: Any) -> tuple[float, float] | None:
+    """The bounds ``(low, high)`` an arena declares for its reward (its optional ``reward_range``
+    attribute), or ``None`` when it declares none.
+
+    Reward intervals use them to stay inside the range and to keep their level when every task
+    scored a bound (``collapse_probe.metrics.transfer``). An arena whose reward is bounded declares
+    them as a class attribute, e.g. ``reward_range = (0.0, 1.0)``.
+
+    Raises:
+        ConfigError: the declared value is not two finite numbers with low < high.
+    """
+    declared = getattr(arena, "reward_range", None)
+    if declared is None:
+        return None
+    try:
+        low, high = (float(v) for v in declared)
+    except (TypeError, ValueError):
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ConfigError(
+            f"arena {getattr(arena, 'name', arena)!r}: reward_range must be (low, high) with low < high, got {declared!r}"
+        )
+    return low, high
 
 
 @runtime_checkable
