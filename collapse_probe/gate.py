@@ -389,12 +389,14 @@ def _is_count(x: Any) -> bool:
 
 
 def _reward_range(results: dict[str, Any]) -> tuple[tuple[float, float] | None, str | None]:
+    """The run's declared reward range and, when it is unreadable, the reason (a ``results`` error)."""
+    from collapse_probe.limits import check_range
+
     rr = results.get("reward_range")
-    if rr is None:
-        return None, None
-    if isinstance(rr, list) and len(rr) == 2 and all(_is_number(v) for v in rr) and rr[0] < rr[1]:
-        return (float(rr[0]), float(rr[1])), None
-    return None, f"results field 'reward_range' is {rr!r}; expected [low, high] numbers with low < high, or null"
+    try:
+        return (None if rr is None else check_range(rr, "results field 'reward_range'")), None
+    except ConfigError as exc:
+        return None, f"{exc} (or null)"
 
 
 def _cell_problem(c: dict[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None) -> str | None:
@@ -402,12 +404,18 @@ def _cell_problem(c: dict[str, Any], policy: str, sim: str, bounds: tuple[float,
     where = f"cell {policy} vs {sim}"
     if not _is_count(c.get("n")):
         return f"{where}: 'n' is {c.get('n')!r}; expected a count of scored conversations"
-    for key in ("infra_failures", "n_conversations"):
+    for key in ("infra_failures", "n_conversations", "n_tasks", "unscored"):
         if key in c and not _is_count(c[key]):
             return f"{where}: {key!r} is {c[key]!r}; expected a count"
     mean = c.get("mean_reward")
     if not (_is_number(mean) or (mean is None and c["n"] == 0)):
         return f"{where}: 'mean_reward' is {mean!r}; expected a finite number"
+    for key in ("success_rate", "infra_rate"):
+        if c.get(key) is not None and not _is_number(c[key]):
+            return f"{where}: {key!r} is {c[key]!r}; expected a finite number or null"
+    ci = c.get("ci95")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_is_number(v) for v in ci)):
+        return f"{where}: 'ci95' is {ci!r}; expected [low, high] finite numbers or null"
     tr = c.get("task_rewards")
     if not isinstance(tr, dict):
         return f"{where}: 'task_rewards' is {tr!r}; expected an object of per-task reward lists"

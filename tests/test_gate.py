@@ -368,6 +368,8 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
         ("n", "8", "'n' is '8'"),
         ("infra_failures", 1.5, "'infra_failures' is 1.5"),
         ("task_rewards", "lots", "'task_rewards' is 'lots'"),
+        ("success_rate", "high", "'success_rate' is 'high'"),
+        ("ci95", [float("nan"), 1.0], "'ci95' is [nan, 1.0]"),
         ("reward", None, "[1] is None"),
         ("reward", "1.0", "[1] is '1.0'"),
         ("reward", float("nan"), "[1] is nan"),
@@ -450,3 +452,6 @@ def test_error_rate_benchmark_prints_the_table(capsys):
     assert "| 10 x 1 |" in out and "pass at 0.75: default" in out
     assert mod.main(["--cells", "--reps", "3", "--tasks", "4", "--rollouts", "2", "--panel", "ceiling"]) == 0
     assert "| ceiling | 4 x 2 |" in capsys.readouterr().out
+    assert mod.main(["--compare", "--reps", "2", "--tasks", "10", "--rollouts", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "BCa bootstrap" in out and "Fieller" in out and "| 10 x 1 |" in out

@@ -9,12 +9,10 @@ samples it from that side's model, and hands the text back (:meth:`Arena.apply`)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion, Message
 
 Side = Literal["policy", "simulator"]
@@ -108,20 +106,12 @@ def declared_reward_range(arena: Any) -> tuple[float, float] | None:
     them as a class attribute, e.g. ``reward_range = (0.0, 1.0)``.
 
     Raises:
-        ConfigError: the declared value is not two finite numbers with low < high.
+        ~collapse_probe.errors.ConfigError: the declared value is not two finite numbers with low < high.
     """
+    from collapse_probe.limits import check_range
+
     declared = getattr(arena, "reward_range", None)
-    if declared is None:
-        return None
-    try:
-        low, high = (float(v) for v in declared)
-    except (TypeError, ValueError):
-        low = high = math.nan
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ConfigError(
-            f"arena {getattr(arena, 'name', arena)!r}: reward_range must be (low, high) with low < high, got {declared!r}"
-        )
-    return low, high
+    return None if declared is None else check_range(declared, f"arena {getattr(arena, 'name', arena)!r}: reward_range")
 
 
 @runtime_checkable

@@ -32,7 +32,7 @@ from scipy.special import betaincinv, stdtrit
 from scipy.stats import t as student_t
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int
+from collapse_probe.limits import check_int, check_range
 
 __all__ = [
     "Estimate",
@@ -253,9 +253,11 @@ def transfer_ratio(
     bounds = _check_range(reward_range)
     sh, ch, st, ct = _paired(heldout_rewards, train_rewards, ("heldout_rewards", "train_rewards"), bounds)
     n_tasks = sh.size
-    if method == "percentile":
-        return _percentile_ratio(sh, ch, st, ct, n_boot, seed, level)
-    method_name = _method_name("MOVER-R", "Fieller", bounds)
+    method_name = (
+        "ratio of means, paired cluster bootstrap (percentile)"
+        if method == "percentile"
+        else _method_name("MOVER-R", "Fieller", bounds)
+    )
     train_mean = st.sum() / ct.sum()
     if train_mean == 0:
         return Estimate(
@@ -263,6 +265,9 @@ def transfer_ratio(
             note="mean training-simulator reward is 0: the transfer ratio is undefined",
         )  # fmt: skip
     value = float((sh.sum() / ch.sum()) / train_mean)
+    if method == "percentile":
+        lo, hi, note = _percentile_ratio(sh, ch, st, ct, n_boot, seed, level)
+        return Estimate(value, lo, hi, level, n_tasks, method_name, note=note)
     units_h, units_t = n_units if n_units is not None else (int(ch.sum()), int(ct.sum()))
     heldout = _arm(sh, ch, units_h, level, bounds)
     train = _arm(st, ct, units_t, level, bounds)
@@ -277,28 +282,20 @@ def transfer_ratio(
 
 def _percentile_ratio(
     sh: np.ndarray, ch: np.ndarray, st: np.ndarray, ct: np.ndarray, n_boot: int, seed: int, level: float
-) -> Estimate:
+) -> tuple[float | None, float | None, str | None]:
+    """(lo, hi, note) of the percentile bootstrap over tasks, the transfer ratio's former interval."""
     n_tasks = sh.size
-    method = "ratio of means, paired cluster bootstrap (percentile)"
-    train_mean = st.sum() / ct.sum()
-    if train_mean == 0:
-        return Estimate(
-            None, None, None, level, n_tasks, method,
-            note="mean training-simulator reward is 0: the transfer ratio is undefined",
-        )  # fmt: skip
-    value = float((sh.sum() / ch.sum()) / train_mean)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n_tasks, size=(n_boot, n_tasks))
     num = sh[idx].sum(1) / ch[idx].sum(1)
     den = st[idx].sum(1) / ct[idx].sum(1)
     ok = den != 0
     if ok.sum() < n_boot / 2:
-        why = f"only {int(ok.sum())} of {n_boot} resamples had a non-zero training mean: no CI"
-        return Estimate(value, None, None, level, n_tasks, method, note=why)
+        return None, None, f"only {int(ok.sum())} of {n_boot} resamples had a non-zero training mean: no CI"
     alpha = 1 - level
     lo, hi = np.quantile(num[ok] / den[ok], [alpha / 2, 1 - alpha / 2])
     note = None if ok.all() else f"{int((~ok).sum())} resamples with training mean 0 were dropped"
-    return Estimate(value, float(lo), float(hi), level, n_tasks, method, note=note)
+    return float(lo), float(hi), note
 
 
 # ------------------------------------------------------------------------------- intervals over task clusters
@@ -307,15 +304,7 @@ _FEW_TASKS = "an interval over tasks needs at least 2 tasks"
 
 
 def _check_range(reward_range: Any) -> RewardRange | None:
-    if reward_range is None:
-        return None
-    try:
-        a, b = (float(v) for v in reward_range)
-    except (TypeError, ValueError):
-        raise ConfigError(f"reward_range: expected [low, high] numbers, got {reward_range!r}") from None
-    if not (math.isfinite(a) and math.isfinite(b) and a < b):
-        raise ConfigError(f"reward_range: expected finite low < high, got {reward_range!r}")
-    return a, b
+    return None if reward_range is None else check_range(reward_range, "reward_range")
 
 
 def _method_name(bounded: str, unbounded: str, bounds: RewardRange | None) -> str:
