@@ -20,12 +20,17 @@ per-cell CIs, transfer ratios) → :func:`evaluate_gate`. Per design the script 
 runs that pass a ``--min-transfer 0.8`` gate at true transfer 0.75 and 1.0, under the default rule
 (``interval``) and ``--decision point``, how often the default could not judge at 1.0, and the
 coverage of the 95 % intervals of the transfer ratio and of the paired drop (new: MOVER over tasks;
-old: the percentile cluster bootstrap they replace), pooled over both truths. ``--cells`` prints
+old: the percentile cluster bootstrap they replace), pooled over both truths (the ratio's over the
+runs where it is defined: a training reward of 0 leaves no ratio, and the gate cannot judge). ``--cells`` prints
 the coverage and width of the per-cell reward CI instead (new: Korn–Graubard over tasks inside the
-reward range; old: Student t over conversations).
+reward range; old: Student t over conversations). ``--compare`` prints, for the transfer ratio
+alone, the coverage and the share of intervals whose lower end lies above the truth (what makes a
+gate pass a policy it should not) for the shipped MOVER-R interval and the alternatives it was
+chosen over: Fieller (MOVER-R with Student-t arms, no range), a delta-method studentized interval,
+scipy's BCa bootstrap over tasks and the percentile bootstrap.
 
 Run: ``python benchmarks/gate_error_rates.py [--reps 1000] [--seed 0] [--panel bernoulli ...]
-[--tasks 10 20 40] [--rollouts 1 2 4] [--heldout 2] [--cells]``. The shipped tables are in
+[--tasks 10 20 40] [--rollouts 1 2 4] [--heldout 2] [--cells | --compare]``. The shipped tables are in
 ``docs/ci-gate.md`` (with the commands that made them).
 """
 
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -120,7 +126,7 @@ def design_row(panel: Panel, tasks: int, rollouts: int, reps: int, seed: int, he
     rng = np.random.default_rng([seed, tasks, rollouts, heldout, int(panel.task_a * 10), int(panel.task_b * 10)])
     count: dict[str, float] = {
         k: 0 for k in ("bad_default", "bad_point", "good_default", "good_point", "good_undecided",
-                       "ratio_new", "ratio_old", "drop_new", "drop_old")
+                       "ratio_new", "ratio_old", "drop_new", "drop_old", "defined")
     }  # fmt: skip
     mean_reward = panel.task_a / (panel.task_a + panel.task_b) * panel.reward_scale
     for transfer, tag in ((BAD, "bad"), (GOOD, "good")):
@@ -134,9 +140,10 @@ def design_row(panel: Panel, tasks: int, rollouts: int, reps: int, seed: int, he
             if tag == "good":
                 count["good_undecided"] += default == 2
             entry = next(t for t in res["transfer"] if t["policy"] == "candidate")
-            ci = entry["ci95"]
-            lo = entry["ci95_lower"]
-            count["ratio_new"] += lo is not None and lo <= transfer and (ci is None or transfer <= ci[1])
+            ci, lo = entry["ci95"], entry["ci95_lower"]
+            defined = entry["transfer_ratio"] is not None  # a training reward of 0: no ratio, the gate cannot judge
+            count["defined"] += defined
+            count["ratio_new"] += defined and lo is not None and lo <= transfer and (ci is None or transfer <= ci[1])
             reg = evaluate_gate(res, "candidate", baseline_policy="baseline", max_drop=0.05).checks[-1]
             assert reg.name == "regression" and reg.ci95 is not None
             count["drop_new"] += reg.ci95[0] <= true_drop <= reg.ci95[1]  # type: ignore[operator]
@@ -145,13 +152,15 @@ def design_row(panel: Panel, tasks: int, rollouts: int, reps: int, seed: int, he
             train = _per_task(res, "candidate", ["train"])
             base = _per_task(res, "baseline", res["heldout_simulators"])
             old = transfer_ratio([[v] for v in held], [[v] for v in train], method="percentile", n_boot=1000)
-            count["ratio_old"] += old.contains(transfer)
+            count["ratio_old"] += defined and old.contains(transfer)
             count["drop_old"] += cluster_bootstrap_diff([[v] for v in base], [[v] for v in held], n_boot=1000).contains(
                 true_drop
             )
     out = {k: v / reps for k, v in count.items()}
-    for k in ("ratio_new", "ratio_old", "drop_new", "drop_old"):
+    for k in ("drop_new", "drop_old"):
         out[k] /= 2  # pooled over both truths
+    for k in ("ratio_new", "ratio_old"):
+        out[k] = count[k] / max(count["defined"], 1)  # over the runs whose ratio is defined
     return out
 
 
@@ -187,6 +196,79 @@ def cell_row(panel: Panel, tasks: int, rollouts: int, reps: int, seed: int) -> d
         "old_width": float(np.mean(widths["old"])) if widths["old"] else float("nan"),
         "old_outside": outside / reps,
     }
+
+
+def _delta_t(held: np.ndarray, train: np.ndarray, level: float) -> tuple[float, float]:
+    """Delta-method studentized interval for mean(held) / mean(train): R ± t · sd(h − R t) / (√n · mean t)."""
+    from scipy.stats import t as student_t
+
+    n, r = held.size, held.mean() / train.mean()
+    half = student_t.ppf(1 - (1 - level) / 2, n - 1) * (held - r * train).std(ddof=1) / np.sqrt(n) / train.mean()
+    return r - half, r + half
+
+
+def _bca(held: np.ndarray, train: np.ndarray, level: float, seed: int) -> tuple[float, float]:
+    from scipy.stats import bootstrap
+
+    def ratio(h: np.ndarray, t: np.ndarray, axis: int = -1) -> np.ndarray:
+        den = t.mean(axis=axis)
+        return np.where(den > 0, h.mean(axis=axis) / np.where(den > 0, den, 1.0), np.nan)
+
+    with warnings.catch_warnings():  # a degenerate resample gives a NaN interval: counted as a miss, not shown
+        warnings.simplefilter("ignore")
+        res = bootstrap((held, train), ratio, paired=True, vectorized=True, confidence_level=level,
+                        n_resamples=999, method="BCa", random_state=seed)  # fmt: skip
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+RATIO_METHODS: dict[str, Callable[..., tuple[float | None, float | None]]] = {
+    # (per-task held-out values, per-task training values, seed, conversations behind each arm)
+    "MOVER-R, Korn-Graubard arms (shipped)": lambda h, t, s, u: _est(
+        transfer_ratio(h, t, reward_range=REWARD_RANGE, n_units=u)
+    ),
+    "Fieller (Student-t arms)": lambda h, t, s, u: _est(transfer_ratio(h, t)),
+    "delta-method t": lambda h, t, s, u: _delta_t(np.ravel(h), np.ravel(t), 0.95),
+    "BCa bootstrap": lambda h, t, s, u: _bca(np.ravel(h), np.ravel(t), 0.95, s),
+    "percentile bootstrap (before)": lambda h, t, s, u: _est(
+        transfer_ratio(h, t, method="percentile", n_boot=999, seed=s)
+    ),
+}
+
+
+def _est(e: object) -> tuple[float | None, float | None]:
+    return e.lo, e.hi  # type: ignore[attr-defined]
+
+
+def _compare_table(panels: Sequence[str], args: argparse.Namespace) -> None:
+    print(f"transfer ratio, 95% intervals; {args.reps} runs per design and truth (0.75 and 1.0), "
+          f"{args.heldout} held-out simulators, seed {args.seed}: coverage / share with the lower end above the "
+          "truth (target: >= 0.95 / <= 0.025)")  # fmt: skip
+    for name in panels:
+        print(f"\n### panel `{name}`\n")
+        print("| tasks x rollouts | " + " | ".join(RATIO_METHODS) + " |")
+        print("|---|" + "---:|" * len(RATIO_METHODS))
+        for n in args.tasks:
+            for g in args.rollouts:
+                rng = np.random.default_rng([args.seed, n, g, 11])
+                cover = dict.fromkeys(RATIO_METHODS, 0)
+                high = dict.fromkeys(RATIO_METHODS, 0)
+                runs = 0
+                for transfer in (BAD, GOOD):
+                    for rep in range(args.reps):
+                        res = simulate_run(rng, PANELS[name], n, g, transfer, args.heldout)
+                        held = _per_task(res, "candidate", res["heldout_simulators"])
+                        train = _per_task(res, "candidate", ["train"])
+                        if train.mean() == 0:
+                            continue
+                        runs += 1
+                        units = (n * g * args.heldout, n * g)
+                        for m, fn in RATIO_METHODS.items():
+                            lo, hi = fn([[v] for v in held], [[v] for v in train], rep, units)
+                            lo_ok = lo is None or not np.isfinite(lo) or lo <= transfer
+                            cover[m] += bool(lo_ok and (hi is None or transfer <= hi))
+                            high[m] += not lo_ok
+                cells = [f"{cover[m] / runs:.3f} / {high[m] / runs:.3f}" for m in RATIO_METHODS]
+                print(f"| {n} x {g} | " + " | ".join(cells) + " |", flush=True)
 
 
 def _gate_table(panels: Sequence[str], args: argparse.Namespace) -> None:
@@ -229,10 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tasks", type=int, nargs="+", default=[10, 20, 40])
     ap.add_argument("--rollouts", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--heldout", type=int, default=2, help="held-out simulators (default 2)")
-    ap.add_argument("--cells", action="store_true", help="per-cell reward CI coverage instead of the gate table")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--cells", action="store_true", help="per-cell reward CI coverage instead of the gate table")
+    mode.add_argument("--compare", action="store_true", help="transfer-ratio intervals compared, instead of the gate")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    table: Callable[[Sequence[str], argparse.Namespace], None] = _cell_table if args.cells else _gate_table
+    table: Callable[[Sequence[str], argparse.Namespace], None] = (
+        _cell_table if args.cells else _compare_table if args.compare else _gate_table
+    )
     table(args.panel or (list(PANELS) if args.cells else ["bernoulli"]), args)
     print(f"\n{time.perf_counter() - t0:.0f} s")
     return 0
