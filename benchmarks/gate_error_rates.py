@@ -27,10 +27,12 @@ reward range; old: Student t over conversations). ``--compare`` prints, for the 
 alone, the coverage and the share of intervals whose lower end lies above the truth (what makes a
 gate pass a policy it should not) for the shipped MOVER-R interval and the alternatives it was
 chosen over: Fieller (MOVER-R with Student-t arms, no range), a delta-method studentized interval,
-scipy's BCa bootstrap over tasks and the percentile bootstrap.
+scipy's BCa bootstrap over tasks and the percentile bootstrap. ``--at-threshold`` prints the share
+of runs that pass and that fail when the true transfer is the threshold itself (0.8), where the
+default rule's one-sided 95 % bounds promise at most 5 % each.
 
 Run: ``python benchmarks/gate_error_rates.py [--reps 1000] [--seed 0] [--panel bernoulli ...]
-[--tasks 10 20 40] [--rollouts 1 2 4] [--heldout 2] [--cells | --compare]``. The shipped tables are in
+[--tasks 10 20 40] [--rollouts 1 2 4] [--heldout 2] [--cells | --compare | --at-threshold]``. The shipped tables are in
 ``docs/ci-gate.md`` (with the commands that made them).
 """
 
@@ -271,6 +273,30 @@ def _compare_table(panels: Sequence[str], args: argparse.Namespace) -> None:
                 print(f"| {n} x {g} | " + " | ".join(cells) + " |", flush=True)
 
 
+def _threshold_table(panels: Sequence[str], args: argparse.Namespace) -> None:
+    print(f"true transfer = the threshold {THRESHOLD}; {args.reps} runs per design, {args.heldout} held-out "
+          f"simulators, seed {args.seed}: share of runs that pass / fail (default rule: at most 0.05 each)")  # fmt: skip
+    for name in panels:
+        print(f"\n### panel `{name}`\n")
+        print("| tasks x rollouts | default: pass | default: fail | point: pass | strict: pass |")
+        print("|---|---:|---:|---:|---:|")
+        for n in args.tasks:
+            for g in args.rollouts:
+                rng = np.random.default_rng([args.seed, n, g, 13])
+                got = {"pass": 0, "fail": 0, "point": 0, "strict": 0}
+                for _ in range(args.reps):
+                    res = simulate_run(rng, PANELS[name], n, g, THRESHOLD, args.heldout)
+                    code = evaluate_gate(res, "candidate", min_transfer=THRESHOLD).exit_code
+                    got["pass"] += code == 0
+                    got["fail"] += code == 1
+                    got["point"] += (
+                        evaluate_gate(res, "candidate", min_transfer=THRESHOLD, decision="point").exit_code == 0
+                    )
+                    got["strict"] += evaluate_gate(res, "candidate", min_transfer=THRESHOLD, strict=True).exit_code == 0
+                cells = " | ".join(f"{got[k] / args.reps:.3f}" for k in ("pass", "fail", "point", "strict"))
+                print(f"| {n} x {g} | {cells} |", flush=True)
+
+
 def _gate_table(panels: Sequence[str], args: argparse.Namespace) -> None:
     print(f"gate --min-transfer {THRESHOLD}; {args.reps} runs per design and truth, {args.heldout} held-out simulators, "
           f"seed {args.seed}; 95% interval coverage pooled over both truths (target >= 0.93)")  # fmt: skip
@@ -314,10 +340,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--cells", action="store_true", help="per-cell reward CI coverage instead of the gate table")
     mode.add_argument("--compare", action="store_true", help="transfer-ratio intervals compared, instead of the gate")
+    mode.add_argument("--at-threshold", action="store_true", help="pass and fail rates at true transfer = 0.8")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     table: Callable[[Sequence[str], argparse.Namespace], None] = (
-        _cell_table if args.cells else _compare_table if args.compare else _gate_table
+        _cell_table
+        if args.cells
+        else _compare_table
+        if args.compare
+        else _threshold_table
+        if args.at_threshold
+        else _gate_table
     )
     table(args.panel or (list(PANELS) if args.cells else ["bernoulli"]), args)
     print(f"\n{time.perf_counter() - t0:.0f} s")

@@ -455,3 +455,5 @@ def test_error_rate_benchmark_prints_the_table(capsys):
     assert mod.main(["--compare", "--reps", "2", "--tasks", "10", "--rollouts", "1"]) == 0
     out = capsys.readouterr().out
     assert "BCa bootstrap" in out and "Fieller" in out and "| 10 x 1 |" in out
+    assert mod.main(["--at-threshold", "--reps", "2", "--tasks", "10", "--rollouts", "1"]) == 0
+    assert "default: pass" in capsys.readouterr().out
