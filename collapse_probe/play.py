@@ -43,7 +43,7 @@ def summarize_rewards(
     from collapse_probe.metrics.rewards import cell_summary
 
     cell = cell_summary(records, "", "", [], reward_range=reward_range)
-    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95")}
+    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95", "ci95_method", "n_tasks")}
 
 
 def run_play(
