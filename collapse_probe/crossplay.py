@@ -7,12 +7,13 @@ finish, so a killed run resumes where it stopped.
 
 From the records this module computes (``results.json``, schema ``collapse-probe/crossplay/v1``):
 
-- per cell: mean reward with a 95 % CI, success rate, infrastructure failures (excluded from every
-  mean, counted), and the per-task rewards a paired bootstrap needs;
+- per cell: mean reward with a 95 % CI over tasks (the clusters), inside the arena's declared reward
+  range, success rate, infrastructure failures (excluded from every mean, counted), and the per-task
+  rewards the paired intervals need;
 - per policy, when a training simulator is named: the *transfer ratio* = mean reward over the
   held-out simulators (every simulator but the training one, each weighted equally) / reward on the
-  training simulator, with a 95 % CI from a cluster bootstrap over tasks (tasks resampled jointly in
-  every cell, so the ratio's numerator and denominator stay paired);
+  training simulator, with a 95 % CI over tasks that keeps each task's numerator and denominator
+  paired (MOVER-R, :func:`~collapse_probe.metrics.transfer.transfer_ratio`);
 - per policy: the *strategy entropy* of the policy's own turns (Chao–Wang–Jost over the classes a
   partitioner finds), the policy-diversity side of collapse: a policy that learned to exploit one
   simulator mode says the same thing to everybody.
@@ -27,10 +28,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks import Arena
+from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
 from collapse_probe.metrics.rewards import cell_summary
+from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
@@ -71,7 +73,8 @@ class CrossplayConfig:
     entropy_turns: EntropyTurns = "first"
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
     n_boot: int = 2000
-    """Bootstrap replicates of the transfer-ratio CI."""
+    """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
+    became analytic (MOVER-R over tasks)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Options recorded with the run; the arena options among them (``personas``, ``tau2_data``,
     ``judge``, ``cooperbench_data``, ``partial_reward``, ``cooperbench_mode``) build the default arena (see :func:`arena_spec`)."""
@@ -223,7 +226,9 @@ async def run_crossplay_async(
         run_dir=run_dir,
         retry_infra_failures=not keep_failed,
     )
-    results = crossplay_results(records, config, task_ids=[t.task_id for t in tasks])
+    results = crossplay_results(
+        records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+    )
     results["usage"] = usage.finish()
     if run_dir is not None:
         run_dir.write_results(results)
@@ -238,7 +243,11 @@ async def run_crossplay_async(
 
 
 def crossplay_results(
-    records: Sequence[dict[str, Any]], config: CrossplayConfig, *, task_ids: Sequence[str] | None = None
+    records: Sequence[dict[str, Any]],
+    config: CrossplayConfig,
+    *,
+    task_ids: Sequence[str] | None = None,
+    reward_range: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The ``results.json`` content for conversation records of a cross-play run (a pure function).
 
@@ -246,6 +255,8 @@ def crossplay_results(
         records: conversation records (as the engine writes them).
         config: the run's configuration.
         task_ids: task order for the per-task rewards (default: order of first appearance).
+        reward_range: the arena's declared reward bounds
+            (:func:`~collapse_probe.benchmarks.declared_reward_range`); intervals stay inside them.
 
     Returns:
         The results dictionary (schema :data:`SCHEMA`).
@@ -260,7 +271,7 @@ def crossplay_results(
     cells = []
     for p in config.policies:
         for s in config.simulators:
-            cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids))
+            cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids, reward_range=reward_range))
     cell_index = {(c["policy"], c["simulator"]): c for c in cells}
 
     transfer = []
@@ -270,8 +281,7 @@ def crossplay_results(
                 policy_transfer(
                     cell_index[(p, config.train_simulator)],
                     [cell_index[(p, s)] for s in config.heldout_simulators],
-                    n_boot=config.n_boot,
-                    seed=config.seed,
+                    reward_range=reward_range,
                 )
             )
 
@@ -302,6 +312,7 @@ def crossplay_results(
         "tasks": list(task_ids),
         "rollouts": config.rollouts,
         "seed": config.seed,
+        "reward_range": list(reward_range) if reward_range is not None else None,
         "cells": cells,
         "heldout_reward": heldout,
         "transfer": transfer,
@@ -328,54 +339,89 @@ def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
 
 
+def transfer_estimate(
+    train_cell: dict[str, Any],
+    heldout_cells: Sequence[dict[str, Any]],
+    *,
+    level: float = 0.95,
+    reward_range: tuple[float, float] | None = None,
+) -> tuple[Estimate | None, dict[str, Any]]:
+    """Transfer ratio of one policy with its interval at ``level`` (the computation behind
+    :func:`policy_transfer`, which the gate repeats at its own level).
+
+    Returns:
+        The estimate (``None`` when no task is scored in every cell) and the means it divides:
+        ``{"train_reward", "heldout_reward", "n_tasks", "note"}``.
+    """
+    from collapse_probe.metrics.transfer import transfer_ratio
+
+    info: dict[str, Any] = {"train_reward": None, "heldout_reward": None, "n_tasks": 0, "note": None}
+    if not heldout_cells:
+        info["note"] = "no held-out simulator"
+        return None, info
+    train_t = task_means(train_cell)
+    heldout_t = heldout_task_rewards(heldout_cells)
+    common = [t for t in train_t if t in heldout_t]
+    if not common:
+        info["note"] = "no task is scored on the training and every held-out simulator"
+        return None, info
+    est = transfer_ratio(
+        {t: [heldout_t[t]] for t in common},
+        {t: [train_t[t]] for t in common},
+        level=level,
+        reward_range=reward_range,
+        n_units=(conversations(heldout_cells, common), conversations([train_cell], common)),
+    )
+    info.update(
+        train_reward=sum(train_t[t] for t in common) / len(common),
+        heldout_reward=sum(heldout_t[t] for t in common) / len(common),
+        n_tasks=len(common),
+        note=est.note,
+    )
+    return est, info
+
+
+def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
+    """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
+    return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)
+
+
 def policy_transfer(
-    train_cell: dict[str, Any], heldout_cells: Sequence[dict[str, Any]], *, n_boot: int = 2000, seed: int = 0
+    train_cell: dict[str, Any],
+    heldout_cells: Sequence[dict[str, Any]],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    reward_range: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """Transfer ratio of one policy: held-out reward / training-simulator reward, with a task-cluster CI.
 
     Per task, the training reward is the task's mean over rollouts on the training simulator and
     the held-out reward the mean over held-out simulators of the task's mean on each (every simulator
     weighs the same). Tasks scored in every one of these cells enter; the ratio is
-    mean_task(held-out) / mean_task(training), and the CI resamples tasks with replacement, keeping a
-    task's training and held-out values together
-    (:func:`~collapse_probe.metrics.transfer.transfer_ratio`). With no infrastructure failures these
+    mean_task(held-out) / mean_task(training), and the 95 % CI keeps a task's training and held-out
+    values together (MOVER-R over tasks, inside ``reward_range`` when the arena declares one:
+    :func:`~collapse_probe.metrics.transfer.transfer_ratio`). With no infrastructure failures these
     means equal the cells' mean rewards. A training reward of 0 makes the ratio undefined: it is then
-    ``None`` with the reason in ``note``, never a made-up number.
-    """
-    from collapse_probe.metrics.transfer import transfer_ratio
+    ``None`` with the reason in ``note``, never a made-up number; a training reward whose interval
+    reaches 0 leaves the CI without an upper end (``ci95`` ``None``, ``ci95_lower`` set, a ``note``).
 
-    out: dict[str, Any] = {
+    ``n_boot`` and ``seed`` are accepted for compatibility; the interval no longer resamples.
+    """
+    del n_boot, seed
+    est, info = transfer_estimate(train_cell, heldout_cells, level=0.95, reward_range=reward_range)
+    return {
         "policy": train_cell["policy"],
         "train_simulator": train_cell["simulator"],
         "heldout_simulators": [c["simulator"] for c in heldout_cells],
-        "train_reward": None,
-        "heldout_reward": None,
-        "transfer_ratio": None,
-        "ci95": None,
-        "n_tasks": 0,
-        "note": None,
+        **{k: info[k] for k in ("train_reward", "heldout_reward")},
+        "transfer_ratio": est.value if est else None,
+        "ci95": [est.lo, est.hi] if est and est.lo is not None and est.hi is not None else None,
+        "ci95_lower": est.lo if est else None,
+        "method": est.method if est else None,
+        "n_tasks": info["n_tasks"],
+        "note": info["note"],
     }
-    if not heldout_cells:
-        out["note"] = "no held-out simulator"
-        return out
-    train_t = task_means(train_cell)
-    heldout_t = heldout_task_rewards(heldout_cells)
-    common = [t for t in train_t if t in heldout_t]
-    if not common:
-        out["note"] = "no task is scored on the training and every held-out simulator"
-        return out
-    est = transfer_ratio(
-        {t: [heldout_t[t]] for t in common}, {t: [train_t[t]] for t in common}, n_boot=n_boot, seed=seed
-    )
-    out.update(
-        train_reward=sum(train_t[t] for t in common) / len(common),
-        heldout_reward=sum(heldout_t[t] for t in common) / len(common),
-        transfer_ratio=est.value,
-        ci95=[est.lo, est.hi] if est.lo is not None and est.hi is not None else None,
-        n_tasks=len(common),
-        note=est.note,
-    )
-    return out
 
 
 def policy_strategy_entropy(

@@ -44,3 +44,17 @@ def check_int(value: Any, flag: str, least: int | None = 1, *, optional: bool = 
     if isinstance(value, bool) or not isinstance(value, int) or (least is not None and value < least):
         bound = f" >= {least}" if least is not None else ""
         raise ConfigError(f"{flag} must be an integer{bound}, got {value!r}")
+
+
+def check_range(value: Any, name: str) -> tuple[float, float]:
+    """``value`` as a reward range ``(low, high)``: two finite numbers (not bools) with low < high.
+
+    Raises:
+        ConfigError: naming ``name``, what was expected and the value received.
+    """
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = value
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+        if numbers and low < high:
+            return float(low), float(high)
+    raise ConfigError(f"{name}: expected [low, high], two finite numbers with low < high, got {value!r}")

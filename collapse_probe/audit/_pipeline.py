@@ -17,7 +17,7 @@ from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
 from collapse_probe.audit._verdict import audit_verdicts, verdict_line
 from collapse_probe.audit._views import kind_views, reward_reader, reward_view_of_state
-from collapse_probe.benchmarks import Arena
+from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
@@ -279,7 +279,7 @@ async def run_audit_async(
     if conv_records:
         from collapse_probe.play import summarize_rewards
 
-        results["rollouts"] = summarize_rewards(conv_records)
+        results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         results["usage"] = usage.finish()
         run_dir.write_results(results)

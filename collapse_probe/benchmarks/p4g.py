@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
@@ -414,6 +414,8 @@ class P4GArena:
     elicit: bool = True
     max_tokens: int = 64
     name: str = "p4g"
+    reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    """min(donation / 2, 1) lies in [0, 1] (see :func:`~collapse_probe.benchmarks.declared_reward_range`)."""
 
     def __post_init__(self) -> None:
         if self.max_turns is None:
