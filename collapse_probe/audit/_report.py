@@ -108,6 +108,7 @@ def summary_table(results: dict[str, Any]) -> str:
             "partitioner",
             results["partitioner"] + ("  (by meaning)" if results["partitioner"] in ("embedding", "judge") else ""),
         ),  # fmt: skip
+        *([("meaning key", results["meaning_key"])] if results.get("meaning_key") else []),
         ("headline over", results.get("states_audited", "probe states")),
         ("collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
         ("ε corrected (mean)", f(s["collapse_error_corrected"])),
@@ -167,5 +168,8 @@ def summary_table(results: dict[str, Any]) -> str:
                     f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}",
                 )
             )
+    from collapse_probe.audit._human import people_epsilon_rows
+
+    rows += people_epsilon_rows(results)
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
