@@ -121,6 +121,15 @@ _ELSEWHERE = re.compile(
     r"\b(?:rather|prefer to) (?:\w+ ){0,2}(?:give|donate)|(?:wish|hope|if) i could|would donate if|donate more but"
 )
 """Giving words that do not commit: a wish, a condition, or giving elsewhere."""
+_STRONG_REFUSAL = re.compile(
+    r"\b(keep(?:ing)? (?:my|the|all|this) (?:\w+ )?(?:money|payment|pay|cash|dollars?|bonus)|say(?:ing)? no\b|"
+    r"(?:not|n't|never) (?:be )?(?:giving|donating|give|donate) (?:anything|any money|nothing)|"
+    r"won'?t be (?:donating|giving)|(?:going to|will|i'?ll) decline|no,? thanks|no thank you|count me out|"
+    r"(?:no donation|no money|nothing) from me)"
+)
+"""Refusals no reading of the context can turn into anything else ("No, I'm keeping my payment",
+"I'm going to say no this time"): they refuse whatever the model says (every one of the 4 training
+sentences they match is an annotated refusal, so cross-validation is unchanged)."""
 _YES_START = re.compile(r"^(yes|yeah|yep|yup|sure|ok|okay|definitely|absolutely|of course|alright|all right)\b")
 _NO_START = re.compile(r"^(no|nope|nah)\b")
 
@@ -396,8 +405,8 @@ class StanceReader:
     decision" by the widest margin decides; when none does, the reply states no decision. Two rule
     readings override the model's, because they are what the sentence says and cross-validation on
     the training dialogues agrees (macro-F1 0.711 → 0.718): explicit indecision ("not sure", "let me
-    think") decides nothing, and a named amount that is not refused ("Fine, you can have $1") donates
-    it. A sentence that ends in "?" without a commitment to give asks rather than decides. A ``[DONATE $N]`` tag
+    think") decides nothing, a named amount that is not refused ("Fine, you can have $1") donates
+    it, and an unmistakable refusal (:data:`_STRONG_REFUSAL`: "No, I'm keeping my payment") refuses. A sentence that ends in "?" without a commitment to give asks rather than decides. A ``[DONATE $N]`` tag
     decides before the model is asked; a donate key carries the amount its deciding sentence names
     (else the amount the reply names). A reply without a decision keeps the rule reader's finer key
     (``undecided``, a question, ``None``).
@@ -473,9 +482,12 @@ class StanceReader:
         """The rules have no confidence to rank sentences by: the last decision stated wins."""
         whole = rule_stance(text)
         sentences = split_sentences(text)
-        if len(sentences) == 1 or parse_donation(text) is not None:
+        if parse_donation(text) is not None:
             return whole
-        decided = [k for k in map(rule_stance, sentences) if key_stance(k) != NO_DECISION]
+        if len(sentences) == 1:
+            return _strong(text, whole)
+        decided = [_strong(s, rule_stance(s)) for s in sentences]
+        decided = [k for k in decided if key_stance(k) != NO_DECISION]
         if decided:
             return decided[-1]
         return whole if key_stance(whole) == NO_DECISION else None
@@ -492,6 +504,8 @@ class StanceReader:
             margin = float(sc[cls] - sc[n])
             if isinstance(rule, str) and rule.startswith("donate:"):
                 cls, margin = d, math.inf  # a named amount, not refused, is the strongest statement there is
+            elif _STRONG_REFUSAL.search(_norm(s)):
+                cls, margin = r, math.inf
             if margin <= 0:
                 continue
             if _norm(s).endswith("?") and not _COMMIT.search(_norm(s)):
@@ -509,6 +523,13 @@ class StanceReader:
         if amount == 0:
             return "refuse"
         return "donate" if amount is None else "donate:" + _money(amount)
+
+
+def _strong(text: str, key: Any) -> Any:
+    """``key``, or ``refuse`` where the text is a :data:`_STRONG_REFUSAL` without a named amount."""
+    if key_stance(key) != DONATE and _STRONG_REFUSAL.search(_norm(text)):
+        return "refuse"
+    return key
 
 
 @lru_cache(maxsize=1)
