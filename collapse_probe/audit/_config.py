@@ -46,7 +46,9 @@ class AuditConfig:
     """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
     vs_k: int = 5
     human: str | None = None
-    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``)."""
+    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
+    ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
+    ``human_reference.people_epsilon`` reports people's own ε at them."""
     rollouts: int = 1
     """On-policy conversations per task."""
     max_turns: int | None = 3

@@ -9,7 +9,7 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
-from collapse_probe.audit._human import human_grounding, human_reference, towards_people
+from collapse_probe.audit._human import human_grounding, human_reference, people_epsilon, towards_people
 from collapse_probe.audit._report import _state_row, write_audit_report
 from collapse_probe.audit._sampling import _Sampler, _state_seed
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
@@ -92,6 +92,12 @@ def probe_states_note(arena: Arena, states: Sequence[ProbeState], config: AuditC
     if config.human is None and audit_hook(arena, "episode_from_dialogue") is not None:
         line += "; for states from real dialogues (the human reply as the reference), --human DIR"
     return line
+
+
+def _meaning_key_description(partitioner: Any) -> str | None:
+    """Which reader gave the partition's meaning key, in words (e.g. the P4G stance model or its rules)."""
+    describe = getattr(getattr(partitioner, "key", None), "describe", None)
+    return describe() if callable(describe) else None
 
 
 VS_UNRELIABLE_RATE = 0.5
@@ -178,6 +184,7 @@ async def run_audit_async(
     else:
         states += benchmark_probe_states(arena, tasks)
     dialogues: list[Any] = []
+    annotated: list[Any] = []
     if config.human is not None and audit_hook(arena, "episode_from_dialogue") is None:
         raise ConfigError(
             f"--human: benchmark {arena.name} has no human dialogues to compare with (the human reference is the "
@@ -185,10 +192,16 @@ async def run_audit_async(
         )
     if config.human is not None:
         from collapse_probe.benchmarks.p4g import load_official_p4g
+        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
 
         _, dialogues = load_official_p4g(config.human)
-        # human dialogues are P4G, where max_turns is always set (3 unless given)
-        states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
+        annotated = load_annotated_dialogues(config.human, dialogues)
+        if annotated:
+            # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
+            states += human_probe_states(arena, annotated, config.states, None, config.seed)
+        else:
+            # human dialogues are P4G, where max_turns is always set (3 unless given)
+            states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
@@ -227,6 +240,7 @@ async def run_audit_async(
                             notices=notices, arena=arena,
                             states_note=None if policy is not None else probe_states_note(arena, states, config))  # fmt: skip
     summary = results["summary"]
+    results["meaning_key"] = _meaning_key_description(partitioner)
     if config.compare_vs:
         other = sims[1]
         other_summary = summarize_states(by_mode[other.mode], config)
@@ -269,6 +283,9 @@ async def run_audit_async(
                 config.n_boot,
                 config.seed,
             )
+            if annotated:
+                ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
+                                                       config.seed)  # fmt: skip
             if mode == primary.mode:
                 results["human_reference"] = ref
             else:

@@ -73,6 +73,7 @@ def summary_table(results: dict[str, Any]) -> str:
         ("samples per state", f"{n}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")),
         ("infra failures excluded", str(s["infra_failures"])),
         ("meaning view: classes by", part + ("  (by meaning)" if part in ("embedding", "judge") else "  (not by meaning)")),
+        *([("  meaning key", results["meaning_key"])] if results.get("meaning_key") else []),
         ("  collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"
          + (f"  no meaning verdict: {meaning['reason']}" if meaning.get("label") == NOT_MEASURED else "")
          if meaning.get("label") in (NOT_MEASURED, "") else view_text(meaning, star)),
@@ -118,6 +119,9 @@ def summary_table(results: dict[str, Any]) -> str:
         if "wasserstein" in d:
             rows.append(("donations vs human",
                          f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}"))  # fmt: skip
+    from collapse_probe.audit._human import people_epsilon_rows
+
+    rows += people_epsilon_rows(results)
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

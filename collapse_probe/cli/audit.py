@@ -57,7 +57,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn (default 5)"
     )
     p.add_argument(
-        "--human", default=env("human", None), help="directory with the official P4G CSVs: compare with human donors"
+        "--human",
+        default=env("human", None),
+        help="directory with the official P4G CSVs: add human-grounded states and compare with the human "
+        "persuadees (with annotated_dialog.csv there: people's own ε at the matched states too)",
     )
     p.add_argument(
         "--rollouts", type=int, default=env("rollouts", 1), help="on-policy conversations per task (default 1)"

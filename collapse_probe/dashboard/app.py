@@ -242,6 +242,8 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
             ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
             ("the human persuadee's actual reply at each human-grounded state, among the simulator's classes",
              ap.grounding_table(res)),
+            ("people's own ε at the matched states (annotated dialogues) beside the simulator's",
+             ap.people_epsilon_table(res)),
             ("does Verbalized Sampling move the simulator towards the people?", ap.towards_people_table(res)),
         ):  # fmt: skip
             if table:
