@@ -13,7 +13,6 @@ One *turn* (``max_turns``) is one persuader message followed by one persuadee re
 from __future__ import annotations
 
 import csv
-import json
 import math
 import random
 import re
@@ -230,23 +229,24 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, a line is not JSON, or a field is missing or malformed.
     """
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
     p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
-    if not p.is_file():
-        raise ConfigError(f"persona file {str(p)!r} does not exist")
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = read_bytes(p, expected="a JSONL persona file")
+    except MissingFile:
+        raise ConfigError(f"persona file {str(p)!r} does not exist") from None
+    except FileProblem as exc:
+        raise ConfigError(f"persona file {exc}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSONL persona file") from None
     personas = []
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
+        obj = parse_json(line, f"{p}: line {i}", expected="one persona (a JSON object) per line")
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}: line {i}: expected a JSON object")
         if "persona_id" not in obj:
