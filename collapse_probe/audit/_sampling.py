@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import math
 import random
 from collections import Counter
@@ -19,9 +20,12 @@ from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models._answers import is_blank
 from collapse_probe.models._batch import batch_chunk
 from collapse_probe.rollout import RunDir, hash_str
 from collapse_probe.simulators import Participant
+
+logger = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------------------------- sampling
 
@@ -210,10 +214,13 @@ class _Sampler:
         counted in ``n_empty``, and a state left with fewer than 2 replies is an infrastructure
         failure. Counting empties as a class would put a spurious mode (or a spurious extra class)
         into ε̂."""
-        empty = [(k, [i for i, t in enumerate(texts) if not t.strip()]) for k, (_, _, texts, _) in enumerate(ok)]
+        empty = [(k, [i for i, t in enumerate(texts) if is_blank(t)]) for k, (_, _, texts, _) in enumerate(ok)]
         empty = [(k, idx) for k, idx in empty if idx]
         if empty:
             retry = [ok[k][1].with_samples(ok[k][1].n, len(idx)) for k, idx in empty]
+            for (k, idx), req in zip(empty, retry, strict=True):  # counted in the run's retry summary
+                logger.info("%s: %d empty replies at state %s; retry 1/1 as samples %d-%d", self.participant.label,
+                            len(idx), ok[k][0].state_id, req.first_sample, req.first_sample + req.n - 1)  # fmt: skip
             results: list[Any]
             try:
                 results = await self.participant.model.generate(retry)
@@ -230,7 +237,7 @@ class _Sampler:
                     texts[i] = t
         out = []
         for state, req, texts, vs_records in ok:
-            kept = [t for t in texts if t.strip()]
+            kept = [t for t in texts if not is_blank(t)]
             n_empty = len(texts) - len(kept)
             if len(kept) < 2:
                 self._finish(state, {"status": "infra_error", "n_empty": n_empty,
@@ -306,7 +313,7 @@ class _Sampler:
         if full.get("status") == "infra_error":
             from collapse_probe._observe import note_infra_failure
 
-            note_infra_failure()
+            note_infra_failure(error=str(full.get("error") or ""))
         if self.run_dir is not None:
             self.run_dir.append_jsonl(SAMPLES, full)
         if self.bar is not None:
