@@ -318,3 +318,43 @@ class _Sampler:
             self.run_dir.append_jsonl(SAMPLES, full)
         if self.bar is not None:
             self.bar.update(1)
+
+
+_NUMBERS = ("collapse_error", "collapse_error_estimate", "collapse_error_corrected", "entropy", "entropy_plugin",
+            "entropy_miller_madow", "sample_coverage", "distinct_1", "distinct_2", "vendi", "mean_pairwise_cosine")  # fmt: skip
+"""Per-state estimates a ``samples.jsonl`` record holds as numbers (``null`` where undefined)."""
+
+
+def sample_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong with one ``samples.jsonl`` record, or ``None`` when it is well formed (the
+    fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`)."""
+    from collapse_probe.rollout.records import field_problem
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    for field in ("state_id", "mode", "status"):
+        if not isinstance(rec.get(field), str):
+            return field_problem(field, "a string", rec.get(field))
+    if rec["status"] != "ok":
+        return None
+    n, counts, responses = rec.get("n"), rec.get("class_counts"), rec.get("responses")
+    if not isinstance(n, int) or not whole(n) or n < 1:
+        return field_problem("n", "a whole number >= 1", n)
+    if not isinstance(counts, list) or not counts or not all(whole(c) and c > 0 for c in counts) or sum(counts) != n:
+        return field_problem("class_counts", f"whole numbers >= 1 summing to n = {n}", counts)
+    if not isinstance(responses, list) or len(responses) != n or not all(isinstance(t, str) for t in responses):
+        return field_problem("responses", f"{n} reply texts", responses)
+    if "n_empty" in rec and not whole(rec["n_empty"]):
+        return field_problem("n_empty", "a whole number >= 0", rec["n_empty"])
+    for field in _NUMBERS:
+        if rec.get(field) is not None and not number(rec[field]):
+            return field_problem(field, "a number or null", rec[field])
+    for field in ("collapse_error_ci95", "entropy_ci95"):
+        v = rec.get(field)
+        if v is not None and not (isinstance(v, list) and len(v) == 2 and all(x is None or number(x) for x in v)):
+            return field_problem(field, "two numbers or null", v)
+    return None

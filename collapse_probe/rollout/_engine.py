@@ -27,6 +27,7 @@ from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAborte
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
+from collapse_probe.rollout.records import conversation_problem
 from collapse_probe.simulators import Participant
 
 CONVERSATIONS = "conversations.jsonl"
@@ -156,7 +157,7 @@ async def run_conversations(
     if run_dir is not None:
         run_dir.repair(CONVERSATIONS)
         wanted = set(keys)
-        for rec in run_dir.read_jsonl(CONVERSATIONS):
+        for rec in run_dir.read_jsonl(CONVERSATIONS, conversation_problem):
             key = rec.get("key")
             if key not in wanted:
                 continue

@@ -15,7 +15,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,7 @@ class RunDir:
         self._lock = RunLock(self.path)
         self._lock.acquire()
         RunDir._open[_key(self.path)] = self
-        _announce(self.path)
+        announce_taken(self.path)
         cfg_path = self.path / "config.json"
         if fresh:
             self._archive(kind)
@@ -194,9 +194,10 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
 
-    def read_jsonl(self, name: str) -> list[dict[str, Any]]:
-        """All complete records of ``name`` (a torn last line from a kill is ignored)."""
-        return list(iter_jsonl(self.path / name))
+    def read_jsonl(self, name: str, check: RecordCheck | None = None) -> list[dict[str, Any]]:
+        """All complete records of ``name`` (a torn last line from a kill is ignored); ``check``
+        refuses a malformed record (see :func:`iter_jsonl`)."""
+        return list(iter_jsonl(self.path / name, check))
 
     def repair(self, name: str) -> int:
         """Truncate a torn last line left by a kill; return the number of bytes removed."""
@@ -257,7 +258,8 @@ def announce_when_created(path: str | Path) -> None:
     _ANNOUNCE.add(str(path))
 
 
-def _announce(path: Path) -> None:
+def announce_taken(path: str | Path) -> None:
+    """The run has checked ``path`` and is writing there: print it if :func:`announce_when_created` asked."""
     if str(path) in _ANNOUNCE:
         _ANNOUNCE.discard(str(path))
         import sys
@@ -670,15 +672,29 @@ _VOLATILE = {"created", "resumed", "version", "max_live"}
 """Fields that may differ between a run and its resume (execution settings, not configuration)."""
 
 
-def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+RecordCheck = Callable[[dict[str, Any]], "str | None"]
+"""Checks one record: ``None`` when it is well formed, else what is wrong with it (naming the field)."""
+
+
+def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[dict[str, Any]]:
     """Yield the complete JSON records of a JSONL file, streaming; a torn final line is skipped.
+
+    ``check`` is applied to every record: a record a resumed run reads back is either well formed
+    or refused, naming its line, never dropped or half-used (a cell whose count silently falls).
 
     Raises:
         ConfigError: the file is not a regular file inside its directory (a directory, a FIFO, a
-            symbolic link), a line before the last is not a JSON object, or the file is not UTF-8
-            (the file is corrupt or not a run file); the message names the file and line.
+            symbolic link), a line before the last is not a JSON object, the file is not UTF-8 (the
+            file is corrupt or not a run file), or ``check`` refuses a record; the message names the
+            file and line.
     """
-    for _, rec in iter_jsonl_numbered(path):
+    for i, rec in iter_jsonl_numbered(path):
+        problem = check(rec) if check is not None else None
+        if problem is not None:
+            raise ConfigError(
+                f"{path}: line {i}: {problem}; the record was edited or the file is corrupt: restore it, "
+                "or start over with --fresh (the old files are kept in .previous/) or another --out"
+            )
         yield rec
 
 
