@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import math
 import os
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -137,10 +136,19 @@ def add_out(p: argparse.ArgumentParser, default: str | None = None, resume_flags
 
 
 def resolve_out(args: argparse.Namespace) -> None:
-    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`)."""
-    if isinstance(getattr(args, "out", None), AutoOut):
-        args.out = args.out.resolve()
-        print(f"run directory: {args.out}", file=sys.stderr)
+    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`), named on stderr once
+    the run has checked and taken it; refuse an empty ``--out`` (``--out ''`` or
+    ``COLLAPSE_PROBE_OUT=''``), which would put the run's files into the current directory."""
+    out = getattr(args, "out", None)
+    if isinstance(out, AutoOut):
+        args.out = out.resolve()
+        from collapse_probe.rollout._rundir import announce_when_created
+
+        announce_when_created(args.out)
+    elif isinstance(out, str) and not out.strip():
+        raise ConfigError(
+            f"--out: expected a run directory, got {out!r}; an empty path would write the run into the current directory"
+        )
 
 
 def add_cache(p: argparse.ArgumentParser) -> None:

@@ -100,7 +100,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from collapse_probe.audit import AuditConfig, run_audit, summary_table
 
-    check_specs([args.sim] + ([args.policy] if args.policy else []))
+    check_specs([args.sim] + ([args.policy] if args.policy else []) + ([args.judge] if args.judge else []))
     roles = {
         "sim": [args.sim],
         "policy": [args.policy] if args.policy else [],

@@ -128,12 +128,20 @@ class Price:
 def _read_toml(path: Path, where: str) -> dict[str, Any]:
     import tomllib
 
+    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        raw = read_bytes(path, max_bytes=16 << 20, expected="a TOML price table")
+    except MissingFile:
         raise ConfigError(f"{where}: no such file {str(path)!r}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: {path} is not valid TOML ({exc})") from None
+    except FileProblem as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError, or a number too long to convert
+        raise ConfigError(f"{where}: {path} is not valid TOML ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: {path} is TOML nested too deeply") from None
 
 
 def _parse_prices(
@@ -154,13 +162,14 @@ def _parse_prices(
                 )
             try:
                 price = Price(float(entry["input"]), float(entry["output"]), float(entry.get("batch_discount", disc)))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ConfigError(
                     f"{where}: [{section}] {name!r}: prices must be numbers, got {dict(entry)!r}"
                 ) from None
-            if price.input < 0 or price.output < 0 or not 0 < price.batch_discount <= 1:
+            finite = all(math.isfinite(x) for x in (price.input, price.output, price.batch_discount))
+            if not finite or price.input < 0 or price.output < 0 or not 0 < price.batch_discount <= 1:
                 raise ConfigError(
-                    f"{where}: [{section}] {name!r}: prices must be >= 0 and batch_discount in (0, 1], got {dict(entry)!r}"
+                    f"{where}: [{section}] {name!r}: prices must be finite numbers >= 0 and batch_discount in (0, 1], got {dict(entry)!r}"
                 )
             table.setdefault(section, {})[str(name)] = price
     return table
