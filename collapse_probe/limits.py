@@ -36,7 +36,11 @@ def check_n_boot(n_boot: Any, units: int, flag: str = "--n-boot", least: int = 1
     """Refuse a bootstrap that could not run in memory, before any model is called: ``n_boot`` must
     be an integer in [``least``, :data:`MAX_BOOT`] and ``n_boot x units`` at most :data:`MAX_BOOT_DRAWS`."""
     check_int(n_boot, flag, least)
-    check_at_most(n_boot, MAX_BOOT, flag, "bootstrap resamples")
+    if n_boot > MAX_BOOT:
+        raise ConfigError(
+            f"{flag} {n_boot}: at most {MAX_BOOT:,} bootstrap resamples (2,000 already put a 95 % interval's ends "
+            "within Monte-Carlo noise)"
+        )
     if n_boot * max(units, 1) > MAX_BOOT_DRAWS:
         raise ConfigError(
             f"{flag} {n_boot}: x {units:,} resampled units is more than {MAX_BOOT_DRAWS:,} draws in memory; "

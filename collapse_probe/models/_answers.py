@@ -7,10 +7,13 @@ policy, and after the last retry the request fails as an infrastructure failure 
 
 A reply whose text is empty or only whitespace, with no tool call, is no answer either, whatever
 the backend (a server returning ``content: ""``, a local model that stops at once). One rule,
-:func:`is_blank`, decides it on every path: the rollout engine (``play``, ``crossplay``, training
-rollouts) and the audit ask again once, at a fresh sample index, and what is still blank is an
-infrastructure failure, recorded and retried on the next run, never scored; the response cache
-never stores a blank reply, so that rerun asks the model instead of replaying the blank.
+:func:`is_blank`, decides it on every path, and a blank reply is asked again once: the rollout
+engine (``play``, ``crossplay``, training rollouts) repeats the same request (a transient blank then
+gets exactly the answer a fault-free run gets), the audit asks for fresh samples in place of the
+blank ones (its samples of a state are exchangeable). What is still blank is an infrastructure
+failure of that conversation (the audit: dropped and counted, and a state left with fewer than 2
+replies is the failure), recorded and retried on the next run, never scored. The response cache
+never stores a blank reply, so the re-ask and the rerun reach the model instead of replaying it.
 """
 
 from __future__ import annotations

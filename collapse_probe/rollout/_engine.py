@@ -215,16 +215,15 @@ async def run_conversations(
 
             async def _run_group(items: list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]]) -> None:
                 blank = await _answer(items, first_try=True)
-                if blank:  # a blank reply is no answer: ask again once, at a fresh sample index
-                    for conv, side, participant, _prompt, request in blank:
+                if blank:
+                    # A blank reply is no answer: the same request is asked once more (a server's blank is
+                    # transient, and the same seed then gives the answer a fault-free run gets; the cache
+                    # never stores a blank, so this reaches the model). Still blank: an infrastructure failure.
+                    for conv, side, participant, _prompt, _request in blank:
                         logger.info(
-                            "%s: empty reply (%s turn of %s); retry 1/1 at sample %d",
-                            participant.label, side, conv.spec.key, request.first_sample + 1,
-                        )  # fmt: skip
-                    await _answer(
-                        [(c, sd, pt, pr, rq.with_samples(rq.first_sample + 1, 1)) for c, sd, pt, pr, rq in blank],
-                        first_try=False,
-                    )
+                            "%s: empty reply (%s turn of %s); retry 1/1", participant.label, side, conv.spec.key
+                        )
+                    await _answer(blank, first_try=False)
 
             async def _answer(
                 items: list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]], first_try: bool

@@ -54,7 +54,10 @@ def conversation_problem(rec: dict[str, Any]) -> str | None:
         return field_problem("seed", "an integer", rec.get("seed"))
     key = f"{rec['policy']}|{rec['simulator']}|{rec['task_id']}|{rec['rollout']}"
     if rec["key"] != key:
-        return field_problem("key", f"{key!r} (policy|simulator|task_id|rollout of this record)", rec["key"])
+        return (
+            f"its key {reprlib.repr(rec['key'])} does not match its fields policy|simulator|task_id|rollout "
+            f"{reprlib.repr(key)}"
+        )
     messages = rec.get("messages")
     if not isinstance(messages, list) or not all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content", ""), str | None)
