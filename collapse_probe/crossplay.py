@@ -454,23 +454,21 @@ def load_results(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: the file is missing, not JSON, or not a cross-play result.
     """
-    import json
 
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
-    if not p.is_file():
-        raise ConfigError(f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)")
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text; expected a cross-play results.json") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: JSON nested too deeply; expected a cross-play results.json") from None
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror or exc})") from None
+        raw = read_bytes(p, max_bytes=1 << 30, expected="a cross-play results.json")
+    except MissingFile:
+        raise ConfigError(
+            f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)"
+        ) from None
+    except FileProblem as exc:
+        raise ConfigError(str(exc)) from None
+    data = parse_json(raw, p, expected="a cross-play results.json")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")

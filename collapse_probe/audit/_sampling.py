@@ -320,9 +320,11 @@ class _Sampler:
             self.bar.update(1)
 
 
-_NUMBERS = ("collapse_error", "collapse_error_estimate", "collapse_error_corrected", "entropy", "entropy_plugin",
-            "entropy_miller_madow", "sample_coverage", "distinct_1", "distinct_2", "vendi", "mean_pairwise_cosine")  # fmt: skip
-"""Per-state estimates a ``samples.jsonl`` record holds as numbers (``null`` where undefined)."""
+_REQUIRED_NUMBERS = ("collapse_error", "collapse_error_corrected", "entropy")
+"""Per-state estimates every measured state has (the summaries average them)."""
+_NUMBERS = ("collapse_error_estimate", "entropy_plugin", "entropy_miller_madow", "sample_coverage", "distinct_1",
+            "distinct_2", "vendi", "mean_pairwise_cosine")  # fmt: skip
+"""Per-state estimates a ``samples.jsonl`` record may hold (``null`` where undefined)."""
 
 
 def sample_problem(rec: dict[str, Any]) -> str | None:
@@ -336,9 +338,14 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
     def whole(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
-    for field in ("state_id", "mode", "status"):
+    def texts(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+    for field in ("state_id", "mode", "status", "source", "kind"):
         if not isinstance(rec.get(field), str):
             return field_problem(field, "a string", rec.get(field))
+    if rec.get("turn") is not None and not whole(rec["turn"]):
+        return field_problem("turn", "a whole number >= 0 or null", rec["turn"])
     if rec["status"] != "ok":
         return None
     n, counts, responses = rec.get("n"), rec.get("class_counts"), rec.get("responses")
@@ -346,10 +353,23 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
         return field_problem("n", "a whole number >= 1", n)
     if not isinstance(counts, list) or not counts or not all(whole(c) and c > 0 for c in counts) or sum(counts) != n:
         return field_problem("class_counts", f"whole numbers >= 1 summing to n = {n}", counts)
-    if not isinstance(responses, list) or len(responses) != n or not all(isinstance(t, str) for t in responses):
+    if not isinstance(responses, list) or not texts(responses) or len(responses) != n:
         return field_problem("responses", f"{n} reply texts", responses)
+    if not texts(rec.get("class_names")) or len(rec["class_names"]) != len(counts):
+        return field_problem("class_names", f"{len(counts)} class names", rec.get("class_names"))
+    examples = rec.get("class_examples")
+    if not isinstance(examples, list) or len(examples) != len(counts) or not all(texts(e) for e in examples):
+        return field_problem("class_examples", f"{len(counts)} lists of example replies", examples)
+    labels = rec.get("labels")
+    if labels is not None and not (
+        isinstance(labels, list) and len(labels) == n and all(whole(x) and x < len(counts) for x in labels)
+    ):
+        return field_problem("labels", f"{n} class indices", labels)
     if "n_empty" in rec and not whole(rec["n_empty"]):
         return field_problem("n_empty", "a whole number >= 0", rec["n_empty"])
+    for field in _REQUIRED_NUMBERS:
+        if not number(rec.get(field)):
+            return field_problem(field, "a number", rec.get(field))
     for field in _NUMBERS:
         if rec.get(field) is not None and not number(rec[field]):
             return field_problem(field, "a number or null", rec[field])
@@ -357,4 +377,7 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
         v = rec.get(field)
         if v is not None and not (isinstance(v, list) and len(v) == 2 and all(x is None or number(x) for x in v)):
             return field_problem(field, "two numbers or null", v)
+    for field in ("hill", "exact", "decision", "vs"):
+        if rec.get(field) is not None and not isinstance(rec[field], dict):
+            return field_problem(field, "an object", rec[field])
     return None
