@@ -21,7 +21,7 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -507,12 +507,16 @@ def check_results(data: dict[str, Any], where: str | Path) -> None:
         ok = (lambda x: x is None or number(x)) if partial else number
         return v is None or (isinstance(v, list) and len(v) == 2 and all(ok(x) for x in v))
 
-    cells = data.get("cells")
-    if not isinstance(cells, list):
-        raise ConfigError(f"{where}: field 'cells': expected a list of matrix cells, got {type(cells).__name__}")
-    for i, c in enumerate(cells):
-        if not isinstance(c, dict):
-            raise ConfigError(f"{where}: cells[{i}]: expected an object, got {type(c).__name__}")
+    def objects(field: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        items = data.get(field) if field == "cells" else data.get(field) or []
+        if not isinstance(items, list):
+            raise ConfigError(f"{where}: field {field!r}: expected a list of {what}, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(f"{where}: {field}[{i}]: expected an object, got {type(item).__name__}")
+            yield i, item
+
+    for i, c in objects("cells", "matrix cells"):
         at = f"cells[{i}] ({c.get('policy')} vs {c.get('simulator')})"
         for name in ("policy", "simulator"):
             if not isinstance(c.get(name), str):
@@ -540,12 +544,7 @@ def check_results(data: dict[str, Any], where: str | Path) -> None:
         tr = c.get("task_rewards", {})
         if not isinstance(tr, dict) or not all(isinstance(v, list) and all(number(x) for x in v) for v in tr.values()):
             raise bad(at, "task_rewards", "{task: [finite rewards]}", tr)
-    transfer = data.get("transfer") or []
-    if not isinstance(transfer, list):
-        raise ConfigError(f"{where}: field 'transfer': expected a list, got {type(transfer).__name__}")
-    for i, t in enumerate(transfer):
-        if not isinstance(t, dict):
-            raise ConfigError(f"{where}: transfer[{i}]: expected an object, got {type(t).__name__}")
+    for i, t in objects("transfer", "transfer entries"):
         at = f"transfer[{i}] ({t.get('policy')})"
         for name in ("transfer_ratio", "train_reward", "heldout_reward"):
             if t.get(name) is not None and not number(t[name]):

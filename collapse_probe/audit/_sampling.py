@@ -375,7 +375,7 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
             return field_problem(field, "a number or null", rec[field])
     for field in ("collapse_error_ci95", "entropy_ci95"):
         v = rec.get(field)
-        if v is not None and not (isinstance(v, list) and len(v) == 2 and all(x is None or number(x) for x in v)):
+        if v is not None and not (isinstance(v, list) and len(v) == 2 and all(number(x) for x in v)):
             return field_problem(field, "two numbers or null", v)
     for field in ("hill", "exact", "decision", "vs"):
         if rec.get(field) is not None and not isinstance(rec[field], dict):

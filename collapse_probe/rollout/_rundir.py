@@ -180,16 +180,8 @@ class RunDir:
         line = _dumps_line(record)
         self._flush_config()
         self.path.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        p = self.path / name
-        try:
-            fd = os.open(p, flags | os.O_NONBLOCK, 0o644)
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot append a record ({_why(exc)}); use another --out") from None
+        fd = _open_record_file(self.path / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")
         with os.fdopen(fd, "ab") as f:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise ConfigError(f"{p}: is {kind_of(mode)}, not a run's record file; use another --out")
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
@@ -201,19 +193,12 @@ class RunDir:
 
     def repair(self, name: str) -> int:
         """Truncate a torn last line left by a kill; return the number of bytes removed."""
-        p = self.path / name
-        flags = os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(p, flags)
+            fd = _open_record_file(self.path / name, os.O_RDWR, "repair")
         except FileNotFoundError:
             return 0
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot open the run's record file ({_why(exc)}); use another --out") from None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise ConfigError(f"{p}: is {kind_of(st.st_mode)}, not a run's record file; use another --out")
-            size = end = st.st_size
+            size = end = os.fstat(fd).st_size
             if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
                 return 0
             while end > 0:  # find the last newline, reading backwards: the file may be large
@@ -265,6 +250,28 @@ def announce_taken(path: str | Path) -> None:
         import sys
 
         print(f"run directory: {path}", file=sys.stderr)
+
+
+def _open_record_file(p: Path, flags: int, doing: str) -> int:
+    """Open one of a run's record files: never blocking (a FIFO), never through a symbolic link, and
+    only a regular file. Returns the descriptor.
+
+    Raises:
+        FileNotFoundError: it does not exist (and ``flags`` do not create it).
+        ConfigError: it cannot be opened, or is not a regular file; the message names it.
+    """
+    flags |= os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(p, flags, 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot {doing} it ({_why(exc)}); use another --out") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ConfigError(f"{p}: is {kind_of(mode)}, not a run's record file (a JSONL file); use another --out")
+    return fd
 
 
 def _why(exc: OSError) -> str:
@@ -701,17 +708,11 @@ def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[d
 def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """:func:`iter_jsonl` with the 1-based line number of each record (for messages naming the line)."""
     p = Path(path)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(p, flags)
+        fd = _open_record_file(p, os.O_RDONLY, "read the records of")
     except FileNotFoundError:
         return
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read the run's records ({_why(exc)}); use another --out") from None
     with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"{p}: is {kind_of(mode)}; expected a JSONL file of records")
         prev: tuple[int, bytes] | None = None
         for i, raw in enumerate(f, start=1):
             if prev is not None:

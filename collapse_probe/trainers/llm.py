@@ -87,6 +87,7 @@ from collapse_probe.rollout import (
     run_conversations,
     write_json_atomic,
 )
+from collapse_probe.rollout._rundir import check_out_path
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
@@ -275,6 +276,7 @@ class LLMTrainer:
         self.config = config
         self.out = Path(out)
         self.run_dir = RunDir(self.out)
+        check_out_path(self.out, "train")  # before its usage.json is read: a file, a link loop, another run
         self.usage = start_run_usage(self.out)
         self.arena = arena
         self.policy: TrainedModel | None = None

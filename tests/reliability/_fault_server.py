@@ -32,6 +32,20 @@ ANSWERS = (
 )
 
 
+def fast_retries(timeout_s: float) -> list[str]:
+    """``-M`` flags that make a simulator retry often and quickly (the faults, not backoff, are tested)."""
+    return ["-M", "sim.max_retries=8", "-M", "sim.backoff_base=0.01", "-M", "sim.backoff_max=0.05",
+            "-M", f"sim.timeout={timeout_s}"]  # fmt: skip
+
+
+def scripted_policy(tmp_path: Any, monkeypatch: Any, key: str) -> str:
+    """Work in ``tmp_path`` with a fake API key and a one-answer scripted persuader; its spec."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLLAPSE_PROBE_API_KEY", key)
+    (tmp_path / "pol.json").write_text(json.dumps({"responses": [{"text": "Please donate to the kids.", "p": 1.0}]}))
+    return "scripted:pol.json"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

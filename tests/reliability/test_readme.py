@@ -22,7 +22,9 @@ BLOCKS = marked_blocks()
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAPSE_PROBE_")}
+    # a user's own COLLAPSE_PROBE_* settings do not reach the README's commands (the torch thread count,
+    # a property of the machine, does)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAPSE_PROBE_") or k.endswith("TORCH_THREADS")}
     env.update(
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         COLLAPSE_PROBE_CACHE=str(tmp_path / "cache.sqlite"),
