@@ -13,6 +13,7 @@ One *turn* (``max_turns``) is one persuader message followed by one persuadee re
 from __future__ import annotations
 
 import csv
+import json
 import math
 import random
 import re
@@ -229,7 +230,7 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, a line is not JSON, or a field is missing or malformed.
     """
-    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+    from collapse_probe._files import FileProblem, MissingFile, lone_surrogate_at, read_bytes
 
     p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
     try:
@@ -246,7 +247,17 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        obj = parse_json(line, f"{p}: line {i}", expected="one persona (a JSON object) per line")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
+        except ValueError:  # an integer too long to convert
+            raise ConfigError(f"{p}: line {i} holds an integer too long to convert") from None
+        at = lone_surrogate_at(obj)
+        if at is not None:
+            raise ConfigError(f"{p}: line {i}: {at or 'the line'} holds a lone surrogate (\\ud800-\\udfff), not text")
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}: line {i}: expected a JSON object")
         if "persona_id" not in obj:

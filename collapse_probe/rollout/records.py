@@ -64,6 +64,11 @@ def conversation_problem(rec: dict[str, Any]) -> str | None:
         for m in messages
     ):
         return field_problem("messages", "a list of {role, content} messages", messages)
+    fps = rec.get("fingerprints")
+    if fps is not None and not (
+        isinstance(fps, dict) and all(isinstance(fps.get(side, ""), str) for side in ("policy", "simulator"))
+    ):
+        return field_problem("fingerprints", "{policy: fingerprint, simulator: fingerprint}", fps)
     if rec["status"] == INFRA_ERROR:
         if not isinstance(rec.get("infra_error"), str):
             return field_problem("infra_error", "the failure's message", rec.get("infra_error"))
@@ -74,7 +79,6 @@ def conversation_problem(rec: dict[str, Any]) -> str | None:
         return field_problem("reward", "a finite number or null", rec.get("reward"))
     if rec.get("success") is not None and not isinstance(rec["success"], bool):
         return field_problem("success", "true, false or null", rec.get("success"))
-    for field in ("fingerprints", "info"):
-        if rec.get(field) is not None and not isinstance(rec[field], dict):
-            return field_problem(field, "an object", rec[field])
+    if rec.get("info") is not None and not isinstance(rec["info"], dict):
+        return field_problem("info", "an object", rec["info"])
     return None
