@@ -215,12 +215,15 @@ def test_env_values(env):
 
     d = _tmp()
     old = dict(os.environ)
+    cwd = os.getcwd()
     try:
         (d / "pol.json").write_text(json.dumps({"responses": [{"text": "hi", "p": 1.0}]}))
         os.environ.update({f"COLLAPSE_PROBE_{k}": v for k, v in env.items()})
         os.environ.setdefault("COLLAPSE_PROBE_CACHE", str(d / "cache.sqlite"))
-        if os.environ.get("COLLAPSE_PROBE_OUT", "").strip() in ("", ".", ".."):
+        out = os.environ.get("COLLAPSE_PROBE_OUT", "")
+        if out.strip() in ("", ".") or ".." in out or os.path.isabs(out) or out.startswith("~"):
             os.environ["COLLAPSE_PROBE_OUT"] = str(d / "out")
+        os.chdir(d)  # a relative COLLAPSE_PROBE_OUT makes its run inside ``d``, never in the checkout
         err = io.StringIO()
         argv = ["play", "--policy", f"scripted:{d / 'pol.json'}", "--sim", f"scripted:{d / 'pol.json'}",
                 "--no-progress", "--show", "0"]  # fmt: skip
@@ -234,6 +237,7 @@ def test_env_values(env):
             err.getvalue()
         )
     finally:
+        os.chdir(cwd)
         os.environ.clear()
         os.environ.update(old)
         shutil.rmtree(d, ignore_errors=True)
