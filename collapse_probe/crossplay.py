@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
@@ -35,7 +36,6 @@ from collapse_probe.metrics.rewards import cell_summary
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
-from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 
@@ -217,7 +217,7 @@ async def run_crossplay_async(
 
     run_dir = None
     if out is not None:
-        from collapse_probe.models._identity import participant_fingerprints
+        from collapse_probe._identity import participant_fingerprints
 
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})

@@ -79,8 +79,8 @@ async def run_play_async(
     ``fresh`` starts over in ``out`` (old files move to ``out/.previous/``); ``keep_failed`` keeps
     conversations that ended in an infrastructure failure on resume instead of running them again.
     """
+    from collapse_probe._identity import participant_fingerprints
     from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_finite
-    from collapse_probe.models._identity import participant_fingerprints
 
     check_finite(config.temperature, "--temperature")
     check_at_most(config.tasks * config.rollouts, MAX_CONVERSATIONS, "--tasks x --rollouts =", "conversations")
@@ -103,8 +103,8 @@ async def run_play_async(
     )
     summary = summarize_rewards(records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
+        from collapse_probe._records import record_fingerprints
         from collapse_probe.report.play_plots import write_play_report
-        from collapse_probe.rollout.records import record_fingerprints
 
         results = {
             "schema": "collapse-probe/play/v1",

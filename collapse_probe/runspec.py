@@ -157,7 +157,7 @@ class ArenaSpec:
     def data_fingerprints(self) -> dict[str, str]:
         """Field -> ``sha256:...`` of the file (or of every file under the directory) it names; hashed
         once per ``(path, size, mtime)``."""
-        from collapse_probe.models._identity import file_fingerprint
+        from collapse_probe._identity import file_fingerprint
 
         return {k: file_fingerprint(v) for k in self.DATA_FILES if (v := getattr(self, k))}
 

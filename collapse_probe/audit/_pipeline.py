@@ -145,7 +145,7 @@ async def run_audit_async(
     run_dir = None
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if out is not None:
-        from collapse_probe.models._identity import participant_fingerprints
+        from collapse_probe._identity import participant_fingerprints
 
         run_dir = RunDir(out)
         fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})

@@ -285,7 +285,7 @@ async def run_audit_from_async(
 
         fps: dict[str, str] = {config.sim: f"published:sha256:{run.sha256}"}
         if partition == "judge" and config.judge:
-            from collapse_probe.models._identity import participant_fingerprints
+            from collapse_probe._identity import participant_fingerprints
             from collapse_probe.simulators import make_participant
 
             judge = make_participant(config.judge, cache=cache)

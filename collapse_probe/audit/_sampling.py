@@ -348,7 +348,7 @@ _NUMBERS = ("collapse_error_estimate", "entropy_plugin", "entropy_miller_madow",
 def sample_problem(rec: dict[str, Any]) -> str | None:
     """What is wrong with one ``samples.jsonl`` record, or ``None`` when it is well formed (the
     fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`)."""
-    from collapse_probe.rollout.records import field_problem
+    from collapse_probe._records import field_problem
 
     def number(v: Any) -> bool:
         return isinstance(v, int | float) and not isinstance(v, bool)

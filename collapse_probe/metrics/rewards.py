@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from collapse_probe.rollout.records import INFRA_ERROR
+from collapse_probe._records import INFRA_ERROR
 
 
 def cell_summary(

@@ -34,14 +34,33 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
 from collapse_probe.errors import ConfigError
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 from collapse_probe.models._usage import check_budget
 
-if TYPE_CHECKING:
-    from collapse_probe.models._http import APIChatModel
+
+class APIChatModel(Protocol):
+    """What the batch path needs of an HTTP backend (:class:`~collapse_probe.models._http.APIChatModel`
+    has all of it; declared here so that this module does not import the backend that calls it)."""
+
+    spec: str
+    max_native_n: ClassVar[int]
+    _native_n: bool
+
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]: ...
+
+    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str: ...
+
+    async def batch_poll(self, batch_id: str) -> tuple[bool, int]: ...
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]: ...
+
+    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]: ...
+
+    def redact(self, text: str) -> str: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +172,7 @@ def batch_chunk(model: Any, n_requests: int, samples_each: int) -> int | None:
 
 def _entry_problem(entry: dict[str, Any]) -> str | None:
     """What is wrong with one ``batches.jsonl`` entry (``None``: well formed)."""
-    from collapse_probe.rollout.records import field_problem
+    from collapse_probe._records import field_problem
 
     if entry.get("event") not in ("submitted", "finished"):
         return field_problem("event", "'submitted' or 'finished'", entry.get("event"))
@@ -171,7 +190,7 @@ class _Journal:
 
     def __post_init__(self) -> None:
         if self.path is not None and self.path.exists():
-            from collapse_probe.rollout._rundir import iter_jsonl
+            from collapse_probe._jsonl import iter_jsonl
 
             self.entries = list(iter_jsonl(self.path, _entry_problem))
 
@@ -187,9 +206,9 @@ class _Journal:
         self.entries.append(entry)
         if self.path is None:
             return
-        from collapse_probe.rollout._rundir import RunDir
+        from collapse_probe._jsonl import append_jsonl
 
-        RunDir(self.path.parent).append_jsonl(self.path.name, entry)
+        append_jsonl(self.path, entry)
 
 
 async def generate_batch(model: APIChatModel, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:

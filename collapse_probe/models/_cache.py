@@ -1,6 +1,6 @@
 """SQLite response cache.
 
-Key = model spec + the model's content fingerprint (see :mod:`collapse_probe.models._identity`: a
+Key = model spec + the model's content fingerprint (see :mod:`collapse_probe._identity`: a
 rewritten scripted file, retrained checkpoint or another model behind the same URL never reuses the
 old model's samples) + request fingerprint (messages, prompt, sampling params, tools) + *sample index*.
 The sample index is part of the key so that N cached samples of one prompt are N independent
@@ -12,33 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from collapse_probe._identity import CACHE_FILE
+from collapse_probe._identity import default_cache_path as default_cache_path  # its old home
 from collapse_probe.errors import CacheError
 from collapse_probe.models._answers import is_blank
 from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
 from collapse_probe.models._usage import check_budget, record_local_results
-
-CACHE_FILE = "responses.sqlite"
-
-
-def default_cache_path() -> Path:
-    """``$COLLAPSE_PROBE_CACHE`` or ``~/.cache/collapse-probe/responses.sqlite``.
-
-    ``$COLLAPSE_PROBE_CACHE`` may name a directory (an existing one, or a path ending in ``/``: the
-    cache is ``responses.sqlite`` inside it) or the SQLite file itself.
-    """
-    env = os.environ.get("COLLAPSE_PROBE_CACHE")
-    if env:
-        p = Path(env).expanduser()
-        if p.is_dir() or env.endswith(("/", os.sep)):
-            return p / CACHE_FILE
-        return p
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collapse-probe" / CACHE_FILE
 
 
 def _cache_error(path: Path, exc: BaseException) -> CacheError:
@@ -137,7 +121,7 @@ class CachedModel:
     def fingerprint(self) -> str:
         """The wrapped backend's content fingerprint (kept once verified; backends memoise their own)."""
         if self._fingerprint is None:
-            from collapse_probe.models._identity import UNVERIFIED, model_fingerprint
+            from collapse_probe._identity import UNVERIFIED, model_fingerprint
 
             fp = model_fingerprint(self.inner)
             if fp.endswith(UNVERIFIED):

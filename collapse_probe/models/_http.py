@@ -409,7 +409,7 @@ class APIChatModel:
 
     def fingerprint(self) -> str:
         """What answers: the base URL and the model name the server reports (memoised; see
-        :func:`collapse_probe.models._identity.http_fingerprint`).
+        :func:`collapse_probe._identity.http_fingerprint`).
 
         The served name comes from the provider's model endpoint (:meth:`_served_model_name`), which
         resolves an alias to its snapshot (``claude-haiku-4-5`` -> ``claude-haiku-4-5-20251001``); a
@@ -421,7 +421,7 @@ class APIChatModel:
             except Exception as exc:  # noqa: BLE001 - no model endpoint: identify by the requested name
                 logger.debug("%s: model lookup failed (%s); fingerprint uses the requested name", self.spec, exc)
                 served = self.model
-            from collapse_probe.models._identity import http_fingerprint
+            from collapse_probe._identity import http_fingerprint
 
             self._fingerprint = http_fingerprint(self.base_url, self.model, served)
         return self._fingerprint

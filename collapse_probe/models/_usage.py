@@ -377,7 +377,7 @@ class RunUsage:
         """Write ``usage.json`` (atomically) and return the summary."""
         summary = self.summary()
         if self.path is not None and self.path.parent.exists():
-            from collapse_probe.rollout._rundir import flush_config, write_json_atomic
+            from collapse_probe._jsonl import flush_config, write_json_atomic
 
             flush_config(self.path.parent)  # spend never sits in a directory without its configuration
             write_json_atomic(self.path, {"usage": summary})

@@ -428,7 +428,7 @@ class LocalModel:
         hash and is identified by its spec and decoder revision.
         """
         if self.source_path is not None:
-            from collapse_probe.models._identity import file_fingerprint
+            from collapse_probe._identity import file_fingerprint
 
             return file_fingerprint(self.source_path)
         return f"spec:{self.spec}|{self.cache_namespace}"

@@ -107,7 +107,7 @@ class ReplicaServer:
         """The backend's identity and capabilities, or the error that kept it from being built."""
         if self.error is not None:
             return {"error": self.error, "pid": os.getpid()}
-        from collapse_probe.models._identity import model_fingerprint
+        from collapse_probe._identity import model_fingerprint
 
         m = self.model
         fingerprint = model_fingerprint(m)  # computed where the model runs: what actually answers
@@ -145,7 +145,7 @@ class ReplicaServer:
 
     def lora_fingerprint(self, lora: str) -> str:
         """The fingerprint of the backend sampling through the adapter at ``lora``, as seen here."""
-        from collapse_probe.models._identity import model_fingerprint
+        from collapse_probe._identity import model_fingerprint
 
         return model_fingerprint(self.model.with_lora(lora))
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._identity import bytes_fingerprint
 from collapse_probe.errors import ConfigError
-from collapse_probe.models._identity import bytes_fingerprint
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 
 Distribution = list[tuple[str, float]]

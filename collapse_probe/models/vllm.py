@@ -337,7 +337,7 @@ class VLLMModel:
     def fingerprint(self) -> str:
         """Model identity: content hash of a local model directory, else its name and revision, plus
         the content hash of the LoRA adapter when one applies."""
-        from collapse_probe.models._identity import file_fingerprint
+        from collapse_probe._identity import file_fingerprint
 
         base = file_fingerprint(self.model) if Path(self.model).exists() else f"hf:{self.model}"
         revision = self.engine_options.get("revision")

@@ -1,5 +1,6 @@
 """Batched multi-turn rollouts and run directories."""
 
+from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe.rollout._engine import (
     CONVERSATIONS,
     ConversationSpec,
@@ -11,7 +12,6 @@ from collapse_probe.rollout._engine import (
     run_conversations_sync,
 )
 from collapse_probe.rollout._rundir import RunDir, iter_jsonl, write_json_atomic
-from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 
 __all__ = [
     "CONVERSATIONS",

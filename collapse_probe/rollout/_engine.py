@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collapse_probe._observe import note_infra_failure
+from collapse_probe._records import conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
 from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
-from collapse_probe.rollout.records import conversation_problem
 from collapse_probe.simulators import Participant
 
 CONVERSATIONS = "conversations.jsonl"
@@ -153,7 +153,7 @@ async def run_conversations(
     if len(set(keys)) != len(keys):
         raise ConfigError("duplicate conversations in the run (same policy, simulator, task and rollout)")
 
-    from collapse_probe.models._identity import fingerprint_changes, participant_fingerprints
+    from collapse_probe._identity import fingerprint_changes, participant_fingerprints
 
     fps = participant_fingerprints({label: participants[label] for s in specs for label in (s.policy, s.simulator)})
     done: dict[str, dict[str, Any]] = {}

@@ -11,15 +11,26 @@ from __future__ import annotations
 import atexit
 import errno
 import fcntl
-import json
 import os
 import stat
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from collapse_probe._files import FileProblem, MissingFile, kind_of, parse_json, read_bytes
+from collapse_probe._jsonl import (
+    RecordCheck,
+    dir_key,
+    dumps_line,
+    iter_jsonl,
+    open_record_file,
+    register_run,
+    unregister_run,
+    write_json_atomic,
+)
+from collapse_probe._jsonl import flush_config as flush_config  # where callers have always found them
+from collapse_probe._jsonl import iter_jsonl_numbered as iter_jsonl_numbered
 from collapse_probe._proc import pid_alive
 from collapse_probe.errors import ConfigError
 
@@ -117,6 +128,7 @@ class RunDir:
         self._lock = RunLock(self.path)
         self._lock.acquire()
         RunDir._open[_key(self.path)] = self
+        register_run(self.path, self._flush_config)
         announce_taken(self.path)
         cfg_path = self.path / "config.json"
         if fresh:
@@ -169,6 +181,7 @@ class RunDir:
             self._lock = None
         if RunDir._open.get(_key(self.path)) is self:
             RunDir._open.pop(_key(self.path), None)
+        unregister_run(self.path, self._flush_config)
 
     def append_jsonl(self, name: str, record: dict[str, Any]) -> None:
         """Append one record and flush it to disk.
@@ -177,10 +190,10 @@ class RunDir:
         no empty or torn file behind), and a symbolic link in the file's place is refused, not
         followed: records are never appended to a file outside the run directory.
         """
-        line = _dumps_line(record)
+        line = dumps_line(record)  # before anything is written: a value that cannot be kept writes nothing
         self._flush_config()
         self.path.mkdir(parents=True, exist_ok=True)
-        fd = _open_record_file(self.path / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")
+        fd = open_record_file(self.path / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")
         with os.fdopen(fd, "ab") as f:
             f.write(line)
             f.flush()
@@ -194,7 +207,7 @@ class RunDir:
     def repair(self, name: str) -> int:
         """Truncate a torn last line left by a kill; return the number of bytes removed."""
         try:
-            fd = _open_record_file(self.path / name, os.O_RDWR, "repair")
+            fd = open_record_file(self.path / name, os.O_RDWR, "repair")
         except FileNotFoundError:
             return 0
         try:
@@ -220,15 +233,6 @@ class RunDir:
         return p
 
 
-def flush_config(path: str | Path) -> None:
-    """Write the pending ``config.json`` of the run this process created in ``path`` (if any), so a
-    file written there outside :class:`RunDir` (the run's spend, ``usage.json``) sits beside the
-    configuration it belongs to."""
-    run = RunDir._open.get(_key(path))
-    if run is not None:
-        run._flush_config()
-
-
 def _has_run_files(path: Path) -> bool:
     return path.is_dir() and any(os.path.lexists(path / n) for n in RUN_FILES)
 
@@ -250,34 +254,6 @@ def announce_taken(path: str | Path) -> None:
         import sys
 
         print(f"run directory: {path}", file=sys.stderr)
-
-
-def _open_record_file(p: Path, flags: int, doing: str) -> int:
-    """Open one of a run's record files: never blocking (a FIFO), never through a symbolic link, and
-    only a regular file. Returns the descriptor.
-
-    Raises:
-        FileNotFoundError: it does not exist (and ``flags`` do not create it).
-        ConfigError: it cannot be opened, or is not a regular file; the message names it.
-    """
-    flags |= os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(p, flags, 0o644)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot {doing} it ({_why(exc)}); use another --out") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise ConfigError(f"{p}: is {kind_of(mode)}, not a run's record file (a JSONL file); use another --out")
-    return fd
-
-
-def _why(exc: OSError) -> str:
-    if exc.errno == errno.ELOOP:
-        return "it is a symbolic link, which a run's files never are"
-    return exc.strerror or str(exc)
 
 
 def check_out_path(path: str | Path, kind: str | tuple[str, ...] | None = None, flag: str = "--out") -> None:
@@ -461,7 +437,7 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
                 "same models answer now; use --fresh to start over or another --out"
             )
         return
-    from collapse_probe.models._identity import fingerprint_changes
+    from collapse_probe._identity import fingerprint_changes
 
     changed = fingerprint_changes(old_fp, new_fp)
     if changed:
@@ -484,7 +460,7 @@ def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) 
     if old_fp is None:
         return {**full, "arena": {k: v for k, v in new_arena.items() if k != "data_fingerprints"}}
     if isinstance(old_fp, dict) and isinstance(new_fp, dict):
-        from collapse_probe.models._identity import short
+        from collapse_probe._identity import short
 
         changed = [
             f"{k} {new_arena.get(k)} (was {short(str(old_fp[k]))}, now {short(str(new_fp[k]))})"
@@ -644,9 +620,7 @@ def lock_held(path: str | Path) -> bool | None:
         os.close(fd)
 
 
-def _key(path: str | Path) -> str:
-    """One spelling of a directory (links resolved; a link loop does not raise here, unlike ``Path.resolve``)."""
-    return os.path.realpath(path)
+_key = dir_key
 
 
 def _owner_id(pid: int) -> tuple[int, str]:
@@ -677,109 +651,3 @@ def _alive(holder: tuple[int, str]) -> bool:
 
 _VOLATILE = {"created", "resumed", "version", "max_live"}
 """Fields that may differ between a run and its resume (execution settings, not configuration)."""
-
-
-RecordCheck = Callable[[dict[str, Any]], "str | None"]
-"""Checks one record: ``None`` when it is well formed, else what is wrong with it (naming the field)."""
-
-
-def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[dict[str, Any]]:
-    """Yield the complete JSON records of a JSONL file, streaming; a torn final line is skipped.
-
-    ``check`` is applied to every record: a record a resumed run reads back is either well formed
-    or refused, naming its line, never dropped or half-used (a cell whose count silently falls).
-
-    Raises:
-        ConfigError: the file is not a regular file inside its directory (a directory, a FIFO, a
-            symbolic link), a line before the last is not a JSON object, the file is not UTF-8 (the
-            file is corrupt or not a run file), or ``check`` refuses a record; the message names the
-            file and line.
-    """
-    for i, rec in iter_jsonl_numbered(path):
-        problem = check(rec) if check is not None else None
-        if problem is not None:
-            raise ConfigError(
-                f"{path}: line {i}: {problem}; the record was edited or the file is corrupt: restore it, "
-                "or start over with --fresh (the old files are kept in .previous/) or another --out"
-            )
-        yield rec
-
-
-def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """:func:`iter_jsonl` with the 1-based line number of each record (for messages naming the line)."""
-    p = Path(path)
-    try:
-        fd = _open_record_file(p, os.O_RDONLY, "read the records of")
-    except FileNotFoundError:
-        return
-    with os.fdopen(fd, "rb") as f:
-        prev: tuple[int, bytes] | None = None
-        for i, raw in enumerate(f, start=1):
-            if prev is not None:
-                rec = _record(p, *prev)
-                if rec is not None:
-                    yield prev[0], rec
-            prev = (i, raw)
-    if prev is not None:
-        i, raw = prev
-        try:
-            rec = _record(p, i, raw)
-        except ConfigError:
-            if raw.endswith(b"\n"):
-                raise
-            return  # torn last line from a kill mid-write
-        if rec is not None:
-            yield i, rec
-
-
-def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
-    line = raw.strip()
-    if not line:
-        return None
-    try:
-        rec = json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: line {i} is not UTF-8 text; the file is corrupt") from None
-    except (ValueError, RecursionError):  # also a number too long to convert
-        raise ConfigError(f"{p}: line {i} is not valid JSON; the file is corrupt") from None
-    if not isinstance(rec, dict):
-        raise ConfigError(f"{p}: line {i}: expected a JSON object (one record per line), got {type(rec).__name__}")
-    return rec
-
-
-def _dumps_line(record: Any) -> bytes:
-    """One JSONL line, UTF-8: text a model wrote stays readable, and a lone surrogate that reached a
-    record anyway is written as its JSON escape (the line still reads back as the same record)."""
-    text = json.dumps(record, ensure_ascii=False, default=_json_default)
-    try:
-        return (text + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (json.dumps(record, ensure_ascii=True, default=_json_default) + "\n").encode("ascii")
-
-
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write JSON to a temp file and rename it over ``path`` (readers never see half a file)."""
-    p = Path(path)
-    text = json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n"
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: its JSON escape reads back as the same value
-        data = (json.dumps(obj, indent=2, ensure_ascii=True, default=_json_default) + "\n").encode("ascii")
-    tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, p)
-
-
-def _json_default(o: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

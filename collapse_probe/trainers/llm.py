@@ -688,8 +688,8 @@ class LLMTrainer:
             sim = self.simulator
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
 
+        from collapse_probe._records import INFRA_ERROR
         from collapse_probe.crossplay import policy_strategy_entropy
-        from collapse_probe.rollout.records import INFRA_ERROR
 
         scored = [r["reward"] for r in data.records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
         entropy = policy_strategy_entropy(
@@ -737,7 +737,7 @@ class LLMTrainer:
 
     def _groups(self, records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, float]]:
         """Task id -> conversation keys in rollout order; key -> reward of scored conversations."""
-        from collapse_probe.rollout.records import INFRA_ERROR
+        from collapse_probe._records import INFRA_ERROR
 
         groups: dict[str, list[str]] = {}
         rewards: dict[str, float] = {}
@@ -833,7 +833,7 @@ class LLMTrainer:
         """
         if self.monitor is None:
             return None
-        from collapse_probe.rollout.records import INFRA_ERROR
+        from collapse_probe._records import INFRA_ERROR
 
         rewards = [None if r.get("status") == INFRA_ERROR else r.get("reward") for r in data.records]
         groups = [str(r["task_id"]) for r in data.records]
@@ -1017,7 +1017,7 @@ def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = Non
 
 def step_problem(rec: dict[str, Any]) -> str | None:
     """What is wrong with one ``metrics.jsonl`` / ``rollouts.jsonl`` record (``None``: well formed)."""
-    from collapse_probe.rollout.records import field_problem
+    from collapse_probe._records import field_problem
 
     step = rec.get("step")
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:

@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe.crossplay import CrossplayConfig, run_crossplay
-from collapse_probe.errors import ConfigError
-from collapse_probe.models import GenerationRequest, get_model
-from collapse_probe.models._identity import (
+from collapse_probe._identity import (
     UNVERIFIED,
     clean_url,
     file_fingerprint,
@@ -20,6 +17,9 @@ from collapse_probe.models._identity import (
     model_fingerprint,
     same_model,
 )
+from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import GenerationRequest, get_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from _fault_server import FaultServer, free_port  # noqa: E402

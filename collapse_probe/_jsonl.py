@@ -1,0 +1,204 @@
+"""Record files: JSONL records read and appended safely, JSON written atomically.
+
+The bottom of the package: every layer (model backends writing ``batches.jsonl`` and ``usage.json``,
+the rollout engine, pipelines, the report) reads and writes its files through these functions, so
+a kill mid-write leaves at most a torn last line (skipped on read, truncated by
+:meth:`~collapse_probe.rollout.RunDir.repair`) and a reader never sees half a JSON file.
+
+A run directory defers its ``config.json`` until the first thing is written there
+(:class:`~collapse_probe.rollout.RunDir`); a file written beside it by a lower layer (a backend's
+``usage.json``) first calls :func:`flush_config`, which runs the flush the open run directory
+registered with :func:`register_run`, so spend never sits in a directory without its configuration.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from collapse_probe._files import kind_of
+from collapse_probe.errors import ConfigError
+
+_OPEN_RUNS: dict[str, Callable[[], None]] = {}
+"""Resolved run directory -> the flush of its pending ``config.json`` (see :func:`register_run`)."""
+
+
+def dir_key(path: str | Path) -> str:
+    """One spelling of a directory (links resolved; a link loop does not raise here, unlike ``Path.resolve``)."""
+    return os.path.realpath(path)
+
+
+def register_run(path: str | Path, flush: Callable[[], None]) -> None:
+    """Record that this process holds the run in ``path``; ``flush`` writes its pending configuration."""
+    _OPEN_RUNS[dir_key(path)] = flush
+
+
+def unregister_run(path: str | Path, flush: Callable[[], None]) -> None:
+    """Forget the run registered in ``path`` with ``flush`` (another run registered there since is kept)."""
+    key = dir_key(path)
+    if _OPEN_RUNS.get(key) == flush:
+        _OPEN_RUNS.pop(key, None)
+
+
+def flush_config(path: str | Path) -> None:
+    """Write the pending ``config.json`` of the run this process created in ``path`` (if any), so a
+    file written there outside the run directory object (the run's spend, ``usage.json``) sits beside
+    the configuration it belongs to."""
+    flush = _OPEN_RUNS.get(dir_key(path))
+    if flush is not None:
+        flush()
+
+
+def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one record to the JSONL file ``path`` and flush it to disk.
+
+    The record is serialised before the file is touched (a value that cannot be written leaves no
+    empty or torn file behind), and a symbolic link in the file's place is refused, not followed.
+    """
+    p = Path(path)
+    line = dumps_line(record)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_record_file(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")
+    with os.fdopen(fd, "ab") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def open_record_file(p: Path, flags: int, doing: str) -> int:
+    """Open one of a run's record files: never blocking (a FIFO), never through a symbolic link, and
+    only a regular file. Returns the descriptor.
+
+    Raises:
+        FileNotFoundError: it does not exist (and ``flags`` do not create it).
+        ConfigError: it cannot be opened, or is not a regular file; the message names it.
+    """
+    flags |= os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(p, flags, 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot {doing} it ({_why(exc)}); use another --out") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ConfigError(f"{p}: is {kind_of(mode)}, not a run's record file (a JSONL file); use another --out")
+    return fd
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "it is a symbolic link, which a run's files never are"
+    return exc.strerror or str(exc)
+
+
+RecordCheck = Callable[[dict[str, Any]], "str | None"]
+"""Checks one record: ``None`` when it is well formed, else what is wrong with it (naming the field)."""
+
+
+def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the complete JSON records of a JSONL file, streaming; a torn final line is skipped.
+
+    ``check`` is applied to every record: a record a resumed run reads back is either well formed
+    or refused, naming its line, never dropped or half-used (a cell whose count silently falls).
+
+    Raises:
+        ConfigError: the file is not a regular file inside its directory (a directory, a FIFO, a
+            symbolic link), a line before the last is not a JSON object, the file is not UTF-8 (the
+            file is corrupt or not a run file), or ``check`` refuses a record; the message names the
+            file and line.
+    """
+    for i, rec in iter_jsonl_numbered(path):
+        problem = check(rec) if check is not None else None
+        if problem is not None:
+            raise ConfigError(
+                f"{path}: line {i}: {problem}; the record was edited or the file is corrupt: restore it, "
+                "or start over with --fresh (the old files are kept in .previous/) or another --out"
+            )
+        yield rec
+
+
+def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`iter_jsonl` with the 1-based line number of each record (for messages naming the line)."""
+    p = Path(path)
+    try:
+        fd = open_record_file(p, os.O_RDONLY, "read the records of")
+    except FileNotFoundError:
+        return
+    with os.fdopen(fd, "rb") as f:
+        prev: tuple[int, bytes] | None = None
+        for i, raw in enumerate(f, start=1):
+            if prev is not None:
+                rec = _record(p, *prev)
+                if rec is not None:
+                    yield prev[0], rec
+            prev = (i, raw)
+    if prev is not None:
+        i, raw = prev
+        try:
+            rec = _record(p, i, raw)
+        except ConfigError:
+            if raw.endswith(b"\n"):
+                raise
+            return  # torn last line from a kill mid-write
+        if rec is not None:
+            yield i, rec
+
+
+def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
+    line = raw.strip()
+    if not line:
+        return None
+    try:
+        rec = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: line {i} is not UTF-8 text; the file is corrupt") from None
+    except (ValueError, RecursionError):  # also a number too long to convert
+        raise ConfigError(f"{p}: line {i} is not valid JSON; the file is corrupt") from None
+    if not isinstance(rec, dict):
+        raise ConfigError(f"{p}: line {i}: expected a JSON object (one record per line), got {type(rec).__name__}")
+    return rec
+
+
+def dumps_line(record: Any) -> bytes:
+    """One JSONL line, UTF-8: text a model wrote stays readable, and a lone surrogate that reached a
+    record anyway is written as its JSON escape (the line still reads back as the same record)."""
+    text = json.dumps(record, ensure_ascii=False, default=json_default)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True, default=json_default) + "\n").encode("ascii")
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Write JSON to a temp file and rename it over ``path`` (readers never see half a file)."""
+    p = Path(path)
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=json_default) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: its JSON escape reads back as the same value
+        data = (json.dumps(obj, indent=2, ensure_ascii=True, default=json_default) + "\n").encode("ascii")
+    tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, p)
+
+
+def json_default(o: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
