@@ -16,18 +16,24 @@ import csv
 import json
 import math
 import random
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._p4g_text import (
+    MAX_DONATION,
+    HumanDialogue,
+    _money,
+    p4g_label,
+    parse_donation,
+)
+from collapse_probe.benchmarks._p4g_text import spoken_donation as spoken_donation  # public here, as before
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion
 
-MAX_DONATION = 2.0
 DEFAULT_MAX_TURNS = 3
 PERSUADER, PERSUADEE = "Persuader", "Persuadee"
 OPENINGS = (
@@ -64,71 +70,6 @@ DEMOGRAPHICS = ("age", "sex", "race", "edu", "marital", "employment", "income", 
 SCORE_FIELDS = BIG_FIVE + MORAL + SCHWARTZ + DECISION
 PERSONA_FIELDS = SCORE_FIELDS + DEMOGRAPHICS
 
-_AMOUNT = r"(\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"
-_DONATE = re.compile(
-    r"\[\s*donate\s*:?\s*(?:(?:usd|us\$)\s*)?\$?\s*" + _AMOUNT + r"\s*(?:usd|dollars?)?\s*\]", re.IGNORECASE
-)
-
-
-def parse_donation(text: str) -> float | None:
-    """Donation amount from the last ``[DONATE $N]`` tag in ``text``; ``None`` if there is none.
-
-    Accepted (case-insensitive, spaces anywhere inside the brackets): ``[DONATE $1]``,
-    ``[DONATE $1.50]``, ``[donate 1.5]``, ``[DONATE: $0]``, ``[DONATE $.50]``, ``[DONATE $1,000]``,
-    ``[DONATE 2 dollars]``. A tag whose amount is not a non-negative number (``[DONATE $-1]``,
-    ``[DONATE $x]``, ``[DONATE 1,5]``) does not count; an earlier valid tag then still wins over it.
-
-    Example:
-        >>> parse_donation("Maybe [DONATE $1], no wait: [donate $.50]")
-        0.5
-        >>> parse_donation("I will think about it.") is None
-        True
-    """
-    if not isinstance(text, str):
-        return None
-    matches = _DONATE.findall(text)
-    if not matches:
-        return None
-    return float(matches[-1].replace(",", ""))
-
-
-# --- the donor's stated decision, read from free text (for grouping replies by meaning)
-
-_SPOKEN_NUMBER = {"a": 1.0, "an": 1.0, "one": 1.0, "two": 2.0, "both": 2.0, "fifty": 50.0, "ten": 10.0,
-                  "twenty": 20.0, "twenty-five": 25.0, "twenty five": 25.0, "seventy-five": 75.0,
-                  "seventy five": 75.0, "half a": 0.5, "half an": 0.5, "half of a": 0.5, "a half": 0.5,
-                  "a quarter of a": 0.25}  # fmt: skip
-_MONEY = re.compile(
-    r"\$\s*(\d+(?:\.\d+)?|\.\d+)"
-    r"|\b(\d+(?:\.\d+)?|half(?: of)? an?|a half|a quarter of an?|an?|one|two|both|fifty|ten|twenty(?:[- ]five)?"
-    r"|seventy[- ]five)\s+(?:(?:single|whole|full|measly|little|extra|of\s+my)\s+)?(dollars?|bucks?|cents?)\b"
-)
-_ALL_OF_IT = re.compile(
-    r"\b(all of it|the whole (?:amount|payment|\$2)|the full (?:amount|payment|\$2)|all (?:two|2) dollars)\b"
-)
-
-
-def spoken_donation(text: str) -> float | None:
-    """The last money amount a reply states in words or figures ("$1", "a dollar", "fifty cents",
-    "both dollars", "all of it" = $2), in dollars; ``None`` if it states none.
-
-    Example:
-        >>> spoken_donation("Okay, count me in for a dollar"), spoken_donation("I could do half a dollar")
-        (1.0, 0.5)
-    """
-    t = text.casefold().replace("’", "'")
-    found = None
-    for m in _MONEY.finditer(t):
-        if m.group(1) is not None:
-            found = float(m.group(1))
-            continue
-        word, unit = m.group(2), m.group(3)
-        value = float(word) if word[0].isdigit() else _SPOKEN_NUMBER[word]
-        found = value / 100.0 if unit.startswith("cent") else value
-    if found is None and _ALL_OF_IT.search(t):
-        found = MAX_DONATION
-    return found
-
 
 def donor_stance(text: str) -> Any:
     """The decision a donor reply states, read from free text: ``"donate:$X"`` (an amount in a tag, in
@@ -163,14 +104,8 @@ def donor_stance(text: str) -> Any:
 def donation_answers() -> list[tuple[str, str]]:
     """The closed answer set at the elicitation state: ``[DONATE $0]`` … ``[DONATE $2]`` on the
     :data:`DONATION_GRID`, each with its decision class (prefix-free: the closing bracket ends each)."""
-    from collapse_probe.metrics.partitioners import p4g_label
-
     choices = [f"[DONATE {_money(a)}]" for a in DONATION_GRID]
     return [(c, p4g_label(c)) for c in choices]
-
-
-def _money(x: float) -> str:
-    return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
 
 
 def donation_reward(donation: float | None) -> float:
@@ -254,21 +189,6 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     if not personas:
         raise ConfigError(f"{p}: no personas in the file")
     return personas
-
-
-@dataclass
-class HumanDialogue:
-    """One P4G dialogue from the official CSVs."""
-
-    dialogue_id: str
-    turns: list[tuple[str, str]]
-    """``(speaker, text)`` with speaker ``"policy"`` (persuader) or ``"simulator"`` (persuadee)."""
-    persuadee: dict[str, Any] = field(default_factory=dict)
-    donation: float | None = None
-    """The persuadee's actual donation, capped at $2 (the task paid $2; larger values are data-entry outliers)."""
-    acts: list[list[str]] = field(default_factory=list)
-    """Per turn, the annotated dialogue act of each of its sentences (annotated dialogues only, see
-    :func:`~collapse_probe.benchmarks.p4g_stance.load_annotated_dialogues`; empty otherwise)."""
 
 
 def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list[HumanDialogue]]:
@@ -514,8 +434,6 @@ class P4GArena:
 
     def decision_label(self, text: str) -> str:
         """The decision the reward reads: ``donate:$X`` from a tag, ``refuse`` or ``undecided``."""
-        from collapse_probe.metrics.partitioners import p4g_label
-
         return p4g_label(text)
 
     reward_view_note: str = (

@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from collapse_probe._meaning import KeyFamily
 from collapse_probe._resources import package_path
-from collapse_probe.benchmarks.p4g import HumanDialogue, _money, parse_donation, spoken_donation
+from collapse_probe.benchmarks._p4g_text import HumanDialogue, _money, parse_donation, spoken_donation
 from collapse_probe.errors import ConfigError
 
 DONATE, REFUSE, NO_DECISION = "donate", "refuse", "no decision"
@@ -152,8 +153,6 @@ def rule_stance(text: str) -> Any:
         >>> [rule_stance(t) for t in ("No, what you say is very valid!", "$2?", "No thanks.", "I'll give a dollar")]
         [None, KeyFamily(name='question'), 'refuse', 'donate:$1']
     """
-    from collapse_probe.metrics.partitioners import KeyFamily
-
     tagged = parse_donation(text)
     if tagged is not None:
         return "refuse" if tagged == 0 else "donate:" + _money(tagged)
@@ -197,8 +196,6 @@ STANCE_FEATURES = (
 
 def stance_features(text: str) -> list[float]:
     """The :data:`STANCE_FEATURES` of one sentence."""
-    from collapse_probe.metrics.partitioners import KeyFamily
-
     key = rule_stance(text)
     t = _norm(text)
     stance = key_stance(key)
@@ -462,7 +459,7 @@ class StanceReader:
                     rows.append(None)
                     need.append(s)
         if need:
-            from collapse_probe.metrics.partitioners import load_encoder
+            from collapse_probe.models import load_encoder
 
             enc = load_encoder().encode(need, batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
                                         show_progress_bar=False)  # fmt: skip

@@ -150,7 +150,7 @@ def add_dataclass_options(
     ``$COLLAPSE_PROBE_<FIELD>`` overrides the default as for hand-written options. Returns the names of
     the fields added (read them back with :func:`dataclass_values`).
     """
-    from collapse_probe.cli._common import env as env_default
+    from collapse_probe.cli._env import env as env_default
 
     env = env or env_default
     taken = {a.dest for a in p._actions} | {

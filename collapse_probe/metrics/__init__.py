@@ -13,15 +13,17 @@ Modules:
 - :mod:`~collapse_probe.metrics.estimators` — ε̂, its CI and bias correction, entropies, Hill
   numbers, exact distributions, and the metric registry with ``higher_is_better``; the bias-aware
   intervals with measured coverage (``collapse_error_interval``, ``mean_collapse_error_interval``).
-- :mod:`~collapse_probe.metrics.partitioners` — exact / embedding / judge / label partitioners and
-  :func:`parse_donation`.
+- :mod:`~collapse_probe.metrics.partitioners` — exact / embedding / judge / label partitioners.
 - :mod:`~collapse_probe.metrics.vendi` — Vendi score, distinct-n, mean pairwise cosine.
 - :mod:`~collapse_probe.metrics.trajectory` — accumulated collapse error, TV and gradient-bias
   bounds, simulator share of reward variance.
 - :mod:`~collapse_probe.metrics.transfer` — mean CIs, paired cluster bootstrap, transfer ratio.
 
 Nothing here imports an optional dependency at import time; the embedding partitioner loads
-sentence-transformers and scikit-learn when first used.
+sentence-transformers and scikit-learn when first used. Metrics are pure functions over counts,
+samples and records: importing this package loads no model backend and no benchmark
+(``tests/test_architecture.py``). ``p4g_label`` and ``parse_donation`` are the P4G benchmark's
+(:mod:`collapse_probe.benchmarks.p4g`); the old names here still resolve, on first use.
 """
 
 from collapse_probe.metrics.estimators import (
@@ -69,8 +71,6 @@ from collapse_probe.metrics.partitioners import (
     load_encoder,
     load_paraphrase_pairs,
     normalize_text,
-    p4g_label,
-    parse_donation,
     parse_yes_no,
 )
 from collapse_probe.metrics.trajectory import (
@@ -149,9 +149,7 @@ __all__ = [
     "mean_pairwise_cosine",
     "normalize_rows",
     "normalize_text",
-    "p4g_label",
     "paired_mean_diff",
-    "parse_donation",
     "parse_yes_no",
     "reward_variance_bound",
     "sample_coverage",
@@ -161,3 +159,11 @@ __all__ = [
     "vendi_eigenvalues",
     "vendi_score",
 ]
+
+
+def __getattr__(name: str) -> object:
+    from collapse_probe.metrics.partitioners import _MOVED
+
+    if name in _MOVED:
+        return _MOVED[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,14 @@ import numpy as np
 from scipy.stats import norm, poisson
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics._counts import (
+    MIN_CONFIDENT_SAMPLES,
+    as_counts,
+    cwj_a,
+    cwj_tail,
+    entropy_plugin,
+    extended_assemblage,
+)
 
 __all__ = [
     "IntervalEstimate",
@@ -83,7 +91,6 @@ class IntervalEstimate:
 
 
 def _counts_matrix(counts_list: Sequence[Any], name: str) -> tuple[list[np.ndarray], np.ndarray]:
-    from collapse_probe.metrics.estimators import as_counts
 
     if isinstance(counts_list, (str, bytes)) or not isinstance(counts_list, Sequence) or len(counts_list) == 0:
         raise ConfigError(f"{name}: expected a non-empty list of per-state class counts")
@@ -323,7 +330,6 @@ def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95
         >>> r.ci95[0] <= r.estimate <= r.ci95[1], r.plugin < r.estimate
         (True, True)
     """
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
 
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
@@ -371,7 +377,6 @@ def collapse_error_interval(counts: Any, level: float = 0.95, seed: int = 0) -> 
 
 def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> list[IntervalEstimate]:
     """:func:`collapse_error_interval` for many states at once (one table lookup and one batched bootstrap)."""
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
 
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
@@ -427,7 +432,6 @@ def mean_collapse_error_bootstrap(
     "collapsed" does not average out, and resampling states narrows the interval around that biased
     centre as states are added (uniform over 10, 16 states × N = 20: coverage 0.33).
     """
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
 
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
@@ -492,10 +496,9 @@ _ENTROPY_DRAWS = 300
 @functools.lru_cache(maxsize=65536)
 def _cwj_unseen_term(n: int, f1: int, f2: int) -> float:
     """The unseen-class term of Chao–Wang–Jost, which depends on (N, f1, f2) only."""
-    from collapse_probe.metrics.estimators import _cwj_a, _cwj_tail
 
-    a = _cwj_a(n, f1, f2)
-    return f1 / n * _cwj_tail(a, n) if f1 > 0 and a != 1.0 else 0.0
+    a = cwj_a(n, f1, f2)
+    return f1 / n * cwj_tail(a, n) if f1 > 0 and a != 1.0 else 0.0
 
 
 def _cwj_rows(x: np.ndarray, n: int) -> np.ndarray:
@@ -539,9 +542,8 @@ def _upper_assemblage(c: np.ndarray, n: int, alpha: float) -> np.ndarray:
     """A plausible assemblage richer than the data suggest: the Chao et al. detected classes, the unseen
     mass raised to at least the rule-of-three bound 1 − (α/2)^(1/N) (N draws can miss that much mass
     with probability α/2) and spread over the Chao1 upper limit of unseen classes."""
-    from collapse_probe.metrics.estimators import _extended_assemblage
 
-    ext = _extended_assemblage(c)
+    ext = extended_assemblage(c)
     detected = ext[: c.size]
     w = max(1.0 - float(detected.sum()), 1.0 - (alpha / 2) ** (1.0 / n))
     unseen = max(1, int(math.ceil(_chao1_unseen_upper(c, n, float(norm.ppf(1 - alpha / 2))))))
@@ -567,11 +569,10 @@ def _draw_counts(rng: np.random.Generator, n: int, p: np.ndarray, size: int) -> 
 
 def _entropy_pivots(cs: Sequence[np.ndarray], ns: np.ndarray, alpha: float, rng: np.random.Generator) -> np.ndarray:
     """(2, S, B) bootstrap pivots CWJ* − H(world) in the extended and in the upper assemblage."""
-    from collapse_probe.metrics.estimators import _extended_assemblage
 
     out = np.empty((2, len(cs), _ENTROPY_DRAWS))
     for s, (c, n) in enumerate(zip(cs, ns, strict=True)):
-        for w, world in enumerate((_extended_assemblage(c), _upper_assemblage(c, int(n), alpha))):
+        for w, world in enumerate((extended_assemblage(c), _upper_assemblage(c, int(n), alpha))):
             draws = _draw_counts(rng, int(n), world, _ENTROPY_DRAWS)
             out[w, s] = _cwj_rows(draws, int(n)) - _plugin_entropy(world)
     return out
@@ -622,7 +623,6 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
         >>> r.ci95[0] <= r.estimate < r.ci95[1] and r.ci95[1] > 0
         True
     """
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES, entropy_plugin
 
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")

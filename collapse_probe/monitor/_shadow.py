@@ -12,15 +12,33 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from collapse_probe.models import Completion, GenerationRequest, GenerationResult, derive_seed
 from collapse_probe.monitor._rng import rng_isolated
 
-if TYPE_CHECKING:
-    from collapse_probe.monitor._core import CollapseMonitor
+
+class _Monitor(Protocol):
+    """What the shadow wrapper asks of :class:`~collapse_probe.monitor.CollapseMonitor` (declared
+    here: the monitor imports this module, so this module does not import the monitor)."""
+
+    config: Any
+
+    def _pick_turns(self, n: int) -> list[int]: ...
+
+    def _shadow_request(self, request: GenerationRequest) -> GenerationRequest: ...
+
+    def _record(self, key: str, reply: str, shadowed: bool, shadows: list[str] | None, before: Any) -> None: ...
+
+    def record_results(
+        self,
+        rewards: Sequence[float | None],
+        *,
+        groups: Sequence[Hashable] | None = None,
+        policy_texts: Sequence[str] | None = None,
+    ) -> None: ...
 
 
 class CallableSimulator:
@@ -75,7 +93,7 @@ class ShadowSimulator:
     """
 
     def __init__(
-        self, inner: Any, monitor: CollapseMonitor, *, mode: str = "direct", vs_k: int = 5, batching: str = "joint"
+        self, inner: Any, monitor: _Monitor, *, mode: str = "direct", vs_k: int = 5, batching: str = "joint"
     ) -> None:
         self.inner = inner
         self.monitor = monitor

@@ -13,6 +13,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from collapse_probe import models
+from collapse_probe._meaning import KeyFamily
 from collapse_probe.benchmarks import p4g_stance as ps
 from collapse_probe.benchmarks.p4g import HumanDialogue, donor_stance
 from collapse_probe.benchmarks.p4g_stance import (
@@ -32,7 +34,6 @@ from collapse_probe.benchmarks.p4g_stance import (
     turn_stance,
 )
 from collapse_probe.errors import ConfigError
-from collapse_probe.metrics.partitioners import KeyFamily
 
 
 def _has_embed() -> bool:
@@ -141,7 +142,7 @@ def test_model_reader_reuses_the_callers_embeddings(monkeypatch):
     def no_encoder(*a, **k):
         raise AssertionError("single-sentence replies with embeddings given must not be encoded again")
 
-    monkeypatch.setattr(partitioners, "load_encoder", no_encoder)
+    monkeypatch.setattr(models, "load_encoder", no_encoder)
     assert reader.keys(texts, emb) == expected
     # the embedding partition hands its embeddings to a key that reads many texts at once
     part = partitioners.EmbeddingPartitioner(key=reader)
