@@ -25,14 +25,15 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
-from collapse_probe.metrics.rewards import cell_summary
+from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
+from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
@@ -40,7 +41,6 @@ from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 
 SCHEMA = "collapse-probe/crossplay/v1"
-EntropyTurns = Literal["first", "all"]
 STRATEGY_PARTITIONERS = ("exact", "embedding")
 """Partitioners of policy messages that need no model of their own (``judge`` needs one)."""
 
@@ -330,23 +330,6 @@ def crossplay_results(
     }
 
 
-def task_means(cell: dict[str, Any]) -> dict[str, float]:
-    """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
-    return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
-
-
-def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Per-task held-out reward: the mean over the given cells of each cell's per-task mean.
-
-    Only tasks scored in every cell are kept, so each task's value weighs every simulator equally.
-    """
-    per_cell = [task_means(c) for c in cells]
-    if not per_cell:
-        return {}
-    common = [t for t in per_cell[0] if all(t in m for m in per_cell[1:])]
-    return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
-
-
 def transfer_estimate(
     train_cell: dict[str, Any],
     heldout_cells: Sequence[dict[str, Any]],
@@ -389,11 +372,6 @@ def transfer_estimate(
     return est, info
 
 
-def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
-    """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
-    return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)
-
-
 def policy_transfer(
     train_cell: dict[str, Any],
     heldout_cells: Sequence[dict[str, Any]],
@@ -430,61 +408,6 @@ def policy_transfer(
         "n_tasks": info["n_tasks"],
         "note": info["note"],
     }
-
-
-def policy_strategy_entropy(
-    records: Sequence[dict[str, Any]], policy: str, *, partitioner: str = "exact", turns: EntropyTurns = "first"
-) -> dict[str, Any]:
-    """Strategy entropy (nats, Chao–Wang–Jost) of a policy's own messages over all its conversations.
-
-    With ``turns="first"`` each conversation contributes its opening policy move; with ``"all"``
-    every policy turn. Because every cell shares the task/rollout seeds, the opening move of a
-    conversation is usually the same in every cell of a row: each (task, rollout) therefore
-    contributes its opening move once, from the first cell that recorded it, so replicated draws do
-    not pose as evidence of collapse. Messages injected by the arena (``meta.elicitation``) are not
-    the policy's and are skipped.
-    """
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES, collapse_error, entropy
-    from collapse_probe.metrics.partitioners import class_counts, get_partitioner
-
-    texts: list[str] = []
-    seen: set[tuple[str, int]] = set()
-    for r in records:
-        own = [
-            m
-            for m in r.get("messages", [])
-            if m.get("role") == "policy" and not (m.get("meta") or {}).get("elicitation")
-        ]
-        if not own:
-            continue
-        if turns == "first":
-            key = (str(r["task_id"]), int(r.get("rollout", 0)))
-            if key in seen:
-                continue
-            seen.add(key)
-            texts.append(str(own[0]["content"]))
-        else:
-            texts.extend(str(m["content"]) for m in own)
-    out: dict[str, Any] = {
-        "policy": policy,
-        "partitioner": partitioner,
-        "estimator": "chao_wang_jost",
-        "turns": turns,
-        "n_messages": len(texts),
-        "n_classes": None,
-        "strategy_entropy": None,
-        "collapse_error": None,
-        "low_confidence": len(texts) < MIN_CONFIDENT_SAMPLES,
-    }
-    if not texts:
-        return out
-    counts = class_counts(get_partitioner(partitioner).partition(texts))
-    out.update(
-        n_classes=int(counts.size),
-        strategy_entropy=float(entropy(counts, "chao_wang_jost")),
-        collapse_error=float(collapse_error(counts)),
-    )
-    return out
 
 
 def _mean_or_none(values: Sequence[float | None]) -> float | None:

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
-from collapse_probe.crossplay import SCHEMA, conversations, heldout_task_rewards, transfer_estimate
+from collapse_probe.crossplay import SCHEMA, transfer_estimate
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
 from collapse_probe.metrics.transfer import Estimate
 
 Status = Literal["pass", "fail", "error"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.metrics.rewards import summarize_rewards
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import arena_record
@@ -33,17 +34,6 @@ class PlayConfig:
     max_live: int | None = None
     """At most this many conversations in flight (``None``: all)."""
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def summarize_rewards(
-    records: list[dict[str, Any]], *, reward_range: tuple[float, float] | None = None
-) -> dict[str, Any]:
-    """Mean reward with a 95 % CI over scored conversations (tasks as clusters, inside the arena's
-    declared ``reward_range``); infra failures counted, not scored."""
-    from collapse_probe.metrics.rewards import cell_summary
-
-    cell = cell_summary(records, "", "", [], reward_range=reward_range)
-    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95", "ci95_method", "n_tasks")}
 
 
 def run_play(

@@ -294,7 +294,7 @@ async def run_audit_async(
             refs = {primary.mode: results["human_reference"], sims[1].mode: results["compare_vs"]["human_reference"]}
             results["compare_vs"]["towards_people"] = towards_people(refs["direct"], refs["verbalized"])
     if conv_records:
-        from collapse_probe.play import summarize_rewards
+        from collapse_probe.metrics.rewards import summarize_rewards
 
         results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
     if run_dir is not None:

@@ -219,7 +219,7 @@ async def run_audit_from_async(
     from collapse_probe.audit._pipeline import _make_partitioner, audit_results, resolve_partition
     from collapse_probe.benchmarks import declared_reward_range
     from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
-    from collapse_probe.play import summarize_rewards
+    from collapse_probe.metrics.rewards import summarize_rewards
     from collapse_probe.rollout import RunDir
 
     run = read_published(path, fmt, sim_role)

@@ -1,4 +1,5 @@
-"""Reward statistics over conversation records: one cross-play cell, or one ``play`` run."""
+"""Reward statistics over conversation records: one cross-play cell, one ``play`` run, the per-task
+means that the transfer ratio and the gate compare."""
 
 from __future__ import annotations
 
@@ -68,3 +69,34 @@ def cell_summary(
         "unscored": total - len(scored) - len(infra),
         "task_rewards": task_rewards,
     }
+
+
+def summarize_rewards(
+    records: list[dict[str, Any]], *, reward_range: tuple[float, float] | None = None
+) -> dict[str, Any]:
+    """Mean reward with a 95 % CI over scored conversations (tasks as clusters, inside the arena's
+    declared ``reward_range``); infra failures counted, not scored."""
+    cell = cell_summary(records, "", "", [], reward_range=reward_range)
+    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95", "ci95_method", "n_tasks")}
+
+
+def task_means(cell: dict[str, Any]) -> dict[str, float]:
+    """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
+    return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
+
+
+def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Per-task held-out reward: the mean over the given cells of each cell's per-task mean.
+
+    Only tasks scored in every cell are kept, so each task's value weighs every simulator equally.
+    """
+    per_cell = [task_means(c) for c in cells]
+    if not per_cell:
+        return {}
+    common = [t for t in per_cell[0] if all(t in m for m in per_cell[1:])]
+    return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
+
+
+def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
+    """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
+    return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)

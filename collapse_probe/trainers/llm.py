@@ -689,7 +689,7 @@ class LLMTrainer:
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
 
         from collapse_probe._records import INFRA_ERROR
-        from collapse_probe.crossplay import policy_strategy_entropy
+        from collapse_probe.metrics.strategy import policy_strategy_entropy
 
         scored = [r["reward"] for r in data.records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
         entropy = policy_strategy_entropy(

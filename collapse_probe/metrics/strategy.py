@@ -1,0 +1,63 @@
+"""How varied a policy's own moves are: the strategy entropy of its messages over conversations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+EntropyTurns = Literal["first", "all"]
+
+
+def policy_strategy_entropy(
+    records: Sequence[dict[str, Any]], policy: str, *, partitioner: str = "exact", turns: EntropyTurns = "first"
+) -> dict[str, Any]:
+    """Strategy entropy (nats, Chao–Wang–Jost) of a policy's own messages over all its conversations.
+
+    With ``turns="first"`` each conversation contributes its opening policy move; with ``"all"``
+    every policy turn. Because every cell shares the task/rollout seeds, the opening move of a
+    conversation is usually the same in every cell of a row: each (task, rollout) therefore
+    contributes its opening move once, from the first cell that recorded it, so replicated draws do
+    not pose as evidence of collapse. Messages injected by the arena (``meta.elicitation``) are not
+    the policy's and are skipped.
+    """
+    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES, collapse_error, entropy
+    from collapse_probe.metrics.partitioners import class_counts, get_partitioner
+
+    texts: list[str] = []
+    seen: set[tuple[str, int]] = set()
+    for r in records:
+        own = [
+            m
+            for m in r.get("messages", [])
+            if m.get("role") == "policy" and not (m.get("meta") or {}).get("elicitation")
+        ]
+        if not own:
+            continue
+        if turns == "first":
+            key = (str(r["task_id"]), int(r.get("rollout", 0)))
+            if key in seen:
+                continue
+            seen.add(key)
+            texts.append(str(own[0]["content"]))
+        else:
+            texts.extend(str(m["content"]) for m in own)
+    out: dict[str, Any] = {
+        "policy": policy,
+        "partitioner": partitioner,
+        "estimator": "chao_wang_jost",
+        "turns": turns,
+        "n_messages": len(texts),
+        "n_classes": None,
+        "strategy_entropy": None,
+        "collapse_error": None,
+        "low_confidence": len(texts) < MIN_CONFIDENT_SAMPLES,
+    }
+    if not texts:
+        return out
+    counts = class_counts(get_partitioner(partitioner).partition(texts))
+    out.update(
+        n_classes=int(counts.size),
+        strategy_entropy=float(entropy(counts, "chao_wang_jost")),
+        collapse_error=float(collapse_error(counts)),
+    )
+    return out
