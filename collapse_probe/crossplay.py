@@ -241,9 +241,9 @@ async def run_crossplay_async(
     if run_dir is not None:
         run_dir.write_results(results)
         if report:
-            from collapse_probe.report.crossplay_plots import write_crossplay_report
+            from collapse_probe._reports import write_report
 
-            write_crossplay_report(results, run_dir.path / "report.html")
+            write_report("crossplay", results, run_dir.path / "report.html")
     return results
 
 

@@ -94,7 +94,7 @@ async def run_play_async(
     summary = summarize_rewards(records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         from collapse_probe._records import record_fingerprints
-        from collapse_probe.report.play_plots import write_play_report
+        from collapse_probe._reports import write_report
 
         results = {
             "schema": "collapse-probe/play/v1",
@@ -104,5 +104,5 @@ async def run_play_async(
             "usage": usage.finish(),
         }
         run_dir.write_results(results)
-        write_play_report(results, records, run_dir.path / "report.html")
+        write_report("play", results, records, run_dir.path / "report.html")
     return records, summary

@@ -48,8 +48,8 @@ from collapse_probe.audit._config import (
 )
 from collapse_probe.audit._human import donation_comparison, human_reference
 from collapse_probe.audit._pipeline import run_audit, run_audit_async
+from collapse_probe.audit._presentation import summary_table, write_audit_report
 from collapse_probe.audit._published import read_published, run_audit_from, run_audit_from_async
-from collapse_probe.audit._report import summary_table, verdict, write_audit_report
 from collapse_probe.audit._sampling import exact_donation_distribution
 from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
 from collapse_probe.audit._summary import (
@@ -60,7 +60,7 @@ from collapse_probe.audit._summary import (
     summarize_states,
 )
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
-from collapse_probe.audit._verdict import VIEW_LABELS, audit_verdicts, verdict_line
+from collapse_probe.audit._verdict import VIEW_LABELS, audit_verdicts, verdict, verdict_line
 
 __all__ = [
     "DONATION_BINS",

@@ -10,7 +10,8 @@ from typing import Any
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
 from collapse_probe.audit._human import human_grounding, human_reference, people_epsilon, towards_people
-from collapse_probe.audit._report import _state_row, write_audit_report
+from collapse_probe.audit._presentation import write_audit_report
+from collapse_probe.audit._rows import state_row as _state_row
 from collapse_probe.audit._sampling import _Sampler, _state_seed, sample_problem
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states

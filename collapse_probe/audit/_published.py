@@ -327,7 +327,7 @@ async def run_audit_from_async(
         reward_range=declared_reward_range(arena),
     )  # fmt: skip
     if run_dir is not None:
-        from collapse_probe.audit._report import write_audit_report
+        from collapse_probe.audit._presentation import write_audit_report
 
         assert usage is not None
         results["usage"] = usage.finish()

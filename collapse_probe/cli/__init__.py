@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from collapse_probe import _observe
+    import collapse_probe._observe as _observe
     from collapse_probe.cli._common import (
         BadEnv,
         apply_budget,

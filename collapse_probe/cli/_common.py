@@ -151,7 +151,7 @@ def print_usage(args: argparse.Namespace) -> None:
         return
     from pathlib import Path
 
-    from collapse_probe import _observe
+    import collapse_probe._observe as _observe
     from collapse_probe.models._usage import USAGE_FILE, format_usage, read_usage_file
 
     p = Path(args.out) / USAGE_FILE

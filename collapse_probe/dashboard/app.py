@@ -510,7 +510,7 @@ def view_training(runs: list[rd.RunInfo]) -> None:
 
 def view_monitor(runs: list[rd.RunInfo]) -> None:
     """The collapse monitor's rows of one run (``monitor.jsonl``): ε̂ per step in both views, alarms."""
-    from collapse_probe.monitor import monitor_figures
+    from collapse_probe.report.monitor_plots import monitor_figures
 
     st.subheader("Collapse monitor: the simulator's ε on the states training visits, step by step")
     monitored = [r for r in runs if r.kind == "monitor" or "monitor.jsonl" in r.files]

@@ -16,10 +16,12 @@ Framework adapters, one module each, import their framework only when used:
 (:mod:`collapse_probe.trainers.llm`) use the same monitor through the rollout engine's turn hook.
 """
 
+from typing import Any
+
+from collapse_probe._lazy import LazyRegistry
 from collapse_probe.monitor._config import TRACKERS, MonitorConfig
 from collapse_probe.monitor._core import MONITOR_ROWS, SCHEMA, AlarmCallback, CollapseMonitor, ShadowState
 from collapse_probe.monitor._play import play_simulator_turns, simulator_reply
-from collapse_probe.monitor._report import collapse_error_figure, monitor_figures, write_monitor_report
 from collapse_probe.monitor._rng import rng_isolated
 from collapse_probe.monitor._shadow import CallableSimulator, ShadowSimulator
 from collapse_probe.monitor._views import (
@@ -43,12 +45,24 @@ __all__ = [
     "RewardView",
     "ShadowSimulator",
     "ShadowState",
-    "collapse_error_figure",
     "meaning_partition",
-    "monitor_figures",
     "play_simulator_turns",
     "simulator_reply",
     "reward_view_for",
     "rng_isolated",
-    "write_monitor_report",
 ]
+
+_DRAWN = LazyRegistry(
+    {
+        name: f"collapse_probe.report.monitor_plots:{name}"
+        for name in ("alarm_table", "collapse_error_figure", "monitor_figures", "write_monitor_report")
+    }
+)
+"""The monitor's figures and ``report.html`` are drawn by the report layer, which reads the monitor's
+rows (:mod:`collapse_probe.report.monitor_plots`); these names still resolve here, on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DRAWN:
+        return _DRAWN[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -661,9 +661,10 @@ class CollapseMonitor:
         """Write ``report.html`` in the run directory from the rows so far (``None`` without one)."""
         if self.out is None:
             return None
-        from collapse_probe.monitor._report import write_monitor_report
+        from collapse_probe._reports import write_report
 
-        return write_monitor_report(self.rows_, self.out / "report.html", config=self.config)
+        out: Path = write_report("monitor", self.rows_, self.out / "report.html", config=self.config)
+        return out
 
     def close(self) -> None:
         """Write the report, close the trackers and release the run directory (idempotent)."""

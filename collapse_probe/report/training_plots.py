@@ -9,6 +9,7 @@ A key missing from a record (``heldout_reward`` between evaluations) is simply n
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -158,3 +159,27 @@ def training_figures(curves: Curves) -> list[tuple[str, Any]]:
         ("Simulator collapse error", sim_collapse_error_figure(curves)),
         ("Zero-variance groups", zero_std_share_figure(curves)),
     ]
+
+
+def write_train_report(
+    results: dict[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
+) -> Path:
+    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table."""
+    from collapse_probe.report._html import write_html_report
+
+    final = results.get("final", {})
+    rows = [
+        [k, final.get(k)]
+        for k in ("step", "train_reward", "heldout_reward", "zero_std_share", "policy_entropy", "sim_collapse_error")
+    ]
+    sections: list[tuple[str, Any]] = [("Final step", {"columns": ["quantity", "value"], "rows": rows})]
+    sections += training_figures({label: list(metrics)})
+    sections.append(("Advantage convention", results["advantage"]["convention"]))
+    cfg = results["config"]
+    return write_html_report(
+        path,
+        f"collapse-probe train: {results['method']}",
+        sections,
+        subtitle=f"policy {cfg['policy']} vs {', '.join(cfg['sims']) or 'itself'} on {cfg['benchmark']}; "
+        f"{results['steps']} steps, G={cfg['group_size']}, T={cfg['tasks']}",
+    )

@@ -979,26 +979,12 @@ def train_results(config: TrainConfig, metrics: Sequence[dict[str, Any]]) -> dic
 def write_train_report(
     results: dict[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
 ) -> Path:
-    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table."""
-    from collapse_probe.report._html import write_html_report
-    from collapse_probe.report.training_plots import training_figures
+    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table
+    (drawn by the report layer: :func:`collapse_probe.report.training_plots.write_train_report`)."""
+    from collapse_probe._reports import write_report
 
-    final = results.get("final", {})
-    rows = [
-        [k, final.get(k)]
-        for k in ("step", "train_reward", "heldout_reward", "zero_std_share", "policy_entropy", "sim_collapse_error")
-    ]
-    sections: list[tuple[str, Any]] = [("Final step", {"columns": ["quantity", "value"], "rows": rows})]
-    sections += training_figures({label: list(metrics)})
-    sections.append(("Advantage convention", results["advantage"]["convention"]))
-    cfg = results["config"]
-    return write_html_report(
-        path,
-        f"collapse-probe train: {results['method']}",
-        sections,
-        subtitle=f"policy {cfg['policy']} vs {', '.join(cfg['sims']) or 'itself'} on {cfg['benchmark']}; "
-        f"{results['steps']} steps, G={cfg['group_size']}, T={cfg['tasks']}",
-    )
+    out: Path = write_report("train", results, metrics, path, label=label)
+    return out
 
 
 def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = None) -> dict[str, Any]:

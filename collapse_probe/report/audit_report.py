@@ -1,4 +1,5 @@
-"""The verdict line, the terminal table, the per-state rows of ``results.json`` and ``report.html``."""
+"""The verdict line, the terminal table and ``report.html`` of an audit (the audit reaches the last two
+through :mod:`collapse_probe._reports`, by name)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,6 @@ from collapse_probe.audit._verdict import NOT_MEASURED, states_text, verdict
 from collapse_probe.report.audit_plots import effective_modes_text, fmt_interval, fmt_value, view_text
 
 __all__ = ["summary_table", "verdict", "write_audit_report"]
-
-
-def _state_row(r: dict[str, Any]) -> dict[str, Any]:
-    """The per-state entry of ``results.json`` (responses stay in ``samples.jsonl``)."""
-    keys = ("state_id", "mode", "source", "kind", "turn", "task_id", "status", "n", "class_counts", "class_names",
-            "collapse_error", "collapse_error_ci95", "collapse_error_corrected", "collapse_error_estimate",
-            "entropy", "entropy_ci95", "entropy_note", "hill", "hill_note", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "reward_view", "decision", "vs", "n_empty", "error")  # fmt: skip
-    row = {k: r[k] for k in keys if k in r}
-    row.setdefault("n", 0)
-    row.setdefault("class_counts", [])
-    row.setdefault("collapse_error", None)
-    row.setdefault("collapse_error_ci95", None)
-    row.setdefault("entropy", None)
-    if "vs" in row:
-        row["vs"] = {k: v for k, v in row["vs"].items() if k != "examples"}
-    return row
 
 
 def write_audit_report(path: str | Path, results: dict[str, Any], records: Sequence[dict[str, Any]]) -> Path:
