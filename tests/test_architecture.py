@@ -1,0 +1,163 @@
+"""The package's layer order, read from the source (docs/architecture.md has the diagram).
+
+Every ``import`` and ``from ... import`` anywhere in a module counts: at the top, inside a function,
+inside ``if TYPE_CHECKING:`` (a type-only import still ties the two modules' designs together, and
+counting it keeps the rule simple to check). The graph of modules must be acyclic and no import may
+run from a layer to a layer above it. Strings naming code (``"module:attr"`` in a lazy registry) are
+not imports: they are how a lower layer names a writer or a labeller that a higher one provides.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "collapse_probe"
+
+LAYERS: list[tuple[str, set[str]]] = [
+    (
+        "utilities",
+        {
+            "_version", "errors", "limits", "_files", "_proc", "_sync", "_observe", "_resources",
+            "_jsonl", "_records", "_identity", "_lazy", "_meaning", "_reports",
+        },
+    ),
+    ("models", {"models"}),
+    ("simulators", {"simulators"}),
+    ("benchmarks", {"benchmarks"}),
+    ("rollout", {"rollout", "runspec"}),
+    ("metrics", {"metrics"}),
+    ("pipelines", {"play", "audit", "crossplay", "gate", "trainers", "monitor", "interop", "results"}),
+    ("report", {"report"}),
+    ("api", {""}),
+    ("interfaces", {"dashboard", "cli"}),
+]  # fmt: skip
+"""Layer name and the top-level names under ``collapse_probe`` it holds, bottom first (``""`` is the
+package itself, ``collapse_probe/__init__.py``: the public API). A module may import its own layer
+and the layers below it."""
+
+LEVEL = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        rel = f.relative_to(REPO).with_suffix("")
+        if "data" in rel.parts[1:2]:  # shipped data sets (demo repositories), not the package's code
+            continue
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+def _imported(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Dotted names an import statement may load: the module and, for ``from``, module.name."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".")
+        if path.name != "__init__.py":
+            base = base[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    return [target] + [f"{target}.{a.name}" for a in node.names]
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """Module -> {imported package module -> line of the first import}, over the whole source."""
+    mods = _modules()
+    graph: dict[str, dict[str, int]] = {}
+    for mod, path in mods.items():
+        deps: dict[str, int] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            for name in _imported(mod, path, node):
+                if not (name == "collapse_probe" or name.startswith("collapse_probe.")):
+                    continue
+                if name == "collapse_probe" and isinstance(node, ast.ImportFrom):
+                    continue  # ``from collapse_probe import x`` loads x; x is counted on its own
+                while name not in mods:  # ``from a.b import f``: f is an attribute of a.b
+                    name = name.rpartition(".")[0]
+                if name != mod:
+                    deps.setdefault(name, node.lineno)
+        graph[mod] = deps
+    return graph
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    if top not in LEVEL:
+        pytest.fail(f"{module}: not in the layer table of tests/test_architecture.py; add {top!r} to its layer")
+    return LEVEL[top]
+
+
+def test_every_import_runs_down_the_layer_order():
+    graph, files = import_graph(), _modules()
+    up = [
+        f"{files[mod].relative_to(REPO)}:{line}: {mod} ({LAYERS[layer_of(mod)][0]}) imports "
+        f"{dep} ({LAYERS[layer_of(dep)][0]})"
+        for mod, deps in sorted(graph.items())
+        for dep, line in sorted(deps.items())
+        if layer_of(dep) > layer_of(mod)
+    ]
+    assert not up, "imports that run up the layer order:\n" + "\n".join(up)
+
+
+def test_import_graph_is_acyclic():
+    graph = import_graph()
+    try:
+        list(graphlib.TopologicalSorter({m: set(d) for m, d in graph.items()}).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_graph_sees_function_level_and_type_checking_imports(tmp_path):
+    """The checker itself: an import inside a function or under TYPE_CHECKING is an edge."""
+    graph = import_graph()
+    assert "collapse_probe.models._encoder" in graph["collapse_probe.metrics.partitioners"]  # inside load_encoder
+    assert "collapse_probe._reports" in graph["collapse_probe.crossplay"]  # inside run_crossplay_async
+    tree = ast.parse(
+        "if TYPE_CHECKING:\n    from collapse_probe.report import x\ndef f():\n    import collapse_probe.cli\n"
+    )
+    names = [n for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+             for n in _imported("collapse_probe.metrics.m", PACKAGE / "metrics" / "m.py", node)]  # fmt: skip
+    assert {"collapse_probe.report", "collapse_probe.cli"} <= set(names)
+
+
+def _fresh_modules(statement: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_metrics_load_neither_benchmarks_nor_models():
+    loaded = _fresh_modules("import collapse_probe.metrics")
+    assert "collapse_probe.metrics" in loaded
+    wrong = [m for m in loaded if m.split(".")[:2] in (["collapse_probe", "benchmarks"], ["collapse_probe", "models"])]
+    assert not wrong, f"import collapse_probe.metrics loaded {wrong}"
+
+
+def test_report_writers_are_the_declared_entry_points():
+    """The registry's own table (for installs made before the entry points existed) is pyproject's."""
+    from collapse_probe import _reports
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][_reports.GROUP]
+    assert declared == _reports.OWN
+    for kind in _reports.OWN:
+        assert callable(_reports.report_writer(kind))
