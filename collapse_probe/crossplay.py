@@ -22,11 +22,12 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._callable import config_and_options, make_callable
 from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
@@ -520,3 +521,36 @@ def check_results(data: dict[str, Any], where: str | Path) -> None:
                 raise bad(at, name, "a finite number or null", t[name])
         if not interval(t.get("ci95"), partial=True):
             raise bad(at, "ci95", "two finite numbers (or nulls) or null", t.get("ci95"))
+
+
+def crossplay(
+    config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """The cross-play matrix as one call (``collapse_probe.crossplay(...)``): :func:`run_crossplay`.
+
+    Args:
+        config: a :class:`CrossplayConfig` (or a mapping of its fields); ``None`` for the defaults.
+        out: the run directory (``None``: nothing is written).
+        **kwargs: fields of :class:`CrossplayConfig` (they override ``config``'s), then the options of
+            :func:`run_crossplay_async` (``arena``, ``participants``, ``vs_k``, ``cache``, ``report``, ...).
+
+    Returns:
+        The content of ``results.json`` (today a dict; the typed results model takes its place).
+    """
+    cfg, options = config_and_options(
+        CrossplayConfig, config, kwargs, what="collapse_probe.crossplay", options_of=run_crossplay_async
+    )
+    return run_crossplay(cfg, out=out, **options)
+
+
+async def crossplay_async(
+    config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`crossplay` for async code: ``await collapse_probe.crossplay_async(...)``."""
+    cfg, options = config_and_options(
+        CrossplayConfig, config, kwargs, what="collapse_probe.crossplay_async", options_of=run_crossplay_async
+    )
+    return await run_crossplay_async(cfg, out=out, **options)
+
+
+make_callable(__name__, crossplay)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
+from collapse_probe._callable import make_callable
 from collapse_probe.crossplay import SCHEMA, transfer_estimate
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
@@ -594,3 +595,24 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdic
             level=lvl,
         )
     return evaluate_gate(results, policy, **options)
+
+
+def gate(results: dict[str, Any] | str | Path, policy: str, /, **options: Any) -> GateVerdict:
+    """The CI gate as one call (``collapse_probe.gate(...)``): :func:`evaluate_gate` on cross-play
+    results, given as the results themselves or as a run directory / ``results.json`` path
+    (:func:`gate_run_dir`). ``options`` are :func:`evaluate_gate`'s (``min_transfer``,
+    ``baseline_policy``, ``max_drop``, ``decision``, ``level``, ...); the verdict's ``exit_code`` is
+    what ``collapse-probe gate`` exits with."""
+    if isinstance(results, str | Path):
+        return gate_run_dir(results, policy, **options)
+    return evaluate_gate(results, policy, **options)
+
+
+async def gate_async(results: dict[str, Any] | str | Path, policy: str, /, **options: Any) -> GateVerdict:
+    """:func:`gate` for async code (the file read and the arithmetic run in a worker thread)."""
+    import asyncio
+
+    return await asyncio.to_thread(gate, results, policy, **options)
+
+
+make_callable(__name__, gate)

@@ -36,6 +36,8 @@ duplicates). A backend error at a state is an infrastructure failure: the state 
 such, excluded from every estimate and counted.
 """
 
+from collapse_probe._callable import make_callable
+from collapse_probe.audit._api import audit, audit_async
 from collapse_probe.audit._config import (
     DONATION_BINS,
     P4G_AMOUNTS,
@@ -84,6 +86,8 @@ __all__ = [
     "p4g_probe_states",
     "read_published",
     "paired_difference",
+    "audit",
+    "audit_async",
     "run_audit",
     "run_audit_async",
     "run_audit_from",
@@ -96,3 +100,6 @@ __all__ = [
     "verdict_line",
     "write_audit_report",
 ]
+
+make_callable(__name__, audit)
+"""``collapse_probe.audit(...)`` is :func:`collapse_probe.audit._api.audit`; the module stays a module."""

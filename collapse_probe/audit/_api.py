@@ -1,0 +1,49 @@
+"""``collapse_probe.audit(...)``: the audit as one call, a typed config or its fields as keywords."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from collapse_probe._callable import config_and_options
+from collapse_probe.audit._config import AuditConfig
+
+
+def audit(
+    config: AuditConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """Audit a simulator's collapse error (:func:`~collapse_probe.audit.run_audit`) and return its results.
+
+    Args:
+        config: an :class:`AuditConfig` (or a mapping of its fields); ``None`` for the defaults.
+        out: the run directory (``None``: nothing is written).
+        **kwargs: fields of :class:`AuditConfig` (they override ``config``'s), then the options of
+            :func:`~collapse_probe.audit.run_audit_async` (``arena``, ``cache``, ``progress``,
+            ``participants``, ``policy``, ``fresh``, ``keep_failed``).
+
+    Returns:
+        The content of ``results.json`` (today a dict; the typed results model takes its place).
+
+    Example:
+        >>> import collapse_probe
+        >>> r = collapse_probe.audit(simulator="scripted:uniform", n=8, max_states=2, progress=False)  # doctest: +SKIP
+    """
+    from collapse_probe.audit._pipeline import run_audit, run_audit_async
+
+    cfg, options = config_and_options(
+        AuditConfig, config, kwargs, what="collapse_probe.audit", options_of=run_audit_async
+    )
+    return run_audit(cfg, out, **options)
+
+
+async def audit_async(
+    config: AuditConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`audit` for async code: ``await collapse_probe.audit_async(...)``."""
+    from collapse_probe.audit._pipeline import run_audit_async
+
+    cfg, options = config_and_options(
+        AuditConfig, config, kwargs, what="collapse_probe.audit_async", options_of=run_audit_async
+    )
+    return await run_audit_async(cfg, out, **options)

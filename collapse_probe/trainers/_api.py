@@ -1,0 +1,50 @@
+"""``collapse_probe.train(...)`` and ``collapse_probe.lab(...)``: the trainers as one call each."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from collapse_probe._callable import config_and_options
+from collapse_probe.trainers.config import TrainConfig
+from collapse_probe.trainers.lab import LabConfig, LabResult
+
+
+def train(
+    config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any
+) -> dict[str, Any]:
+    """Train a policy (:func:`~collapse_probe.trainers.run_train`) in run directory ``out``.
+
+    ``kwargs`` are fields of :class:`~collapse_probe.trainers.TrainConfig` (overriding ``config``'s)
+    and ``arena``. Returns the content of ``results.json`` (today a dict; the typed results model
+    takes its place).
+    """
+    from collapse_probe.trainers.llm import run_train
+
+    cfg, options = config_and_options(TrainConfig, config, kwargs, what="collapse_probe.train", options_of=run_train)
+    return run_train(cfg, out, **options)
+
+
+async def train_async(
+    config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`train` for async code (training runs in a worker thread; the event loop stays free)."""
+    return await asyncio.to_thread(train, config, out=out, **kwargs)
+
+
+def lab(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabResult:
+    """Run the tabular collapse lab (:func:`~collapse_probe.trainers.run_lab`) for one method and seed.
+
+    ``kwargs`` are fields of :class:`~collapse_probe.trainers.LabConfig` (overriding ``config``'s).
+    """
+    from collapse_probe.trainers.lab import run_lab
+
+    cfg, _ = config_and_options(LabConfig, config, kwargs, what="collapse_probe.lab")
+    return run_lab(cfg)
+
+
+async def lab_async(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabResult:
+    """:func:`lab` for async code (the lab runs in a worker thread)."""
+    return await asyncio.to_thread(lab, config, **kwargs)

@@ -1,0 +1,120 @@
+"""The public API: ``collapse_probe.audit(...)``, ``.crossplay(...)``, ``.gate(...)``, ``.train(...)``,
+``.lab(...)`` and their async forms give what the pipeline functions give; ``collapse_probe.audit``,
+``.crossplay`` and ``.gate`` stay modules; ``import collapse_probe`` loads nothing heavy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import collapse_probe
+from collapse_probe.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+DONOR = REPO / "collapse_probe" / "data" / "scripted" / "p4g_donor_diverse.json"
+SPEC = f"scripted:{DONOR}"
+
+
+def _strip(results):
+    """Results without what differs between two identical runs (wall-clock fields)."""
+    drop = {"seconds", "created", "usage"}
+    if isinstance(results, dict):
+        return {k: _strip(v) for k, v in results.items() if k not in drop}
+    if isinstance(results, list):
+        return [_strip(v) for v in results]
+    return results
+
+
+def test_import_collapse_probe_is_cheap():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    code = "import json, sys, collapse_probe; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stdout)
+    ours = [m for m in loaded if m.startswith("collapse_probe.")]
+    assert sorted(ours) == ["collapse_probe._version", "collapse_probe.errors"], ours
+    assert not {"torch", "numpy", "scipy", "transformers"} & set(loaded)
+
+
+def test_audit_crossplay_gate_are_modules_and_functions():
+    from collapse_probe.audit import AuditConfig, run_audit  # the module, as before
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.gate import evaluate_gate
+
+    for name in ("audit", "crossplay", "gate"):
+        mod = getattr(collapse_probe, name)
+        assert isinstance(mod, ModuleType) and callable(mod)
+        assert mod is sys.modules[f"collapse_probe.{name}"]
+    assert callable(run_audit) and callable(run_crossplay) and callable(evaluate_gate)
+    assert AuditConfig().sim and CrossplayConfig().policies
+    for name in ("audit_async", "crossplay_async", "gate_async", "train", "train_async", "lab", "lab_async"):
+        assert callable(getattr(collapse_probe, name))
+        assert name in collapse_probe.__all__ and name in dir(collapse_probe)
+    with pytest.raises(AttributeError, match="no attribute 'audits'"):
+        collapse_probe.audits  # noqa: B018
+
+
+def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.gate import evaluate_gate
+
+    config = CrossplayConfig(policies=[SPEC], simulators=[SPEC], tasks=2, rollouts=1, max_turns=1)
+    opts = {"progress": False, "report": False, "cache": False}
+    base = run_crossplay(config, out=tmp_path / "base", **opts)
+    by_config = collapse_probe.crossplay(config, out=tmp_path / "a", **opts)
+    by_fields = collapse_probe.crossplay(out=tmp_path / "b", **asdict(config), **opts)
+    by_override = collapse_probe.crossplay(
+        CrossplayConfig(policies=[SPEC], simulators=[SPEC], tasks=5), tasks=2, rollouts=1, max_turns=1, out=None, **opts
+    )
+    awaited = asyncio.run(collapse_probe.crossplay_async(config, out=tmp_path / "c", **opts))
+    assert _strip(by_config) == _strip(by_fields) == _strip(by_override) == _strip(awaited) == _strip(base)
+    assert (tmp_path / "a" / "results.json").exists()
+
+    verdict = collapse_probe.gate(base, SPEC, min_transfer=0.5)
+    assert verdict.to_dict() == evaluate_gate(base, SPEC, min_transfer=0.5).to_dict()
+    from_dir = collapse_probe.gate(tmp_path / "a", SPEC, min_transfer=0.5)
+    assert from_dir.exit_code == verdict.exit_code
+    assert asyncio.run(collapse_probe.gate_async(base, SPEC, min_transfer=0.5)).to_dict() == verdict.to_dict()
+
+
+def test_audit_call_equals_run_audit(tmp_path):
+    from collapse_probe.audit import AuditConfig, run_audit
+
+    config = AuditConfig(sim=SPEC, states=1, samples=8, partition="label", n_boot=100)
+    base = run_audit(config, tmp_path / "base", progress=False)
+    called = collapse_probe.audit(sim=SPEC, states=1, samples=8, partition="label", n_boot=100, out=tmp_path / "a",
+                                  progress=False)  # fmt: skip
+    awaited = asyncio.run(collapse_probe.audit_async(config, out=None, progress=False))
+    assert _strip(called) == _strip(base) == _strip(awaited)
+    assert (tmp_path / "a" / "report.html").exists()  # the run directory still gets its report
+
+
+def test_lab_call_equals_run_lab():
+    from collapse_probe.trainers import LabConfig, run_lab
+
+    expected = run_lab(LabConfig(steps=3, seed=2))
+    assert collapse_probe.lab(steps=3, seed=2).summary() == expected.summary()
+    assert collapse_probe.lab({"steps": 3, "seed": 2}).summary() == expected.summary()
+    assert asyncio.run(collapse_probe.lab_async(LabConfig(steps=3), seed=2)).summary() == expected.summary()
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: collapse_probe.audit(bogus=1), "unknown argument 'bogus'; expected a field of AuditConfig"),
+        (lambda: collapse_probe.crossplay(vs_kk=3), "unknown argument 'vs_kk'"),
+        (lambda: collapse_probe.lab(progress=False), "unknown argument 'progress'; expected a field of LabConfig"),
+        (lambda: collapse_probe.lab({"stepz": 3}), "config has no field 'stepz'"),
+        (lambda: collapse_probe.crossplay(42), "expected a CrossplayConfig"),
+    ],
+)
+def test_bad_arguments_name_what_is_wrong(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call()
