@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
 from collapse_probe.metrics.rewards import cell_summary
@@ -56,8 +57,8 @@ class CrossplayConfig:
     train_simulator: str | None = None
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    benchmark: str = "p4g"
-    """Benchmark name (``p4g``, ``tau2-retail``, ...)."""
+    benchmark: str = DEFAULT_BENCHMARK
+    """Benchmark name (a registered benchmark, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
     tasks: int = 4
     """Number of tasks (P4G: donor personas), the same in every cell."""
     rollouts: int = 2
@@ -76,8 +77,8 @@ class CrossplayConfig:
     """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
     became analytic (MOVER-R over tasks)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Options recorded with the run; the arena options among them (``personas``, ``tau2_data``,
-    ``judge``, ``cooperbench_data``, ``partial_reward``, ``cooperbench_mode``) build the default arena (see :func:`arena_spec`)."""
+    """Options recorded with the run; the benchmark's options among them (the fields of its ``Options``
+    model, e.g. a persona file or a data directory) build the default arena (see :func:`arena_spec`)."""
 
     def validate(self) -> None:
         """Check the configuration once, at the boundary.
@@ -141,19 +142,9 @@ class CrossplayConfig:
 
 
 def arena_spec(config: CrossplayConfig) -> ArenaSpec:
-    """The run's arena: the benchmark, ``max_turns`` and the arena options in ``extra`` (``personas``,
-    ``tau2_data``, ``judge``)."""
-    extra = config.extra or {}
-    return ArenaSpec(
-        benchmark=config.benchmark,
-        max_turns=config.max_turns,
-        personas=extra.get("personas"),
-        tau2_data=extra.get("tau2_data"),
-        judge=extra.get("judge"),
-        cooperbench_data=extra.get("cooperbench_data"),
-        partial_reward=bool(extra.get("partial_reward", False)),
-        cooperbench_mode=extra.get("cooperbench_mode"),
-    )
+    """The run's arena: the benchmark, ``max_turns`` and the benchmark's options among ``extra`` (the
+    fields of its ``Options``; other entries of ``extra`` are only recorded)."""
+    return ArenaSpec.from_dict({**(config.extra or {}), "benchmark": config.benchmark, "max_turns": config.max_turns})
 
 
 def run_crossplay(config: CrossplayConfig, **kwargs: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import arena_record
@@ -22,7 +23,7 @@ class PlayConfig:
     """Policy (persuader / agent) model spec."""
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
-    benchmark: str = "p4g"
+    benchmark: str = DEFAULT_BENCHMARK
     tasks: int = 4
     """Number of tasks (P4G: donor personas)."""
     rollouts: int = 2

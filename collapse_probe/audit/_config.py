@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from collapse_probe.benchmarks import Episode
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.errors import ConfigError
 
@@ -26,7 +27,7 @@ class AuditConfig:
 
     sim: str = "smollm2"
     """Simulator spec; ``vs:SPEC`` audits the Verbalized-Sampling mode."""
-    benchmark: str = "p4g"
+    benchmark: str = DEFAULT_BENCHMARK
     policy: str | None = None
     """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
     the policy's own). ``None``: probe states with fixed human-style openings."""

@@ -99,7 +99,7 @@ def _hooks_arena(benchmark: str | None) -> Any:
     if benchmark not in BENCHMARKS:
         return None
     try:
-        return ArenaSpec(benchmark=benchmark).build([], cache=False)
+        return ArenaSpec(benchmark).build([], cache=False)
     except CollapseProbeError:  # e.g. official τ2 data not here: the audit needs no arena, only its hooks
         return None
 

@@ -22,9 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_TURNS
 from collapse_probe.models import Completion
 
 MAX_DONATION = 2.0
@@ -601,3 +605,40 @@ def _clean_turn(text: str) -> str:
         if t.startswith(tag):
             t = t[len(tag) :].strip()
     return t
+
+
+# ------------------------------------------------------------------------------------------------ registration
+
+
+class P4GOptions(BenchmarkOptions):
+    """The options of ``--benchmark p4g``."""
+
+    max_turns: int | None = Field(
+        None, ge=1, le=MAX_TURNS, description="persuader+persuadee exchanges before the elicitation turn (default 3)"
+    )
+    personas: str | None = Field(None, description="P4G persona file (JSONL; default: the shipped personas)")
+
+
+def _resolve(options: P4GOptions, context: BuildContext) -> P4GOptions:
+    return options.model_copy(update={"max_turns": options.max_turns or DEFAULT_MAX_TURNS})
+
+
+def _build(options: P4GOptions, context: BuildContext) -> P4GArena:
+    kwargs: dict[str, Any] = {"max_turns": options.max_turns or DEFAULT_MAX_TURNS}
+    if options.max_tokens is not None:
+        kwargs["max_tokens"] = options.max_tokens
+    if options.personas:
+        kwargs["personas"] = load_personas(options.personas)
+    return P4GArena(**kwargs)
+
+
+BENCHMARK = Benchmark(
+    "p4g",
+    P4GOptions,
+    build=_build,
+    data=("personas",),
+    resolve=_resolve,
+    description="Persuasion for Good: a persuader asks a donor persona for a donation",
+    factory=P4GArena,
+)
+"""The P4G benchmark as the registry finds it."""

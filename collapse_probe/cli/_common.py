@@ -298,12 +298,22 @@ def log_to_trackers(args: argparse.Namespace) -> None:
         print(f"logged to {tracker}: {dest}")
 
 
-def add_benchmark(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--benchmark",
-        default=env("benchmark", "p4g"),
-        help="p4g | tau2-retail | tau2-airline | tau2-demo | cooperbench | cooperbench-demo (default p4g)",
+def benchmark_help() -> str:
+    """The help of ``--benchmark``: the registered names (no plugin is imported for it)."""
+    from collapse_probe.benchmarks._registry import BENCHMARKS, DEFAULT_BENCHMARK
+
+    return (
+        f"{' | '.join(BENCHMARKS)}, or a benchmark an installed package registers (default {DEFAULT_BENCHMARK}; "
+        "--benchmark NAME --help lists its own options)"
     )
+
+
+def add_benchmark(p: argparse.ArgumentParser) -> None:
+    """``--benchmark`` and the options of the shipped benchmarks; a plugin benchmark's own options are
+    added by :func:`add_benchmark_options` once the command line names it."""
+    from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+
+    p.add_argument("--benchmark", default=env("benchmark", DEFAULT_BENCHMARK), help=benchmark_help())
     p.add_argument(
         "--max-turns",
         type=int,
@@ -369,20 +379,50 @@ def positive(name: str, value: int) -> int:
     return value
 
 
+def add_benchmark_options(p: argparse.ArgumentParser, name: str) -> None:
+    """Add a flag for each option of benchmark ``name`` that ``p`` lacks (a plugin's own options).
+
+    Each field ``room_type`` of the benchmark's ``Options`` model becomes ``--room-type`` (help: the
+    field's description), with ``$COLLAPSE_PROBE_ROOM_TYPE`` and the ``--config`` key ``room-type``;
+    the value is validated by the model when the arena is built (one line naming the flag). An
+    unknown name adds nothing (the command then names it, with close matches).
+    """
+    from collapse_probe.benchmarks._registry import get_benchmark
+    from collapse_probe.errors import CollapseProbeError
+
+    try:
+        bench = get_benchmark(name)
+    except CollapseProbeError:
+        return
+    have = {a.dest for a in p._actions}
+    fields = [(f, info) for f, info in bench.options.model_fields.items() if f not in have]
+    if not fields:
+        return
+    group = p.add_argument_group(f"options of benchmark {name}")
+    for field_name, info in fields:
+        dashed = field_name.replace("_", "-")
+        default = None if info.is_required() else info.default
+        help_text = (info.description or field_name) + ("" if default is None else f" (default {default})")
+        if info.annotation is bool:
+            group.add_argument(
+                f"--{dashed}",
+                action=argparse.BooleanOptionalAction,
+                default=env(dashed, default if isinstance(default, bool) else None, bool),
+                help=help_text,
+            )
+        else:
+            group.add_argument(f"--{dashed}", default=env(dashed, None, str), metavar=dashed.upper(), help=help_text)
+
+
 def arena_spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~collapse_probe.runspec.ArenaSpec` the shared benchmark options describe."""
+    """The :class:`~collapse_probe.runspec.ArenaSpec` the command's benchmark options describe: every
+    option of the chosen benchmark's ``Options`` that the command line (or its defaults) gives."""
+    from collapse_probe.benchmarks._registry import get_benchmark
     from collapse_probe.runspec import ArenaSpec
 
-    return ArenaSpec(
-        benchmark=args.benchmark,
-        max_turns=args.max_turns,
-        personas=getattr(args, "personas", None),
-        tau2_data=getattr(args, "tau2_data", None),
-        judge=getattr(args, "judge", None),
-        cooperbench_data=getattr(args, "cooperbench_data", None),
-        partial_reward=bool(getattr(args, "partial_reward", False)),
-        cooperbench_mode=getattr(args, "cooperbench_mode", None),
-    )
+    fields = get_benchmark(args.benchmark).options.model_fields
+    options = {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
+    return ArenaSpec(args.benchmark, options)
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:

@@ -477,6 +477,10 @@ def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) 
     Returns ``full`` to compare with ``old``: without the data fingerprints when the stored run was
     recorded before they were (its data cannot be checked, its configuration still is).
     """
+    from collapse_probe.runspec import upgrade_arena_record
+
+    if isinstance(old.get("arena"), dict):  # a record of the former flat form compares as this version's
+        old["arena"] = upgrade_arena_record(old["arena"])
     old_arena, new_arena = old.get("arena"), full.get("arena")
     if not isinstance(old_arena, dict) or not isinstance(new_arena, dict) or "data_fingerprints" not in new_arena:
         return full

@@ -238,12 +238,14 @@ def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, s
 def arena_spec(config: TrainConfig) -> ArenaSpec:
     """The run's arena: the benchmark with the run's turn and token budgets (resolve it against
     :func:`arena_participants`)."""
-    return ArenaSpec(
-        benchmark=config.benchmark,
-        max_turns=config.max_turns,
-        max_tokens=config.max_tokens,
-        personas=config.personas,
-        tau2_data=config.tau2_data,
+    return ArenaSpec.from_dict(
+        {
+            "benchmark": config.benchmark,
+            "max_turns": config.max_turns,
+            "max_tokens": config.max_tokens,
+            "personas": config.personas,
+            "tau2_data": config.tau2_data,
+        }
     )
 
 
