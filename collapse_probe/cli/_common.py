@@ -411,7 +411,21 @@ def add_benchmark_options(p: argparse.ArgumentParser, name: str) -> None:
                 help=help_text,
             )
         else:
-            group.add_argument(f"--{dashed}", default=env(dashed, None, str), metavar=dashed.upper(), help=help_text)
+            kind = _scalar_kind(info.annotation)
+            group.add_argument(
+                f"--{dashed}", type=kind, default=env(dashed, None, kind), metavar=dashed.upper(), help=help_text
+            )
+
+
+def _scalar_kind(annotation: Any) -> type:
+    """``int``, ``float`` or ``str``: what a flag of an option of this type parses (``X | None`` as
+    ``X``); values of other types are parsed by the benchmark's ``Options`` model from the string."""
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if args and len(args) == 1 and typing.get_origin(annotation) is not typing.Literal:
+        annotation = args[0]
+    return annotation if annotation in (int, float) else str
 
 
 def arena_spec_from_args(args: argparse.Namespace) -> Any:
