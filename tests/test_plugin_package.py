@@ -85,6 +85,23 @@ BENCHMARK = Benchmark(
     Options,
     build=lambda options, context: HotelSurveyArena(options.room_type, options.guests),
 )
+
+
+def make_replay_model(spec, name, **options):
+    """A model backend ``replay/FILE.json``: the scripted model of that file under another prefix."""
+    from collapse_probe.models.scripted import make_scripted_model
+
+    return make_scripted_model(f"scripted:{name}", name, **options)
+
+
+class FirstWordPartitioner:
+    """Replies are equivalent when they start with the same word."""
+
+    name = "first-word"
+
+    def partition(self, texts):
+        firsts = [(t.split() or [""])[0] for t in texts]
+        return [sorted(set(firsts), key=firsts.index).index(f) for f in firsts]
 '''
 
 PYPROJECT = """
@@ -101,6 +118,12 @@ py-modules = ["hotel_survey"]
 
 [project.entry-points."collapse_probe.benchmarks"]
 hotel-survey = "hotel_survey:BENCHMARK"
+
+[project.entry-points."collapse_probe.models"]
+replay = "hotel_survey:make_replay_model"
+
+[project.entry-points."collapse_probe.partitioners"]
+first-word = "hotel_survey:FirstWordPartitioner"
 """
 
 
@@ -201,6 +224,8 @@ import json, sys
 from collapse_probe.audit import AuditConfig, run_audit
 from collapse_probe.benchmarks import benchmark_names
 from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.metrics import get_partitioner
+from collapse_probe.models import get_model
 from collapse_probe.play import PlayConfig, run_play
 from collapse_probe.runspec import ArenaSpec
 from collapse_probe.simulators import make_participant
@@ -216,8 +241,10 @@ audit = run_audit(AuditConfig(sim=guest, benchmark="hotel-survey", states=2, sam
 xp = run_crossplay(CrossplayConfig(policies=[hotel], simulators=[guest], benchmark="hotel-survey", tasks=2,
                                    rollouts=1, extra={"room_type": "suite"}), out=out + "/xp", progress=False,
                    cache=False, report=False)
+replay = get_model("replay/" + guest.split(":", 1)[1])
 print(json.dumps({"tasks": sorted({r["task_id"] for r in records}), "n_states": audit["summary"]["n_states"],
-                  "cells": len(xp["cells"]), "xp_n": xp["cells"][0]["n"]}))
+                  "cells": len(xp["cells"]), "xp_n": xp["cells"][0]["n"], "replay": type(replay).__name__,
+                  "classes": get_partitioner("first-word").partition(["[YES] a", "[NO] b", "[YES] c"])}))
 """
 
 
@@ -227,4 +254,25 @@ def test_the_plugin_runs_from_the_python_api(plugin_path, models, tmp_path):
                           capture_output=True, text=True, env=_env(plugin_path), cwd=tmp_path, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got == {"tasks": ["suite-guest-0", "suite-guest-1"], "n_states": 4, "cells": 1, "xp_n": 2}
+    assert (
+        got.pop("replay") == type(__import__("collapse_probe.models", fromlist=["get_model"]).get_model(guest)).__name__
+    )
+    assert got == {
+        "tasks": ["suite-guest-0", "suite-guest-1"],
+        "n_states": 4,
+        "cells": 1,
+        "xp_n": 2,
+        "classes": [0, 1, 0],
+    }
+
+
+def test_installed_model_backends_are_found_by_their_prefix(plugin_path, models, tmp_path):
+    hotel, guest = models
+    replay = "replay/" + guest.split(":", 1)[1]
+    play = _cli(plugin_path, "play", "--benchmark", "hotel-survey", "--policy", hotel, "--sim", replay,
+                "--tasks", "1", "--rollouts", "2", "--no-cache", "--out", "play", cwd=tmp_path)  # fmt: skip
+    assert play.returncode == 0, play.stderr
+    rows = [json.loads(line) for line in (tmp_path / "play" / "conversations.jsonl").read_text().splitlines()]
+    assert {r["messages"][-1]["content"] for r in rows} <= {"[YES] Lovely.", "[NO] Noisy."}
+    typo = _cli(plugin_path, "play", "--sim", "replai/x.json", "--out", "typo", cwd=tmp_path)
+    assert typo.returncode == 2 and "replay/" in typo.stderr

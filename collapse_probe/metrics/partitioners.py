@@ -863,7 +863,18 @@ PARTITIONERS: dict[str, type] = {
     "judge": JudgeEquivalencePartitioner,
     "label": LabelPartitioner,
 }
-"""Partitioner name -> class."""
+"""Partitioner name -> class. An installed distribution adds one through the entry-point group
+``collapse_probe.partitioners`` (the entry point's name is the partitioner's, its object the class)."""
+
+
+def _partitioner_class(name: str) -> Any:
+    """The class of partitioner ``name``: registered here, else an installed entry point (``None``: none)."""
+    if name in PARTITIONERS:
+        return PARTITIONERS[name]
+    from collapse_probe._plugins import PARTITIONERS_GROUP, load_target, plugin_entry_points
+
+    ep = plugin_entry_points(PARTITIONERS_GROUP).get(str(name))
+    return None if ep is None else load_target(ep, f"partitioner {name!r}")
 
 
 def get_partitioner(name: str, **kw: Any) -> Partitioner:
@@ -876,11 +887,14 @@ def get_partitioner(name: str, **kw: Any) -> Partitioner:
     Raises:
         ConfigError: for an unknown name (with close matches) or constructor arguments it does not take.
     """
-    if name not in PARTITIONERS:
-        close = difflib.get_close_matches(str(name), list(PARTITIONERS), n=2, cutoff=0.5)
+    cls = _partitioner_class(name)
+    if cls is None:
+        from collapse_probe._plugins import PARTITIONERS_GROUP, plugin_entry_points
+
+        known = [*PARTITIONERS, *(n for n in plugin_entry_points(PARTITIONERS_GROUP) if n not in PARTITIONERS)]
+        close = difflib.get_close_matches(str(name), known, n=2, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ConfigError(f"unknown partitioner {name!r}.{hint} Known: {', '.join(PARTITIONERS)}")
-    cls = PARTITIONERS[name]
+        raise ConfigError(f"unknown partitioner {name!r}.{hint} Known: {', '.join(known)}")
     if name == "judge" and "model" not in kw:
         raise ConfigError("partitioner 'judge' needs model= (a ChatModel or a model spec such as 'smollm2')")
     import inspect

@@ -9,7 +9,6 @@ torch or a provider SDK.
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +32,18 @@ BACKENDS: dict[str, str] = {
     "litellm": "collapse_probe.models.litellm:make_litellm_model",
     "scripted": "collapse_probe.models.scripted:make_scripted_model",
 }
-"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``."""
+"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``. An installed
+distribution adds a prefix through the entry-point group ``collapse_probe.models`` (the entry point's
+name is the prefix, its object the factory; see :mod:`collapse_probe._plugins`)."""
+
+
+def _backend_target(prefix: str) -> Any:
+    """The factory target of ``prefix``: registered here, else an installed entry point (``None``: none)."""
+    if prefix in BACKENDS:
+        return BACKENDS[prefix]
+    from collapse_probe._plugins import MODELS_GROUP, plugin_entry_points
+
+    return plugin_entry_points(MODELS_GROUP).get(prefix)
 
 
 @dataclass(frozen=True)
@@ -76,9 +86,12 @@ def resolve_spec(spec: str) -> str:
     if spec in ALIASES:
         return ALIASES[spec].target
     prefix = _prefix(spec)
-    if prefix not in BACKENDS:
-        candidates = sorted(ALIASES) + [f"{p}/..." for p in BACKENDS if p != "scripted"] + ["scripted:FILE.json"]
-        close = difflib.get_close_matches(spec, list(ALIASES) + [f"{p}/" for p in BACKENDS], n=3, cutoff=0.5)
+    if _backend_target(prefix) is None:
+        from collapse_probe._plugins import MODELS_GROUP, plugin_entry_points
+
+        prefixes = [*BACKENDS, *(p for p in plugin_entry_points(MODELS_GROUP) if p not in BACKENDS)]
+        candidates = sorted(ALIASES) + [f"{p}/..." for p in prefixes if p != "scripted"] + ["scripted:FILE.json"]
+        close = difflib.get_close_matches(spec, list(ALIASES) + [f"{p}/" for p in prefixes], n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ConfigError(f"unknown model spec {spec!r}.{hint} Known: {', '.join(candidates)}")
     return spec
@@ -116,8 +129,9 @@ def get_model(spec: str, **options: Any) -> ChatModel:
             pass
     if key in _INSTANCES:
         return _INSTANCES[key]
-    module_name, attr = BACKENDS[prefix].split(":")
-    factory = getattr(importlib.import_module(module_name), attr)
+    from collapse_probe._plugins import load_target
+
+    factory = load_target(_backend_target(prefix), f"model backend {prefix!r}")
     model: ChatModel = factory(canonical, name, **options)
     _INSTANCES[key] = model
     return model
