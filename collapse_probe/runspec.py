@@ -192,7 +192,11 @@ def upgrade_arena_record(record: Any) -> Any:
     except CollapseProbeError:
         return record
     spec = ArenaSpec.from_dict(record)
-    out: dict[str, Any] = {"benchmark": spec.benchmark, **spec.options}
+    try:  # the options with their defaults filled, as this version records them
+        options = spec.definition.parse(spec.options).model_dump()
+    except CollapseProbeError:
+        options = dict(spec.options)
+    out: dict[str, Any] = {"benchmark": spec.benchmark, **options}
     if "data_fingerprints" in record:
         out["data_fingerprints"] = record["data_fingerprints"]
     return out

@@ -481,6 +481,8 @@ def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) 
 
     if isinstance(old.get("arena"), dict):  # a record of the former flat form compares as this version's
         old["arena"] = upgrade_arena_record(old["arena"])
+    if isinstance(full.get("arena"), dict):
+        full = {**full, "arena": upgrade_arena_record(full["arena"])}
     old_arena, new_arena = old.get("arena"), full.get("arena")
     if not isinstance(old_arena, dict) or not isinstance(new_arena, dict) or "data_fingerprints" not in new_arena:
         return full

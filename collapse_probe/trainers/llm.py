@@ -73,7 +73,7 @@ import numpy as np
 
 from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks import Arena, Task
+from collapse_probe.benchmarks import Arena, Task, get_benchmark
 from collapse_probe.errors import ConfigError, InfraError, require
 from collapse_probe.models import derive_seed
 from collapse_probe.models._usage import start_run_usage
@@ -238,15 +238,8 @@ def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, s
 def arena_spec(config: TrainConfig) -> ArenaSpec:
     """The run's arena: the benchmark with the run's turn and token budgets (resolve it against
     :func:`arena_participants`)."""
-    return ArenaSpec.from_dict(
-        {
-            "benchmark": config.benchmark,
-            "max_turns": config.max_turns,
-            "max_tokens": config.max_tokens,
-            "personas": config.personas,
-            "tau2_data": config.tau2_data,
-        }
-    )
+    fields = get_benchmark(config.benchmark).options.model_fields  # the benchmark's options the config names
+    return ArenaSpec(config.benchmark, {k: v for k in fields if (v := getattr(config, k, None)) is not None})
 
 
 def arena_participants(config: TrainConfig) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.benchmarks.cooperbench._arena import CooperBenchArena, make_arena
@@ -21,11 +21,17 @@ class CooperBenchOptions(BenchmarkOptions):
     partial_reward: bool = Field(
         False, description="0.5 when the pair fails but the policy's own feature passes (default: no partial credit)"
     )
-    cooperbench_mode: Literal["coop", "solo"] | None = Field(
-        None,
+    cooperbench_mode: Literal["coop", "solo"] = Field(
+        "coop",
         description="coop (two agents, one feature each, merged) or solo (the policy alone does both; the "
         "reference's baseline)",
     )
+
+    @field_validator("cooperbench_mode", mode="before")
+    @classmethod
+    def _default_mode(cls, value: Any) -> Any:
+        return "coop" if value is None else value  # the former records' "not given"
+
     compact: bool | None = Field(
         None,
         description="small-context prompts and the text tool protocol (default: when a participant is a small "
@@ -47,8 +53,7 @@ def _build(name: str, options: CooperBenchOptions, context: BuildContext) -> Coo
     }
     if options.compact:
         kwargs.update(compact=True, tool_protocol="text")
-    if options.cooperbench_mode is not None:
-        kwargs["mode"] = options.cooperbench_mode
+    kwargs["mode"] = options.cooperbench_mode
     if options.max_tokens is not None:
         kwargs["turn_max_tokens"] = options.max_tokens
     return make_arena(name, **kwargs)
