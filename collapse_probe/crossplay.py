@@ -513,6 +513,56 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def cell_problem(c: dict[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None = None) -> str | None:
+    """The first value of a cross-play cell that cannot be read (NaN, None, a string, a mean without
+    scored conversations, a reward outside the declared range...), in one line, or ``None``. The one
+    check of a cell: results read back (:func:`check_results`) and the gate both use it."""
+    where = f"cell {policy} vs {sim}"
+    if not _count(c.get("n")):
+        return f"{where}: 'n' is {c.get('n')!r}; expected a count of scored conversations"
+    for key in ("infra_failures", "n_conversations", "n_tasks", "unscored"):
+        if key in c and not _count(c[key]):
+            return f"{where}: {key!r} is {c[key]!r}; expected a count"
+    mean = c.get("mean_reward")
+    if not (_finite(mean) or (mean is None and c["n"] == 0)):
+        return f"{where}: 'mean_reward' is {mean!r}; expected a finite number"
+    if mean is not None and c["n"] == 0:
+        return f"{where}: 'mean_reward' is {mean!r}; expected null (no conversation was scored)"
+    for key in ("success_rate", "infra_rate"):
+        if c.get(key) is not None and not _finite(c[key]):
+            return f"{where}: {key!r} is {c[key]!r}; expected a finite number or null"
+    ci = c.get("ci95")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_finite(v) for v in ci)):
+        return f"{where}: 'ci95' is {ci!r}; expected [low, high] finite numbers or null"
+    tr = c.get("task_rewards")
+    if not isinstance(tr, dict):
+        return f"{where}: 'task_rewards' is {tr!r}; expected an object of per-task reward lists"
+    total = 0
+    for task, rewards in tr.items():
+        if not isinstance(rewards, list):
+            return f"{where}: task_rewards[{task!r}] is {rewards!r}; expected a list of rewards"
+        for i, r in enumerate(rewards):
+            if not _finite(r):
+                return f"{where}: task_rewards[{task!r}][{i}] is {r!r}; expected a finite number"
+            if bounds is not None and not bounds[0] <= r <= bounds[1]:
+                return (
+                    f"{where}: task_rewards[{task!r}][{i}] is {r!r}, outside the run's reward_range "
+                    f"[{bounds[0]:g}, {bounds[1]:g}]"
+                )
+        total += len(rewards)
+    if total != c["n"]:
+        return f"{where}: 'n' is {c['n']} but task_rewards hold {total} rewards"
+    return None
+
+
 def check_results(data: dict[str, Any], where: str | Path) -> None:
     """Check the numbers of a cross-play result before anything judges them (the gate, a report).
 
@@ -534,15 +584,8 @@ def check_results(data: dict[str, Any], where: str | Path) -> None:
             "the results file is corrupt or was edited: rerun the cross-play"
         )
 
-    def number(v: Any) -> bool:
-        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-    def count(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    def interval(v: Any, partial: bool = False) -> bool:
-        ok = (lambda x: x is None or number(x)) if partial else number
-        return v is None or (isinstance(v, list) and len(v) == 2 and all(ok(x) for x in v))
+    def interval(v: Any) -> bool:
+        return v is None or (isinstance(v, list) and len(v) == 2 and all(x is None or _finite(x) for x in v))
 
     def objects(field: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
         items = data.get(field) if field == "cells" else data.get(field) or []
@@ -558,33 +601,12 @@ def check_results(data: dict[str, Any], where: str | Path) -> None:
         for name in ("policy", "simulator"):
             if not isinstance(c.get(name), str):
                 raise bad(at, name, "a model spec", c.get(name))
-        for name in ("n", "infra_failures"):
-            if not count(c.get(name)):
-                raise bad(at, name, "a whole number >= 0", c.get(name))
-        for name in ("n_conversations", "unscored"):
-            if name in c and not count(c[name]):
-                raise bad(at, name, "a whole number >= 0", c[name])
-        mean = c.get("mean_reward")
-        if mean is None:
-            if c["n"] != 0:
-                raise bad(at, "mean_reward", f"a finite number ({c['n']} conversations were scored)", mean)
-        elif not number(mean):
-            raise bad(at, "mean_reward", "a finite number, or null when nothing was scored", mean)
-        elif c["n"] == 0:
-            raise bad(at, "mean_reward", "null (no conversation was scored)", mean)
-        for name in ("ci95", "success_rate", "infra_rate"):
-            v = c.get(name)
-            if name == "ci95" and not interval(v):
-                raise bad(at, name, "two finite numbers or null", v)
-            if name != "ci95" and v is not None and not number(v):
-                raise bad(at, name, "a finite number or null", v)
-        tr = c.get("task_rewards", {})
-        if not isinstance(tr, dict) or not all(isinstance(v, list) and all(number(x) for x in v) for v in tr.values()):
-            raise bad(at, "task_rewards", "{task: [finite rewards]}", tr)
+        if (problem := cell_problem(c, c["policy"], c["simulator"])) is not None:
+            raise ConfigError(f"{where}: {problem}; the results file is corrupt or was edited: rerun the cross-play")
     for i, t in objects("transfer", "transfer entries"):
         at = f"transfer[{i}] ({t.get('policy')})"
         for name in ("transfer_ratio", "train_reward", "heldout_reward"):
-            if t.get(name) is not None and not number(t[name]):
+            if t.get(name) is not None and not _finite(t[name]):
                 raise bad(at, name, "a finite number or null", t[name])
-        if not interval(t.get("ci95"), partial=True):
+        if not interval(t.get("ci95")):
             raise bad(at, "ci95", "two finite numbers (or nulls) or null", t.get("ci95"))

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
-from collapse_probe.crossplay import SCHEMA, conversations, heldout_task_rewards, transfer_estimate
+from collapse_probe.crossplay import SCHEMA, cell_problem, conversations, heldout_task_rewards, transfer_estimate
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.transfer import Estimate
 
@@ -278,7 +278,7 @@ def evaluate_gate(
         return verdict
     read = [(p, s) for p in rows for s in sims]
     bounds, bad = _reward_range(results)
-    bad = bad or next((msg for p, s in read if (msg := _cell_problem(cells[(p, s)], p, s, bounds))), None)
+    bad = bad or next((msg for p, s in read if (msg := cell_problem(cells[(p, s)], p, s, bounds))), None)
     if bad:
         checks.append(GateCheck("results", "error", bad))
         return verdict
@@ -380,14 +380,6 @@ def _structure_problems(results: Any, rows: Sequence[str]) -> list[str]:
     return problems
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _is_count(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
-
-
 def _reward_range(results: dict[str, Any]) -> tuple[tuple[float, float] | None, str | None]:
     """The run's declared reward range and, when it is unreadable, the reason (a ``results`` error)."""
     from collapse_probe.limits import check_range
@@ -397,44 +389,6 @@ def _reward_range(results: dict[str, Any]) -> tuple[tuple[float, float] | None, 
         return (None if rr is None else check_range(rr, "results field 'reward_range'")), None
     except ConfigError as exc:
         return None, f"{exc} (or null)"
-
-
-def _cell_problem(c: dict[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None) -> str | None:
-    """The first value of a cell the gate cannot read (NaN, None, a string...), in one line, or ``None``."""
-    where = f"cell {policy} vs {sim}"
-    if not _is_count(c.get("n")):
-        return f"{where}: 'n' is {c.get('n')!r}; expected a count of scored conversations"
-    for key in ("infra_failures", "n_conversations", "n_tasks", "unscored"):
-        if key in c and not _is_count(c[key]):
-            return f"{where}: {key!r} is {c[key]!r}; expected a count"
-    mean = c.get("mean_reward")
-    if not (_is_number(mean) or (mean is None and c["n"] == 0)):
-        return f"{where}: 'mean_reward' is {mean!r}; expected a finite number"
-    for key in ("success_rate", "infra_rate"):
-        if c.get(key) is not None and not _is_number(c[key]):
-            return f"{where}: {key!r} is {c[key]!r}; expected a finite number or null"
-    ci = c.get("ci95")
-    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_is_number(v) for v in ci)):
-        return f"{where}: 'ci95' is {ci!r}; expected [low, high] finite numbers or null"
-    tr = c.get("task_rewards")
-    if not isinstance(tr, dict):
-        return f"{where}: 'task_rewards' is {tr!r}; expected an object of per-task reward lists"
-    total = 0
-    for task, rewards in tr.items():
-        if not isinstance(rewards, list):
-            return f"{where}: task_rewards[{task!r}] is {rewards!r}; expected a list of rewards"
-        for i, r in enumerate(rewards):
-            if not _is_number(r):
-                return f"{where}: task_rewards[{task!r}][{i}] is {r!r}; expected a finite number"
-            if bounds is not None and not bounds[0] <= r <= bounds[1]:
-                return (
-                    f"{where}: task_rewards[{task!r}][{i}] is {r!r}, outside the run's reward_range "
-                    f"[{bounds[0]:g}, {bounds[1]:g}]"
-                )
-        total += len(rewards)
-    if total != c["n"]:
-        return f"{where}: 'n' is {c['n']} but task_rewards hold {total} rewards"
-    return None
 
 
 @dataclass(frozen=True)
