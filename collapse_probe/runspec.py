@@ -9,7 +9,7 @@ a policy trained by ``train`` is rolled out with exactly the prompts ``crossplay
 with, and the resolved spec is what ``config.json`` records under ``"arena"``: ``{"benchmark": ...,
 <each option>: ..., "data_fingerprints": {...}}`` (the options flat beside the name, as before).
 
-The former flat form ``ArenaSpec(benchmark=..., tau2_data=..., personas=...)`` still works: keyword
+The former flat form ``ArenaSpec(benchmark=..., max_turns=..., personas=...)`` still works: keyword
 options are merged into ``options`` (a :class:`DeprecationWarning`), and reading ``spec.max_turns``
 gives the option (``None`` when the benchmark has no such option).
 """
@@ -25,26 +25,15 @@ if TYPE_CHECKING:
     from collapse_probe.benchmarks import Arena
     from collapse_probe.benchmarks._plugin import Benchmark
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
-from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, get_benchmark
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, FORMER_FLAT_FIELDS, get_benchmark
 from collapse_probe.limits import check_int
 
 __all__ = ["LOCAL_PREFIXES", "ArenaSpec", "arena_record", "is_local", "upgrade_arena_record"]
 
 _SPEC_ATTR = "_collapse_probe_arena_spec"
 
-LEGACY_FIELDS: dict[str, Any] = {
-    "max_turns": None,
-    "max_tokens": None,
-    "personas": None,
-    "tau2_data": None,
-    "judge": None,
-    "cooperbench_data": None,
-    "partial_reward": False,
-    "cooperbench_mode": None,
-    "compact": None,
-}
-"""The former flat fields and their defaults: a flat keyword left at its default, or one the chosen
-benchmark does not take, is not an option of the spec (it never reached that benchmark's arena)."""
+LEGACY_FIELDS = FORMER_FLAT_FIELDS
+"""The former flat fields (see :data:`~collapse_probe.benchmarks._registry.FORMER_FLAT_FIELDS`)."""
 
 
 def arena_record(arena: Arena) -> dict[str, Any]:
@@ -63,7 +52,7 @@ class ArenaSpec:
     Args:
         benchmark: a registered benchmark name (``collapse-probe`` lists them in ``--benchmark``'s help).
         options: that benchmark's options, field name -> value (see its ``Options`` model).
-        **flat: deprecated: options as keywords (``ArenaSpec(benchmark="tau2-demo", tau2_data=...)``).
+        **flat: deprecated: options as keywords (``ArenaSpec(benchmark=name, max_turns=3)``).
     """
 
     benchmark: str = DEFAULT_BENCHMARK

@@ -36,9 +36,10 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState
+from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 
-FORMATS = ("tau2", "inspect", "jsonl")
+FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl")
 _RERUN = re.compile(r"sample more states or responses: rerun with [^\[]*?(?=( \[|$))")
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
 EXACT_TOO_FINE = (
@@ -56,10 +57,10 @@ def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:
     """
     if sim_role not in ("user", "assistant"):
         raise ConfigError(f"--sim-role must be 'user' or 'assistant', got {sim_role!r}")
-    if fmt == "tau2":
-        from collapse_probe.interop._tau2 import read_tau2_results
+    if fmt in PUBLISHED_FORMATS:  # a benchmark's own format (the registry names its reader)
+        from collapse_probe._plugins import load_target
 
-        return read_tau2_results(path)
+        return load_target(PUBLISHED_FORMATS[fmt], f"--format {fmt}")(path)
     if fmt == "inspect":
         from collapse_probe.interop._inspect import read_inspect_log
 

@@ -76,6 +76,8 @@ class Benchmark:
     data: tuple[str, ...] = ()
     resolve: Callable[[Any, BuildContext], Any] = _no_resolve
     description: str = ""
+    labeller: Callable[[str], str] | None = None
+    """The benchmark's decision labeller ``reply -> class`` without an arena (``LabelPartitioner(name)``)."""
     factory: Callable[..., Any] | None = None
     """The arena factory taking raw keyword options, for :func:`~collapse_probe.benchmarks.make_arena`
     (default: ``build`` over the parsed options)."""

@@ -34,6 +34,30 @@ BENCHMARKS: dict[str, str | Callable[..., Arena] | Benchmark] = {  # imported wh
 or an arena factory ``(**options) -> Arena`` (the former registration)."""
 
 
+FORMER_FLAT_FIELDS: dict[str, Any] = {
+    "max_turns": None,
+    "max_tokens": None,
+    "personas": None,
+    "tau2_data": None,
+    "judge": None,
+    "cooperbench_data": None,
+    "partial_reward": False,
+    "cooperbench_mode": None,
+    "compact": None,
+}
+"""The fields of the former flat ``ArenaSpec`` (the union of the shipped benchmarks' options) and their
+defaults: ``config.json`` files of earlier versions record all of them under ``"arena"``; a field the
+run's benchmark does not take never reached its arena and is dropped when such a record is read."""
+
+PUBLISHED_FORMATS: dict[str, str] = {"tau2": "collapse_probe.interop._tau2:read_tau2_results"}
+"""Benchmark formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``
+and ``jsonl``): name -> ``"module:reader"``, the reader taking the path."""
+DIRECTORY_FORMAT = "tau2"
+"""The published format of a directory or a ``results.json`` (the τ2-bench layout)."""
+TAU2_BENCHMARK_PREFIX = "tau2-"
+"""The τ2 benchmarks' names are this prefix and the domain (``tau2-retail``)."""
+
+
 def benchmark_names() -> list[str]:
     """Every benchmark name: registered here, then those of installed distributions' entry points."""
     return [*BENCHMARKS, *(n for n in plugin_entry_points(BENCHMARKS_GROUP) if n not in BENCHMARKS)]
@@ -60,6 +84,41 @@ def get_benchmark(name: str) -> Benchmark:
     if callable(obj):
         return legacy_benchmark(name, obj)
     raise ConfigError(f"benchmark {name!r}: {target!r} is neither a Benchmark nor an arena factory")
+
+
+MOVED: dict[tuple[str, str], str] = {
+    ("collapse_probe.metrics.partitioners", "p4g_label"): "collapse_probe.benchmarks.p4g:p4g_label",
+    ("collapse_probe.metrics", "p4g_label"): "collapse_probe.benchmarks.p4g:p4g_label",
+    ("collapse_probe.metrics.partitioners", "parse_donation"): "collapse_probe.benchmarks.p4g:parse_donation",
+    ("collapse_probe.metrics", "parse_donation"): "collapse_probe.benchmarks.p4g:parse_donation",
+}
+"""Benchmark code that moved out of other modules: ``(module, name)`` -> where it lives now; the old
+module forwards the name (deprecated)."""
+
+
+def moved(module: str, name: str) -> Any:
+    """The object ``module.name`` moved to (see :data:`MOVED`), with a :class:`DeprecationWarning`.
+
+    Raises:
+        AttributeError: ``module`` has no such name (moved or not).
+    """
+    target = MOVED.get((module, name))
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(f"{module}.{name} moved to {target.replace(':', '.')}", DeprecationWarning, stacklevel=3)
+    return load_target(target, f"{module}.{name}")
+
+
+def labeller_of(name: str) -> Callable[[str], str] | None:
+    """The decision labeller of benchmark ``name`` (``None``: no such benchmark, or it declares none)."""
+    from collapse_probe.errors import CollapseProbeError
+
+    try:
+        return get_benchmark(name).labeller
+    except CollapseProbeError:
+        return None
 
 
 def make_arena(name: str, **options: Any) -> Arena:
