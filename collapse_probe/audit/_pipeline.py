@@ -135,9 +135,8 @@ async def run_audit_async(
     if arena is None:
         from collapse_probe.runspec import ArenaSpec
 
-        spec = ArenaSpec.from_dict(
-            {"benchmark": config.benchmark, "max_turns": config.max_turns, "personas": config.personas}
-        )
+        given = {"max_turns": config.max_turns, "personas": config.personas, "judge": config.judge}
+        spec = ArenaSpec.from_dict({**(config.arena_options or {}), **given, "benchmark": config.benchmark})
         arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
     sims = participants or _sim_participants(config, cache)
     if config.policy is not None and policy is None:
