@@ -466,6 +466,19 @@ class P4GArena:
     def new_episode(self, task: Task, seed: int) -> Episode:
         return Episode(task=task, seed=seed, state={"rounds": 0, "elicited": False})
 
+    def load_human_dialogues(self, directory: str | Path) -> tuple[list[HumanDialogue], list[HumanDialogue]]:
+        """The audit hook ``load_human_dialogues``: the official dialogues in ``directory`` and those of
+        them with annotated sentence acts (``[]`` without ``annotated_dialog.csv``)."""
+        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
+
+        _, dialogues = load_official_p4g(directory)
+        return dialogues, load_annotated_dialogues(directory, dialogues)
+
+    def human_dialogue_usable(self, dialogue: HumanDialogue) -> bool:
+        """The audit hook ``human_dialogue_usable``: a complete persuadee survey and at least 2 turns."""
+        persona = dialogue.persuadee
+        return bool(persona) and all(persona.get(k) is not None for k in SCORE_FIELDS) and len(dialogue.turns) >= 2
+
     def episode_from_dialogue(self, dialogue: HumanDialogue, n_turns: int, task: Task | None = None) -> Episode:
         """An episode holding the first ``n_turns`` human turns (a probe state for audits)."""
         task = task or Task(dialogue.dialogue_id, {"persona": dialogue.persuadee}, "human")
