@@ -226,12 +226,19 @@ async def run_crossplay_async(
         run_dir=run_dir,
         retry_infra_failures=not keep_failed,
     )
-    results = crossplay_results(
-        records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+    from collapse_probe.results import CrossplayResults
+
+    typed = CrossplayResults.build(
+        {
+            **crossplay_results(
+                records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+            ),
+            "usage": usage.finish(),
+        }
     )
-    results["usage"] = usage.finish()
+    results = typed.to_json()
     if run_dir is not None:
-        run_dir.write_results(results)
+        run_dir.write_results(typed)
         if report:
             from collapse_probe.report.crossplay_plots import write_crossplay_report
 
@@ -489,26 +496,20 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
 def load_results(path: str | Path) -> dict[str, Any]:
     """Read a cross-play ``results.json`` (a run directory or the file itself) and check its schema.
 
+    The file is read as JSON and its ``schema`` checked; its fields are checked by whoever reads them
+    (the gate parses it through :class:`~collapse_probe.results.CrossplayResults`).
+
     Raises:
         ConfigError: the file is missing, not JSON, or not a cross-play result.
     """
-    import json
+    from collapse_probe.results import read_json
 
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
     if not p.is_file():
         raise ConfigError(f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text; expected a cross-play results.json") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: JSON nested too deeply; expected a cross-play results.json") from None
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    data = read_json(p, "a cross-play results.json")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")

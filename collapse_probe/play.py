@@ -104,15 +104,18 @@ async def run_play_async(
     summary = summarize_rewards(records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         from collapse_probe.report.play_plots import write_play_report
+        from collapse_probe.results import PlayResults
         from collapse_probe.rollout.records import record_fingerprints
 
-        results = {
-            "schema": "collapse-probe/play/v1",
-            **asdict(config),
-            "summary": summary,
-            "fingerprints": record_fingerprints(records),
-            "usage": usage.finish(),
-        }
+        results = PlayResults.build(
+            {
+                "schema": "collapse-probe/play/v1",
+                **asdict(config),
+                "summary": summary,
+                "fingerprints": record_fingerprints(records),
+                "usage": usage.finish(),
+            }
+        )
         run_dir.write_results(results)
-        write_play_report(results, records, run_dir.path / "report.html")
+        write_play_report(results.to_json(), records, run_dir.path / "report.html")
     return records, summary

@@ -167,10 +167,13 @@ class RunDir:
             f.truncate(keep)
         return len(data) - keep
 
-    def write_results(self, results: dict[str, Any], name: str = "results.json") -> Path:
+    def write_results(self, results: Any, name: str = "results.json") -> Path:
+        """Write the run's results atomically: a typed results model (:mod:`collapse_probe.results`)
+        as its JSON object, or a JSON object as it is."""
         self._flush_config()
         p = self.path / name
-        write_json_atomic(p, results)
+        to_json = getattr(results, "to_json", None)
+        write_json_atomic(p, to_json() if callable(to_json) else results)
         return p
 
 

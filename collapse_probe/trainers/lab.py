@@ -332,8 +332,10 @@ class LabResult:
         def clean(values: Sequence[float]) -> list[float | None]:
             return [None if isinstance(v, float) and math.isnan(v) else v for v in values]
 
+        from collapse_probe.results import LabRunResults
+
         tv_check = self.tv_sampled_check()
-        return {
+        payload = {
             "schema": SCHEMA,
             "method": self.config.method,
             "config": asdict(self.config),
@@ -365,6 +367,7 @@ class LabResult:
             "final_policy": self.final_policy,
             "strategy_kind": self.strategy_kind,
         }
+        return LabRunResults.build(payload).to_json()
 
     def to_json_str(self) -> str:
         """:meth:`to_json` serialised with two-space indentation."""
@@ -913,7 +916,9 @@ def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, 
         {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
         for label, rs in results.items()
     ]
-    return {
+    from collapse_probe.results import LabCompareResults
+
+    payload = {
         "schema": COMPARE_SCHEMA,
         "seeds": list(seeds),
         "n_seeds": len(seeds),
@@ -926,6 +931,7 @@ def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, 
         "methods": methods,
         "heldout_reward_end": {m["label"]: m["heldout_final"]["mean"] for m in methods},
     }
+    return LabCompareResults.build(payload).to_json()
 
 
 SWEEP_POINT_KEYS = (
@@ -968,7 +974,9 @@ def run_sweep(
                 if key in entry:
                     point[key] = entry[key]
             row["points"].append(point)
-    return {
+    from collapse_probe.results import LabSweepResults
+
+    payload = {
         "schema": SWEEP_SCHEMA,
         "param": param,
         "field": attr,
@@ -978,3 +986,4 @@ def run_sweep(
         "config": _shared_config(config),
         "methods": list(rows.values()),
     }
+    return LabSweepResults.build(payload).to_json()

@@ -896,10 +896,12 @@ class LLMTrainer:
 
     def finish(self) -> dict[str, Any]:
         """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
+        from collapse_probe.results import TrainResults
+
         metrics = self.metrics()
-        results = train_results(self.config, metrics)
-        results["usage"] = self.usage.finish()
-        self.run_dir.write_results(results)
+        typed = TrainResults.build({**train_results(self.config, metrics), "usage": self.usage.finish()})
+        results = typed.to_json()
+        self.run_dir.write_results(typed)
         write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
         if self.monitor is not None:
             self.monitor.close()
