@@ -22,7 +22,7 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -113,8 +113,16 @@ class CrossplayConfig:
             )
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
-        check_int(self.n_boot, "--n-boot", 100)
-        from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, MAX_TURNS, check_at_most, check_finite
+        from collapse_probe.limits import (
+            MAX_CONVERSATIONS,
+            MAX_STATES,
+            MAX_TURNS,
+            check_at_most,
+            check_finite,
+            check_n_boot,
+        )
+
+        check_n_boot(self.n_boot, self.tasks if isinstance(self.tasks, int) else 1)  # tasks are what it resamples
 
         check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
 
@@ -502,15 +510,100 @@ def load_results(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: the file is missing, not JSON, or not a cross-play result.
     """
-    from collapse_probe.results import read_json
 
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
-    if not p.is_file():
-        raise ConfigError(f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)")
-    data = read_json(p, "a cross-play results.json")
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
+    try:
+        raw = read_bytes(p, max_bytes=1 << 30, expected="a cross-play results.json")
+    except MissingFile:
+        raise ConfigError(
+            f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)"
+        ) from None
+    except FileProblem as exc:
+        raise ConfigError(str(exc)) from None
+    data = parse_json(raw, p, expected="a cross-play results.json")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")
+    check_results(data, p)
     return data
+
+
+def check_results(data: dict[str, Any], where: str | Path) -> None:
+    """Check the numbers of a cross-play result before anything judges them (the gate, a report).
+
+    Every cell's ``mean_reward`` is a finite number, or null exactly when the cell has no scored
+    conversation (``n`` 0); counts are whole numbers >= 0; intervals are two finite numbers or null;
+    per-task rewards are lists of finite numbers; transfer entries hold finite numbers or null. A NaN,
+    a string or a mean without conversations is a corrupt or hand-edited file, refused here rather
+    than read as a pass.
+
+    Raises:
+        ConfigError: naming the file, the cell and the field.
+    """
+
+    def bad(at: str, name: str, expected: str, value: Any) -> ConfigError:
+        import reprlib
+
+        return ConfigError(
+            f"{where}: {at}: field {name!r}: expected {expected}, got {reprlib.repr(value)}; "
+            "the results file is corrupt or was edited: rerun the cross-play"
+        )
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def interval(v: Any, partial: bool = False) -> bool:
+        ok = (lambda x: x is None or number(x)) if partial else number
+        return v is None or (isinstance(v, list) and len(v) == 2 and all(ok(x) for x in v))
+
+    def objects(field: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        items = data.get(field) if field == "cells" else data.get(field) or []
+        if not isinstance(items, list):
+            raise ConfigError(f"{where}: field {field!r}: expected a list of {what}, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(f"{where}: {field}[{i}]: expected an object, got {type(item).__name__}")
+            yield i, item
+
+    for i, c in objects("cells", "matrix cells"):
+        at = f"cells[{i}] ({c.get('policy')} vs {c.get('simulator')})"
+        for name in ("policy", "simulator"):
+            if not isinstance(c.get(name), str):
+                raise bad(at, name, "a model spec", c.get(name))
+        for name in ("n", "infra_failures"):
+            if not count(c.get(name)):
+                raise bad(at, name, "a whole number >= 0", c.get(name))
+        for name in ("n_conversations", "unscored"):
+            if name in c and not count(c[name]):
+                raise bad(at, name, "a whole number >= 0", c[name])
+        mean = c.get("mean_reward")
+        if mean is None:
+            if c["n"] != 0:
+                raise bad(at, "mean_reward", f"a finite number ({c['n']} conversations were scored)", mean)
+        elif not number(mean):
+            raise bad(at, "mean_reward", "a finite number, or null when nothing was scored", mean)
+        elif c["n"] == 0:
+            raise bad(at, "mean_reward", "null (no conversation was scored)", mean)
+        for name in ("ci95", "success_rate", "infra_rate"):
+            v = c.get(name)
+            if name == "ci95" and not interval(v):
+                raise bad(at, name, "two finite numbers or null", v)
+            if name != "ci95" and v is not None and not number(v):
+                raise bad(at, name, "a finite number or null", v)
+        tr = c.get("task_rewards", {})
+        if not isinstance(tr, dict) or not all(isinstance(v, list) and all(number(x) for x in v) for v in tr.values()):
+            raise bad(at, "task_rewards", "{task: [finite rewards]}", tr)
+    for i, t in objects("transfer", "transfer entries"):
+        at = f"transfer[{i}] ({t.get('policy')})"
+        for name in ("transfer_ratio", "train_reward", "heldout_reward"):
+            if t.get(name) is not None and not number(t[name]):
+                raise bad(at, name, "a finite number or null", t[name])
+        if not interval(t.get("ci95"), partial=True):
+            raise bad(at, "ci95", "two finite numbers (or nulls) or null", t.get("ci95"))

@@ -11,7 +11,7 @@ from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
 from collapse_probe.audit._human import human_grounding, human_reference, people_epsilon, towards_people
 from collapse_probe.audit._report import _state_row, write_audit_report
-from collapse_probe.audit._sampling import _Sampler, _state_seed
+from collapse_probe.audit._sampling import _Sampler, _state_seed, sample_problem
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
@@ -155,7 +155,7 @@ async def run_audit_async(
         run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
-        for rec in run_dir.read_jsonl(SAMPLES):
+        for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
             key = (str(rec.get("state_id")), str(rec.get("mode")))
             if rec.get("status") == "infra_error" and not keep_failed:
                 done.pop(key, None)  # an infrastructure failure is sampled again on resume
@@ -170,7 +170,7 @@ async def run_audit_async(
 
         embedder = partitioner if partition == "embedding" else EmbeddingPartitioner()
 
-    tasks = arena.load_tasks(config.states, seed=config.seed)
+    tasks = _load_tasks(arena, config.states, config.seed)
     states: list[ProbeState] = []
     conv_records: list[dict[str, Any]] = []
     if policy is not None:
@@ -356,6 +356,24 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "trajectory": traj,
         "states": [_state_row(r) for r in records],
     }
+
+
+def _load_tasks(arena: Arena, states: int, seed: int) -> list[Any]:
+    """The audit's tasks, one per probe state; too many is an error naming ``--states`` (the arena
+    itself speaks of the ``--tasks`` of the commands that run conversations)."""
+    try:
+        return arena.load_tasks(states, seed=seed)
+    except ConfigError:
+        try:
+            available = len(arena.load_tasks(None, seed=seed))
+        except ConfigError:
+            available = None
+        if available is not None and states > available:
+            raise ConfigError(
+                f"--states {states}: the {arena.name} benchmark has {available} tasks, and each probe state comes "
+                f"from one; use --states {available} or fewer"
+            ) from None
+        raise
 
 
 def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:

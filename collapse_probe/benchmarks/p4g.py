@@ -194,11 +194,17 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, a line is not JSON, or a field is missing or malformed.
     """
+    from collapse_probe._files import FileProblem, MissingFile, lone_surrogate_at, read_bytes
+
     p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
-    if not p.is_file():
-        raise ConfigError(f"persona file {str(p)!r} does not exist")
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = read_bytes(p, expected="a JSONL persona file")
+    except MissingFile:
+        raise ConfigError(f"persona file {str(p)!r} does not exist") from None
+    except FileProblem as exc:
+        raise ConfigError(f"persona file {exc}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSONL persona file") from None
     personas = []
@@ -211,6 +217,11 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
             raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
+        except ValueError:  # an integer too long to convert
+            raise ConfigError(f"{p}: line {i} holds an integer too long to convert") from None
+        at = lone_surrogate_at(obj)
+        if at is not None:
+            raise ConfigError(f"{p}: line {i}: {at or 'the line'} holds a lone surrogate (\\ud800-\\udfff), not text")
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}: line {i}: expected a JSON object")
         if "persona_id" not in obj:

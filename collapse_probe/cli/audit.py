@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         return run_from(args)
     from collapse_probe.audit import AuditConfig, run_audit
 
-    check_specs([args.sim] + ([args.policy] if args.policy else []))
+    check_specs([args.sim] + ([args.policy] if args.policy else []) + ([args.judge] if args.judge else []))
     roles = {
         "sim": [args.sim],
         "policy": [args.policy] if args.policy else [],

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
-    check_specs([*policies, *sims])
+    check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
     load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
     arena = arena_from_args(args, [*policies, *sims])
     arena_options = (

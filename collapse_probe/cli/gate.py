@@ -122,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.gate import EXIT_CANNOT_JUDGE, gate_run_dir
 
     try:
+        from collapse_probe.limits import check_n_boot
+
+        check_n_boot(args.n_boot, 1)
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
             if path:
                 check_output_path(path, flag, args.run_dir)

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, spec in (("--policy", args.policy), ("--sim", args.sim)):
         if not spec or not spec.strip():
             raise ConfigError(f"{flag}: expected a model spec, got an empty string")
-    check_specs([args.policy, args.sim])
+    check_specs([args.policy, args.sim] + ([args.judge] if args.judge else []))
     load_models_with_options(
         args, {"policy": [args.policy], "sim": [args.sim], "judge": [args.judge] if args.judge else []}
     )

@@ -11,7 +11,6 @@ written, or was killed mid-write, as "in progress" instead of failing.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -46,7 +45,7 @@ def runs_root() -> Path:
 
 def _stamp(path: Path) -> tuple[int, int]:
     try:
-        st_ = path.stat()
+        st_ = path.lstat()
         return st_.st_mtime_ns, st_.st_size
     except OSError:
         return 0, 0
@@ -59,9 +58,13 @@ def _jsonl_cached(path: str, stamp: tuple[int, int]) -> rd.JsonlRead:
 
 
 def jsonl(run: rd.RunInfo, name: str) -> rd.JsonlRead:
-    """A run's JSONL file, re-read only when it changed on disk."""
+    """A run's JSONL file, re-read only when it changed on disk; a file that is not read (a link, a
+    FIFO, too large) is one warning line on this run."""
     p = run.file(name)
-    return _jsonl_cached(str(p), _stamp(p))
+    read = _jsonl_cached(str(p), _stamp(p))
+    if read.problem:
+        st.warning(f"{run.name}: {read.problem}")
+    return read
 
 
 def md_text(text: Any) -> str:
@@ -169,22 +172,22 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
 
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
     """Model calls, tokens and cost of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs."""
-    usage = get(run.results, "usage") if isinstance(run.results, dict) else None
-    if not isinstance(usage, dict):
-        try:
-            usage = json.loads(run.file("usage.json").read_text(encoding="utf-8")).get("usage")
-        except (OSError, ValueError, AttributeError):
-            usage = None
+    usage, problem = rd.read_usage(run)
+    if problem and problem not in run.problems:
+        run.problems.append(problem)
     if not isinstance(usage, dict) or not usage:
         return {"model calls": None, "tokens": None, "cost (USD)": None}
     rows = [u for u in usage.values() if isinstance(u, dict)]
+
+    def whole(v: Any) -> int:
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
     costs = [u.get("cost_usd") for u in rows]
+    known = [c for c in costs if isinstance(c, int | float) and not isinstance(c, bool) and c == c]
     return {
-        "model calls": sum(int(u.get("requests") or 0) for u in rows),
-        "tokens": sum(int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0) for u in rows),
-        "cost (USD)": None
-        if any(c is None for c in costs)
-        else round(sum(float(c) for c in costs if c is not None), 4),
+        "model calls": sum(whole(u.get("requests")) for u in rows),
+        "tokens": sum(whole(u.get("input_tokens")) + whole(u.get("output_tokens")) for u in rows),
+        "cost (USD)": round(sum(float(c) for c in known), 4) if len(known) == len(costs) else None,
     }
 
 

@@ -18,7 +18,6 @@ kind                model                   file
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -96,27 +95,22 @@ def parse_results(data: Any, where: str = "results") -> ResultsModel:
 
 
 def read_json(path: str | Path, what: str = "results.json") -> Any:
-    """Load a JSON file, every way it can fail being one :class:`ConfigError` naming the file.
+    """Load a JSON file through the package's one reader of users' files (:mod:`collapse_probe._files`).
 
     Args:
         path: the file, or a run directory (then its ``results.json``).
         what: what the file should be, for the messages.
+
+    Raises:
+        ConfigError: one line naming the file: missing, not a regular file, too large, not UTF-8,
+            not JSON, nested too deeply.
     """
+    from collapse_probe._files import parse_json, read_bytes
+
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
-    if not p.is_file():
-        raise ConfigError(f"{p}: no such file; expected {what}")
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text; expected {what}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: JSON nested too deeply; expected {what}") from None
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    return parse_json(read_bytes(p, max_bytes=1 << 30, expected=what), p, expected=what)
 
 
 def load_results(path: str | Path) -> ResultsModel:

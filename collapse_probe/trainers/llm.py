@@ -87,6 +87,7 @@ from collapse_probe.rollout import (
     run_conversations,
     write_json_atomic,
 )
+from collapse_probe.rollout._rundir import check_out_path
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
@@ -275,6 +276,7 @@ class LLMTrainer:
         self.config = config
         self.out = Path(out)
         self.run_dir = RunDir(self.out)
+        check_out_path(self.out, "train")  # before its usage.json is read: a file, a link loop, another run
         self.usage = start_run_usage(self.out)
         self.arena = arena
         self.policy: TrainedModel | None = None
@@ -539,7 +541,7 @@ class LLMTrainer:
             if not p.exists():
                 continue
             self.run_dir.repair(name)
-            kept = [r for r in iter_jsonl(p) if int(r.get("step", 0)) <= step]
+            kept = [r for r in iter_jsonl(p, step_problem) if r["step"] <= step]
             tmp = p.with_name(p.name + ".tmp")
             tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
             os.replace(tmp, p)
@@ -892,7 +894,7 @@ class LLMTrainer:
 
     def metrics(self) -> list[dict[str, Any]]:
         """The ``metrics.jsonl`` records, in step order."""
-        return sorted(self.run_dir.read_jsonl(METRICS), key=lambda r: r["step"])
+        return sorted(self.run_dir.read_jsonl(METRICS, step_problem), key=lambda r: r["step"])
 
     def finish(self) -> dict[str, Any]:
         """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
@@ -1013,6 +1015,16 @@ def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = Non
 
 
 # ------------------------------------------------------------------------------------------------ helpers
+
+
+def step_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong with one ``metrics.jsonl`` / ``rollouts.jsonl`` record (``None``: well formed)."""
+    from collapse_probe.rollout.records import field_problem
+
+    step = rec.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return field_problem("step", "a whole number >= 0", step)
+    return None
 
 
 def _flatten_optimizer(state: dict[str, Any], torch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
