@@ -22,7 +22,7 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from collapse_probe.limits import check_int
 from collapse_probe.metrics.rewards import cell_summary
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
+from collapse_probe.results import Cell
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 from collapse_probe.runspec import ArenaSpec, arena_record
@@ -337,12 +338,16 @@ def crossplay_results(
     }
 
 
-def task_means(cell: dict[str, Any]) -> dict[str, float]:
+CellData = Mapping[str, Any] | Cell
+"""A cell of the matrix: its JSON object or the typed :class:`~collapse_probe.results.Cell`."""
+
+
+def task_means(cell: CellData) -> dict[str, float]:
     """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
     return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
 
 
-def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
+def heldout_task_rewards(cells: Sequence[CellData]) -> dict[str, float]:
     """Per-task held-out reward: the mean over the given cells of each cell's per-task mean.
 
     Only tasks scored in every cell are kept, so each task's value weighs every simulator equally.
@@ -355,8 +360,8 @@ def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 
 def transfer_estimate(
-    train_cell: dict[str, Any],
-    heldout_cells: Sequence[dict[str, Any]],
+    train_cell: CellData,
+    heldout_cells: Sequence[CellData],
     *,
     level: float = 0.95,
     reward_range: tuple[float, float] | None = None,
@@ -396,7 +401,7 @@ def transfer_estimate(
     return est, info
 
 
-def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
+def conversations(cells: Sequence[CellData], tasks: Sequence[str]) -> int:
     """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
     return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)
 
@@ -502,10 +507,9 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read a cross-play ``results.json`` (a run directory or the file itself) and check its schema.
+    """Read a cross-play ``results.json`` (a run directory or the file itself), checked through its model.
 
-    The file is read as JSON and its ``schema`` checked; its fields are checked by whoever reads them
-    (the gate parses it through :class:`~collapse_probe.results.CrossplayResults`).
+    Returns the JSON object (:func:`collapse_probe.results.load_results` returns the typed model).
 
     Raises:
         ConfigError: the file is missing, not JSON, or not a cross-play result.
@@ -535,75 +539,12 @@ def load_results(path: str | Path) -> dict[str, Any]:
 def check_results(data: dict[str, Any], where: str | Path) -> None:
     """Check the numbers of a cross-play result before anything judges them (the gate, a report).
 
-    Every cell's ``mean_reward`` is a finite number, or null exactly when the cell has no scored
-    conversation (``n`` 0); counts are whole numbers >= 0; intervals are two finite numbers or null;
-    per-task rewards are lists of finite numbers; transfer entries hold finite numbers or null. A NaN,
-    a string or a mean without conversations is a corrupt or hand-edited file, refused here rather
-    than read as a pass.
+    The file is parsed through :class:`~collapse_probe.results.CrossplayResults`
+    (:func:`~collapse_probe.results.read_crossplay` says what is refused).
 
     Raises:
         ConfigError: naming the file, the cell and the field.
     """
+    from collapse_probe.results import read_crossplay
 
-    def bad(at: str, name: str, expected: str, value: Any) -> ConfigError:
-        import reprlib
-
-        return ConfigError(
-            f"{where}: {at}: field {name!r}: expected {expected}, got {reprlib.repr(value)}; "
-            "the results file is corrupt or was edited: rerun the cross-play"
-        )
-
-    def number(v: Any) -> bool:
-        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-    def count(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    def interval(v: Any, partial: bool = False) -> bool:
-        ok = (lambda x: x is None or number(x)) if partial else number
-        return v is None or (isinstance(v, list) and len(v) == 2 and all(ok(x) for x in v))
-
-    def objects(field: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        items = data.get(field) if field == "cells" else data.get(field) or []
-        if not isinstance(items, list):
-            raise ConfigError(f"{where}: field {field!r}: expected a list of {what}, got {type(items).__name__}")
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConfigError(f"{where}: {field}[{i}]: expected an object, got {type(item).__name__}")
-            yield i, item
-
-    for i, c in objects("cells", "matrix cells"):
-        at = f"cells[{i}] ({c.get('policy')} vs {c.get('simulator')})"
-        for name in ("policy", "simulator"):
-            if not isinstance(c.get(name), str):
-                raise bad(at, name, "a model spec", c.get(name))
-        for name in ("n", "infra_failures"):
-            if not count(c.get(name)):
-                raise bad(at, name, "a whole number >= 0", c.get(name))
-        for name in ("n_conversations", "unscored"):
-            if name in c and not count(c[name]):
-                raise bad(at, name, "a whole number >= 0", c[name])
-        mean = c.get("mean_reward")
-        if mean is None:
-            if c["n"] != 0:
-                raise bad(at, "mean_reward", f"a finite number ({c['n']} conversations were scored)", mean)
-        elif not number(mean):
-            raise bad(at, "mean_reward", "a finite number, or null when nothing was scored", mean)
-        elif c["n"] == 0:
-            raise bad(at, "mean_reward", "null (no conversation was scored)", mean)
-        for name in ("ci95", "success_rate", "infra_rate"):
-            v = c.get(name)
-            if name == "ci95" and not interval(v):
-                raise bad(at, name, "two finite numbers or null", v)
-            if name != "ci95" and v is not None and not number(v):
-                raise bad(at, name, "a finite number or null", v)
-        tr = c.get("task_rewards", {})
-        if not isinstance(tr, dict) or not all(isinstance(v, list) and all(number(x) for x in v) for v in tr.values()):
-            raise bad(at, "task_rewards", "{task: [finite rewards]}", tr)
-    for i, t in objects("transfer", "transfer entries"):
-        at = f"transfer[{i}] ({t.get('policy')})"
-        for name in ("transfer_ratio", "train_reward", "heldout_reward"):
-            if t.get(name) is not None and not number(t[name]):
-                raise bad(at, name, "a finite number or null", t[name])
-        if not interval(t.get("ci95"), partial=True):
-            raise bad(at, "ci95", "two finite numbers (or nulls) or null", t.get("ci95"))
+    read_crossplay(data, str(where))

@@ -10,18 +10,10 @@ committed file is not what its model generates.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from collapse_probe.results import KINDS, json_schema
-
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "docs" / "schemas"
-
-
-def schema_text(kind: str) -> str:
-    """The file content of one kind's schema (sorted keys, two-space indent, a final newline)."""
-    return json.dumps(json_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+from collapse_probe.results import KINDS, SCHEMA_DIR, schema_text
 
 
 def main(argv: list[str] | None = None) -> int:

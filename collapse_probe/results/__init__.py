@@ -18,6 +18,7 @@ kind                model                   file
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,14 @@ from collapse_probe.errors import ConfigError
 from collapse_probe.results._audit import AUDIT_SCHEMA, AuditResults, AuditSummary, StateRow, VerdictView
 from collapse_probe.results._base import ResultsModel, describe_error
 from collapse_probe.results._common import ModelUsage, RewardSummary
-from collapse_probe.results._crossplay import CROSSPLAY_SCHEMA, Cell, CrossplayResults, PolicyDiversity, Transfer
+from collapse_probe.results._crossplay import (
+    CROSSPLAY_SCHEMA,
+    Cell,
+    CrossplayResults,
+    PolicyDiversity,
+    Transfer,
+    read_crossplay,
+)
 from collapse_probe.results._gate import GATE_SCHEMA, GateCheck, GateResults
 from collapse_probe.results._lab import (
     LAB_COMPARE_SCHEMA,
@@ -72,6 +80,15 @@ def json_schema(kind: str) -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema.setdefault("title", f"collapse-probe {kind} results")
     return schema
+
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+"""Where the published schemas are (``docs/schemas`` of the source tree)."""
+
+
+def schema_text(kind: str) -> str:
+    """The file content of ``docs/schemas/<kind>.json``: sorted keys, two-space indent, a final newline."""
+    return json.dumps(json_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def parse_results(data: Any, where: str = "results") -> ResultsModel:
@@ -136,6 +153,7 @@ __all__ = [
     "PolicyDiversity",
     "ResultsModel",
     "RewardSummary",
+    "SCHEMA_DIR",
     "StateRow",
     "TrainResults",
     "TrainStep",
@@ -145,5 +163,7 @@ __all__ = [
     "json_schema",
     "load_results",
     "parse_results",
+    "read_crossplay",
     "read_json",
+    "schema_text",
 ]

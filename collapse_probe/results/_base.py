@@ -75,6 +75,31 @@ class ResultsModel(BaseModel):
         """Build from a pipeline's values (tuples, numpy numbers are accepted and converted)."""
         return cls.model_validate(data)
 
+    def _key(self, key: str) -> str | None:
+        """The attribute of a JSON key (``schema`` -> ``schema_``), when the key is in the file."""
+        if self.model_extra and key in self.model_extra:
+            return key
+        for name, info in type(self).model_fields.items():
+            if (info.alias or name) == key:
+                return name if name in self.model_fields_set else None
+        return None
+
+    def __getitem__(self, key: str) -> Any:
+        """Read access as to the JSON object (``results["cells"]``), for callers of the dictionaries the
+        pipelines returned; a field absent from the file is a :class:`KeyError`, as it was."""
+        name = self._key(key)
+        if name is None:
+            raise KeyError(key)
+        return getattr(self, name)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``results.get(key, default)`` as on the JSON object."""
+        name = self._key(key)
+        return default if name is None else getattr(self, name)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._key(key) is not None
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object, as ``results.json`` holds it (unset fields left out, ``NaN`` kept)."""
         return self.model_dump(mode="json", exclude_unset=True, fallback=jsonable)

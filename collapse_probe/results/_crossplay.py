@@ -3,12 +3,16 @@ reward matrix, transfer ratios and the policies' strategy entropy."""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from collapse_probe.results._base import JSON, Count, Finite, FiniteInterval, Interval, ResultsModel
+from collapse_probe.errors import ConfigError
+from collapse_probe.results._base import JSON, Count, Finite, FiniteInterval, ResultsModel, describe_error, expected
 from collapse_probe.results._common import Fingerprints, Usage
+
+OpenInterval = Annotated[list[Finite | None], Field(min_length=2, max_length=2)]
+"""``[low, high]`` of finite numbers; a ``null`` end is unbounded on that side."""
 
 CROSSPLAY_SCHEMA: Final = "collapse-probe/crossplay/v1"
 
@@ -56,6 +60,8 @@ class Cell(ResultsModel):
     def _consistent(self) -> Cell:
         if self.mean_reward is None and self.n != 0:
             raise ValueError(f"'mean_reward' is None with {self.n} scored conversations; expected a finite number")
+        if self.mean_reward is not None and self.n == 0:
+            raise ValueError(f"'mean_reward' is {self.mean_reward!r} with no scored conversation; expected null")
         total = sum(len(v) for v in self.task_rewards.values())
         if total != self.n:
             raise ValueError(f"'n' is {self.n} but task_rewards hold {total} rewards")
@@ -68,15 +74,15 @@ class Transfer(ResultsModel):
     policy: str
     train_simulator: str
     heldout_simulators: list[str]
-    train_reward: float | None
+    train_reward: Finite | None
     """Mean over the common tasks of the policy's per-task reward on the training simulator."""
-    heldout_reward: float | None
+    heldout_reward: Finite | None
     """Mean over the common tasks of the per-task reward averaged over the held-out simulators."""
-    transfer_ratio: float | None
+    transfer_ratio: Finite | None
     """``heldout_reward / train_reward``; ``null`` where undefined (the reason in ``note``)."""
-    ci95: Interval | None
+    ci95: OpenInterval | None
     """95 % CI over tasks (MOVER-R); ``null`` when it has no upper end (see ``ci95_lower``)."""
-    ci95_lower: float | None = None
+    ci95_lower: Finite | None = None
     """Lower end of the CI, also when the upper end is unbounded."""
     method: str | None = None
     """The interval's method, in words."""
@@ -144,3 +150,48 @@ class CrossplayResults(ResultsModel):
         if value is not None and not value[0] < value[1]:
             raise ValueError(f"expected [low, high] with low < high, got {value}")
         return value
+
+
+def read_crossplay(data: Any, where: str = "results") -> CrossplayResults:
+    """Parse a loaded cross-play ``results.json`` strictly, before anything judges it (the gate, a report).
+
+    Every cell's ``mean_reward`` is a finite number, or null exactly when the cell has no scored
+    conversation; counts are integers >= 0; intervals are finite; per-task rewards are lists of finite
+    numbers; transfer entries hold finite numbers or null. A NaN, a string or a mean without
+    conversations is a corrupt or hand-edited file, refused rather than read as a pass.
+
+    Raises:
+        ConfigError: one line naming ``where``, the cell (``cell P vs S``) or entry, and the field.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: results must be a JSON object, got {type(data).__name__}")
+    try:
+        return CrossplayResults.parse(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {crossplay_error(exc, data)}") from None
+
+
+def crossplay_error(exc: ValidationError, data: dict[str, Any]) -> str:
+    """The first error of a cross-play result as the gate says it: ``cell P vs S: 'n' is '8'; expected ...``."""
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    items = data.get(str(loc[0])) if loc else None
+    if len(loc) < 2 or loc[0] not in ("cells", "transfer") or not isinstance(items, list):
+        return describe_error(exc, CrossplayResults, "results")
+    item = items[int(loc[1])]
+    if not isinstance(item, dict):
+        return f"{loc[0]}[{loc[1]}] is {item!r}; expected an object"
+    at = (
+        f"cell {item.get('policy')} vs {item.get('simulator')}"
+        if loc[0] == "cells"
+        else f"transfer[{loc[1]}] ({item.get('policy')})"
+    )
+    if len(loc) == 2:  # a check across fields of the entry
+        return f"{at}: {err['msg'].removeprefix('Value error, ')}"
+    name = str(loc[2])
+    if err["type"] == "missing":
+        return f"{at}: {name!r} is missing"
+    if name == "task_rewards" and len(loc) > 3:
+        path = name + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in loc[3:])
+        return f"{at}: {path} is {err['input']!r}; expected {expected(err)}"
+    return f"{at}: {name!r} is {item.get(name)!r}; expected {expected(err)}"

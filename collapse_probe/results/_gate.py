@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import ConfigDict, Field
-from pydantic.dataclasses import dataclass
+from pydantic import Field
 
 from collapse_probe.results._base import Interval, ResultsModel
 
@@ -18,9 +17,8 @@ Decision = Literal["interval", "point", "strict"]
 Outcome = Literal["pass", "fail", "could not judge"]
 
 
-@dataclass(config=ConfigDict(use_attribute_docstrings=True))
-class GateCheck:
-    """One check of the gate."""
+class GateCheck(ResultsModel):
+    """One check of the gate (``GateCheck(name, status, message, value=...)``)."""
 
     name: str
     """``results``, ``infra:<policy>|<simulator>``, ``transfer``, ``regression`` or ``thresholds``."""
@@ -36,6 +34,11 @@ class GateCheck:
     interval: Interval | None = None
     """The interval the rule read, at ``level`` (``None`` for the point rule)."""
     level: float | None = None
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        """``name``, ``status`` and ``message`` may be given by position, as the gate writes its checks."""
+        data.update(zip(("name", "status", "message"), args, strict=False))
+        super().__init__(**data)
 
 
 class GateResults(ResultsModel):
