@@ -38,7 +38,7 @@ from collapse_probe.results import Cell
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 from collapse_probe.runspec import ArenaSpec, arena_record
-from collapse_probe.simulators import Participant
+from collapse_probe.simulators import Participant, vs_setting
 
 SCHEMA = "collapse-probe/crossplay/v1"
 EntropyTurns = Literal["first", "all"]
@@ -189,11 +189,16 @@ async def run_crossplay_async(
         out: run directory; conversations already recorded there are not run again (resume), and
             ``results.json`` and ``report.html`` are written there.
         progress: show a progress bar.
-        vs_k: candidates per Verbalized-Sampling turn when participants are built here.
-        cache: serve samples through the response cache when participants are built here.
+        vs_k: candidates per Verbalized-Sampling turn when participants are built here. Recorded in
+            ``config.json`` (the participants' value); a resume with another value is refused, naming it.
+        cache: serve samples through the response cache when participants (or the arena) are built
+            here; give the value they were built with otherwise. Recorded
+            in ``config.json``; a run may resume with another value (cached answers are keyed on the
+            model's fingerprint and the request, so they are the answers the run would get).
         report: write ``report.html`` (needs ``out``).
         max_live: at most this many conversations in flight (``None``: the whole matrix at once). An
-            execution setting, not part of the configuration: a run may resume with another value.
+            execution setting, recorded in ``config.json``: a run may resume with another value (every
+            conversation has its own seed).
         fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
         keep_failed: on resume, keep conversations that ended in an infrastructure failure instead
             of running them again.
@@ -222,8 +227,15 @@ async def run_crossplay_async(
 
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})
-        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
-        run_dir.create(record, kind="crossplay", fingerprints=fps, fresh=fresh)
+        record = {
+            **asdict(config),
+            "arena": arena_record(arena),
+            "version": __version__,
+            "vs_k": vs_setting(participants[s] for s in labels),
+            "max_live": max_live,
+            "cache": cache,
+        }
+        run_dir.create(record, kind="crossplay", fingerprints=fps, fresh=fresh, resumable=("cache",))
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)

@@ -11,7 +11,7 @@ from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import arena_record
-from collapse_probe.simulators import Participant
+from collapse_probe.simulators import Participant, vs_setting
 
 
 @dataclass
@@ -88,7 +88,12 @@ async def run_play_async(
     if out is not None:
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in (config.policy, config.sim)})
-        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        record = {
+            **asdict(config),
+            "arena": arena_record(arena),
+            "version": __version__,
+            "vs_k": vs_setting(participants[s] for s in (config.policy, config.sim)),
+        }
         run_dir.create(record, kind="play", fingerprints=fps, fresh=fresh)
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
