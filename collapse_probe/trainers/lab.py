@@ -390,13 +390,13 @@ def _clean_json(obj: Any) -> Any:
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion."""
+    """Wilson score interval of a binomial proportion (:func:`collapse_probe.metrics._intervals.wilson`)."""
+    from collapse_probe.metrics._intervals import wilson
+
     if n <= 0:
         return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo, hi = wilson(successes / n, n, z)
+    return (float(lo), float(hi))
 
 
 def tv_sampled_check(off: int, total: int, bound: float) -> dict[str, Any]:
@@ -439,18 +439,12 @@ def log_odds_fit(
 
 
 def mean_ci(values: Sequence[float | None]) -> dict[str, Any]:
-    """Mean over seeds with a two-sided 95% Student-t interval; ``None`` and ``nan`` are left out."""
-    from scipy import stats
+    """Mean over seeds with a two-sided 95% Student-t interval (:func:`collapse_probe.metrics.transfer.mean_ci`);
+    ``None`` and ``nan`` are left out."""
+    from collapse_probe.metrics.transfer import mean_ci as t_interval
 
-    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    n = int(arr.size)
-    if n == 0:
-        return {"mean": None, "ci95": None, "n_seeds": 0}
-    mean = float(arr.mean())
-    if n < 2:
-        return {"mean": mean, "ci95": None, "n_seeds": n}
-    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
-    return {"mean": mean, "ci95": [mean - half, mean + half], "n_seeds": n}
+    est = t_interval([v for v in values if v is not None and math.isfinite(v)])
+    return {"mean": est.value, "ci95": None if est.lo is None else [est.lo, est.hi], "n_seeds": est.n}
 
 
 # ---------------------------------------------------------------- the simulator side
