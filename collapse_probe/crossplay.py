@@ -559,4 +559,16 @@ def check_results(data: dict[str, Any], where: str | Path) -> None:
     """
     from collapse_probe.results import read_crossplay
 
-    read_crossplay(data, str(where))
+    try:
+        read_crossplay(data, str(where))
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; the results file is corrupt or was edited: rerun the cross-play") from None
+
+
+def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None = None) -> str | None:
+    """The first value of a cross-play cell that cannot be read (NaN, None, a string, a mean without
+    scored conversations, a reward outside the declared range...), in one line, or ``None``: the cell
+    parsed through :class:`~collapse_probe.results.Cell`, the one check of a cell."""
+    from collapse_probe.results._crossplay import cell_problem as problem
+
+    return problem(dict(c), f"cell {policy} vs {sim}", bounds)

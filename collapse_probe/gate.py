@@ -39,6 +39,7 @@ from collapse_probe.crossplay import SCHEMA, conversations, heldout_task_rewards
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.results import Cell, CrossplayResults, GateResults, read_crossplay
+from collapse_probe.results._crossplay import reward_outside_range
 from collapse_probe.results._gate import GATE_SCHEMA, Decision, GateCheck, Status
 
 __all__ = ["GateCheck", "GateVerdict", "Status", "evaluate_gate", "gate_run_dir", "resolve_decision"]
@@ -267,7 +268,7 @@ def evaluate_gate(
         return verdict
     read = [(p, s) for p in rows for s in sims]
     bounds = None if typed.reward_range is None else (typed.reward_range[0], typed.reward_range[1])
-    bad = next((msg for p, s in read if (msg := _outside_range(cells[(p, s)], bounds))), None)
+    bad = next((msg for p, s in read if (msg := reward_outside_range(cells[(p, s)], bounds))), None)
     if bad:
         checks.append(GateCheck("results", "error", bad))
         return verdict
@@ -373,20 +374,6 @@ def _structure_problem(results: CrossplayResults | None, rows: Sequence[str]) ->
     have = {(c.policy, c.simulator) for c in results.cells}
     missing = [f"{p} vs {s}" for p in rows for s in results.simulators if (p, s) not in have]
     return f"missing cells: {', '.join(missing)}" if missing else None
-
-
-def _outside_range(c: Cell, bounds: tuple[float, float] | None) -> str | None:
-    """The first per-task reward of a cell outside the run's declared reward range, in one line."""
-    if bounds is None:
-        return None
-    for task, rewards in c.task_rewards.items():
-        for i, r in enumerate(rewards):
-            if not bounds[0] <= r <= bounds[1]:
-                return (
-                    f"cell {c.policy} vs {c.simulator}: task_rewards[{task!r}][{i}] is {r!r}, outside the run's "
-                    f"reward_range [{bounds[0]:g}, {bounds[1]:g}]"
-                )
-    return None
 
 
 @dataclass(frozen=True)

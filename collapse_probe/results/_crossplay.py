@@ -186,12 +186,45 @@ def crossplay_error(exc: ValidationError, data: dict[str, Any]) -> str:
         if loc[0] == "cells"
         else f"transfer[{loc[1]}] ({item.get('policy')})"
     )
-    if len(loc) == 2:  # a check across fields of the entry
+    return _entry_error(err, loc[2:], item, at)
+
+
+def _entry_error(err: Any, loc: tuple[Any, ...], item: dict[str, Any], at: str) -> str:
+    """One error inside a cell or transfer entry (``loc`` relative to the entry), naming ``at`` and the field."""
+    if not loc:  # a check across fields of the entry
         return f"{at}: {err['msg'].removeprefix('Value error, ')}"
-    name = str(loc[2])
+    name = str(loc[0])
     if err["type"] == "missing":
         return f"{at}: {name!r} is missing"
-    if name == "task_rewards" and len(loc) > 3:
-        path = name + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in loc[3:])
+    if name == "task_rewards" and len(loc) > 1:
+        path = name + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in loc[1:])
         return f"{at}: {path} is {err['input']!r}; expected {expected(err)}"
     return f"{at}: {name!r} is {item.get(name)!r}; expected {expected(err)}"
+
+
+def cell_problem(data: Any, at: str, bounds: tuple[float, float] | None = None) -> str | None:
+    """The first value of one cell that cannot be read (NaN, None, a string, a mean without scored
+    conversations, a reward outside ``bounds``), in one line starting with ``at``, or ``None``."""
+    if not isinstance(data, dict):
+        return f"{at} is {data!r}; expected an object"
+    try:
+        cell = Cell.parse(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        return _entry_error(err, tuple(err["loc"]), data, at)
+    return reward_outside_range(cell, bounds, at)
+
+
+def reward_outside_range(cell: Cell, bounds: tuple[float, float] | None, at: str | None = None) -> str | None:
+    """The first per-task reward of a cell outside the run's declared reward range, in one line, or ``None``."""
+    if bounds is None:
+        return None
+    at = at or f"cell {cell.policy} vs {cell.simulator}"
+    for task, rewards in cell.task_rewards.items():
+        for i, r in enumerate(rewards):
+            if not bounds[0] <= r <= bounds[1]:
+                return (
+                    f"{at}: task_rewards[{task!r}][{i}] is {r!r}, outside the run's reward_range "
+                    f"[{bounds[0]:g}, {bounds[1]:g}]"
+                )
+    return None

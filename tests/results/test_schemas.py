@@ -171,3 +171,15 @@ def test_a_plugin_benchmark_field_is_allowed_and_kept(runs):
     from collapse_probe.results import parse_results
 
     assert parse_results(data).to_json()["my_benchmark_extra"] == {"anything": [1, "two"]}
+
+
+def test_cell_problem_is_the_model_check_of_one_cell(runs):
+    from collapse_probe.crossplay import cell_problem
+
+    cell = _first_cell(runs)["cells"][0]
+    p, s = cell["policy"], cell["simulator"]
+    assert cell_problem(cell, p, s, (0.0, 2.0)) is None
+    assert cell_problem({**cell, "n": "6"}, p, s) == f"cell {p} vs {s}: 'n' is '6'; expected an integer"
+    task = next(iter(cell["task_rewards"]))
+    far = {**cell, "task_rewards": {**cell["task_rewards"], task: [9.0] * len(cell["task_rewards"][task])}}
+    assert "outside the run's reward_range [0, 2]" in cell_problem(far, p, s, (0.0, 2.0))
