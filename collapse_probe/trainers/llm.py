@@ -46,6 +46,12 @@ Methods (names and semantics as in the collapse lab, :mod:`collapse_probe.traine
   objective, as in the lab). Rollouts are on-policy for both sides, so no lagged copy and no
   importance weights are needed.
 
+vLLM rollouts (``rollout_backend="vllm"``): the learner stays in this process on its GPU and vLLM
+sleeps during each learner step; after the step the learner's cached GPU memory is returned
+(``torch.cuda.empty_cache()``) before the engine wakes. With CUDA initialised here, vLLM starts its
+workers with ``spawn``, which re-imports the calling script: a script that runs this trainer must do
+so under ``if __name__ == "__main__":`` (the CLI does).
+
 Run directory: ``config.json``, ``metrics.jsonl`` (one line per step), ``rollouts.jsonl`` (every
 conversation with its ``step``), ``checkpoints/step-NNNNNNNN/`` (adapters via peft ``save_pretrained``
 as safetensors, optimizer state and RNG state as safetensors, ``trainer_state.json``), ``pool/`` for
@@ -623,7 +629,8 @@ class LLMTrainer:
                 self.arena,  # type: ignore[arg-type]
                 specs,
                 participants,
-                config=EngineConfig(temperature=c.temperature, progress=c.progress),
+                # top_p = 1: the vLLM rollouts' processed log-probabilities are then the learner's
+                config=EngineConfig(temperature=c.temperature, top_p=1.0, progress=c.progress),
                 on_turn=on_turn,
             )
         )
@@ -684,6 +691,10 @@ class LLMTrainer:
             losses[m.name] = self._update(m, examples[m.name])
             if not losses[m.name]["skipped"]:
                 m.version = step
+        if self._vllm is not None:
+            # The learner's freed activations and gradients stay in torch's allocator cache unless
+            # returned: vLLM would then wake up into less memory than it profiled at start.
+            require("torch", "train", "LoRA training").cuda.empty_cache()
         if self.pool is not None and self.simulator is not None and step % c.snapshot_every == 0:
             sim = self.simulator
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
