@@ -298,7 +298,12 @@ async def run_audit_async(
         results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         results["usage"] = usage.finish()
-        run_dir.write_results(results)
+    from collapse_probe.results import AuditResults
+
+    typed = AuditResults.build(results)
+    results = typed.to_json()
+    if run_dir is not None:
+        run_dir.write_results(typed)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results
 

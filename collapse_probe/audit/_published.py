@@ -328,10 +328,15 @@ async def run_audit_from_async(
         reward_range=declared_reward_range(arena),
     )  # fmt: skip
     if run_dir is not None:
-        from collapse_probe.audit._report import write_audit_report
-
         assert usage is not None
         results["usage"] = usage.finish()
-        run_dir.write_results(results)
+    from collapse_probe.results import AuditResults
+
+    typed = AuditResults.build(results)
+    results = typed.to_json()
+    if run_dir is not None:
+        from collapse_probe.audit._report import write_audit_report
+
+        run_dir.write_results(typed)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results

@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         progress=not args.no_progress,
         max_live=getattr(args, "max_live", None),
+        cache=not getattr(args, "no_cache", False),  # recorded in config.json (the participants use it)
         fresh=getattr(args, "fresh", False),
         keep_failed=getattr(args, "keep_failed", False),
     )

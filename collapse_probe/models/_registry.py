@@ -9,6 +9,7 @@ torch or a provider SDK.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,7 +63,8 @@ ALIASES: dict[str, Alias] = {
 
 DEFAULT_MODEL = "smollm2"
 
-_INSTANCES: dict[str, ChatModel] = {}
+_INSTANCES: dict[tuple[str, str], ChatModel] = {}
+"""(spec key, options key) -> the backend built for them (:func:`get_model`)."""
 
 ModelProvider = Callable[[str, dict[str, Any]], ChatModel]
 _PROVIDER: ModelProvider | None = None
@@ -104,11 +106,15 @@ def _prefix(spec: str) -> str:
 
 
 def get_model(spec: str, **options: Any) -> ChatModel:
-    """Return the backend for ``spec``, constructing it once per process.
+    """Return the backend for ``spec`` with ``options``, constructing it once per process and options.
+
+    The same spec with other options is another backend (``concurrency=4`` never returns the one
+    built with ``concurrency=3``). Without options, the backend this process already built for the
+    spec is returned (the one a command loaded with its ``-M`` options), else one with the defaults.
 
     Args:
         spec: a spec string or alias (see :data:`ALIASES`, ``collapse-probe models``).
-        **options: backend options (only used on first construction).
+        **options: backend options.
     """
     canonical = resolve_spec(spec)
     prefix = _prefix(canonical)
@@ -127,14 +133,24 @@ def get_model(spec: str, **options: Any) -> ChatModel:
             key = f"{canonical}\x00{st.st_size}\x00{st.st_mtime_ns}"
         except OSError:
             pass
-    if key in _INSTANCES:
-        return _INSTANCES[key]
+    opts = _options_key(options)
+    if (key, opts) in _INSTANCES:
+        return _INSTANCES[(key, opts)]
+    if not options:
+        built = next((m for (k, _), m in _INSTANCES.items() if k == key), None)
+        if built is not None:
+            return built
     from collapse_probe._plugins import load_target
 
     factory = load_target(_backend_target(prefix), f"model backend {prefix!r}")
     model: ChatModel = factory(canonical, name, **options)
-    _INSTANCES[key] = model
+    _INSTANCES[(key, opts)] = model
     return model
+
+
+def _options_key(options: dict[str, Any]) -> str:
+    """The options as part of a cache key: sorted JSON (values JSON cannot write by their ``repr``)."""
+    return json.dumps(options, sort_keys=True, default=repr)
 
 
 def list_models() -> list[tuple[str, str, str]]:

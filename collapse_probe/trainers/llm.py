@@ -46,6 +46,12 @@ Methods (names and semantics as in the collapse lab, :mod:`collapse_probe.traine
   objective, as in the lab). Rollouts are on-policy for both sides, so no lagged copy and no
   importance weights are needed.
 
+vLLM rollouts (``rollout_backend="vllm"``): the learner stays in this process on its GPU and vLLM
+sleeps during each learner step; after the step the learner's cached GPU memory is returned
+(``torch.cuda.empty_cache()``) before the engine wakes. With CUDA initialised here, vLLM starts its
+workers with ``spawn``, which re-imports the calling script: a script that runs this trainer must do
+so under ``if __name__ == "__main__":`` (the CLI does).
+
 Run directory: ``config.json``, ``metrics.jsonl`` (one line per step), ``rollouts.jsonl`` (every
 conversation with its ``step``), ``checkpoints/step-NNNNNNNN/`` (adapters via peft ``save_pretrained``
 as safetensors, optimizer state and RNG state as safetensors, ``trainer_state.json``), ``pool/`` for
@@ -618,7 +624,8 @@ class LLMTrainer:
                 self.arena,  # type: ignore[arg-type]
                 specs,
                 participants,
-                config=EngineConfig(temperature=c.temperature, progress=c.progress),
+                # top_p = 1: the vLLM rollouts' processed log-probabilities are then the learner's
+                config=EngineConfig(temperature=c.temperature, top_p=1.0, progress=c.progress),
                 on_turn=on_turn,
             )
         )
@@ -679,6 +686,10 @@ class LLMTrainer:
             losses[m.name] = self._update(m, examples[m.name])
             if not losses[m.name]["skipped"]:
                 m.version = step
+        if self._vllm is not None:
+            # The learner's freed activations and gradients stay in torch's allocator cache unless
+            # returned: vLLM would then wake up into less memory than it profiled at start.
+            require("torch", "train", "LoRA training").cuda.empty_cache()
         if self.pool is not None and self.simulator is not None and step % c.snapshot_every == 0:
             sim = self.simulator
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
@@ -893,10 +904,12 @@ class LLMTrainer:
 
     def finish(self) -> dict[str, Any]:
         """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
+        from collapse_probe.results import TrainResults
+
         metrics = self.metrics()
-        results = train_results(self.config, metrics)
-        results["usage"] = self.usage.finish()
-        self.run_dir.write_results(results)
+        typed = TrainResults.build({**train_results(self.config, metrics), "usage": self.usage.finish()})
+        results = typed.to_json()
+        self.run_dir.write_results(typed)
         write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
         if self.monitor is not None:
             self.monitor.close()
