@@ -8,11 +8,12 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.metrics.rewards import summarize_rewards
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import arena_record
-from collapse_probe.simulators import Participant
+from collapse_probe.simulators import Participant, vs_setting
 
 
 @dataclass
@@ -23,7 +24,7 @@ class PlayConfig:
     """Policy (persuader / agent) model spec."""
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
-    benchmark: str = "p4g"
+    benchmark: str = DEFAULT_BENCHMARK
     tasks: int = 4
     """Number of tasks (P4G: donor personas)."""
     rollouts: int = 2
@@ -78,7 +79,12 @@ async def run_play_async(
     if out is not None:
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in (config.policy, config.sim)})
-        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        record = {
+            **asdict(config),
+            "arena": arena_record(arena),
+            "version": __version__,
+            "vs_k": vs_setting(participants[s] for s in (config.policy, config.sim)),
+        }
         run_dir.create(record, kind="play", fingerprints=fps, fresh=fresh)
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
@@ -95,14 +101,17 @@ async def run_play_async(
     if run_dir is not None:
         from collapse_probe._records import record_fingerprints
         from collapse_probe._reports import write_report
+        from collapse_probe.results import PlayResults
 
-        results = {
-            "schema": "collapse-probe/play/v1",
-            **asdict(config),
-            "summary": summary,
-            "fingerprints": record_fingerprints(records),
-            "usage": usage.finish(),
-        }
+        results = PlayResults.build(
+            {
+                "schema": "collapse-probe/play/v1",
+                **asdict(config),
+                "summary": summary,
+                "fingerprints": record_fingerprints(records),
+                "usage": usage.finish(),
+            }
+        )
         run_dir.write_results(results)
-        write_report("play", results, records, run_dir.path / "report.html")
+        write_report("play", results.to_json(), records, run_dir.path / "report.html")
     return records, summary

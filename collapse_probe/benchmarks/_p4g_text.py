@@ -81,7 +81,7 @@ def spoken_donation(text: str) -> float | None:
     return found
 
 
-def _format_amount(x: float) -> str:
+def _money(x: float) -> str:
     return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
 
 
@@ -117,7 +117,7 @@ def p4g_label(text: str) -> str:
     """
     amount = parse_donation(text)
     if amount is not None:
-        return "donate:" + _format_amount(amount)
+        return "donate:" + _money(amount)
     t = text.casefold().replace("’", "'")
     if _HEDGE.search(t):
         return "undecided"
@@ -126,8 +126,8 @@ def p4g_label(text: str) -> str:
     return "undecided"
 
 
-def _money(x: float) -> str:
-    return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
+LABELLERS: dict[str, Any] = {"p4g": p4g_label}
+"""The decision labellers of this benchmark, by name (the ``label`` partition; ``LabelPartitioner("p4g")``)."""
 
 
 @dataclass

@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._p4g_text import LABELLERS as LABELLERS  # public here, as before
 from collapse_probe.benchmarks._p4g_text import (
     MAX_DONATION,
     HumanDialogue,
@@ -30,8 +33,10 @@ from collapse_probe.benchmarks._p4g_text import (
     p4g_label,
     parse_donation,
 )
-from collapse_probe.benchmarks._p4g_text import spoken_donation as spoken_donation  # public here, as before
+from collapse_probe.benchmarks._p4g_text import spoken_donation as spoken_donation
+from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_TURNS
 from collapse_probe.models import Completion
 
 DEFAULT_MAX_TURNS = 3
@@ -77,7 +82,7 @@ def donor_stance(text: str) -> Any:
     donation), ``"undecided"``, a question (``KeyFamily("question")``: never the same meaning as a decision, but two
     questions join only by distance), or ``None`` when the reply states no decision (small talk).
 
-    Unlike :func:`~collapse_probe.metrics.partitioners.p4g_label`, which reads what the *reward* reads
+    Unlike :func:`p4g_label`, which reads what the *reward* reads
     (only a ``[DONATE $N]`` tag counts), this reads what the reply *means*: "Okay, count me in for a
     dollar" and "[DONATE $1]" both state ``donate:$1``. The semantic partition uses it as a constraint
     on sentence-embedding clusters (:class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`):
@@ -339,6 +344,19 @@ class P4GArena:
     def new_episode(self, task: Task, seed: int) -> Episode:
         return Episode(task=task, seed=seed, state={"rounds": 0, "elicited": False})
 
+    def load_human_dialogues(self, directory: str | Path) -> tuple[list[HumanDialogue], list[HumanDialogue]]:
+        """The audit hook ``load_human_dialogues``: the official dialogues in ``directory`` and those of
+        them with annotated sentence acts (``[]`` without ``annotated_dialog.csv``)."""
+        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
+
+        _, dialogues = load_official_p4g(directory)
+        return dialogues, load_annotated_dialogues(directory, dialogues)
+
+    def human_dialogue_usable(self, dialogue: HumanDialogue) -> bool:
+        """The audit hook ``human_dialogue_usable``: a complete persuadee survey and at least 2 turns."""
+        persona = dialogue.persuadee
+        return bool(persona) and all(persona.get(k) is not None for k in SCORE_FIELDS) and len(dialogue.turns) >= 2
+
     def episode_from_dialogue(self, dialogue: HumanDialogue, n_turns: int, task: Task | None = None) -> Episode:
         """An episode holding the first ``n_turns`` human turns (a probe state for audits)."""
         task = task or Task(dialogue.dialogue_id, {"persona": dialogue.persuadee}, "human")
@@ -519,3 +537,41 @@ def _clean_turn(text: str) -> str:
         if t.startswith(tag):
             t = t[len(tag) :].strip()
     return t
+
+
+# ------------------------------------------------------------------------------------------------ registration
+
+
+class P4GOptions(BenchmarkOptions):
+    """The options of ``--benchmark p4g``."""
+
+    max_turns: int | None = Field(
+        None, ge=1, le=MAX_TURNS, description="persuader+persuadee exchanges before the elicitation turn (default 3)"
+    )
+    personas: str | None = Field(None, description="P4G persona file (JSONL; default: the shipped personas)")
+
+
+def _resolve(options: P4GOptions, context: BuildContext) -> P4GOptions:
+    return options.model_copy(update={"max_turns": options.max_turns or DEFAULT_MAX_TURNS})
+
+
+def _build(options: P4GOptions, context: BuildContext) -> P4GArena:
+    kwargs: dict[str, Any] = {"max_turns": options.max_turns or DEFAULT_MAX_TURNS}
+    if options.max_tokens is not None:
+        kwargs["max_tokens"] = options.max_tokens
+    if options.personas:
+        kwargs["personas"] = load_personas(options.personas)
+    return P4GArena(**kwargs)
+
+
+BENCHMARK = Benchmark(
+    "p4g",
+    P4GOptions,
+    build=_build,
+    data=("personas",),
+    resolve=_resolve,
+    description="Persuasion for Good: a persuader asks a donor persona for a donation",
+    factory=P4GArena,
+    labeller=p4g_label,
+)
+"""The P4G benchmark as the registry finds it."""

@@ -8,9 +8,11 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
+from collapse_probe.cli._benchmark_flags import _add_option_flags as _add_option_flags  # where it always was
+from collapse_probe.cli._benchmark_flags import add_benchmark_options as add_benchmark_options
 from collapse_probe.cli._env import _FALSE as _FALSE  # where the subcommands have always found them
 from collapse_probe.cli._env import _TRUE as _TRUE
 from collapse_probe.cli._env import BadEnv, env
@@ -243,53 +245,44 @@ def log_to_trackers(args: argparse.Namespace) -> None:
         print(f"logged to {tracker}: {dest}")
 
 
-def add_benchmark(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--benchmark",
-        default=env("benchmark", "p4g"),
-        help="p4g | tau2-retail | tau2-airline | tau2-demo | cooperbench | cooperbench-demo (default p4g)",
+ONLY_COMMAND: str | None = None
+"""Set by :func:`collapse_probe.cli.main` to the subcommand the command line runs: only its parser gets
+the benchmark option flags (which import the benchmarks' ``Options``); ``None``: every parser does."""
+
+
+def benchmark_help() -> str:
+    """The help of ``--benchmark``: the registered names (no plugin is imported for it)."""
+    from collapse_probe.benchmarks._registry import BENCHMARKS, DEFAULT_BENCHMARK
+
+    return (
+        f"{' | '.join(BENCHMARKS)}, or a benchmark an installed package registers (default {DEFAULT_BENCHMARK}; "
+        "--benchmark NAME --help lists its own options)"
     )
-    p.add_argument(
-        "--max-turns",
-        type=int,
-        default=env("max-turns", None),
-        help="conversation rounds (P4G: persuader+persuadee exchanges, default 3; tau2: optional cap on user "
-        "turns, reaching it scores 0, default none)",
-    )
-    p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
-    p.add_argument(
-        "--tau2-data",
-        default=env("tau2-data", None),
-        help="directory with the official tau2 data (or $COLLAPSE_PROBE_TAU2_DATA)",
-    )
-    p.add_argument(
-        "--cooperbench-data",
-        default=env("cooperbench-data", None),
-        help="CooperBench dataset root holding <repo>_task/task<ID>/ (or $COLLAPSE_PROBE_COOPERBENCH_DATA)",
-    )
-    p.add_argument(
-        "--cooperbench-mode",
-        choices=("coop", "solo"),
-        default=env("cooperbench-mode", "coop"),
-        help="CooperBench: coop (two agents, one feature each, merged) or solo (the policy alone does both; the "
-        "reference's baseline)",
-    )
-    p.add_argument(
-        "--partial-reward",
-        action="store_true",
-        default=env("partial-reward", False),
-        help="CooperBench: 0.5 when the pair fails but the policy's own feature passes (default: no partial credit)",
-    )
-    p.add_argument(
-        "--judge",
-        default=env("judge", None),
-        help="judge model spec: tau2 natural-language assertions (without one the reward is DB-only)"
-        + (
-            " and --partition judge (default there: the simulator's model)"
-            if p.prog.endswith(" audit")
-            else "; default: none"
-        ),
-    )
+
+
+def add_benchmark(p: argparse.ArgumentParser, only: Collection[str] | None = None) -> None:
+    """``--benchmark``, ``--judge`` and a flag for every option of the registered benchmarks' ``Options``
+    (of those in ``only`` when given); a plugin benchmark's own options are added by
+    :func:`add_benchmark_options` once the command line names it."""
+    from collapse_probe.benchmarks._registry import BENCHMARKS, DEFAULT_BENCHMARK, get_benchmark
+
+    p.add_argument("--benchmark", default=env("benchmark", DEFAULT_BENCHMARK), help=benchmark_help())
+    if only is None or "judge" in only:
+        p.add_argument(
+            "--judge",
+            default=env("judge", None),
+            help="judge model spec of the benchmark's natural-language assertions (without one the reward is "
+            "DB-only)"
+            + (
+                " and --partition judge (default there: the simulator's model)"
+                if p.prog.endswith(" audit")
+                else "; default: none"
+            ),
+        )
+    if ONLY_COMMAND is not None and p.prog.rsplit(" ", 1)[-1] != ONLY_COMMAND:
+        return  # another subcommand runs: its benchmarks need not be imported for this parser
+    benches = [get_benchmark(name) for name, target in BENCHMARKS.items() if isinstance(target, str)]
+    _add_option_flags(p, benches, only=only)
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
@@ -315,19 +308,14 @@ def positive(name: str, value: int) -> int:
 
 
 def arena_spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~collapse_probe.runspec.ArenaSpec` the shared benchmark options describe."""
+    """The :class:`~collapse_probe.runspec.ArenaSpec` the command's benchmark options describe: every
+    option of the chosen benchmark's ``Options`` that the command line (or its defaults) gives."""
+    from collapse_probe.benchmarks._registry import get_benchmark
     from collapse_probe.runspec import ArenaSpec
 
-    return ArenaSpec(
-        benchmark=args.benchmark,
-        max_turns=args.max_turns,
-        personas=getattr(args, "personas", None),
-        tau2_data=getattr(args, "tau2_data", None),
-        judge=getattr(args, "judge", None),
-        cooperbench_data=getattr(args, "cooperbench_data", None),
-        partial_reward=bool(getattr(args, "partial_reward", False)),
-        cooperbench_mode=getattr(args, "cooperbench_mode", None),
-    )
+    fields = get_benchmark(args.benchmark).options.model_fields
+    options = {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
+    return ArenaSpec(args.benchmark, options)
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:

@@ -20,11 +20,10 @@ Modules:
 - :mod:`~collapse_probe.metrics.transfer` — mean CIs, paired cluster bootstrap, transfer ratio.
 
 Nothing here imports an optional dependency at import time; the embedding partitioner loads
-sentence-transformers and scikit-learn when first used. Metrics are pure functions over counts,
-samples and records: importing this package loads no model backend and no benchmark
-(``tests/test_architecture.py``). ``p4g_label`` and ``parse_donation`` are the P4G benchmark's
-(:mod:`collapse_probe.benchmarks.p4g`); the old names here still resolve, on first use.
+sentence-transformers and scikit-learn when first used.
 """
+
+from typing import Any
 
 from collapse_probe.metrics.estimators import (
     METRICS,
@@ -161,9 +160,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    from collapse_probe.metrics.partitioners import _MOVED
+def __getattr__(name: str) -> Any:
+    # names that moved to a benchmark's module stay importable from here (see the registry's MOVED);
+    # Python's own probes (``__path__`` on every ``from ... import``) must not load the benchmarks
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from collapse_probe.benchmarks._registry import moved
 
-    if name in _MOVED:
-        return _MOVED[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved(__name__, name)

@@ -80,12 +80,12 @@ def summarize_rewards(
     return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95", "ci95_method", "n_tasks")}
 
 
-def task_means(cell: dict[str, Any]) -> dict[str, float]:
+def task_means(cell: Any) -> dict[str, float]:
     """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
     return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
 
 
-def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
+def heldout_task_rewards(cells: Sequence[Any]) -> dict[str, float]:
     """Per-task held-out reward: the mean over the given cells of each cell's per-task mean.
 
     Only tasks scored in every cell are kept, so each task's value weighs every simulator equally.
@@ -97,6 +97,6 @@ def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
 
 
-def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
+def conversations(cells: Sequence[Any], tasks: Sequence[str]) -> int:
     """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
     return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)

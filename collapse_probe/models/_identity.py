@@ -3,6 +3,7 @@
 other layer can name a model without importing the model layer."""
 
 from collapse_probe._identity import (
+    NUMERICS_SEP,
     UNVERIFIED,
     bytes_fingerprint,
     clean_url,
@@ -10,12 +11,14 @@ from collapse_probe._identity import (
     fingerprint_changes,
     http_fingerprint,
     model_fingerprint,
+    numerics_fingerprint,
     participant_fingerprints,
     same_model,
     short,
 )
 
 __all__ = [
+    "NUMERICS_SEP",
     "UNVERIFIED",
     "bytes_fingerprint",
     "clean_url",
@@ -23,6 +26,7 @@ __all__ = [
     "fingerprint_changes",
     "http_fingerprint",
     "model_fingerprint",
+    "numerics_fingerprint",
     "participant_fingerprints",
     "same_model",
     "short",
