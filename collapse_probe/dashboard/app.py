@@ -126,12 +126,28 @@ def in_progress_note(run: rd.RunInfo) -> None:
         st.caption(prob)
 
 
+RUN_LABEL_CHARS = 40
+"""Run names longer than this are cut in the middle in selectors (the full name is written under them)."""
+
+
+def run_labels(runs: list[rd.RunInfo]) -> list[str]:
+    """Unique selector labels ``name [kind, status]`` with long names cut in the middle, so a selector
+    in a half-width column shows the whole label instead of cutting it at the end."""
+    from collapse_probe.report._layout import short_labels
+
+    names = short_labels([r.name for r in runs], RUN_LABEL_CHARS)
+    return [f"{n} [{r.kind}, {r.status}]" for n, r in zip(names, runs, strict=True)]
+
+
 def pick_run(runs: list[rd.RunInfo], label: str, key: str, index: int = 0) -> rd.RunInfo | None:
     if not runs:
         return None
-    labels = [r.label for r in runs]
+    labels = run_labels(runs)
     choice = st.selectbox(label, labels, index=min(index, len(labels) - 1), key=key)
-    return runs[labels.index(choice)]
+    run = runs[labels.index(choice)]
+    if run.label != choice:
+        st.caption(md_text(run.name))
+    return run
 
 
 def of_kind(runs: list[rd.RunInfo], kinds: tuple[str, ...]) -> list[rd.RunInfo]:
@@ -164,27 +180,35 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
         }
         for r in runs
     ]
-    st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True)
+    longest = max(len(r.name) for r in runs)
+    config = {"run": st.column_config.TextColumn("run", width=min(720, 40 + 8 * longest)),
+              "notes": st.column_config.TextColumn("notes", width="large")}  # fmt: skip
+    st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True, column_config=config)
+
+
+NO_MODELS = ("lab", "lab-compare", "gate")
+"""Run kinds that call no model (the tabular lab; the gate reads a cross-play run): usage does not apply."""
 
 
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
-    """Model calls, tokens and cost of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs."""
+    """Model calls, tokens and cost of a run as text: ``results.json``'s ``usage``, or ``usage.json``
+    while it runs; "—" where the run kind calls no model, "not recorded" where a run has no usage."""
     usage = get(run.results, "usage") if isinstance(run.results, dict) else None
     if not isinstance(usage, dict):
         try:
             usage = json.loads(run.file("usage.json").read_text(encoding="utf-8")).get("usage")
         except (OSError, ValueError, AttributeError):
             usage = None
-    if not isinstance(usage, dict) or not usage:
-        return {"model calls": None, "tokens": None, "cost (USD)": None}
+    if not isinstance(usage, dict):
+        none = "—" if run.kind in NO_MODELS else "not recorded"
+        return {"model calls": none, "tokens": none, "cost (USD)": none}
     rows = [u for u in usage.values() if isinstance(u, dict)]
     costs = [u.get("cost_usd") for u in rows]
+    cost = "unknown" if any(c is None for c in costs) else f"{sum(float(c) for c in costs if c is not None):.4f}"
     return {
-        "model calls": sum(int(u.get("requests") or 0) for u in rows),
-        "tokens": sum(int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0) for u in rows),
-        "cost (USD)": None
-        if any(c is None for c in costs)
-        else round(sum(float(c) for c in costs if c is not None), 4),
+        "model calls": f"{sum(int(u.get('requests') or 0) for u in rows):,}",
+        "tokens": f"{sum(int(u.get('input_tokens') or 0) + int(u.get('output_tokens') or 0) for u in rows):,}",
+        "cost (USD)": cost,
     }
 
 
@@ -209,6 +233,7 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
     st.info(md_text(res["verdict"]))
     audit_summary(res)
     show_table(ap.summary_table(res), expander="all summary quantities")
+    figure_or_note(ap.collapse_map_figure, res)
     st.markdown("**ε per state (95% CI)**")
     figure_or_note(ap.collapse_error_per_state_figure, res)
     if res.get("trajectory"):
@@ -398,6 +423,11 @@ def view_crossplay(runs: list[rd.RunInfo]) -> None:
             "hover a cell for its 95% CI, n and infrastructure failures (excluded from every mean)"
         )
         figure_or_note(cp.reward_heatmap, res)
+        labels = cp.labels_table(res)
+        if labels:
+            show_table(labels, expander="the full spec behind each label")
+        if res.get("train_simulator"):
+            figure_or_note(cp.train_heldout_figure, res)
         if res.get("transfer"):
             figure_or_note(cp.transfer_bars, res)
         if res.get("policy_diversity"):
@@ -467,8 +497,9 @@ def view_training(runs: list[rd.RunInfo]) -> None:
             "No train or lab runs found. Create one with `collapse-probe train --out ...` or `collapse-probe lab --out ...`."
         )
         return
-    labels = [r.label for r in trains]
-    chosen = st.multiselect("Runs (overlaid)", labels, default=labels[: min(4, len(labels))], key="train_runs")
+    labels = run_labels(trains)
+    picked = st.multiselect("Runs (overlaid)", labels, default=labels[: min(4, len(labels))], key="train_runs")
+    chosen = {r.label for r, lab in zip(trains, labels, strict=True) if lab in picked}
     curves: dict[str, list[dict[str, Any]]] = {}
     for r in trains:
         if r.label not in chosen:
@@ -483,7 +514,8 @@ def view_training(runs: list[rd.RunInfo]) -> None:
     if not curves:
         st.info("The selected runs have no steps recorded yet (in progress).")
         return
-    for _, fig in tp.training_figures(curves):
+    alarms = [a for r in trains if r.label in chosen for a in rd.monitor_alarms(r)]
+    for _, fig in tp.training_figures(curves, alarms):
         show_figure(fig)
     lab_checks = [(r.name, get(r.results, "bound_checks")) for r in trains if r.label in chosen and r.kind == "lab"]
     lab_checks = [(n, b) for n, b in lab_checks if isinstance(b, dict)]
@@ -542,7 +574,9 @@ def main() -> None:
     st.sidebar.title("collapse-probe")
     st.sidebar.caption(f"runs: `{root}`")
     if not root.is_dir():
-        st.error(f"RUNS_DIR {str(root)!r} is not a directory.")
+        from collapse_probe.cli.dashboard import runs_dir_problem
+
+        st.error(md_text(runs_dir_problem(root)))
         return
     st.sidebar.button("Refresh", help="re-read the run directories")
     wanted = st.query_params.get("view")  # deep link: ?view=Cross-play

@@ -26,6 +26,7 @@ __all__ = [
     "discover_runs",
     "is_gate_verdict",
     "load_run",
+    "monitor_alarms",
     "read_json",
     "read_jsonl",
     "training_curve",
@@ -417,6 +418,28 @@ def _numeric_list(v: Any) -> bool:
         and all(x is None or (isinstance(x, int | float) and not isinstance(x, bool)) for x in v)
         and any(x is not None for x in v)
     )
+
+
+MONITOR_FILE = "monitor.jsonl"
+"""The collapse monitor's rows, one per training step, each with its ``alarms``."""
+
+
+def monitor_alarms(run: RunInfo) -> list[dict[str, Any]]:
+    """The alarms of a run's ``monitor.jsonl`` (``[]`` without one): ``{"step", "kind", "message"}``
+    each, the step taken from its row when the alarm does not carry one."""
+    out: list[dict[str, Any]] = []
+    for row in run.jsonl(MONITOR_FILE).records:
+        alarms = row.get("alarms")
+        if not isinstance(alarms, list):
+            continue
+        for a in alarms:
+            if isinstance(a, dict):
+                step = a.get("step", row.get("step"))
+                if isinstance(step, int) and not isinstance(step, bool):
+                    out.append(
+                        {"step": step, "kind": str(a.get("kind") or "alarm"), "message": str(a.get("message") or "")}
+                    )
+    return out
 
 
 def training_curve(run: RunInfo) -> list[dict[str, Any]]:
