@@ -126,8 +126,9 @@ def in_progress_note(run: rd.RunInfo) -> None:
         st.caption(prob)
 
 
+# Run names longer than this are cut in the middle in selectors (the full name is written under them).
+# (Comments, not docstrings: Streamlit writes a bare string of the app script onto the page.)
 RUN_LABEL_CHARS = 40
-"""Run names longer than this are cut in the middle in selectors (the full name is written under them)."""
 
 
 def run_labels(runs: list[rd.RunInfo]) -> list[str]:
@@ -139,10 +140,15 @@ def run_labels(runs: list[rd.RunInfo]) -> list[str]:
     return [f"{n} [{r.kind}, {r.status}]" for n, r in zip(names, runs, strict=True)]
 
 
-def pick_run(runs: list[rd.RunInfo], label: str, key: str, index: int = 0) -> rd.RunInfo | None:
+def pick_run(runs: list[rd.RunInfo], label: str, key: str, index: int = 0, param: str = "run") -> rd.RunInfo | None:
+    """A run selector; the deep link ``?run=NAME`` (``param``) preselects the run of that name."""
     if not runs:
         return None
     labels = run_labels(runs)
+    names = [r.name for r in runs]
+    wanted = st.query_params.get(param)
+    if wanted in names:
+        index = names.index(wanted)
     choice = st.selectbox(label, labels, index=min(index, len(labels) - 1), key=key)
     run = runs[labels.index(choice)]
     if run.label != choice:
@@ -186,8 +192,8 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
     st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True, column_config=config)
 
 
+# Run kinds that call no model (the tabular lab; the gate reads a cross-play run): usage does not apply.
 NO_MODELS = ("lab", "lab-compare", "gate")
-"""Run kinds that call no model (the tabular lab; the gate reads a cross-play run): usage does not apply."""
 
 
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
@@ -309,13 +315,14 @@ def audit_summary(res: dict[str, Any], summary: dict[str, Any] | None = None, co
     ce, ent, rv = s["collapse_error"], s["entropy"], s.get("reward_view") or {}
     verdicts = (res.get("verdicts") or {}) if summary is None else {}
 
-    def label(view: str) -> str:
-        return f" ({verdicts[view]['label']})" if view in verdicts else ""
+    def label(view: str) -> str | None:
+        """The view's verdict, shown under its number (a label beside the name would be cut in a column)."""
+        return verdicts[view]["label"] if view in verdicts else None
 
     cols = st.columns(3 if compact else 5)
-    cols[0].metric(f"meaning ε̂{label('meaning')}", fmt(ce.get("estimate")),
+    cols[0].metric("meaning ε̂", fmt(ce.get("estimate")), label("meaning"), delta_color="off", delta_arrow="off",
                    help=f"classes by {res.get('partitioner')}; 95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")  # fmt: skip
-    cols[1].metric(f"reward-view ε̂{label('reward')}", fmt(rv.get("estimate")),
+    cols[1].metric("reward-view ε̂", fmt(rv.get("estimate")), label("reward"), delta_color="off", delta_arrow="off",
                    help=f"95% CI {fmt_ci(rv.get('ci95'))}; {rv.get('classes') or 'no reward view'}")  # fmt: skip
     cols[2].metric(
         "entropy (nats)", fmt(ent.get("estimate")), help=f"{ent.get('estimator', '')} 95% CI {fmt_ci(ent.get('ci95'))}"
@@ -514,7 +521,7 @@ def view_training(runs: list[rd.RunInfo]) -> None:
     if not curves:
         st.info("The selected runs have no steps recorded yet (in progress).")
         return
-    alarms = [a for r in trains if r.label in chosen for a in rd.monitor_alarms(r)]
+    alarms = [{**a, "run": r.name} for r in trains if r.label in chosen for a in rd.monitor_alarms(r)]
     for _, fig in tp.training_figures(curves, alarms):
         show_figure(fig)
     lab_checks = [(r.name, get(r.results, "bound_checks")) for r in trains if r.label in chosen and r.kind == "lab"]
@@ -547,7 +554,7 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
     picked = []
     for i, col in enumerate(cols):
         with col:
-            picked.append(pick_run(audits, f"Audit {'AB'[i]}", f"cmp_{i}", index=i))
+            picked.append(pick_run(audits, f"Audit {'AB'[i]}", f"cmp_{i}", index=i, param=("run", "run_b")[i]))
     a, b = picked
     if a is not None and b is not None and a.path == b.path:
         st.info("Audit A and audit B are the same run; pick two different audits to compare them.")

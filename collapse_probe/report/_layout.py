@@ -30,10 +30,10 @@ __all__ = [
 
 LABEL_CHARS = 24
 """The longest axis label drawn (about 150 px at plotly's 12 px font)."""
-TITLE_CHARS = 95
-"""Characters per title line: a 900 px wide figure at plotly's 17 px title font, with room to spare."""
-NOTE_CHARS = 120
-"""Characters per line of a figure's note (13 px font)."""
+TITLE_CHARS = 60
+"""Characters per title line: a 550 px wide figure (a half-width dashboard column) at plotly's 17 px title font."""
+NOTE_CHARS = 75
+"""Characters per line of a figure's note (13 px font) in the same width."""
 LINE_PX = 22
 """Height of one wrapped title or note line."""
 

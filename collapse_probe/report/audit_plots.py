@@ -122,11 +122,15 @@ def _state_trace(go: Any, rows: Sequence[Mapping[str, Any]], name: str, colour: 
     )  # fmt: skip
 
 
+MAX_STATE_TICKS = 16
+"""States named on the x axis; with more, vertical labels would overlap in a half-width column."""
+
+
 def _category_axis(fig: Any, ids: Sequence[str]) -> None:
     ticks = short_labels([short_state_id(i) for i in ids], 30)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(ids), tickvals=list(ids),
-                     ticktext=ticks, tickangle=-35 if len(ids) > 6 else 0, automargin=True,
-                     showticklabels=len(ids) <= 40, tickfont={"size": 10 if len(ids) > 16 else 12})  # fmt: skip
+                     ticktext=ticks, autotickangles=[0, 90], automargin=True,
+                     showticklabels=len(ids) <= MAX_STATE_TICKS, tickfont={"size": 10})  # fmt: skip
 
 
 def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450) -> Any:
@@ -134,10 +138,10 @@ def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, 
         fig.add_hline(y=star, line_dash="dash", line_color="#888")
         fig.add_trace(_star_legend(star))
     n = len(fig.layout.xaxis.categoryarray or [])
+    many = f" ({n}, hover for each)"
     fig.update_layout(yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
-                      xaxis_title=xaxis_title + ("" if n <= 40 else f" ({n} states; hover for each)"), height=height,
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})  # fmt: skip
-    return titled(fig, title, top=40)
+                      xaxis_title=xaxis_title + ("" if n <= MAX_STATE_TICKS else many), height=height)  # fmt: skip
+    return titled(fig, title)  # the legend stays at the right: above the plot it would wrap into the title
 
 
 def _star_legend(star: float) -> Any:

@@ -95,9 +95,9 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
             colorbar={"title": {"text": "mean reward", "side": "right"}, "thickness": 14},
         )
     )
-    fig.update_xaxes(title_text="simulator", side="top", tickangle=-30 if len(sims) > 4 else 0, automargin=True,
-                     type="category", title_standoff=8)  # fmt: skip
-    fig.update_yaxes(title_text="policy", autorange="reversed", automargin=True, type="category", title_standoff=8)
+    fig.update_xaxes(title_text="simulator", autotickangles=[0, 90], automargin=True,
+                     type="category")  # fmt: skip
+    fig.update_yaxes(title_text="policy", autorange="reversed", automargin=True, type="category")
     titled(fig, "Cross-play matrix: mean reward" + (" [95% CI]" if with_ci else " (95% CI in the hover)"), top=10)
     fig.update_layout(height=rows_height(len(policies), per_row=48 if with_ci else 30, fixed=260))
     return fig
@@ -135,7 +135,7 @@ def transfer_bars(results: dict[str, Any]) -> Any:
     )
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888")
     fig.update_layout(xaxis_title="policy", yaxis_title="transfer ratio", yaxis_tickformat=TICK_FORMAT, height=400,
-                      xaxis={"type": "category", "automargin": True}, yaxis_rangemode="tozero")  # fmt: skip
+                      xaxis={"type": "category", "automargin": True, "autotickangles": [0, 90]}, yaxis_rangemode="tozero")  # fmt: skip
     undefined = [(x, t) for x, t in zip(xs, entries, strict=True) if t.get("transfer_ratio") is None]
     note = None
     if not entries:
@@ -169,7 +169,7 @@ def strategy_entropy_bars(results: dict[str, Any]) -> Any:
         )
     )
     fig.update_layout(xaxis_title="policy", yaxis_title="entropy (nats)", yaxis_tickformat=TICK_FORMAT, height=380,
-                      xaxis={"type": "category", "automargin": True}, yaxis_rangemode="tozero")  # fmt: skip
+                      xaxis={"type": "category", "automargin": True, "autotickangles": [0, 90]}, yaxis_rangemode="tozero")  # fmt: skip
     missing = _policy_labels(results, [e["policy"] for e in entries if e.get("strategy_entropy") is None])
     note = None
     if not entries:
@@ -225,10 +225,9 @@ def train_heldout_figure(results: dict[str, Any]) -> Any:
                                  marker={"color": "#1f77b4", "size": 13, "symbol": "diamond"}, offsetgroup="mean",
                                  hovertemplate="held-out mean %{y:.3f}<extra></extra>"))  # fmt: skip
     fig.update_layout(scattermode="group", yaxis_title="mean reward", yaxis_range=[-0.02, 1.02], height=420,
-                      xaxis={"type": "category", "automargin": True, "title": {"text": "policy"}},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})  # fmt: skip
+                      xaxis={"type": "category", "automargin": True, "title": {"text": "policy"}})  # fmt: skip
     note = None if train else "no training simulator (--train-sim): every simulator is held out"
-    return titled(fig, "Reward on the training simulator vs the held-out simulators", note, top=40)
+    return titled(fig, "Reward on the training simulator vs the held-out simulators", note)
 
 
 def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:

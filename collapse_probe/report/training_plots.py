@@ -59,9 +59,10 @@ def _layout(fig: Any, title: str, ytitle: str, yrange: Sequence[float] | None = 
         xaxis_title="training step",
         yaxis_title=ytitle,
         template="plotly_white",
-        legend={"orientation": "h", "y": -0.2},
+        # the legend at the right: below the plot its rows would run into the step axis as runs are added
+        legend={"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top", "tracegroupgap": 2},
         margin={"l": 60, "r": 20, "b": 40},
-        height=380,
+        height=max(380, 160 + 24 * len(fig.data)),  # every legend entry fits beside the plot
     )
     if yrange is not None:  # a little room at both ends: the y tick at 0 then clears the x tick at step 0
         pad = 0.02 * (yrange[1] - yrange[0])
@@ -78,7 +79,8 @@ def mark_alarms(fig: Any, alarms: Alarms, y: float) -> Any:
     for a in alarms:
         step = a.get("step")
         if isinstance(step, int | float) and not isinstance(step, bool):
-            by_step.setdefault(int(step), []).append(f"{a.get('kind') or 'alarm'}: {a.get('message') or ''}")
+            run = f"{a['run']}: " if a.get("run") else ""
+            by_step.setdefault(int(step), []).append(f"{run}{a.get('kind') or 'alarm'}: {a.get('message') or ''}")
     if not by_step:
         return fig
     for step in by_step:

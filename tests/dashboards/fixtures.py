@@ -372,18 +372,21 @@ def write_play_run(root: Path, name: str, sim: str = "scripted:models/sim_div.js
 def write_train_report_run(root: Path, name: str, steps: int = 40) -> Path:
     """A train run with its ``report.html`` written by the trainer's own report function, from the
     exact curves of a lab run (:func:`write_train_run`), and a ``monitor.jsonl`` whose rows raise a
-    collapse alarm where the simulator's ε falls below ε* = 0.2."""
+    strategy-entropy alarm where the policy's entropy has fallen 3 % below its first step's."""
     from collapse_probe.trainers.llm import write_train_report
 
     d = write_train_run(root, name, steps=steps, eval_every=5)
     metrics = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
     with open(d / "monitor.jsonl", "w", encoding="utf-8") as f:
+        start = metrics[0]["policy_entropy"]
         for m in metrics:
-            eps = m["sim_collapse_error"]
-            alarms = (
-                [{"step": m["step"], "kind": "collapse", "message": f"ε̂ {eps:.3f} < ε* = 0.2"}] if eps < 0.2 else []
-            )
-            f.write(json.dumps({"step": m["step"], "collapse_error": {"estimate": eps}, "alarms": alarms}) + "\n")
+            h = m["policy_entropy"]
+            alarms = [
+                {"step": m["step"], "kind": "strategy_entropy", "message": f"entropy {h:.3f} < 0.97 x {start:.3f}"}
+            ]
+            row = {"step": m["step"], "collapse_error": {"estimate": m["sim_collapse_error"]},
+                   "alarms": alarms if h < 0.97 * start else []}  # fmt: skip
+            f.write(json.dumps(row) + "\n")
     results = json.loads((d / "results.json").read_text())
     results.update(final={"step": steps - 1, **metrics[-1]}, advantage={"convention": "z-score within the group"},
                    config={"policy": "scripted:models/pol_a.json", "sims": ["scripted:models/sim_mode.json"],

@@ -29,6 +29,18 @@ _SCRIPT = r"""
     }
     return true;
   };
+  // text for screen readers only (a "skip to content" link): clipped to a pixel on purpose
+  const srOnly = (el) => {
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (s.display === 'contents') continue;  // draws no box of its own
+      const r = e.getBoundingClientRect();
+      const placed = s.position === 'absolute' || s.position === 'fixed';
+      if ((placed && (r.width <= 2 || r.height <= 2)) || (s.clip && s.clip !== 'auto') || s.clipPath.startsWith('inset(50%'))
+        return true;
+    }
+    return false;
+  };
   const quadOfSvgText = (el) => {
     let b;
     try { b = el.getBBox(); } catch (e) { return null; }
@@ -86,7 +98,7 @@ _SCRIPT = r"""
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const el = n.parentElement;
     if (!el || !n.textContent.trim() || el.closest('svg, script, style, noscript, canvas, [aria-hidden="true"]')) continue;
-    if (!visible(el)) continue;
+    if (!visible(el) || srOnly(el)) continue;
     const range = document.createRange();
     range.selectNodeContents(n);
     const rects = Array.from(range.getClientRects()).filter(r => r.width >= 0.5 && r.height >= 0.5);
@@ -96,6 +108,8 @@ _SCRIPT = r"""
     for (let a = el; a && a !== document.body && a.nodeType === 1; a = a.parentElement) {
       if (ellipsis(a)) { clippedBy = 'text cut with an ellipsis'; break; }
       const s = getComputedStyle(a);
+      // inside a scrolling container the text can be scrolled to: what holds the container is not clipping it
+      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) break;
       const hides = (v) => v === 'hidden' || v === 'clip';
       if (hides(s.overflowX) || hides(s.overflowY)) {
         const r = a.getBoundingClientRect();
@@ -142,6 +156,11 @@ _SCRIPT = r"""
       const inter = clip(boxes[i].quad, boxes[j].quad);
       const a = inter.length >= 3 ? Math.abs(area(inter)) : 0;
       if (a <= overlapPx2) continue;
+      // one text drawn twice in the same place (a widget's measuring copy) is not two texts colliding
+      if (boxes[i].text === boxes[j].text) {
+        const ai = Math.abs(area(boxes[i].quad)), aj = Math.abs(area(boxes[j].quad));
+        if (a >= 0.9 * Math.min(ai, aj)) continue;
+      }
       const key = boxes[i].text + '\u0000' + boxes[j].text;
       if (seen.has(key)) continue;
       seen.add(key);
@@ -159,10 +178,14 @@ def measure_text(page: Any) -> dict[str, Any]:
     return page.evaluate(_SCRIPT, [OVERLAP_PX2, CLIP_PX])
 
 
+def text_problems_of(found: dict[str, Any]) -> list[str]:
+    """One line per overlapping pair or clipped text box of a :func:`measure_text` result."""
+    return [f"{p['kind']} ({p['where']}, {p['detail']}): {p['text']}" for p in found["problems"]]
+
+
 def text_problems(page: Any) -> list[str]:
     """One line per overlapping pair or clipped text box of the page (empty: every text is readable)."""
-    found = measure_text(page)
-    return [f"{p['kind']} ({p['where']}, {p['detail']}): {p['text']}" for p in found["problems"]]
+    return text_problems_of(measure_text(page))
 
 
 def collect_console_errors(page: Any) -> list[str]:
@@ -176,3 +199,19 @@ def collect_console_errors(page: Any) -> list[str]:
 def report_lines(name: str, problems: Iterable[str]) -> str:
     lines = list(problems)
     return f"{name}: {len(lines)} problem(s)\n  " + "\n  ".join(lines)
+
+
+def show_whole_app(page: Any, width: int = 1400, limit: int = 20000) -> None:
+    """Make the viewport as tall as a Streamlit app's content, which scrolls inside the page rather
+    than with it: every element is then drawn (and measured, and in the screenshot) at once. Charts
+    draw as they come into view and make the content taller, so this repeats until it stops growing."""
+    script = (
+        "() => Math.max(...Array.from(document.querySelectorAll('[data-testid=\"stMain\"], section.main, body'))"
+        ".map(e => e.scrollHeight))"
+    )
+    for _ in range(8):
+        height = min(int(page.evaluate(script)) + 40, limit)
+        if height <= page.viewport_size["height"]:
+            break
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(1200)
