@@ -46,7 +46,9 @@ class AuditConfig:
     """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
     vs_k: int = 5
     human: str | None = None
-    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``)."""
+    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
+    ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
+    ``human_reference.people_epsilon`` reports people's own ε at them."""
     rollouts: int = 1
     """On-policy conversations per task."""
     max_turns: int | None = 3
@@ -102,7 +104,9 @@ class AuditConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
         if self.n_boot < 100:
             raise ConfigError(f"n_boot must be >= 100, got {self.n_boot}")
-        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite
+        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite, check_n_boot
+
+        check_n_boot(self.n_boot, 1, "n_boot")
 
         check_finite(self.temperature, "--temperature")
         check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")

@@ -9,15 +9,15 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
-from collapse_probe.audit._human import human_grounding, human_reference, towards_people
+from collapse_probe.audit._human import human_grounding, human_reference, people_epsilon, towards_people
 from collapse_probe.audit._report import _state_row, write_audit_report
-from collapse_probe.audit._sampling import _Sampler, _state_seed
+from collapse_probe.audit._sampling import _Sampler, _state_seed, sample_problem
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
 from collapse_probe.audit._verdict import audit_verdicts, first_infra_error, verdict_line
 from collapse_probe.audit._views import kind_views, reward_reader, reward_view_of_state
-from collapse_probe.benchmarks import Arena
+from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
@@ -94,6 +94,12 @@ def probe_states_note(arena: Arena, states: Sequence[ProbeState], config: AuditC
     return line
 
 
+def _meaning_key_description(partitioner: Any) -> str | None:
+    """Which reader gave the partition's meaning key, in words (e.g. the P4G stance model or its rules)."""
+    describe = getattr(getattr(partitioner, "key", None), "describe", None)
+    return describe() if callable(describe) else None
+
+
 VS_UNRELIABLE_RATE = 0.5
 """Share of unparsable Verbalized-Sampling replies from which the audit warns that its VS numbers
 describe the fallback draw rather than verbalized probabilities."""
@@ -149,7 +155,7 @@ async def run_audit_async(
         run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
-        for rec in run_dir.read_jsonl(SAMPLES):
+        for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
             key = (str(rec.get("state_id")), str(rec.get("mode")))
             if rec.get("status") == "infra_error" and not keep_failed:
                 done.pop(key, None)  # an infrastructure failure is sampled again on resume
@@ -164,7 +170,7 @@ async def run_audit_async(
 
         embedder = partitioner if partition == "embedding" else EmbeddingPartitioner()
 
-    tasks = arena.load_tasks(config.states, seed=config.seed)
+    tasks = _load_tasks(arena, config.states, config.seed)
     states: list[ProbeState] = []
     conv_records: list[dict[str, Any]] = []
     if policy is not None:
@@ -178,6 +184,7 @@ async def run_audit_async(
     else:
         states += benchmark_probe_states(arena, tasks)
     dialogues: list[Any] = []
+    annotated: list[Any] = []
     if config.human is not None and audit_hook(arena, "episode_from_dialogue") is None:
         raise ConfigError(
             f"--human: benchmark {arena.name} has no human dialogues to compare with (the human reference is the "
@@ -185,10 +192,16 @@ async def run_audit_async(
         )
     if config.human is not None:
         from collapse_probe.benchmarks.p4g import load_official_p4g
+        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
 
         _, dialogues = load_official_p4g(config.human)
-        # human dialogues are P4G, where max_turns is always set (3 unless given)
-        states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
+        annotated = load_annotated_dialogues(config.human, dialogues)
+        if annotated:
+            # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
+            states += human_probe_states(arena, annotated, config.states, None, config.seed)
+        else:
+            # human dialogues are P4G, where max_turns is always set (3 unless given)
+            states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
@@ -227,6 +240,7 @@ async def run_audit_async(
                             notices=notices, arena=arena,
                             states_note=None if policy is not None else probe_states_note(arena, states, config))  # fmt: skip
     summary = results["summary"]
+    results["meaning_key"] = _meaning_key_description(partitioner)
     if config.compare_vs:
         other = sims[1]
         other_summary = summarize_states(by_mode[other.mode], config)
@@ -269,6 +283,9 @@ async def run_audit_async(
                 config.n_boot,
                 config.seed,
             )
+            if annotated:
+                ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
+                                                       config.seed)  # fmt: skip
             if mode == primary.mode:
                 results["human_reference"] = ref
             else:
@@ -279,7 +296,7 @@ async def run_audit_async(
     if conv_records:
         from collapse_probe.play import summarize_rewards
 
-        results["rollouts"] = summarize_rewards(conv_records)
+        results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         results["usage"] = usage.finish()
         run_dir.write_results(results)
@@ -334,6 +351,24 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "trajectory": traj,
         "states": [_state_row(r) for r in records],
     }
+
+
+def _load_tasks(arena: Arena, states: int, seed: int) -> list[Any]:
+    """The audit's tasks, one per probe state; too many is an error naming ``--states`` (the arena
+    itself speaks of the ``--tasks`` of the commands that run conversations)."""
+    try:
+        return arena.load_tasks(states, seed=seed)
+    except ConfigError:
+        try:
+            available = len(arena.load_tasks(None, seed=seed))
+        except ConfigError:
+            available = None
+        if available is not None and states > available:
+            raise ConfigError(
+                f"--states {states}: the {arena.name} benchmark has {available} tasks, and each probe state comes "
+                f"from one; use --states {available} or fewer"
+            ) from None
+        raise
 
 
 def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:

@@ -217,6 +217,7 @@ async def run_audit_from_async(
             prefix has two replies.
     """
     from collapse_probe.audit._pipeline import _make_partitioner, audit_results, resolve_partition
+    from collapse_probe.benchmarks import declared_reward_range
     from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
     from collapse_probe.play import summarize_rewards
     from collapse_probe.rollout import RunDir
@@ -322,7 +323,8 @@ async def run_audit_from_async(
     results["simulator_errors"] = simulator_error_summary(convs)
     results["rollouts"] = summarize_rewards(
         [{"reward": c.reward, "status": "infra_error" if c.infra_error else "done", "infra_error": c.infra_error,
-          "task_id": c.task_id} for c in convs]
+          "task_id": c.task_id} for c in convs],
+        reward_range=declared_reward_range(arena),
     )  # fmt: skip
     if run_dir is not None:
         from collapse_probe.audit._report import write_audit_report

@@ -74,6 +74,7 @@ def summary_table(results: dict[str, Any]) -> str:
         ("threshold ε*", f"{star:g}  (--epsilon-star: a view is COLLAPSED when its interval lies below ε*)"),
         ("infra failures excluded", str(s["infra_failures"])),
         ("meaning view: classes by", part + ("  (by meaning)" if part in ("embedding", "judge") else "  (not by meaning)")),
+        *([("  meaning key", results["meaning_key"])] if results.get("meaning_key") else []),
         ("  collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"
          + (f"  no meaning verdict: {meaning['reason']}" if meaning.get("label") == NOT_MEASURED else "")
          if meaning.get("label") in (NOT_MEASURED, "") else view_text(meaning, star)),
@@ -119,8 +120,10 @@ def summary_table(results: dict[str, Any]) -> str:
         if "wasserstein" in d:
             rows.append(("donations vs human",
                          f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}"))  # fmt: skip
+    from collapse_probe.audit._human import people_epsilon_rows
     from collapse_probe.report._layout import display_width, pad
 
+    rows += people_epsilon_rows(results)
     width = max(display_width(r[0]) for r in rows)
     return "\n".join(f"{pad(k, width)}  {v}" for k, v in rows)
 

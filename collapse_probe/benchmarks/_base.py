@@ -97,6 +97,23 @@ class Arena(Protocol):
         ...
 
 
+def declared_reward_range(arena: Any) -> tuple[float, float] | None:
+    """The bounds ``(low, high)`` an arena declares for its reward (its optional ``reward_range``
+    attribute), or ``None`` when it declares none.
+
+    Reward intervals use them to stay inside the range and to keep their level when every task
+    scored a bound (``collapse_probe.metrics.transfer``). An arena whose reward is bounded declares
+    them as a class attribute, e.g. ``reward_range = (0.0, 1.0)``.
+
+    Raises:
+        ~collapse_probe.errors.ConfigError: the declared value is not two finite numbers with low < high.
+    """
+    from collapse_probe.limits import check_range
+
+    declared = getattr(arena, "reward_range", None)
+    return None if declared is None else check_range(declared, f"arena {getattr(arena, 'name', arena)!r}: reward_range")
+
+
 @runtime_checkable
 class AuditHooks(Protocol):
     """Optional arena hooks the audit uses; an arena implements any subset (each is looked up with

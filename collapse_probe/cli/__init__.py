@@ -247,6 +247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.command in RUN_COMMANDS and code != 2:
             print(_observe.summary_line(), file=sys.stderr)
+            first = _observe.first_error_line()
+            if first is not None:
+                print(first, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import math
 import os
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -137,10 +136,19 @@ def add_out(p: argparse.ArgumentParser, default: str | None = None, resume_flags
 
 
 def resolve_out(args: argparse.Namespace) -> None:
-    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`)."""
-    if isinstance(getattr(args, "out", None), AutoOut):
-        args.out = args.out.resolve()
-        print(f"run directory: {args.out}", file=sys.stderr)
+    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`), named on stderr once
+    the run has checked and taken it; refuse an empty ``--out`` (``--out ''`` or
+    ``COLLAPSE_PROBE_OUT=''``), which would put the run's files into the current directory."""
+    out = getattr(args, "out", None)
+    if isinstance(out, AutoOut):
+        args.out = out.resolve()
+        from collapse_probe.rollout._rundir import announce_when_created
+
+        announce_when_created(args.out)
+    elif isinstance(out, str) and not out.strip():
+        raise ConfigError(
+            f"--out: expected a run directory, got {out!r}; an empty path would write the run into the current directory"
+        )
 
 
 def add_cache(p: argparse.ArgumentParser) -> None:
@@ -196,18 +204,20 @@ def print_usage(args: argparse.Namespace) -> None:
     """Print the run's spend (``usage.json`` of ``--out``) after a command that calls models."""
     if not hasattr(args, "cost_limit") or not getattr(args, "out", None):
         return
-    import json
     from pathlib import Path
 
-    from collapse_probe.models._usage import USAGE_FILE, format_usage
+    from collapse_probe import _observe
+    from collapse_probe.models._usage import USAGE_FILE, format_usage, read_usage_file
 
     p = Path(args.out) / USAGE_FILE
-    try:
-        usage = json.loads(p.read_text(encoding="utf-8")).get("usage")
-    except (OSError, ValueError, AttributeError):
+    if not os.path.lexists(p):
         return
-    if isinstance(usage, dict):
-        print(format_usage(usage))
+    try:
+        usage = {k: u.to_dict() for k, u in read_usage_file(p).items()}
+    except ConfigError as exc:
+        print(f"usage: not shown: {exc}")
+        return
+    print(format_usage(usage, failures=_observe.tally()["infra_failures"]))
 
 
 def apply_budget(args: argparse.Namespace) -> None:
@@ -399,7 +409,8 @@ def load_models_with_options(
 
     Raises:
         ConfigError: ``-M`` names a role this command has no model for, or gives one model two
-            different sets of options through two roles.
+            different values of one option through two roles (options of different roles that a
+            model plays are merged: it is one backend instance).
     """
     from collapse_probe.cli._config import parse_model_args
     from collapse_probe.models import get_model, resolve_spec
@@ -413,17 +424,24 @@ def load_models_with_options(
             raise ConfigError(
                 f"-M/--model-arg: this run has no {role!r} model (roles here: {', '.join(r for r in roles if roles[r])})"
             )
+    # one model is one backend instance, whatever roles it plays: the options its roles give are
+    # merged, and only two different values for the same option conflict
     wanted: dict[str, dict[str, Any]] = {}
+    given_by: dict[tuple[str, str], str] = {}
     for role, specs in roles.items():
         options = {**parsed.get("*", {}), **parsed.get(role, {})}
         for spec in specs:
             model = resolve_spec(parse_participant_spec(spec)[1])
-            if model in wanted and wanted[model] != options:
-                raise ConfigError(
-                    f"-M/--model-arg: model {model!r} plays two roles with different options "
-                    f"({wanted[model]} vs {options}); give the options without a role"
-                )
-            wanted[model] = options
+            merged = wanted.setdefault(model, {})
+            for key, value in options.items():
+                if key in merged and merged[key] != value:
+                    raise ConfigError(
+                        f"-M/--model-arg: model {model!r} plays the {given_by[(model, key)]} and {role} roles with "
+                        f"different values of {key} ({merged[key]!r} vs {value!r}); one model has one value: give "
+                        f"{key}={value} without a role, or use two models"
+                    )
+                merged[key] = value
+                given_by.setdefault((model, key), role)
     for model, options in wanted.items():
         get_model(model, **options)
 

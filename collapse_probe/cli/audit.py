@@ -57,7 +57,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn (default 5)"
     )
     p.add_argument(
-        "--human", default=env("human", None), help="directory with the official P4G CSVs: compare with human donors"
+        "--human",
+        default=env("human", None),
+        help="directory with the official P4G CSVs: add human-grounded states and compare with the human "
+        "persuadees (with annotated_dialog.csv there: people's own ε at the matched states too)",
     )
     p.add_argument(
         "--rollouts", type=int, default=env("rollouts", 1), help="on-policy conversations per task (default 1)"
@@ -178,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         return run_from(args)
     from collapse_probe.audit import AuditConfig, run_audit
 
-    check_specs([args.sim] + ([args.policy] if args.policy else []))
+    check_specs([args.sim] + ([args.policy] if args.policy else []) + ([args.judge] if args.judge else []))
     roles = {
         "sim": [args.sim],
         "policy": [args.policy] if args.policy else [],

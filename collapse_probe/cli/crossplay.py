@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
-    check_specs([*policies, *sims])
+    check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
     load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
     arena = arena_from_args(args, [*policies, *sims])
     arena_options = (
@@ -149,18 +149,27 @@ def format_matrix(results: dict) -> str:
     cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
     plabels, slabels = matrix_labels(results)
     slabels = [lab.replace(" (train)", "*") for lab in slabels]
-    width = max(12, *(display_width(s) + 2 for s in slabels))
-    pw = max(8, *(display_width(p) + 2 for p in plabels))
-    head = pad("policy", pw) + "".join(pad(s, width, right=True) for s in slabels)
-    lines = [f"mean reward ({results['benchmark']}; * = training simulator; [n, infra failures])", head]
-    for p, plabel in zip(results["policies"], plabels, strict=True):
-        row = pad(plabel, pw)
+    rr = results.get("reward_range")
+    inside = f", inside [{rr[0]:g}, {rr[1]:g}]" if rr else ""
+    table = []
+    for p in results["policies"]:
+        row = []
         for s in sims:
             c = cells[(p, s)]
-            m = c["mean_reward"]
-            val = "n/a" if m is None else f"{m:.3f}"
-            row += pad(f"{val} [{c['n']},{c['infra_failures']}]", width, right=True)
-        lines.append(row)
+            m, ci = c["mean_reward"], c.get("ci95")
+            val = "n/a" if m is None else f"{m:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            row.append(f"{val} ({c['n']},{c['infra_failures']})")
+        table.append(row)
+    width = max(12, *(display_width(s) + 2 for s in slabels), *(display_width(v) + 2 for r in table for v in r))
+    pw = max(8, *(display_width(p) + 2 for p in plabels))
+    head = pad("policy", pw) + "".join(pad(s, width, right=True) for s in slabels)
+    lines = [
+        f"mean reward [95% CI over tasks{inside}] ({results['benchmark']}; * = training simulator; "
+        "(n, infra failures))",
+        head,
+    ]
+    for plabel, row in zip(plabels, table, strict=True):
+        lines.append(pad(plabel, pw) + "".join(pad(v, width, right=True) for v in row))
     legend = [(lab, name) for lab, name in zip([*plabels, *slabels], [*results["policies"], *sims], strict=True)
               if lab.removesuffix("*") != name]  # fmt: skip
     if legend:
@@ -171,6 +180,8 @@ def format_matrix(results: dict) -> str:
         ci = t.get("ci95")
         r = t.get("transfer_ratio")
         ci_s = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
+        if not ci and t.get("ci95_lower") is not None:
+            ci_s = f" (95% CI {t['ci95_lower']:.3f}-unbounded: {t.get('note')})"
         lines.append(
             f"transfer {label.get(t['policy'], t['policy'])}: "
             + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")

@@ -11,7 +11,6 @@ written, or was killed mid-write, as "in progress" instead of failing.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
 
 from collapse_probe.report import runs as rd  # noqa: E402
 
-VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Compare")
+VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare")
 AUDIT_KINDS = ("audit",)
 CROSSPLAY_KINDS = ("crossplay",)
 TRAINING_KINDS = ("train", "lab")
@@ -46,7 +45,7 @@ def runs_root() -> Path:
 
 def _stamp(path: Path) -> tuple[int, int]:
     try:
-        st_ = path.stat()
+        st_ = path.lstat()
         return st_.st_mtime_ns, st_.st_size
     except OSError:
         return 0, 0
@@ -59,9 +58,13 @@ def _jsonl_cached(path: str, stamp: tuple[int, int]) -> rd.JsonlRead:
 
 
 def jsonl(run: rd.RunInfo, name: str) -> rd.JsonlRead:
-    """A run's JSONL file, re-read only when it changed on disk."""
+    """A run's JSONL file, re-read only when it changed on disk; a file that is not read (a link, a
+    FIFO, too large) is one warning line on this run."""
     p = run.file(name)
-    return _jsonl_cached(str(p), _stamp(p))
+    read = _jsonl_cached(str(p), _stamp(p))
+    if read.problem:
+        st.warning(f"{run.name}: {read.problem}")
+    return read
 
 
 def md_text(text: Any) -> str:
@@ -199,22 +202,23 @@ NO_MODELS = ("lab", "lab-compare", "gate")
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
     """Model calls, tokens and cost of a run as text: ``results.json``'s ``usage``, or ``usage.json``
     while it runs; "—" where the run kind calls no model, "not recorded" where a run has no usage."""
-    usage = get(run.results, "usage") if isinstance(run.results, dict) else None
-    if not isinstance(usage, dict):
-        try:
-            usage = json.loads(run.file("usage.json").read_text(encoding="utf-8")).get("usage")
-        except (OSError, ValueError, AttributeError):
-            usage = None
-    if not isinstance(usage, dict):
+    usage, problem = rd.read_usage(run)
+    if problem and problem not in run.problems:
+        run.problems.append(problem)
+    if not isinstance(usage, dict) or not usage:
         none = "—" if run.kind in NO_MODELS else "not recorded"
         return {"model calls": none, "tokens": none, "cost (USD)": none}
     rows = [u for u in usage.values() if isinstance(u, dict)]
+
+    def whole(v: Any) -> int:
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
     costs = [u.get("cost_usd") for u in rows]
-    cost = "unknown" if any(c is None for c in costs) else f"{sum(float(c) for c in costs if c is not None):.4f}"
+    known = [c for c in costs if isinstance(c, int | float) and not isinstance(c, bool) and c == c]
     return {
-        "model calls": f"{sum(int(u.get('requests') or 0) for u in rows):,}",
-        "tokens": f"{sum(int(u.get('input_tokens') or 0) + int(u.get('output_tokens') or 0) for u in rows):,}",
-        "cost (USD)": cost,
+        "model calls": f"{sum(whole(u.get('requests')) for u in rows):,}",
+        "tokens": f"{sum(whole(u.get('input_tokens')) + whole(u.get('output_tokens')) for u in rows):,}",
+        "cost (USD)": f"{sum(float(c) for c in known):.4f}" if len(known) == len(costs) else "unknown",
     }
 
 
@@ -273,6 +277,8 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
             ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
             ("the human persuadee's actual reply at each human-grounded state, among the simulator's classes",
              ap.grounding_table(res)),
+            ("people's own ε at the matched states (annotated dialogues) beside the simulator's",
+             ap.people_epsilon_table(res)),
             ("does Verbalized Sampling move the simulator towards the people?", ap.towards_people_table(res)),
         ):  # fmt: skip
             if table:
@@ -539,6 +545,38 @@ def view_training(runs: list[rd.RunInfo]) -> None:
         )
 
 
+# -- live collapse monitor
+
+
+def view_monitor(runs: list[rd.RunInfo]) -> None:
+    """The collapse monitor's rows of one run (``monitor.jsonl``): ε̂ per step in both views, alarms."""
+    from collapse_probe.monitor import monitor_figures
+
+    st.subheader("Collapse monitor: the simulator's ε on the states training visits, step by step")
+    monitored = [r for r in runs if r.kind == "monitor" or "monitor.jsonl" in r.files]
+    if not monitored:
+        st.info("No monitor runs found. Give `CollapseMonitor(out=...)` a directory under the runs root.")
+        return
+    run = pick_run(monitored, "Monitor run", "monitor_run")
+    if run is None:
+        return
+    rows = jsonl(run, "monitor.jsonl").records
+    if not rows:
+        st.info("This monitor has recorded no step yet.")
+        return
+    eps_star = get(run.config, "monitor", "epsilon_star")
+    for _, fig in monitor_figures(rows, eps_star if isinstance(eps_star, int | float) else None):
+        show_figure(fig)
+    alarms = [a for r in rows for a in r.get("alarms", []) if isinstance(a, dict)]
+    if alarms:
+        import pandas as pd
+
+        st.markdown("**Alarms**")
+        st.dataframe(
+            pd.DataFrame([{k: a.get(k) for k in ("step", "kind", "message")} for a in alarms]), hide_index=True
+        )
+
+
 # -- compare
 
 
@@ -598,6 +636,7 @@ def main() -> None:
         "Simulator": lambda: view_simulator(runs),
         "Cross-play": lambda: view_crossplay(runs),
         "Training": lambda: view_training(runs),
+        "Monitor": lambda: view_monitor(runs),
         "Compare": lambda: view_compare(runs),
     }[view]
     try:

@@ -42,6 +42,7 @@ __all__ = [
     "donation_comparison_figure",
     "human_diversity_table",
     "other_mode",
+    "people_epsilon_table",
     "short_state_id",
     "state_classes",
     "states_by_mode",
@@ -646,6 +647,30 @@ def realism_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": ["measure", "value", "95% CI"], "rows": rows}
 
 
+def people_epsilon_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """People's own ε at the matched states beside the simulator's, per persuader act and on average
+    (``human_reference.people_epsilon``; ``None`` without annotated dialogues)."""
+    pe = (results.get("human_reference") or {}).get("people_epsilon")
+    if not pe:
+        return None
+
+    def cell(x: Mapping[str, Any], key: str = "collapse_error") -> str:
+        return f"{_f(x.get(key))} {_ci(x.get('ci95'))}".strip()
+
+    rows = [["mean over persuader acts", cell(pe["people"], "estimate"), cell(pe["people_acts"], "estimate"),
+             cell(pe["simulator_pooled"], "estimate"), cell(pe["simulator_within_state"], "estimate"),
+             f"{pe['n_people_replies']} / {pe['n_states']}"]]  # fmt: skip
+    for g in pe["groups"]:
+        rows.append([g["persuader_act"], cell(g["people"]), f"{cell(g['people_acts'])} (mode {g['people_acts']['modal_act']})",
+                     cell(g["simulator_pooled"]), cell(g["simulator_within_state"], "estimate"),
+                     f"{g['people']['n']} / {g['n_states']}"])  # fmt: skip
+    return {
+        "columns": ["state (the persuader's act)", "people's ε, stance", "people's ε, act", "simulator's ε, stance (pooled)",
+                    "simulator's ε, stance (within a state)", "human replies / audited states"],
+        "rows": rows,
+    }  # fmt: skip
+
+
 def grounding_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """One row per human-grounded state: the human's actual reply and where it falls among the simulator's classes."""
     rows = (results.get("human_reference") or {}).get("grounding_states") or []
@@ -691,6 +716,10 @@ def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, An
         for title, table in (
             ("Realism: the simulator next to the people", realism_table(results)),
             ("Realism: the human's actual reply at each human-grounded state", grounding_table(results)),
+            (
+                "People as the reference: their own ε at the matched states beside the simulator's",
+                people_epsilon_table(results),
+            ),
             ("Realism: does Verbalized Sampling move the simulator towards the people?", towards_people_table(results)),
         ):
             if table:

@@ -43,8 +43,9 @@ def labels_table(results: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def reward_heatmap(results: dict[str, Any]) -> Any:
-    """Policy x simulator mean reward with each cell's 95 % CI written under its mean (the transfer
-    matrix with intervals); hovering a cell shows the full specs, n and infra failures.
+    """Policy x simulator mean reward with each cell's 95 % CI over tasks written under its mean (the
+    transfer matrix with intervals); hovering a cell shows the full specs, the interval's method, n and
+    infra failures.
 
     The training simulator's column is marked with a ``(train)`` suffix. Cells with no scored
     conversation are blank. Labels are short (:func:`matrix_labels`); the figure grows with the
@@ -68,8 +69,10 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
             if with_ci and m is not None and c.get("ci95"):
                 cell += f"<br>[{_fmt(ci[0], 2)}, {_fmt(ci[1], 2)}]"
             tr.append(cell)
+            method = f" ({c['ci95_method']})" if c.get("ci95_method") else ""
             hr.append(
                 f"policy {p}<br>simulator {s}<br>mean reward {_fmt(m)}<br>95% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+                f" over {c.get('n_tasks', 'n/a')} tasks{method}"
                 f"<br>success rate {_fmt(c.get('success_rate'))}<br>n {c.get('n', 0)}"
                 f"<br>infra failures {c.get('infra_failures', 0)}"
             )
@@ -115,7 +118,7 @@ def transfer_bars(results: dict[str, Any]) -> Any:
         for t in entries
     ]
     minus = [
-        (t["transfer_ratio"] - t["ci95"][0]) if t.get("ci95") and t.get("transfer_ratio") is not None else 0
+        (t["transfer_ratio"] - _lower(t)) if _lower(t) is not None and t.get("transfer_ratio") is not None else 0
         for t in entries
     ]
     hover = [
@@ -146,6 +149,11 @@ def transfer_bars(results: dict[str, Any]) -> Any:
     sims = dict(zip(results.get("simulators") or [], matrix_labels(results)[1], strict=True))
     name = sims.get(train, str(train)).removesuffix(" (train)")
     return titled(fig, f"Transfer ratio (held-out / {name} reward)", note)
+
+
+def _lower(t: dict[str, Any]) -> float | None:
+    """The lower end of a transfer ratio's CI, also when the interval has no upper end."""
+    return t["ci95"][0] if t.get("ci95") else t.get("ci95_lower")
 
 
 def strategy_entropy_bars(results: dict[str, Any]) -> Any:
@@ -231,7 +239,7 @@ def train_heldout_figure(results: dict[str, Any]) -> Any:
 
 
 def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
-    """The cells as a ``{"columns", "rows"}`` table for reports."""
+    """The cells as a ``{"columns", "rows"}`` table for reports (the CI is over tasks)."""
     rows = []
     for c in results["cells"]:
         ci = c.get("ci95") or [None, None]
@@ -240,6 +248,7 @@ def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
                 c["policy"],
                 c["simulator"],
                 c.get("n"),
+                c.get("n_tasks"),
                 c.get("mean_reward"),
                 ci[0],
                 ci[1],
@@ -248,7 +257,17 @@ def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
             ]
         )
     return {
-        "columns": ["policy", "simulator", "n", "mean reward", "CI low", "CI high", "success rate", "infra failures"],
+        "columns": [
+            "policy",
+            "simulator",
+            "n",
+            "tasks",
+            "mean reward",
+            "95% CI low",
+            "95% CI high",
+            "success rate",
+            "infra failures",
+        ],  # fmt: skip
         "rows": rows,
     }
 

@@ -88,12 +88,15 @@ def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = Fals
 
 
 def write_gate_verdict(crossplay_dir: Path, out: Path) -> dict[str, Any]:
-    """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does."""
+    """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does
+    (``--decision point``: 4 tasks x 2 rollouts are too few for the default interval rule to decide)."""
     from collapse_probe.gate import gate_run_dir
 
     crossplay_dir = crossplay_dir.resolve()
     with _cwd(crossplay_dir.parent):
-        verdict = gate_run_dir(crossplay_dir, "scripted:models/pol_a.json", min_transfer=0.8).to_dict()
+        verdict = gate_run_dir(
+            crossplay_dir, "scripted:models/pol_a.json", min_transfer=0.8, decision="point"
+        ).to_dict()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(verdict, indent=2) + "\n")
     return verdict
@@ -369,24 +372,31 @@ def write_play_run(root: Path, name: str, sim: str = "scripted:models/sim_div.js
     return root / name
 
 
+def write_monitor_rows(out: Path, steps: int = 24, states: int = 4, collapse_at: int = 12) -> Path:
+    """A monitor run directory written by :class:`~collapse_probe.monitor.CollapseMonitor` itself: each
+    step shadows ``states`` states with six replies, varied before ``collapse_at`` and one reply after
+    it, so the rows from there on raise the collapse alarm; its ``report.html`` is the monitor's own."""
+    from collapse_probe.monitor import CollapseMonitor
+
+    m = CollapseMonitor(partition="exact", out=out, seed=0)
+    for step in range(steps):
+        for s in range(states):
+            replies = [f"[DONATE ${(s + k) % 4}]" for k in range(6)] if step < collapse_at else ["[DONATE $1]"] * 6
+            m.record_turn(f"{step}-{s}", replies[0], replies[1:])
+        m.end_step(step, rewards=[0.25 + 0.5 * (step >= collapse_at)] * states)
+    m.close()
+    return out
+
+
 def write_train_report_run(root: Path, name: str, steps: int = 40) -> Path:
     """A train run with its ``report.html`` written by the trainer's own report function, from the
-    exact curves of a lab run (:func:`write_train_run`), and a ``monitor.jsonl`` whose rows raise a
-    strategy-entropy alarm where the policy's entropy has fallen 3 % below its first step's."""
+    exact curves of a lab run (:func:`write_train_run`), and the collapse monitor's rows in its
+    ``monitor/`` subdirectory, where the LLM trainers keep them (:func:`write_monitor_rows`)."""
     from collapse_probe.trainers.llm import write_train_report
 
     d = write_train_run(root, name, steps=steps, eval_every=5)
     metrics = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
-    with open(d / "monitor.jsonl", "w", encoding="utf-8") as f:
-        start = metrics[0]["policy_entropy"]
-        for m in metrics:
-            h = m["policy_entropy"]
-            alarms = [
-                {"step": m["step"], "kind": "strategy_entropy", "message": f"entropy {h:.3f} < 0.97 x {start:.3f}"}
-            ]
-            row = {"step": m["step"], "collapse_error": {"estimate": m["sim_collapse_error"]},
-                   "alarms": alarms if h < 0.97 * start else []}  # fmt: skip
-            f.write(json.dumps(row) + "\n")
+    write_monitor_rows(d / "monitor", steps=steps, collapse_at=steps // 2)
     results = json.loads((d / "results.json").read_text())
     results.update(final={"step": steps - 1, **metrics[-1]}, advantage={"convention": "z-score within the group"},
                    config={"policy": "scripted:models/pol_a.json", "sims": ["scripted:models/sim_mode.json"],
@@ -410,6 +420,7 @@ def write_report_runs(root: Path) -> dict[str, Path]:
     reports["play"] = write_play_run(root, "play") / "report.html"
     reports["play_all_failed"] = write_play_run(root, "play-server-down", DOWN_SERVER) / "report.html"
     reports["train"] = write_train_report_run(root, "train-with-monitor") / "report.html"
+    reports["monitor"] = write_monitor_rows(root / "monitor-collapsing") / "report.html"
     for what, argv, page in (
         ("lab", ["--steps", "30"], "report.html"),
         ("lab_compare", ["--compare", "--seeds", "2", "--steps", "20"], "compare.html"),

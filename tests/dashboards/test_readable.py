@@ -31,6 +31,7 @@ REPORTS = (
     "play",
     "play_all_failed",
     "train",
+    "monitor",
     "lab",
     "lab_compare",
     "lab_sweep",
@@ -43,6 +44,7 @@ VIEWS = (
     ("Cross-play", "crossplay-8x8-long-specs", None),
     ("Cross-play", "crossplay-server-down", None),
     ("Training", None, None),
+    ("Monitor", "monitor-collapsing", None),
     ("Compare", "audit-long-specs-32-states", "audit-on-policy-vs"),
     ("Compare", "audit-on-policy-vs", "audit-server-down"),
 )

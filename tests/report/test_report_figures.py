@@ -16,7 +16,8 @@ DONOR = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "scrip
 
 
 def _notes(fig) -> str:
-    return " ".join(a.text for a in fig.layout.annotations)
+    """The figure's notes as one line (a note is wrapped to the figure's width by ``<br>``)."""
+    return " ".join(a.text.replace("<br>", " ") for a in fig.layout.annotations)
 
 
 def test_play_writes_a_report(tmp_path) -> None:

@@ -201,6 +201,9 @@ class CooperBenchArena:
         command_limits: sandbox limits of one bash command.
     """
 
+    reward_range = (0.0, 1.0)
+    """Success is 1, a failed pair 0 (0.5 with ``partial_reward``; see :func:`~collapse_probe.benchmarks.declared_reward_range`)."""
+
     def __init__(
         self,
         name: str = "cooperbench",

@@ -93,6 +93,9 @@ class Tau2Arena:
             it ends the episode with reason ``max_turns``, which scores 0 like ``max_steps``.
     """
 
+    reward_range = (0.0, 1.0)
+    """The reward is a product of per-basis scores in [0, 1] (see :func:`~collapse_probe.benchmarks.declared_reward_range`)."""
+
     def __init__(
         self,
         domain: str,
