@@ -144,6 +144,8 @@ def verdict_line(
     star = config.epsilon_star
     views = {k: verdicts[k] for k in ("reward", "meaning")}
     if not views["meaning"].get("n_states"):
+        from collapse_probe._observe import no_result_reason
+
         return "NO RESULT: no state could be measured " + no_result_reason(infra_failures, first_error)
     measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
     if not measured:
@@ -202,14 +204,3 @@ def first_infra_error(summary: dict[str, Any]) -> str | None:
     """The first infrastructure failure's message of a ``summary`` block (``None`` without one)."""
     errors = summary.get("infra_errors") or []
     return str(errors[0]) if errors else None
-
-
-def no_result_reason(infra_failures: int, first_error: str | None, limit: int = 300) -> str:
-    """``(N infrastructure failures; the first: MESSAGE; rerun the same command to retry them)``: why
-    a run has no result and what to do, for the end of its one NO RESULT line."""
-    if not infra_failures:
-        return "(no state to measure)"
-    text = " ".join(str(first_error or "no message recorded").split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return f"({infra_failures} infrastructure failures; the first: {text}; rerun the same command to retry them)"

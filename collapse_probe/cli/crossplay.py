@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_matrix(results))
     print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
     if not any(c.get("mean_reward") is not None for c in results["cells"]):
-        from collapse_probe.audit._verdict import no_result_reason
+        from collapse_probe._observe import no_result_reason
 
         failures = sum(int(c.get("infra_failures") or 0) for c in results["cells"])
         first = next((str(e) for c in results["cells"] for e in (c.get("infra_errors") or {})), None)

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{who:>9}: {m.get('content')}")
     print()
     if summary["mean_reward"] is None:
-        from collapse_probe.audit._verdict import no_result_reason
+        from collapse_probe._observe import no_result_reason
 
         first = next((str(r["infra_error"]) for r in records if r.get("infra_error")), None)
         print(f"NO RESULT: no scored conversations {no_result_reason(summary['infra_failures'], first)}")
