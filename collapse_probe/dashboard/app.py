@@ -273,6 +273,8 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
                 f"donations: {donations.get('note')} ({donations.get('n_simulated')} simulated, "
                 f"{donations.get('n_human')} human); simulated donations come from the states that ask for an amount"
             )
+        if (res["human_reference"] or {}).get("people_epsilon"):
+            figure_or_note(ap.people_vs_simulator_figure, res)
         for caption, table in (
             ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
             ("the human persuadee's actual reply at each human-grounded state, among the simulator's classes",

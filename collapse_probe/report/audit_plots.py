@@ -43,6 +43,7 @@ __all__ = [
     "human_diversity_table",
     "other_mode",
     "people_epsilon_table",
+    "people_vs_simulator_figure",
     "short_state_id",
     "state_classes",
     "states_by_mode",
@@ -647,6 +648,40 @@ def realism_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": ["measure", "value", "95% CI"], "rows": rows}
 
 
+def people_vs_simulator_figure(results: Mapping[str, Any]) -> Any:
+    """People's ε of the stance at the matched states beside the simulator's (pooled over its samples),
+    per persuader act and on average, each with its 95 % CI (``human_reference.people_epsilon``;
+    ``None`` without annotated dialogues). The two are measured with the same classes (stances)."""
+    import plotly.graph_objects as go
+
+    pe = (results.get("human_reference") or {}).get("people_epsilon")
+    if not pe:
+        return None
+    # (the state, people's ε, the simulator's ε, the key of the estimate: a mean's or one group's)
+    rows: list[tuple[str, Mapping[str, Any], Mapping[str, Any], str]] = [
+        ("mean over persuader acts", pe["people"], pe["simulator_pooled"], "estimate")
+    ]
+    rows += [(g["persuader_act"], g["people"], g["simulator_pooled"], "collapse_error") for g in pe["groups"]]
+    labels = short_labels([r[0] for r in rows])
+    fig = go.Figure()
+    for k, (name, colour) in enumerate((("people (95% CI)", "#2ca02c"), ("simulator (95% CI)", "#1f77b4"))):
+        views = [(r[1] if k == 0 else r[2]) for r in rows]
+        ys = [v.get(r[3]) for v, r in zip(views, rows, strict=True)]
+        ci = [v.get("ci95") or [y, y] for v, y in zip(views, ys, strict=True)]
+        fig.add_trace(go.Scatter(
+            x=labels, y=ys, mode="markers", name=name, offsetgroup=name, marker={"color": colour, "size": 10},
+            error_y={"type": "data", "symmetric": False, "thickness": 1,
+                     "array": [max(c[1] - y, 0) if y is not None and c[1] is not None else 0 for y, c in zip(ys, ci, strict=True)],
+                     "arrayminus": [max(y - c[0], 0) if y is not None and c[0] is not None else 0 for y, c in zip(ys, ci, strict=True)]},
+            customdata=[[r[0], c[0], c[1]] for r, c in zip(rows, ci, strict=True)],
+            hovertemplate="%{customdata[0]}<br>ε̂ %{y:.3f} [%{customdata[1]:.3f}, %{customdata[2]:.3f}]<extra>" + name + "</extra>",
+        ))  # fmt: skip
+    fig.update_layout(scattermode="group", yaxis_title="ε̂ of the stance (0 = one stance)", yaxis_range=[-0.02, 1.02],
+                      xaxis={"type": "category", "automargin": True, "autotickangles": [0, 90],
+                             "title": {"text": "state (the persuader's act)"}}, height=420)  # fmt: skip
+    return titled(fig, "People vs the simulator at the matched states: ε of the stance")
+
+
 def people_epsilon_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """People's own ε at the matched states beside the simulator's, per persuader act and on average
     (``human_reference.people_epsilon``; ``None`` without annotated dialogues)."""
@@ -713,6 +748,8 @@ def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, An
         sections.append(("Simulator share of reward variance (Lemma 3.3)", variance_share_table(results)))
     if results.get("human_reference"):
         sections.append(("Realism: donations, simulator vs people", donation_comparison_figure(results)))
+        if people_vs_simulator_figure(results) is not None:
+            sections.append(("People vs the simulator: ε at the matched states", people_vs_simulator_figure(results)))
         for title, table in (
             ("Realism: the simulator next to the people", realism_table(results)),
             ("Realism: the human's actual reply at each human-grounded state", grounding_table(results)),

@@ -8,7 +8,6 @@ Screenshots go to ``$COLLAPSE_PROBE_ARTIFACTS`` (CI keeps them), else to the tes
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import fixtures  # noqa: E402  (tests/dashboards/fixtures.py)
 import layout  # noqa: E402
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _artifacts, _free_port, _wait_healthy  # noqa: E402
+from test_browser import CHROMIUM, _artifacts, launch_chromium, serve_dashboard  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -67,14 +66,7 @@ def runs(tmp_path_factory) -> tuple[Path, dict[str, Path]]:
 @pytest.fixture(scope="module")
 def browser():
     _chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from launch_chromium()
 
 
 def _drawn(page) -> None:
@@ -131,25 +123,7 @@ def test_reports_are_small(runs):
 def served(runs, tmp_path_factory):
     pytest.importorskip("streamlit")
     root, _ = runs
-    port = _free_port()
-    log = tmp_path_factory.mktemp("log") / "dashboard.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "collapse_probe.cli", "dashboard", str(root), "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from serve_dashboard(root, tmp_path_factory.mktemp("log") / "dashboard.log")
 
 
 @pytest.mark.parametrize(("view", "run", "run_b"), VIEWS, ids=[f"{v}-{r or 'all'}" for v, r, _ in VIEWS])
