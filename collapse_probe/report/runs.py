@@ -119,7 +119,10 @@ class RunInfo:
 
     @property
     def complete(self) -> bool:
-        """``results.json`` was read and carries a schema (or, for a gate, a verdict was written)."""
+        """``results.json`` was read and carries a schema (or, for a gate, a verdict was written; for a
+        monitor, which writes no ``results.json``, its rows are there and no process writes them any more)."""
+        if self.kind == "monitor" and self.schema is None:
+            return MONITOR_FILE in self.files and not _monitor_writing(self.path)
         return self.schema is not None or (self.kind == "gate" and bool(self.verdicts))
 
     @property
@@ -250,6 +253,21 @@ def _writer_alive(path: Path) -> bool:
         except OSError:
             continue
     return time.time() - newest < 300  # a writer without a lock (an older version) wrote lately
+
+
+def _monitor_writing(path: Path) -> bool:
+    """Whether a collapse monitor is still writing its rows: it holds the run lock, or it has written a
+    row since its last ``report.html`` (which closing it writes) and lately (:func:`_writer_alive`)."""
+    from collapse_probe.rollout._rundir import lock_held
+
+    held = lock_held(path)
+    if held is not None:
+        return held
+    try:
+        rows, report = os.lstat(path / MONITOR_FILE).st_mtime, os.lstat(path / "report.html").st_mtime
+    except OSError:
+        return _writer_alive(path)
+    return report < rows and _writer_alive(path)
 
 
 def read_jsonl(path: str | Path) -> JsonlRead:
