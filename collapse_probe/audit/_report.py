@@ -65,7 +65,7 @@ def _state_row(r: dict[str, Any]) -> dict[str, Any]:
     """The per-state entry of ``results.json`` (responses stay in ``samples.jsonl``)."""
     keys = ("state_id", "mode", "source", "kind", "turn", "task_id", "status", "n", "class_counts", "class_names",
             "collapse_error", "collapse_error_ci95", "collapse_error_corrected", "collapse_error_estimate",
-            "entropy", "entropy_ci95", "entropy_note", "hill", "hill_note", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "decision", "vs", "n_empty", "error")  # fmt: skip
+            "entropy", "entropy_ci95", "entropy_lower_bound_only", "entropy_note", "hill", "hill_note", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "decision", "vs", "n_empty", "error")  # fmt: skip
     row = {k: r[k] for k in keys if k in r}
     row.setdefault("n", 0)
     row.setdefault("class_counts", [])
@@ -94,8 +94,8 @@ def summary_table(results: dict[str, Any]) -> str:
     def f(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
-    def ci(c: Sequence[float] | None) -> str:
-        return "" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
+    def ci(c: Sequence[float | None] | None) -> str:
+        return "" if not c else f"[{f(c[0])}, {'no upper bound' if c[1] is None else f(c[1])}]"
 
     rows = [
         ("simulator", f"{results['simulator']} ({results['mode']})"),
@@ -112,7 +112,12 @@ def summary_table(results: dict[str, Any]) -> str:
         ("collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
         ("ε corrected (mean)", f(s["collapse_error_corrected"])),
         ("entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}  (estimate incl. unseen classes)"),
-        ("effective modes exp(H)", f"{f(s['effective_modes'])}  (estimate incl. unseen classes)"),
+        (
+            "effective modes exp(H)",
+            f"{f(s['effective_modes'])}  (estimate incl. unseen classes)"
+            if s.get("effective_modes") is not None or s.get("effective_modes_lower_bound") is None
+            else f"at least {f(s['effective_modes_lower_bound'])}  (lower bound only: most replies are distinct)",
+        ),
         (
             "exact ε (closed set + outside)",
             f"{f(s['exact_collapse_error'])} over {s['n_exact_states']} states"

@@ -35,6 +35,7 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
         "collapse_error_corrected": collapse_error_corrected(counts, seed=seed),
         "entropy": entropy(counts),
         "entropy_ci95": ent.ci95,
+        "entropy_lower_bound_only": ent.lower_bound_only,
         "entropy_note": ent.note,
         "entropy_plugin": entropy(counts, "plugin"),
         "entropy_miller_madow": entropy(counts, "miller_madow"),
@@ -123,9 +124,9 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
             "method": ent.get("method"),
             "plugin": ent.get("plugin"),
             "note": ent.get("note"),
+            "lower_bound_only": ent.get("lower_bound_only", False),
         },  # fmt: skip
-        "effective_modes": math.exp(ent["estimate"]) if ent["estimate"] is not None else None,
-        "effective_modes_note": "exp of the mean entropy estimate, incl. unseen classes",
+        **_effective_modes(ent),
         "accumulated_collapse_error": None,
         "distinct_2": _mean([r.get("distinct_2") for r in ok]),
         "vendi": _mean([r.get("vendi") for r in ok]),
@@ -157,6 +158,21 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
                           "entropy_ci95": mean_entropy([r["class_counts"] for r in rs], seed=config.seed)["ci95"]}  # fmt: skip
     summary["by_source"] = by_source
     return summary
+
+
+def _effective_modes(ent: dict[str, Any]) -> dict[str, Any]:
+    """exp of the mean entropy; only its lower end where the entropy has no honest upper end (nearly all
+    replies distinct), since exp of an estimate that extrapolates unseen classes reads as measured."""
+    if ent["estimate"] is None:
+        return {"effective_modes": None, "effective_modes_lower_bound": None,
+                "effective_modes_note": "no states measured"}  # fmt: skip
+    lower = math.exp(ent["ci95"][0])
+    if ent.get("lower_bound_only"):
+        return {"effective_modes": None, "effective_modes_lower_bound": lower,
+                "effective_modes_note": "at least exp of the entropy's lower end: most replies are distinct, "
+                "so the number of modes is bounded from below only"}  # fmt: skip
+    return {"effective_modes": math.exp(ent["estimate"]), "effective_modes_lower_bound": lower,
+            "effective_modes_note": "exp of the mean entropy estimate, incl. unseen classes"}  # fmt: skip
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

@@ -259,7 +259,7 @@ def compare_vs_figure(results: Mapping[str, Any]) -> Any:
             ys.append(e["estimate"] or 0.0)
             ci = e["ci95"] or [e["estimate"] or 0.0] * 2
             lo.append((e["estimate"] or 0.0) - ci[0])
-            hi.append(ci[1] - (e["estimate"] or 0.0))
+            hi.append(0.0 if ci[1] is None else ci[1] - (e["estimate"] or 0.0))  # None: lower bound only
         fig.add_trace(go.Bar(x=["direct", "VS"], y=ys, showlegend=False,
                              error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo}),
                       row=1, col=col)  # fmt: skip
@@ -304,7 +304,9 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
         ["mean ε corrected", _f(s.get("collapse_error_corrected"))],
         ["headline over", str(results.get("states_audited") or "probe states")],
         ["mean entropy, nats (CWJ, estimate incl. unseen classes) [95% CI]", _est(s["entropy"])],
-        ["effective modes exp(H) (estimate incl. unseen classes)", _f(s.get("effective_modes"))],
+        ["effective modes exp(H) (estimate incl. unseen classes)",
+         _f(s.get("effective_modes")) if s.get("effective_modes") is not None or s.get("effective_modes_lower_bound") is None
+         else f"at least {_f(s['effective_modes_lower_bound'])} (lower bound only: most replies are distinct)"],  # fmt: skip
         ["exact ε (closed answer set + outside it)", f"{_f(s.get('exact_collapse_error'))} over {s.get('n_exact_states', 0)} states"
          + (f"; mass outside the set {s['exact_outside_mass']:.4f}" if s.get("exact_outside_mass") is not None else "")],
         ["accumulated ε̄_H", _f(s.get("accumulated_collapse_error"))],
@@ -447,8 +449,8 @@ def _f(x: Any) -> str:
     return "n/a" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def _ci(c: Sequence[float] | None) -> str:
-    return "" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
+def _ci(c: Sequence[float | None] | None) -> str:
+    return "" if not c else f"[{_f(c[0])}, {'no upper bound' if c[1] is None else _f(c[1])}]"
 
 
 def _est(e: Mapping[str, Any]) -> str:
