@@ -313,6 +313,7 @@ def test_coverage_benchmark_script_prints_the_table(capsys):
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod.main(["--reps", "4", "--n", "20", "--states", "4", "--panel", "uniform-10"]) == 0
+    assert mod.main(["--reps", "4", "--n", "20", "--states", "4", "--panel", "uniform-10", "point mass / [.5,.5]"]) == 0
     out = capsys.readouterr().out
     assert "| uniform-10 | 20 | 4 | 0.900 |" in out and "| uniform-10 | 20 | 4 | 2.303 |" in out
+    assert "| point mass / [.5,.5] | 20 | 4 | 0.250 |" in out  # a mix: the truth is the mean of the states' ε
