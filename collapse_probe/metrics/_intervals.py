@@ -49,7 +49,10 @@ _BC_DRAWS = 300
 """Bootstrap chains for the iterated bias correction of ε̂."""
 
 _SPLITS = 100
-"""Random half-splits per state whose held-out modal shares are averaged (cross-fitting)."""
+"""Held-out evaluations per state (half as many random splits, each used in both directions)."""
+
+_SPLIT_CELLS = 2000
+"""At least this many held-out replies per state are averaged, so states with few replies get more splits."""
 
 _EXACT_CONVOLUTION_MAX = 6000
 """Sum over states of N up to which the least-favourable max-count sum is convolved exactly (old method)."""
@@ -146,15 +149,17 @@ def held_out_modal_shares(counts_list: Sequence[Any], seed: int = 0, splits: int
 
     The replies of a state are exchangeable given the state, so a random split of the class counts
     (which replies fall in which half is drawn, not read from the data) is a random split of the
-    replies. Every state draws its own splits, from ``seed`` and its counts, so a state gets the same
-    value alone or in a batch. (One set of splits shared by all states would not do: the replies are
-    laid out class by class, so a fixed set of positions favours some classes, and that bias would be
-    common to every state instead of averaging out.)
+    replies. Every state draws its own splits, from ``seed``, its counts and how many states before it
+    had the same counts, so a state gets the same value alone or as the first of its counts in a batch.
+    (Splits shared by several states would not do: the Monte Carlo error of a set of splits is then
+    common to those states and does not average out over them; one set for all states is worse still,
+    as the replies are laid out class by class and a fixed set of positions favours some classes.)
 
     Args:
         counts_list: per-state class counts.
         seed: seed of the splits.
-        splits: evaluations per state (half as many random splits, each used in both directions).
+        splits: evaluations per state (half as many random splits, each used in both directions); at
+            least 2000/N, so states with few replies, where the splits cost little, get more.
 
     Returns:
         An array of one share in [0, 1] per state.
@@ -165,18 +170,25 @@ def held_out_modal_shares(counts_list: Sequence[Any], seed: int = 0, splits: int
     """
     cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
     ns = np.array([int(c.sum()) for c in cs], dtype=np.int64)
+    # the j-th state with the same counts draws stream j: equal counts must not share one Monte Carlo error
+    seen: dict[tuple[int, ...], int] = {}
+    streams = []
+    for c in cs:
+        key = tuple(c.tolist())
+        seen[key] = seen.get(key, -1) + 1
+        streams.append([seed, int(c.sum()), seen[key], *key])
     out = np.zeros(len(cs))
-    k = max(1, splits // 2)
     for n in (int(v) for v in np.unique(ns)):
         if n < 2:
             continue
         group = np.nonzero(ns == n)[0]
         a = n // 2
+        k = max(1, splits // 2, -(-_SPLIT_CELLS // (2 * n)))  # few replies: more splits, as they are cheap
         step = max(1, 4_000_000 // (k * n))  # at most ~4M cells per chunk of states
         for start in range(0, group.size, step):
             sel = group[start : start + step]
             g = sel.size
-            draws = [np.random.default_rng([seed, n, *cs[j].tolist()]).random((3, k, n)) for j in sel]
+            draws = [np.random.default_rng(streams[j]).random((3, k, n)) for j in sel]
             keys = np.stack([d[0] for d in draws])  # (g, k, n): the order of a random split
             jitter = 0.5 * np.stack([d[1:] for d in draws])  # (g, 2, k, n): < 1, breaks ties only
             labels = np.stack([np.repeat(np.arange(cs[j].size), cs[j]) for j in sel])  # (g, n)
@@ -396,19 +408,32 @@ def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95
         >>> r.ci95[0] <= r.estimate <= r.ci95[1], r.plugin < r.estimate
         (True, True)
     """
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
-
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
     maxes = np.array([c.max() for c in cs], dtype=np.int64)
     lo, hi = _collapse_error_bounds(maxes, held_out_modal_shares(cs, seed), ns, 1.0 - level)
-    plugin = float(np.mean(1.0 - maxes / ns))
+    return _mean_collapse_error_estimate(cs, ns, maxes, (lo, hi), level, seed, COLLAPSE_ERROR_METHOD)
+
+
+def _mean_collapse_error_estimate(
+    cs: Sequence[np.ndarray],
+    ns: np.ndarray,
+    maxes: np.ndarray,
+    bounds: tuple[float, float],
+    level: float,
+    seed: int,
+    method: str,
+) -> IntervalEstimate:
+    """The mean-ε :class:`IntervalEstimate` of an interval: the bias-corrected estimate kept inside it."""
+    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
+
+    lo, hi = bounds
     est = float(np.mean(_iterated_bias_corrected(cs, ns, seed)))
     return IntervalEstimate(
         estimate=float(np.clip(est, lo, hi)),
         ci95=[lo, hi],
-        method=COLLAPSE_ERROR_METHOD,
-        plugin=plugin,
+        method=method,
+        plugin=float(np.mean(1.0 - maxes / ns)),
         level=level,
         n=int(ns.min()),
         n_states=len(cs),
@@ -655,8 +680,6 @@ def mean_collapse_error_least_favourable(
     at max(0.002, 0.5/N), so the upper end never passes 1 − 0.5/N and nearly all-distinct replies are
     never covered. Kept so that ``benchmarks/estimator_coverage.py`` can print it beside the new one.
     """
-    from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
-
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
     alpha = 1.0 - level
@@ -669,17 +692,7 @@ def mean_collapse_error_least_favourable(
     lower_m = _lf_lower_modal_bound(maxes, ns, alpha / 2)
     plugin = 1.0 - share
     lo, hi = min(max(0.0, 1.0 - upper_m), plugin), max(min(1.0, 1.0 - lower_m), plugin)
-    est = float(np.mean(_iterated_bias_corrected(cs, ns, seed)))
-    return IntervalEstimate(
-        estimate=float(np.clip(est, lo, hi)),
-        ci95=[lo, hi],
-        method=LEAST_FAVOURABLE_METHOD,
-        plugin=plugin,
-        level=level,
-        n=int(ns.min()),
-        n_states=s,
-        low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
-    )
+    return _mean_collapse_error_estimate(cs, ns, maxes, (lo, hi), level, seed, LEAST_FAVOURABLE_METHOD)
 
 
 # --------------------------------------------------------------------------------------------------

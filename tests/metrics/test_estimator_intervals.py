@@ -89,6 +89,18 @@ def test_held_out_modal_share_is_unbiased_at_exact_ties():
         se = math.sqrt(p.max() * (1 - p.max()) / 20 / 3000)
         assert abs(shares.mean() - p.max()) < 4 * se, (p, shares.mean())
         assert np.mean([c.max() / 20 for c in cs]) > p.max() + 0.08
+    # 5 replies: only 6 count vectors, each repeated hundreds of times; if equal counts shared their
+    # splits, one Monte Carlo error per vector would not average out (it biased the mean by +0.025 at N = 3)
+    cs = [x[x > 0] for x in rng.multinomial(5, HALVES, size=6000)]
+    shares = iv.held_out_modal_shares(cs, seed=1)
+    assert abs(shares.mean() - 0.5) < 4 * math.sqrt(0.25 / 5 / 6000), shares.mean()
+
+
+def test_equal_counts_draw_their_own_splits():
+    a, b = iv.held_out_modal_shares([[11, 9], [11, 9]], seed=2)
+    assert a != b  # independent Monte Carlo errors, which average out over states
+    assert a == iv.held_out_modal_shares([[11, 9]], seed=2)[0]  # the first of its counts: as if alone
+    assert iv.held_out_modal_shares([[11, 9]], seed=2)[0] == iv.held_out_modal_shares([[11, 9]], seed=2)[0]
 
 
 def test_pooled_binomial_bound_is_clopper_pearson_and_handles_unequal_n():
