@@ -13,8 +13,9 @@ at most the truth; its width is left out of the mean width, and the share of suc
 
 Run: ``python benchmarks/estimator_coverage.py [--reps 200] [--seed 0] [--only eps|entropy]
 [--n 10 20 50 400] [--states 1 4 16 48] [--panel NAME ...]``; ``--reps 50`` for a quick look,
-``--list`` for the names; ``--unequal`` for states with different N; ``--audit 30`` runs the CLI's audit
-instead, 30 seeds per scripted simulator. The shipped table is ``docs/estimator-coverage.md`` (its header lists the
+``--list`` for the names; ``--unequal`` for states with different N; ``--shares`` for the held-out
+modal share behind the upper end of ε; ``--audit 30`` runs the CLI's audit instead, 30 seeds per
+scripted simulator. The shipped table is ``docs/estimator-coverage.md`` (its header lists the
 commands that made it).
 """
 
@@ -178,6 +179,47 @@ def unequal_runs(reps: int, seed: int) -> None:
               flush=True)  # fmt: skip
 
 
+SHARE_CASES: list[tuple[str, list[int], int]] = [
+    ("[.5,.5]", [10, 20, 50, 400], 48_000),
+    ("uniform-3", [10, 20, 50, 400], 48_000),
+    ("uniform-10", [10, 20, 50, 400], 48_000),
+    ("[.9,.1]", [10, 50], 6_000),
+    ("[.4,.4,.2]", [10, 50], 6_000),
+]
+"""Distributions, N and states per N for ``--shares`` (N = 400 with a sixteenth of the states)."""
+
+
+def share_runs(seed: int) -> None:
+    """The held-out modal share against what the upper end of ε refers it to: Binomial(N, m) per state.
+
+    Prints the mean share minus m (never above 0 beyond noise: the choice of class does not inflate
+    the held-out count), its variance over m(1 − m)/N, and at exact ties, where the mean has no slack,
+    the one-sided miss rate of the upper end (lower bound of m above m) for audits of 1, 4, 16 and 48
+    states made of consecutive simulated states (nominal 0.025).
+    """
+    print("| distribution | N | states simulated | mean share − m | variance / binomial | upper end misses at "
+          "1 / 4 / 16 / 48 states |\n|---|---:|---:|---:|---:|---|")  # fmt: skip
+    for name, ns, count in SHARE_CASES:
+        p = PANEL[name]
+        m = float(p.max())
+        for n in ns:
+            k = count // 16 if n >= 400 else count
+            rng = np.random.default_rng([seed, n, sum(map(ord, name))])
+            cs = [x[x > 0] for x in rng.multinomial(n, p, size=k)]
+            g = iv.held_out_modal_shares(cs, seed=seed)
+            misses = "–"
+            if np.allclose(p, m) and n < 400:
+                rates = []
+                for s in (1, 4, 16, 48):
+                    r = k // s
+                    lows = [iv._mean_share_bound(float(g[i * s : (i + 1) * s].sum()), np.full(s, n), 0.025, upper=False)
+                            for i in range(r)]  # fmt: skip
+                    rates.append(f"{np.mean(np.array(lows) > m):.3f}")
+                misses = " / ".join(rates)
+            ratio = g.var() / (m * (1 - m) / n)
+            print(f"| {name} | {n} | {k} | {g.mean() - m:+.4f} | {ratio:.2f} | {misses} |", flush=True)
+
+
 AUDITS: dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]] | None, int, int]] = {
     "uniform over 10": ([(f"reply number {i}", 0.1) for i in range(10)], None, 8, 20),
     "[.9, .1]": ([("Sure, I will donate.", 0.9), ("No thanks.", 0.1)], None, 4, 50),
@@ -239,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the panel and mix names and exit")
     ap.add_argument("--audit", type=int, metavar="SEEDS", help="instead: SEEDS audits per scripted simulator")
     ap.add_argument("--unequal", action="store_true", help="instead: mean ε where the states' N differ")
+    ap.add_argument("--shares", action="store_true", help="instead: the held-out modal share against its binomial")
     args = ap.parse_args(argv)
     if args.list:
         print("\n".join([*PANEL, *MIXES]))
@@ -248,6 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.unequal:
         unequal_runs(args.reps, args.seed)
+        return 0
+    if args.shares:
+        share_runs(args.seed)
         return 0
     names = args.panel or [*PANEL, *MIXES]
     quantities = [args.only] if args.only else list(ESTIMATORS)

@@ -59,9 +59,9 @@ _EXACT_CONVOLUTION_MAX = 6000
 
 COLLAPSE_ERROR_METHOD = (
     "exact binomial bounds, valid for any mix of states: upper ε from the held-out count of the modal "
-    "class chosen on the other half of each state's replies (100 random half-splits, cross-fitted), lower "
-    "ε from the max counts (Clopper–Pearson, pooled over states by Hoeffding's Poisson-binomial bound); "
-    "iterated-bootstrap bias-corrected estimate"
+    "class chosen on the other half of each state's replies (random half-splits used both ways, at least "
+    "100 per state), lower ε from the max counts (Clopper–Pearson, pooled over states by Hoeffding's "
+    "Poisson-binomial bound); iterated-bootstrap bias-corrected estimate"
 )
 
 
@@ -379,13 +379,13 @@ def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95
     - upper end of ε: the max count is biased upwards when classes tie, because the class is chosen on
       the same replies that are counted. Sample splitting removes that: the modal class k̂ of one half
       of a state's replies, counted on the other half, is Binomial(N/2, p_k̂) with p_k̂ ≤ m_s. Averaged
-      over 100 random half-splits (:func:`held_out_modal_shares`) and bounded from below by
-      Clopper–Pearson at S·N trials, it bounds m̄ from below. When every reply differs the share is 0
+      over 50 random half-splits, each used both ways (:func:`held_out_modal_shares`), and bounded from
+      below by Clopper–Pearson at S·N trials, it bounds m̄ from below. When every reply differs the share is 0
       and the upper end is 1; at an exact tie every tied class is modal and nothing is lost.
 
     The first bound holds by construction; the second does for one split, and the average over splits
     is referred to the binomial of all S·N replies, which its measured spread stays within (at exact
-    ties its variance is 0.55–0.91 of that binomial's). With unequal N the reference binomial takes the
+    ties its variance is 0.53–0.86 of that binomial's). With unequal N the reference binomial takes the
     largest variance the states' shares could have (:func:`_mean_share_bound`).
 
     Why not the earlier interval: its upper end assumed that states sharing one modal probability is
@@ -463,15 +463,19 @@ def collapse_error_interval(counts: Any, level: float = 0.95, seed: int = 0) -> 
 def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> list[IntervalEstimate]:
     """:func:`collapse_error_interval` for many states at once (one batch of splits and of bootstrap draws).
 
-    Each state's interval equals the one :func:`collapse_error_interval` gives it alone (the splits of a
-    state depend on ``seed`` and its N only); the bias-corrected estimates share one bootstrap stream.
+    Each state's interval equals the one :func:`collapse_error_interval` gives it alone (states with the
+    same counts share the splits of the first, unlike in a mean, where their Monte Carlo errors must
+    average out); the bias-corrected estimates share one bootstrap stream.
     """
     from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
 
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
     maxes = np.array([c.max() for c in cs], dtype=np.int64)
-    shares = held_out_modal_shares(cs, seed)
+    keys = [tuple(c.tolist()) for c in cs]
+    unique = list(dict.fromkeys(keys))
+    by_counts = dict(zip(unique, held_out_modal_shares([np.array(k) for k in unique], seed), strict=True))
+    shares = np.array([by_counts[k] for k in keys])
     est = _iterated_bias_corrected(cs, ns, seed)
     out = []
     for i in range(len(cs)):

@@ -154,7 +154,7 @@ def test_bias_aware_estimate_moves_away_from_collapsed_on_a_diverse_simulator():
 
 
 def test_per_state_batch_equals_one_at_a_time():
-    cs = [[5, 4, 3, 3, 2, 2, 1], [12, 8], [20], [1] * 20]
+    cs = [[5, 4, 3, 3, 2, 2, 1], [11, 9], [20], [1] * 20, [11, 9]]  # a repeated state: the same interval
     batch = est.collapse_error_intervals(cs)
     for c, b in zip(cs, batch, strict=True):
         one = est.collapse_error_interval(c)
