@@ -16,6 +16,8 @@ import threading
 LEVELS = ("debug", "info", "warning", "error")
 _lock = threading.Lock()
 _tally = {"retries": 0, "infra_failures": 0}
+_first_error: list[str] = []
+"""The message of the run's first infrastructure failure (the terminal names it)."""
 
 
 class _RetryCounter(logging.Handler):
@@ -58,10 +60,13 @@ def configure(verbose: int = 0, level: str | None = None) -> None:
     root.setLevel(min(lvl, logging.INFO))
 
 
-def note_infra_failure(n: int = 1) -> None:
-    """Count ``n`` units of work (conversations, audit states) that ended in an infrastructure failure."""
+def note_infra_failure(n: int = 1, error: str | None = None) -> None:
+    """Count ``n`` units of work (conversations, audit states) that ended in an infrastructure failure;
+    ``error`` is the failure's message (the first one is kept for :func:`first_error_line`)."""
     with _lock:
         _tally["infra_failures"] += n
+        if error and not _first_error:
+            _first_error.append(error)
 
 
 def tally() -> dict[str, int]:
@@ -72,6 +77,20 @@ def tally() -> dict[str, int]:
 def reset() -> None:
     with _lock:
         _tally.update(retries=0, infra_failures=0)
+        _first_error.clear()
+
+
+def first_error_line(limit: int = 400) -> str | None:
+    """``first infrastructure failure (of N): MESSAGE`` when the run had any, else ``None``: the cause
+    of a run that ended with failures is on the terminal, not only inside its results files."""
+    with _lock:
+        n, first = _tally["infra_failures"], (_first_error[0] if _first_error else None)
+    if not n:
+        return None
+    text = " ".join(str(first or "no message recorded").split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"first infrastructure failure (of {n}): {text}"
 
 
 def summary_line() -> str:

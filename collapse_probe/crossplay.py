@@ -7,12 +7,13 @@ finish, so a killed run resumes where it stopped.
 
 From the records this module computes (``results.json``, schema ``collapse-probe/crossplay/v1``):
 
-- per cell: mean reward with a 95 % CI, success rate, infrastructure failures (excluded from every
-  mean, counted), and the per-task rewards a paired bootstrap needs;
+- per cell: mean reward with a 95 % CI over tasks (the clusters), inside the arena's declared reward
+  range, success rate, infrastructure failures (excluded from every mean, counted), and the per-task
+  rewards the paired intervals need;
 - per policy, when a training simulator is named: the *transfer ratio* = mean reward over the
   held-out simulators (every simulator but the training one, each weighted equally) / reward on the
-  training simulator, with a 95 % CI from a cluster bootstrap over tasks (tasks resampled jointly in
-  every cell, so the ratio's numerator and denominator stay paired);
+  training simulator, with a 95 % CI over tasks that keeps each task's numerator and denominator
+  paired (MOVER-R, :func:`~collapse_probe.metrics.transfer.transfer_ratio`);
 - per policy: the *strategy entropy* of the policy's own turns (Chao–Wang–Jost over the classes a
   partitioner finds), the policy-diversity side of collapse: a policy that learned to exploit one
   simulator mode says the same thing to everybody.
@@ -21,16 +22,17 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks import Arena
+from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
 from collapse_probe.metrics.rewards import cell_summary
+from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
@@ -71,7 +73,8 @@ class CrossplayConfig:
     entropy_turns: EntropyTurns = "first"
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
     n_boot: int = 2000
-    """Bootstrap replicates of the transfer-ratio CI."""
+    """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
+    became analytic (MOVER-R over tasks)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Options recorded with the run; the arena options among them (``personas``, ``tau2_data``,
     ``judge``, ``cooperbench_data``, ``partial_reward``, ``cooperbench_mode``) build the default arena (see :func:`arena_spec`)."""
@@ -110,8 +113,16 @@ class CrossplayConfig:
             )
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
-        check_int(self.n_boot, "--n-boot", 100)
-        from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, MAX_TURNS, check_at_most, check_finite
+        from collapse_probe.limits import (
+            MAX_CONVERSATIONS,
+            MAX_STATES,
+            MAX_TURNS,
+            check_at_most,
+            check_finite,
+            check_n_boot,
+        )
+
+        check_n_boot(self.n_boot, self.tasks if isinstance(self.tasks, int) else 1)  # tasks are what it resamples
 
         check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
 
@@ -223,7 +234,9 @@ async def run_crossplay_async(
         run_dir=run_dir,
         retry_infra_failures=not keep_failed,
     )
-    results = crossplay_results(records, config, task_ids=[t.task_id for t in tasks])
+    results = crossplay_results(
+        records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+    )
     results["usage"] = usage.finish()
     if run_dir is not None:
         run_dir.write_results(results)
@@ -238,7 +251,11 @@ async def run_crossplay_async(
 
 
 def crossplay_results(
-    records: Sequence[dict[str, Any]], config: CrossplayConfig, *, task_ids: Sequence[str] | None = None
+    records: Sequence[dict[str, Any]],
+    config: CrossplayConfig,
+    *,
+    task_ids: Sequence[str] | None = None,
+    reward_range: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The ``results.json`` content for conversation records of a cross-play run (a pure function).
 
@@ -246,6 +263,8 @@ def crossplay_results(
         records: conversation records (as the engine writes them).
         config: the run's configuration.
         task_ids: task order for the per-task rewards (default: order of first appearance).
+        reward_range: the arena's declared reward bounds
+            (:func:`~collapse_probe.benchmarks.declared_reward_range`); intervals stay inside them.
 
     Returns:
         The results dictionary (schema :data:`SCHEMA`).
@@ -260,7 +279,7 @@ def crossplay_results(
     cells = []
     for p in config.policies:
         for s in config.simulators:
-            cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids))
+            cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids, reward_range=reward_range))
     cell_index = {(c["policy"], c["simulator"]): c for c in cells}
 
     transfer = []
@@ -270,8 +289,7 @@ def crossplay_results(
                 policy_transfer(
                     cell_index[(p, config.train_simulator)],
                     [cell_index[(p, s)] for s in config.heldout_simulators],
-                    n_boot=config.n_boot,
-                    seed=config.seed,
+                    reward_range=reward_range,
                 )
             )
 
@@ -302,6 +320,7 @@ def crossplay_results(
         "tasks": list(task_ids),
         "rollouts": config.rollouts,
         "seed": config.seed,
+        "reward_range": list(reward_range) if reward_range is not None else None,
         "cells": cells,
         "heldout_reward": heldout,
         "transfer": transfer,
@@ -328,54 +347,89 @@ def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
 
 
+def transfer_estimate(
+    train_cell: dict[str, Any],
+    heldout_cells: Sequence[dict[str, Any]],
+    *,
+    level: float = 0.95,
+    reward_range: tuple[float, float] | None = None,
+) -> tuple[Estimate | None, dict[str, Any]]:
+    """Transfer ratio of one policy with its interval at ``level`` (the computation behind
+    :func:`policy_transfer`, which the gate repeats at its own level).
+
+    Returns:
+        The estimate (``None`` when no task is scored in every cell) and the means it divides:
+        ``{"train_reward", "heldout_reward", "n_tasks", "note"}``.
+    """
+    from collapse_probe.metrics.transfer import transfer_ratio
+
+    info: dict[str, Any] = {"train_reward": None, "heldout_reward": None, "n_tasks": 0, "note": None}
+    if not heldout_cells:
+        info["note"] = "no held-out simulator"
+        return None, info
+    train_t = task_means(train_cell)
+    heldout_t = heldout_task_rewards(heldout_cells)
+    common = [t for t in train_t if t in heldout_t]
+    if not common:
+        info["note"] = "no task is scored on the training and every held-out simulator"
+        return None, info
+    est = transfer_ratio(
+        {t: [heldout_t[t]] for t in common},
+        {t: [train_t[t]] for t in common},
+        level=level,
+        reward_range=reward_range,
+        n_units=(conversations(heldout_cells, common), conversations([train_cell], common)),
+    )
+    info.update(
+        train_reward=sum(train_t[t] for t in common) / len(common),
+        heldout_reward=sum(heldout_t[t] for t in common) / len(common),
+        n_tasks=len(common),
+        note=est.note,
+    )
+    return est, info
+
+
+def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
+    """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
+    return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)
+
+
 def policy_transfer(
-    train_cell: dict[str, Any], heldout_cells: Sequence[dict[str, Any]], *, n_boot: int = 2000, seed: int = 0
+    train_cell: dict[str, Any],
+    heldout_cells: Sequence[dict[str, Any]],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    reward_range: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """Transfer ratio of one policy: held-out reward / training-simulator reward, with a task-cluster CI.
 
     Per task, the training reward is the task's mean over rollouts on the training simulator and
     the held-out reward the mean over held-out simulators of the task's mean on each (every simulator
     weighs the same). Tasks scored in every one of these cells enter; the ratio is
-    mean_task(held-out) / mean_task(training), and the CI resamples tasks with replacement, keeping a
-    task's training and held-out values together
-    (:func:`~collapse_probe.metrics.transfer.transfer_ratio`). With no infrastructure failures these
+    mean_task(held-out) / mean_task(training), and the 95 % CI keeps a task's training and held-out
+    values together (MOVER-R over tasks, inside ``reward_range`` when the arena declares one:
+    :func:`~collapse_probe.metrics.transfer.transfer_ratio`). With no infrastructure failures these
     means equal the cells' mean rewards. A training reward of 0 makes the ratio undefined: it is then
-    ``None`` with the reason in ``note``, never a made-up number.
-    """
-    from collapse_probe.metrics.transfer import transfer_ratio
+    ``None`` with the reason in ``note``, never a made-up number; a training reward whose interval
+    reaches 0 leaves the CI without an upper end (``ci95`` ``None``, ``ci95_lower`` set, a ``note``).
 
-    out: dict[str, Any] = {
+    ``n_boot`` and ``seed`` are accepted for compatibility; the interval no longer resamples.
+    """
+    del n_boot, seed
+    est, info = transfer_estimate(train_cell, heldout_cells, level=0.95, reward_range=reward_range)
+    return {
         "policy": train_cell["policy"],
         "train_simulator": train_cell["simulator"],
         "heldout_simulators": [c["simulator"] for c in heldout_cells],
-        "train_reward": None,
-        "heldout_reward": None,
-        "transfer_ratio": None,
-        "ci95": None,
-        "n_tasks": 0,
-        "note": None,
+        **{k: info[k] for k in ("train_reward", "heldout_reward")},
+        "transfer_ratio": est.value if est else None,
+        "ci95": [est.lo, est.hi] if est and est.lo is not None and est.hi is not None else None,
+        "ci95_lower": est.lo if est else None,
+        "method": est.method if est else None,
+        "n_tasks": info["n_tasks"],
+        "note": info["note"],
     }
-    if not heldout_cells:
-        out["note"] = "no held-out simulator"
-        return out
-    train_t = task_means(train_cell)
-    heldout_t = heldout_task_rewards(heldout_cells)
-    common = [t for t in train_t if t in heldout_t]
-    if not common:
-        out["note"] = "no task is scored on the training and every held-out simulator"
-        return out
-    est = transfer_ratio(
-        {t: [heldout_t[t]] for t in common}, {t: [train_t[t]] for t in common}, n_boot=n_boot, seed=seed
-    )
-    out.update(
-        train_reward=sum(train_t[t] for t in common) / len(common),
-        heldout_reward=sum(heldout_t[t] for t in common) / len(common),
-        transfer_ratio=est.value,
-        ci95=[est.lo, est.hi] if est.lo is not None and est.hi is not None else None,
-        n_tasks=len(common),
-        note=est.note,
-    )
-    return out
 
 
 def policy_strategy_entropy(
@@ -446,24 +500,100 @@ def load_results(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: the file is missing, not JSON, or not a cross-play result.
     """
-    import json
 
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
-    if not p.is_file():
-        raise ConfigError(f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)")
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text; expected a cross-play results.json") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: JSON nested too deeply; expected a cross-play results.json") from None
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror or exc})") from None
+        raw = read_bytes(p, max_bytes=1 << 30, expected="a cross-play results.json")
+    except MissingFile:
+        raise ConfigError(
+            f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)"
+        ) from None
+    except FileProblem as exc:
+        raise ConfigError(str(exc)) from None
+    data = parse_json(raw, p, expected="a cross-play results.json")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")
+    check_results(data, p)
     return data
+
+
+def check_results(data: dict[str, Any], where: str | Path) -> None:
+    """Check the numbers of a cross-play result before anything judges them (the gate, a report).
+
+    Every cell's ``mean_reward`` is a finite number, or null exactly when the cell has no scored
+    conversation (``n`` 0); counts are whole numbers >= 0; intervals are two finite numbers or null;
+    per-task rewards are lists of finite numbers; transfer entries hold finite numbers or null. A NaN,
+    a string or a mean without conversations is a corrupt or hand-edited file, refused here rather
+    than read as a pass.
+
+    Raises:
+        ConfigError: naming the file, the cell and the field.
+    """
+
+    def bad(at: str, name: str, expected: str, value: Any) -> ConfigError:
+        import reprlib
+
+        return ConfigError(
+            f"{where}: {at}: field {name!r}: expected {expected}, got {reprlib.repr(value)}; "
+            "the results file is corrupt or was edited: rerun the cross-play"
+        )
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def interval(v: Any, partial: bool = False) -> bool:
+        ok = (lambda x: x is None or number(x)) if partial else number
+        return v is None or (isinstance(v, list) and len(v) == 2 and all(ok(x) for x in v))
+
+    def objects(field: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        items = data.get(field) if field == "cells" else data.get(field) or []
+        if not isinstance(items, list):
+            raise ConfigError(f"{where}: field {field!r}: expected a list of {what}, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(f"{where}: {field}[{i}]: expected an object, got {type(item).__name__}")
+            yield i, item
+
+    for i, c in objects("cells", "matrix cells"):
+        at = f"cells[{i}] ({c.get('policy')} vs {c.get('simulator')})"
+        for name in ("policy", "simulator"):
+            if not isinstance(c.get(name), str):
+                raise bad(at, name, "a model spec", c.get(name))
+        for name in ("n", "infra_failures"):
+            if not count(c.get(name)):
+                raise bad(at, name, "a whole number >= 0", c.get(name))
+        for name in ("n_conversations", "unscored"):
+            if name in c and not count(c[name]):
+                raise bad(at, name, "a whole number >= 0", c[name])
+        mean = c.get("mean_reward")
+        if mean is None:
+            if c["n"] != 0:
+                raise bad(at, "mean_reward", f"a finite number ({c['n']} conversations were scored)", mean)
+        elif not number(mean):
+            raise bad(at, "mean_reward", "a finite number, or null when nothing was scored", mean)
+        elif c["n"] == 0:
+            raise bad(at, "mean_reward", "null (no conversation was scored)", mean)
+        for name in ("ci95", "success_rate", "infra_rate"):
+            v = c.get(name)
+            if name == "ci95" and not interval(v):
+                raise bad(at, name, "two finite numbers or null", v)
+            if name != "ci95" and v is not None and not number(v):
+                raise bad(at, name, "a finite number or null", v)
+        tr = c.get("task_rewards", {})
+        if not isinstance(tr, dict) or not all(isinstance(v, list) and all(number(x) for x in v) for v in tr.values()):
+            raise bad(at, "task_rewards", "{task: [finite rewards]}", tr)
+    for i, t in objects("transfer", "transfer entries"):
+        at = f"transfer[{i}] ({t.get('policy')})"
+        for name in ("transfer_ratio", "train_reward", "heldout_reward"):
+            if t.get(name) is not None and not number(t[name]):
+                raise bad(at, name, "a finite number or null", t[name])
+        if not interval(t.get("ci95"), partial=True):
+            raise bad(at, "ci95", "two finite numbers (or nulls) or null", t.get("ci95"))

@@ -2,17 +2,28 @@
 
 A verdict is a list of checks, each ``pass``, ``fail`` or ``error`` (could not judge):
 
-- ``results``: the run holds the candidate's (and baseline's) row, with every cell scored;
+- ``results``: the run holds the candidate's (and baseline's) row, with every cell scored and every
+  value the gate reads a finite number;
 - ``infra:<policy>|<simulator>``: the share of conversations lost to infrastructure failures in each
   cell the verdict reads is at most ``max_infra_rate`` (else the cell cannot be judged: error);
 - ``transfer`` (``min_transfer``): the candidate's transfer ratio (held-out / training-simulator
   reward) is at least ``min_transfer``;
 - ``regression`` (``baseline_policy`` + ``max_drop``): the candidate's held-out reward is at most
-  ``max_drop`` below the baseline's, by a paired cluster bootstrap over tasks.
+  ``max_drop`` below the baseline's, paired by task.
 
-Non-strict checks compare the point estimate with the threshold; ``strict`` requires the whole 95 %
-CI to clear it (the lower bound of the ratio, the upper bound of the drop). Exit code: 2 if any check
-could not be judged, else 1 if any failed, else 0.
+How a threshold check decides is the *rule* (``decision``):
+
+- ``interval`` (default): pass when the whole interval at ``level`` (default 90 %: each end is a
+  one-sided 95 % bound) clears the threshold, fail when the whole interval lies on the wrong side,
+  otherwise could not judge. A policy whose true value is exactly the threshold passes in at most
+  5 % of runs and fails in at most 5 % (measured: ``benchmarks/gate_error_rates.py``).
+- ``point``: the point estimate against the threshold, as the gate decided before (a policy whose
+  true transfer is 0.75 passes a 0.8 gate in 26–43 % of runs, the default in at most 2.4 %).
+- ``strict``: the 95 % CI bound must clear the threshold, anything else fails (``--strict``).
+
+The intervals are recomputed from the cells' per-task rewards (tasks are the independent units),
+inside the run's declared ``reward_range`` (:mod:`collapse_probe.metrics.transfer`). Exit code: 2 if
+any check could not be judged, else 1 if any failed, else 0.
 """
 
 from __future__ import annotations
@@ -24,12 +35,19 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
-from collapse_probe.crossplay import SCHEMA, heldout_task_rewards
+from collapse_probe.crossplay import SCHEMA, conversations, heldout_task_rewards, transfer_estimate
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics.transfer import Estimate
 
 Status = Literal["pass", "fail", "error"]
+Decision = Literal["interval", "point", "strict"]
+DECISIONS: tuple[Decision, ...] = ("interval", "point", "strict")
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
 DEFAULT_MAX_INFRA_RATE = 0.1
+DEFAULT_LEVEL = 0.90
+"""Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
+STRICT_LEVEL = 0.95
+"""Level of the CI the strict rule reads (and of ``ci95``, shown under every rule)."""
 
 
 @dataclass
@@ -42,7 +60,13 @@ class GateCheck:
     """Why it passed, failed or could not be judged (shown in the summary and JUnit)."""
     value: float | None = None
     threshold: float | None = None
-    ci95: list[float] | None = None
+    ci95: list[float | None] | None = None
+    """The 95 % CI of ``value`` (``None`` ends: unbounded on that side)."""
+    rule: Decision | None = None
+    """The rule that decided a threshold check."""
+    interval: list[float | None] | None = None
+    """The interval the rule read, at ``level`` (``None`` for the point rule)."""
+    level: float | None = None
 
 
 @dataclass
@@ -53,6 +77,8 @@ class GateVerdict:
     checks: list[GateCheck] = field(default_factory=list)
     strict: bool = False
     baseline_policy: str | None = None
+    decision: Decision = "interval"
+    level: float = DEFAULT_LEVEL
 
     @property
     def exit_code(self) -> int:
@@ -72,24 +98,49 @@ class GateVerdict:
             "policy": self.policy,
             "baseline_policy": self.baseline_policy,
             "strict": self.strict,
+            "decision": self.decision,
+            "level": self.level,
             "outcome": self.outcome,
             "exit_code": self.exit_code,
             "checks": [asdict(c) for c in self.checks],
         }
 
+    def rule_text(self) -> str:
+        """What the rule is, in one sentence."""
+        if self.decision == "point":
+            return "rule **point**: each point estimate against its threshold (the 95% CI is shown, not used)"
+        if self.decision == "strict":
+            return f"rule **strict**: the {self.level:.0%} CI bound must clear each threshold, anything else fails"
+        return (
+            f"rule **interval**: pass when the {self.level:.0%} CI (each end a one-sided {1 - (1 - self.level) / 2:.1%} "
+            "bound) clears every threshold, fail when it lies beyond one, otherwise could not judge (exit 2)"
+        ).replace(".0%", "%")
+
+    def headline(self) -> str:
+        """The verdict line: outcome, and per threshold check its value, interval and the rule."""
+        head = {EXIT_PASS: "✅ passed", EXIT_FAIL: "❌ failed", EXIT_CANNOT_JUDGE: "⚠️ could not judge"}[self.exit_code]
+        parts = []
+        for c in self.checks:
+            if c.threshold is None or c.rule is None:
+                continue
+            shown = c.interval if c.interval is not None else c.ci95
+            lvl = c.level if c.interval is not None else STRICT_LEVEL
+            ci = f" ({lvl:.0%} CI {_ci(shown)})" if shown is not None else ""
+            word = {"pass": "clears", "fail": "misses", "error": "undecided at"}[c.status]
+            parts.append(f"{c.name} {_f(c.value) or 'n/a'}{ci} {word} {_f(c.threshold)}")
+        return f"{head}: " + "; ".join(parts) + f" (rule: {self.decision})" if parts else head
+
     def markdown(self) -> str:
         """A summary for a pull-request comment."""
         icon = {"pass": "✅", "fail": "❌", "error": "⚠️"}
-        head = {EXIT_PASS: "✅ passed", EXIT_FAIL: "❌ failed", EXIT_CANNOT_JUDGE: "⚠️ could not judge"}[self.exit_code]
-        mode = "strict (95% CI must clear each threshold)" if self.strict else "point estimates"
         lines = [
-            f"### collapse-probe gate: {head}",
+            f"### collapse-probe gate: {self.headline()}",
             "",
             f"Candidate policy `{self.policy}`"
             + (f", baseline `{self.baseline_policy}`" if self.baseline_policy else "")
-            + f"; mode: {mode}.",
+            + f"; {self.rule_text()}.",
             "",
-            "| check | result | value | 95% CI | threshold | detail |",
+            f"| check | result | value | {self._ci_level():.0%} CI | threshold | detail |",
             "|---|---|---|---|---|---|",
         ]
         infra = [c for c in self.checks if c.name.startswith("infra:")]
@@ -103,13 +154,17 @@ class GateVerdict:
             rows = [c for c in rows if c not in infra]
             rows.insert(1 if rows and rows[0].name == "results" else 0, summary)
         for c in rows:
-            ci = f"[{_f(c.ci95[0])}, {_f(c.ci95[1])}]" if c.ci95 else ""
+            shown = c.interval if c.interval is not None else c.ci95
+            ci = _ci(shown) if shown is not None else ""
             name = c.name.replace("|", "\\|")
             detail = c.message.replace("|", "\\|").replace("\n", " ")
             lines.append(
                 f"| `{name}` | {icon[c.status]} {c.status} | {_f(c.value)} | {ci} | {_f(c.threshold)} | {detail} |"
             )
         return "\n".join(lines) + "\n"
+
+    def _ci_level(self) -> float:
+        return STRICT_LEVEL if self.decision == "point" else self.level
 
     def junit_xml(self) -> str:
         """JUnit XML: one testcase per check; a failed check has a ``failure``, an unjudgeable one an ``error``."""
@@ -140,7 +195,9 @@ class GateVerdict:
                 el = ET.SubElement(case, "error", message=c.message, type="could-not-judge")
                 el.text = c.message
             out = ET.SubElement(case, "system-out")
-            out.text = f"value={_f(c.value)} ci95={c.ci95} threshold={_f(c.threshold)}"
+            out.text = f"value={_f(c.value)} ci95={c.ci95} threshold={_f(c.threshold)}" + (
+                f" rule={c.rule} interval={c.interval} level={c.level}" if c.rule else ""
+            )
         ET.indent(suites)
         return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
@@ -149,6 +206,11 @@ def _f(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
     return f"{x:.4g}"
+
+
+def _ci(ci: Sequence[float | None]) -> str:
+    lo, hi = ci
+    return f"[{_f(lo) if lo is not None else '-inf'}, {_f(hi) if hi is not None else 'inf'}]"
 
 
 def evaluate_gate(
@@ -160,6 +222,8 @@ def evaluate_gate(
     max_drop: float | None = None,
     max_infra_rate: float = DEFAULT_MAX_INFRA_RATE,
     strict: bool = False,
+    decision: Decision | None = None,
+    level: float | None = None,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> GateVerdict:
@@ -172,9 +236,12 @@ def evaluate_gate(
         baseline_policy: the policy to compare against (another row of the same run).
         max_drop: largest acceptable drop of held-out reward below the baseline (reward units).
         max_infra_rate: largest acceptable share of infrastructure failures in a cell the gate reads.
-        strict: require the 95 % CI, not just the point estimate, to clear every threshold.
-        n_boot: bootstrap resamples of the paired comparison.
-        seed: bootstrap seed.
+        strict: the strict rule (same as ``decision="strict"``).
+        decision: ``"interval"`` (default), ``"point"`` or ``"strict"`` (module docstring).
+        level: two-sided level of the interval the rule reads (default 0.90 for ``interval``, 0.95
+            for ``strict``).
+        n_boot: accepted for compatibility; the intervals are analytic.
+        seed: accepted for compatibility.
 
     Returns:
         The verdict; ``verdict.exit_code`` is 0 (pass), 1 (fail) or 2 (could not judge).
@@ -182,12 +249,17 @@ def evaluate_gate(
     Raises:
         ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
     """
+    del n_boot, seed
     _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate)
-    verdict = GateVerdict(policy=policy, strict=strict, baseline_policy=baseline_policy)
+    rule, lvl = resolve_decision(strict, decision, level)
+    verdict = GateVerdict(
+        policy=policy, strict=rule == "strict", baseline_policy=baseline_policy, decision=rule, level=lvl
+    )
     checks = verdict.checks
 
     # --- can the run be judged at all?
-    problems = _structure_problems(results, [p for p in (policy, baseline_policy) if p is not None])
+    rows = [p for p in (policy, baseline_policy) if p is not None]
+    problems = _structure_problems(results, rows)
     if problems:
         checks.append(GateCheck("results", "error", "; ".join(problems)))
         return verdict
@@ -204,11 +276,15 @@ def evaluate_gate(
             "(the model changed while the run was resumed); rerun into a fresh --out",
         ))  # fmt: skip
         return verdict
+    read = [(p, s) for p in rows for s in sims]
+    bounds, bad = _reward_range(results)
+    bad = bad or next((msg for p, s in read if (msg := _cell_problem(cells[(p, s)], p, s, bounds))), None)
+    if bad:
+        checks.append(GateCheck("results", "error", bad))
+        return verdict
     train_sim = results.get("train_simulator")
     heldout = [s for s in sims if s != train_sim]
-    rows = [p for p in (policy, baseline_policy) if p is not None]
-    read = [(p, s) for p in rows for s in sims]
-    unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)].get("n", 0) < 1]
+    unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)]["n"] < 1]
     checks.append(
         GateCheck("results", "error", f"cells with no scored conversation: {', '.join(unscored)}")
         if unscored
@@ -217,7 +293,7 @@ def evaluate_gate(
     for p, s in read:
         c = cells[(p, s)]
         infra = int(c.get("infra_failures", 0))
-        total = int(c.get("n_conversations", c.get("n", 0) + infra))
+        total = int(c.get("n_conversations", c["n"] + infra))
         rate = infra / total if total else 1.0
         ok = rate <= max_infra_rate
         checks.append(GateCheck(
@@ -229,13 +305,14 @@ def evaluate_gate(
     if unscored:
         return verdict
 
+    judge = _Judge(rule, lvl)
     # --- transfer ratio
     if min_transfer is not None:
-        checks.append(_transfer_check(results, policy, train_sim, min_transfer, strict))
+        checks.append(_transfer_check(results, cells, policy, train_sim, min_transfer, judge, bounds))
 
     # --- regression against a baseline on the held-out simulators
     if baseline_policy is not None and max_drop is not None:
-        checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, strict, n_boot, seed))
+        checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, judge, bounds))
     if min_transfer is None and max_drop is None:
         # Without a threshold the gate is a health check of the run (complete, scored, infra failures
         # under the limit), as it always was; say so in the verdict, since such a gate passes any policy.
@@ -245,6 +322,24 @@ def evaluate_gate(
             "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
         ))  # fmt: skip
     return verdict
+
+
+def resolve_decision(strict: bool, decision: str | None, level: float | None) -> tuple[Decision, float]:
+    """The rule and the level it reads, from ``--strict``, ``--decision`` and ``--level``.
+
+    Raises:
+        ConfigError: an unknown rule, ``--strict`` with another rule, or a level outside (0, 1).
+    """
+    if decision is not None and decision not in DECISIONS:
+        raise ConfigError(f"--decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+    if strict and decision not in (None, "strict"):
+        raise ConfigError(f"--strict is the strict rule; it contradicts --decision {decision}")
+    rule: Decision = "strict" if strict else (decision or "interval")
+    if level is None:
+        level = STRICT_LEVEL if rule in ("strict", "point") else DEFAULT_LEVEL
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ConfigError(f"--level must be a number in (0, 1), got {level!r}")
+    return rule, float(level)
 
 
 def _check_options(
@@ -285,8 +380,127 @@ def _structure_problems(results: Any, rows: Sequence[str]) -> list[str]:
     return problems
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _reward_range(results: dict[str, Any]) -> tuple[tuple[float, float] | None, str | None]:
+    """The run's declared reward range and, when it is unreadable, the reason (a ``results`` error)."""
+    from collapse_probe.limits import check_range
+
+    rr = results.get("reward_range")
+    try:
+        return (None if rr is None else check_range(rr, "results field 'reward_range'")), None
+    except ConfigError as exc:
+        return None, f"{exc} (or null)"
+
+
+def _cell_problem(c: dict[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None) -> str | None:
+    """The first value of a cell the gate cannot read (NaN, None, a string...), in one line, or ``None``."""
+    where = f"cell {policy} vs {sim}"
+    if not _is_count(c.get("n")):
+        return f"{where}: 'n' is {c.get('n')!r}; expected a count of scored conversations"
+    for key in ("infra_failures", "n_conversations", "n_tasks", "unscored"):
+        if key in c and not _is_count(c[key]):
+            return f"{where}: {key!r} is {c[key]!r}; expected a count"
+    mean = c.get("mean_reward")
+    if not (_is_number(mean) or (mean is None and c["n"] == 0)):
+        return f"{where}: 'mean_reward' is {mean!r}; expected a finite number"
+    for key in ("success_rate", "infra_rate"):
+        if c.get(key) is not None and not _is_number(c[key]):
+            return f"{where}: {key!r} is {c[key]!r}; expected a finite number or null"
+    ci = c.get("ci95")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_is_number(v) for v in ci)):
+        return f"{where}: 'ci95' is {ci!r}; expected [low, high] finite numbers or null"
+    tr = c.get("task_rewards")
+    if not isinstance(tr, dict):
+        return f"{where}: 'task_rewards' is {tr!r}; expected an object of per-task reward lists"
+    total = 0
+    for task, rewards in tr.items():
+        if not isinstance(rewards, list):
+            return f"{where}: task_rewards[{task!r}] is {rewards!r}; expected a list of rewards"
+        for i, r in enumerate(rewards):
+            if not _is_number(r):
+                return f"{where}: task_rewards[{task!r}][{i}] is {r!r}; expected a finite number"
+            if bounds is not None and not bounds[0] <= r <= bounds[1]:
+                return (
+                    f"{where}: task_rewards[{task!r}][{i}] is {r!r}, outside the run's reward_range "
+                    f"[{bounds[0]:g}, {bounds[1]:g}]"
+                )
+        total += len(rewards)
+    if total != c["n"]:
+        return f"{where}: 'n' is {c['n']} but task_rewards hold {total} rewards"
+    return None
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """A threshold decision under one rule (module docstring)."""
+
+    rule: Decision
+    level: float
+
+    def __call__(
+        self,
+        name: str,
+        desc: str,
+        value: float,
+        report: Estimate,
+        decide: Estimate,
+        threshold: float,
+        higher_is_better: bool,
+    ) -> GateCheck:
+        op_ok, op_bad = (">=", "<") if higher_is_better else ("<=", ">")
+        near, far = (decide.lo, decide.hi) if higher_is_better else (decide.hi, decide.lo)
+        extra: dict[str, Any] = {"value": value, "threshold": threshold, "rule": self.rule}
+        extra["ci95"] = None if report.lo is None and report.hi is None else [report.lo, report.hi]
+        if self.rule != "point":
+            extra.update(interval=[decide.lo, decide.hi], level=self.level)
+        interval = f"{self.level:.0%} CI {_ci([decide.lo, decide.hi])}"
+        why = f" ({decide.note})" if decide.note else ""
+
+        def clears(bound: float | None) -> bool:
+            return bound is not None and (bound >= threshold if higher_is_better else bound <= threshold)
+
+        if self.rule == "point":
+            ok = value >= threshold if higher_is_better else value <= threshold
+            shown = f"; 95% CI {_ci([report.lo, report.hi])}" if report.lo is not None or report.hi is not None else ""
+            msg = f"{desc} {op_ok if ok else op_bad} {_f(threshold)} (rule: point estimate{shown})"
+            return GateCheck(name, "pass" if ok else "fail", msg, **extra)
+        side = "lower" if higher_is_better else "upper"
+        if self.rule == "strict":
+            if near is None:
+                msg = f"{desc}; strict mode needs a CI {side} bound and there is none{why}"
+                return GateCheck(name, "error", msg, **extra)
+            ok = clears(near)
+            msg = f"{desc}; {interval}: CI {side} bound {_f(near)} {op_ok if ok else op_bad} {_f(threshold)} (rule: strict)"
+            return GateCheck(name, "pass" if ok else "fail", msg, **extra)
+        if clears(near):
+            msg = f"{desc}; {interval} clears {_f(threshold)}: its {side} end {_f(near)} {op_ok} {_f(threshold)} (rule: interval)"
+            return GateCheck(name, "pass", msg, **extra)
+        if far is not None and not clears(far):
+            where = "below" if higher_is_better else "above"
+            msg = f"{desc}; {interval} lies {where} {_f(threshold)} (rule: interval)"
+            return GateCheck(name, "fail", msg, **extra)
+        msg = (
+            f"{desc}; could not judge: the {interval} contains {_f(threshold)}{why} (rule: interval; more tasks or "
+            "rollouts narrow it, --decision point compares the point estimate)"
+        )
+        return GateCheck(name, "error", msg, **extra)
+
+
 def _transfer_check(
-    results: dict[str, Any], policy: str, train_sim: str | None, min_transfer: float, strict: bool
+    results: dict[str, Any],
+    cells: dict[tuple[str, str], dict[str, Any]],
+    policy: str,
+    train_sim: str | None,
+    min_transfer: float,
+    judge: _Judge,
+    bounds: tuple[float, float] | None,
 ) -> GateCheck:
     name = "transfer"
     if train_sim is None:
@@ -296,44 +510,23 @@ def _transfer_check(
             "the run names no training simulator (--train-sim), so it has no transfer ratio",
             threshold=min_transfer,
         )
-    if len(results["simulators"]) < 2:
+    if train_sim not in results["simulators"]:
+        return GateCheck(name, "error", f"the training simulator {train_sim!r} is not a column of the run",
+                         threshold=min_transfer)  # fmt: skip
+    heldout = [cells[(policy, s)] for s in results["simulators"] if s != train_sim]
+    if not heldout:
         return GateCheck(name, "error", "the run has no held-out simulator", threshold=min_transfer)
-    entry = next((t for t in results.get("transfer") or [] if t.get("policy") == policy), None)
-    if entry is None:
-        return GateCheck(
-            name, "error", f"no transfer entry for policy {policy!r} in the results", threshold=min_transfer
-        )
-    ratio, ci = entry.get("transfer_ratio"), entry.get("ci95")
-    if ratio is None:
-        return GateCheck(
-            name, "error", f"transfer ratio undefined: {entry.get('note') or 'unknown reason'}", threshold=min_transfer
-        )
+    train = cells[(policy, train_sim)]
+    report, info = transfer_estimate(train, heldout, level=STRICT_LEVEL, reward_range=bounds)
+    decide, _ = transfer_estimate(train, heldout, level=judge.level, reward_range=bounds)
+    if report is None or decide is None or report.value is None:
+        why = info["note"] or "unknown reason"
+        return GateCheck(name, "error", f"transfer ratio undefined: {why}", threshold=min_transfer)
     desc = (
-        f"held-out reward {_f(entry.get('heldout_reward'))} / training reward {_f(entry.get('train_reward'))} "
-        f"on {train_sim} = {_f(ratio)}"
+        f"held-out reward {_f(info['heldout_reward'])} / training reward {_f(info['train_reward'])} "
+        f"on {train_sim} = {_f(report.value)} over {info['n_tasks']} tasks"
     )
-    if strict:
-        if not ci or ci[0] is None:
-            return GateCheck(
-                name,
-                "error",
-                f"{desc}; strict mode needs a CI and there is none ({entry.get('note') or 'too few tasks'})",
-                value=ratio,
-                threshold=min_transfer,
-            )
-        ok = ci[0] >= min_transfer
-        msg = f"{desc}; CI lower bound {_f(ci[0])} {'>=' if ok else '<'} {_f(min_transfer)}"
-    else:
-        ok = ratio >= min_transfer
-        msg = f"{desc} {'>=' if ok else '<'} {_f(min_transfer)}"
-    return GateCheck(
-        name,
-        "pass" if ok else "fail",
-        msg,
-        value=ratio,
-        threshold=min_transfer,
-        ci95=list(ci) if ci and ci[0] is not None else None,
-    )
+    return judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True)
 
 
 def _regression_check(
@@ -342,44 +535,37 @@ def _regression_check(
     baseline: str,
     heldout: list[str],
     max_drop: float,
-    strict: bool,
-    n_boot: int,
-    seed: int,
+    judge: _Judge,
+    bounds: tuple[float, float] | None,
 ) -> GateCheck:
-    from collapse_probe.metrics.transfer import cluster_bootstrap_diff
+    from collapse_probe.metrics.transfer import paired_mean_diff
 
     name = "regression"
     if not heldout:
         return GateCheck(name, "error", "the run has no held-out simulator to compare on", threshold=max_drop)
-    cand = heldout_task_rewards([cells[(policy, s)] for s in heldout])
-    base = heldout_task_rewards([cells[(baseline, s)] for s in heldout])
+    cand_cells = [cells[(policy, s)] for s in heldout]
+    base_cells = [cells[(baseline, s)] for s in heldout]
+    cand, base = heldout_task_rewards(cand_cells), heldout_task_rewards(base_cells)
     common = [t for t in cand if t in base]
     if not common:
         return GateCheck(
             name, "error", "no task is scored for both policies on every held-out simulator", threshold=max_drop
         )
-    # drop = baseline − candidate; the bootstrap is paired by task, so task difficulty cancels
-    est = cluster_bootstrap_diff(
-        {t: [base[t]] for t in common}, {t: [cand[t]] for t in common}, n_boot=n_boot, seed=seed
-    )
-    assert est.value is not None and est.lo is not None and est.hi is not None  # defined for >= 1 paired task
-    drop = float(est.value)
-    ci = [float(est.lo), float(est.hi)]
+
+    # drop = baseline − candidate, paired by task so that task difficulty cancels
+    def drop(level: float) -> Estimate:
+        return paired_mean_diff(
+            {t: [base[t]] for t in common}, {t: [cand[t]] for t in common}, level, reward_range=bounds,
+            n_units=(conversations(base_cells, common), conversations(cand_cells, common)),
+        )  # fmt: skip
+
+    report, decide = drop(STRICT_LEVEL), drop(judge.level)
     desc = (
         f"held-out reward {_f(sum(cand[t] for t in common) / len(common))} vs baseline "
-        f"{_f(sum(base[t] for t in common) / len(common))} over {len(common)} tasks: drop {_f(drop)}"
+        f"{_f(sum(base[t] for t in common) / len(common))} over {len(common)} tasks: drop {_f(report.value)}"
     )
-    if strict:
-        if len(common) < 2:
-            return GateCheck(
-                name, "error", f"{desc}; strict mode needs at least 2 tasks for a CI", value=drop, threshold=max_drop
-            )
-        ok = ci[1] <= max_drop
-        msg = f"{desc}; CI upper bound {_f(ci[1])} {'<=' if ok else '>'} {_f(max_drop)}"
-    else:
-        ok = drop <= max_drop
-        msg = f"{desc} {'<=' if ok else '>'} {_f(max_drop)}"
-    return GateCheck(name, "pass" if ok else "fail", msg, value=drop, threshold=max_drop, ci95=ci)
+    assert report.value is not None  # defined for >= 1 paired task
+    return judge(name, desc, report.value, report, decide, max_drop, higher_is_better=False)
 
 
 def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdict:
@@ -394,13 +580,16 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdic
         options.get("max_drop"),
         options.get("max_infra_rate", DEFAULT_MAX_INFRA_RATE),
     )
+    rule, lvl = resolve_decision(bool(options.get("strict")), options.get("decision"), options.get("level"))
     try:
         results = load_results(run_dir)
     except ConfigError as exc:
         return GateVerdict(
             policy=policy,
             checks=[GateCheck("results", "error", str(exc))],
-            strict=bool(options.get("strict")),
+            strict=rule == "strict",
             baseline_policy=options.get("baseline_policy"),
+            decision=rule,
+            level=lvl,
         )
     return evaluate_gate(results, policy, **options)

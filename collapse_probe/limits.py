@@ -20,12 +20,32 @@ MAX_TURNS = 1_000
 """Rounds of one conversation (``--max-turns``)."""
 MAX_CONVERSATIONS = 1_000_000
 """Conversations in one run (tasks x rollouts x matrix cells)."""
+MAX_BOOT = 100_000
+"""Bootstrap resamples (``--n-boot``); 2,000 already puts a 95 % interval's ends within Monte-Carlo noise."""
+MAX_BOOT_DRAWS = 50_000_000
+"""Resamples x units resampled (tasks, states): the draws a bootstrap holds in memory at once, 8 bytes each."""
 
 
 def check_at_most(value: Any, limit: int, flag: str, what: str) -> None:
     """Raise :class:`ConfigError` naming ``flag`` when ``value`` exceeds ``limit``."""
     if isinstance(value, int) and not isinstance(value, bool) and value > limit:
         raise ConfigError(f"{flag} {value}: at most {limit:,} {what} per run; split the work into several runs")
+
+
+def check_n_boot(n_boot: Any, units: int, flag: str = "--n-boot", least: int = 100) -> None:
+    """Refuse a bootstrap that could not run in memory, before any model is called: ``n_boot`` must
+    be an integer in [``least``, :data:`MAX_BOOT`] and ``n_boot x units`` at most :data:`MAX_BOOT_DRAWS`."""
+    check_int(n_boot, flag, least)
+    if n_boot > MAX_BOOT:
+        raise ConfigError(
+            f"{flag} {n_boot}: at most {MAX_BOOT:,} bootstrap resamples (2,000 already put a 95 % interval's ends "
+            "within Monte-Carlo noise)"
+        )
+    if n_boot * max(units, 1) > MAX_BOOT_DRAWS:
+        raise ConfigError(
+            f"{flag} {n_boot}: x {units:,} resampled units is more than {MAX_BOOT_DRAWS:,} draws in memory; "
+            f"use --n-boot {max(least, MAX_BOOT_DRAWS // max(units, 1)):,} or fewer"
+        )
 
 
 def check_finite(value: Any, flag: str, least: float | None = 0.0) -> None:
@@ -44,3 +64,17 @@ def check_int(value: Any, flag: str, least: int | None = 1, *, optional: bool = 
     if isinstance(value, bool) or not isinstance(value, int) or (least is not None and value < least):
         bound = f" >= {least}" if least is not None else ""
         raise ConfigError(f"{flag} must be an integer{bound}, got {value!r}")
+
+
+def check_range(value: Any, name: str) -> tuple[float, float]:
+    """``value`` as a reward range ``(low, high)``: two finite numbers (not bools) with low < high.
+
+    Raises:
+        ConfigError: naming ``name``, what was expected and the value received.
+    """
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = value
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+        if numbers and low < high:
+            return float(low), float(high)
+    raise ConfigError(f"{name}: expected [low, high], two finite numbers with low < high, got {value!r}")

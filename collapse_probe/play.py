@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks import Arena
+from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import arena_record
@@ -35,12 +35,15 @@ class PlayConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def summarize_rewards(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean reward with a 95 % CI over scored conversations; infra failures counted, not scored."""
+def summarize_rewards(
+    records: list[dict[str, Any]], *, reward_range: tuple[float, float] | None = None
+) -> dict[str, Any]:
+    """Mean reward with a 95 % CI over scored conversations (tasks as clusters, inside the arena's
+    declared ``reward_range``); infra failures counted, not scored."""
     from collapse_probe.metrics.rewards import cell_summary
 
-    cell = cell_summary(records, "", "", [])
-    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95")}
+    cell = cell_summary(records, "", "", [], reward_range=reward_range)
+    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95", "ci95_method", "n_tasks")}
 
 
 def run_play(
@@ -98,7 +101,7 @@ async def run_play_async(
         run_dir=run_dir,
         retry_infra_failures=not keep_failed,
     )
-    summary = summarize_rewards(records)
+    summary = summarize_rewards(records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         from collapse_probe.report.play_plots import write_play_report
         from collapse_probe.rollout.records import record_fingerprints

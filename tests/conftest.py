@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+SHARED_DATASETS = Path(os.environ.get("COLLAPSE_PROBE_SHARED_DATASETS") or REPO.parent / "shared" / "datasets")
+"""The public data sets beside the repository (``$COLLAPSE_PROBE_SHARED_DATASETS`` overrides, e.g. in a worktree)."""
 
 
 @pytest.fixture(autouse=True)

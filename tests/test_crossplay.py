@@ -82,17 +82,23 @@ def test_hand_computed_rewards(tmp_path, donors, policies):
     expected = {donors["give2"]: 1.0, donors["give050"]: 0.25, donors["refuse"]: 0.0}
     assert expected[donors["give050"]] == donation_reward(parse_donation("[DONATE $0.50]"))
     assert len(res["cells"]) == 6
+    assert res["reward_range"] == [0.0, 1.0]  # the P4G arena's declared bounds
     for c in res["cells"]:
         want = expected[c["simulator"]]
-        assert c["n"] == N_TASKS * N_ROLLOUTS and c["infra_failures"] == 0
-        assert c["mean_reward"] == want and c["ci95"] == [want, want]
+        assert c["n"] == N_TASKS * N_ROLLOUTS and c["infra_failures"] == 0 and c["n_tasks"] == N_TASKS
+        # 8 identical rewards over 4 tasks do not prove the mean: the CI is over tasks and inside [0, 1]
+        lo, hi = c["ci95"]
+        assert c["mean_reward"] == want and 0 <= lo <= want <= hi <= 1 and hi - lo > 0.3
+        assert (lo == 0.0) == (want == 0.0) and (hi == 1.0) == (want == 1.0)
+        assert c["ci95_method"] == "Korn-Graubard over tasks in [0, 1]" and c["ci95_note"] is None
         assert c["success_rate"] == (1.0 if want > 0 else 0.0)
         assert sorted(c["task_rewards"]) == sorted(res["tasks"])
         assert all(v == [want] * N_ROLLOUTS for v in c["task_rewards"].values())
     # transfer = mean over held-out sims (0.25 + 0) / 2 over training reward 1
     for t in res["transfer"]:
         assert t["train_reward"] == 1.0 and t["heldout_reward"] == 0.125
-        assert t["transfer_ratio"] == 0.125 and t["ci95"] == [0.125, 0.125]
+        assert t["transfer_ratio"] == 0.125 and t["ci95"][0] < 0.125 < t["ci95"][1]
+        assert t["ci95_lower"] == t["ci95"][0] and t["method"].startswith("MOVER-R over tasks")
 
     # the refusing donor was asked the elicitation question once per conversation
     recs = [json.loads(line) for line in (tmp_path / "run" / "conversations.jsonl").read_text().splitlines()]
@@ -187,9 +193,14 @@ def test_partial_infra_failures_excluded_from_mean(donors, policies):
     assert c["n"] == 3 and c["infra_failures"] == 3 and c["infra_rate"] == 0.5
     assert c["mean_reward"] == pytest.approx((0.0 + 0.5 + 1.0) / 3)
     assert c["task_rewards"] == {"t0": [0.0], "t1": [0.5], "t2": [1.0]}
-    # a Student-t CI: mean ± t_{2,0.975} * s / sqrt(3), with s = 0.5
+    # no declared reward range: a Student-t CI over the 3 tasks, mean ± t_{2,0.975} * s / sqrt(3), s = 0.5
     half = 4.302652729911275 * 0.5 / math.sqrt(3)
-    assert c["ci95"] == pytest.approx([0.5 - half, 0.5 + half])
+    assert c["ci95"] == pytest.approx([0.5 - half, 0.5 + half]) and c["ci95_method"] == "Student t over tasks"
+    # with the range the CI stays inside it
+    ranged = crossplay_results(
+        recs, CrossplayConfig(policies=["p"], simulators=["s"], tasks=3, rollouts=2), reward_range=(0.0, 1.0)
+    )["cells"][0]
+    assert ranged["mean_reward"] == c["mean_reward"] and 0 <= ranged["ci95"][0] < 0.5 < ranged["ci95"][1] <= 1
 
 
 def test_transfer_undefined_when_training_reward_is_zero(donors, policies):
@@ -357,3 +368,41 @@ def test_resume_after_a_kill_mid_run(tmp_path, donors, policies):
     keys = [json.loads(line)["key"] for line in (out / "conversations.jsonl").read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 2 * N_TASKS * N_ROLLOUTS
     assert resumed["cells"] == reference["cells"] and resumed["transfer"] == reference["transfer"]
+
+
+def test_cell_ci_clusters_by_task():
+    """Rollouts of a task are correlated: 2 tasks x 20 rollouts are 2 units, not 40."""
+    recs = [
+        {"policy": "p", "simulator": "s", "task_id": f"t{t}", "rollout": g, "status": "done",
+         "reward": float(t), "messages": []}
+        for t in range(2) for g in range(20)
+    ]  # fmt: skip
+    cell = crossplay_results(recs, CrossplayConfig(policies=["p"], simulators=["s"], tasks=2, rollouts=20))["cells"][0]
+    # per-conversation t: 0.5 ± 2.02 * 0.506 / sqrt(40) = [0.34, 0.66]; over the 2 task means it is wide
+    assert cell["mean_reward"] == 0.5 and cell["ci95"][0] < -1 and cell["ci95"][1] > 2
+    one = crossplay_results(recs[:20], CrossplayConfig(policies=["p"], simulators=["s"], tasks=1, rollouts=20))
+    assert one["cells"][0]["ci95"] is None and "at least 2 tasks" in one["cells"][0]["ci95_note"]
+
+
+def test_rewards_outside_the_declared_range_are_noted(donors, policies):
+    recs = [
+        {"policy": "p", "simulator": "s", "task_id": f"t{t}", "rollout": 0, "status": "done",
+         "reward": 1.5 if t == 0 else 0.5, "messages": []}
+        for t in range(3)
+    ]  # fmt: skip
+    cfg = CrossplayConfig(policies=["p"], simulators=["s"], tasks=3, rollouts=1)
+    cell = crossplay_results(recs, cfg, reward_range=(0.0, 1.0))["cells"][0]
+    assert "outside the declared range" in cell["ci95_note"] and cell["ci95_method"] == "Student t over tasks"
+
+
+def test_terminal_table_shows_the_cell_intervals(donors, policies):
+    from collapse_probe.cli.crossplay import format_matrix
+
+    cfg = CrossplayConfig(
+        policies=[policies["blunt"]], simulators=[donors["give2"], donors["give050"]], train_simulator=donors["give2"],
+        tasks=N_TASKS, rollouts=N_ROLLOUTS, max_turns=2,
+    )  # fmt: skip
+    res = run_crossplay(cfg, arena=_arena(), progress=False)
+    out = format_matrix(res)
+    lo, hi = next(c for c in res["cells"] if c["simulator"] == donors["give050"])["ci95"]
+    assert f"0.250 [{lo:.2f}, {hi:.2f}]" in out and "95% CI over tasks" in out

@@ -1,5 +1,6 @@
-"""The CI gate: exit codes that follow from hand-computed cross-play matrices, strict vs point
-thresholds, could-not-judge cases, and well-formed JUnit XML."""
+"""The CI gate: exit codes that follow from hand-computed cross-play matrices, the interval, point and
+strict rules, could-not-judge cases (also unreadable cells), error rates on simulated runs, and
+well-formed JUnit XML."""
 
 from __future__ import annotations
 
@@ -84,11 +85,9 @@ def test_matrix_is_as_hand_computed(matrix):
     assert res["heldout_reward"] == {p: 0.625, b: 0.125}
 
 
-@pytest.mark.parametrize("strict", [False, True])
-def test_exit_codes_follow_from_the_matrix(matrix, strict):
+def test_point_rule_exit_codes_follow_from_the_matrix(matrix):
     p, b, d = matrix["polite"], matrix["blunt"], str(matrix["dir"])
-    s = ["--strict"] if strict else []
-    # deterministic donors: every CI is the point itself, so strict and point mode agree
+    s = ["--decision", "point"]  # the rule the gate used by default before the interval rule
     assert _run_cli([d, "--policy", p, "--min-transfer", "0.6", *s]) == 0
     assert _run_cli([d, "--policy", p, "--min-transfer", "0.625", *s]) == 0  # the bound is inclusive
     assert _run_cli([d, "--policy", b, "--min-transfer", "0.6", *s]) == 1
@@ -98,20 +97,75 @@ def test_exit_codes_follow_from_the_matrix(matrix, strict):
     assert _run_cli([d, "--policy", p, "--baseline-policy", b, "--max-drop", "0", *s]) == 0
 
 
+def test_small_run_cannot_be_judged_by_default(matrix):
+    """4 tasks x 2 rollouts: even deterministic donors leave intervals too wide to decide 0.625 vs 0.6."""
+    p, b, d = matrix["polite"], matrix["blunt"], str(matrix["dir"])
+    v = evaluate_gate(matrix["results"], p, min_transfer=0.6)
+    t = v.checks[-1]
+    assert v.exit_code == 2 and v.decision == "interval" and v.level == 0.9 and t.rule == "interval"
+    lo, hi = t.interval
+    assert lo < 0.6 < hi and t.ci95[0] <= lo and hi <= t.ci95[1]  # the 90% interval inside the 95% one
+    assert "could not judge" in t.message and "90% CI" in t.message and "contains 0.6" in t.message
+    assert "rule: interval" in v.headline() and "90% CI" in v.headline()
+    assert _run_cli([d, "--policy", p, "--min-transfer", "0.6"]) == 2
+    assert _run_cli([d, "--policy", b, "--min-transfer", "0.6"]) == 1  # 0.125: the interval lies below
+    # the strict rule counts what the interval rule cannot judge as a failure
+    assert _run_cli([d, "--policy", p, "--min-transfer", "0.6", "--strict"]) == 1
+    assert _run_cli([d, "--policy", p, "--min-transfer", "0.6", "--decision", "strict"]) == 1
+
+
+def _deterministic(tasks: int, rollouts: int, rewards: dict[str, float]) -> dict:
+    """Results where every conversation of cell 'policy|sim' scores ``rewards[cell]``."""
+    sims = list(dict.fromkeys(k.split("|")[1] for k in rewards))
+    pols = list(dict.fromkeys(k.split("|")[0] for k in rewards))
+    recs = _records({k: {f"t{i}": [r] * rollouts for i in range(tasks)} for k, r in rewards.items()})
+    cfg = CrossplayConfig(policies=pols, simulators=sims, train_simulator=sims[0], tasks=tasks, rollouts=rollouts)
+    return crossplay_results(recs, cfg, reward_range=(0.0, 1.0))
+
+
+def test_interval_rule_decides_with_enough_tasks():
+    """40 tasks x 4 rollouts of deterministic donors: transfer 0.625 with a narrow interval."""
+    res = _deterministic(40, 4, {"a|train": 1.0, "a|h1": 0.25, "a|h2": 1.0, "b|train": 1.0, "b|h1": 0.25, "b|h2": 0.0})
+    t = next(e for e in res["transfer"] if e["policy"] == "a")
+    assert t["transfer_ratio"] == 0.625 and t["ci95"][0] < 0.625 < t["ci95"][1] and t["ci95"][1] - t["ci95"][0] < 0.15
+    assert "MOVER-R" in t["method"] and res["reward_range"] == [0.0, 1.0]
+    assert evaluate_gate(res, "a", min_transfer=0.5).exit_code == 0
+    assert evaluate_gate(res, "a", min_transfer=0.75).exit_code == 1
+    undecided = evaluate_gate(res, "a", min_transfer=0.6)
+    assert undecided.exit_code == 2 and "contains 0.6" in undecided.checks[-1].message
+    # point rule: 0.625 >= 0.6 passes; strict: the 95% lower bound must clear
+    assert evaluate_gate(res, "a", min_transfer=0.6, decision="point").exit_code == 0
+    assert evaluate_gate(res, "a", min_transfer=0.6, strict=True).exit_code == 1
+    # regression: b loses 0.5 of held-out reward against a
+    drop = evaluate_gate(res, "b", baseline_policy="a", max_drop=0.3)
+    assert drop.exit_code == 1 and drop.checks[-1].value == pytest.approx(0.5)
+    assert drop.checks[-1].interval[0] > 0.3 and "lies above 0.3" in drop.checks[-1].message
+    assert evaluate_gate(res, "b", baseline_policy="a", max_drop=0.6).exit_code == 0
+    assert evaluate_gate(res, "b", baseline_policy="a", max_drop=0.5).exit_code == 2
+
+
 def test_verdict_values_and_markdown(matrix, tmp_path, capsys):
     p, b = matrix["polite"], matrix["blunt"]
-    v = evaluate_gate(matrix["results"], b, min_transfer=0.5, baseline_policy=p, max_drop=0.1)
+    v = evaluate_gate(matrix["results"], b, min_transfer=0.5, baseline_policy=p, max_drop=0.1, decision="point")
     checks = {c.name: c for c in v.checks}
     assert checks["transfer"].status == "fail" and checks["transfer"].value == 0.125
     assert checks["regression"].status == "fail" and checks["regression"].value == pytest.approx(0.5)
-    assert checks["regression"].ci95 == pytest.approx([0.5, 0.5])
+    lo, hi = checks["regression"].ci95  # a difference of rewards in [0, 1] lies in [-1, 1]
+    assert -1 <= lo < 0.5 < hi <= 1 and checks["regression"].interval is None
     assert all(checks[f"infra:{q}|{s}"].status == "pass" for q in (p, b) for s in matrix["results"]["simulators"])
     assert v.exit_code == 1 and v.outcome == "fail"
+    assert v.to_dict()["decision"] == "point" and v.to_dict()["checks"][-1]["rule"] == "point"
     md_file = tmp_path / "gate.md"
-    assert _run_cli([str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--markdown", str(md_file)]) == 1
+    argv = [str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--markdown", str(md_file)]
+    assert _run_cli([*argv, "--decision", "point"]) == 1
     md = md_file.read_text()
     assert md == capsys.readouterr().out.rstrip("\n") + "\n"
-    assert md.startswith("### collapse-probe gate: ❌ failed") and "| `transfer` | ❌ fail | 0.125 |" in md
+    assert md.startswith("### collapse-probe gate: ❌ failed: transfer 0.125 (95% CI [")
+    assert "(rule: point)" in md.splitlines()[0] and "| `transfer` | ❌ fail | 0.125 |" in md
+    assert _run_cli(argv) == 2  # by default: the interval over 4 tasks contains 0.5
+    md = md_file.read_text()
+    assert md.startswith("### collapse-probe gate: ⚠️ could not judge: transfer 0.125 (90% CI [")
+    assert "rule **interval**" in md and "| 90% CI |" in md
 
 
 def test_junit_xml_is_well_formed(matrix, tmp_path):
@@ -130,6 +184,8 @@ def test_junit_xml_is_well_formed(matrix, tmp_path):
             "0.6",
             "--junit",
             str(junit),
+            "--decision",
+            "point",
         ]
     )
     assert code == 1
@@ -143,6 +199,13 @@ def test_junit_xml_is_well_formed(matrix, tmp_path):
     fail = by_name["transfer"].find("failure")
     assert fail is not None and "0.125" in fail.get("message") and "< 0.5" in fail.text
     assert by_name["regression"].find("failure") is None and by_name["regression"].find("error") is None
+    assert "rule=point" in by_name["transfer"].find("system-out").text
+    # the default rule: the transfer interval over 4 tasks contains 0.5 -> an <error> (could not judge)
+    assert _run_cli([str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--junit", str(junit)]) == 2
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "0" and root.get("errors") == "1"
+    err = {c.get("name"): c for c in root.findall("./testsuite/testcase")}["transfer"].find("error")
+    assert err is not None and err.get("type") == "could-not-judge" and "90% CI" in err.get("message")
 
 
 def test_strict_needs_the_ci_to_clear_the_threshold(tmp_path, write_scripted):
@@ -161,9 +224,11 @@ def test_strict_needs_the_ci_to_clear_the_threshold(tmp_path, write_scripted):
     assert t["transfer_ratio"] == pytest.approx(0.25 / train)
     threshold = t["transfer_ratio"] - 1e-9
     assert t["ci95"][0] < threshold <= t["transfer_ratio"]
-    assert evaluate_gate(res, policy, min_transfer=threshold).exit_code == 0
+    assert evaluate_gate(res, policy, min_transfer=threshold, decision="point").exit_code == 0
     strict = evaluate_gate(res, policy, min_transfer=threshold, strict=True)
     assert strict.exit_code == 1 and "CI lower bound" in strict.checks[-1].message
+    assert strict.strict and strict.decision == "strict" and strict.level == 0.95
+    assert evaluate_gate(res, policy, min_transfer=threshold).exit_code == 2  # the interval contains it
 
 
 def _records(rewards: dict[str, dict[str, list[float | None]]]) -> list[dict]:
@@ -202,13 +267,14 @@ def test_strict_regression_uses_the_upper_bound_of_the_drop():
             policies=["cand", "base"], simulators=["train", "h"], train_simulator="train", tasks=6, rollouts=1
         ),
     )
-    v = evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4)
+    v = evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4, decision="point")
     reg = v.checks[-1]
     assert reg.name == "regression" and reg.value == pytest.approx(1 - 4 / 6) and v.exit_code == 0
     assert reg.ci95[0] <= reg.value <= reg.ci95[1] and reg.ci95[1] > 0.4
     assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4, strict=True).exit_code == 1
+    assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4).exit_code == 2
     # the drop is judged on held-out simulators only: the training column (equal here) does not dilute it
-    assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.3).exit_code == 1
+    assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.3, decision="point").exit_code == 1
 
 
 def test_infra_failures_make_the_gate_unable_to_judge(tmp_path, write_scripted):
@@ -257,6 +323,12 @@ def test_could_not_judge(matrix, tmp_path, write_scripted):
     assert _run_cli([d, "--policy", matrix["blunt"], "--baseline-policy", matrix["polite"]]) == 2
     with pytest.raises(ConfigError, match="--max-drop"):
         evaluate_gate(matrix["results"], matrix["blunt"], baseline_policy=matrix["polite"], max_drop=-1)
+    # --strict is a rule of its own: with another --decision it is a contradiction, not a silent choice
+    assert _run_cli([d, "--policy", matrix["blunt"], "--strict", "--decision", "point"]) == 2
+    with pytest.raises(ConfigError, match="--level"):
+        evaluate_gate(matrix["results"], matrix["blunt"], min_transfer=0.5, level=1.5)
+    with pytest.raises(ConfigError, match="--decision"):
+        evaluate_gate(matrix["results"], matrix["blunt"], decision="vote")  # type: ignore[arg-type]
 
 
 def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
@@ -285,3 +357,103 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
     assert health.exit_code == 0  # nothing asked beyond a complete, healthy run
     assert health.checks[-1].name == "thresholds" and "not the policy" in health.checks[-1].message
     assert "not the policy" in health.markdown()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("mean_reward", float("nan"), "'mean_reward' is nan"),
+        ("mean_reward", "0.5", "'mean_reward' is '0.5'"),
+        ("n", None, "'n' is None"),
+        ("n", "8", "'n' is '8'"),
+        ("infra_failures", 1.5, "'infra_failures' is 1.5"),
+        ("task_rewards", "lots", "'task_rewards' is 'lots'"),
+        ("success_rate", "high", "'success_rate' is 'high'"),
+        ("ci95", [float("nan"), 1.0], "'ci95' is [nan, 1.0]"),
+        ("reward", None, "[1] is None"),
+        ("reward", "1.0", "[1] is '1.0'"),
+        ("reward", float("nan"), "[1] is nan"),
+        ("reward", 7.0, "outside the run's reward_range [0, 1]"),
+    ],
+)
+def test_unreadable_cells_cannot_be_judged(matrix, tmp_path, capsys, field, value, expected):
+    """NaN, None or strings in a cell the gate reads: exit 2 with one line naming the cell, never a pass."""
+    res = json.loads((matrix["dir"] / "results.json").read_text())
+    cell = next(c for c in res["cells"] if c["policy"] == matrix["polite"] and c["simulator"] != res["train_simulator"])
+    if field == "reward":
+        cell["task_rewards"][res["tasks"][2]][1] = value
+    else:
+        cell[field] = value
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(res))  # Python writes NaN as the JSON extension it also reads
+    for rule in ("interval", "point", "strict"):
+        v = evaluate_gate(json.loads(path.read_text()), matrix["polite"], min_transfer=0.1, decision=rule)
+        assert v.exit_code == 2 and v.checks[0].name == "results" and v.checks[0].status == "error"
+        msg = v.checks[0].message
+        assert f"cell {matrix['polite']} vs {cell['simulator']}" in msg and expected in msg and "\n" not in msg
+    assert _run_cli([str(path), "--policy", matrix["polite"], "--min-transfer", "0.1", "--decision", "point"]) == 2
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err and expected in out.out
+
+
+def test_bad_reward_range_cannot_be_judged(matrix):
+    res = dict(matrix["results"], reward_range=[1, 0])
+    v = evaluate_gate(res, matrix["polite"], min_transfer=0.1)
+    assert v.exit_code == 2 and "reward_range" in v.checks[0].message
+
+
+def _error_rates():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_error_rates.py"
+    spec = importlib.util.spec_from_file_location("gate_error_rates", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is created
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pass_rate(mod, panel: str, tasks: int, rollouts: int, transfer: float, runs: int, **options) -> float:
+    import numpy as np
+
+    rng = np.random.default_rng([tasks, rollouts, int(100 * transfer)])
+    passed = 0
+    for _ in range(runs):
+        res = mod.simulate_run(rng, mod.PANELS[panel], tasks, rollouts, transfer)
+        passed += evaluate_gate(res, "candidate", min_transfer=0.8, **options).exit_code == 0
+    return passed / runs
+
+
+@pytest.mark.parametrize(("tasks", "rollouts", "point_floor"), [(10, 1, 0.3), (40, 4, 0.12)])
+def test_a_policy_below_the_threshold_rarely_passes(tasks, rollouts, point_floor):
+    """True transfer 0.75 against a 0.8 gate: the point rule passes it in 25-45 % of runs, the default
+    in at most 10 % (measured: under 2 %; with 150 runs 10 % lies 4 standard errors away)."""
+    mod = _error_rates()
+    runs = 150
+    assert _pass_rate(mod, "bernoulli", tasks, rollouts, 0.75, runs) <= 0.10
+    assert _pass_rate(mod, "bernoulli", tasks, rollouts, 0.75, runs, decision="point") >= point_floor
+
+
+def test_a_policy_that_transfers_passes_at_40_tasks_x_4_rollouts():
+    """True transfer 1.0 at 40 x 4 passes the default in >= 80 % of runs, here on P4G-like donation
+    rewards of tasks that mostly succeed (p_i ~ Beta(8, 1); the table in docs/ci-gate.md has the
+    harder panels: 0.81 with binary rewards around 0.5)."""
+    mod = _error_rates()
+    assert _pass_rate(mod, "ceiling", 40, 4, 1.0, 100) >= 0.9
+
+
+def test_error_rate_benchmark_prints_the_table(capsys):
+    mod = _error_rates()
+    assert mod.main(["--reps", "3", "--tasks", "10", "--rollouts", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| 10 x 1 |" in out and "pass at 0.75: default" in out
+    assert mod.main(["--cells", "--reps", "3", "--tasks", "4", "--rollouts", "2", "--panel", "ceiling"]) == 0
+    assert "| ceiling | 4 x 2 |" in capsys.readouterr().out
+    assert mod.main(["--compare", "--reps", "2", "--tasks", "10", "--rollouts", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "BCa bootstrap" in out and "Fieller" in out and "| 10 x 1 |" in out
+    assert mod.main(["--at-threshold", "--reps", "2", "--tasks", "10", "--rollouts", "1"]) == 0
+    assert "default: pass" in capsys.readouterr().out

@@ -39,14 +39,16 @@ class AuditConfig:
     """``exact | embedding | judge | label``; ``None``: by meaning, i.e. ``judge`` when ``judge`` is
     given, else ``embedding`` (constrained by the benchmark's ``meaning_key``) when the embedding extra
     is installed, else the benchmark's ``fallback_partition`` (P4G: ``label``; others: ``exact``)
-    with a notice."""
+    with a notice, and no meaning verdict (those classes are not meanings)."""
     judge: str | None = None
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
     """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
     vs_k: int = 5
     human: str | None = None
-    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``)."""
+    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
+    ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
+    ``human_reference.people_epsilon`` reports people's own ε at them."""
     rollouts: int = 1
     """On-policy conversations per task."""
     max_turns: int | None = 3
@@ -54,7 +56,8 @@ class AuditConfig:
     top_p: float = 1.0
     seed: int = 0
     epsilon_star: float = 0.2
-    """ε*: the simulator is called ε*-collapsed when the upper end of the CI of the mean ε̂ is below it."""
+    """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
+    CI of its mean ε̂ is below it, NOT COLLAPSED when the lower end is above it."""
     bound_b: float = 1.0
     """B, bound on the norm of the trajectory score function, for the gradient-bias bound."""
     r_max: float = 1.0
@@ -101,7 +104,9 @@ class AuditConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
         if self.n_boot < 100:
             raise ConfigError(f"n_boot must be >= 100, got {self.n_boot}")
-        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite
+        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite, check_n_boot
+
+        check_n_boot(self.n_boot, 1, "n_boot")
 
         check_finite(self.temperature, "--temperature")
         check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")
@@ -126,7 +131,7 @@ class ProbeState:
     """Number of earlier simulator turns in the conversation."""
     episode: Episode
     closed_set: bool = False
-    """The state asks for a decision: decision ε and the closed answer set's exact distribution apply."""
+    """The state asks for a decision: the decision label and the closed answer set's exact scores apply."""
     kind: str | None = None
     """Kind of state, reported separately: ``"opening"``, ``"elicitation"``, ``"turn k"`` (on-policy:
     the k-th simulator turn); ``None``: derived from ``closed_set`` and ``turn``."""

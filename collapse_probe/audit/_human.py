@@ -307,3 +307,138 @@ def towards_people(direct: dict[str, Any], verbalized: dict[str, Any]) -> dict[s
                 "closer": "verbalized" if better else "direct" if a != b else "tie",
             }
     return rows
+
+
+# ----------------------------------------------------------------------------------------------- people's own ε
+
+MATCHED_GROUPING = "the persuader's act (er_label_1) of the last sentence before the reply"
+
+
+def _eps(counts: Sequence[int] | np.ndarray, seed: int) -> dict[str, Any]:
+    from collapse_probe.metrics.estimators import collapse_error_interval
+
+    iv = collapse_error_interval([int(c) for c in counts if c > 0], seed=seed)
+    return {"collapse_error": iv.estimate, "ci95": iv.ci95, "plugin": iv.plugin, "n": int(np.sum(counts))}
+
+
+def _mean_eps(counts_list: Sequence[Sequence[int]], seed: int) -> dict[str, Any]:
+    from collapse_probe.metrics.estimators import mean_collapse_error_interval
+
+    cs = [[int(c) for c in cl if c > 0] for cl in counts_list]
+    if not cs:
+        return {"estimate": None, "ci95": None, "n_states": 0}
+    iv = mean_collapse_error_interval(cs, seed=seed)
+    return {"estimate": iv.estimate, "ci95": iv.ci95, "plugin": iv.plugin, "n_states": iv.n_states, "method": iv.method}
+
+
+def people_epsilon(
+    records: Sequence[dict[str, Any]], annotated: Sequence[Any], reader: Any = None, seed: int = 0
+) -> dict[str, Any] | None:
+    """People's own ε at the audited human-grounded states, beside the simulator's, in one class space.
+
+    A *matched state* is a prefix of an annotated P4G dialogue up to a persuader turn; states are
+    grouped by :data:`MATCHED_GROUPING`. For each group that holds an audited state:
+
+    - **people**: the persuadees' next turns at every prefix of the group, over all annotated
+      dialogues (one reply per person), as stances (:func:`~collapse_probe.benchmarks.p4g_stance.turn_stance`
+      of the gold sentence acts) and as acts (:func:`~collapse_probe.benchmarks.p4g_stance.turn_act`):
+      ε = 1 − modal share, "how varied are people at this point";
+    - **simulator, pooled**: the simulator's N replies at the group's audited states, pooled (the same
+      quantity as the people's: the spread of one reply per state across the group's states), read
+      as stances by the stance reader;
+    - **simulator, within a state**: the mean over the audited states of ε of their own N replies
+      (what the headline measures). Pooling over states can only add spread, so pooled ≥ within in
+      expectation; people's ε is pooled over persons by nature.
+
+    Intervals come from :func:`~collapse_probe.metrics.estimators.collapse_error_interval` per group and
+    :func:`~collapse_probe.metrics.estimators.mean_collapse_error_interval` for the means over the
+    matched groups (people, simulator pooled) or over the audited states (within). The simulator's
+    replies are read by a reader whose held-out accuracy is in ``docs/stance-reader.md``; people's
+    side uses their annotated acts. The simulator is not classified into acts: no act reader is
+    measured well enough for that.
+
+    Returns:
+        ``None`` when no audited state is a prefix of an annotated dialogue.
+    """
+    from collections import Counter
+
+    from collapse_probe.benchmarks.p4g_stance import STANCES, default_stance_reader, key_stance, turn_act, turn_stance
+
+    reader = reader if reader is not None and callable(getattr(reader, "keys", None)) else default_stance_reader()
+    by_id = {d.dialogue_id: d for d in annotated if d.acts}
+    people: dict[str, Counter[str]] = {}
+    people_acts: dict[str, Counter[str]] = {}
+    for d in by_id.values():
+        for k in range(1, len(d.turns)):
+            if d.turns[k - 1][0] == "policy" and d.turns[k][0] == "simulator" and d.acts[k - 1]:
+                g = d.acts[k - 1][-1] or "(unlabelled)"
+                people.setdefault(g, Counter())[turn_stance(d.acts[k])] += 1
+                people_acts.setdefault(g, Counter())[turn_act(d.acts[k])] += 1
+    audited = []
+    for r in records:
+        if r.get("status") != "ok" or r.get("source") != "human" or not r.get("responses"):
+            continue
+        did, _, depth = str(r["state_id"]).removeprefix("human:").rpartition(":")
+        d = by_id.get(did)
+        if d is None or not depth.isdigit() or not 0 < int(depth) <= len(d.acts) or not d.acts[int(depth) - 1]:
+            continue
+        audited.append((r, d.acts[int(depth) - 1][-1] or "(unlabelled)"))
+    if not audited:
+        return None
+    keys = reader.keys([t for r, _ in audited for t in r["responses"]])
+    sim: dict[str, list[list[int]]] = {}
+    at = 0
+    for r, g in audited:
+        c = Counter(key_stance(x) for x in keys[at : at + len(r["responses"])])
+        at += len(r["responses"])
+        sim.setdefault(g, []).append([c[s] for s in STANCES])
+    groups: list[dict[str, Any]] = []
+    for g in sorted(sim, key=lambda g: (-sum(people.get(g, Counter()).values()), g)):
+        if g not in people:
+            continue
+        pooled = np.sum(sim[g], axis=0)
+        pa = people_acts[g].most_common()
+        groups.append({
+            "persuader_act": g,
+            "people": {**_eps([people[g][s] for s in STANCES], seed), "counts": {s: people[g][s] for s in STANCES}},
+            "people_acts": {**_eps([v for _, v in pa], seed), "modal_act": pa[0][0], "n_acts": len(pa)},
+            "simulator_pooled": {**_eps(pooled, seed), "counts": dict(zip(STANCES, pooled.tolist(), strict=True))},
+            "simulator_within_state": _mean_eps(sim[g], seed),
+            "n_states": len(sim[g]),
+        })  # fmt: skip
+    if not groups:
+        return None
+    names: list[str] = [x["persuader_act"] for x in groups]
+    return {
+        "grouping": MATCHED_GROUPING,
+        "class_space": "stance: donate / refuse / no decision (people also by act)",
+        "stance_reader": reader.describe() if callable(getattr(reader, "describe", None)) else None,
+        "n_groups": len(groups),
+        "n_states": sum(x["n_states"] for x in groups),
+        "n_people_replies": int(sum(x["people"]["n"] for x in groups)),
+        "people": _mean_eps([[people[g][s] for s in STANCES] for g in names], seed),
+        "people_acts": _mean_eps([list(people_acts[g].values()) for g in names], seed),
+        "simulator_pooled": _mean_eps([np.sum(sim[g], axis=0).tolist() for g in names], seed),
+        "simulator_within_state": _mean_eps([c for g in names for c in sim[g]], seed),
+        "groups": groups,
+    }
+
+
+def people_epsilon_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Terminal-table rows for ``human_reference.people_epsilon`` (none when it is absent)."""
+    pe = (results.get("human_reference") or {}).get("people_epsilon")
+    if not pe:
+        return []
+
+    def v(x: dict[str, Any]) -> str:
+        if x.get("estimate") is None:
+            return "n/a"
+        return f"{x['estimate']:.3f} [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}]"
+
+    where = f"{pe['n_groups']} persuader acts, {pe['n_states']} audited states"
+    return [
+        ("people's ε at matched states", f"stance {v(pe['people'])}, act {v(pe['people_acts'])} "
+                                         f"({pe['n_people_replies']} human replies; {where})"),
+        ("simulator's ε there (stance)", f"pooled {v(pe['simulator_pooled'])}, within a state "
+                                         f"{v(pe['simulator_within_state'])}"),
+    ]  # fmt: skip

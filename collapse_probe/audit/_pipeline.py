@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
-from collapse_probe.audit._human import human_grounding, human_reference, towards_people
-from collapse_probe.audit._report import _state_row, verdict, write_audit_report
-from collapse_probe.audit._sampling import _Sampler
+from collapse_probe.audit._human import human_grounding, human_reference, people_epsilon, towards_people
+from collapse_probe.audit._report import _state_row, write_audit_report
+from collapse_probe.audit._sampling import _Sampler, _state_seed, sample_problem
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
-from collapse_probe.audit._views import kind_views
-from collapse_probe.benchmarks import Arena
+from collapse_probe.audit._verdict import audit_verdicts, verdict_line
+from collapse_probe.audit._views import kind_views, reward_reader, reward_view_of_state
+from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
@@ -78,6 +79,27 @@ def _sim_participants(config: AuditConfig, cache: bool) -> list[Participant]:
     return [primary, other]
 
 
+def probe_states_note(arena: Arena, states: Sequence[ProbeState], config: AuditConfig) -> str:
+    """What probe states are and how to ask for the states of Definition 3.1 (and for real people's)."""
+    kinds = sorted({s.kind or s.source for s in states if s.source != "human"
+                    and any(a["role"] == b["role"] == "policy"
+                            for a, b in zip(s.episode.messages, s.episode.messages[1:], strict=False))})  # fmt: skip
+    line = ("note: these are probe states, the benchmark's fixed prompts, not the simulator turns a policy's "
+            "rollouts visit (Definition 3.1)")  # fmt: skip
+    if kinds:
+        line += f"; the {' and '.join(kinds)} states put two policy messages in a row, which no rollout does"
+    line += ". For on-policy states give --policy SPEC"
+    if config.human is None and audit_hook(arena, "episode_from_dialogue") is not None:
+        line += "; for states from real dialogues (the human reply as the reference), --human DIR"
+    return line
+
+
+def _meaning_key_description(partitioner: Any) -> str | None:
+    """Which reader gave the partition's meaning key, in words (e.g. the P4G stance model or its rules)."""
+    describe = getattr(getattr(partitioner, "key", None), "describe", None)
+    return describe() if callable(describe) else None
+
+
 VS_UNRELIABLE_RATE = 0.5
 """Share of unparsable Verbalized-Sampling replies from which the audit warns that its VS numbers
 describe the fallback draw rather than verbalized probabilities."""
@@ -133,16 +155,14 @@ async def run_audit_async(
         run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
-        for rec in run_dir.read_jsonl(SAMPLES):
+        for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
             key = (str(rec.get("state_id")), str(rec.get("mode")))
             if rec.get("status") == "infra_error" and not keep_failed:
                 done.pop(key, None)  # an infrastructure failure is sampled again on resume
                 continue
             done[key] = rec  # the last record of a state wins
     partition, notice = resolve_partition(config, arena)
-    notices = [notice] if notice else []
-    if notice and progress:
-        print(notice, file=sys.stderr)
+    notices = [notice] if notice else []  # printed once, by the CLI, after the table
     partitioner = _make_partitioner(config, arena, partition, cache)
     embedder = None
     if config.vendi or partition == "embedding":
@@ -150,7 +170,7 @@ async def run_audit_async(
 
         embedder = partitioner if partition == "embedding" else EmbeddingPartitioner()
 
-    tasks = arena.load_tasks(config.states, seed=config.seed)
+    tasks = _load_tasks(arena, config.states, config.seed)
     states: list[ProbeState] = []
     conv_records: list[dict[str, Any]] = []
     if policy is not None:
@@ -164,6 +184,7 @@ async def run_audit_async(
     else:
         states += benchmark_probe_states(arena, tasks)
     dialogues: list[Any] = []
+    annotated: list[Any] = []
     if config.human is not None and audit_hook(arena, "episode_from_dialogue") is None:
         raise ConfigError(
             f"--human: benchmark {arena.name} has no human dialogues to compare with (the human reference is the "
@@ -171,10 +192,16 @@ async def run_audit_async(
         )
     if config.human is not None:
         from collapse_probe.benchmarks.p4g import load_official_p4g
+        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
 
         _, dialogues = load_official_p4g(config.human)
-        # human dialogues are P4G, where max_turns is always set (3 unless given)
-        states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
+        annotated = load_annotated_dialogues(config.human, dialogues)
+        if annotated:
+            # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
+            states += human_probe_states(arena, annotated, config.states, None, config.seed)
+        else:
+            # human dialogues are P4G, where max_turns is always set (3 unless given)
+            states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
@@ -196,42 +223,37 @@ async def run_audit_async(
         if bar is not None:
             bar.close()
 
+    read, _ = reward_reader(arena)
+    by_id = {s.state_id: s for s in states}
+    for mode_recs in by_mode.values():  # records resumed from a run that did not record the reward view
+        for r in mode_recs:
+            if r.get("status") == "ok" and "reward_view" not in r and r["state_id"] in by_id and r.get("responses"):
+                rv = reward_view_of_state(
+                    read, by_id[r["state_id"]], r["responses"], _state_seed(config.seed, r["state_id"])
+                )
+                if rv is not None:
+                    r["reward_view"] = rv
+
     primary = sims[0]
     recs = by_mode[primary.mode]
-    summary = summarize_states(recs, config)
-    summary.update(kind_views(recs, config))
-    traj = trajectory_summary(recs, config)
-    if traj is not None:
-        summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
-        if traj.get("note"):
-            notices.append(traj["note"])
-    results: dict[str, Any] = {
-        "schema": SCHEMA,
-        "version": __version__,
-        "simulator": config.sim,
-        "mode": primary.mode,
-        "benchmark": config.benchmark,
-        "policy": config.policy,
-        "partitioner": partition,
-        "states_audited": "on-policy simulator turns (Definition 3.1)" if policy is not None else "probe states",
-        "notices": notices,
-        "samples_per_state": config.samples,
-        "epsilon_star": config.epsilon_star,
-        "config": asdict(config),
-        "summary": summary,
-        "verdict": verdict(summary, config, partition=partition, policy=policy is not None),
-        "trajectory": traj,
-        "states": [_state_row(r) for r in recs],
-    }
+    results = audit_results(recs, config, mode=primary.mode, partition=partition, on_policy=policy is not None,
+                            notices=notices, arena=arena,
+                            states_note=None if policy is not None else probe_states_note(arena, states, config))  # fmt: skip
+    summary = results["summary"]
+    results["meaning_key"] = _meaning_key_description(partitioner)
     if config.compare_vs:
         other = sims[1]
         other_summary = summarize_states(by_mode[other.mode], config)
+        other_summary.update(kind_views(by_mode[other.mode], config, arena))
         direct = recs if primary.mode == "direct" else by_mode[other.mode]
         vsr = by_mode[other.mode] if primary.mode == "direct" else recs
         results["compare_vs"] = {
             "direct": summary if primary.mode == "direct" else other_summary,
             "verbalized": other_summary if primary.mode == "direct" else summary,
             "difference_vs_minus_direct": paired_difference(direct, vsr, config.n_boot, config.seed),
+            "reward_view_difference_vs_minus_direct": paired_difference(
+                direct, vsr, config.n_boot, config.seed, view="reward_view"
+            ),  # fmt: skip
             "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
             "states": [_state_row(r) for r in by_mode[other.mode]],
         }
@@ -261,6 +283,9 @@ async def run_audit_async(
                 config.n_boot,
                 config.seed,
             )
+            if annotated:
+                ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
+                                                       config.seed)  # fmt: skip
             if mode == primary.mode:
                 results["human_reference"] = ref
             else:
@@ -271,12 +296,79 @@ async def run_audit_async(
     if conv_records:
         from collapse_probe.play import summarize_rewards
 
-        results["rollouts"] = summarize_rewards(conv_records)
+        results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         results["usage"] = usage.finish()
         run_dir.write_results(results)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results
+
+
+def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: str, partition: str,
+                  on_policy: bool, notices: list[str], states_audited: str | None = None, arena: Any = None,
+                  states_note: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """``results.json`` of an audit from its measured states (one sampling mode): the summary, the
+    views by kind, the trajectory, the verdict and the per-state rows. The live audit and the audit
+    of published trajectories (``audit --from``) both build their results here.
+
+    Args:
+        records: the ``samples.jsonl`` records of the mode.
+        config: the audit configuration.
+        mode: the sampling mode of ``records``.
+        partition: the partition the records were classed by.
+        on_policy: the states are simulator turns that rollouts visited (not probe states).
+        notices: notices to report (the trajectory's note is appended).
+        states_audited: what the headline is over (default from ``on_policy``).
+        arena: the arena (its reward view hook; ``None``: the records' own ``reward_view``).
+        states_note: what the states are when they are not Definition 3.1's (probe states).
+    """
+    summary = summarize_states(records, config)
+    summary.update(kind_views(records, config, arena))
+    traj = trajectory_summary(records, config)
+    if traj is not None:
+        summary["accumulated_collapse_error"] = traj["accumulated_collapse_error"]
+        if traj.get("note"):
+            notices.append(traj["note"])
+    default_over = "on-policy simulator turns (Definition 3.1)" if on_policy else "probe states"
+    verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "simulator": config.sim,
+        "mode": mode,
+        "benchmark": config.benchmark,
+        "policy": config.policy,
+        "partitioner": partition,
+        "states_audited": states_audited or default_over,
+        "states_note": states_note,
+        "notices": notices,
+        "samples_per_state": config.samples,
+        "epsilon_star": config.epsilon_star,
+        "config": asdict(config),
+        "summary": summary,
+        "verdicts": verdicts,
+        "verdict": verdict_line(verdicts, config, summary["infra_failures"]),
+        "trajectory": traj,
+        "states": [_state_row(r) for r in records],
+    }
+
+
+def _load_tasks(arena: Arena, states: int, seed: int) -> list[Any]:
+    """The audit's tasks, one per probe state; too many is an error naming ``--states`` (the arena
+    itself speaks of the ``--tasks`` of the commands that run conversations)."""
+    try:
+        return arena.load_tasks(states, seed=seed)
+    except ConfigError:
+        try:
+            available = len(arena.load_tasks(None, seed=seed))
+        except ConfigError:
+            available = None
+        if available is not None and states > available:
+            raise ConfigError(
+                f"--states {states}: the {arena.name} benchmark has {available} tasks, and each probe state comes "
+                f"from one; use --states {available} or fewer"
+            ) from None
+        raise
 
 
 def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:

@@ -2,70 +2,21 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.audit._config import AuditConfig
+from collapse_probe.audit._verdict import NOT_MEASURED, states_text, verdict
+from collapse_probe.report.audit_plots import effective_modes_text, fmt_interval, fmt_value, view_text
 
-
-def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float) -> str:
-    """Flags that should shrink the CI enough to exclude ε*: the half-width falls roughly as one over
-    the square root of the number of states, so ask for (half-width / distance to ε*)² times as many."""
-    half = (hi - lo) / 2
-    gap = max(abs(est - config.epsilon_star), 0.02)
-    factor = min(16, max(2, math.ceil((half / gap) ** 2)))
-    flags = [f"--states {config.states * factor}"]
-    if config.samples < 50:
-        flags.append(f"--samples {max(50, config.samples)}")
-    return " ".join(flags)
-
-
-def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
-            policy: bool | None = None) -> str:  # fmt: skip
-    """One line a newcomer can act on: the answer, the evidence and, when INCONCLUSIVE, the flags to
-    rerun with.
-
-    COLLAPSED when the CI of the mean ε̂ lies below ε*, NOT COLLAPSED when it lies above,
-    INCONCLUSIVE when it contains ε*; LOW CONFIDENCE is appended for N < 20.
-
-    Args:
-        summary: the ``summary`` block.
-        config: the audit configuration.
-        partition: the partition used (default: the one asked for).
-        policy: the states are on-policy turns (default: ``config.policy`` is set).
-    """
-    ce = summary["collapse_error"]
-    if ce["estimate"] is None:
-        return f"NO RESULT: no state could be measured ({summary['infra_failures']} infrastructure failures)"
-    est, (lo, hi) = ce["estimate"], ce["ci95"]
-    star = config.epsilon_star
-    partition = partition or config.partitioner_name
-    on_policy = config.policy is not None if policy is None else policy
-    what = "on-policy simulator turns" if on_policy else "probe states"
-    where = f"{summary['n_states']} {what}, N = {config.samples} replies each, classes by {partition}"
-    evidence = f"mean ε̂ = {est:.3f}, 95% CI [{lo:.3f}, {hi:.3f}]"
-    if hi < star:
-        line = (f"COLLAPSED: the simulator mostly repeats one answer; {evidence} is below ε* = {star:g} "
-                f"({where})")  # fmt: skip
-    elif lo > star:
-        line = f"NOT COLLAPSED: the simulator's answers vary; {evidence} is above ε* = {star:g} ({where})"
-    else:
-        line = (f"INCONCLUSIVE: {evidence} contains ε* = {star:g} ({where}); sample more states or responses: "
-                f"rerun with {_rerun_flags(config, est, lo, hi)}")  # fmt: skip
-    if summary.get("low_confidence"):
-        line += f" [LOW CONFIDENCE: N = {config.samples} < 20 responses per state; ε̂ is biased towards collapsed]"
-    if summary["infra_failures"]:
-        line += f" [{summary['infra_failures']} states excluded: infrastructure failures]"
-    return line
+__all__ = ["summary_table", "verdict", "write_audit_report"]
 
 
 def _state_row(r: dict[str, Any]) -> dict[str, Any]:
     """The per-state entry of ``results.json`` (responses stay in ``samples.jsonl``)."""
     keys = ("state_id", "mode", "source", "kind", "turn", "task_id", "status", "n", "class_counts", "class_names",
             "collapse_error", "collapse_error_ci95", "collapse_error_corrected", "collapse_error_estimate",
-            "entropy", "entropy_ci95", "entropy_lower_bound_only", "entropy_note", "hill", "hill_note", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "decision", "vs", "n_empty", "error")  # fmt: skip
+            "entropy", "entropy_ci95", "entropy_lower_bound_only", "entropy_note", "hill", "hill_note", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "reward_view", "decision", "vs", "n_empty", "error")  # fmt: skip
     row = {k: r[k] for k in keys if k in r}
     row.setdefault("n", 0)
     row.setdefault("class_counts", [])
@@ -86,78 +37,78 @@ def write_audit_report(path: str | Path, results: dict[str, Any], records: Seque
                              audit_sections(results, records), subtitle=results["verdict"])  # fmt: skip
 
 
+def _kinds_text(s: dict[str, Any]) -> str:
+    kinds = s.get("by_kind") or s.get("by_source") or {}
+    return ", ".join(f"{b['n_states']} {k}" for k, b in kinds.items())
+
+
+def states_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the audited states are; probe states are said not to be Definition 3.1's (the notice says how to
+    ask for those)."""
+    s = results["summary"]
+    text = states_text(s, results.get("policy") is not None)
+    kinds = _kinds_text(s)
+    if results.get("policy") is None:
+        kinds += ("; " if kinds else "") + "not the on-policy states of Definition 3.1"
+    return [("states", text + (f" ({kinds})" if kinds else ""))]
+
+
 def summary_table(results: dict[str, Any]) -> str:
-    """A plain-text table for the terminal."""
+    """A plain-text table for the terminal: the meaning view, the reward view, then the other views.
+
+    Every ε printed is the bias-aware estimate with its interval (the plug-in 1 − max/N only where
+    labelled as such), so the rows agree with the verdict line and with each other.
+    """
     s = results["summary"]
     ce, en = s["collapse_error"], s["entropy"]
-
-    def f(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.3f}"
-
-    def ci(c: Sequence[float | None] | None) -> str:
-        return "" if not c else f"[{f(c[0])}, {'no upper bound' if c[1] is None else f(c[1])}]"
-
+    star = results.get("epsilon_star", 0.2)
+    verdicts = results.get("verdicts") or {}
+    n = results["samples_per_state"]
+    f, ci = fmt_value, fmt_interval
+    part = results["partitioner"]
+    meaning = verdicts.get("meaning") or {"label": "", "estimate": ce["estimate"], "ci95": ce["ci95"]}
     rows = [
         ("simulator", f"{results['simulator']} ({results['mode']})"),
-        ("states measured", f"{s['n_states']} (infra failures excluded: {s['infra_failures']})"),
-        (
-            "samples per state",
-            f"{results['samples_per_state']}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else ""),
-        ),
-        (
-            "partitioner",
-            results["partitioner"] + ("  (by meaning)" if results["partitioner"] in ("embedding", "judge") else ""),
-        ),  # fmt: skip
-        ("headline over", results.get("states_audited", "probe states")),
-        ("collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"),
-        ("ε corrected (mean)", f(s["collapse_error_corrected"])),
-        ("entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}  (estimate incl. unseen classes)"),
-        (
-            "effective modes exp(H)",
-            f"{f(s['effective_modes'])}  (estimate incl. unseen classes)"
-            if s.get("effective_modes") is not None or s.get("effective_modes_lower_bound") is None
-            else f"at least {f(s['effective_modes_lower_bound'])}  (lower bound only: most replies are distinct)",
-        ),
-        (
-            "exact ε (closed set + outside)",
-            f"{f(s['exact_collapse_error'])} over {s['n_exact_states']} states"
-            + (
-                f"; mass outside the set {s['exact_outside_mass']:.4f}"
-                if s.get("exact_outside_mass") is not None
-                else ""
-            ),
-        ),  # fmt: skip
-        ("accumulated ε̄_H", f(s["accumulated_collapse_error"])),
-    ]
-    views = s.get("by_kind") or s.get("by_source", {})
-    for kind, b in views.items():
+        *states_rows(results),
+        ("samples per state", f"{n}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")),
+        ("infra failures excluded", str(s["infra_failures"])),
+        ("meaning view: classes by", part + ("  (by meaning)" if part in ("embedding", "judge") else "  (not by meaning)")),
+        *([("  meaning key", results["meaning_key"])] if results.get("meaning_key") else []),
+        ("  collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"
+         + (f"  no meaning verdict: {meaning['reason']}" if meaning.get("label") == NOT_MEASURED else "")
+         if meaning.get("label") in (NOT_MEASURED, "") else view_text(meaning, star)),
+    ]  # fmt: skip
+    for kind, b in (s.get("by_kind") or s.get("by_source", {})).items():
         rows.append((f"  ε̂ at {kind} states", f"{f(b['collapse_error'])} {ci(b['ci95'])} (n={b['n_states']})"))
-    d = s.get("decision_collapse_error")
-    if d:
-        rows.append(("decision ε (reward's label)", f"{f(d['estimate'])} {ci(d['ci95'])} over {d['n_states']} "
-                     "states that ask for a decision"))  # fmt: skip
+    rows += [
+        ("  entropy, nats (CWJ)", f"{f(en['estimate'])} {ci(en['ci95'])}  (estimate incl. unseen classes)"),
+        ("  effective modes exp(H)", effective_modes_text(s, n)),
+    ]
+    rv = s.get("reward_view") or {}
+    reward = verdicts.get("reward")
+    rows.append(("reward view", str(rv.get("classes") or "none (the benchmark declares no reward_class hook)")))
+    if reward is not None:
+        over = f" over {reward['over']}" if reward["label"] != NOT_MEASURED else ""
+        rows.append(("  collapse error ε̂ (mean)", view_text(reward, star) + over))
+    ex = s.get("exact")
+    if ex:
+        text = (f"over {ex['n_states']} states: P(the whole reply is one of the closed answers) {ex['closed_set_mass']:.4f} "
+                "(format compliance, not collapse)")  # fmt: skip
+        if ex.get("collapse_error_in_set") is not None:
+            text += f"; ε of the answer given one of them {ex['collapse_error_in_set']:.3f}"
+        rows.append(("exact closed-set scores", text))
+    eps_bar = s["accumulated_collapse_error"]
+    rows.append(("accumulated ε̄_H", f(eps_bar) if eps_bar is not None else "n/a (along on-policy rollouts: --policy)"))
     if results.get("trajectory"):
         t = results["trajectory"]
-        rows.append(
-            (
-                "gradient-bias bound",
-                f"2·B·R_max·ε̄_H = {t['gradient_bias_bound']:.3f} (B={t['B']:g}, R_max={t['R_max']:g})",
-            )
-        )
+        rows.append(("gradient-bias bound",
+                     f"2·B·R_max·ε̄_H = {t['gradient_bias_bound']:.3f} (B={t['B']:g}, R_max={t['R_max']:g})"))  # fmt: skip
     if "vs_parse_failures" in s:
         v = s["vs_parse_failures"]
         rate = f" ({v['rate']:.0%} of turns fell back: no usable candidates or probabilities)" if v.get("rate") else ""
         rows.append(("VS parse failures", f"{v['count']} of {v['of']}{rate}"))
     if "compare_vs" in results:
-        c = results["compare_vs"]
-        d = c["difference_vs_minus_direct"]
-        rows.append(("direct ε̂", f(c["direct"]["collapse_error"]["estimate"])))
-        rows.append(("VS ε̂", f(c["verbalized"]["collapse_error"]["estimate"])))
-        rows.append(("VS − direct", f"{f(d['estimate'])} {ci(d['ci95'])}"))
-        if c.get("vs_parse_failures"):
-            v = c["vs_parse_failures"]
-            rate = f"{v['rate']:.0%}, " if v.get("rate") is not None else ""
-            rows.append(("VS parse failures", f"{v['count']} of {v['of']} ({rate}{v['reasons']})"))
+        rows += compare_vs_rows(results["compare_vs"])
     if results.get("variance_share"):
         v = results["variance_share"]
         rows.append(
@@ -166,11 +117,31 @@ def summary_table(results: dict[str, Any]) -> str:
     if results.get("human_reference"):
         d = results["human_reference"]["donations"]
         if "wasserstein" in d:
-            rows.append(
-                (
-                    "donations vs human",
-                    f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}",
-                )
-            )
+            rows.append(("donations vs human",
+                         f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}"))  # fmt: skip
+    from collapse_probe.audit._human import people_epsilon_rows
+
+    rows += people_epsilon_rows(results)
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def compare_vs_rows(c: dict[str, Any]) -> list[tuple[str, str]]:
+    """Direct and VS side by side; ``VS − direct`` is the difference of the two printed estimates."""
+    f, ci = fmt_value, fmt_interval
+    rows = []
+    for name, key in (("", "difference_vs_minus_direct"), ("reward-view ", "reward_view_difference_vs_minus_direct")):
+        d = c.get(key)
+        if not d or d.get("estimate") is None:
+            continue
+        subset = "" if d.get("all_states", True) else f" (over the {d['n_states']} states measured in both)"
+        rows.append((f"direct {name}ε̂", f"{f(d['a_estimate'])}{subset}"))
+        rows.append((f"VS {name}ε̂", f(d["b_estimate"])))
+        rows.append(
+            (f"VS − direct {name}ε̂", f"{f(d['estimate'])} {ci(d['ci95'])} (each side's 97.5% interval, combined)")
+        )
+    if c.get("vs_parse_failures"):
+        v = c["vs_parse_failures"]
+        rate = f"{v['rate']:.0%}, " if v.get("rate") is not None else ""
+        rows.append(("VS parse failures", f"{v['count']} of {v['of']} ({rate}{v['reasons']})"))
+    return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import math
 import random
 from collections import Counter
@@ -15,13 +16,17 @@ import numpy as np
 
 from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe.audit._summary import _state_estimates
+from collapse_probe.audit._views import reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models._answers import is_blank
 from collapse_probe.models._batch import batch_chunk
 from collapse_probe.rollout import RunDir, hash_str
 from collapse_probe.simulators import Participant
+
+logger = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------------------------- sampling
 
@@ -109,6 +114,60 @@ async def exact_donation_distribution(model: Any, request: GenerationRequest) ->
     from collapse_probe.benchmarks.p4g import donation_answers
 
     return await exact_closed_set_distribution(model, request, donation_answers())
+
+
+def state_header(state: ProbeState, mode: str, simulator: str) -> dict[str, Any]:
+    """The fields of a ``samples.jsonl`` record that say which state it measures."""
+    return {
+        "state_id": state.state_id,
+        "mode": mode,
+        "simulator": simulator,
+        "source": state.source,
+        "turn": state.turn,
+        "task_id": state.episode.task.task_id,
+        "conversation": state.conversation,
+        "closed_set": state.closed_set,
+        "kind": state_kind(state),
+        "context": [{"role": m["role"], "content": m["content"]} for m in state.episode.messages[-4:]],
+        "human_reply": state.human_reply,
+    }
+
+
+def measured_state(state: ProbeState, texts: list[str], labels: list[int], partitioner: Any, seed: int,
+                   decide: Any = None, reward_read: Any = None) -> dict[str, Any]:  # fmt: skip
+    """The measurement of one state from its replies and their classes: class counts (modal class
+    first), names and examples, the per-state estimates, the reward view where ``reward_read`` (from
+    :func:`~collapse_probe.audit._views.reward_reader`) reads the state, and at a state that asks for
+    a decision the decision ε of ``decide`` (the benchmark's ``decision_label``)."""
+    from collapse_probe.metrics.partitioners import class_counts
+
+    counts = class_counts(labels)
+    names = _class_names(partitioner, texts, labels)
+    order = np.argsort(-counts, kind="stable")
+    examples: dict[int, list[str]] = {}
+    for lab, t in zip(labels, texts, strict=True):
+        ex = examples.setdefault(lab, [])
+        if t not in ex and len(ex) < 3:
+            ex.append(t)
+    rec: dict[str, Any] = {
+        "status": "ok",
+        "n": len(texts),
+        "class_counts": [int(counts[i]) for i in order],
+        "class_names": [names[i] for i in order],
+        "class_examples": [examples[int(i)] for i in order],
+        "responses": texts,
+        "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
+        **_state_estimates(counts, texts, seed=_state_seed(seed, state.state_id)),
+    }
+    reward = reward_view_of_state(reward_read, state, texts, _state_seed(seed, state.state_id))
+    if reward is not None:
+        rec["reward_view"] = reward
+    if decide is not None and state.closed_set:
+        names_d = [str(decide(t)) for t in texts]
+        dc = Counter(names_d).most_common()
+        rec["decision"] = {"class_names": [k for k, _ in dc], "class_counts": [v for _, v in dc],
+                           "collapse_error": 1.0 - dc[0][1] / len(texts)}  # fmt: skip
+    return rec
 
 
 @dataclass
@@ -210,10 +269,13 @@ class _Sampler:
         counted in ``n_empty``, and a state left with fewer than 2 replies is an infrastructure
         failure. Counting empties as a class would put a spurious mode (or a spurious extra class)
         into ε̂."""
-        empty = [(k, [i for i, t in enumerate(texts) if not t.strip()]) for k, (_, _, texts, _) in enumerate(ok)]
+        empty = [(k, [i for i, t in enumerate(texts) if is_blank(t)]) for k, (_, _, texts, _) in enumerate(ok)]
         empty = [(k, idx) for k, idx in empty if idx]
         if empty:
             retry = [ok[k][1].with_samples(ok[k][1].n, len(idx)) for k, idx in empty]
+            for (k, idx), req in zip(empty, retry, strict=True):  # counted in the run's retry summary
+                logger.info("%s: %d empty replies at state %s; retry 1/1 as samples %d-%d", self.participant.label,
+                            len(idx), ok[k][0].state_id, req.first_sample, req.first_sample + req.n - 1)  # fmt: skip
             results: list[Any]
             try:
                 results = await self.participant.model.generate(retry)
@@ -230,7 +292,7 @@ class _Sampler:
                     texts[i] = t
         out = []
         for state, req, texts, vs_records in ok:
-            kept = [t for t in texts if t.strip()]
+            kept = [t for t in texts if not is_blank(t)]
             n_empty = len(texts) - len(kept)
             if len(kept) < 2:
                 self._finish(state, {"status": "infra_error", "n_empty": n_empty,
@@ -241,32 +303,8 @@ class _Sampler:
 
     async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
                        vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
-        from collapse_probe.metrics.partitioners import class_counts
-
-        counts = class_counts(labels)
-        names = _class_names(self.partitioner, texts, labels)
-        order = np.argsort(-counts, kind="stable")
-        examples: dict[int, list[str]] = {}
-        for lab, t in zip(labels, texts, strict=True):
-            ex = examples.setdefault(lab, [])
-            if t not in ex and len(ex) < 3:
-                ex.append(t)
-        rec: dict[str, Any] = {
-            "status": "ok",
-            "n": len(texts),
-            "class_counts": [int(counts[i]) for i in order],
-            "class_names": [names[i] for i in order],
-            "class_examples": [examples[int(i)] for i in order],
-            "responses": texts,
-            "labels": [int(np.flatnonzero(order == lab)[0]) for lab in labels],
-            **_state_estimates(counts, texts, seed=_state_seed(self.config.seed, state.state_id)),
-        }
-        decide = audit_hook(self.arena, "decision_label")
-        if decide is not None and state.closed_set:
-            names_d = [str(decide(t)) for t in texts]
-            dc = Counter(names_d).most_common()
-            rec["decision"] = {"class_names": [k for k, _ in dc], "class_counts": [v for _, v in dc],
-                               "collapse_error": 1.0 - dc[0][1] / len(texts)}  # fmt: skip
+        rec = measured_state(state, texts, labels, self.partitioner, self.config.seed,
+                             audit_hook(self.arena, "decision_label"), reward_reader(self.arena)[0])  # fmt: skip
         if vs_records:
             fails = [r for r in vs_records if not r.get("parse_ok")]
             rec["vs"] = {
@@ -288,26 +326,76 @@ class _Sampler:
         return rec
 
     def _finish(self, state: ProbeState, rec: dict[str, Any]) -> None:
-        full = {
-            "state_id": state.state_id,
-            "mode": self.mode,
-            "simulator": self.participant.label,
-            "source": state.source,
-            "turn": state.turn,
-            "task_id": state.episode.task.task_id,
-            "conversation": state.conversation,
-            "closed_set": state.closed_set,
-            "kind": state_kind(state),
-            "context": [{"role": m["role"], "content": m["content"]} for m in state.episode.messages[-4:]],
-            "human_reply": state.human_reply,
-            **rec,
-        }
+        full = {**state_header(state, self.mode, self.participant.label), **rec}
         self.done[(state.state_id, self.mode)] = full
         if full.get("status") == "infra_error":
             from collapse_probe._observe import note_infra_failure
 
-            note_infra_failure()
+            note_infra_failure(error=str(full.get("error") or ""))
         if self.run_dir is not None:
             self.run_dir.append_jsonl(SAMPLES, full)
         if self.bar is not None:
             self.bar.update(1)
+
+
+_REQUIRED_NUMBERS = ("collapse_error", "collapse_error_corrected", "entropy")
+"""Per-state estimates every measured state has (the summaries average them)."""
+_NUMBERS = ("collapse_error_estimate", "entropy_plugin", "entropy_miller_madow", "sample_coverage", "distinct_1",
+            "distinct_2", "vendi", "mean_pairwise_cosine")  # fmt: skip
+"""Per-state estimates a ``samples.jsonl`` record may hold (``null`` where undefined)."""
+
+
+def sample_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong with one ``samples.jsonl`` record, or ``None`` when it is well formed (the
+    fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`)."""
+    from collapse_probe.rollout.records import field_problem
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def texts(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+    for field in ("state_id", "mode", "status", "source", "kind"):
+        if not isinstance(rec.get(field), str):
+            return field_problem(field, "a string", rec.get(field))
+    if rec.get("turn") is not None and not whole(rec["turn"]):
+        return field_problem("turn", "a whole number >= 0 or null", rec["turn"])
+    if rec["status"] != "ok":
+        return None
+    n, counts, responses = rec.get("n"), rec.get("class_counts"), rec.get("responses")
+    if not isinstance(n, int) or not whole(n) or n < 1:
+        return field_problem("n", "a whole number >= 1", n)
+    if not isinstance(counts, list) or not counts or not all(whole(c) and c > 0 for c in counts) or sum(counts) != n:
+        return field_problem("class_counts", f"whole numbers >= 1 summing to n = {n}", counts)
+    if not isinstance(responses, list) or not texts(responses) or len(responses) != n:
+        return field_problem("responses", f"{n} reply texts", responses)
+    if not texts(rec.get("class_names")) or len(rec["class_names"]) != len(counts):
+        return field_problem("class_names", f"{len(counts)} class names", rec.get("class_names"))
+    examples = rec.get("class_examples")
+    if not isinstance(examples, list) or len(examples) != len(counts) or not all(texts(e) for e in examples):
+        return field_problem("class_examples", f"{len(counts)} lists of example replies", examples)
+    labels = rec.get("labels")
+    if labels is not None and not (
+        isinstance(labels, list) and len(labels) == n and all(whole(x) and x < len(counts) for x in labels)
+    ):
+        return field_problem("labels", f"{n} class indices", labels)
+    if "n_empty" in rec and not whole(rec["n_empty"]):
+        return field_problem("n_empty", "a whole number >= 0", rec["n_empty"])
+    for field in _REQUIRED_NUMBERS:
+        if not number(rec.get(field)):
+            return field_problem(field, "a number", rec.get(field))
+    for field in _NUMBERS:
+        if rec.get(field) is not None and not number(rec[field]):
+            return field_problem(field, "a number or null", rec[field])
+    for field in ("collapse_error_ci95", "entropy_ci95"):
+        v = rec.get(field)
+        if v is not None and not (isinstance(v, list) and len(v) == 2 and all(number(x) for x in v)):
+            return field_problem(field, "two numbers or null", v)
+    for field in ("hill", "exact", "decision", "vs"):
+        if rec.get(field) is not None and not isinstance(rec[field], dict):
+            return field_problem(field, "an object", rec[field])
+    return None

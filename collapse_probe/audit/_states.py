@@ -65,9 +65,12 @@ def p4g_probe_states(arena: Arena, tasks: Sequence[Task], openings: dict[str, st
     return states
 
 
-def human_probe_states(arena: Arena, dialogues: Sequence[Any], n: int, max_turns: int, seed: int) -> list[ProbeState]:
+def human_probe_states(
+    arena: Arena, dialogues: Sequence[Any], n: int, max_turns: int | None, seed: int
+) -> list[ProbeState]:
     """Prefixes of real P4G dialogues ending in a persuader turn, at a seeded depth in the first
-    ``max_turns`` persuader turns; the human persuadee's actual next reply is kept for comparison."""
+    ``max_turns`` persuader turns (``None``: any of them); the human persuadee's actual next reply is
+    kept for comparison."""
     from collapse_probe.benchmarks.p4g import SCORE_FIELDS
 
     usable = [

@@ -1,6 +1,16 @@
 """Benchmarks (arenas): tasks, environment and reward, behind one protocol and a lazy registry."""
 
-from collapse_probe.benchmarks._base import Arena, AuditHooks, Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._base import (
+    Arena,
+    AuditHooks,
+    Episode,
+    ProbeSpec,
+    Score,
+    Side,
+    Task,
+    TurnPrompt,
+    declared_reward_range,
+)
 from collapse_probe.benchmarks._registry import BENCHMARKS, make_arena, register_benchmark
 
 __all__ = [
@@ -13,6 +23,7 @@ __all__ = [
     "Side",
     "Task",
     "TurnPrompt",
+    "declared_reward_range",
     "make_arena",
     "register_benchmark",
 ]

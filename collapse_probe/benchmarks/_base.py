@@ -97,6 +97,23 @@ class Arena(Protocol):
         ...
 
 
+def declared_reward_range(arena: Any) -> tuple[float, float] | None:
+    """The bounds ``(low, high)`` an arena declares for its reward (its optional ``reward_range``
+    attribute), or ``None`` when it declares none.
+
+    Reward intervals use them to stay inside the range and to keep their level when every task
+    scored a bound (``collapse_probe.metrics.transfer``). An arena whose reward is bounded declares
+    them as a class attribute, e.g. ``reward_range = (0.0, 1.0)``.
+
+    Raises:
+        ~collapse_probe.errors.ConfigError: the declared value is not two finite numbers with low < high.
+    """
+    from collapse_probe.limits import check_range
+
+    declared = getattr(arena, "reward_range", None)
+    return None if declared is None else check_range(declared, f"arena {getattr(arena, 'name', arena)!r}: reward_range")
+
+
 @runtime_checkable
 class AuditHooks(Protocol):
     """Optional arena hooks the audit uses; an arena implements any subset (each is looked up with
@@ -104,13 +121,27 @@ class AuditHooks(Protocol):
 
     - ``probe_states(tasks) -> list[ProbeSpec]``: the benchmark's own probe states (without a
       policy the audit samples these; default: none, so ``--policy`` is needed).
-    - ``decision_label(text) -> str``: the decision the *reward* reads (P4G: amount / refuse /
-      undecided); reported as "decision ε" at states that ask for a decision.
+    - ``reward_class(episode, text) -> Hashable | None``: the class of what the benchmark's *reward*
+      pays for the simulator reply ``text`` at the state ``episode`` (the conversation before the
+      reply): replies the reward pays the same share a class. ``None`` where the reward does not read
+      the reply at this state; it should depend on the state only, so a state is in the audit's
+      *reward view* for all of its replies or for none (replies that get ``None`` at a state where
+      others get a class form one class, "not read by the reward"). The reward view's collapse error
+      is the second half of the audit's verdict: wording that varies while the reward sees one
+      outcome gives the policy no simulator-side reward variance to learn from (Lemma 3.3). Default:
+      ``decision_label`` at states that ask for a decision.
+    - ``reward_view_note: str``: one line saying what the reward view's classes are and at which
+      states it applies (printed in the audit's table and report).
+    - ``decision_label(text) -> str``: the decision a reply states in the benchmark's own labels (P4G:
+      amount / refuse / undecided), reported as "decision-label ε" at states that ask for a decision
+      (``summary.decision_collapse_error``); also the ``label`` partition. It may split what the
+      reward pays the same (P4G pays refuse and undecided 0): the reward view uses ``reward_class``.
     - ``meaning_key(text) -> Hashable | None``: what a reply decides, as a constraint on the
       semantic (embedding) partition (see :class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`).
     - ``closed_answers() -> list[tuple[str, str]]``: (choice text, class) pairs of a closed answer
       set that a model scoring choices gets an exact distribution over, at closed-set states.
-    - ``fallback_partition``: the partition used when the embedding extra is missing (default ``exact``).
+    - ``fallback_partition``: the partition of the headline numbers when the embedding extra is missing
+      (default ``exact``); the audit then gives no meaning verdict (the classes are not by meaning).
     - ``clean_reply(episode, text) -> str``: the reply as the arena would record it.
     """
 
@@ -126,7 +157,7 @@ class ProbeSpec:
     """``"opening"``, ``"elicitation"`` (a decision is asked for) or a benchmark's own kind."""
     messages: list[dict[str, Any]]
     asks_decision: bool = False
-    """The state asks the simulator for a decision: decision ε and the closed answer set apply."""
+    """The state asks the simulator for a decision: decision-label ε and the closed answer set apply."""
     index: int = 0
     """Position of the state among the task's states of this kind (e.g. a user turn index)."""
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
@@ -106,28 +106,6 @@ _MONEY = re.compile(
 _ALL_OF_IT = re.compile(
     r"\b(all of it|the whole (?:amount|payment|\$2)|the full (?:amount|payment|\$2)|all (?:two|2) dollars)\b"
 )
-_QUESTION_START = re.compile(
-    r"^(?!how about|what about)(how|what|who|whom|whose|why|where|when|which|does|do|did|is|are|was|can|could|"
-    r"would|will|should|has|have)\b"
-)
-_UNDECIDED = re.compile(
-    r"\b(not (?:really |quite |entirely |totally )?sure|unsure|undecided|(?:haven'?t|have not|not) (?:yet )?decided|can'?t decide|cannot decide|"
-    r"(?:make|made) up my mind|think (?:about|it over)|let me think|(?:some|more|a bit of|a little|a bit more) time|"
-    r"sleep on it|torn|on the fence|consider it|we'?ll see|don'?t know yet|hold off|get back to you|come back to it)\b"
-)
-_HEDGE_WORD = re.compile(r"\b(maybe|perhaps|possibly|might|later|depends)\b")
-_NOT_A_REFUSAL = re.compile(r"\b(no problem|no worries|no doubt|no matter)\b")
-_REFUSAL = re.compile(
-    r"\b(no|nope|nah|never|won'?t|will not|can'?t|cannot|can not|don'?t want|do not want|not interested|"
-    r"not going to|decline|pass|refuse|rather not|not donat\w*|not give|not giving|not (?:at this|this) time|"
-    r"not today|not right now|not now|not for me|no way|don'?t think so|(?:i'?d )?prefer not|skip|keep my money|"
-    r"hold on to my money|count me out|i'?m out|rather keep|keep (?:my|the) (?:money|payment|cash|\w+ dollars?|\$\S+)|"
-    r"(?:don'?t|do not|won'?t|not) (?:\w+ )?(?:donate|donating|give|giving))\b"
-)
-_COMMIT = re.compile(
-    r"\b((?:i'?ll|i will|i'?d|i would|i can|i could|i'?m going to|let me|happy to|glad to|gladly)"
-    r"(?: \w+){0,2} (?:donate|give|chip in|contribute)|count me in|sign me up|put me down|i'?m in)\b"
-)
 
 
 def spoken_donation(text: str) -> float | None:
@@ -164,36 +142,22 @@ def donor_stance(text: str) -> Any:
     on sentence-embedding clusters (:class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`):
     replies stating the same decision share a class and replies stating different decisions never do,
     which is what a general-purpose sentence encoder gets wrong ("I'll donate $1" and "I'd rather not
-    donate" are closer than most paraphrases). Rules, in order: a tag; explicit indecision ("not sure", "can't
-    decide", "sleep on it"); a question (a reply ending in "?" that opens with a question word); a refusal word (``None`` if an amount is also named: mixed); a named amount; a hedge
-    ("maybe", "later"); a first-person commitment to give.
+    donate" are closer than most paraphrases).
+
+    The stance (donate / refuse / no decision) is read by a model fitted to people's annotated dialogue
+    acts when the ``embed`` extra is installed, by rules otherwise
+    (:class:`~collapse_probe.benchmarks.p4g_stance.StanceReader`; measured on held-out annotated
+    dialogues by ``python benchmarks/stance_accuracy.py``, see ``docs/stance-reader.md``). A reply of
+    several sentences states its strongest decision. For many replies at once use
+    :func:`~collapse_probe.benchmarks.p4g_stance.stance_keys` (one encoder batch).
 
     Example:
         >>> [donor_stance(t) for t in ("Sure, I'll donate $1.", "I'll pass.", "Maybe later.", "Who runs it?")]
         ['donate:$1', 'refuse', 'undecided', KeyFamily(name='question')]
     """
-    tagged = parse_donation(text)
-    if tagged is not None:
-        return "refuse" if tagged == 0 else "donate:" + _money(tagged)
-    t = " ".join(text.casefold().replace("’", "'").split())
-    if not t:
-        return None
-    if _UNDECIDED.search(t):
-        return "undecided"
-    if t.endswith("?") and _QUESTION_START.search(t):
-        from collapse_probe.metrics.partitioners import KeyFamily
+    from collapse_probe.benchmarks.p4g_stance import default_stance_reader
 
-        return KeyFamily("question")
-    amount = spoken_donation(t)
-    if _REFUSAL.search(_NOT_A_REFUSAL.sub(" ", t)):
-        return "refuse" if amount is None or amount == 0 else None
-    if amount is not None:
-        return "refuse" if amount == 0 else "donate:" + _money(amount)
-    if _HEDGE_WORD.search(t):
-        return "undecided"
-    if _COMMIT.search(t):
-        return "donate"
-    return None
+    return default_stance_reader()(text)
 
 
 def donation_answers() -> list[tuple[str, str]]:
@@ -230,11 +194,17 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, a line is not JSON, or a field is missing or malformed.
     """
+    from collapse_probe._files import FileProblem, MissingFile, lone_surrogate_at, read_bytes
+
     p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
-    if not p.is_file():
-        raise ConfigError(f"persona file {str(p)!r} does not exist")
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = read_bytes(p, expected="a JSONL persona file")
+    except MissingFile:
+        raise ConfigError(f"persona file {str(p)!r} does not exist") from None
+    except FileProblem as exc:
+        raise ConfigError(f"persona file {exc}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSONL persona file") from None
     personas = []
@@ -247,6 +217,11 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
             raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
+        except ValueError:  # an integer too long to convert
+            raise ConfigError(f"{p}: line {i} holds an integer too long to convert") from None
+        at = lone_surrogate_at(obj)
+        if at is not None:
+            raise ConfigError(f"{p}: line {i}: {at or 'the line'} holds a lone surrogate (\\ud800-\\udfff), not text")
         if not isinstance(obj, dict):
             raise ConfigError(f"{p}: line {i}: expected a JSON object")
         if "persona_id" not in obj:
@@ -291,6 +266,9 @@ class HumanDialogue:
     persuadee: dict[str, Any] = field(default_factory=dict)
     donation: float | None = None
     """The persuadee's actual donation, capped at $2 (the task paid $2; larger values are data-entry outliers)."""
+    acts: list[list[str]] = field(default_factory=list)
+    """Per turn, the annotated dialogue act of each of its sentences (annotated dialogues only, see
+    :func:`~collapse_probe.benchmarks.p4g_stance.load_annotated_dialogues`; empty otherwise)."""
 
 
 def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list[HumanDialogue]]:
@@ -414,6 +392,8 @@ class P4GArena:
     elicit: bool = True
     max_tokens: int = 64
     name: str = "p4g"
+    reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    """min(donation / 2, 1) lies in [0, 1] (see :func:`~collapse_probe.benchmarks.declared_reward_range`)."""
 
     def __post_init__(self) -> None:
         if self.max_turns is None:
@@ -538,9 +518,58 @@ class P4GArena:
 
         return p4g_label(text)
 
-    def meaning_key(self, text: str) -> Any:
-        """What a reply decides, read from free text (:func:`donor_stance`)."""
-        return donor_stance(text)
+    reward_view_note: str = (
+        "classes: the reward min($N/2, 1) of the donor's [DONATE $N] (no tag at the donation question = $0 = 0; an "
+        "earlier tag still pays); states: the donation question and the last round, where the reply fixes the reward"
+    )
+    """What the audit's reward view measures on P4G (see :meth:`reward_class`)."""
+
+    def reward_class(self, episode: Episode, text: str) -> str | None:
+        """The reward this reply leads to, where the reply fixes it; ``None`` at earlier turns.
+
+        The reward reads only the donor's last ``[DONATE $N]`` tag, so two replies pay the same when
+        they leave the same last tag: "No thanks", "Let me think" and a question all pay 0 at the
+        donation question, and ``[DONATE $2]`` and ``[DONATE $5]`` both pay 1. The reply fixes the
+        reward at the closing donation question (the conversation ends after it; no tag there is
+        $0) and at the last persuasion round (a tag ends the conversation; without one an earlier
+        tag still pays, and with none at all the donation question follows: the class ``"no donation
+        stated yet"``). At earlier turns any tag can still be replaced, so the reward does not read
+        the reply there (``None``).
+
+        Example:
+            >>> arena = P4GArena(personas=[{"persona_id": "p"}])
+            >>> ep = arena.new_episode(Task("p", {"persona": {}}), 0)
+            >>> ep.messages = [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
+            >>> [arena.reward_class(ep, t) for t in ("No thanks.", "Maybe later?", "Sure [DONATE $1]")]
+            ['reward 0', 'reward 0', 'reward 0.5']
+        """
+        msgs = episode.messages
+        asked = bool(msgs) and bool((msgs[-1].get("meta") or {}).get("elicitation"))
+        rounds = episode.state.get("rounds", episode.turns("simulator"))
+        last_round = (
+            bool(msgs)
+            and msgs[-1]["role"] == "policy"
+            and not episode.state.get("elicited")
+            and rounds + 1 >= self.max_turns
+        )
+        if not (asked or last_round):
+            return None
+        donation = parse_donation(text)
+        if donation is None:
+            donation = self.stated_donation(episode)
+        if donation is None and not asked:
+            return "no donation stated yet"
+        return f"reward {donation_reward(donation):g}"
+
+    @property
+    def meaning_key(self) -> Any:
+        """What a reply decides, read from free text (:func:`donor_stance`): the process-wide
+        :class:`~collapse_probe.benchmarks.p4g_stance.StanceReader`, a callable ``text -> key`` whose
+        ``keys(texts, embeddings)`` reads many replies and reuses the partition's embeddings, and whose
+        ``describe()`` says which reader it is."""
+        from collapse_probe.benchmarks.p4g_stance import default_stance_reader
+
+        return default_stance_reader()
 
     def closed_answers(self) -> list[tuple[str, str]]:
         """The donation tags ``[DONATE $0]`` … ``[DONATE $2]`` on a $0.25 grid and their decision class."""

@@ -18,7 +18,7 @@ from collapse_probe._version import __version__
 from collapse_probe.cli._config import add_config_option, add_model_args, parse_args
 from collapse_probe.errors import CollapseProbeError
 
-COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models")
+COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models", "export", "card")
 CONFIG_COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab")
 """Subcommands that take ``--config FILE``."""
 MODEL_COMMANDS = ("play", "audit", "crossplay", "train")
@@ -162,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         apply_budget,
         check_env_defaults,
         check_finite,
+        check_trackers,
+        log_to_trackers,
         print_usage,
         ray_from_args,
         resolve_out,
@@ -182,9 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_finite(args)
         resolve_out(args)
         apply_budget(args)
+        check_trackers(args)
         with ray_from_args(args):
             code = int(module.run(args) or 0)
         print_usage(args)
+        if code == 0:
+            log_to_trackers(args)
         return code
     except BudgetExceeded as exc:
         print_usage(args)
@@ -218,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.command in RUN_COMMANDS and code != 2:
             print(_observe.summary_line(), file=sys.stderr)
+            first = _observe.first_error_line()
+            if first is not None:
+                print(first, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import math
 import os
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -137,10 +136,19 @@ def add_out(p: argparse.ArgumentParser, default: str | None = None, resume_flags
 
 
 def resolve_out(args: argparse.Namespace) -> None:
-    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`)."""
-    if isinstance(getattr(args, "out", None), AutoOut):
-        args.out = args.out.resolve()
-        print(f"run directory: {args.out}", file=sys.stderr)
+    """Give a run without ``--out`` its own new directory (see :class:`AutoOut`), named on stderr once
+    the run has checked and taken it; refuse an empty ``--out`` (``--out ''`` or
+    ``COLLAPSE_PROBE_OUT=''``), which would put the run's files into the current directory."""
+    out = getattr(args, "out", None)
+    if isinstance(out, AutoOut):
+        args.out = out.resolve()
+        from collapse_probe.rollout._rundir import announce_when_created
+
+        announce_when_created(args.out)
+    elif isinstance(out, str) and not out.strip():
+        raise ConfigError(
+            f"--out: expected a run directory, got {out!r}; an empty path would write the run into the current directory"
+        )
 
 
 def add_cache(p: argparse.ArgumentParser) -> None:
@@ -196,18 +204,20 @@ def print_usage(args: argparse.Namespace) -> None:
     """Print the run's spend (``usage.json`` of ``--out``) after a command that calls models."""
     if not hasattr(args, "cost_limit") or not getattr(args, "out", None):
         return
-    import json
     from pathlib import Path
 
-    from collapse_probe.models._usage import USAGE_FILE, format_usage
+    from collapse_probe import _observe
+    from collapse_probe.models._usage import USAGE_FILE, format_usage, read_usage_file
 
     p = Path(args.out) / USAGE_FILE
-    try:
-        usage = json.loads(p.read_text(encoding="utf-8")).get("usage")
-    except (OSError, ValueError, AttributeError):
+    if not os.path.lexists(p):
         return
-    if isinstance(usage, dict):
-        print(format_usage(usage))
+    try:
+        usage = {k: u.to_dict() for k, u in read_usage_file(p).items()}
+    except ConfigError as exc:
+        print(f"usage: not shown: {exc}")
+        return
+    print(format_usage(usage, failures=_observe.tally()["infra_failures"]))
 
 
 def apply_budget(args: argparse.Namespace) -> None:
@@ -225,6 +235,67 @@ def apply_budget(args: argparse.Namespace) -> None:
         state_dir=getattr(args, "out", None),
         progress=not getattr(args, "no_progress", False),
     )
+
+
+def add_trackers(p: argparse.ArgumentParser) -> None:
+    """``--log-to``, ``--log-project``, ``--tensorboard-dir``: the finished run's results.json figures
+    logged to experiment trackers (applied by the CLI's main after the run)."""
+    g = p.add_argument_group("experiment trackers (results.json's figures, logged after the run)")
+    g.add_argument(
+        "--log-to",
+        default=env("log-to", None),
+        metavar="TRACKERS",
+        help="log the run's figures to wandb, mlflow and/or tensorboard (comma-separated; the trackers extra). "
+        "W&B reads WANDB_MODE/WANDB_API_KEY, MLflow $MLFLOW_TRACKING_URI",
+    )
+    g.add_argument(
+        "--log-project",
+        default=env("log-project", "collapse-probe"),
+        help="W&B project / MLflow experiment (default collapse-probe)",
+    )
+    g.add_argument(
+        "--tensorboard-dir",
+        default=env("tensorboard-dir", None),
+        help="TensorBoard log directory (default: OUT/tensorboard)",
+    )
+
+
+def check_trackers(args: argparse.Namespace) -> None:
+    """Refuse an unknown tracker or one whose package is missing before the run starts."""
+    value = getattr(args, "log_to", None)
+    if not value:
+        return
+    from collapse_probe.errors import require
+    from collapse_probe.interop._trackers import TRACKERS
+
+    names = [t.strip() for t in str(value).split(",")]
+    bad = [t for t in names if t not in TRACKERS]
+    if bad:
+        raise ConfigError(f"--log-to: unknown tracker {', '.join(map(repr, bad))}; expected {', '.join(TRACKERS)}")
+    for t in names:
+        require(t, "trackers", f"--log-to {t}")
+
+
+def log_to_trackers(args: argparse.Namespace) -> None:
+    """Log the finished run in ``--out`` to the trackers of ``--log-to`` (nothing without it)."""
+    value = getattr(args, "log_to", None)
+    if not value:
+        return
+    from collapse_probe.errors import CollapseProbeError
+    from collapse_probe.interop import log_run
+
+    try:
+        where = log_run(args.out, value, project=args.log_project, tensorboard_dir=args.tensorboard_dir)
+    except CollapseProbeError:
+        raise
+    except Exception as exc:  # a tracker's own failure (network, login): one line; the run itself is saved
+        detail = str(exc).splitlines()[0][:300] if str(exc) else ""
+        raise ConfigError(
+            f"--log-to {value}: logging failed ({type(exc).__name__}: {detail}); the run finished and its results "
+            f"are in {args.out}"
+        ) from None
+    for tracker, dest in where.items():
+        print(f"logged to {tracker}: {dest}")
 
 
 def add_benchmark(p: argparse.ArgumentParser) -> None:
@@ -338,7 +409,8 @@ def load_models_with_options(
 
     Raises:
         ConfigError: ``-M`` names a role this command has no model for, or gives one model two
-            different sets of options through two roles.
+            different values of one option through two roles (options of different roles that a
+            model plays are merged: it is one backend instance).
     """
     from collapse_probe.cli._config import parse_model_args
     from collapse_probe.models import get_model, resolve_spec
@@ -352,17 +424,24 @@ def load_models_with_options(
             raise ConfigError(
                 f"-M/--model-arg: this run has no {role!r} model (roles here: {', '.join(r for r in roles if roles[r])})"
             )
+    # one model is one backend instance, whatever roles it plays: the options its roles give are
+    # merged, and only two different values for the same option conflict
     wanted: dict[str, dict[str, Any]] = {}
+    given_by: dict[tuple[str, str], str] = {}
     for role, specs in roles.items():
         options = {**parsed.get("*", {}), **parsed.get(role, {})}
         for spec in specs:
             model = resolve_spec(parse_participant_spec(spec)[1])
-            if model in wanted and wanted[model] != options:
-                raise ConfigError(
-                    f"-M/--model-arg: model {model!r} plays two roles with different options "
-                    f"({wanted[model]} vs {options}); give the options without a role"
-                )
-            wanted[model] = options
+            merged = wanted.setdefault(model, {})
+            for key, value in options.items():
+                if key in merged and merged[key] != value:
+                    raise ConfigError(
+                        f"-M/--model-arg: model {model!r} plays the {given_by[(model, key)]} and {role} roles with "
+                        f"different values of {key} ({merged[key]!r} vs {value!r}); one model has one value: give "
+                        f"{key}={value} without a role, or use two models"
+                    )
+                merged[key] = value
+                given_by.setdefault((model, key), role)
     for model, options in wanted.items():
         get_model(model, **options)
 

@@ -204,34 +204,40 @@ def add_config_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file holds a few dozen option values; anything past 1 MiB is not one."""
+MAX_CONFIG_NODES = 100_000
+"""YAML values a config file may expand to, aliases counted each time they are used: a few hundred
+bytes of nested aliases (``a: &a [x, x]``, ``b: &b [*a, *a]``, ...) otherwise expand to billions."""
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping in a YAML or TOML file.
 
     Raises:
-        ConfigError: the file is missing, has another extension, does not parse, or is not a mapping.
+        ConfigError: the file is missing, not a regular file, larger than :data:`MAX_CONFIG_BYTES`,
+            has another extension, does not parse, repeats a key, expands (YAML aliases) to more than
+            :data:`MAX_CONFIG_NODES` values, or is not a mapping.
     """
+    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+
     p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"--config: {str(p)!r} is a directory; expected a YAML or TOML file")
-    if not p.is_file():
-        raise ConfigError(f"--config: file {str(p)!r} does not exist")
     suffix = p.suffix.lower()
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = read_bytes(p, max_bytes=MAX_CONFIG_BYTES, expected="a YAML or TOML file")
+    except MissingFile:
+        raise ConfigError(f"--config: file {str(p)!r} does not exist") from None
+    except FileProblem as exc:
+        raise ConfigError(f"--config {exc}") from None
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml or .toml")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a YAML or TOML file") from None
-    except OSError as exc:
-        raise ConfigError(f"--config: cannot read {str(p)!r} ({exc.strerror or exc})") from None
     if suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    elif suffix == ".toml":
+        data = _load_yaml(text, p)
+    else:
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover - Python 3.10
@@ -240,13 +246,74 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{p}: not valid TOML ({exc})") from None
-    else:
-        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml or .toml")
+        except RecursionError:
+            raise ConfigError(f"{p}: TOML nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of option names to values, got {type(data).__name__}")
     return data
+
+
+def _load_yaml(text: str, p: Path) -> Any:
+    """``yaml.safe_load`` with the expansion of aliases bounded and repeated keys refused.
+
+    The document is composed into nodes first (aliases there are references, so composing is
+    linear in the file), its expanded size is counted with each node's size memoised, and only a
+    document of at most :data:`MAX_CONFIG_NODES` values is constructed.
+    """
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml_nodes(node, p)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _check_yaml_nodes(root: Any, p: Path) -> None:
+    import yaml
+
+    size: dict[int, int] = {}
+    # post-order without recursion: a node's size is 1 + its children's (an alias counts in full)
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        kids: list[Any] = []
+        if isinstance(node, yaml.MappingNode):
+            kids = [x for pair in node.value for x in pair]
+            keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+            dup = sorted({k for k in keys if keys.count(k) > 1})
+            if dup:
+                raise ConfigError(
+                    f"{p}: key {dup[0]!r} is given twice; keep one (the file would otherwise say two things)"
+                )
+        elif isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        if not children_done:
+            if any(id(k) not in size for k in kids):
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids if id(k) not in size)
+                continue
+        total = 1 + sum(size.get(id(k), 1) for k in kids)
+        if total > MAX_CONFIG_NODES:
+            raise ConfigError(
+                f"{p}: expands to more than {MAX_CONFIG_NODES:,} values (YAML aliases repeat what they name); "
+                "a config file holds option values: write them out"
+            )
+        size[id(node)] = total
 
 
 def _options_by_key(sp: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -270,7 +337,9 @@ def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
     """Check a file value against the option it sets; return the value argparse would have produced."""
 
     def bad(expected: str) -> NoReturn:
-        raise ConfigError(f"{path}: key {key!r}: expected {expected}, got {value!r}")
+        import reprlib
+
+        raise ConfigError(f"{path}: key {key!r}: expected {expected}, got {reprlib.repr(value)}")
 
     if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
         if not isinstance(value, bool):
@@ -349,8 +418,15 @@ def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Pat
     data = load_config_file(p)
     options = _options_by_key(sp)
     applied: dict[str, Any] = {}
+    seen: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
+        if key in seen:
+            raise ConfigError(
+                f"{p}: keys {seen[key]!r} and {raw_key!r} both set --{key.replace('_', '-')}; keep one "
+                "(dashes and underscores name the same option)"
+            )
+        seen[key] = raw_key
         action = options.get(key)
         if action is None:
             close = difflib.get_close_matches(key, list(options), n=3, cutoff=0.6)

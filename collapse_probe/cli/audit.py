@@ -10,11 +10,13 @@ from collapse_probe.cli._common import (
     add_out,
     add_ray,
     add_seed,
+    add_trackers,
     arena_from_args,
     check_specs,
     env,
     load_models_with_options,
 )
+from collapse_probe.errors import ConfigError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,12 +24,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "audit", help="measure a simulator's collapse error per state, with CIs (and VS vs direct)",
         description="Sample N responses from the simulator at each probe state, partition them into "
         "equivalence classes and estimate the collapse error ε = 1 − p(mode) with CIs, entropy and "
-        "effective modes. With no flags: the embedded smollm2 on P4G, offline on CPU.",
+        "effective modes, by meaning and where the reward looks (what the benchmark's reward pays), with "
+        "a verdict for each view. With no flags: the embedded smollm2 on P4G, offline on CPU.",
     )  # fmt: skip
     p.add_argument(
         "--sim",
-        default=env("sim", "smollm2"),
-        help="simulator spec; vs:SPEC audits Verbalized Sampling (default smollm2)",
+        default=env("sim", _DefaultSim("smollm2")),
+        help="simulator spec; vs:SPEC audits Verbalized Sampling (default smollm2). With --from: which simulator "
+        "of the file to audit (default: the file's only one)",
     )
     p.add_argument("--policy", default=env("policy", None),
                    help="policy spec: audit the on-policy states its rollouts against the simulator visit "
@@ -45,14 +49,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="equivalence classes of replies. Default: by meaning, i.e. judge (LLM judge of "
                    "bidirectional equivalence) when --judge SPEC is given, else embedding (sentence encoder, "
                    "constrained by the benchmark's decision key; needs the embed extra, else the benchmark's "
-                   "fallback with a notice). exact: equal text; label: the benchmark's decision label")  # fmt: skip
+                   "fallback with a notice and no meaning verdict). exact: equal text; label: the benchmark's "
+                   "decision label")  # fmt: skip
     p.add_argument("--compare-vs", action="store_true", default=env("compare-vs", False),
                    help="also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference")  # fmt: skip
     p.add_argument(
         "--vs-k", type=int, default=env("vs-k", 5), help="candidates per Verbalized-Sampling turn (default 5)"
     )
     p.add_argument(
-        "--human", default=env("human", None), help="directory with the official P4G CSVs: compare with human donors"
+        "--human",
+        default=env("human", None),
+        help="directory with the official P4G CSVs: add human-grounded states and compare with the human "
+        "persuadees (with annotated_dialog.csv there: people's own ε at the matched states too)",
     )
     p.add_argument(
         "--rollouts", type=int, default=env("rollouts", 1), help="on-policy conversations per task (default 1)"
@@ -64,7 +72,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="simulator sampling temperature (default 1.0)",
     )
     p.add_argument("--epsilon-star", type=float, default=env("epsilon-star", 0.2),
-                   help="ε*: verdict COLLAPSED when the CI of the mean ε̂ lies below it (default 0.2)")  # fmt: skip
+                   help="ε*: each view (by meaning, where the reward looks) is COLLAPSED when the CI of its mean ε̂ "
+                   "lies below it (default 0.2)")  # fmt: skip
     p.add_argument("--bound-b", type=float, default=env("bound-b", 1.0),
                    help="B, bound on the trajectory score-function norm, for the gradient-bias bound 2·B·R_max·ε̄_H (default 1)")  # fmt: skip
     p.add_argument(
@@ -94,13 +103,85 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_seed(p)
     add_cache(p)
     add_ray(p)
+    g = p.add_argument_group("audit of published trajectories (no model is called)")
+    g.add_argument("--from", dest="from_file", default=env("from", None), metavar="FILE",
+                   help="audit the simulator of trajectories already published: a tau2-bench results.json (or its "
+                   "directory), an inspect eval log, or JSONL conversations. Replies are grouped by shared "
+                   "conversation prefix (same task, same messages so far); prefixes answered 2+ times are the states")  # fmt: skip
+    g.add_argument("--format", dest="from_format", choices=FROM_FORMATS, default=env("format", None),
+                   help="format of --from (default: from the name: .eval inspect, .jsonl jsonl, a directory or "
+                   "results.json tau2)")  # fmt: skip
+    g.add_argument("--sim-role", choices=("user", "assistant"), default=env("sim-role", "user"),
+                   help="inspect and generic JSONL chats: the role the simulator speaks as (default user)")  # fmt: skip
     add_out(p, default="runs/audit")
+    add_trackers(p)
+
+
+FROM_FORMATS = ("tau2", "inspect", "jsonl")
+
+
+class _DefaultSim(str):
+    """The ``--sim`` default, told apart from a ``--sim`` the user gave (which names the simulator of a
+    ``--from`` file to audit)."""
+
+
+def _from_format(path: str, given: str | None) -> str:
+    if given:
+        return given
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix == ".eval":
+        return "inspect"
+    if p.suffix == ".jsonl":
+        return "jsonl"
+    if p.is_dir() or p.name == "results.json":
+        return "tau2"
+    raise ConfigError(f"--from {path}: cannot tell the format from the name; give --format {'|'.join(FROM_FORMATS)}")
+
+
+def run_from(args: argparse.Namespace) -> int:
+    """``audit --from FILE``: the audit of published trajectories."""
+    from collapse_probe.audit import AuditConfig, run_audit_from
+
+    fmt = _from_format(args.from_file, args.from_format)
+    for flag, value in (("--policy", args.policy), ("--human", args.human), ("--compare-vs", args.compare_vs),
+                        ("--variance-share", args.variance_share)):  # fmt: skip
+        if value:
+            raise ConfigError(f"{flag} does not apply to --from (a published file's replies are audited as they are)")
+    config = AuditConfig(
+        benchmark=args.benchmark, partition=args.partition, judge=args.judge, epsilon_star=args.epsilon_star,
+        bound_b=args.bound_b, r_max=args.r_max, seed=args.seed, vendi=args.vendi,
+    )  # fmt: skip
+    simulator = None if isinstance(args.sim, _DefaultSim) else args.sim
+    results = run_audit_from(args.from_file, fmt, config, args.out, simulator=simulator, sim_role=args.sim_role,
+                             cache=not args.no_cache, progress=not args.no_progress, fresh=args.fresh)  # fmt: skip
+    src = results["source"]
+    print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
+          f"states, {src['infra_failures']} infrastructure failures excluded")  # fmt: skip
+    return _report(args, results)
+
+
+def _report(args: argparse.Namespace, results: dict) -> int:
+    """The terminal table, the notices and the verdict line; exit 1 when no state was measured."""
+    from collapse_probe.audit import summary_table
+
+    print()
+    print(summary_table(results))
+    for notice in [*results.get("notices", []), *([results["states_note"]] if results.get("states_note") else [])]:
+        print(notice)
+    print()
+    print(results["verdict"])
+    print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")
+    return 0 if results["summary"]["n_states"] else 1
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe.audit import AuditConfig, run_audit, summary_table
+    if getattr(args, "from_file", None):
+        return run_from(args)
+    from collapse_probe.audit import AuditConfig, run_audit
 
-    check_specs([args.sim] + ([args.policy] if args.policy else []))
+    check_specs([args.sim] + ([args.policy] if args.policy else []) + ([args.judge] if args.judge else []))
     roles = {
         "sim": [args.sim],
         "policy": [args.policy] if args.policy else [],
@@ -120,11 +201,4 @@ def run(args: argparse.Namespace) -> int:
           "(--bound-b, --r-max, --epsilon-star)")  # fmt: skip
     results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
-    print()
-    print(summary_table(results))
-    for notice in results.get("notices", []):
-        print(notice)
-    print()
-    print(results["verdict"])
-    print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")
-    return 0 if results["summary"]["n_states"] else 1
+    return _report(args, results)

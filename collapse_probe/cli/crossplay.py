@@ -12,6 +12,7 @@ from collapse_probe.cli._common import (
     add_ray,
     add_sampling,
     add_seed,
+    add_trackers,
     arena_from_args,
     check_specs,
     env,
@@ -72,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_cache(p)
     add_ray(p)
     add_out(p)
+    add_trackers(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
-    check_specs([*policies, *sims])
+    check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
     load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
     arena = arena_from_args(args, [*policies, *sims])
     arena_options = (
@@ -139,23 +141,31 @@ def format_matrix(results: dict) -> str:
     """The reward matrix, transfer ratios and strategy entropies as a terminal table."""
     sims = results["simulators"]
     cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
-    width = max(12, *(len(s) + 2 for s in sims))
+    width = max(30, *(len(s) + 2 for s in sims))
     pw = max(8, *(len(p) + 2 for p in results["policies"]))
     train = results.get("train_simulator")
     head = "policy".ljust(pw) + "".join((s + ("*" if s == train else "")).rjust(width) for s in sims)
-    lines = [f"mean reward ({results['benchmark']}; * = training simulator; [n, infra failures])", head]
+    rr = results.get("reward_range")
+    inside = f", inside [{rr[0]:g}, {rr[1]:g}]" if rr else ""
+    lines = [
+        f"mean reward [95% CI over tasks{inside}] ({results['benchmark']}; * = training simulator; "
+        "(n, infra failures))",
+        head,
+    ]
     for p in results["policies"]:
         row = p.ljust(pw)
         for s in sims:
             c = cells[(p, s)]
-            m = c["mean_reward"]
-            val = "n/a" if m is None else f"{m:.3f}"
-            row += f"{val} [{c['n']},{c['infra_failures']}]".rjust(width)
+            m, ci = c["mean_reward"], c.get("ci95")
+            val = "n/a" if m is None else f"{m:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            row += f"{val} ({c['n']},{c['infra_failures']})".rjust(width)
         lines.append(row)
     for t in results.get("transfer") or []:
         ci = t.get("ci95")
         r = t.get("transfer_ratio")
         ci_s = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
+        if not ci and t.get("ci95_lower") is not None:
+            ci_s = f" (95% CI {t['ci95_lower']:.3f}-unbounded: {t.get('note')})"
         lines.append(
             f"transfer {t['policy']}: " + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")
         )

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"RUNS_DIR {args.runs_dir!r} is not a directory")
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    check_bind(args.host, args.port)
     require("streamlit", "dashboard", "collapse-probe dashboard")
     require("pandas", "dashboard", "collapse-probe dashboard")
     cmd = streamlit_command(args.runs_dir, args.port, args.host)
@@ -88,6 +89,35 @@ def run(args: argparse.Namespace) -> int:
     )
     proc = subprocess.Popen(cmd)
     return supervise(proc)
+
+
+def check_bind(host: str, port: int) -> None:
+    """Refuse a ``--host`` / ``--port`` the dashboard could not listen on, before Streamlit starts (it
+    would end in its own traceback): a host that is not an address or a name this machine resolves,
+    an address of another machine, a port in use or not allowed.
+
+    Raises:
+        ConfigError: naming the flag, the value and the reason.
+    """
+    import socket
+
+    if not isinstance(host, str) or not host.strip() or any(c.isspace() for c in host):
+        raise ConfigError(f"--host: expected an address (127.0.0.1, ::1, 0.0.0.0) or a host name, got {host!r}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"--host {host!r}: not an address or a host name this machine resolves ({reason})") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise ConfigError(
+                f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); "
+                "use an address of this machine and a free port"
+            ) from None
 
 
 def supervise(proc: subprocess.Popen, grace_s: float = 10.0) -> int:

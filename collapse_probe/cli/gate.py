@@ -1,7 +1,8 @@
 """``collapse-probe gate``: pass/fail a candidate policy from a cross-play run, for CI.
 
-Exit codes: 0 pass, 1 fail, 2 could not judge (no results, missing cells, too many infrastructure
-failures, an undefined statistic, bad options).
+Exit codes: 0 pass, 1 fail, 2 could not judge (no results, missing or unreadable cells, too many
+infrastructure failures, an undefined statistic, an interval that contains the threshold under the
+default rule, bad options).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "gate",
         help="pass/fail a policy on a cross-play run (exit 0 pass, 1 fail, 2 could not judge)",
         description="Judge a candidate policy from a cross-play run directory: transfer ratio, regression "
-        "against a baseline policy (paired cluster bootstrap over tasks) and infrastructure failures. "
-        "Prints a markdown summary for a pull-request comment. Exit 0 pass, 1 fail, 2 could not judge.",
+        "against a baseline policy (paired by task) and infrastructure failures. By default a check passes "
+        "when its whole 90%% interval over tasks clears the threshold, fails when the interval lies beyond it, "
+        "and otherwise could not judge (--decision). Prints a markdown summary for a pull-request comment. "
+        "Exit 0 pass, 1 fail, 2 could not judge.",
     )
     p.add_argument("run_dir", metavar="DIR", help="cross-play run directory (or its results.json)")
     p.add_argument(
@@ -56,12 +59,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="could not judge when a cell has more than this share of infra failures (default 0.1)",
     )
     p.add_argument(
+        "--decision",
+        choices=("interval", "point", "strict"),
+        default=env("decision", None),
+        help="how a threshold check decides: interval (default: pass when the whole interval clears the "
+        "threshold, fail when it lies beyond, else could not judge), point (the point estimate, the rule "
+        "before the interval became the default) or strict (the 95%% CI bound must clear, else fail)",
+    )
+    p.add_argument(
+        "--level",
+        type=float,
+        default=_opt_float("level"),
+        help="two-sided level of the interval the rule reads (default 0.9 for interval: each end a one-sided "
+        "95%% bound; 0.95 for strict)",
+    )
+    p.add_argument(
         "--strict",
         action="store_true",
         default=env("strict", False),
-        help="require the 95%% CI bound, not just the point estimate, to clear each threshold",
+        help="the strict rule (= --decision strict): require the 95%% CI bound, not just the point estimate, "
+        "to clear each threshold; anything else fails",
     )
-    p.add_argument("--n-boot", type=int, default=env("n-boot", 2000), help="bootstrap resamples (default 2000)")
+    p.add_argument(
+        "--n-boot",
+        type=int,
+        default=env("n-boot", 2000),
+        help="accepted for compatibility; the intervals are analytic now and draw no resamples",
+    )
     p.add_argument("--seed", type=int, default=env("seed", 0), help="bootstrap seed (default 0)")
     p.add_argument("--junit", default=env("junit", None), metavar="FILE", help="write JUnit XML here")
     p.add_argument("--markdown", default=env("markdown", None), metavar="FILE", help="write the markdown summary here")
@@ -98,13 +122,16 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.gate import EXIT_CANNOT_JUDGE, gate_run_dir
 
     try:
+        from collapse_probe.limits import check_n_boot
+
+        check_n_boot(args.n_boot, 1)
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
             if path:
                 check_output_path(path, flag, args.run_dir)
         verdict = gate_run_dir(
             args.run_dir, args.policy, min_transfer=args.min_transfer, baseline_policy=args.baseline_policy,
             max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict, n_boot=args.n_boot,
-            seed=args.seed,
+            seed=args.seed, decision=args.decision, level=args.level,
         )  # fmt: skip
         md = verdict.markdown()
     except ConfigError as exc:

@@ -166,9 +166,8 @@ def _validate(args: argparse.Namespace) -> None:
         if not (args.compare or args.sweep):
             raise ConfigError("--seeds: only with --compare or --sweep (a single run uses --seed)")
         positive("seeds", args.seeds)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out: {out} exists and is not a directory")
+    if args.seed < 0:  # numpy seeds each world from --seed (and the next ones with --seeds)
+        raise ConfigError(f"--seed must be an integer >= 0 (the lab's worlds are seeded by numpy), got {args.seed}")
 
 
 def _summary_table(rows: dict[str, dict[str, float]], bounds: dict[str, dict[str, bool]]) -> str:
@@ -227,9 +226,10 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.trainers.lab import compare_payload, run_compare_seeds, run_lab, run_sweep
 
     out = Path(args.out)
-    from collapse_probe.rollout._rundir import check_out_path
+    from collapse_probe.rollout._rundir import announce_taken, check_out_path
 
     check_out_path(out, ("lab", "lab-sweep"))  # a file, or another kind of run (a cross-play's results), is refused
+    announce_taken(out)
     config = _config_from_args(args, args.method)
     n_seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS
     seeds = list(range(args.seed, args.seed + n_seeds))

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, spec in (("--policy", args.policy), ("--sim", args.sim)):
         if not spec or not spec.strip():
             raise ConfigError(f"{flag}: expected a model spec, got an empty string")
-    check_specs([args.policy, args.sim])
+    check_specs([args.policy, args.sim] + ([args.judge] if args.judge else []))
     load_models_with_options(
         args, {"policy": [args.policy], "sim": [args.sim], "judge": [args.judge] if args.judge else []}
     )
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no scored conversations ({summary['infra_failures']} infrastructure failures)")
         return 1
     ci = summary["ci95"]
-    ci_s = f"95% CI {ci[0]:.3f}-{ci[1]:.3f}, " if ci else "no CI from one conversation, "
+    ci_s = f"95% CI over tasks {ci[0]:.3f}-{ci[1]:.3f}, " if ci else "no CI from one task, "
     print(
         f"{args.policy} vs {args.sim} on {args.benchmark}: mean reward {summary['mean_reward']:.3f} "
         f"({ci_s}n={summary['n']}, infra failures {summary['infra_failures']})"

@@ -10,6 +10,7 @@ from collapse_probe.cli._common import (
     add_out,
     add_ray,
     add_seed,
+    add_trackers,
     env,
     load_models_with_options,
     split_specs,
@@ -90,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_cache(p)
     add_ray(p)
     add_out(p, default="runs/train", resume_flags=False)
+    add_trackers(p)
     from collapse_probe.trainers.config import TrainConfig
 
     # every other scalar field of TrainConfig becomes an option of the same name, typed and documented by the field

@@ -11,7 +11,6 @@ written, or was killed mid-write, as "in progress" instead of failing.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
 
 from collapse_probe.report import runs as rd  # noqa: E402
 
-VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Compare")
+VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare")
 AUDIT_KINDS = ("audit",)
 CROSSPLAY_KINDS = ("crossplay",)
 TRAINING_KINDS = ("train", "lab")
@@ -46,7 +45,7 @@ def runs_root() -> Path:
 
 def _stamp(path: Path) -> tuple[int, int]:
     try:
-        st_ = path.stat()
+        st_ = path.lstat()
         return st_.st_mtime_ns, st_.st_size
     except OSError:
         return 0, 0
@@ -59,9 +58,13 @@ def _jsonl_cached(path: str, stamp: tuple[int, int]) -> rd.JsonlRead:
 
 
 def jsonl(run: rd.RunInfo, name: str) -> rd.JsonlRead:
-    """A run's JSONL file, re-read only when it changed on disk."""
+    """A run's JSONL file, re-read only when it changed on disk; a file that is not read (a link, a
+    FIFO, too large) is one warning line on this run."""
     p = run.file(name)
-    return _jsonl_cached(str(p), _stamp(p))
+    read = _jsonl_cached(str(p), _stamp(p))
+    if read.problem:
+        st.warning(f"{run.name}: {read.problem}")
+    return read
 
 
 def md_text(text: Any) -> str:
@@ -169,22 +172,22 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
 
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
     """Model calls, tokens and cost of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs."""
-    usage = get(run.results, "usage") if isinstance(run.results, dict) else None
-    if not isinstance(usage, dict):
-        try:
-            usage = json.loads(run.file("usage.json").read_text(encoding="utf-8")).get("usage")
-        except (OSError, ValueError, AttributeError):
-            usage = None
+    usage, problem = rd.read_usage(run)
+    if problem and problem not in run.problems:
+        run.problems.append(problem)
     if not isinstance(usage, dict) or not usage:
         return {"model calls": None, "tokens": None, "cost (USD)": None}
     rows = [u for u in usage.values() if isinstance(u, dict)]
+
+    def whole(v: Any) -> int:
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
     costs = [u.get("cost_usd") for u in rows]
+    known = [c for c in costs if isinstance(c, int | float) and not isinstance(c, bool) and c == c]
     return {
-        "model calls": sum(int(u.get("requests") or 0) for u in rows),
-        "tokens": sum(int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0) for u in rows),
-        "cost (USD)": None
-        if any(c is None for c in costs)
-        else round(sum(float(c) for c in costs if c is not None), 4),
+        "model calls": sum(whole(u.get("requests")) for u in rows),
+        "tokens": sum(whole(u.get("input_tokens")) + whole(u.get("output_tokens")) for u in rows),
+        "cost (USD)": round(sum(float(c) for c in known), 4) if len(known) == len(costs) else None,
     }
 
 
@@ -242,6 +245,8 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
             ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
             ("the human persuadee's actual reply at each human-grounded state, among the simulator's classes",
              ap.grounding_table(res)),
+            ("people's own ε at the matched states (annotated dialogues) beside the simulator's",
+             ap.people_epsilon_table(res)),
             ("does Verbalized Sampling move the simulator towards the people?", ap.towards_people_table(res)),
         ):  # fmt: skip
             if table:
@@ -278,22 +283,36 @@ def show_table(table: dict[str, Any] | None, expander: str | None = None) -> Non
 
 def audit_summary(res: dict[str, Any], summary: dict[str, Any] | None = None, compact: bool = False) -> None:
     """Headline metrics of an audit (of ``summary``, default the primary mode's)."""
+    from collapse_probe.report import audit_plots as ap
+
     s = res["summary"] if summary is None else summary
-    ce, ent = s["collapse_error"], s["entropy"]
-    cols = st.columns(2 if compact else 4)
-    cols[0].metric("collapse error ε", fmt(ce.get("estimate")), help=f"95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")
-    cols[1].metric(
+    ce, ent, rv = s["collapse_error"], s["entropy"], s.get("reward_view") or {}
+    verdicts = (res.get("verdicts") or {}) if summary is None else {}
+
+    def label(view: str) -> str:
+        return f" ({verdicts[view]['label']})" if view in verdicts else ""
+
+    cols = st.columns(3 if compact else 5)
+    cols[0].metric(f"meaning ε̂{label('meaning')}", fmt(ce.get("estimate")),
+                   help=f"classes by {res.get('partitioner')}; 95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")  # fmt: skip
+    cols[1].metric(f"reward-view ε̂{label('reward')}", fmt(rv.get("estimate")),
+                   help=f"95% CI {fmt_ci(rv.get('ci95'))}; {rv.get('classes') or 'no reward view'}")  # fmt: skip
+    cols[2].metric(
         "entropy (nats)", fmt(ent.get("estimate")), help=f"{ent.get('estimator', '')} 95% CI {fmt_ci(ent.get('ci95'))}"
     )
     if compact:
         v = s.get("vs_parse_failures")
         st.caption(
-            f"ε 95% CI {fmt_ci(ce.get('ci95'))}, {s.get('n_states')} states"
+            f"meaning ε 95% CI {fmt_ci(ce.get('ci95'))}, {s.get('n_states')} states; reward-view ε 95% CI "
+            f"{fmt_ci(rv.get('ci95'))}, {rv.get('n_states', 0)} states"
             + (f"; VS parse failures {v['count']} of {v['of']}" if v else "")
         )
         return
-    cols[2].metric("effective modes", fmt(s.get("effective_modes"), 2))
-    cols[3].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
+    modes = s.get("effective_modes")
+    cols[3].metric("effective modes", fmt(modes, 2) if not s.get("effective_modes_lower_bound_only")
+                   else f"≥ {fmt(s.get('effective_modes_lower_bound'), 1)}",
+                   help=ap.effective_modes_text(s, int(res.get("samples_per_state") or 0)))  # fmt: skip
+    cols[4].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
     st.caption(
         f"simulator **{res.get('simulator')}** ({res.get('mode')}) on **{res.get('benchmark')}**, "
         f"partitioner {res.get('partitioner')}, {res.get('samples_per_state')} samples per state, "
@@ -312,9 +331,9 @@ def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any
     if not states:
         return
     st.markdown("**Equivalence classes of one state**")
-    states = sorted(states, key=lambda s: (s["collapse_error"], s["state_id"]))
+    states = sorted(states, key=lambda s: (ap.state_estimate(s), s["state_id"]))
     labels = [
-        f"{s['state_id']} ({s.get('source')}, turn {s.get('turn')}, ε={fmt(s.get('collapse_error'))}, n={s.get('n')})"
+        f"{s['state_id']} ({s.get('source')}, turn {s.get('turn')}, ε̂={fmt(ap.state_estimate(s))}, n={s.get('n')})"
         for s in states
     ]
     choice = st.selectbox("State", labels, key="sim_state")
@@ -326,17 +345,28 @@ def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any
         return
     for col, (mode, rec) in zip(st.columns(len(found)), found, strict=True):
         with col:
-            st.caption(f"{mode} sampling: ε̂ {fmt(rec.get('collapse_error'))} {fmt_ci(rec.get('collapse_error_ci95'))}")
+            st.caption(
+                f"{mode} sampling: ε̂ {fmt(rec.get('collapse_error_estimate'))} {fmt_ci(rec.get('collapse_error_ci95'))}"
+                f" (plug-in 1 − max/N {fmt(rec.get('collapse_error'))})"
+            )
             if rec.get("status") != "ok":
                 st.warning(f"infrastructure failure (excluded from every estimate): {rec.get('error')}")
                 continue
             st.dataframe(pd.DataFrame(ap.state_classes(rec)), width="stretch", hide_index=True)
+            rv = rec.get("reward_view") or {}
+            if rv:
+                classes = ", ".join(f"{k}: {c}" for k, c in zip(rv["class_names"], rv["class_counts"], strict=False))
+                st.caption(
+                    f"reward view: ε̂ {fmt(rv.get('collapse_error_estimate'))} {fmt_ci(rv.get('collapse_error_ci95'))} "
+                    f"({md_text(classes)})"
+                )
             exact = rec.get("exact") or {}
             if exact.get("collapse_error") is not None:
                 st.caption(
-                    f"exact ε over the closed answer set plus 'outside the set': {fmt(exact['collapse_error'])} "
-                    f"(modal {exact.get('modal_class')}, set mass {fmt(exact.get('closed_set_mass'))}, "
-                    f"mass outside the set {fmt(exact.get('outside_mass'))})"
+                    f"exact scores of the closed answers: P(the whole reply is one of them) "
+                    f"{fmt(exact.get('closed_set_mass'), 4)} (format compliance, not collapse); ε of the answer given "
+                    f"one of them {fmt(exact.get('collapse_error_conditional'))}; with 'outside the set' as a class "
+                    f"{fmt(exact['collapse_error'])}"
                 )
     mode, rec = found[0]
     if rec.get("status") == "ok":
@@ -475,6 +505,38 @@ def view_training(runs: list[rd.RunInfo]) -> None:
         )
 
 
+# -- live collapse monitor
+
+
+def view_monitor(runs: list[rd.RunInfo]) -> None:
+    """The collapse monitor's rows of one run (``monitor.jsonl``): ε̂ per step in both views, alarms."""
+    from collapse_probe.monitor import monitor_figures
+
+    st.subheader("Collapse monitor: the simulator's ε on the states training visits, step by step")
+    monitored = [r for r in runs if r.kind == "monitor" or "monitor.jsonl" in r.files]
+    if not monitored:
+        st.info("No monitor runs found. Give `CollapseMonitor(out=...)` a directory under the runs root.")
+        return
+    run = pick_run(monitored, "Monitor run", "monitor_run")
+    if run is None:
+        return
+    rows = jsonl(run, "monitor.jsonl").records
+    if not rows:
+        st.info("This monitor has recorded no step yet.")
+        return
+    eps_star = get(run.config, "monitor", "epsilon_star")
+    for _, fig in monitor_figures(rows, eps_star if isinstance(eps_star, int | float) else None):
+        show_figure(fig)
+    alarms = [a for r in rows for a in r.get("alarms", []) if isinstance(a, dict)]
+    if alarms:
+        import pandas as pd
+
+        st.markdown("**Alarms**")
+        st.dataframe(
+            pd.DataFrame([{k: a.get(k) for k in ("step", "kind", "message")} for a in alarms]), hide_index=True
+        )
+
+
 # -- compare
 
 
@@ -532,6 +594,7 @@ def main() -> None:
         "Simulator": lambda: view_simulator(runs),
         "Cross-play": lambda: view_crossplay(runs),
         "Training": lambda: view_training(runs),
+        "Monitor": lambda: view_monitor(runs),
         "Compare": lambda: view_compare(runs),
     }[view]
     try:

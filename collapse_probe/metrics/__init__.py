@@ -81,7 +81,14 @@ from collapse_probe.metrics.trajectory import (
     simulator_variance_share,
     tv_bound,
 )
-from collapse_probe.metrics.transfer import Estimate, cluster_bootstrap_diff, mean_ci, transfer_ratio
+from collapse_probe.metrics.transfer import (
+    Estimate,
+    cluster_bootstrap_diff,
+    cluster_mean_ci,
+    mean_ci,
+    paired_mean_diff,
+    transfer_ratio,
+)
 from collapse_probe.metrics.vendi import (
     distinct_n,
     mean_pairwise_cosine,
@@ -113,6 +120,7 @@ __all__ = [
     "canonical_labels",
     "class_counts",
     "cluster_bootstrap_diff",
+    "cluster_mean_ci",
     "collapse_error",
     "collapse_error_ci",
     "collapse_error_corrected",
@@ -142,6 +150,7 @@ __all__ = [
     "normalize_rows",
     "normalize_text",
     "p4g_label",
+    "paired_mean_diff",
     "parse_donation",
     "parse_yes_no",
     "reward_variance_bound",

@@ -363,6 +363,17 @@ class EmbeddingPartitioner:
         row = {t: i for i, t in enumerate(unique)}
         return np.asarray(emb)[[row[t] for t in texts]]
 
+    def _keys(self, texts: list[str], emb: np.ndarray) -> list[Hashable | None] | None:
+        """The key of each text. A key that reads many texts at once (``key.keys(texts, embeddings)``,
+        e.g. the P4G stance reader) is called once for all states and, when this partition uses the
+        packaged encoder its embeddings come from, is handed them, so no reply is encoded twice."""
+        if self.key is None:
+            return None
+        batch = getattr(self.key, "keys", None)
+        if callable(batch):
+            return list(batch(texts, emb if self.model is None else None))
+        return [self.key(t) for t in texts]
+
     def partition(self, texts: Sequence[str]) -> list[int]:
         return self.partition_many([texts])[0]
 
@@ -374,14 +385,16 @@ class EmbeddingPartitioner:
         distinct = [list(dict.fromkeys(normalize_text(t) for t in g)) for g in groups]
         first = [{normalize_text(t): t for t in reversed(g)} for g in groups]  # a representative per text
         reps = [[first[gi][u] for u in us] for gi, us in enumerate(distinct)]
-        emb = self.embed([t for r in reps for t in r])
+        flat_reps = [t for r in reps for t in r]
+        emb = self.embed(flat_reps)
+        all_keys = self._keys(flat_reps, emb)
         out: list[list[int]] = []
         start = 0
-        for g, us, r in zip(groups, distinct, reps, strict=True):
+        for g, us in zip(groups, distinct, strict=True):
             if not g:
                 out.append([])
                 continue
-            keys = [self.key(t) for t in r] if self.key is not None else None
+            keys = all_keys[start : start + len(us)] if all_keys is not None else None
             lab = _agglomerative_labels(emb[start : start + len(us)], self.threshold, keys)
             start += len(us)
             of = dict(zip(us, lab, strict=True))

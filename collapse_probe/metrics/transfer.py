@@ -1,9 +1,23 @@
-"""Statistics for transfer across simulators: mean CIs, paired cluster-bootstrap differences and the
-transfer ratio. Used by the cross-play matrix and the gate.
+"""Statistics for transfer across simulators: reward means, paired differences and the transfer ratio
+with intervals over tasks. Used by the cross-play matrix and the gate.
 
-Rewards come grouped by task (a *cluster*): rollouts of one task are correlated, so resampling is
-over tasks, never over individual rollouts. Grouped inputs may be a mapping ``{task_id: [rewards]}``
-or a list of per-task lists (paired by position); a flat list of floats means one value per task.
+Rewards come grouped by task (a *cluster*): rollouts of one task are correlated, so every interval
+here treats tasks, never individual rollouts, as the independent units. Grouped inputs may be a
+mapping ``{task_id: [rewards]}`` or a list of per-task lists (paired by position); a flat list of
+floats means one value per task.
+
+The intervals (measured in ``benchmarks/gate_error_rates.py``, table in ``docs/ci-gate.md``):
+
+- a mean (:func:`cluster_mean_ci`): with the reward's declared range ``[a, b]``, the Korn–Graubard
+  interval (a Clopper–Pearson interval at the effective sample size that the between-task variance
+  implies, degrees of freedom from the number of tasks; Korn & Graubard 1998), which stays inside
+  the range and keeps its level when every task sits at a bound (ties: 10 tasks that all scored 1
+  do not prove a mean of 1); without a range, Student t over tasks;
+- a paired difference (:func:`paired_mean_diff`) and the transfer ratio (:func:`transfer_ratio`):
+  MOVER (method of variance estimates recovery; Zou & Donner 2008, Donner & Zou 2012), which builds
+  the interval of a difference or a ratio from the two arms' own intervals and their correlation
+  over tasks. With Student-t arms it is exactly the paired t interval and Fieller's interval; with
+  Korn–Graubard arms it keeps those properties and also holds at the bounds of the range.
 """
 
 from __future__ import annotations
@@ -11,17 +25,27 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from scipy.special import betaincinv, stdtrit
 from scipy.stats import t as student_t
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int
+from collapse_probe.limits import check_int, check_range
 
-__all__ = ["Estimate", "cluster_bootstrap_diff", "mean_ci", "transfer_ratio"]
+__all__ = [
+    "Estimate",
+    "cluster_bootstrap_diff",
+    "cluster_mean_ci",
+    "mean_ci",
+    "paired_mean_diff",
+    "transfer_ratio",
+]
 
 Grouped = Mapping[Any, Sequence[float]] | Sequence[Sequence[float]] | Sequence[float]
+RewardRange = tuple[float, float]
+TransferMethod = Literal["mover", "percentile"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +110,8 @@ def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> Estima
     return Estimate(mean, mean - half, mean + half, level, n, "t")
 
 
-def _clusters(x: Grouped, name: str) -> tuple[list[Any], list[np.ndarray]]:
-    """Normalise grouped input to (keys, list of 1-D arrays)."""
+def _clusters(x: Grouped, name: str, bounds: RewardRange | None = None) -> tuple[list[Any], list[np.ndarray]]:
+    """Normalise grouped input to (keys, list of 1-D arrays); with ``bounds`` every value must lie inside."""
     if isinstance(x, Mapping):
         keys = list(x)
         groups = [_finite_1d(x[k], f"{name}[{k!r}]") for k in keys]
@@ -105,13 +129,20 @@ def _clusters(x: Grouped, name: str) -> tuple[list[Any], list[np.ndarray]]:
     for k, g in zip(keys, groups, strict=True):
         if g.size == 0:
             raise ConfigError(f"{name}[{k!r}]: task has no rewards")
+        if bounds is not None and ((g < bounds[0]) | (g > bounds[1])).any():
+            out = g[(g < bounds[0]) | (g > bounds[1])]
+            raise ConfigError(
+                f"{name}[{k!r}]: reward {float(out[0]):g} outside the reward range [{bounds[0]:g}, {bounds[1]:g}]"
+            )
     return keys, groups
 
 
-def _paired(a: Grouped, b: Grouped, names: tuple[str, str]) -> tuple[np.ndarray, ...]:
+def _paired(
+    a: Grouped, b: Grouped, names: tuple[str, str], bounds: RewardRange | None = None
+) -> tuple[np.ndarray, ...]:
     """Per-task (sum_a, count_a, sum_b, count_b) for tasks paired by key or position."""
-    ka, ga = _clusters(a, names[0])
-    kb, gb = _clusters(b, names[1])
+    ka, ga = _clusters(a, names[0], bounds)
+    kb, gb = _clusters(b, names[1], bounds)
     if isinstance(a, Mapping) != isinstance(b, Mapping):
         raise ConfigError(f"{names[0]} and {names[1]}: pass both as mappings by task or both as lists")
     if isinstance(a, Mapping):
@@ -178,42 +209,303 @@ def transfer_ratio(
     n_boot: int = 2000,
     seed: int = 0,
     level: float = 0.95,
+    *,
+    method: TransferMethod = "mover",
+    reward_range: RewardRange | None = None,
+    n_units: tuple[int, int] | None = None,
 ) -> Estimate:
     """Transfer ratio mean(held-out-simulator reward) / mean(training-simulator reward), with a paired
-    cluster-bootstrap CI over tasks.
+    confidence interval over tasks.
 
     1 means the policy does as well against unseen simulators as against the one it trained with;
     well below 1 is the signature of exploiting the training simulator's mode. Rewards are assumed
-    non-negative (as in the shipped benchmarks) so the ratio is meaningful.
+    non-negative (as in the shipped benchmarks) so the ratio is meaningful; the lower end is never
+    below 0.
+
+    The interval (``method="mover"``) is MOVER-R over tasks (module docstring): Fieller's interval
+    when no ``reward_range`` is given, Korn–Graubard arms inside the range when it is. When the
+    training reward's own interval reaches 0 the ratio has no finite upper end: ``hi`` is ``None``
+    (with a note) while ``lo`` still says how low the ratio can be. ``method="percentile"`` is the
+    former paired cluster bootstrap (percentiles of ``n_boot`` resamples), kept for comparison: it
+    covers about 0.90 instead of 0.95 at 10 tasks.
 
     When the training mean is 0 the ratio is undefined and ``value`` is ``None`` (with a note) —
-    never a sentinel. Bootstrap resamples whose training mean is 0 are dropped; if more than half
-    are, the CI is ``None``.
+    never a sentinel.
+
+    Args:
+        heldout_rewards: held-out rewards per task (mapping or list of lists).
+        train_rewards: training-simulator rewards for the same tasks.
+        n_boot: resamples (``method="percentile"`` only).
+        seed: resampling seed (``method="percentile"`` only).
+        level: confidence level (two-sided).
+        method: ``"mover"`` (default) or ``"percentile"``.
+        reward_range: the reward's declared bounds ``(a, b)``; every reward must lie inside.
+        n_units: conversations behind (held-out, training) values, when a per-task value is itself a
+            mean (default: the number of values given).
 
     Example:
         >>> transfer_ratio([[0.5, 0.5], [0.25, 0.25]], [[1.0, 1.0], [0.5, 0.5]]).value
         0.5
     """
     _check(level, n_boot)
-    sh, ch, st, ct = _paired(heldout_rewards, train_rewards, ("heldout_rewards", "train_rewards"))
+    if method not in ("mover", "percentile"):
+        raise ConfigError(f"method must be 'mover' or 'percentile', got {method!r}")
+    bounds = _check_range(reward_range)
+    sh, ch, st, ct = _paired(heldout_rewards, train_rewards, ("heldout_rewards", "train_rewards"), bounds)
     n_tasks = sh.size
-    method = "ratio of means, paired cluster bootstrap (percentile)"
+    method_name = (
+        "ratio of means, paired cluster bootstrap (percentile)"
+        if method == "percentile"
+        else _method_name("MOVER-R", "Fieller", bounds)
+    )
     train_mean = st.sum() / ct.sum()
     if train_mean == 0:
         return Estimate(
-            None, None, None, level, n_tasks, method,
+            None, None, None, level, n_tasks, method_name,
             note="mean training-simulator reward is 0: the transfer ratio is undefined",
         )  # fmt: skip
     value = float((sh.sum() / ch.sum()) / train_mean)
+    if method == "percentile":
+        lo, hi, note = _percentile_ratio(sh, ch, st, ct, n_boot, seed, level)
+        return Estimate(value, lo, hi, level, n_tasks, method_name, note=note)
+    units_h, units_t = n_units if n_units is not None else (int(ch.sum()), int(ct.sum()))
+    heldout = _arm(sh, ch, units_h, level, bounds)
+    train = _arm(st, ct, units_t, level, bounds)
+    if heldout is None or train is None:
+        return Estimate(value, None, None, level, n_tasks, method_name, note=_FEW_TASKS)
+    lo, hi = _mover_ratio(heldout, train, _correlation(heldout.resid, train.resid), value)
+    note = None
+    if hi is None:
+        note = "the training reward's interval reaches 0, so the ratio's interval has no upper end"
+    return Estimate(value, lo, hi, level, n_tasks, method_name, note=note)
+
+
+def _percentile_ratio(
+    sh: np.ndarray, ch: np.ndarray, st: np.ndarray, ct: np.ndarray, n_boot: int, seed: int, level: float
+) -> tuple[float | None, float | None, str | None]:
+    """(lo, hi, note) of the percentile bootstrap over tasks, the transfer ratio's former interval."""
+    n_tasks = sh.size
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n_tasks, size=(n_boot, n_tasks))
     num = sh[idx].sum(1) / ch[idx].sum(1)
     den = st[idx].sum(1) / ct[idx].sum(1)
     ok = den != 0
     if ok.sum() < n_boot / 2:
-        why = f"only {int(ok.sum())} of {n_boot} resamples had a non-zero training mean: no CI"
-        return Estimate(value, None, None, level, n_tasks, method, note=why)
+        return None, None, f"only {int(ok.sum())} of {n_boot} resamples had a non-zero training mean: no CI"
     alpha = 1 - level
     lo, hi = np.quantile(num[ok] / den[ok], [alpha / 2, 1 - alpha / 2])
     note = None if ok.all() else f"{int((~ok).sum())} resamples with training mean 0 were dropped"
-    return Estimate(value, float(lo), float(hi), level, n_tasks, method, note=note)
+    return float(lo), float(hi), note
+
+
+# ------------------------------------------------------------------------------- intervals over task clusters
+
+_FEW_TASKS = "an interval over tasks needs at least 2 tasks"
+
+
+def _check_range(reward_range: Any) -> RewardRange | None:
+    return None if reward_range is None else check_range(reward_range, "reward_range")
+
+
+def _method_name(bounded: str, unbounded: str, bounds: RewardRange | None) -> str:
+    if bounds is None:
+        return f"{unbounded} over tasks"
+    return f"{bounded} over tasks, Korn-Graubard arms in [{bounds[0]:g}, {bounds[1]:g}]"
+
+
+@dataclass(frozen=True)
+class _Arm:
+    """One arm's mean over task clusters with its interval and per-task linearised residuals."""
+
+    est: float
+    lo: float
+    hi: float
+    resid: np.ndarray
+    """(sum_i − est · count_i) / mean count: the task's contribution to the arm's estimation error."""
+
+
+def _arm(sums: np.ndarray, counts: np.ndarray, n_units: int, level: float, bounds: RewardRange | None) -> _Arm | None:
+    """The pooled mean Σ sums / Σ counts with a cluster-robust interval, or ``None`` below 2 tasks.
+
+    The variance is the ratio estimator's over clusters, Σ resid² / (n (n − 1)) (with one value per
+    task: s² / n). With ``bounds`` the interval is Korn–Graubard's on the rescaled mean, else Student t.
+    """
+    n = sums.size
+    if n < 2:
+        return None
+    est = float(sums.sum() / counts.sum())
+    resid = (sums - est * counts) / counts.mean()
+    var = float((resid**2).sum() / (n * (n - 1)))
+    if bounds is None:
+        half = float(stdtrit(n - 1, 1 - (1 - level) / 2)) * math.sqrt(var)
+        return _Arm(est, est - half, est + half, resid)
+    a, b = bounds
+    width = b - a
+    lo, hi = _korn_graubard((est - a) / width, var / width**2, n, max(int(n_units), n), level)
+    return _Arm(est, min(a + width * lo, est), max(a + width * hi, est), resid)
+
+
+def _korn_graubard(p: float, var: float, n_tasks: int, n_units: int, level: float) -> tuple[float, float]:
+    """Korn–Graubard interval for a mean ``p`` in [0, 1] with design variance ``var``.
+
+    The effective sample size is the number of independent binary draws with the same variance,
+    p (1 − p) / var, capped at the number of conversations ``n_units`` (a design effect below 1 is
+    taken as chance, and when every task sits at one value — var 0, or p at a bound — the
+    conversations are all the evidence there is: 10 tasks of one conversation that all scored 1
+    give a lower end of 0.025^(1/10) = 0.69, not 1). It is then scaled by (t_{units−1} / t_{tasks−1})² for the
+    degrees of freedom of a between-task variance, and the Clopper–Pearson interval at that size is
+    returned; it never leaves [0, 1].
+    """
+    alpha = 1 - level
+    p = min(max(p, 0.0), 1.0)
+    n_eff = float(n_units)
+    if var > 0 and 0 < p < 1:
+        n_eff = min(p * (1 - p) / var, n_eff)
+    if n_units > 1:
+        n_eff *= (float(stdtrit(n_units - 1, 1 - alpha / 2)) / float(stdtrit(n_tasks - 1, 1 - alpha / 2))) ** 2
+    x = p * n_eff
+    # Clopper–Pearson ends at a non-integer count: quantiles of Beta(x, n − x + 1) and Beta(x + 1, n − x)
+    lo = 0.0 if x <= 0 else float(betaincinv(x, n_eff - x + 1, alpha / 2))
+    hi = 1.0 if x >= n_eff else float(betaincinv(x + 1, n_eff - x, 1 - alpha / 2))
+    return lo, hi
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of two arms' residuals over tasks; 0 when either has no spread."""
+    den = math.sqrt(float((a**2).sum() * (b**2).sum()))
+    return float((a * b).sum()) / den if den > 0 else 0.0
+
+
+def _mover_diff(a: _Arm, b: _Arm, rho: float) -> tuple[float, float]:
+    """MOVER interval of a.est − b.est (Zou & Donner 2008): each end recovers the variance of the
+    difference from the arms' distances to their own limits, with the arms' correlation ``rho``."""
+    d = a.est - b.est
+    la, ua, lb, ub = a.est - a.lo, a.hi - a.est, b.est - b.lo, b.hi - b.est
+    lo = d - math.sqrt(max(la**2 + ub**2 - 2 * rho * la * ub, 0.0))
+    hi = d + math.sqrt(max(ua**2 + lb**2 - 2 * rho * ua * lb, 0.0))
+    return lo, hi
+
+
+def _mover_ratio(num: _Arm, den: _Arm, rho: float, value: float) -> tuple[float, float | None]:
+    """MOVER-R interval of num.est / den.est (Donner & Zou 2012), ``None`` for an unbounded upper end.
+
+    θ is inside when 0 lies in the MOVER interval of num − θ·den; each end of the ratio is the root
+    of the quadratic where that interval's near end touches 0. With Student-t arms this is Fieller's
+    interval. The lower end is clipped at 0 (rewards are non-negative).
+    """
+    p1, p2 = num.est, den.est
+    e1l, e1u, e2l, e2u = p1 - num.lo, num.hi - p1, p2 - den.lo, den.hi - p2
+    tol = 1e-9 * max(1.0, value)  # a double root at the estimate may land an ulp on either side of it
+    # lower end: (p1 − θ p2)² = e1l² + θ² e2u² − 2ρθ e1l e2u, the largest root in [0, value]
+    if e1l == 0 and e2u == 0:
+        lo = value
+    elif num.lo <= 0:
+        lo = 0.0
+    else:
+        roots = _roots(p2**2 - e2u**2, p1 * p2 - rho * e1l * e2u, p1**2 - e1l**2)
+        below = [r for r in roots if -tol <= r <= value + tol]
+        lo = max(max(below), 0.0) if below else 0.0
+    # upper end: (θ p2 − p1)² = e1u² + θ² e2l² − 2ρθ e1u e2l, the root above value; none when den.lo <= 0
+    hi: float | None
+    if e1u == 0 and e2l == 0:
+        hi = value
+    elif den.lo <= 0:
+        hi = None
+    else:
+        above = [r for r in _roots(p2**2 - e2l**2, p1 * p2 - rho * e1u * e2l, p1**2 - e1u**2) if r >= value - tol]
+        hi = min(above) if above else None
+    return min(lo, value), (None if hi is None else max(hi, value))
+
+
+def _roots(a: float, half_b: float, c: float) -> list[float]:
+    """Real roots of a θ² − 2·half_b·θ + c = 0."""
+    if a == 0:
+        return [c / (2 * half_b)] if half_b != 0 else []
+    disc = half_b**2 - a * c
+    if disc < 0:
+        disc = 0.0 if disc > -1e-12 * max(half_b**2, abs(a * c)) else disc
+    if disc < 0:
+        return []
+    r = math.sqrt(disc)
+    return sorted({(half_b - r) / a, (half_b + r) / a})
+
+
+def cluster_mean_ci(
+    by_task: Grouped, level: float = 0.95, *, reward_range: RewardRange | None = None, n_units: int | None = None
+) -> Estimate:
+    """Mean reward over all rollouts with a confidence interval over task clusters.
+
+    The mean pools every rollout (Σ rewards / Σ rollouts); the interval treats tasks as the
+    independent units (cluster-robust variance of that ratio estimator). With the reward's declared
+    ``reward_range`` it is Korn–Graubard's and lies inside the range, also when every task scored
+    the same bound; without one it is Student t over tasks and may leave the range.
+
+    Args:
+        by_task: rewards per task (mapping or list of lists; a flat list is one value per task).
+        level: confidence level (two-sided).
+        reward_range: the reward's declared bounds ``(a, b)``; every reward must lie inside.
+        n_units: conversations behind the values, when a per-task value is itself a mean (default:
+            the number of values given).
+
+    Returns:
+        The estimate; with fewer than 2 tasks the interval is ``None`` (there is no between-task
+        spread to measure).
+
+    Example:
+        >>> e = cluster_mean_ci([[1.0]] * 10, reward_range=(0, 1))
+        >>> e.value, round(e.lo, 3), e.hi
+        (1.0, 0.692, 1.0)
+    """
+    _check(level)
+    bounds = _check_range(reward_range)
+    _, groups = _clusters(by_task, "by_task", bounds)
+    sums = np.array([g.sum() for g in groups])
+    counts = np.array([g.size for g in groups], dtype=np.float64)
+    method = _method_name("Korn-Graubard", "Student t", bounds).replace(", Korn-Graubard arms", "")
+    value = float(sums.sum() / counts.sum())
+    arm = _arm(sums, counts, int(counts.sum()) if n_units is None else n_units, level, bounds)
+    if arm is None:
+        return Estimate(value, None, None, level, sums.size, method, note=_FEW_TASKS)
+    return Estimate(value, arm.lo, arm.hi, level, sums.size, method)
+
+
+def paired_mean_diff(
+    a_by_task: Grouped,
+    b_by_task: Grouped,
+    level: float = 0.95,
+    *,
+    reward_range: RewardRange | None = None,
+    n_units: tuple[int, int] | None = None,
+) -> Estimate:
+    """mean(a) − mean(b) over the same tasks with a paired confidence interval over tasks.
+
+    Means pool every rollout as in :func:`cluster_bootstrap_diff`; the interval is MOVER over tasks
+    (module docstring), which is the paired Student-t interval when no ``reward_range`` is given.
+    Pairing by task lets task difficulty cancel through the arms' correlation.
+
+    Args:
+        a_by_task: rewards of arm a per task (mapping or list of lists).
+        b_by_task: rewards of arm b for the same tasks.
+        level: confidence level (two-sided).
+        reward_range: the reward's declared bounds ``(a, b)``; every reward must lie inside.
+        n_units: conversations behind (a, b), when a per-task value is itself a mean.
+
+    Example:
+        >>> e = paired_mean_diff([[1, 1], [1, 0], [0, 1]], [[0, 0], [1, 0], [0, 0]])
+        >>> round(e.value, 4)
+        0.5
+    """
+    _check(level)
+    bounds = _check_range(reward_range)
+    sa, ca, sb, cb = _paired(a_by_task, b_by_task, ("a_by_task", "b_by_task"), bounds)
+    method = _method_name("MOVER", "paired Student t", bounds)
+    value = float(sa.sum() / ca.sum() - sb.sum() / cb.sum())
+    units_a, units_b = n_units if n_units is not None else (int(ca.sum()), int(cb.sum()))
+    a, b = _arm(sa, ca, units_a, level, bounds), _arm(sb, cb, units_b, level, bounds)
+    if a is None or b is None:
+        return Estimate(value, None, None, level, sa.size, method, note=_FEW_TASKS)
+    lo, hi = _mover_diff(a, b, _correlation(a.resid, b.resid))
+    if bounds is not None:
+        span = bounds[1] - bounds[0]
+        lo, hi = max(lo, -span), min(hi, span)
+    return Estimate(value, min(lo, value), max(hi, value), level, sa.size, method)

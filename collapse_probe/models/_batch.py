@@ -151,6 +151,17 @@ def batch_chunk(model: Any, n_requests: int, samples_each: int) -> int | None:
     return n_requests if n_requests and SETTINGS.wants(model, n_requests * samples_each) else None
 
 
+def _entry_problem(entry: dict[str, Any]) -> str | None:
+    """What is wrong with one ``batches.jsonl`` entry (``None``: well formed)."""
+    from collapse_probe.rollout.records import field_problem
+
+    if entry.get("event") not in ("submitted", "finished"):
+        return field_problem("event", "'submitted' or 'finished'", entry.get("event"))
+    if not isinstance(entry.get("batch_id"), str):
+        return field_problem("batch_id", "the provider's batch id", entry.get("batch_id"))
+    return None
+
+
 @dataclass
 class _Journal:
     """``batches.jsonl``: one line per submitted and per finished batch (append-only, fsynced)."""
@@ -162,7 +173,7 @@ class _Journal:
         if self.path is not None and self.path.exists():
             from collapse_probe.rollout._rundir import iter_jsonl
 
-            self.entries = list(iter_jsonl(self.path))
+            self.entries = list(iter_jsonl(self.path, _entry_problem))
 
     def pending(self, spec: str, key: str) -> str | None:
         finished = {e.get("batch_id") for e in self.entries if e.get("event") == "finished"}

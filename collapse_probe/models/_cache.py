@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collapse_probe.errors import CacheError
+from collapse_probe.models._answers import is_blank
 from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
 from collapse_probe.models._usage import check_budget, record_local_results
 
@@ -177,7 +178,8 @@ class CachedModel:
                 for j, comp in enumerate(res.completions):
                     k = keys[ri][lo + j]
                     found[k] = comp
-                    new.append((k, comp))
+                    if not is_blank(comp.text, comp.tool_calls):  # no answer: the next run asks the model again
+                        new.append((k, comp))
             if new:
                 self.cache.put_many(new)
         out: list[GenerationResult] = []

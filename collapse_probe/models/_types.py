@@ -121,6 +121,14 @@ class Completion:
     """Generated token ids where the backend has them (local backends), so a trainer can score
     exactly the sampled tokens instead of re-tokenising the text."""
 
+    def __post_init__(self) -> None:
+        # a lone surrogate (a server's "\ud800") is kept as U+FFFD: the reply stays the model's, and
+        # every record holding it can be written as UTF-8 (a failed write would tear the run's file)
+        if isinstance(self.text, str) and not self.text.isascii():
+            from collapse_probe._files import scrub_surrogates
+
+            self.text = scrub_surrogates(self.text)
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 

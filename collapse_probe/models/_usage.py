@@ -26,7 +26,7 @@ are counted, so a run may overshoot a limit by at most its concurrency's worth o
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import re
 import threading
@@ -128,12 +128,20 @@ class Price:
 def _read_toml(path: Path, where: str) -> dict[str, Any]:
     import tomllib
 
+    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        raw = read_bytes(path, max_bytes=16 << 20, expected="a TOML price table")
+    except MissingFile:
         raise ConfigError(f"{where}: no such file {str(path)!r}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: {path} is not valid TOML ({exc})") from None
+    except FileProblem as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError, or a number too long to convert
+        raise ConfigError(f"{where}: {path} is not valid TOML ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: {path} is TOML nested too deeply") from None
 
 
 def _parse_prices(
@@ -154,13 +162,14 @@ def _parse_prices(
                 )
             try:
                 price = Price(float(entry["input"]), float(entry["output"]), float(entry.get("batch_discount", disc)))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ConfigError(
                     f"{where}: [{section}] {name!r}: prices must be numbers, got {dict(entry)!r}"
                 ) from None
-            if price.input < 0 or price.output < 0 or not 0 < price.batch_discount <= 1:
+            finite = all(math.isfinite(x) for x in (price.input, price.output, price.batch_discount))
+            if not finite or price.input < 0 or price.output < 0 or not 0 < price.batch_discount <= 1:
                 raise ConfigError(
-                    f"{where}: [{section}] {name!r}: prices must be >= 0 and batch_discount in (0, 1], got {dict(entry)!r}"
+                    f"{where}: [{section}] {name!r}: prices must be finite numbers >= 0 and batch_discount in (0, 1], got {dict(entry)!r}"
                 )
             table.setdefault(section, {})[str(name)] = price
     return table
@@ -344,13 +353,9 @@ class RunUsage:
         self.path = Path(out) / USAGE_FILE if out is not None else None
         self.ledger = ledger
         self.before = ledger.snapshot()
-        self.prior: dict[str, Usage] = {}
-        if self.path is not None and self.path.exists():
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                self.prior = {k: Usage.from_dict(v) for k, v in (data.get("usage") or {}).items()}
-            except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
-                self.prior = {}  # a torn file from a kill: the spend it held is lost, not the run
+        # usage.json is replaced atomically, so a kill never tears it: a file that does not read is
+        # corrupt or edited, and is refused; treating it as zero would let --cost-limit count from zero
+        self.prior: dict[str, Usage] = read_usage_file(self.path) if self.path is not None else {}
         self._last_save = 0.0
 
     def summary(self) -> dict[str, dict[str, Any]]:
@@ -387,6 +392,61 @@ class RunUsage:
         return summary
 
 
+MAX_USAGE_BYTES = 16 << 20
+"""A ``usage.json`` holds one small entry per model spec; a larger file is not one."""
+
+
+def read_usage_file(path: str | Path) -> dict[str, Usage]:
+    """The spend recorded in a run's ``usage.json`` (``{}`` when there is none), checked entry by entry.
+
+    Raises:
+        ConfigError: the file is not a regular file inside the run directory, not UTF-8 JSON, not
+            ``{"usage": {SPEC: {requests, input_tokens, output_tokens, cost_usd}}}``, or an entry holds
+            a field that is not a whole number >= 0 (``cost_usd``: a finite number >= 0 or null); the
+            message names the file, the entry and the field. Never a silent reset to zero: a
+            ``--cost-limit`` would then count from zero.
+    """
+    from collapse_probe._files import MissingFile, parse_json, read_bytes
+
+    p = Path(path)
+    try:
+        raw = read_bytes(p, max_bytes=MAX_USAGE_BYTES, follow_symlinks=False, expected="the run's spend (usage.json)")
+    except MissingFile:
+        return {}
+    fix = "; the run's spend so far cannot be read, so a --cost-limit could not count it: fix or remove the file"
+    data = parse_json(raw, p, expected="the run's spend (usage.json)")
+    if not isinstance(data, dict) or not isinstance(data.get("usage", {}), dict):
+        raise ConfigError(f'{p}: expected {{"usage": {{model spec: spend}}}}, got {_short(data)}{fix}')
+    out: dict[str, Usage] = {}
+    for spec, entry in (data.get("usage") or {}).items():
+        where = f"{p}: entry {spec!r}"
+        if not isinstance(entry, dict):
+            raise ConfigError(
+                f"{where}: expected {{requests, input_tokens, output_tokens, cost_usd}}, got {_short(entry)}{fix}"
+            )
+        counts = []
+        for field in ("requests", "input_tokens", "output_tokens"):
+            v = entry.get(field, 0)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{where}: field {field!r}: expected a whole number >= 0, got {_short(v)}{fix}")
+            counts.append(v)
+        cost = entry.get("cost_usd", 0.0)
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
+        ):
+            raise ConfigError(
+                f"{where}: field 'cost_usd': expected a number of USD >= 0 or null, got {_short(cost)}{fix}"
+            )
+        out[str(spec)] = Usage(counts[0], counts[1], counts[2], None if cost is None else float(cost))
+    return out
+
+
+def _short(value: Any) -> str:
+    import reprlib
+
+    return reprlib.repr(value)
+
+
 def start_run_usage(out: str | Path | None) -> RunUsage:
     """Start accounting a run whose directory is ``out`` (``None``: no run directory)."""
     run = RunUsage(out, LEDGER)
@@ -419,9 +479,12 @@ class MeteredModel:
         return results
 
 
-def format_usage(usage: Mapping[str, Mapping[str, Any]]) -> str:
-    """Terminal lines of a ``usage`` block (one per model, then the total)."""
+def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0) -> str:
+    """Terminal lines of a ``usage`` block (one per model, then the total); ``failures`` is the number
+    of units that ended in an infrastructure failure (an empty block then does not read "from the cache")."""
     if not usage:
+        if failures:
+            return f"usage: no model call was answered, nothing spent ({failures} infrastructure failures)"
         return "usage: no model calls (all answers from the cache)"
     lines = ["usage (calls, input tokens, output tokens, cost):"]
     total_cost: float | None = 0.0

@@ -132,6 +132,31 @@ def parse_messages_response(data: dict[str, Any]) -> Completion:
     )
 
 
+_KEY_HEADER_CLASSES: dict[type, type] = {}
+
+
+def _with_key_header(cls: type) -> type:
+    """``cls`` sending the API key as ``x-api-key``, the header the Anthropic API authenticates keys
+    by. Some SDK releases send an API key as ``Authorization: Bearer``, the header of OAuth access
+    tokens (``auth_token``); an access token given as ``auth_token`` is still sent that way."""
+    if cls not in _KEY_HEADER_CLASSES:
+
+        class KeyHeaderClient(cls):
+            @property
+            def auth_headers(self) -> dict[str, str]:
+                headers = dict(super().auth_headers)
+                key = getattr(self, "api_key", None)
+                if key:
+                    if headers.get("Authorization") == f"Bearer {key}":
+                        del headers["Authorization"]
+                    headers["X-Api-Key"] = key
+                return headers
+
+        KeyHeaderClient.__name__ = KeyHeaderClient.__qualname__ = cls.__name__
+        _KEY_HEADER_CLASSES[cls] = KeyHeaderClient
+    return _KEY_HEADER_CLASSES[cls]
+
+
 def _anthropic() -> Any:
     return require("anthropic", "api", "the anthropic, bedrock and vertex-anthropic backends")
 
@@ -189,7 +214,8 @@ class AnthropicChatModel(APIChatModel):
     def _client_class(self, sync: bool) -> Any:
         anthropic = _anthropic()
         name = {"direct": "Anthropic", "bedrock": "AnthropicBedrock", "vertex": "AnthropicVertex"}[self.cloud]
-        return getattr(anthropic, name if sync else "Async" + name)
+        cls = getattr(anthropic, name if sync else "Async" + name)
+        return _with_key_header(cls) if self.cloud == "direct" else cls
 
     def _new_client(self, http_client: Any) -> Any:
         return self._client_class(sync=False)(http_client=http_client, **self._client_kwargs())

@@ -35,6 +35,9 @@ from collapse_probe.models._types import Completion, GenerationRequest, Generati
 
 Distribution = list[tuple[str, float]]
 
+MAX_SCRIPTED_BYTES = 64 << 20
+"""A scripted model lists its answers; a file past this size is not one."""
+
 
 def _parse_dist(raw: Any, where: str) -> Distribution:
     if not isinstance(raw, list) or not raw:
@@ -46,13 +49,26 @@ def _parse_dist(raw: Any, where: str) -> Distribution:
         text, p = item["text"], item["p"]
         if not isinstance(text, str):
             raise ConfigError(f"{where}[{i}].text: expected a string, got {type(text).__name__}")
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or p < 0:
-            raise ConfigError(f"{where}[{i}].p: expected a probability >= 0, got {p!r}")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not _finite(p) or p < 0:
+            raise ConfigError(f"{where}[{i}].p: expected a probability >= 0, got {_short(p)}")
         dist.append((text, float(p)))
     total = sum(p for _, p in dist)
     if abs(total - 1.0) > 1e-6:
         raise ConfigError(f"{where}: probabilities sum to {total:.9g}, expected 1 (within 1e-6)")
     return dist
+
+
+def _finite(x: float) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def _short(x: object) -> str:
+    import reprlib
+
+    return reprlib.repr(x)
 
 
 @dataclass
@@ -69,21 +85,17 @@ class ScriptedSpec:
 
 def load_scripted(path: str | Path) -> ScriptedSpec:
     """Parse and validate a scripted-model file; errors name the file and field."""
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"scripted model file {str(p)!r} does not exist")
+    what = "a scripted model's JSON file"
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read the scripted model file ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSON file") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: JSON nested too deeply") from None
+        raw = read_bytes(p, max_bytes=MAX_SCRIPTED_BYTES, expected=what)
+    except MissingFile:
+        raise ConfigError(f"scripted model file {str(p)!r} does not exist") from None
+    except FileProblem as exc:
+        raise ConfigError(f"scripted model file {exc}") from None
+    data = parse_json(raw, p, expected=what)
     if not isinstance(data, dict) or "responses" not in data:
         raise ConfigError(f"{p}: expected a JSON object with a 'responses' list")
     responses = _parse_dist(data["responses"], f"{p}: field 'responses'")
@@ -110,9 +122,9 @@ def load_scripted(path: str | Path) -> ScriptedSpec:
             )
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
-        raise ConfigError(f"{p}: field 'delay_s' must be a number of seconds >= 0, got {delay!r}")
-    if not math.isfinite(delay):
-        raise ConfigError(f"{p}: field 'delay_s' must be a finite number of seconds >= 0, got {delay!r}")
+        raise ConfigError(f"{p}: field 'delay_s' must be a number of seconds >= 0, got {_short(delay)}")
+    if not _finite(delay):
+        raise ConfigError(f"{p}: field 'delay_s' must be a finite number of seconds >= 0, got {_short(delay)}")
     return ScriptedSpec(responses, turns, float(delay), rules, fingerprint=bytes_fingerprint(raw))
 
 

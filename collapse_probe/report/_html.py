@@ -32,19 +32,16 @@ def _fmt(v: Any) -> str:
 def _usage_section(run_dir: Path) -> list[Section]:
     """The "Model usage and cost" table of a report written into a run directory with a ``usage.json``
     (every pipeline that calls models keeps one; see :mod:`collapse_probe.models._usage`)."""
-    import json
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.models._usage import read_usage_file
 
     try:
-        usage = json.loads((run_dir / "usage.json").read_text(encoding="utf-8")).get("usage")
-    except (OSError, ValueError, AttributeError):
+        usage = read_usage_file(run_dir / "usage.json")
+    except ConfigError:
         return []
-    if not isinstance(usage, dict) or not usage:
+    if not usage:
         return []
-    rows = [
-        [spec, u.get("requests"), u.get("input_tokens"), u.get("output_tokens"), _usd(u.get("cost_usd"))]
-        for spec, u in usage.items()
-        if isinstance(u, dict)
-    ]
+    rows = [[spec, u.requests, u.input_tokens, u.output_tokens, _usd(u.cost_usd)] for spec, u in usage.items()]
     columns = ["model", "calls", "input tokens", "output tokens", "cost (USD)"]
     return [("Model usage and cost", {"columns": columns, "rows": rows})]
 

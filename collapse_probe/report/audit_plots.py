@@ -21,6 +21,7 @@ and ``diversity`` (distinct-n and Vendi of simulator vs human replies at the sam
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,15 +33,21 @@ __all__ = [
     "collapse_error_per_state_figure",
     "compare_audits_figure",
     "compare_vs_figure",
+    "effective_modes_text",
+    "fmt_interval",
+    "fmt_value",
     "donation_comparison_figure",
     "human_diversity_table",
     "other_mode",
+    "people_epsilon_table",
     "short_state_id",
     "state_classes",
     "states_by_mode",
+    "state_estimate",
     "states_table",
     "summary_table",
     "variance_share_table",
+    "view_text",
 ]
 
 MIN_CONFIDENT_SAMPLES = 20
@@ -68,6 +75,13 @@ def states_by_mode(results: Mapping[str, Any]) -> dict[str, list[Mapping[str, An
     return out
 
 
+def state_estimate(r: Mapping[str, Any]) -> float:
+    """A state's ε̂ as the audit prints it: the bias-aware estimate (``collapse_error_estimate``; the
+    plug-in ``collapse_error`` only for records written before it existed)."""
+    est = r.get("collapse_error_estimate")
+    return float(r["collapse_error"] if est is None else est)
+
+
 def _low_confidence(r: Mapping[str, Any]) -> bool:
     if "low_confidence" in r:
         return bool(r["low_confidence"])
@@ -89,18 +103,19 @@ def short_state_id(state_id: str) -> str:
 
 
 def _state_trace(go: Any, rows: Sequence[Mapping[str, Any]], name: str, colour: str, x: Sequence[Any]) -> Any:
-    """ε̂ per state with its 95 % CI as error bars; low-confidence states (N < 20) hollow."""
-    ci = [r.get("collapse_error_ci95") or [r["collapse_error"]] * 2 for r in rows]
+    """ε̂ per state (the bias-aware estimate) with its 95 % CI as error bars; low-confidence states (N < 20) hollow."""
+    ys = [state_estimate(r) for r in rows]
+    ci = [r.get("collapse_error_ci95") or [y] * 2 for r, y in zip(rows, ys, strict=True)]
     return go.Scatter(
-        x=list(x), y=[r["collapse_error"] for r in rows], mode="markers", name=name,
+        x=list(x), y=ys, mode="markers", name=name,
         marker={"color": colour, "size": 8, "line": {"color": colour, "width": 1.5},
                 "symbol": ["circle-open" if _low_confidence(r) else "circle" for r in rows]},
         error_y={"type": "data", "symmetric": False, "thickness": 1,
-                 "array": [max(c[1] - r["collapse_error"], 0.0) for r, c in zip(rows, ci, strict=True)],
-                 "arrayminus": [max(r["collapse_error"] - c[0], 0.0) for r, c in zip(rows, ci, strict=True)]},
+                 "array": [max(c[1] - y, 0.0) for y, c in zip(ys, ci, strict=True)],
+                 "arrayminus": [max(y - c[0], 0.0) for y, c in zip(ys, ci, strict=True)]},
         customdata=[[r["state_id"], r.get("n"), r.get("entropy"), _classes_text(r),
-                     " (low confidence: N < 20)" if _low_confidence(r) else ""] for r in rows],
-        hovertemplate="%{customdata[0]}<br>ε̂ %{y:.3f}<br>N %{customdata[1]}%{customdata[4]}"
+                     " (low confidence: N < 20)" if _low_confidence(r) else "", r["collapse_error"]] for r in rows],
+        hovertemplate="%{customdata[0]}<br>ε̂ %{y:.3f} (plug-in 1 − max/N %{customdata[5]:.3f})<br>N %{customdata[1]}%{customdata[4]}"
                       "<br>entropy %{customdata[2]:.3f} nats<br>%{customdata[3]}<extra>" + html.escape(name) + "</extra>",
     )  # fmt: skip
 
@@ -161,13 +176,13 @@ def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
     for k, (label, t) in enumerate(tables.items()):
         colour = _PALETTE[k % len(_PALETTE)]
         if shared:
-            ids = sorted(shared, key=lambda i: (first[i]["collapse_error"], i))
+            ids = sorted(shared, key=lambda i: (state_estimate(first[i]), i))
             fig.add_trace(_state_trace(go, [t[i] for i in ids], label, colour, ids))
         else:
-            rows = sorted(t.values(), key=lambda r: r["collapse_error"])
+            rows = sorted(t.values(), key=state_estimate)
             fig.add_trace(_state_trace(go, rows, label, colour, [(i + 0.5) / len(rows) for i in range(len(rows))]))
     if shared:
-        _category_axis(fig, sorted(shared, key=lambda i: (first[i]["collapse_error"], i)))
+        _category_axis(fig, sorted(shared, key=lambda i: (state_estimate(first[i]), i)))
     xtitle = "shared state (sorted by the first audit's ε̂)" if shared else "state quantile (each audit sorted by ε̂)"
     return _epsilon_layout(fig, "Collapse error per state, compared (95% CI; hollow: N < 20)", xtitle, None)
 
@@ -184,7 +199,7 @@ def class_histograms_figure(records: Sequence[Mapping[str, Any]], max_states: in
     cols = 2 if len(ok) > 1 else 1
     rows = (len(ok) + cols - 1) // cols
     titles = [
-        f"{short_state_id(r['state_id'])[:48]} [{r.get('mode', 'direct')}] (ε̂ {r['collapse_error']:.2f})" for r in ok
+        f"{short_state_id(r['state_id'])[:48]} [{r.get('mode', 'direct')}] (ε̂ {state_estimate(r):.2f})" for r in ok
     ]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
     for i, r in enumerate(ok):
@@ -264,9 +279,7 @@ def compare_vs_figure(results: Mapping[str, Any]) -> Any:
                              error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo}),
                       row=1, col=col)  # fmt: skip
     d = c["difference_vs_minus_direct"]
-    sub = (
-        "" if d["estimate"] is None else f"VS − direct ε̂ = {d['estimate']:.3f} [{d['ci95'][0]:.3f}, {d['ci95'][1]:.3f}]"
-    )
+    sub = "" if d["estimate"] is None else f"VS − direct ε̂ = {d['estimate']:.3f} {_ci(d['ci95'])}"
     v = c.get("vs_parse_failures")
     if v:
         sub += f"; VS parse failures {v['count']} of {v['of']}"
@@ -288,34 +301,89 @@ def donation_comparison_figure(results: Mapping[str, Any]) -> Any:
     return fig
 
 
+# ----------------------------------------------------------------------------------------------- text
+
+
+def fmt_value(x: float | None, digits: int = 3) -> str:
+    """A number as the audit prints it (``n/a`` for ``None``)."""
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def fmt_interval(c: Sequence[float | None] | None, digits: int = 3) -> str:
+    """``[lo, hi]``; an interval without a finite upper end prints as ``[lo, no upper bound]``."""
+    if not c:
+        return ""
+    lo, hi = c[0], c[1]
+    if hi is None or not math.isfinite(hi):
+        return f"[{fmt_value(lo, digits)}, no upper bound]"
+    return f"[{fmt_value(lo, digits)}, {fmt_value(hi, digits)}]"
+
+
+def effective_modes_text(s: dict[str, Any], n: int) -> str:
+    """The effective modes exp(H) as measured, or as a lower bound where N replies cannot show them."""
+    est = s.get("effective_modes")
+    if est is None:
+        return "n/a"
+    if s.get("effective_modes_lower_bound_only"):
+        lb = s.get("effective_modes_lower_bound")
+        bound = f"at least {lb:.1f}" if lb is not None else "no finite estimate"
+        return f"{bound} (lower bound only: {n} replies per state cannot resolve more classes)"
+    return f"{est:.2f}  (estimate incl. unseen classes)"
+
+
+def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
+    """One view's number, interval and label for a table cell: ``0.811 [0.672, 0.934]  NOT COLLAPSED``."""
+    if not v:
+        return "n/a"
+    if v["label"] == "NOT MEASURED":
+        return f"not measured: {v.get('reason')}"
+    rel = "<" if v["label"] == "COLLAPSED" else ">" if v["label"] == "NOT COLLAPSED" else "∋"
+    return f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (CI {rel} ε* = {epsilon_star:g})"
+
+
 # ----------------------------------------------------------------------------------------------- tables
 
 
 def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The audit's headline quantities (of ``summary``, default the primary mode's)."""
+    """The audit's headline quantities (of ``summary``, default the primary mode's): both verdict views
+    first, then what each view is made of. Every ε is the bias-aware estimate printed by the verdict."""
     s = summary if summary is not None else results["summary"]
+    star = float(results.get("epsilon_star") or 0.2)
+    verdicts = (results.get("verdicts") or {}) if summary is None else {}
+    n = int(results["samples_per_state"])
+    rv = s.get("reward_view") or {}
     rows = [
         ["simulator", f"{results['simulator']} ({results.get('mode')})"],
         ["benchmark / partitioner", f"{results['benchmark']} / {results['partitioner']}"],
-        ["samples per state",
-         str(results["samples_per_state"]) + (" (LOW CONFIDENCE: N < 20)" if s["low_confidence"] else "")],
+        ["samples per state", str(n) + (" (LOW CONFIDENCE: N < 20)" if s["low_confidence"] else "")],
         ["states measured / infra failures", f"{s['n_states']} / {s['infra_failures']}"],
-        ["mean ε̂ [95% CI]", _est(s["collapse_error"])],
-        ["mean ε corrected", _f(s.get("collapse_error_corrected"))],
-        ["headline over", str(results.get("states_audited") or "probe states")],
+        ["states audited", str(results.get("states_audited") or "probe states")
+         + (f" — {results['states_note'].removeprefix('note: ')}" if results.get("states_note") else "")],
+    ]  # fmt: skip
+    for key, name in (("meaning", "meaning view"), ("reward", "reward view")):
+        if key in verdicts:
+            v = verdicts[key]
+            rows.append([f"verdict, {name}", view_text(v, star) + (f" over {v['over']}" if v.get("over") else "")])
+    rows += [
+        [f"mean ε̂, classes by {results['partitioner']} [95% CI]", _est(s["collapse_error"])],
+        [f"mean ε̂, classes by {results['partitioner']}, plug-in 1 − max/N", _f(s["collapse_error"].get("plugin"))],
+        ["reward view: classes and states", str(rv.get("classes") or "none (no reward_class hook)")],
+        ["mean ε̂ of the reward view [95% CI]", f"{_est(rv)} {rv.get('states') or rv.get('reason') or ''}".strip()],
         ["mean entropy, nats (CWJ, estimate incl. unseen classes) [95% CI]", _est(s["entropy"])],
-        ["effective modes exp(H) (estimate incl. unseen classes)",
-         _f(s.get("effective_modes")) if s.get("effective_modes") is not None or s.get("effective_modes_lower_bound") is None
-         else f"at least {_f(s['effective_modes_lower_bound'])} (lower bound only: most replies are distinct)"],  # fmt: skip
-        ["exact ε (closed answer set + outside it)", f"{_f(s.get('exact_collapse_error'))} over {s.get('n_exact_states', 0)} states"
-         + (f"; mass outside the set {s['exact_outside_mass']:.4f}" if s.get("exact_outside_mass") is not None else "")],
+        ["effective modes exp(H)", effective_modes_text(dict(s), n)],
         ["accumulated ε̄_H", _f(s.get("accumulated_collapse_error"))],
     ]  # fmt: skip
     for src, b in (s.get("by_kind") or s.get("by_source") or {}).items():
         rows.append([f"ε̂ at {src} states [95% CI]", f"{_f(b['collapse_error'])} {_ci(b['ci95'])} (n={b['n_states']})"])
+    ex = s.get("exact")
+    if ex:
+        rows.append(["exact: P(the whole reply is a closed answer), format compliance",
+                     f"{ex['closed_set_mass']:.4f} over {ex['n_states']} states"])  # fmt: skip
+        rows.append(["exact: ε of the answer given a closed answer", _f(ex.get("collapse_error_in_set"))])
+        rows.append(["exact: ε with 'outside the set' as one class", _f(ex.get("collapse_error_with_outside"))])
     if s.get("decision_collapse_error"):
         d = s["decision_collapse_error"]
-        rows.append(["decision ε (the reward's label) [95% CI]",
+        rows.append(["decision-label ε (the benchmark's labels, not the reward's classes) [95% CI]",
                      f"{_f(d['estimate'])} {_ci(d['ci95'])} over {d['n_states']} states that ask for a decision"])  # fmt: skip
     if s.get("vs_parse_failures"):
         v = s["vs_parse_failures"]
@@ -324,16 +392,24 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
 
 
 def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
-    """One row per state and sampling mode: ε̂ with CI, entropy, exact ε, status."""
-    rows = [
-        [r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"), _f(r.get("collapse_error")),
-         _ci(r.get("collapse_error_ci95")), _f(r.get("entropy")), _f((r.get("exact") or {}).get("collapse_error")),
-         _f((r.get("exact") or {}).get("outside_mass")), _f((r.get("decision") or {}).get("collapse_error")),
-         r.get("status"), r.get("error") or ""]
-        for mode, rs in states_by_mode(results).items() for r in rs
-    ]  # fmt: skip
-    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "entropy", "exact ε",
-                        "mass outside the set", "decision ε", "status", "error"], "rows": rows}  # fmt: skip
+    """One row per state and sampling mode: ε̂ (bias-aware, as in the headline) with its CI, the plug-in
+    beside it, entropy, the reward view, the exact closed-set scores, status."""
+    rows = []
+    for mode, rs in states_by_mode(results).items():
+        for r in rs:
+            ok = r.get("collapse_error") is not None
+            ex, rv = r.get("exact") or {}, r.get("reward_view") or {}
+            rows.append([
+                r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"),
+                _f(state_estimate(r)) if ok else "n/a", _ci(r.get("collapse_error_ci95")), _f(r.get("collapse_error")),
+                _f(r.get("entropy")), _f(rv.get("collapse_error_estimate")),
+                " / ".join(f"{k}: {c}" for k, c in zip(rv.get("class_names") or [], rv.get("class_counts") or [], strict=False)),
+                _f(ex.get("closed_set_mass")), _f(ex.get("collapse_error_conditional")),
+                _f((r.get("decision") or {}).get("collapse_error")), r.get("status"), r.get("error") or "",
+            ])  # fmt: skip
+    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)", "entropy",
+                        "reward-view ε̂", "reward classes", "exact: P(closed answer)", "exact: ε given a closed answer",
+                        "decision-label ε (plug-in)", "status", "error"], "rows": rows}  # fmt: skip
 
 
 def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -394,6 +470,30 @@ def realism_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": ["measure", "value", "95% CI"], "rows": rows}
 
 
+def people_epsilon_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """People's own ε at the matched states beside the simulator's, per persuader act and on average
+    (``human_reference.people_epsilon``; ``None`` without annotated dialogues)."""
+    pe = (results.get("human_reference") or {}).get("people_epsilon")
+    if not pe:
+        return None
+
+    def cell(x: Mapping[str, Any], key: str = "collapse_error") -> str:
+        return f"{_f(x.get(key))} {_ci(x.get('ci95'))}".strip()
+
+    rows = [["mean over persuader acts", cell(pe["people"], "estimate"), cell(pe["people_acts"], "estimate"),
+             cell(pe["simulator_pooled"], "estimate"), cell(pe["simulator_within_state"], "estimate"),
+             f"{pe['n_people_replies']} / {pe['n_states']}"]]  # fmt: skip
+    for g in pe["groups"]:
+        rows.append([g["persuader_act"], cell(g["people"]), f"{cell(g['people_acts'])} (mode {g['people_acts']['modal_act']})",
+                     cell(g["simulator_pooled"]), cell(g["simulator_within_state"], "estimate"),
+                     f"{g['people']['n']} / {g['n_states']}"])  # fmt: skip
+    return {
+        "columns": ["state (the persuader's act)", "people's ε, stance", "people's ε, act", "simulator's ε, stance (pooled)",
+                    "simulator's ε, stance (within a state)", "human replies / audited states"],
+        "rows": rows,
+    }  # fmt: skip
+
+
 def grounding_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """One row per human-grounded state: the human's actual reply and where it falls among the simulator's classes."""
     rows = (results.get("human_reference") or {}).get("grounding_states") or []
@@ -438,6 +538,10 @@ def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, An
         for title, table in (
             ("Realism: the simulator next to the people", realism_table(results)),
             ("Realism: the human's actual reply at each human-grounded state", grounding_table(results)),
+            (
+                "People as the reference: their own ε at the matched states beside the simulator's",
+                people_epsilon_table(results),
+            ),
             ("Realism: does Verbalized Sampling move the simulator towards the people?", towards_people_table(results)),
         ):
             if table:
@@ -450,7 +554,7 @@ def _f(x: Any) -> str:
 
 
 def _ci(c: Sequence[float | None] | None) -> str:
-    return "" if not c else f"[{_f(c[0])}, {'no upper bound' if c[1] is None else _f(c[1])}]"
+    return fmt_interval(c)
 
 
 def _est(e: Mapping[str, Any]) -> str:

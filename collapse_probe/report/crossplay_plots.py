@@ -17,7 +17,7 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def reward_heatmap(results: dict[str, Any]) -> Any:
-    """Policy x simulator mean reward; hovering a cell shows its 95 % CI, n and infra failures.
+    """Policy x simulator mean reward; hovering a cell shows its 95 % CI over tasks, n and infra failures.
 
     The training simulator's column is marked with a ``(train)`` suffix. Cells with no scored
     conversation are blank.
@@ -36,8 +36,10 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
             ci = c.get("ci95") or [None, None]
             zr.append(m)
             tr.append(_fmt(m, 2) if m is not None else "no data")
+            method = f" ({c['ci95_method']})" if c.get("ci95_method") else ""
             hr.append(
                 f"policy {p}<br>simulator {s}<br>mean reward {_fmt(m)}<br>95% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+                f" over {c.get('n_tasks', 'n/a')} tasks{method}"
                 f"<br>success rate {_fmt(c.get('success_rate'))}<br>n {c.get('n', 0)}"
                 f"<br>infra failures {c.get('infra_failures', 0)}"
             )
@@ -82,7 +84,7 @@ def transfer_bars(results: dict[str, Any]) -> Any:
         for t in entries
     ]
     minus = [
-        (t["transfer_ratio"] - t["ci95"][0]) if t.get("ci95") and t.get("transfer_ratio") is not None else 0
+        (t["transfer_ratio"] - _lower(t)) if _lower(t) is not None and t.get("transfer_ratio") is not None else 0
         for t in entries
     ]
     hover = [
@@ -115,6 +117,11 @@ def transfer_bars(results: dict[str, Any]) -> Any:
         why = "; ".join(f"{t['policy']}: {t.get('note') or 'undefined'}" for t in undefined)
         note_figure(fig, f"undefined transfer ratio — {why}")
     return fig
+
+
+def _lower(t: dict[str, Any]) -> float | None:
+    """The lower end of a transfer ratio's CI, also when the interval has no upper end."""
+    return t["ci95"][0] if t.get("ci95") else t.get("ci95_lower")
 
 
 def strategy_entropy_bars(results: dict[str, Any]) -> Any:
@@ -153,7 +160,7 @@ def strategy_entropy_bars(results: dict[str, Any]) -> Any:
 
 
 def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
-    """The cells as a ``{"columns", "rows"}`` table for reports."""
+    """The cells as a ``{"columns", "rows"}`` table for reports (the CI is over tasks)."""
     rows = []
     for c in results["cells"]:
         ci = c.get("ci95") or [None, None]
@@ -162,6 +169,7 @@ def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
                 c["policy"],
                 c["simulator"],
                 c.get("n"),
+                c.get("n_tasks"),
                 c.get("mean_reward"),
                 ci[0],
                 ci[1],
@@ -170,7 +178,17 @@ def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
             ]
         )
     return {
-        "columns": ["policy", "simulator", "n", "mean reward", "CI low", "CI high", "success rate", "infra failures"],
+        "columns": [
+            "policy",
+            "simulator",
+            "n",
+            "tasks",
+            "mean reward",
+            "95% CI low",
+            "95% CI high",
+            "success rate",
+            "infra failures",
+        ],  # fmt: skip
         "rows": rows,
     }
 

@@ -6,6 +6,12 @@ with a ``"schema"`` key such as ``"collapse-probe/audit/v1"``. Everything here t
 being written by another process: a torn JSONL line, a missing or half-written ``results.json`` and
 an unreadable ``config.json`` are recorded as *problems* on the run, never raised. Nothing found in a
 run directory is ever executed: files are parsed with :func:`json.loads` and nothing else.
+
+Every file is read by :func:`read_run_file`: only a regular file inside the run directory (a
+symbolic link, a FIFO, a socket or a device is never opened for reading: a FIFO would block the
+page, a link to ``/dev/zero`` would read until memory is gone, a link elsewhere would show another
+file), and at most :data:`MAX_JSON_BYTES` / :data:`MAX_JSONL_BYTES` of it. What is refused is one
+problem line on that run; the other runs, and the rest of that run, still show.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ __all__ = [
     "load_run",
     "read_json",
     "read_jsonl",
+    "read_run_file",
+    "read_usage",
     "training_curve",
     "training_curve_from_records",
     "training_curves",
@@ -58,6 +66,11 @@ MAX_JSON_DEPTH = 64
 """JSON nested deeper than this is not a collapse-probe file (results nest a few levels); it is refused
 with a note, so one hostile or corrupt file cannot exhaust the recursion of every view."""
 LOCK_FILE = ".lock"
+USAGE_FILE = "usage.json"
+MAX_JSON_BYTES = 64 << 20
+"""``config.json``, ``results.json``, ``usage.json``: far larger than any a run writes."""
+MAX_JSONL_BYTES = 256 << 20
+"""One JSONL record file: the dashboard holds its records in memory, so a larger one is not read."""
 VERDICT_MAX_BYTES = 1_000_000
 """Other ``*.json`` files up to this size are read to find gate verdicts (``collapse-probe gate --json FILE``)."""
 
@@ -71,6 +84,8 @@ class JsonlRead:
     """The last line has no newline and does not parse: a writer is (or was killed) mid-line."""
     bad_lines: list[int] = field(default_factory=list)
     """1-based numbers of lines in the middle of the file that are not JSON objects."""
+    problem: str | None = None
+    """Why the file was not read at all (a link, a FIFO, too large), or ``None``."""
 
 
 @dataclass
@@ -136,21 +151,39 @@ class RunInfo:
         return f"{self.name} [{self.kind}, {self.status}]"
 
 
+def read_run_file(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> tuple[bytes | None, str | None]:
+    """The bytes of a regular file inside a run directory, or ``(None, problem)``; never raises, never blocks.
+
+    A symbolic link is not followed (whatever it points at), a FIFO, socket or device is not read,
+    and a file larger than ``max_bytes`` is not read either; each is a one-line problem naming the
+    file. A missing file is ``(None, "NAME is missing")``.
+    """
+    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+
+    p = Path(path)
+    try:
+        return read_bytes(p, max_bytes=max_bytes, follow_symlinks=False, expected="a regular file"), None
+    except MissingFile:
+        return None, f"{p.name} is missing"
+    except FileProblem as exc:
+        why = str(exc).split(": ", 1)[-1].split("; expected")[0]
+        return None, f"{p.name} not read: {why} (the dashboard reads only regular files inside RUNS_DIR)"
+
+
 def read_json(path: str | Path) -> tuple[Any, str | None]:
     """Parse a JSON file; return ``(value, None)`` or ``(None, problem)``; never raises.
 
-    A missing file, a half-written file (a writer that does not rename atomically) and a file that
-    is not UTF-8 all give ``None`` with a note. NaN and infinities, which Python's json writes, are
-    accepted.
+    A missing file, a half-written file (a writer that does not rename atomically), a file that
+    is not UTF-8 and a file :func:`read_run_file` refuses all give ``None`` with a note. NaN and
+    infinities, which Python's json writes, are accepted.
     """
     p = Path(path)
-    if p.is_symlink():
-        return None, f"{p.name} is a symbolic link; not followed (the dashboard reads files inside RUNS_DIR only)"
+    raw, problem = read_run_file(p, MAX_JSON_BYTES)
+    if raw is None:
+        return None, problem
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, f"{p.name} is missing"
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         return None, f"{p.name} could not be read ({type(exc).__name__})"
     if not text.strip():
         return None, f"{p.name} is empty (being written?)"
@@ -160,6 +193,8 @@ def read_json(path: str | Path) -> tuple[Any, str | None]:
         return None, f"{p.name} is not complete JSON yet (line {exc.lineno}: {exc.msg})"
     except RecursionError:
         return None, f"{p.name} is nested too deeply to be a collapse-probe file"
+    except ValueError:  # a number too long to convert
+        return None, f"{p.name} holds a number too long to be a collapse-probe value"
     if too_deep(value):
         return None, f"{p.name} is nested deeper than {MAX_JSON_DEPTH} levels; not a collapse-probe file"
     return value, None
@@ -199,23 +234,21 @@ def _no_result(results: Any) -> bool:
 
 
 def _writer_alive(path: Path) -> bool:
-    """Whether the process holding the run directory's lock is alive (no lock: a recent write counts)."""
+    """Whether a process holds the run directory's lock (no lock file: a recent write counts)."""
     import time
 
-    lock = path / LOCK_FILE
-    try:
-        pid = int(lock.read_text(encoding="ascii").split()[0])
-    except (OSError, ValueError, IndexError, UnicodeDecodeError):
-        newest = 0.0
-        for name in RUN_MARKERS:
-            try:
-                newest = max(newest, (path / name).stat().st_mtime)
-            except OSError:
-                continue
-        return time.time() - newest < 300  # a writer without a lock (an older version) wrote lately
-    from collapse_probe._proc import pid_alive
+    from collapse_probe.rollout._rundir import lock_held
 
-    return pid_alive(pid)
+    held = lock_held(path)
+    if held is not None:
+        return held
+    newest = 0.0
+    for name in RUN_MARKERS:
+        try:
+            newest = max(newest, os.lstat(path / name).st_mtime)
+        except OSError:
+            continue
+    return time.time() - newest < 300  # a writer without a lock (an older version) wrote lately
 
 
 def read_jsonl(path: str | Path) -> JsonlRead:
@@ -225,14 +258,11 @@ def read_jsonl(path: str | Path) -> JsonlRead:
     refuse a corrupt file, a viewer shows whatever is readable and reports the rest.
     """
     p = Path(path)
-    if p.is_symlink():
-        return JsonlRead(records=[], bad_lines=[0])  # not followed: files outside RUNS_DIR are never read
-    try:
-        data = p.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
-        return JsonlRead(records=[])
-    except OSError:
-        return JsonlRead(records=[], bad_lines=[0])
+    data, problem = read_run_file(p, MAX_JSONL_BYTES)
+    if data is None:
+        if problem is None or problem.endswith(" is missing"):
+            return JsonlRead(records=[])
+        return JsonlRead(records=[], bad_lines=[0], problem=problem)  # 0: the file as a whole
     lines = data.split(b"\n")
     out = JsonlRead(records=[])
     last = len(lines) - 1  # the element after the final newline ("" when the file ends cleanly)
@@ -254,6 +284,19 @@ def read_jsonl(path: str | Path) -> JsonlRead:
         else:
             out.bad_lines.append(i + 1)
     return out
+
+
+def read_usage(run: RunInfo) -> tuple[dict[str, Any] | None, str | None]:
+    """The spend of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs; ``(None, problem)``
+    when ``usage.json`` cannot be read (:func:`read_run_file`)."""
+    usage = run.results.get("usage") if isinstance(run.results, dict) else None
+    if isinstance(usage, dict):
+        return usage, None
+    if USAGE_FILE not in run.files:
+        return None, None
+    data, problem = read_json(run.file(USAGE_FILE))
+    usage = data.get("usage") if isinstance(data, dict) else None
+    return (usage if isinstance(usage, dict) else None), problem
 
 
 def is_gate_verdict(obj: Any) -> bool:
@@ -309,6 +352,9 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
         entries = []
     files = {e.name for e in entries if e.is_file(follow_symlinks=False)}
     problems: list[str] = []
+    for e in entries:
+        if e.name in (*RUN_MARKERS, USAGE_FILE, LOCK_FILE) and e.name not in files:
+            problems.append(read_run_file(e.path)[1] or f"{e.name} not read")
     config, prob = read_json(p / CONFIG_FILE)
     if prob and CONFIG_FILE in files:
         problems.append(prob)

@@ -14,6 +14,8 @@ with seed ``derive_seed(s, t)``, so a conversation's draws do not depend on what
 from __future__ import annotations
 
 import asyncio
+import copy
+import logging
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -24,10 +26,14 @@ from collapse_probe._observe import note_infra_failure
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
 from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
+from collapse_probe.rollout.records import conversation_problem
 from collapse_probe.simulators import Participant
 
 CONVERSATIONS = "conversations.jsonl"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ class TurnEvent:
     request: GenerationRequest
     completion: Completion
     text: str
+    before: Episode | None = None
+    """The conversation as it stood before this turn (simulator turns; for the monitor's reward view)."""
 
 
 @dataclass(eq=False)
@@ -152,7 +160,7 @@ async def run_conversations(
     if run_dir is not None:
         run_dir.repair(CONVERSATIONS)
         wanted = set(keys)
-        for rec in run_dir.read_jsonl(CONVERSATIONS):
+        for rec in run_dir.read_jsonl(CONVERSATIONS, conversation_problem):
             key = rec.get("key")
             if key not in wanted:
                 continue
@@ -209,6 +217,22 @@ async def run_conversations(
                 groups.setdefault(id(participant.model), []).append((conv, side, participant, prompt, request))
 
             async def _run_group(items: list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]]) -> None:
+                blank = await _answer(items, first_try=True)
+                if blank:
+                    # A blank reply is no answer: the same request is asked once more (a server's blank is
+                    # transient, and the same seed then gives the answer a fault-free run gets; the cache
+                    # never stores a blank, so this reaches the model). Still blank: an infrastructure failure.
+                    for conv, side, participant, _prompt, _request in blank:
+                        logger.info(
+                            "%s: empty reply (%s turn of %s); retry 1/1", participant.label, side, conv.spec.key
+                        )
+                    await _answer(blank, first_try=False)
+
+            async def _answer(
+                items: list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]], first_try: bool
+            ) -> list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]]:
+                """Apply each answer to its conversation; return the items whose reply was blank (on the
+                first try; on the second a blank reply is an infrastructure failure)."""
                 model = items[0][2].model
                 err = "empty result"
                 try:
@@ -220,26 +244,39 @@ async def run_conversations(
                 except Exception as exc:  # a backend that raises fails its requests, not the run
                     results = None
                     err = f"{type(exc).__name__}: {exc}"
+                blank = []
                 for i, (conv, side, participant, prompt, request) in enumerate(items):
                     res = results[i] if results is not None else None
                     if res is None or not res.ok or not res.completions or not _is_answer(res.completions[0]):
                         if res is not None and res.ok and res.completions:
                             err = "the backend returned a null answer"
-                        conv.infra_error = (res.error if res is not None and not res.ok else err) or "empty result"
-                        conv.episode.done = True
-                        conv.episode.status = "infra_error"
+                        _fail(conv, (res.error if res is not None and not res.ok else err) or "empty result")
+                        continue
+                    comp = res.completions[0]
+                    text, info = participant.postprocess(comp, conv.rng)
+                    if is_blank(text, comp.tool_calls):
+                        if first_try:
+                            blank.append((conv, side, participant, prompt, request))
+                        else:
+                            _fail(conv, f"{participant.label}: empty reply ({side} turn), also when asked again")
                         continue
                     conv.turns += 1
                     if bar is not None:
                         bar.turn()
-                    comp = res.completions[0]
-                    text, info = participant.postprocess(comp, conv.rng)
                     turn_index = len(conv.episode.messages)
+                    before = copy.deepcopy(conv.episode) if on_turn is not None and side == "simulator" else None
                     arena.apply(conv.episode, side, comp, text)
-                    if info and len(conv.episode.messages) > turn_index:
-                        conv.episode.messages[turn_index].setdefault("meta", {}).update(info)
+                    if len(conv.episode.messages) > turn_index:
+                        msg = conv.episode.messages[turn_index]
+                        if info:
+                            msg.setdefault("meta", {}).update(info)
+                        if is_blank(msg.get("content"), msg.get("tool_calls") or comp.tool_calls):
+                            # what the arena records is empty (a reply that was only a speaker tag): no answer
+                            _fail(conv, f"{participant.label}: empty reply ({side} turn) once cleaned: {text[:80]!r}")
+                            continue
                     if on_turn is not None:
-                        on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text))
+                        on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text, before))
+                return blank
 
             await asyncio.gather(*(_run_group(items) for items in groups.values()))
             fin_ids = {id(c) for c in finished}
@@ -253,6 +290,13 @@ async def run_conversations(
         if bar is not None:
             bar.close()
     return [done[k] for k in keys if k in done]
+
+
+def _fail(conv: _Live, error: str) -> None:
+    """End a conversation as an infrastructure failure (never scored; run again on resume)."""
+    conv.infra_error = error
+    conv.episode.done = True
+    conv.episode.status = "infra_error"
 
 
 def _is_answer(comp: Any) -> bool:
@@ -365,7 +409,7 @@ async def _finish(
         }
         done[spec.key] = record
         if c.infra_error is not None:
-            note_infra_failure()
+            note_infra_failure(error=c.infra_error)
         if run_dir is not None:
             run_dir.append_jsonl(CONVERSATIONS, record)
         if bar is not None:

@@ -9,14 +9,17 @@ simply redone.
 from __future__ import annotations
 
 import atexit
-import contextlib
+import errno
+import fcntl
 import json
 import os
+import stat
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._files import FileProblem, MissingFile, kind_of, parse_json, read_bytes
 from collapse_probe._proc import pid_alive
 from collapse_probe.errors import ConfigError
 
@@ -36,6 +39,23 @@ RUN_FILES = (
 LOCK_FILE = ".lock"
 PREVIOUS_DIR = ".previous"
 
+RUN_OWN_FILES = (*RUN_FILES, "batches.jsonl", "compare.html", "sweep.json", "sweep.html")
+"""Regular files a run writes at the top of its directory."""
+RUN_OWN_DIRS = (PREVIOUS_DIR, "variance", "checkpoints", "adapters", "pool")
+"""Directories a run writes at the top of its directory (``variance``: an audit's variance-share
+rollouts; ``checkpoints``, ``adapters``, ``pool``: training)."""
+
+MAX_JSON_BYTES = 256 << 20
+"""A run's ``config.json`` and ``usage.json`` are a few KiB; anything past this is not one of them."""
+
+
+def _is_own(name: str) -> bool:
+    """Whether ``name`` at the top of a run directory is something a run writes there."""
+    if name in RUN_OWN_FILES or name in RUN_OWN_DIRS or name == LOCK_FILE:
+        return True
+    stem, _, suffix = name.rpartition(".")
+    return suffix == "tmp" and stem.rpartition(".")[0] in RUN_OWN_FILES  # write_json_atomic's temp files
+
 
 class RunDir:
     """A run directory on disk.
@@ -52,6 +72,8 @@ class RunDir:
     """Resolved path -> the run directory this process created there (see :func:`flush_config`)."""
 
     def __init__(self, path: str | Path) -> None:
+        if not str(path).strip():
+            raise ConfigError("--out: expected a run directory, got an empty path (it would be the current directory)")
         self.path = Path(path)
         self._pending: dict[str, Any] | None = None
         self._lock: RunLock | None = None
@@ -75,24 +97,30 @@ class RunDir:
             fingerprints: model spec -> content fingerprint of every model of the run; a resume with
                 a changed model is refused, naming it.
             fresh: start over: the existing run's files move to ``.previous/<time>/`` inside the
-                directory (nothing is deleted).
+                directory (nothing is deleted). Only a directory that holds a run of this project, and
+                nothing but what runs write, is acted on: anything else is refused, naming what is there.
             resumable: configuration fields that may change on resume (e.g. a training run's
                 ``steps``); ``config.json`` takes their new values.
 
         Raises:
             ConfigError: the path is a file, the directory holds a run of another kind, another
-                configuration or other models, or another process is writing to it.
+                configuration or other models, one of its run files is of the wrong type (a
+                directory, a FIFO, a symbolic link), ``fresh`` is asked of a directory that is not
+                only a run's, or another process is writing to it.
         """
-        check_out_path(self.path, kind)
+        check_out_path(self.path, None if fresh else kind)
+        if fresh:
+            _check_fresh(self.path, kind)
         full = {"kind": kind, **config}
         if fingerprints is not None:
             full["fingerprints"] = dict(fingerprints)
         self._lock = RunLock(self.path)
         self._lock.acquire()
-        RunDir._open[str(self.path.resolve())] = self
+        RunDir._open[_key(self.path)] = self
+        announce_taken(self.path)
         cfg_path = self.path / "config.json"
         if fresh:
-            self._archive()
+            self._archive(kind)
         elif cfg_path.exists() or _has_run_files(self.path):
             old = read_run_config(self.path)
             if not resume:
@@ -107,12 +135,13 @@ class RunDir:
             return
         self._pending = full
 
-    def _archive(self) -> None:
+    def _archive(self, kind: str) -> None:
         if not self.path.is_dir():
             return
         names = [n for n in os.listdir(self.path) if n not in (LOCK_FILE, PREVIOUS_DIR)]
         if not names:
             return
+        _check_fresh(self.path, kind)  # again, under the lock: nothing but a run's own files is ever moved
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         dest = self.path / PREVIOUS_DIR / stamp
         i = 1
@@ -138,34 +167,51 @@ class RunDir:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-        if RunDir._open.get(str(self.path.resolve())) is self:
-            RunDir._open.pop(str(self.path.resolve()), None)
+        if RunDir._open.get(_key(self.path)) is self:
+            RunDir._open.pop(_key(self.path), None)
 
     def append_jsonl(self, name: str, record: dict[str, Any]) -> None:
-        """Append one record and flush it to disk."""
+        """Append one record and flush it to disk.
+
+        The record is serialised before the file is touched (a value that cannot be written leaves
+        no empty or torn file behind), and a symbolic link in the file's place is refused, not
+        followed: records are never appended to a file outside the run directory.
+        """
+        line = _dumps_line(record)
         self._flush_config()
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / name, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False, default=_json_default) + "\n")
+        fd = _open_record_file(self.path / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")
+        with os.fdopen(fd, "ab") as f:
+            f.write(line)
             f.flush()
             os.fsync(f.fileno())
 
-    def read_jsonl(self, name: str) -> list[dict[str, Any]]:
-        """All complete records of ``name`` (a torn last line from a kill is ignored)."""
-        return list(iter_jsonl(self.path / name))
+    def read_jsonl(self, name: str, check: RecordCheck | None = None) -> list[dict[str, Any]]:
+        """All complete records of ``name`` (a torn last line from a kill is ignored); ``check``
+        refuses a malformed record (see :func:`iter_jsonl`)."""
+        return list(iter_jsonl(self.path / name, check))
 
     def repair(self, name: str) -> int:
         """Truncate a torn last line left by a kill; return the number of bytes removed."""
-        p = self.path / name
-        if not p.exists():
+        try:
+            fd = _open_record_file(self.path / name, os.O_RDWR, "repair")
+        except FileNotFoundError:
             return 0
-        data = p.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return 0
-        keep = data.rfind(b"\n") + 1
-        with open(p, "r+b") as f:
-            f.truncate(keep)
-        return len(data) - keep
+        try:
+            size = end = os.fstat(fd).st_size
+            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                return 0
+            while end > 0:  # find the last newline, reading backwards: the file may be large
+                start = max(0, end - (1 << 16))
+                cut = os.pread(fd, end - start, start).rfind(b"\n")
+                if cut >= 0:
+                    end = start + cut + 1
+                    break
+                end = start
+            os.ftruncate(fd, end)
+            return size - end
+        finally:
+            os.close(fd)
 
     def write_results(self, results: dict[str, Any], name: str = "results.json") -> Path:
         self._flush_config()
@@ -178,28 +224,110 @@ def flush_config(path: str | Path) -> None:
     """Write the pending ``config.json`` of the run this process created in ``path`` (if any), so a
     file written there outside :class:`RunDir` (the run's spend, ``usage.json``) sits beside the
     configuration it belongs to."""
-    run = RunDir._open.get(str(Path(path).resolve()))
+    run = RunDir._open.get(_key(path))
     if run is not None:
         run._flush_config()
 
 
 def _has_run_files(path: Path) -> bool:
-    return path.is_dir() and any((path / n).exists() for n in RUN_FILES)
+    return path.is_dir() and any(os.path.lexists(path / n) for n in RUN_FILES)
+
+
+_ANNOUNCE: set[str] = set()
+"""Run directories whose path is printed once the run has taken them (the CLI's automatic ``--out``)."""
+
+
+def announce_when_created(path: str | Path) -> None:
+    """Print ``run directory: PATH`` on stderr once a run has checked and locked ``path``: a run that
+    fails its checks earlier names no directory it never created."""
+    _ANNOUNCE.add(str(path))
+
+
+def announce_taken(path: str | Path) -> None:
+    """The run has checked ``path`` and is writing there: print it if :func:`announce_when_created` asked."""
+    if str(path) in _ANNOUNCE:
+        _ANNOUNCE.discard(str(path))
+        import sys
+
+        print(f"run directory: {path}", file=sys.stderr)
+
+
+def _open_record_file(p: Path, flags: int, doing: str) -> int:
+    """Open one of a run's record files: never blocking (a FIFO), never through a symbolic link, and
+    only a regular file. Returns the descriptor.
+
+    Raises:
+        FileNotFoundError: it does not exist (and ``flags`` do not create it).
+        ConfigError: it cannot be opened, or is not a regular file; the message names it.
+    """
+    flags |= os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(p, flags, 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot {doing} it ({_why(exc)}); use another --out") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ConfigError(f"{p}: is {kind_of(mode)}, not a run's record file (a JSONL file); use another --out")
+    return fd
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "it is a symbolic link, which a run's files never are"
+    return exc.strerror or str(exc)
 
 
 def check_out_path(path: str | Path, kind: str | tuple[str, ...] | None = None, flag: str = "--out") -> None:
-    """Refuse an output path that is a file, or a directory holding a run of another kind
-    (``kind``: the kind, or the kinds, this command may write over).
+    """Refuse an output path that is empty, a file, a link loop, a name the system cannot hold, a
+    directory holding a run of another kind (``kind``: the kind, or the kinds, this command may write
+    over), or one whose run files are of the wrong type (see :func:`check_run_entries`).
 
     Raises:
         ConfigError: naming the path and what it holds.
     """
+    if not str(path).strip():
+        raise ConfigError(f"{flag}: expected a run directory, got an empty path (it would be the current directory)")
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"{flag} {p}: exists and is not a directory; expected a run directory (new or existing)")
-    for parent in p.parents:
-        if parent.exists() and not parent.is_dir():
-            raise ConfigError(f"{flag} {p}: {parent} is a file, not a directory")
+    try:
+        st: os.stat_result | None = os.stat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"{flag} {p}: is a symbolic link loop; expected a run directory") from None
+        if exc.errno == errno.ENOTDIR:
+            st = None  # a parent is a file: named below
+        else:
+            raise ConfigError(f"{flag} {p}: cannot be used as a run directory ({exc.strerror or exc})") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(
+            f"{flag} {p}: exists and is not a directory (it is {kind_of(st.st_mode)}); expected a run directory "
+            "(new or existing)"
+        )
+    if st is None:
+        for parent in p.parents:
+            try:
+                pst = os.stat(parent)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if exc.errno == errno.ENOTDIR:
+                    continue
+                raise ConfigError(f"{flag} {p}: {parent} cannot be used ({exc.strerror or exc})") from None
+            if not stat.S_ISDIR(pst.st_mode):
+                raise ConfigError(f"{flag} {p}: {parent} is a file, not a directory")
+            break
+        for part in p.parts:
+            if len(os.fsencode(part)) > 255:
+                raise ConfigError(
+                    f"{flag}: the name {part[:40]}... is {len(os.fsencode(part))} bytes long; a file system "
+                    "allows at most 255 bytes per name"
+                )
+        return
+    check_run_entries(p, flag)
     if kind is None or not _has_run_files(p):
         return
     old = read_run_config(p)
@@ -211,6 +339,74 @@ def check_out_path(path: str | Path, kind: str | tuple[str, ...] | None = None, 
         )
 
 
+def check_run_entries(path: str | Path, flag: str = "--out") -> None:
+    """Refuse a directory where a run's own file is not a regular file (a directory, FIFO, socket,
+    device or symbolic link) or a run's own directory is not a directory.
+
+    A symbolic link is refused even when it points at a regular file: a run appends to and replaces
+    its files, and through a link it would write outside its directory.
+
+    Raises:
+        ConfigError: naming the entry and what it is.
+    """
+    p = Path(path)
+    for name in (*RUN_OWN_FILES, LOCK_FILE, *RUN_OWN_DIRS):
+        try:
+            st = os.lstat(p / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise ConfigError(f"{flag} {p}: cannot check {name} ({exc.strerror or exc})") from None
+        want_dir = name in RUN_OWN_DIRS
+        if stat.S_ISLNK(st.st_mode):
+            raise ConfigError(
+                f"{flag} {p}: {name} is a symbolic link; a run's files lie inside its directory (a link would make "
+                "it write elsewhere): remove the link or use another --out"
+            )
+        if want_dir != stat.S_ISDIR(st.st_mode) or not (want_dir or stat.S_ISREG(st.st_mode)):
+            raise ConfigError(
+                f"{flag} {p}: {name} is {kind_of(st.st_mode)}, not the {'directory' if want_dir else 'regular file'} "
+                "a run writes there; this is not a directory collapse-probe wrote, use another --out"
+            )
+
+
+def _check_fresh(path: Path, kind: str) -> None:
+    """``--fresh`` moves a run's files aside: refuse unless ``path`` holds a run of this project and
+    nothing but what runs write there (a project directory, a home directory, a run with the user's
+    own files beside it are never moved)."""
+    if not path.is_dir():
+        return
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise ConfigError(f"--fresh: cannot list {path} ({exc.strerror or exc})") from None
+    names = [n for n in names if n not in (LOCK_FILE, PREVIOUS_DIR)]
+    if not names:
+        return
+    foreign = [n for n in names if not _is_own(n)]
+    shown = ", ".join(n + ("/" if (path / n).is_dir() else "") for n in foreign[:6])
+    more = f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
+    if not _has_run_files(path):
+        raise ConfigError(
+            f"--fresh: --out {path} does not hold a collapse-probe run (it holds {shown}{more}); --fresh only "
+            "moves a run's own files aside, so it refuses any other directory: use another --out"
+        )
+    if foreign:
+        raise ConfigError(
+            f"--fresh: --out {path} holds files no run writes ({shown}{more}) beside its run; --fresh moves only "
+            "a run's own files and never these: move them out or use another --out"
+        )
+    try:
+        old_kind = read_run_config(path).get("kind")
+    except ConfigError:
+        return  # a run whose config.json is missing or broken: exactly what --fresh is for
+    if old_kind != kind:
+        raise ConfigError(
+            f"--fresh: --out {path} holds a {old_kind or 'different'} run, not a {kind} run; "
+            "use another --out (runs are never overwritten)"
+        )
+
+
 def read_run_config(path: str | Path) -> dict[str, Any]:
     """The ``config.json`` of an existing run directory.
 
@@ -218,16 +414,20 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
         ConfigError: it is missing while run files exist, unreadable, or not a JSON object.
     """
     cfg_path = Path(path) / "config.json"
-    if not cfg_path.exists():
+    try:
+        raw = read_bytes(cfg_path, max_bytes=MAX_JSON_BYTES, follow_symlinks=False, expected="a run's config.json")
+    except MissingFile:
         raise ConfigError(
             f"{path}: holds run files but no config.json, so which run it holds cannot be checked; "
             "use another --out or --fresh (the old files are kept in .previous/)"
-        )
+        ) from None
+    except FileProblem as exc:
+        raise ConfigError(f"{exc}; use another --out, or --fresh to start over") from None
     try:
-        old = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError, OSError) as exc:
+        old = parse_json(raw, cfg_path, expected="a run's config.json")
+    except ConfigError as exc:
         raise ConfigError(
-            f"{cfg_path}: unreadable ({type(exc).__name__}); cannot tell which run this directory holds. "
+            f"unreadable: {exc}; cannot tell which run this directory holds. "
             "Use another --out, or --fresh to start over (the old files are kept in .previous/)"
         ) from None
     if not isinstance(old, dict):
@@ -302,8 +502,17 @@ def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) 
 class RunLock:
     """An exclusive lock on a run directory, held by one process at a time.
 
-    The lock file holds the owner's pid and start time; a lock whose owner is gone (killed, crashed)
-    is stale and taken over. Re-acquiring in the owning process is a no-op.
+    ``fcntl.flock`` on ``.lock``: the kernel grants it to one open file at a time and drops it when
+    the holder's process ends, however it ends (``kill -9`` included). A stale lock is therefore just
+    a file nobody holds, taken over by locking it: no "is its owner alive?" check stands between
+    reading the file and replacing it, so two processes can never both win. Releasing unlinks the
+    file while still holding it; a process that opened the old file just before gets the lock on a
+    file no longer at the path, sees that (device and inode differ) and tries again on the new one.
+
+    The file also holds the owner's pid and start time, for the message that names it and for the
+    dashboard. A file naming a live process that does not hold the lock is one written by an older
+    collapse-probe that locked by the file's existence alone: it is respected, not taken over.
+    Re-acquiring in the owning process is a no-op.
     """
 
     _held: dict[str, RunLock] = {}
@@ -312,9 +521,11 @@ class RunLock:
         self.dir = path
         self.file = path / LOCK_FILE
         self.owned = False
+        self._fd: int | None = None
+        self._pid = 0
 
     def acquire(self) -> None:
-        key = str(self.dir.resolve())
+        key = _key(self.dir)
         if key in RunLock._held:
             return
         try:
@@ -322,38 +533,120 @@ class RunLock:
         except OSError as exc:
             raise ConfigError(f"--out {self.dir}: cannot create the run directory ({exc.strerror or exc})") from None
         me = _owner_id(os.getpid())
-        for _ in range(3):
+        busy: tuple[int, str] | None = None
+        for attempt in range(20):
+            fd = self._open()
             try:
-                fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except PermissionError as exc:
-                raise ConfigError(f"--out {self.dir}: cannot write to the run directory ({exc.strerror})") from None
-            except FileExistsError:
-                holder = _read_lock(self.file)
-                if holder is not None and holder != me and _alive(holder):
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
                     raise ConfigError(
-                        f"--out {self.dir}: another collapse-probe process (pid {holder[0]}) is writing to this "
-                        "run directory; wait for it to finish or use another --out"
-                    ) from None
-                with contextlib.suppress(FileNotFoundError):
-                    self.file.unlink()  # stale: its owner is gone
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(f"{me[0]} {me[1]}\n")
-            self.owned = True
-            RunLock._held[key] = self
-            atexit.register(self.release)
-            return
+                        f"--out {self.dir}: {LOCK_FILE} is {kind_of(st.st_mode)}, not the run's lock file; "
+                        "this is not a directory collapse-probe wrote, use another --out"
+                    )
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    busy = _read_lock_fd(fd) or busy
+                    os.close(fd)
+                    fd = -1
+                    if attempt < 2:  # a dashboard probing the lock holds it for microseconds
+                        time.sleep(0.05)
+                        continue
+                    raise self._busy(busy) from None
+                try:
+                    now = os.stat(self.file, follow_symlinks=False)
+                except FileNotFoundError:
+                    now = None
+                if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                    continue  # its holder released it and unlinked it after we opened it: try the new file
+                old = _read_lock_fd(fd)
+                if old is not None and old[0] != me[0] and "?" not in (old[1], me[1]) and _alive(old):
+                    raise self._busy(old)  # an older collapse-probe's lock (existence only): respect it
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{me[0]} {me[1]}\n".encode("ascii"), 0)
+                self._fd, fd = fd, -1
+                self._pid = me[0]
+                self.owned = True
+                RunLock._held[key] = self
+                atexit.register(self.release)
+                return
+            finally:
+                if fd >= 0:
+                    os.close(fd)
         raise ConfigError(f"--out {self.dir}: could not take the run directory's lock {self.file}")
 
+    def _open(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            return os.open(self.file, flags, 0o644)
+        except PermissionError as exc:
+            raise ConfigError(f"--out {self.dir}: cannot write to the run directory ({exc.strerror})") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                what = "a symbolic link"
+            elif exc.errno == errno.EISDIR:
+                what = "a directory"
+            elif exc.errno == errno.ENXIO:
+                what = "a socket or FIFO"
+            else:
+                raise ConfigError(f"--out {self.dir}: cannot open {self.file} ({exc.strerror or exc})") from None
+            raise ConfigError(
+                f"--out {self.dir}: {LOCK_FILE} is {what}, not the run's lock file; "
+                "this is not a directory collapse-probe wrote, use another --out"
+            ) from None
+
+    def _busy(self, holder: tuple[int, str] | None) -> ConfigError:
+        who = f" (pid {holder[0]})" if holder is not None else ""
+        return ConfigError(
+            f"--out {self.dir}: another collapse-probe process{who} is writing to this "
+            "run directory; wait for it to finish or use another --out"
+        )
+
     def release(self) -> None:
-        if not self.owned:
+        if not self.owned or self._pid != os.getpid():  # a forked child never releases its parent's lock
             return
         self.owned = False
-        RunLock._held.pop(str(self.dir.resolve()), None)
-        holder = _read_lock(self.file)
-        if holder is not None and holder[0] == os.getpid():
-            with contextlib.suppress(FileNotFoundError):
-                self.file.unlink()
+        RunLock._held.pop(_key(self.dir), None)
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            st = os.fstat(fd)
+            now = os.stat(self.file, follow_symlinks=False)
+            if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                os.unlink(self.file)  # while still holding it: see the class docstring
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def lock_held(path: str | Path) -> bool | None:
+    """Whether a process holds the run lock of directory ``path``: ``None`` when there is no lock file
+    (or it cannot be checked), never blocking (a FIFO or directory named ``.lock`` is "cannot check")."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(Path(path) / LOCK_FILE, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return None
+        holder = _read_lock_fd(fd)  # free, unless an older collapse-probe holds it by existence
+        return holder is not None and _alive(holder)
+    finally:
+        os.close(fd)
+
+
+def _key(path: str | Path) -> str:
+    """One spelling of a directory (links resolved; a link loop does not raise here, unlike ``Path.resolve``)."""
+    return os.path.realpath(path)
 
 
 def _owner_id(pid: int) -> tuple[int, str]:
@@ -366,9 +659,9 @@ def _owner_id(pid: int) -> tuple[int, str]:
     return pid, start
 
 
-def _read_lock(path: Path) -> tuple[int, str] | None:
+def _read_lock_fd(fd: int) -> tuple[int, str] | None:
     try:
-        parts = path.read_text(encoding="ascii").split()
+        parts = os.pread(fd, 64, 0).decode("ascii").split()
         return int(parts[0]), parts[1] if len(parts) > 1 else "?"
     except (OSError, ValueError, IndexError, UnicodeDecodeError):
         return None
@@ -386,25 +679,46 @@ _VOLATILE = {"created", "resumed", "version", "max_live"}
 """Fields that may differ between a run and its resume (execution settings, not configuration)."""
 
 
-def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+RecordCheck = Callable[[dict[str, Any]], "str | None"]
+"""Checks one record: ``None`` when it is well formed, else what is wrong with it (naming the field)."""
+
+
+def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[dict[str, Any]]:
     """Yield the complete JSON records of a JSONL file, streaming; a torn final line is skipped.
 
+    ``check`` is applied to every record: a record a resumed run reads back is either well formed
+    or refused, naming its line, never dropped or half-used (a cell whose count silently falls).
+
     Raises:
-        ConfigError: a line before the last is not a JSON object, or the file is not UTF-8 (the file
-            is corrupt or not a run file); the message names the file and line.
+        ConfigError: the file is not a regular file inside its directory (a directory, a FIFO, a
+            symbolic link), a line before the last is not a JSON object, the file is not UTF-8 (the
+            file is corrupt or not a run file), or ``check`` refuses a record; the message names the
+            file and line.
     """
+    for i, rec in iter_jsonl_numbered(path):
+        problem = check(rec) if check is not None else None
+        if problem is not None:
+            raise ConfigError(
+                f"{path}: line {i}: {problem}; the record was edited or the file is corrupt: restore it, "
+                "or start over with --fresh (the old files are kept in .previous/) or another --out"
+            )
+        yield rec
+
+
+def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`iter_jsonl` with the 1-based line number of each record (for messages naming the line)."""
     p = Path(path)
-    if not p.exists():
+    try:
+        fd = _open_record_file(p, os.O_RDONLY, "read the records of")
+    except FileNotFoundError:
         return
-    if p.is_dir():
-        raise ConfigError(f"{p}: is a directory; expected a JSONL file of records")
-    with open(p, "rb") as f:
+    with os.fdopen(fd, "rb") as f:
         prev: tuple[int, bytes] | None = None
         for i, raw in enumerate(f, start=1):
             if prev is not None:
                 rec = _record(p, *prev)
                 if rec is not None:
-                    yield rec
+                    yield prev[0], rec
             prev = (i, raw)
     if prev is not None:
         i, raw = prev
@@ -415,7 +729,7 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 raise
             return  # torn last line from a kill mid-write
         if rec is not None:
-            yield rec
+            yield i, rec
 
 
 def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
@@ -426,18 +740,33 @@ def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
         rec = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: line {i} is not UTF-8 text; the file is corrupt") from None
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # also a number too long to convert
         raise ConfigError(f"{p}: line {i} is not valid JSON; the file is corrupt") from None
     if not isinstance(rec, dict):
         raise ConfigError(f"{p}: line {i}: expected a JSON object (one record per line), got {type(rec).__name__}")
     return rec
 
 
+def _dumps_line(record: Any) -> bytes:
+    """One JSONL line, UTF-8: text a model wrote stays readable, and a lone surrogate that reached a
+    record anyway is written as its JSON escape (the line still reads back as the same record)."""
+    text = json.dumps(record, ensure_ascii=False, default=_json_default)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True, default=_json_default) + "\n").encode("ascii")
+
+
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write JSON to a temp file and rename it over ``path`` (readers never see half a file)."""
     p = Path(path)
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: its JSON escape reads back as the same value
+        data = (json.dumps(obj, indent=2, ensure_ascii=True, default=_json_default) + "\n").encode("ascii")
     tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n", encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, p)
 
 

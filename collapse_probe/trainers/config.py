@@ -174,9 +174,14 @@ class TrainConfig:
             )
         if len(set(self.heldout)) != len(self.heldout):
             raise ConfigError(f"--heldout: duplicate simulators {self.heldout}")
+        if self.group_size == 1:
+            raise ConfigError(
+                "--group-size must be >= 2, got 1: advantages are relative to the group of G rollouts of a task, "
+                "and with one rollout every advantage is 0, so nothing would be learned"
+            )
         for name, flag, lo in (
             ("steps", "--steps", 1),
-            ("group_size", "--group-size", 1),
+            ("group_size", "--group-size", 2),
             ("tasks", "--tasks", 1),
             ("max_turns", "--max-turns", 1),
             ("max_tokens", "--max-tokens", 1),
@@ -195,6 +200,14 @@ class TrainConfig:
         ):
             check_int(getattr(self, name), flag, lo)
         check_int(self.eval_tasks, "--eval-tasks", optional=True)
+        _check_device(self.device)
+        from collapse_probe.models import resolve_spec
+
+        if not resolve_spec(self.policy).startswith(TRAINABLE_PREFIXES):  # before any model loads
+            raise ConfigError(
+                f"--policy {self.policy!r} cannot be trained: LoRA training needs a local transformers model "
+                f"(local/<name>, hf/<dir> or an alias of one such as smollm2), got {resolve_spec(self.policy)!r}"
+            )
         check_int(self.seed, "--seed", None)
         for name, flag in (("lr", "--lr"), ("sim_lr", "--sim-lr")):
             v = getattr(self, name)
@@ -267,6 +280,19 @@ class TrainConfig:
         if extra:
             raise ConfigError(f"train config: unknown field(s) {', '.join(extra)}; known: {', '.join(sorted(known))}")
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?|xpu(:\d+)?"
+"""Devices a trained model can be placed on (``auto``: CUDA when available, else CPU)."""
+
+
+def _check_device(device: Any) -> None:
+    import re
+
+    if device is None:
+        return
+    if not isinstance(device, str) or re.fullmatch(DEVICE_PATTERN, device) is None:
+        raise ConfigError(f"--device: expected auto, cpu, cuda, cuda:N, mps or xpu, got {device!r}")
 
 
 def _finite(v: Any) -> bool:

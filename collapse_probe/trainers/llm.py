@@ -87,6 +87,7 @@ from collapse_probe.rollout import (
     run_conversations,
     write_json_atomic,
 )
+from collapse_probe.rollout._rundir import check_out_path
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
@@ -275,6 +276,7 @@ class LLMTrainer:
         self.config = config
         self.out = Path(out)
         self.run_dir = RunDir(self.out)
+        check_out_path(self.out, "train")  # before its usage.json is read: a file, a link loop, another run
         self.usage = start_run_usage(self.out)
         self.arena = arena
         self.policy: TrainedModel | None = None
@@ -289,6 +291,9 @@ class LLMTrainer:
         self._vllm: Any = None
         self._rollout_adapter: dict[str, Any] | None = None
         """The adapter the rollout replicas sampled through at the last step (path, fingerprint, count)."""
+        self.monitor: Any = None
+        """The live collapse monitor (:class:`~collapse_probe.monitor.CollapseMonitor`), rows in ``monitor/``."""
+        self._monitored: dict[int, Participant] = {}
 
     # ---- labels ---------------------------------------------------------------------------------
 
@@ -348,6 +353,35 @@ class LLMTrainer:
         if c.rollout_backend == "vllm":
             self._setup_vllm()
         self._restore()
+        if c.collapse_states > 0:
+            self.monitor = self._make_monitor()
+
+    def _make_monitor(self) -> Any:
+        """The collapse monitor of the run: the same one the framework adapters use (one code path).
+
+        ``collapse_states`` states per step are asked for as a share of the simulator's turns, about
+        one per conversation round: ``min(1, collapse_states / (tasks x group_size x max_turns))``; the
+        monitor shadow-samples that share of turns by systematic sampling, so a step has at least
+        ``floor(share x turns)`` measured states. Each gets ``collapse_samples`` replies, the training
+        reply included.
+        """
+        from collapse_probe.monitor import CollapseMonitor, MonitorConfig
+
+        c = self.config
+        rounds = getattr(self.arena, "max_turns", None)
+        rounds = rounds if isinstance(rounds, int) and rounds > 0 else 1
+        share = min(1.0, c.collapse_states / max(1, len(self.tasks) * c.group_size * rounds))
+        config = MonitorConfig(shadow_fraction=share, shadow_samples=c.collapse_samples, partition=c.partitioner,
+                               strategy_partition=c.partitioner, seed=derive_seed(c.seed, 0x3D0))  # fmt: skip
+        return CollapseMonitor(config, arena=self.arena, out=self.out / "monitor")
+
+    def _monitored_participant(self, part: Participant) -> Participant:
+        """``part`` with shadow sampling (one wrapper per participant, so batches stay per model)."""
+        if self.monitor is None:
+            return part
+        if id(part) not in self._monitored:
+            self._monitored[id(part)] = self.monitor.wrap(part)
+        return self._monitored[id(part)]
 
     def _prepare_dir(self) -> None:
         """Check and lock the run directory (:meth:`RunDir.create`); ``config.json`` is written at once,
@@ -507,7 +541,7 @@ class LLMTrainer:
             if not p.exists():
                 continue
             self.run_dir.repair(name)
-            kept = [r for r in iter_jsonl(p) if int(r.get("step", 0)) <= step]
+            kept = [r for r in iter_jsonl(p, step_problem) if r["step"] <= step]
             tmp = p.with_name(p.name + ".tmp")
             tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
             os.replace(tmp, p)
@@ -573,14 +607,24 @@ class LLMTrainer:
         sim_label, sim_part, info = self._simulator_for_step(step)
         specs, personas = self._specs(step, sim_label)
         events: list[TurnEvent] = []
-        participants = {self.policy_label: self._policy_participant(step), sim_label: sim_part}
+        monitor = self.monitor
+
+        def on_turn(event: TurnEvent) -> None:
+            events.append(event)
+            if monitor is not None:
+                monitor.on_turn(event)
+
+        participants = {
+            self.policy_label: self._policy_participant(step),
+            sim_label: self._monitored_participant(sim_part),
+        }
         records = run_sync(
             run_conversations(
                 self.arena,  # type: ignore[arg-type]
                 specs,
                 participants,
                 config=EngineConfig(temperature=c.temperature, progress=c.progress),
-                on_turn=events.append,
+                on_turn=on_turn,
             )
         )
         for r in records:
@@ -603,7 +647,7 @@ class LLMTrainer:
                 self.simulator.load_adapter_dir(self.pool.member_dir(member))
         try:
             data = self.rollout(step)
-            sim_eps = self.simulator_collapse_error(data, step)
+            row = self.simulator_collapse_error(data, step)
             groups, rewards = self._groups(data.records)
             adv, zero = self._policy_advantages(groups, rewards)
             examples = self._examples(data.events, adv, self._simulator_advantages(groups, rewards))
@@ -659,7 +703,7 @@ class LLMTrainer:
             "train_reward": float(np.mean(scored)) if scored else None,
             "zero_std_share": zero,
             "policy_entropy": entropy["strategy_entropy"],
-            "sim_collapse_error": sim_eps,
+            "sim_collapse_error": (row or {}).get("collapse_error", {}).get("plugin"),
             "loss": losses["policy"]["loss"],
             "seconds": None,
             "simulator": data.sim_label,
@@ -670,6 +714,10 @@ class LLMTrainer:
             **data.info,
             **weight_stats,
         }
+        if row is not None:
+            record["sim_collapse_error_estimate"] = row["collapse_error"]["estimate"]
+            record["sim_collapse_error_ci95"] = row["collapse_error"]["ci95"]
+            record["monitor_alarms"] = [a["kind"] + (f":{a['view']}" if a.get("view") else "") for a in row["alarms"]]
         if self._rollout_adapter is not None:
             record["rollout_adapter"] = self._rollout_adapter
         if c.kl_coef > 0:
@@ -772,42 +820,24 @@ class LLMTrainer:
 
     # ---- measurements ---------------------------------------------------------------------------
 
-    def simulator_collapse_error(self, data: _StepData, step: int) -> float | None:
-        """Mean ε of the simulator that played this step at a few of its visited states.
+    def simulator_collapse_error(self, data: _StepData, step: int) -> dict[str, Any] | None:
+        """Close the monitor's step ``step - 1`` (monitor steps count from 0) over this step's rollouts.
 
-        At each of up to ``collapse_states`` simulator turns (from distinct conversations, spread over
-        the batch) the exact request is sampled ``collapse_samples`` times (sample indices
-        ``0..N-1`` of the turn's seed) through the same participant (Verbalized Sampling: one
-        candidate chosen per completion), the texts are partitioned by the configured ``partitioner``
-        (``embedding``: constrained by the benchmark's meaning key, as in the audit), and
-        ``eps = 1 - max_count / N``.
+        The monitor shadow-sampled a share of the simulator's turns while they were rolled out
+        (:meth:`_make_monitor`): at each such state ``collapse_samples`` replies (the training reply
+        and ``collapse_samples - 1`` more from the monitor's own seeds, through the same participant)
+        are partitioned by ``partitioner`` (``embedding``: constrained by the benchmark's meaning key,
+        as in the audit). ``sim_collapse_error`` stays the mean plug-in ``1 - max_count / N``; the
+        row also has the bias-aware estimate with its interval, the reward view and the alarms.
+        Returns the monitor's row, or ``None`` when the monitor is off (``collapse_states = 0``).
         """
-        c = self.config
-        if c.collapse_states == 0:
+        if self.monitor is None:
             return None
-        from collapse_probe.metrics import class_counts, collapse_error
-        from collapse_probe.metrics.partitioners import partitioner_for
+        from collapse_probe.rollout.records import INFRA_ERROR
 
-        seen, candidates = set(), []
-        for ev in data.events:
-            if ev.side == "simulator" and ev.spec.key not in seen:
-                seen.add(ev.spec.key)
-                candidates.append(ev)
-        if not candidates:
-            return None
-        stride = max(1, len(candidates) // c.collapse_states)
-        chosen = candidates[::stride][: c.collapse_states]
-        part = data.sim_participant
-        results = run_sync(part.model.generate([ev.request.with_samples(0, c.collapse_samples) for ev in chosen]))
-        partitioner = partitioner_for(c.partitioner, self.arena)
-        values = []
-        for i, res in enumerate(results):
-            if not res.ok or len(res.completions) < 2:
-                continue
-            rng = random.Random(derive_seed(derive_seed(c.seed, step), hash_str(f"eps|{i}")))
-            texts = [_response_text(part, comp, rng) for comp in res.completions]
-            values.append(collapse_error(class_counts(partitioner.partition(texts))))
-        return float(np.mean(values)) if values else None
+        rewards = [None if r.get("status") == INFRA_ERROR else r.get("reward") for r in data.records]
+        groups = [str(r["task_id"]) for r in data.records]
+        return self.monitor.end_step(step - 1, rewards=rewards, groups=groups, extra={"simulator": data.sim_label})
 
     def evaluate_heldout(self) -> float | None:
         """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""
@@ -864,7 +894,7 @@ class LLMTrainer:
 
     def metrics(self) -> list[dict[str, Any]]:
         """The ``metrics.jsonl`` records, in step order."""
-        return sorted(self.run_dir.read_jsonl(METRICS), key=lambda r: r["step"])
+        return sorted(self.run_dir.read_jsonl(METRICS, step_problem), key=lambda r: r["step"])
 
     def finish(self) -> dict[str, Any]:
         """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
@@ -873,6 +903,8 @@ class LLMTrainer:
         results["usage"] = self.usage.finish()
         self.run_dir.write_results(results)
         write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
+        if self.monitor is not None:
+            self.monitor.close()
         return results
 
 
@@ -983,13 +1015,14 @@ def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = Non
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _response_text(participant: Participant, completion: Any, rng: random.Random) -> str:
-    """The turn text a participant would play from a raw completion (no participant statistics touched)."""
-    if participant.mode == "verbalized":
-        from collapse_probe.simulators.verbalized import choose_verbalized
+def step_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong with one ``metrics.jsonl`` / ``rollouts.jsonl`` record (``None``: well formed)."""
+    from collapse_probe.rollout.records import field_problem
 
-        return choose_verbalized(completion.text, k=participant.vs_k, rng=rng).text
-    return completion.text.strip()
+    step = rec.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return field_problem("step", "a whole number >= 0", step)
+    return None
 
 
 def _flatten_optimizer(state: dict[str, Any], torch: Any) -> tuple[dict[str, Any], dict[str, Any]]:

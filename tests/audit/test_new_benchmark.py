@@ -79,6 +79,10 @@ def test_a_new_benchmark_is_audited_through_its_hooks(hotel_survey, write_script
     assert s["collapse_error"]["estimate"] == pytest.approx(0.5, abs=0.08)
     assert s["decision_collapse_error"]["n_states"] == 2
     assert s["decision_collapse_error"]["estimate"] == pytest.approx(0.3, abs=0.08)
+    # without a reward_class hook the reward view is the decision label, where a decision is asked
+    assert s["reward_view"]["n_states"] == 2 and "decision label" in s["reward_view"]["classes"]
+    assert s["reward_view"]["estimate"] == s["decision_collapse_error"]["estimate"]
+    assert res["verdicts"]["reward"]["label"] == "NOT COLLAPSED"
     # the closed answer set [YES] / [NO] scored exactly, the rest of the mass shown outside it
     elic = [st for st in res["states"] if st["kind"] == "elicitation"]
     assert all(st["exact"]["outside_mass"] == pytest.approx(0.8) for st in elic)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -50,6 +51,50 @@ def _make_world(tmp_path):
     rc = main(["crossplay", "--policies", "scripted:policy.json", "--sims", "scripted:donor.json", "--tasks", "2",
                "--rollouts", "1", "--max-turns", "1", "--out", "xp", "--no-progress"])  # fmt: skip
     assert rc == 0
+    _make_bad_files(tmp_path)
+
+
+def _make_bad_files(tmp_path):
+    """The inputs of the reliability report: each must end in one clear line (see CASES)."""
+    import shutil
+
+    (tmp_path / "surrogate.json").write_bytes(b'{"responses": [{"text": "\\ud800", "p": 1.0}]}')
+    (tmp_path / "zeros.json").write_text('{"responses": [{"text": "a", "p": 1' + "0" * 5000 + "}]}")
+    (tmp_path / "bomb.yaml").write_text(
+        "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcde", "bcdef", strict=True))
+        + "samples: [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n"
+    )
+    (tmp_path / "both.yaml").write_text("max-turns: 2\nmax_turns: 3\n")
+    (tmp_path / "twice.yaml").write_text("tasks: 2\ntasks: 3\n")
+    proj = tmp_path / "proj"
+    for d in (".git", "src"):
+        (proj / d).mkdir(parents=True)
+    (proj / "package.json").write_text("{}")
+    for loop_a, loop_b in (("loop1", "loop2"), ("loop2", "loop1")):
+        (tmp_path / loop_a).symlink_to(loop_b)
+    for name, edit in (
+        (
+            "badusage",
+            lambda d: (d / "usage.json").write_text('{"usage": {"scripted:donor.json": {"requests": "zzz"}}}'),
+        ),
+        ("garbageusage", lambda d: (d / "usage.json").write_bytes(b"\xff\xfe garbage")),
+        ("zzz", lambda d: _edit_record(d / "conversations.jsonl", "reward", "zzz")),
+        ("zzzpolicy", lambda d: _edit_record(d / "conversations.jsonl", "policy", "zzz")),
+    ):
+        shutil.copytree(tmp_path / "xp", tmp_path / name)
+        edit(tmp_path / name)
+    results = json.loads((tmp_path / "xp" / "results.json").read_text())
+    for name, value in (("nan", float("nan")), ("string", "zzz")):
+        results["cells"][0]["mean_reward"] = value
+        (tmp_path / f"{name}_cells.json").write_text(json.dumps(results))
+
+
+def _edit_record(path, field, value):
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec[field] = value
+    path.write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
 
 
 XP = ["crossplay", "--policies", "scripted:policy.json", "--sims", "scripted:donor.json", "--tasks", "2",
@@ -140,6 +185,49 @@ CASES = {
         {},
         "crossplay",
     ),
+    # the reliability report's inputs, each once
+    "huge n-boot": (
+        [*XP, "--train-sim", "scripted:donor.json", "--n-boot", "100000000", "--out", "nb"],
+        {},
+        "--n-boot",
+    ),
+    "lab negative seed": (["lab", "--seed", "-5", "--out", "lab1", "--steps", "1"], {}, "--seed"),
+    "dashboard host not a host": (["dashboard", "adir", "--host", "not a host"], {}, "--host"),
+    "scripted lone surrogate": (
+        ["play", "--policy", "scripted:surrogate.json", "--sim", "scripted:donor.json", "--out", "sur"],
+        {},
+        "surrogate",
+    ),
+    "scripted p with 5000 zeros": (["play", "--policy", "scripted:zeros.json", "--out", "z"], {}, "zeros.json"),
+    "scripted file is /tmp": (["play", "--policy", "scripted:/tmp", "--out", "z"], {}, "is a directory"),
+    "price table is a directory": ([*XP, "--price-table", "adir", "--out", "pt"], {}, "adir: is a directory"),
+    "train device bogus": (["train", "--device", "bogus", "--out", "tr", "--steps", "1"], {}, "--device"),
+    "train group size 1": (["train", "--group-size", "1", "--out", "tr", "--steps", "1"], {}, "--group-size"),
+    "train untrainable policy": (["train", "--policy", "scripted:policy.json", "--out", "tr"], {}, "cannot be trained"),
+    "crossplay judge bogus": ([*XP, "--judge", "bogus", "--out", "jb"], {}, "'bogus'"),
+    "audit states beyond the tasks": (
+        ["audit", "--sim", "scripted:donor.json", "--states", "100000", "--samples", "4", "--out", "s1"],
+        {},
+        "--states 100000",
+    ),
+    "empty out": ([*XP, "--out", ""], {}, "--out"),
+    "empty out env": (XP, {"COLLAPSE_PROBE_OUT": ""}, "COLLAPSE_PROBE_OUT"),
+    "fresh on a directory that holds no run": (
+        [*XP, "--out", "proj", "--fresh"],
+        {},
+        "does not hold a collapse-probe run",
+    ),
+    "300-character out": ([*XP, "--out", "x" * 300], {}, "--out"),
+    "out is a symlink loop": ([*XP, "--out", "loop1"], {}, "symbolic link loop"),
+    "config alias bomb": (["audit", "--config", "bomb.yaml"], {}, "bomb.yaml"),
+    "config dash and underscore keys": (["play", "--config", "both.yaml"], {}, "max_turns"),
+    "config repeated key": (["play", "--config", "twice.yaml"], {}, "'tasks' is given twice"),
+    "usage.json entry malformed": ([*XP, "--out", "badusage"], {}, "field 'requests'"),
+    "usage.json garbage": ([*XP, "--out", "garbageusage"], {}, "usage.json"),
+    "record field zzz": ([*XP, "--out", "zzz"], {}, "line 1: field 'reward'"),
+    "record policy zzz": ([*XP, "--out", "zzzpolicy"], {}, "line 1: its key"),
+    "gate NaN cell": (["gate", "nan_cells.json", "--policy", "scripted:policy.json"], {}, "mean_reward"),
+    "gate string cell": (["gate", "string_cells.json", "--policy", "scripted:policy.json"], {}, "mean_reward"),
 }
 
 
@@ -203,3 +291,36 @@ def test_summary_line_and_crossplay_exit_1_when_no_cell_has_a_result(world, caps
     err = capsys.readouterr().err
     assert rc == 1
     assert "requests retried, 1 infra failure" in err or "retried, 1 infra failure" in err
+    # the cause is on the terminal, not only inside results.json
+    first = [line for line in err.splitlines() if line.startswith("first infrastructure failure (of 1): ")]
+    assert len(first) == 1 and "cannot connect to http://127.0.0.1:9/v1" in first[0], err
+    assert "is the server running" in first[0]
+
+
+@pytest.mark.parametrize("command", ["play", "audit", "crossplay"])
+def test_a_server_that_is_not_running_is_named_on_the_terminal(world, capsys, command):
+    sim = "openai-compatible/m@http://127.0.0.1:9/v1"
+    fast = ["-M", "sim.max_retries=0", "--no-progress", "--out", f"down-{command}"]
+    argv = {
+        "play": ["play", "--policy", "scripted:policy.json", "--sim", sim, "--tasks", "2", "--rollouts", "1"],
+        "audit": ["audit", "--sim", sim, "--states", "2", "--samples", "3", "--partition", "exact"],
+        "crossplay": [
+            "crossplay",
+            "--policies",
+            "scripted:policy.json",
+            "--sims",
+            sim,
+            "--tasks",
+            "2",
+            "--rollouts",
+            "1",
+        ],
+    }[command]
+    rc = main([*argv, *fast])
+    cap = capsys.readouterr()
+    assert rc in (0, 1), cap.err
+    first = [line for line in cap.err.splitlines() if re.match(r"first infrastructure failure \(of [24]\): ", line)]
+    assert len(first) == 1 and "cannot connect to http://127.0.0.1:9/v1" in first[0], cap.err
+    assert "all answers from the cache" not in cap.out  # every request failed: nothing came from the cache
+    if "usage" in cap.out:
+        assert "no model call was answered" in cap.out or "calls" in cap.out, cap.out

@@ -185,9 +185,15 @@ def test_model_args_reach_the_backend(monkeypatch, capsys) -> None:
     model = _registry.get_model(spec)
     assert (model.concurrency, model.retry.max_retries, model.timeout) == (3, 1, 7)
 
+    # one model in two roles is one backend: the options of its roles merge, a different value conflicts
     monkeypatch.setattr(_registry, "_INSTANCES", {})
-    assert main(["play", "--sim", spec, "--policy", spec, "-M", "sim.concurrency=3", "--out", "x"]) == 2
-    assert "plays two roles with different options" in capsys.readouterr().err
+    args = parse_args(build_parser(), ["play", "--sim", spec, "--policy", spec, "-M", "sim.concurrency=3"])
+    load_models_with_options(args, {"policy": [args.policy], "sim": [args.sim]})
+    assert _registry.get_model(spec).concurrency == 3
+    monkeypatch.setattr(_registry, "_INSTANCES", {})
+    argv = ["play", "--sim", spec, "--policy", spec, "-M", "sim.concurrency=3", "-M", "policy.concurrency=4"]
+    assert main([*argv, "--out", "x"]) == 2
+    assert "different values of concurrency" in capsys.readouterr().err
     assert main(["play", "--sim", spec, "--policy", f"scripted:{DONOR}", "-M", "sim.concurency=3", "--out", "x"]) == 2
     err = capsys.readouterr().err
     assert "unknown option(s) 'concurency'" in err and "concurrency" in err

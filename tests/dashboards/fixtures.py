@@ -88,12 +88,15 @@ def write_crossplay_run(root: Path, name: str = "crossplay") -> Path:
 
 
 def write_gate_verdict(crossplay_dir: Path, out: Path) -> dict[str, Any]:
-    """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does."""
+    """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does
+    (``--decision point``: 4 tasks x 2 rollouts are too few for the default interval rule to decide)."""
     from collapse_probe.gate import gate_run_dir
 
     crossplay_dir = crossplay_dir.resolve()
     with _cwd(crossplay_dir.parent):
-        verdict = gate_run_dir(crossplay_dir, "scripted:models/pol_a.json", min_transfer=0.8).to_dict()
+        verdict = gate_run_dir(
+            crossplay_dir, "scripted:models/pol_a.json", min_transfer=0.8, decision="point"
+        ).to_dict()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(verdict, indent=2) + "\n")
     return verdict

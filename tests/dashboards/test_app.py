@@ -96,12 +96,14 @@ def test_simulator_view_draws_the_real_audit(app, runs_root):
     assert any(res["verdict"] in i.value.replace("\\", "") for i in at.info)
     charts = [_figure(c) for c in _plotly(at)]
     assert len(charts) == 4  # per state, by turn, direct vs VS, classes of the chosen state
-    # ε per state: both sampling modes, the values of results.json in its state order
+    # ε per state: both sampling modes, the bias-aware values of results.json (as printed) in its state order
     per_state = {t["name"]: t for t in charts[0]["data"]}
     assert set(per_state) == {"direct: on_policy", "verbalized: on_policy"}
     assert per_state["direct: on_policy"]["x"] == [s["state_id"] for s in res["states"]]
-    assert per_state["direct: on_policy"]["y"] == [s["collapse_error"] for s in res["states"]]
-    assert per_state["verbalized: on_policy"]["y"] == [s["collapse_error"] for s in res["compare_vs"]["states"]]
+    assert per_state["direct: on_policy"]["y"] == [s["collapse_error_estimate"] for s in res["states"]]
+    assert per_state["verbalized: on_policy"]["y"] == [
+        s["collapse_error_estimate"] for s in res["compare_vs"]["states"]
+    ]
     # ε by turn along the rollouts and the direct-vs-VS summary come from the trajectory and compare_vs blocks
     assert charts[1]["data"][0]["y"] == [t["mean"] for t in res["trajectory"]["collapse_error_by_turn"]]
     bars = charts[2]["data"][0]
@@ -225,7 +227,7 @@ def test_half_written_runs_do_not_crash(half_written_root, monkeypatch, view):
         recs = fixtures_records(half_written_root / "audit_running")
         (fig,) = [_figure(c) for c in _plotly(at)]
         ys = [y for t in fig["data"] for y in t["y"]]
-        assert sorted(ys) == sorted(r["collapse_error"] for r in recs)
+        assert sorted(ys) == sorted(r["collapse_error_estimate"] for r in recs)
         assert len(recs) == 3
     if view == "Training":
         assert len(_plotly(at)) == 4  # the steps recorded before the torn line are drawn
@@ -350,10 +352,10 @@ def test_compare_audits_matches_shared_states(write_scripted):
     ta, tb = fig.data
     ids = sorted(
         (s["state_id"] for s in a["states"]),
-        key=lambda i: ({s["state_id"]: s for s in a["states"]}[i]["collapse_error"], i),
+        key=lambda i: ({s["state_id"]: s for s in a["states"]}[i]["collapse_error_estimate"], i),
     )
     assert list(ta.x) == list(tb.x) == ids  # the same probe states, matched
-    by_id = {s["state_id"]: s["collapse_error"] for s in b["states"]}
+    by_id = {s["state_id"]: s["collapse_error_estimate"] for s in b["states"]}
     assert list(tb.y) == [by_id[i] for i in ids]
     assert all(s == "circle" for s in ta.marker.symbol)  # N = 20: not low confidence
 

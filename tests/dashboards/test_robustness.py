@@ -114,3 +114,77 @@ def test_dashboard_forwards_sigterm_to_streamlit_and_waits(tmp_path):
     assert parent.wait(timeout=20) == 0
     with pytest.raises(ProcessLookupError):  # the child stopped with it, not orphaned and serving
         os.kill(pid, 0)
+
+
+def _hostile_runs(tmp_path: Path) -> Path:
+    """Run directories whose files are not regular files inside RUNS_DIR: FIFOs, links to a device and
+    to a file outside, a directory where a file belongs, a file past the size cap."""
+    root = tmp_path / "runs"
+    outside = tmp_path / "outside-usage.json"
+    outside.write_text(json.dumps({"usage": {"secret-model": {"requests": 7, "input_tokens": 1, "output_tokens": 1,
+                                                              "cost_usd": 123.0}}}))  # fmt: skip
+    for name in ("config.json", "results.json", "samples.jsonl", "usage.json", ".lock", "conversations.jsonl"):
+        d = root / f"fifo-{name.strip('.')}"
+        d.mkdir(parents=True)
+        if name != "config.json":
+            (d / "config.json").write_text(json.dumps({"kind": "audit"}))
+        os.mkfifo(d / name)
+    zero = root / "usage-dev-zero"
+    zero.mkdir()
+    (zero / "config.json").write_text(json.dumps({"kind": "crossplay"}))
+    (zero / "usage.json").symlink_to("/dev/zero")
+    (zero / "conversations.jsonl").symlink_to("/dev/zero")
+    out = root / "usage-outside"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"kind": "crossplay"}))
+    (out / "usage.json").symlink_to(outside)
+    dirs = root / "directories"
+    (dirs / "results.json").mkdir(parents=True)
+    (dirs / "samples.jsonl").mkdir()
+    (dirs / "config.json").write_text(json.dumps({"kind": "audit"}))
+    return root
+
+
+def test_fifos_devices_and_links_are_problems_not_hangs(tmp_path, monkeypatch):
+    root = _hostile_runs(tmp_path)
+    import threading
+
+    done: list[object] = []
+
+    def read_all() -> None:
+        runs = rd.discover_runs(root)
+        for r in runs:
+            _ = r.status, r.label
+            for name in ("samples.jsonl", "conversations.jsonl", "metrics.jsonl"):
+                r.jsonl(name)
+            rd.read_usage(r)
+        done.append(runs)
+
+    t = threading.Thread(target=read_all, daemon=True)
+    t.start()
+    t.join(timeout=30)
+    assert done, "reading the run directories blocked (a FIFO was opened) or ran away (/dev/zero was read)"
+    runs = {r.name: r for r in done[0]}
+    assert any("FIFO" in p for p in runs["fifo-results.json"].problems)
+    assert any("symbolic link" in p for p in runs["usage-dev-zero"].problems)
+    usage, _ = rd.read_usage(runs["usage-outside"])
+    assert usage is None  # the file outside RUNS_DIR is never read, let alone shown
+    assert any("usage.json" in p and "symbolic link" in p for p in runs["usage-outside"].problems)
+    read = rd.read_jsonl(runs["usage-dev-zero"].path / "conversations.jsonl")
+    assert read.records == [] and read.problem is not None
+    for view in ("Runs", "Simulator", "Cross-play", "Training", "Compare"):
+        at = _app(root, monkeypatch)
+        at.sidebar.radio(key="view").set_value(view).run()
+        assert not at.exception, [e.value for e in at.exception]
+        shown = " ".join(str(getattr(e, "value", "")) for e in at.dataframe) + " ".join(w.value for w in at.warning)
+        assert "secret-model" not in shown and "123" not in shown
+
+
+def test_a_file_past_the_size_cap_is_not_read(tmp_path, monkeypatch):
+    d = tmp_path / "big"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"kind": "audit"}))
+    monkeypatch.setattr(rd, "MAX_JSONL_BYTES", 1000)
+    (d / "samples.jsonl").write_text((json.dumps({"state_id": "s", "mode": "direct"}) + "\n") * 100)
+    read = rd.read_jsonl(d / "samples.jsonl")
+    assert read.records == [] and "allowed" in (read.problem or "")

@@ -235,7 +235,8 @@ def test_anthropic_request_and_response(keys):
     assert (
         call.headers["user-agent"].startswith("AsyncAnthropic/Python") and call.headers["x-stainless-lang"] == "python"
     )
-    assert call.headers.get("x-api-key") == KEY or call.headers.get("authorization") == f"Bearer {KEY}"
+    # the key as the Anthropic API authenticates keys: x-api-key (Authorization: Bearer is for OAuth tokens)
+    assert call.headers.get("x-api-key") == KEY and "authorization" not in call.headers
     assert call.headers["anthropic-version"]
     body = call.body
     assert body["system"] == "You are a customer."

@@ -3,8 +3,8 @@
 It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` deterministically from the request
 (the answer is drawn from a fixed list by a hash of the conversation and seed, so a retried request
 gets the same answer), and replaces a share of the answers by a fault: HTTP 429 (with Retry-After),
-500, a stall past the client's timeout, an invalid JSON body, a truncated body, empty ``choices``
-or ``content: null``. Every request and fault is counted, so a test can check that each fault was
+500, a stall past the client's timeout, an invalid JSON body, a truncated body, empty ``choices``,
+``content: null`` or an empty or whitespace-only ``content``. Every request and fault is counted, so a test can check that each fault was
 retried or recorded and that no faulty answer reached a result.
 """
 
@@ -21,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULTS = ("429", "500", "timeout", "invalid_json", "truncated", "empty_choices", "null_content")
+"""The default fault kinds. ``empty_content`` (``content: ""`` or whitespace, HTTP 200) is also served
+when asked for (``faults=(..., "empty_content")``): a reply the engine asks again, not the backend."""
 
 ANSWERS = (
     "That sounds good, I'll give [DONATE $1]",
@@ -28,6 +30,20 @@ ANSWERS = (
     "Happy to help the children: [DONATE $2]",
     "Maybe a little. [DONATE $0.5]",
 )
+
+
+def fast_retries(timeout_s: float) -> list[str]:
+    """``-M`` flags that make a simulator retry often and quickly (the faults, not backoff, are tested)."""
+    return ["-M", "sim.max_retries=8", "-M", "sim.backoff_base=0.01", "-M", "sim.backoff_max=0.05",
+            "-M", f"sim.timeout={timeout_s}"]  # fmt: skip
+
+
+def scripted_policy(tmp_path: Any, monkeypatch: Any, key: str) -> str:
+    """Work in ``tmp_path`` with a fake API key and a one-answer scripted persuader; its spec."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLLAPSE_PROBE_API_KEY", key)
+    (tmp_path / "pol.json").write_text(json.dumps({"responses": [{"text": "Please donate to the kids.", "p": 1.0}]}))
+    return "scripted:pol.json"
 
 
 def free_port() -> int:
@@ -139,6 +155,13 @@ class FaultServer:
                     reply = outer._reply(body)
                     for ch in reply["choices"]:
                         ch["message"]["content"] = None
+                    self._send(200, json.dumps(reply).encode())
+                elif fault == "empty_content":
+                    reply = outer._reply(body)
+                    with outer._lock:
+                        blanks = [outer._rng.choice(("", " ", "\n  ")) for _ in reply["choices"]]
+                    for ch, blank in zip(reply["choices"], blanks, strict=True):
+                        ch["message"]["content"] = blank
                     self._send(200, json.dumps(reply).encode())
                 else:
                     reply = outer._reply(body)

@@ -11,22 +11,18 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _fault_server import ANSWERS, FAULTS, FaultServer  # noqa: E402
+from _fault_server import ANSWERS, FAULTS, FaultServer, fast_retries, scripted_policy  # noqa: E402
 
 from collapse_probe.cli import main  # noqa: E402
 
 pytestmark = pytest.mark.reliability
 
-FAST = ["-M", "sim.max_retries=8", "-M", "sim.backoff_base=0.01", "-M", "sim.backoff_max=0.05",
-        "-M", "sim.timeout=0.5"]  # fmt: skip
+FAST = fast_retries(0.5)
 
 
 @pytest.fixture
 def policy(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLLAPSE_PROBE_API_KEY", "sk-fault-test-0000")
-    (tmp_path / "pol.json").write_text(json.dumps({"responses": [{"text": "Please donate to the kids.", "p": 1.0}]}))
-    return "scripted:pol.json"
+    return scripted_policy(tmp_path, monkeypatch, "sk-fault-test-0000")
 
 
 def _summary(err: str) -> tuple[int, int]:

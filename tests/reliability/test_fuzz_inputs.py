@@ -22,12 +22,26 @@ pytestmark = pytest.mark.reliability
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
+surrogate_text = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=3)
+"""Lone surrogates: valid JSON escapes (``"\\ud800"``), not text a UTF-8 file can hold."""
+huge_numbers = st.sampled_from([10**300, -(10**300), 2**64, float("inf"), float("-inf"), 1e308])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20) | surrogate_text
+    | huge_numbers,
     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
     max_leaves=20,
-)
-raw_bytes = st.binary(max_size=300)
+)  # fmt: skip
+HOSTILE = [
+    b'{"responses": [{"text": "a", "p": 1' + b"0" * 5000 + b"}]}",  # an integer Python will not convert
+    b'{"responses": [{"text": "\\ud800", "p": 1.0}]}',  # a lone surrogate
+    b'{"responses": [{"text": "a", "p": 1e400}]}',
+    b'{"responses": [{"text": "a", "p": NaN}]}',
+    b"[" * 100_000 + b"]" * 100_000,  # past the parser's recursion limit
+    b'{"persona_id": "\\udfff", "responses": []}',
+    b"\xef\xbb\xbf{}",  # a byte-order mark
+]
+raw_bytes = st.binary(max_size=300) | st.sampled_from(HOSTILE)
+BACKSTOP = "rerun with -v for the traceback"
 
 
 def _tmp() -> Path:
@@ -201,12 +215,15 @@ def test_env_values(env):
 
     d = _tmp()
     old = dict(os.environ)
+    cwd = os.getcwd()
     try:
         (d / "pol.json").write_text(json.dumps({"responses": [{"text": "hi", "p": 1.0}]}))
         os.environ.update({f"COLLAPSE_PROBE_{k}": v for k, v in env.items()})
         os.environ.setdefault("COLLAPSE_PROBE_CACHE", str(d / "cache.sqlite"))
-        if os.environ.get("COLLAPSE_PROBE_OUT", "").strip() in ("", ".", ".."):
+        out = os.environ.get("COLLAPSE_PROBE_OUT", "")
+        if out.strip() in ("", ".") or ".." in out or os.path.isabs(out) or out.startswith("~"):
             os.environ["COLLAPSE_PROBE_OUT"] = str(d / "out")
+        os.chdir(d)  # a relative COLLAPSE_PROBE_OUT makes its run inside ``d``, never in the checkout
         err = io.StringIO()
         argv = ["play", "--policy", f"scripted:{d / 'pol.json'}", "--sim", f"scripted:{d / 'pol.json'}",
                 "--no-progress", "--show", "0"]  # fmt: skip
@@ -220,6 +237,294 @@ def test_env_values(env):
             err.getvalue()
         )
     finally:
+        os.chdir(cwd)
         os.environ.clear()
         os.environ.update(old)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The reliability report's kinds of bad input, at the command line: each run must end in 0 (accepted), 1 (no
+# result) or 2 with one error line, within 60 s, never through the internal-error backstop, never touching a
+# file outside the run directory.
+
+import contextlib  # noqa: E402
+import io  # noqa: E402
+import signal  # noqa: E402
+
+POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
+DONOR = {"responses": [{"text": "Sure [DONATE $1]", "p": 0.5}, {"text": "No [DONATE $0]", "p": 0.5}]}
+
+
+def _cli(argv: list[str], timeout_s: int = 60) -> tuple[int, str]:
+    """``main(argv)`` in this process: (exit status, stderr); a run past ``timeout_s`` is a hang."""
+    from collapse_probe.cli import main
+
+    def hang(signum, frame):  # noqa: ANN001
+        raise TimeoutError(f"collapse-probe {' '.join(argv)} ran past {timeout_s} s")
+
+    err = io.StringIO()
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(timeout_s)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                rc = main(argv)
+            except SystemExit as exc:
+                rc = int(exc.code or 0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return rc, err.getvalue()
+
+
+def _assert_clean(rc: int, err: str, allowed: tuple[int, ...] = (0, 1, 2)) -> None:
+    assert rc in allowed, err
+    assert "Traceback" not in err and BACKSTOP not in err, err
+    if rc == 2:
+        assert len([line for line in err.splitlines() if "error:" in line]) == 1, err
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Scripted models and one finished run of each kind that resumes from records (crossplay, play, audit)."""
+    d = tmp_path_factory.mktemp("fuzz-world")
+    (d / "pol.json").write_text(json.dumps(POLICY))
+    (d / "donor.json").write_text(json.dumps(DONOR))
+    old = os.getcwd()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLLAPSE_PROBE_CACHE", str(d / "cache.sqlite"))
+        os.chdir(d)
+        try:
+            for argv in RUNS.values():
+                rc, err = _cli([*argv, "--out", f"base-{argv[0]}"])
+                assert rc == 0, err
+        finally:
+            os.chdir(old)
+    return d
+
+
+RUNS = {
+    "crossplay": ["crossplay", "--policies", "scripted:pol.json", "--sims", "scripted:donor.json", "--tasks", "3",
+                  "--rollouts", "1", "--max-turns", "1", "--no-progress"],
+    "play": ["play", "--policy", "scripted:pol.json", "--sim", "scripted:donor.json", "--tasks", "3", "--rollouts",
+             "1", "--max-turns", "1", "--no-progress", "--show", "0"],
+    "audit": ["audit", "--sim", "scripted:donor.json", "--states", "2", "--samples", "4", "--partition", "exact",
+              "--no-progress"],
+}  # fmt: skip
+RECORDS = {"crossplay": "conversations.jsonl", "play": "conversations.jsonl", "audit": "samples.jsonl"}
+ENTRY_KINDS = ["directory", "fifo", "link inside", "link outside", "dangling link", "link to /dev/zero", "link loop",
+               "regular file"]  # fmt: skip
+
+
+def _in_world(world: Path, monkeypatch) -> Path:
+    monkeypatch.chdir(world)
+    monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(world / "cache.sqlite"))
+    run = Path(tempfile.mkdtemp(prefix="run-", dir=world))
+    return run
+
+
+def _plant(run: Path, name: str, kind: str, outside: Path) -> None:
+    p = run / name
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p)
+    elif p.exists() or p.is_symlink():
+        p.unlink()
+    if kind == "directory":
+        p.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "link inside":
+        (run / "elsewhere.bin").write_text("{}\n")
+        p.symlink_to(run / "elsewhere.bin")
+    elif kind == "link outside":
+        p.symlink_to(outside)
+    elif kind == "dangling link":
+        p.symlink_to(run / "no-such-file")
+    elif kind == "link to /dev/zero":
+        p.symlink_to("/dev/zero")
+    elif kind == "link loop":
+        p.symlink_to(p)
+    else:
+        p.write_bytes(b"\xff\xfe not what a run writes\n")
+
+
+@settings(max_examples=50, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(command=st.sampled_from(sorted(RUNS)),
+       name=st.sampled_from(["config.json", "results.json", "conversations.jsonl", "samples.jsonl", "usage.json",
+                             "report.html", ".lock", ".previous", "batches.jsonl", "variance"]),
+       kind=st.sampled_from(ENTRY_KINDS), fresh=st.booleans())  # fmt: skip
+def test_run_directory_entries_of_every_type(world, monkeypatch, command, name, kind, fresh):
+    run = _in_world(world, monkeypatch)
+    shutil.copytree(world / f"base-{command}", run, dirs_exist_ok=True)
+    outside = world / f"outside-{os.getpid()}.txt"
+    outside.write_text("a file that is not the run's\n")
+    try:
+        _plant(run, name, kind, outside)
+        before = sorted(os.listdir(run))
+        rc, err = _cli([*RUNS[command], "--out", str(run), *(["--fresh"] if fresh else [])])
+        _assert_clean(rc, err)
+        assert outside.read_text() == "a file that is not the run's\n"  # never written through a link
+        if rc == 2:
+            assert sorted(os.listdir(run)) == before  # a refused run moves nothing
+    finally:
+        outside.unlink(missing_ok=True)
+        shutil.rmtree(run, ignore_errors=True)
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(command=st.sampled_from(sorted(RUNS)), value=json_values, seed=st.integers(0, 10**6),
+       raw=st.none() | raw_bytes)  # fmt: skip
+def test_malformed_records_of_every_kind_are_refused_or_rerun_never_dropped(world, monkeypatch, command, value, seed,
+                                                                            raw):  # fmt: skip
+    run = _in_world(world, monkeypatch)
+    shutil.copytree(world / f"base-{command}", run, dirs_exist_ok=True)
+    try:
+        p = run / RECORDS[command]
+        lines = p.read_text().splitlines()
+        rng = random.Random(seed)
+        i = rng.randrange(len(lines))
+        lines[i] = raw.decode("utf-8", "replace").replace("\n", " ") if raw is not None else json.dumps(
+            _mutate(json.loads(lines[i]), value, rng))  # fmt: skip
+        p.write_text("\n".join(lines) + "\n")
+        rc, err = _cli([*RUNS[command], "--out", str(run)])
+        _assert_clean(rc, err)
+        if rc == 0 and command != "audit":
+            results = json.loads((run / "results.json").read_text())
+            cells = results["cells"] if command == "crossplay" else [results["summary"]]
+            # every conversation is counted: scored, an infrastructure failure (rerun next time) or unscored
+            assert sum(c["n"] + c["infra_failures"] + c.get("unscored", 0) for c in cells) == 3, cells
+        if rc == 0 and command == "audit":  # every state measured again or kept, none dropped
+            want = json.loads((world / "base-audit" / "results.json").read_text())["summary"]["n_states"]
+            assert json.loads((run / "results.json").read_text())["summary"]["n_states"] == want
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(value=json_values, seed=st.integers(0, 10**6), which=st.sampled_from(["metrics", "rollouts", "batches"]))
+def test_training_and_batch_records(value, seed, which):
+    from collapse_probe.models._batch import _Journal
+    from collapse_probe.rollout import iter_jsonl
+    from collapse_probe.trainers.llm import step_problem
+
+    d = _tmp()
+    try:
+        base = {"metrics": {"step": 1, "train_reward": 0.5}, "rollouts": {"step": 2, "reward": 1.0},
+                "batches": {"event": "submitted", "spec": "openai/x", "batch_id": "b1", "calls": "k"}}[which]  # fmt: skip
+        p = d / f"{which}.jsonl"
+        p.write_text(json.dumps(base) + "\n" + json.dumps(_mutate(base, value, random.Random(seed))) + "\n")
+        try:
+            if which == "batches":
+                journal = _Journal(p)
+                journal.pending("openai/x", "k")
+            else:
+                recs = list(iter_jsonl(p, step_problem))
+                sorted(recs, key=lambda r: r["step"])
+        except ConfigError:
+            pass
+    finally:
+        shutil.rmtree(d)
+
+
+def _alias_bomb(depth: int, width: int) -> str:
+    lines = [f"a0: &a0 [{', '.join(['x'] * width)}]"]
+    for k in range(1, depth):
+        lines.append(f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * width)}]")
+    lines.append(f"samples: [{', '.join([f'*a{depth - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=10),
+    lambda c: (
+        st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["sim", "policy", "judge", "x"]), c, max_size=3)
+    ),
+    max_leaves=10,
+)
+CONFIG_KEYS = ["tasks", "rollouts", "max-turns", "max_turns", "samples", "states", "sim", "sims", "policies",
+               "model-arg", "seed", "temperature", "out", "fresh", "n-boot", "unknown-key"]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(command=st.sampled_from(["play", "audit", "crossplay", "train", "lab", "gate"]),
+       data=st.dictionaries(st.sampled_from(CONFIG_KEYS), yaml_values, max_size=5),
+       bomb=st.none() | st.tuples(st.integers(2, 9), st.integers(2, 12)), raw=st.none() | st.binary(max_size=200),
+       suffix=st.sampled_from([".yaml", ".toml"]))  # fmt: skip
+def test_config_files(command, data, bomb, raw, suffix):
+    import yaml
+
+    from collapse_probe.cli import build_parser
+    from collapse_probe.cli._config import _subparsers, apply_config_file
+
+    d = _tmp()
+    try:
+        p = d / f"run{suffix}"
+        if bomb is not None:
+            p = d / "run.yaml"
+            p.write_text(_alias_bomb(*bomb))
+        elif raw is not None:
+            p.write_bytes(raw)
+        elif suffix == ".yaml":
+            p.write_text(yaml.safe_dump(data))
+        else:
+            p.write_text("".join(f"{k.replace('-', '_')} = {json.dumps(v)}\n" for k, v in data.items()
+                                 if isinstance(v, str | int | bool)))  # fmt: skip
+        sp = _subparsers(build_parser())[command]
+
+        def hang(signum, frame):  # noqa: ANN001
+            raise TimeoutError(f"loading {p} ran past 20 s")
+
+        old = signal.signal(signal.SIGALRM, hang)
+        signal.alarm(20)
+        try:
+            apply_config_file(sp, command, p)
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and len(str(exc)) < 2000  # one line, not the expansion of an alias bomb
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+    finally:
+        shutil.rmtree(d)
+
+
+DASHBOARD_FILES = ["config.json", "results.json", "samples.jsonl", "conversations.jsonl", "metrics.jsonl",
+                   "usage.json", ".lock", "compare.json", "verdict.json"]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(entries=st.dictionaries(st.sampled_from(DASHBOARD_FILES), st.sampled_from(ENTRY_KINDS) | json_values,
+                               min_size=1, max_size=4))  # fmt: skip
+def test_dashboard_file_reads_of_every_type(entries):
+    import threading
+
+    from collapse_probe.report import runs as rd
+
+    d = _tmp()
+    outside = d / "outside.json"
+    outside.write_text(json.dumps({"usage": {"leaked-model": {"requests": 1}}, "schema": "collapse-probe/audit/v1"}))
+    try:
+        run = d / "runs" / "r"
+        run.mkdir(parents=True)
+        for name, what in entries.items():
+            if isinstance(what, str) and what in ENTRY_KINDS:
+                _plant(run, name, what, outside)
+            else:
+                (run / name).write_bytes(_as_file(what))
+        done: list[str] = []
+
+        def read() -> None:
+            for r in rd.discover_runs(d / "runs"):
+                _ = r.status, r.label, r.schema, r.problems
+                for name in ("samples.jsonl", "conversations.jsonl", "metrics.jsonl"):
+                    rd.audit_records(r.jsonl(name).records)
+                rd.training_curves(r)
+                done.append(repr(rd.read_usage(r)) + repr(r.results))
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(timeout=30)
+        assert not t.is_alive(), "a dashboard read blocked or ran away"
+        assert "leaked-model" not in "".join(done)  # nothing outside RUNS_DIR is read
+    finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -77,3 +77,63 @@ def test_audit_states_that_failed_are_sampled_again_on_resume(tmp_path):
         again = run_audit(cfg, tmp_path / "b", participants=uncached, progress=False, keep_failed=True)
         assert s.counts["requests"] == 0
     assert again["summary"]["infra_failures"] == 4  # --keep-failed keeps them without a new request
+
+
+def _blank_donor(tmp_path: Path, p_blank: float) -> str:
+    p = tmp_path / "blank_donor.json"
+    responses = [{"text": "   ", "p": p_blank}, {"text": "Sure [DONATE $1]", "p": 1.0 - p_blank}]
+    p.write_text(json.dumps({"responses": responses}))
+    return f"scripted:{p}"
+
+
+def test_a_blank_reply_is_never_scored_asked_once_more_and_never_cached(tmp_path, caplog):
+    import logging
+
+    from collapse_probe import _observe
+
+    policy, sim = _policy(tmp_path), _blank_donor(tmp_path, 1.0)  # this donor only ever answers blank
+    cfg = CrossplayConfig(policies=[policy], simulators=[sim], tasks=2, rollouts=1, max_turns=1)
+    _observe.reset()
+    _observe.install_counter()
+    with caplog.at_level(logging.INFO, logger="collapse_probe"):
+        res = run_crossplay(cfg, out=tmp_path / "run", progress=False, report=False)
+    cell = res["cells"][0]
+    assert cell["n"] == 0 and cell["infra_failures"] == 2 and cell["mean_reward"] is None  # never a score of 0
+    recs = [json.loads(line) for line in (tmp_path / "run" / "conversations.jsonl").read_text().splitlines()]
+    assert all("empty reply" in r["infra_error"] and "asked again" in r["infra_error"] for r in recs)
+    assert _observe.tally()["retries"] == 2  # each blank asked once more, and counted as a retry
+    assert "first infrastructure failure (of 2)" in (_observe.first_error_line() or "")
+    import os
+    import sqlite3
+
+    with sqlite3.connect(os.environ["COLLAPSE_PROBE_CACHE"]) as con:
+        cached = [json.loads(v)["text"] for (v,) in con.execute("SELECT value FROM responses")]
+    assert cached and all(t.strip() for t in cached)  # the policy's answers are cached, the blanks never
+
+
+def test_blank_replies_of_a_sometimes_blank_donor_are_replaced_by_the_same_request_asked_again(tmp_path):
+    policy, sim = _policy(tmp_path), _blank_donor(tmp_path, 0.3)
+    cfg = CrossplayConfig(policies=[policy], simulators=[sim], tasks=8, rollouts=2, max_turns=2)
+    res = run_crossplay(cfg, out=tmp_path / "run", progress=False, report=False)
+    recs = [json.loads(line) for line in (tmp_path / "run" / "conversations.jsonl").read_text().splitlines()]
+    scored = [r for r in recs if r["status"] != "infra_error"]
+    # a scripted draw is seeded: asked again, the same request is blank again, so every conversation
+    # that drew a blank is an infrastructure failure, and no blank turn is ever scored
+    assert all(m["content"].strip() for r in scored for m in r["messages"])
+    failed = [r for r in recs if r["status"] == "infra_error"]
+    assert failed and scored and res["cells"][0]["infra_failures"] == len(failed)
+    assert res["cells"][0]["n"] == len(scored)
+
+
+def test_the_audit_asks_again_for_blank_replies_and_counts_the_re_asks(tmp_path):
+    from collapse_probe import _observe
+
+    sim = _blank_donor(tmp_path, 0.3)
+    _observe.reset()
+    _observe.install_counter()
+    res = run_audit(AuditConfig(sim=sim, states=2, samples=10, partition="exact", exact=False), tmp_path / "a",
+                    progress=False)  # fmt: skip
+    recs = [json.loads(line) for line in (tmp_path / "a" / "samples.jsonl").read_text().splitlines()]
+    assert all(all(t.strip() for t in r["responses"]) for r in recs if r["status"] == "ok")
+    assert res["summary"]["n_empty_responses"] > 0  # asked again at fresh samples; what stayed blank is counted
+    assert _observe.tally()["retries"] >= 1  # the re-asks appear in the run's retry summary

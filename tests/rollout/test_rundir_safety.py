@@ -97,3 +97,81 @@ def test_jsonl_bad_lines_are_named(tmp_path):
         list(iter_jsonl(p))
     p.write_bytes(b'{"a": 1}\n{"b": 2')  # a torn last line from a kill
     assert list(iter_jsonl(p)) == [{"a": 1}]
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_simultaneous_lock_acquisition_never_has_two_holders(tmp_path, stale):
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _lock_trials import trial
+
+    for _ in range(10):  # the reliability tier runs 100 trials of each (tests/reliability/test_run_lock.py)
+        holders, overlaps = trial(tmp_path, stale=stale)
+        assert holders >= 1 and overlaps == 0
+
+
+def test_lock_file_of_the_wrong_type_is_refused_not_followed(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    outside = tmp_path / "outside"
+    outside.write_text("keep\n")
+    (out / LOCK_FILE).symlink_to(outside)
+    with pytest.raises(ConfigError, match=r"\.lock is a symbolic link"):
+        RunDir(out).create({}, kind="play")
+    assert outside.read_text() == "keep\n"
+    (out / LOCK_FILE).unlink()
+    os.mkfifo(out / LOCK_FILE)
+    with pytest.raises(ConfigError, match=r"\.lock is a FIFO"):
+        RunDir(out).create({}, kind="play")
+
+
+def test_fresh_moves_only_a_runs_own_files(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    (proj / "src").mkdir()
+    (proj / "package.json").write_text("{}")
+    with pytest.raises(
+        ConfigError, match=r"does not hold a collapse-probe run \(it holds \.git/, package\.json, src/\)"
+    ):
+        RunDir(proj).create({"a": 1}, kind="play", fresh=True)
+    assert sorted(os.listdir(proj)) == [".git", "package.json", "src"]  # nothing moved
+    run = tmp_path / "run"
+    rd = RunDir(run)
+    rd.create({"a": 1}, kind="play")
+    rd.append_jsonl("conversations.jsonl", {"key": "k"})
+    rd.release()
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"holds files no run writes \(notes\.txt\)"):
+        RunDir(run).create({"a": 2}, kind="play", fresh=True)
+    assert (run / "notes.txt").read_text() == "mine" and (run / "conversations.jsonl").exists()
+    (run / "notes.txt").unlink()
+    RunDir(run).create({"a": 2}, kind="play", fresh=True)  # a run's own files only: moved aside
+    assert [p.name for p in (run / ".previous").iterdir()] and not (run / "conversations.jsonl").exists()
+
+
+@pytest.mark.parametrize("out", ["", "   "])
+def test_empty_out_is_refused(out):
+    with pytest.raises(ConfigError, match="empty path"):
+        RunDir(out)
+
+
+def test_records_are_never_appended_through_a_link(tmp_path):
+    run = tmp_path / "run"
+    rd = RunDir(run)
+    rd.create({"a": 1}, kind="play")
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text("")
+    (run / "conversations.jsonl").symlink_to(outside)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        rd.append_jsonl("conversations.jsonl", {"key": "k"})
+    assert outside.read_text() == ""
+    rd.release()
+    with pytest.raises(ConfigError, match="conversations.jsonl is a symbolic link"):
+        RunDir(run).create({"a": 1}, kind="play")
+
+
+def test_a_record_that_cannot_be_written_leaves_no_empty_file(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.create({"a": 1}, kind="play")
+    rd.append_jsonl("conversations.jsonl", {"text": "lone \ud800 surrogate"})  # written as its JSON escape
+    assert list(iter_jsonl(tmp_path / "run" / "conversations.jsonl")) == [{"text": "lone \ud800 surrogate"}]
+    rd.release()

@@ -109,6 +109,13 @@ def test_single_trains_the_policy_and_resumes_without_duplicates(base_model, don
         for k in ("train_reward", "zero_std_share", "policy_entropy", "sim_collapse_error", "loss", "seconds"):
             assert k in r
         assert 0.0 <= r["sim_collapse_error"] <= 1.0 - 1 / 3 + 1e-9  # N = 3 samples
+        lo, hi = r["sim_collapse_error_ci95"]
+        assert lo <= r["sim_collapse_error_estimate"] <= hi
+    # the run's collapse monitor (the one the framework adapters use): one row per step, the resumed
+    # step's row replacing the one the killed run left
+    rows = [json.loads(line) for line in (out / "monitor" / "monitor.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [0, 1]
+    assert rows[0]["collapse_error"]["plugin"] == pytest.approx(m2[0]["sim_collapse_error"])
     assert results["schema"] == "collapse-probe/train/v1" and results["steps"] == 2
     assert results["final"]["step"] == 2 and "ddof=0" in results["advantage"]["convention"]
     assert (out / "report.html").stat().st_size > 10_000

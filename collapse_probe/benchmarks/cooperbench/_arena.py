@@ -201,6 +201,9 @@ class CooperBenchArena:
         command_limits: sandbox limits of one bash command.
     """
 
+    reward_range = (0.0, 1.0)
+    """Success is 1, a failed pair 0 (0.5 with ``partial_reward``; see :func:`~collapse_probe.benchmarks.declared_reward_range`)."""
+
     def __init__(
         self,
         name: str = "cooperbench",
@@ -629,6 +632,36 @@ class CooperBenchArena:
         words = rest.strip().split()
         return f"bash:{words[0]}" if words else ("message" if sent else "bash:")
 
+    reward_view_note: str = (
+        "classes: what a partner turn does to its patch, the only part of it the reward (tests on the merged "
+        "patches) reads — submits, edits these files with this command, or leaves the patch as it is (reads, "
+        "messages, format errors); states: every partner turn"
+    )
+    """What the audit's reward view measures on CooperBench (see :meth:`reward_class`)."""
+
+    def reward_class(self, episode: Episode, text: str) -> str:
+        """What the partner's turn does to its patch, as a class (every partner turn is read).
+
+        The reward runs both features' tests on the merge of the two agents' final patches, so a turn
+        reaches it only by changing the partner's patch or by submitting it (which freezes it).
+        Reading files, running tests and messaging the policy change nothing the reward reads
+        directly and share one class, ``"no change to the patch"``. A turn that edits files is classed
+        by the files it writes (shell redirections and ``tee``; other writers such as ``sed -i``,
+        ``git apply``, ``rm`` or a Python ``open(..., "w")`` without a named target read as "files")
+        and by its command text, since two edits of one file make different patches. Whether an edit
+        passes the hidden tests is not known at the turn, so edits are never merged by outcome.
+        """
+        calls, _ = self._read_calls(Completion(text or ""), text or "")
+        if not calls or calls[0].get("parse_error") or calls[0].get("name") != "bash":
+            return "no change to the patch"
+        command = (calls[0].get("arguments") or {}).get("command")
+        if not isinstance(command, str):
+            return "no change to the patch"
+        rest, _ = extract_messages(command)
+        if SUBMIT in rest:
+            return "submits"
+        return _patch_effect(rest)
+
     # ---- reward ------------------------------------------------------------------------------
 
     async def score(self, episodes: Sequence[Episode]) -> list[Score]:
@@ -676,6 +709,32 @@ class CooperBenchArena:
     def __del__(self) -> None:
         for work in list(getattr(self, "_workspaces", {}).values()):
             shutil.rmtree(work, ignore_errors=True)
+
+
+_HEREDOC_BODY = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n[ \t]*\2[ \t]*(?:\n|$)", re.S)
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+_REDIRECT = re.compile(r"(?<![<>&\d])>>?\s*([^\s;&|<>()]+)")
+_TEE = re.compile(r"\btee\s+(?:-a\s+)?([^\s;&|<>()]+)")
+_WRITERS = re.compile(
+    r"\b(?:sed|perl)\s+(?:-\w+\s+)*-i|\bgit\s+(?:apply|am|checkout|restore|reset|stash|mv|rm|commit)\b|"
+    r"\b(?:patch|rm|mv|cp|touch|mkdir|ln|truncate)\s|\.write_text\(|\.write_bytes\(|open\([^)]*['\"][wax]b?\+?['\"]"
+)
+
+
+def _patch_effect(command: str) -> str:
+    """``"edits FILES (edit HASH)"`` for a command that writes files, else ``"no change to the patch"``.
+
+    Targets are read from redirections and ``tee`` after heredoc bodies and quoted strings are cut out
+    (their text is the content written, not the shell's); ``/dev/…`` is not a file of the patch.
+    """
+    import hashlib
+
+    shell = _QUOTED.sub("''", _HEREDOC_BODY.sub("\n", command))
+    files = sorted({f for f in _REDIRECT.findall(shell) + _TEE.findall(shell) if not f.startswith("/dev/")})
+    if not files and not _WRITERS.search(command):
+        return "no change to the patch"
+    edit = hashlib.sha1(" ".join(command.split()).encode("utf-8")).hexdigest()[:8]
+    return f"edits {', '.join(files) if files else 'files'} (edit {edit})"
 
 
 def _calls_text(calls: Any) -> str:

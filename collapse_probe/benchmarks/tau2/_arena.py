@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -91,6 +92,9 @@ class Tau2Arena:
         max_turns: optional cap on user-simulator turns (not in the reference; for cheap runs). Reaching
             it ends the episode with reason ``max_turns``, which scores 0 like ``max_steps``.
     """
+
+    reward_range = (0.0, 1.0)
+    """The reward is a product of per-basis scores in [0, 1] (see :func:`~collapse_probe.benchmarks.declared_reward_range`)."""
 
     def __init__(
         self,
@@ -454,6 +458,59 @@ class Tau2Arena:
             size += len(line) + 1
         return "\n".join(reversed(kept))
 
+    # ---- audit hooks (see collapse_probe.benchmarks._base.AuditHooks) -------------------------
+
+    reward_view_note: str = (
+        "classes: what the reward can see in a user turn — ending it (stop / transfer / out of scope), confirming or "
+        "declining an action the agent asked about, and which values of the task's gold actions it states (ids, "
+        "names, zip); states: every user turn"
+    )
+    """What the audit's reward view measures on τ2 (see :meth:`reward_class`)."""
+
+    def reward_class(self, episode: Episode, text: str) -> str:
+        """What the τ2 reward can see of one user turn, as a class (every user turn is read).
+
+        The reward compares the final database with the gold actions' (plus communicated info and NL
+        assertions about the *agent*), and scores 0 unless the episode ends by a stop. A user turn
+        reaches it in three ways, and two replies share a class when they agree on all three:
+
+        - whether it ends the episode: ``###STOP###`` (the reward is computed now), ``###TRANSFER###``,
+          ``###OUT-OF-SCOPE###``, or the conversation continues;
+        - after an agent message that asks for confirmation ("shall I proceed", "please confirm"), whether
+          it confirms (the write action happens) or declines (it does not);
+        - which argument values of the task's gold actions it states (order ids, user names, zip codes,
+          item ids, emails): what the agent needs to make the writes the database is compared on.
+
+        Wording, politeness and any information the gold actions do not take are not read, so this view
+        can call two replies the same that steer the agent differently in ways no value records; the
+        meaning view sees those.
+        """
+        t = " ".join((text or "").split())
+        signal = next((s for s in STOP_SIGNALS if s in t), None)
+        parts = [_ENDINGS[signal] if signal else "continues"]
+        asked = next((m for m in reversed(episode.messages) if m["role"] == "policy" and not m.get("tool_calls")), None)
+        if asked is not None and _ASKS_CONFIRMATION.search(asked.get("content") or ""):
+            low = t.casefold()
+            parts.append("confirms" if _CONFIRMS.search(low) else "declines" if _DECLINES.search(low) else "neither")
+        values = sorted(v for v in self._gold_values(episode.task) if _mentions(t, v))
+        parts.append("states " + ", ".join(values) if values else "states no gold value")
+        return "; ".join(parts)
+
+    def _gold_values(self, task: Task) -> set[str]:
+        """The string and number arguments of the task's gold actions (3+ characters: ids, names, zips)."""
+        out: set[str] = set()
+        for action in (self._raw_task(task).get("evaluation_criteria") or {}).get("actions") or []:
+            stack = list((action.get("arguments") or {}).values())
+            while stack:
+                v = stack.pop()
+                if isinstance(v, (list, tuple)):
+                    stack.extend(v)
+                elif isinstance(v, dict):
+                    stack.extend(v.values())
+                elif isinstance(v, (str, int, float)) and not isinstance(v, bool) and len(str(v).strip()) >= 3:
+                    out.add(str(v).strip())
+        return out
+
     # ---- reward ------------------------------------------------------------------------------
 
     def gold_env(self, task_id: str) -> Environment:
@@ -595,6 +652,25 @@ def _protocol_hint(protocol: str) -> str:
     return (
         'Reply with one JSON object: {"name": "<tool>", "arguments": {...}} or {"name": "respond", "content": "..."}.'
     )
+
+
+_ENDINGS = {"###STOP###": "stops", "###TRANSFER###": "asks for transfer", "###OUT-OF-SCOPE###": "out of scope"}
+_ASKS_CONFIRMATION = re.compile(
+    r"\b(confirm|proceed|go ahead|would you like me to|shall i|should i|do you want me to|is that (?:correct|right)|"
+    r"is this (?:correct|right)|yes or no|\(yes\))",
+    re.IGNORECASE,
+)
+_CONFIRMS = re.compile(
+    r"^\W*(yes|yeah|yep|yup|sure|correct|confirm(?:ed)?|i confirm|please do|please proceed|go ahead|proceed|"
+    r"that'?s (?:right|correct)|ok(?:ay)?|absolutely|definitely|do it)\b"
+)
+_DECLINES = re.compile(r"^\W*(no|nope|don'?t|do not|cancel that|wait|hold on|not yet|stop|never mind)\b")
+
+
+def _mentions(text: str, value: str) -> bool:
+    """``value`` occurs in ``text`` as a whole token sequence, case-insensitively (``#W1000001``, ``94110``, ``Ada``)."""
+    bare = value.lstrip("#")  # an order id is written with or without its "#"
+    return re.search(r"(?<![\w#])#?" + re.escape(bare) + r"(?!\w)", text, re.IGNORECASE) is not None
 
 
 def _clean_user_turn(text: str) -> str:

@@ -16,7 +16,6 @@ no directory is given for it.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,16 +108,15 @@ def resolve_domain_dir(domain: str, data_dir: str | os.PathLike[str] | None = No
 
 
 def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"tau2 data: missing file {str(path)!r}")
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSON file") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: JSON nested too deeply") from None
+        raw = read_bytes(path, expected="a tau2 JSON data file")
+    except MissingFile:
+        raise ConfigError(f"tau2 data: missing file {str(path)!r}") from None
+    except FileProblem as exc:
+        raise ConfigError(f"tau2 data: {exc}") from None
+    return parse_json(raw, path, expected="a UTF-8 JSON file")
 
 
 def _check_tasks(tasks: Any, path: Path) -> list[dict[str, Any]]:

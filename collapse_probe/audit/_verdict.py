@@ -1,0 +1,196 @@
+"""The audit's verdict in two views — by meaning and where the reward looks — and the one line that states it.
+
+The *meaning* view classes replies by what they say (embedding or judge partition); the *reward* view by
+what the benchmark's reward pays (:meth:`~collapse_probe.benchmarks.AuditHooks` ``reward_class``). Both
+are judged against ε* with the headline's interval: COLLAPSED when the interval lies below ε*, NOT
+COLLAPSED above it, INCONCLUSIVE when it contains ε*, NOT MEASURED when the view has no number (no state
+where the reward reads the reply; classes not by meaning because the sentence encoder is missing). A
+simulator whose wording varies while the reward sees one outcome is collapsed where it matters: the
+reward then has no simulator-side variance (Lemma 3.3), so the policy gets no learning signal from it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from collapse_probe.audit._config import AuditConfig
+
+COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED = "COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"
+VIEW_LABELS = (COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED)
+MEANING_PARTITIONS = ("embedding", "judge")
+"""Partitions whose classes are meanings."""
+PROBE_SOURCES = ("opening", "elicitation")
+_SOURCE_WORDS = {
+    "on_policy": "on-policy simulator turn",
+    "human": "human-grounded state",
+    "published": "shared-prefix state",
+}
+
+
+def view_label(estimate: float | None, ci95: Any, epsilon_star: float) -> str:
+    """COLLAPSED / NOT COLLAPSED / INCONCLUSIVE of an interval against ε* (NOT MEASURED without one)."""
+    if estimate is None or not ci95:
+        return NOT_MEASURED
+    lo, hi = ci95
+    if hi < epsilon_star:
+        return COLLAPSED
+    if lo > epsilon_star:
+        return NOT_COLLAPSED
+    return INCONCLUSIVE
+
+
+def states_text(summary: dict[str, Any], on_policy: bool | None = None) -> str:
+    """The audited states in words, by source: ``"4 probe states"``, ``"4 probe states + 3 human-grounded states"``."""
+    by_source = summary.get("by_source") or {}
+    counts: dict[str, int] = {}
+    for src, b in by_source.items():
+        word = "probe state" if src not in _SOURCE_WORDS else _SOURCE_WORDS[src]
+        counts[word] = counts.get(word, 0) + int(b.get("n_states") or 0)
+    if not counts:
+        n = int(summary.get("n_states") or 0)
+        counts = {"on-policy simulator turn" if on_policy else "probe state": n}
+    return " + ".join(f"{n} {w}{'s' if n != 1 else ''}" for w, n in counts.items())
+
+
+def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
+                   policy: bool | None = None) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """``results.json`` ``verdicts``: ``{"meaning": view, "reward": view}``.
+
+    Each view is ``{label, estimate, ci95, n_states}`` plus ``classes`` (what a class is), ``over`` (the
+    states it is measured at, in words), ``reason`` (why NOT MEASURED, else ``None``) and
+    ``low_confidence`` (N < 20). The meaning view is NOT MEASURED when the classes fell back to a
+    non-semantic partition that was not asked for (the ``embed`` extra missing): its number would
+    depend on what is installed, not on the simulator. An explicitly asked ``--partition exact|label``
+    is judged and says so in ``classes``.
+
+    Args:
+        summary: the ``summary`` block (with ``reward_view`` from :func:`~collapse_probe.audit._views.kind_views`).
+        config: the audit configuration (ε*, the asked partition).
+        partition: the partition used (default: the one asked for).
+        policy: the states are on-policy turns (default: ``config.policy`` is set).
+    """
+    star = config.epsilon_star
+    partition = partition or config.partitioner_name
+    on_policy = config.policy is not None if policy is None else policy
+    low = bool(summary.get("low_confidence"))
+    ce = summary["collapse_error"]
+    fallback = partition not in MEANING_PARTITIONS and config.partition != partition
+    classes = f"{partition} (by meaning)" if partition in MEANING_PARTITIONS else f"{partition} (not by meaning)"
+    meaning: dict[str, Any] = {"label": view_label(ce["estimate"], ce["ci95"], star), "estimate": ce["estimate"],
+                               "ci95": ce["ci95"], "n_states": int(summary.get("n_states") or 0), "classes": classes,
+                               "over": states_text(summary, on_policy), "reason": None, "low_confidence": low}  # fmt: skip
+    if ce["estimate"] is None:
+        meaning["reason"] = "no state could be measured"
+    elif fallback:  # the fallback's number is not a meaning: it would change with the extras installed
+        meaning.update(
+            label=NOT_MEASURED,
+            estimate=None,
+            ci95=None,
+            reason=f"the classes fell back to {partition}, not meanings (no sentence encoder installed)",
+        )
+    rv = summary.get("reward_view") or {}
+    reward: dict[str, Any] = {"label": view_label(rv.get("estimate"), rv.get("ci95"), star), "estimate": rv.get("estimate"),
+                              "ci95": rv.get("ci95"), "n_states": int(rv.get("n_states") or 0),
+                              "classes": rv.get("classes"), "over": rv.get("states"), "reason": rv.get("reason"),
+                              "low_confidence": low}  # fmt: skip
+    if reward["label"] == NOT_MEASURED and not reward["reason"]:
+        reward["reason"] = "no reward view in this summary"
+    return {"meaning": meaning, "reward": reward}
+
+
+def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float) -> str:
+    """Flags that should shrink the CI enough to exclude ε*: the half-width falls roughly as one over
+    the square root of the number of states, so ask for (half-width / distance to ε*)² times as many."""
+    half = (hi - lo) / 2
+    gap = max(abs(est - config.epsilon_star), 0.02)
+    factor = min(16, max(2, math.ceil((half / gap) ** 2)))
+    flags = [f"--states {config.states * factor}"]
+    if config.samples < 50:
+        flags.append(f"--samples {max(50, config.samples)}")
+    return " ".join(flags)
+
+
+def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
+    lo, hi = v["ci95"]
+    where = {COLLAPSED: "below", NOT_COLLAPSED: "above", INCONCLUSIVE: "contains"}[v["label"]]
+    rel = f"{where} ε* = {star:g}" if first else f"{where} ε*"
+    if v["label"] == INCONCLUSIVE:
+        rel = f"95% CI {rel}"
+    extra = f", classes by {v['classes'].split(' (')[0]}" if name == "meaning" else ""
+    return f"{name} ε̂ {v['estimate']:.3f} [{lo:.3f}, {hi:.3f}] {rel}, over {v['over']}{extra}"
+
+
+_WHERE = {"reward": "where the reward looks", "meaning": "by meaning"}
+_VARIES = {"reward": "what the reward pays varies", "meaning": "wording varies"}
+_NAMES = {"reward": "reward-view", "meaning": "meaning"}
+
+
+def _phrase(view: str, label: str) -> str:
+    if label == NOT_COLLAPSED:
+        return _VARIES[view]
+    return _WHERE[view] if label == COLLAPSED else f"inconclusive {_WHERE[view]}"
+
+
+def verdict_line(verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0) -> str:
+    """The one verdict line from the two views: the answer first, then each view's evidence.
+
+    The answer is COLLAPSED when either view is (named: "where the reward looks", "by meaning" or "in
+    both views"), else INCONCLUSIVE when either view is (with the flags to rerun with), else NOT
+    COLLAPSED; a view that is not measured says why. LOW CONFIDENCE is appended for N < 20.
+    """
+    star = config.epsilon_star
+    views = {k: verdicts[k] for k in ("reward", "meaning")}
+    if not views["meaning"].get("n_states"):
+        return f"NO RESULT: no state could be measured ({infra_failures} infrastructure failures)"
+    measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
+    if not measured:
+        why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
+        line = f"NO RESULT: no view could be measured ({why})"
+        return line + (f" [{infra_failures} states excluded: infrastructure failures]" if infra_failures else "")
+    labels = {k: v["label"] for k, v in measured.items()}
+    head = next(lab for lab in (COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED) if lab in labels.values())
+    order = sorted(measured, key=lambda k: (labels[k] != head, k != "reward"))  # the head's view first, reward first
+    ev = {k: _evidence(_NAMES[k], measured[k], star, i == 0) for i, k in enumerate(order)}
+    if len(order) == 2 and labels["reward"] == labels["meaning"]:
+        both = "in either view" if head == NOT_COLLAPSED else "in both views"
+        where = _VARIES if head == NOT_COLLAPSED else _WHERE
+        line = f"{head} {both}: {where['reward']} ({ev['reward']}) and {where['meaning']} ({ev['meaning']})"
+    else:
+        first = order[0]
+        sep = ": " if head == NOT_COLLAPSED else " "
+        line = f"{head}{sep}{(_VARIES if head == NOT_COLLAPSED else _WHERE)[first]} ({ev[first]})"
+        if len(order) == 2:
+            other = order[1]
+            joint = " although " if head == COLLAPSED and labels[other] == NOT_COLLAPSED else "; "
+            line += f"{joint}{_phrase(other, labels[other])} ({ev[other]})"
+            if first == "reward" and head == COLLAPSED and labels[other] == NOT_COLLAPSED:
+                line += ": the variety reaches the policy as no reward signal (Lemma 3.3)"
+    for k, v in views.items():
+        if v["label"] == NOT_MEASURED:
+            line += f"; {k} view not measured: {v['reason']}"
+    inconclusive = [v for v in measured.values() if v["label"] == INCONCLUSIVE]
+    if inconclusive:
+        flags = [_rerun_flags(config, v["estimate"], *v["ci95"]) for v in inconclusive]
+        line += f"; sample more states or responses: rerun with {max(flags, key=lambda f: int(f.split()[1]))}"
+    line += f"; N = {config.samples} replies per state"
+    if any(v.get("low_confidence") for v in measured.values()):
+        line += f" [LOW CONFIDENCE: N = {config.samples} < 20 responses per state; ε̂ is biased towards collapsed]"
+    if infra_failures:
+        line += f" [{infra_failures} states excluded: infrastructure failures]"
+    return line
+
+
+def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
+            policy: bool | None = None) -> str:  # fmt: skip
+    """One line a newcomer can act on: the answer in both views, the evidence and, when INCONCLUSIVE,
+    the flags to rerun with (:func:`audit_verdicts`, :func:`verdict_line`).
+
+    Args:
+        summary: the ``summary`` block.
+        config: the audit configuration.
+        partition: the partition used (default: the one asked for).
+        policy: the states are on-policy turns (default: ``config.policy`` is set).
+    """
+    verdicts = audit_verdicts(summary, config, partition=partition, policy=policy)
+    return verdict_line(verdicts, config, summary.get("infra_failures") or 0)

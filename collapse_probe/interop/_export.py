@@ -1,0 +1,134 @@
+"""``export``: a finished run directory as an inspect eval log, parquet tables or a Hugging Face dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.errors import ConfigError, require
+
+FORMATS = ("inspect", "parquet", "hf")
+SCHEMA_FILE = "schema.json"
+"""Written beside the parquet tables: each table's columns, their Arrow types and the JSON columns."""
+
+
+def _check_out_dir(out: Path, what: str) -> None:
+    """An export never writes over another export or a run: a non-empty directory is refused."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a directory; {what} is written to a directory")
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: directory is not empty; export to a new directory (nothing is overwritten)")
+
+
+def export_parquet(run: Any, out: str | Path) -> list[Path]:
+    """One parquet file per table (``conversations.parquet``, ...) and ``schema.json`` in ``out``."""
+    require("pyarrow", "parquet", "export --to parquet")
+    import pyarrow.parquet as pq
+
+    from collapse_probe.interop._tables import json_columns, run_tables
+
+    tables = run_tables(run)
+    p = Path(out)
+    _check_out_dir(p, "parquet")
+    p.mkdir(parents=True, exist_ok=True)
+    written = []
+    schema: dict[str, Any] = {}
+    for name, table in tables.items():
+        f = p / f"{name}.parquet"
+        pq.write_table(table, str(f))
+        written.append(f)
+        schema[name] = {
+            "rows": table.num_rows,
+            "columns": {fld.name: str(fld.type) for fld in table.schema},
+            "json_columns": json_columns(table.schema),
+        }
+    (p / SCHEMA_FILE).write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
+    written.append(p / SCHEMA_FILE)
+    return written
+
+
+def hf_dataset(run: Any) -> Any:
+    """The run's tables as a ``datasets.DatasetDict``, one split per table."""
+    datasets = require("datasets", "hf", "export --to hf")
+    from collapse_probe.interop._tables import run_tables
+
+    return datasets.DatasetDict(
+        {name: datasets.Dataset(datasets.table.InMemoryTable(t)) for name, t in run_tables(run).items()}
+    )
+
+
+def export_hf(run: Any, out: str | Path, push_to_hub: str | None = None, progress: bool = True) -> list[Path]:
+    """Save the run's tables as a Hugging Face ``DatasetDict`` in ``out`` (``datasets.load_from_disk``
+    reads it); with ``push_to_hub`` also push each table to that Hub repository as a configuration of
+    the same name (needs a token: ``$HF_TOKEN`` or ``huggingface-cli login``; never in tests)."""
+    dd = hf_dataset(run)
+    p = Path(out)
+    _check_out_dir(p, "a Hugging Face dataset")
+    if not progress:
+        import datasets
+
+        datasets.disable_progress_bars()
+    dd.save_to_disk(str(p))
+    if push_to_hub:
+        _push(dd, push_to_hub)
+    return [p]
+
+
+def _push(dd: Any, repo: str) -> None:
+    """Push each table as a configuration of ``repo``; the token comes from the environment or the
+    Hugging Face login, is never printed, and a missing one is one error line."""
+    from huggingface_hub import get_token
+
+    if not (os.environ.get("HF_TOKEN") or get_token()):
+        raise ConfigError(
+            f"--push-to-hub {repo}: no Hugging Face token; set $HF_TOKEN or run `huggingface-cli login` "
+            "(the dataset was saved locally)"
+        )
+    for name, ds in dd.items():
+        try:
+            ds.push_to_hub(repo, config_name=name, split="train")
+        except Exception as exc:  # the Hub's HTTP and auth errors: one line, the token never in it
+            raise ConfigError(f"--push-to-hub {repo}: pushing table {name} failed ({type(exc).__name__})") from None
+
+
+def export_run(run_dir: str | Path, to: str, out: str | Path, *, push_to_hub: str | None = None,
+               progress: bool = True) -> list[Path]:  # fmt: skip
+    """Export a finished ``play``, ``audit``, ``crossplay`` or ``train`` run.
+
+    Args:
+        run_dir: the run directory.
+        to: ``inspect`` (an eval log file ``out``), ``parquet`` (a directory of tables) or ``hf``
+            (a ``datasets`` dataset saved to the directory ``out``).
+        out: where to write.
+        push_to_hub: with ``hf``: also push to this Hub repository (``owner/name``).
+        progress: show the ``datasets`` progress bars.
+
+    Returns:
+        The files (or the dataset directory) written.
+
+    Raises:
+        ConfigError: an unknown format, a run that is not finished, or an output that exists.
+    """
+    from collapse_probe.interop._rundata import load_run_data
+
+    if to not in FORMATS:
+        raise ConfigError(f"--to must be one of {', '.join(FORMATS)}, got {to!r}")
+    if push_to_hub and to != "hf":
+        raise ConfigError(f"--push-to-hub needs --to hf, got --to {to}")
+    run = load_run_data(run_dir)
+    if Path(out).resolve() == run.path.resolve() or run.path.resolve() in Path(out).resolve().parents:
+        raise ConfigError(
+            f"--out {out}: inside the run directory {run.path}; export elsewhere (runs are never written to)"
+        )
+    if to == "inspect":
+        from collapse_probe.interop._inspect import write_inspect_log
+
+        if Path(out).exists():
+            raise ConfigError(f"--out {out}: exists; export to a new file (nothing is overwritten)")
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        return write_inspect_log(run, out)
+    if to == "parquet":
+        return export_parquet(run, out)
+    return export_hf(run, out, push_to_hub=push_to_hub, progress=progress)

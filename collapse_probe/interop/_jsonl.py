@@ -1,0 +1,130 @@
+"""A reader of conversations in JSONL: one conversation per line.
+
+Two shapes are read:
+
+- collapse-probe's own conversation records (``conversations.jsonl`` of ``play``/``crossplay``/an
+  on-policy audit, ``rollouts.jsonl`` of ``train``): ``key``, ``task_id``, ``rollout``, ``policy``,
+  ``simulator``, ``messages`` with roles ``policy``/``simulator``/``tool``, ``reward``, ``status``. A
+  resumed run may hold a conversation twice (an infrastructure failure run again): the last record of
+  a key wins, as the run itself reads it. A training run's ``step`` keeps the states of different
+  steps apart (the simulator may be trained between them).
+- generic chat records: ``messages`` with roles ``user``/``assistant``/``tool``/``system`` (the
+  simulator is ``user`` unless ``sim_role`` says ``assistant``), a task id in ``task_id`` or
+  ``task``, optional ``id``, ``trial`` (or ``rollout``/``epoch``), ``reward`` (or ``score``),
+  ``simulator``, ``policy``, ``error`` (an infrastructure failure) and ``simulator_errors``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.errors import ConfigError
+
+NATIVE_ROLES = ("policy", "simulator")
+
+
+def _role_map(sim_role: str) -> dict[str, str]:
+    other = "assistant" if sim_role == "user" else "user"
+    return {sim_role: "simulator", other: "policy", "tool": "tool", "system": "system"}
+
+
+def _number(value: Any, where: str, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    raise ConfigError(f"{where}: {name}: expected a finite number or null, got {value!r}")
+
+
+def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
+    """Read a JSONL file of conversations into a :class:`PublishedRun`.
+
+    Raises:
+        ConfigError: the file is missing or a line is not a conversation (naming the line and field).
+    """
+    from collapse_probe.interop._published import (
+        PublishedConversation,
+        PublishedMessage,
+        PublishedRun,
+        canonical_arguments,
+        file_sha256,
+    )
+    from collapse_probe.rollout import iter_jsonl
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--from {path}: no such file; expected a JSONL file of conversations")
+    by_key: dict[str, PublishedConversation] = {}
+    policies: set[str] = set()
+    simulators: set[str] = set()
+    for i, rec in enumerate(iter_jsonl(p), start=1):
+        where = f"{p}: record {i}"
+        msgs = rec.get("messages")
+        if not isinstance(msgs, list):
+            raise ConfigError(
+                f"{where}: messages: expected a list of {{role, content}} objects, got {type(msgs).__name__}"
+            )
+        task = rec.get("task_id", rec.get("task"))
+        if task is None or isinstance(task, dict | list):
+            raise ConfigError(f"{where}: task_id: expected the task's id (a string or number), got {task!r}")
+        native = any(isinstance(m, dict) and m.get("role") in NATIVE_ROLES for m in msgs)
+        roles = {r: r for r in (*NATIVE_ROLES, "tool", "system")} if native else _role_map(sim_role)
+        messages = []
+        for j, m in enumerate(msgs):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise ConfigError(f"{where}: messages[{j}]: expected an object with a string 'role'")
+            content = m.get("content")
+            if content is not None and not isinstance(content, str):
+                raise ConfigError(
+                    f"{where}: messages[{j}].content: expected a string or null, got {type(content).__name__}"
+                )
+            calls = tuple(
+                (str(c.get("name")), canonical_arguments(c.get("arguments", {})))
+                for c in (m.get("tool_calls") or [])
+                if isinstance(c, dict)
+            )
+            meta: dict[str, Any] = m["meta"] if isinstance(m.get("meta"), dict) else {}
+            role = str(roles.get(m["role"], m["role"]))
+            messages.append(PublishedMessage(role, content or "", calls, meta))
+        status = rec.get("status")
+        infra = rec.get("infra_error") or rec.get("error") or ("infra_error" if status == "infra_error" else None)
+        trial = rec.get("rollout", rec.get("trial", rec.get("epoch")))
+        flags = rec.get("simulator_errors")
+        errors = (
+            [e if isinstance(e, dict) else {"flag": str(e), "critical": False} for e in flags]
+            if isinstance(flags, list)
+            else ([{"flag": "simulator_errors", "critical": False}] if flags is True else [])
+        )
+        group = tuple(f"{k}={rec[k]}" for k in ("step", "persona_id") if rec.get(k) is not None)
+        key = str(rec.get("key") or rec.get("id") or f"line-{i}")
+        if rec.get("step") is not None:
+            key = f"step-{rec['step']}|{key}"  # a training run reuses conversation keys at every step
+        conv = PublishedConversation(
+            conversation_id=key,
+            task_id=str(task),
+            messages=messages,
+            trial=int(trial) if isinstance(trial, int) and not isinstance(trial, bool) else None,
+            reward=None if infra else _number(rec.get("reward", rec.get("score")), where, "reward"),
+            infra_error=str(infra) if infra else None,
+            simulator_errors=errors,
+            policy=str(rec["policy"]) if rec.get("policy") is not None else None,
+            simulator=str(rec["simulator"]) if rec.get("simulator") is not None else None,
+            group=group,
+        )
+        by_key[key] = conv  # the last record of a conversation wins (a resumed run's retry), at the first's place
+        if conv.policy:
+            policies.add(conv.policy)
+        if conv.simulator:
+            simulators.add(conv.simulator)
+    return PublishedRun(
+        conversations=list(by_key.values()),
+        format="jsonl",
+        path=str(p),
+        sha256=file_sha256(str(p)),
+        policy=next(iter(policies)) if len(policies) == 1 else None,
+        simulator=next(iter(simulators)) if len(simulators) == 1 else None,
+    )

@@ -1,0 +1,677 @@
+"""The live collapse monitor: per training step, how collapsed the simulator is on the states the
+rollouts visit, and whether the policy is collapsing onto its mode.
+
+At a fraction of the simulator's turns the monitor *shadow-samples* N − 1 extra replies to the same
+state (:mod:`~collapse_probe.monitor._shadow`); with the training reply they are N draws from
+φ(·|s, a^π) at a state the training rollouts actually visit (Definition 3.1). Per step it reports
+
+- the mean collapse error ε̂ over the shadowed states with its bias-aware interval, in two views:
+  meaning classes (the audit's partition) and reward classes (what the reward pays for);
+- the response entropy (Chao–Wang–Jost, nats) of those states;
+- ε̄_H, the accumulated collapse error along the step's rollouts, Σ_t P(turn t reached) · E[ε | turn t]
+  (turns stratified: every visited simulator turn has the same chance of being shadowed);
+- the simulator-side share of reward variance at the shadowed states (Lemma 3.3: the N replies of
+  one state share the agent's prefix, so their reward variance is the simulator's);
+- the zero-std group share and the mean train reward of the step's groups;
+- the policy's strategy entropy over its own messages;
+
+and two alarms: **collapse** — the ε interval of a view lies entirely below ε*; **strategy entropy** —
+over the last ``entropy_window`` steps the policy's strategy entropy fell by ``entropy_drop`` (relative)
+while mean train reward rose by ``reward_rise`` (the policy is exploiting the simulator's mode).
+
+One code path for every trainer: adapters (TRL, verl, OpenRLHF, ART, our own) wrap the simulator
+with :meth:`CollapseMonitor.wrap`, report turns (:meth:`CollapseMonitor.on_turn` for the rollout
+engine, :func:`~collapse_probe.monitor.play_simulator_turns` for arenas driven turn by turn,
+:meth:`CollapseMonitor.record_turn` for anything else) and close each step with
+:meth:`CollapseMonitor.end_step`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collapse_probe._sync import run_sync
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import GenerationRequest, derive_seed
+from collapse_probe.monitor._config import MonitorConfig
+from collapse_probe.monitor._rng import rng_isolated
+from collapse_probe.monitor._shadow import CallableSimulator, ShadowSimulator, shadow_request
+from collapse_probe.monitor._views import meaning_partition, reward_view_for, strategy_partition
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = "collapse-probe/monitor/v1"
+MONITOR_ROWS = "monitor.jsonl"
+
+AlarmCallback = Callable[[dict[str, Any], "CollapseMonitor"], None]
+"""``callback(alarm, monitor)``: called once per alarm, e.g. to switch the simulator to Verbalized
+Sampling or add a population member before the next step."""
+
+
+@dataclass
+class ShadowState:
+    """One shadowed simulator state: the training reply and the shadow replies (N in all)."""
+
+    rollout: str
+    turn: int
+    """Index of this simulator turn within its rollout (0 = the simulator's first reply)."""
+    texts: list[str]
+    """The training reply first, then the shadow replies."""
+    context: Any = None
+    """The conversation before the reply (an :class:`~collapse_probe.benchmarks.Episode`), for the reward view."""
+
+
+@dataclass
+class _Step:
+    states: list[ShadowState] = field(default_factory=list)
+    turns: dict[str, int] = field(default_factory=dict)
+    """rollout -> simulator turns seen this step (shadowed or not)."""
+    policy_texts: dict[str, str] = field(default_factory=dict)
+    """rollout -> the policy's first message (its strategy), from the rollout engine's turns."""
+    shadow_failures: int = 0
+    empty_replies: int = 0
+    rewards: list[float | None] = field(default_factory=list)
+    groups: list[Hashable | None] = field(default_factory=list)
+    results_texts: list[str] = field(default_factory=list)
+
+
+def _interval_dict(iv: Any) -> dict[str, Any]:
+    return {
+        "estimate": iv.estimate,
+        "ci95": list(iv.ci95),
+        "plugin": iv.plugin,
+        "n_states": iv.n_states,
+        "n": iv.n,
+        "low_confidence": iv.low_confidence,
+    }
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+class CollapseMonitor:
+    """Measures simulator collapse live during RL training (see the module docstring).
+
+    Args:
+        config: what to measure and when to alarm (:class:`MonitorConfig`; keyword fields also accepted
+            as ``CollapseMonitor(shadow_fraction=0.2, ...)``).
+        arena: the benchmark (for the meaning key, the decision labels and the reward view); optional.
+        out: run directory for ``monitor.jsonl`` (one row per step), ``config.json`` and ``report.html``.
+        reward_view: a :class:`~collapse_probe.monitor.RewardView` or ``fn(context, text) -> float | None``;
+            default: the arena's reward (``None`` without an arena: no reward view).
+        on_alarm: optional :data:`AlarmCallback`.
+        partitioner: a ready partitioner for the meaning view (overrides ``config.partition``).
+        spool: a directory shared by the processes of one training run (trainers whose rollouts run in
+            worker processes, as verl's agent loops and OpenRLHF's rollout actors do). A ``worker``
+            monitor appends every turn and result it records there instead of keeping it; the
+            trainer-side monitor takes everything spooled when it closes a step.
+        worker: record into ``spool`` (requires it); a worker never closes steps.
+    """
+
+    def __init__(
+        self,
+        config: MonitorConfig | None = None,
+        *,
+        arena: Any = None,
+        out: str | Path | None = None,
+        reward_view: Any = None,
+        on_alarm: AlarmCallback | None = None,
+        partitioner: Any = None,
+        spool: str | Path | None = None,
+        worker: bool = False,
+        **fields: Any,
+    ) -> None:
+        if config is None:
+            unknown = sorted(set(fields) - set(MonitorConfig.__dataclass_fields__))
+            if unknown:
+                raise ConfigError(f"CollapseMonitor got unknown option(s) {unknown}; see MonitorConfig")
+            config = MonitorConfig(**fields)
+        elif fields:
+            raise ConfigError("pass either a MonitorConfig or its fields as keywords, not both")
+        self.config = config.validate()
+        if worker and spool is None:
+            raise ConfigError("a worker monitor needs spool= (the directory the trainer-side monitor reads)")
+        self.spool = Path(spool) if spool is not None else None
+        self.worker = worker
+        self.arena = arena
+        self.out = Path(out) if out is not None else None
+        self.reward_view = reward_view_for(arena, reward_view)
+        self.on_alarm = on_alarm
+        self._partitioner = partitioner
+        self.partition_, self.notice_ = (
+            ("custom", None) if partitioner is not None else meaning_partition(config.partition, arena)
+        )
+        self.strategy_partition_ = strategy_partition(config.strategy_partition)
+        self._strategy_partitioner: Any = None
+        self._rng = random.Random(derive_seed(config.seed, 0x5AD0))
+        self._phase = self._rng.random()
+        """Systematic sampling of turns: a turn is shadowed when the running sum of the fraction crosses an integer."""
+        self._shadow_counter = 0
+        self._step = _Step()
+        self.rows_: list[dict[str, Any]] = []
+        """Every row written so far (this process), in step order."""
+        self.alarms_: list[dict[str, Any]] = []
+        self._trackers: list[Any] | None = None
+        self._run_dir: Any = None
+        self._closed = False
+        self._shadowers: list[ShadowSimulator] = []
+        """The shadow samplers made by :meth:`wrap` (where :meth:`on_turn` looks for shadow replies)."""
+        if self.notice_:
+            logger.warning(self.notice_)
+        if self.out is not None:
+            self._open_run_dir()
+
+    # ---- the simulator ------------------------------------------------------------------------
+
+    def wrap(self, simulator: Any, *, cache: bool = False, vs_k: int = 5) -> Any:
+        """The simulator with shadow sampling: give it to the trainer in place of the simulator.
+
+        Args:
+            simulator: a participant spec (``"smollm2"``, ``"vs:scripted:donor.json"``), a
+                :class:`~collapse_probe.simulators.Participant`, a :class:`~collapse_probe.models.ChatModel`,
+                or a function ``fn(messages) -> str`` (optionally taking ``seed=``).
+            cache: for a spec, serve training replies through the response cache (shadow replies have
+                their own seeds, hence their own cache keys).
+            vs_k: candidates of a ``vs:`` spec.
+
+        Returns:
+            A :class:`~collapse_probe.simulators.Participant` for a spec or a participant, else a
+            :class:`ShadowSimulator` (a ChatModel).
+        """
+        from collapse_probe.simulators import Participant, make_participant
+
+        if isinstance(simulator, str):
+            simulator = make_participant(simulator, vs_k=vs_k, cache=cache)
+        if isinstance(simulator, Participant):
+            shadow = ShadowSimulator(
+                simulator.model, self, mode=simulator.mode, vs_k=simulator.vs_k, batching=self._batching(False)
+            )
+            self._shadowers.append(shadow)
+            return Participant(simulator.label, shadow, simulator.mode, simulator.vs_k)
+        if hasattr(simulator, "generate") and hasattr(simulator, "spec"):
+            shadow = ShadowSimulator(simulator, self, batching=self._batching(False))
+        elif callable(simulator):
+            shadow = ShadowSimulator(CallableSimulator(simulator), self, batching=self._batching(True))
+        else:
+            raise ConfigError(
+                f"monitor.wrap: expected a model spec, a Participant, a ChatModel or a function (messages) -> str, got {type(simulator).__name__}"
+            )
+        self._shadowers.append(shadow)
+        return shadow
+
+    def _batching(self, is_callable: bool) -> str:
+        if self.config.batching != "auto":
+            return self.config.batching
+        return "separate" if is_callable else "joint"
+
+    def _pick_turns(self, n: int) -> list[int]:
+        """Indices of the ``n`` simulator turns of one call to shadow (systematic sampling)."""
+        picks = []
+        f = self.config.shadow_fraction
+        for i in range(n):
+            self._phase += f
+            if self._phase >= 1.0:
+                self._phase -= 1.0
+                picks.append(i)
+        return picks
+
+    def _shadow_request(self, request: GenerationRequest) -> GenerationRequest:
+        self._shadow_counter += 1
+        seed = derive_seed(derive_seed(self.config.seed, 0x5EED), self._shadow_counter)
+        return shadow_request(request, self.config.shadow_samples - 1, seed)
+
+    # ---- recording turns ----------------------------------------------------------------------
+
+    def record_turn(
+        self,
+        rollout: str,
+        reply: str,
+        shadows: Sequence[str] | None = None,
+        *,
+        context: Any = None,
+        turn: int | None = None,
+        failed: bool = False,
+    ) -> None:
+        """Record one simulator turn of the current step.
+
+        Args:
+            rollout: the rollout (conversation) it belongs to.
+            reply: the training reply.
+            shadows: the shadow replies at this state (``None``: the turn was not shadowed).
+            context: the conversation before the reply (an Episode), for the reward view; kept as given,
+                so pass a snapshot (the rollout engine and :func:`play_simulator_turns` do).
+            turn: the turn's index among the rollout's simulator turns (default: counted here).
+            failed: the shadow call failed (counted; the state is not measured).
+        """
+        if self.worker:
+            self._spool_write("turn", (rollout, reply, shadows), {"context": context, "turn": turn, "failed": failed})
+            return
+        st = self._step
+        t = st.turns.get(rollout, 0) if turn is None else turn
+        st.turns[rollout] = max(st.turns.get(rollout, 0), t + 1)
+        if failed:
+            st.shadow_failures += 1
+            return
+        if shadows is None:
+            return
+        texts = [x for x in [reply, *shadows] if isinstance(x, str) and x.strip()]
+        st.empty_replies += 1 + len(shadows) - len(texts)
+        if len(texts) < 2:
+            st.shadow_failures += 1
+            return
+        st.states.append(ShadowState(rollout, t, [x.strip() for x in texts], context))
+
+    def record_policy(self, rollout: str, text: str) -> None:
+        """Record the policy's strategy message of a rollout (its first message)."""
+        if self.worker:
+            self._spool_write("policy", (rollout, text), {})
+            return
+        self._step.policy_texts.setdefault(rollout, text)
+
+    def record_results(
+        self,
+        rewards: Sequence[float | None],
+        *,
+        groups: Sequence[Hashable] | None = None,
+        policy_texts: Sequence[str] | None = None,
+    ) -> None:
+        """Add trajectory rewards of the current step (``None``: not scored), their groups (prompt / task),
+        and the policy's strategy messages; :meth:`end_step` uses them when not given its own."""
+        if groups is not None and len(groups) != len(rewards):
+            raise ConfigError(f"monitor record_results: {len(groups)} groups for {len(rewards)} rewards")
+        if self.worker:
+            self._spool_write("results", (list(rewards),), {"groups": groups, "policy_texts": policy_texts})
+            return
+        st = self._step
+        st.rewards.extend(rewards)
+        st.groups.extend(groups if groups is not None else [None] * len(rewards))
+        st.results_texts.extend(policy_texts or [])
+
+    def on_turn(self, event: Any) -> None:
+        """The rollout engine's ``on_turn`` hook (:class:`~collapse_probe.rollout.TurnEvent`)."""
+        key = str(event.spec.key)
+        if event.side == "policy":
+            self.record_policy(key, event.text)
+            return
+        shadowed, shadows = False, None
+        for m in self._shadowers:
+            shadowed, shadows = m.take(event.request)
+            if shadowed:
+                break
+        self._record(key, event.text, shadowed, shadows, getattr(event, "before", None))
+
+    def _record(self, key: str, reply: str, shadowed: bool, shadows: list[str] | None, before: Any) -> None:
+        if shadowed:
+            self.record_turn(key, reply, shadows, context=before, failed=shadows is None)
+        else:
+            self.record_turn(key, reply, None, context=before)
+
+    # ---- closing a step -----------------------------------------------------------------------
+
+    def end_step(
+        self,
+        step: int,
+        *,
+        rewards: Sequence[float | None] | None = None,
+        groups: Sequence[Hashable] | None = None,
+        policy_texts: Sequence[str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Close training step ``step`` (counted from 0): compute its row, check the alarms, write
+        the row to ``monitor.jsonl`` and the trackers, and start the next step. See :meth:`aend_step`."""
+        return run_sync(self.aend_step(step, rewards=rewards, groups=groups, policy_texts=policy_texts, extra=extra))
+
+    async def aend_step(
+        self,
+        step: int,
+        *,
+        rewards: Sequence[float | None] | None = None,
+        groups: Sequence[Hashable] | None = None,
+        policy_texts: Sequence[str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Async form of :meth:`end_step`.
+
+        Args:
+            step: the training step, from 0.
+            rewards: the step's trajectory rewards (``None`` for a rollout that could not be scored).
+            groups: the group (prompt / task) of each reward, for the zero-std group share.
+            policy_texts: the policy's strategy messages of the step (default: the first policy message
+                of each rollout reported through :meth:`on_turn`).
+            extra: more fields for the row (e.g. ``{"simulator": spec}``).
+        """
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ConfigError(f"monitor step must be an integer >= 0, got {step!r}")
+        if self.worker:
+            raise ConfigError("a worker monitor spools its records; close steps with the trainer-side monitor")
+        t0 = time.perf_counter()
+        self._drain_spool()
+        st, self._step = self._step, _Step()
+        if rewards is None and st.rewards:
+            rewards = st.rewards
+            groups = st.groups if all(g is not None for g in st.groups) else None
+        if policy_texts is None and st.results_texts:
+            policy_texts = st.results_texts
+        with rng_isolated():
+            row = await self._row(step, st, rewards, groups, policy_texts)
+        row["alarms"] = self._alarms(row)
+        row["monitor_seconds"] = round(time.perf_counter() - t0, 4)
+        if extra:
+            row.update(extra)
+        self._write(row)
+        for alarm in row["alarms"]:
+            logger.warning("monitor alarm at step %d: %s", step, alarm["message"])
+            if self.on_alarm is not None:
+                self.on_alarm(alarm, self)
+        return row
+
+    async def _row(
+        self,
+        step: int,
+        st: _Step,
+        rewards: Sequence[float | None] | None,
+        groups: Sequence[Hashable] | None,
+        policy_texts: Sequence[str] | None,
+    ) -> dict[str, Any]:
+        from collapse_probe.metrics import (
+            class_counts,
+            collapse_error_intervals,
+            mean_collapse_error_interval,
+            mean_entropy_interval,
+        )
+
+        c = self.config
+        states = st.states
+        n_rollouts = len(st.turns)
+        row: dict[str, Any] = {
+            "step": step,
+            "collapse_error": {"estimate": None, "ci95": None, "n_states": 0},
+            "reward_collapse_error": {"estimate": None, "ci95": None, "n_states": 0},
+            "response_entropy": None,
+            "accumulated_collapse_error": None,
+            "sim_variance_share": None,
+            "strategy_entropy": None,
+            "train_reward": None,
+            "zero_std_share": None,
+            "shadow_states": len(states),
+            "simulator_turns": sum(st.turns.values()),
+            "rollouts": n_rollouts,
+            "shadow_failures": st.shadow_failures,
+            "empty_replies": st.empty_replies,
+            "partition": self.partition_,
+            "samples_per_state": c.shadow_samples,
+        }
+        if states:
+            labels = await self._meaning().apartition_many([s.texts for s in states])
+            counts = [class_counts(lab) for lab in labels]
+            row["collapse_error"] = _interval_dict(
+                mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step)
+            )
+            ent = mean_entropy_interval(counts, level=c.level, seed=c.seed + step)
+            row["response_entropy"] = {"estimate": ent.estimate, "ci95": list(ent.ci95), "note": ent.note}
+            per_state = [iv.estimate for iv in collapse_error_intervals(counts, level=c.level, seed=c.seed + step)]
+            by_turn: dict[int, list[float]] = {}
+            for s, e in zip(states, per_state, strict=True):
+                by_turn.setdefault(s.turn, []).append(e)
+            reached = {t: sum(1 for n in st.turns.values() if n > t) for t in range(max(st.turns.values(), default=0))}
+            covered = [t for t in reached if t in by_turn]
+            row["accumulated_collapse_error"] = {
+                "estimate": float(sum(reached[t] / n_rollouts * float(np.mean(by_turn[t])) for t in covered)),
+                "turns_covered": len(covered),
+                "turns": len(reached),
+                "method": "sum over simulator turns t of P(turn t reached) x mean bias-aware ε̂ at turn t",
+            }
+            if self.reward_view is not None:
+                row["reward_collapse_error"], row["sim_variance_share"] = await self._reward_view(states, step)
+        texts = list(policy_texts) if policy_texts is not None else list(st.policy_texts.values())
+        texts = [t for t in texts if isinstance(t, str) and t.strip()]
+        if texts:
+            from collapse_probe.metrics import entropy_interval
+
+            pc = class_counts(self._strategy().partition(texts))
+            ent = entropy_interval(pc, level=c.level, seed=c.seed + step)
+            row["strategy_entropy"] = {"estimate": ent.estimate, "ci95": list(ent.ci95), "n_messages": len(texts),
+                                       "n_classes": int(pc.size), "partition": self.strategy_partition_}  # fmt: skip
+        if rewards is not None:
+            vals = [float(r) for r in rewards if r is not None and _finite(r)]
+            row["train_reward"] = float(np.mean(vals)) if vals else None
+            if groups is not None:
+                if len(groups) != len(rewards):
+                    raise ConfigError(f"monitor end_step: {len(groups)} groups for {len(rewards)} rewards")
+                by_group: dict[Hashable, list[float]] = {}
+                for g, r in zip(groups, rewards, strict=True):
+                    if r is not None and _finite(r):
+                        by_group.setdefault(g, []).append(float(r))
+                if by_group:
+                    zero = sum(1 for v in by_group.values() if len(v) < 2 or float(np.std(v)) == 0.0)
+                    row["zero_std_share"] = zero / len(by_group)
+        return row
+
+    async def _reward_view(self, states: list[ShadowState], step: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        from collapse_probe.metrics import class_counts, mean_collapse_error_interval, simulator_variance_share
+
+        assert self.reward_view is not None
+        c = self.config
+        ctx = [s.context for s in states]
+        texts = [s.texts for s in states]
+        values = await self.reward_view.values(ctx, texts)
+        classes = await self.reward_view.classes(ctx, texts, values)
+        counts, by_prefix = [], []
+        for cls, vals in zip(classes, values, strict=True):
+            if all(x is None for x in cls):
+                continue  # the reward does not read the reply at this state
+            counts.append(class_counts(["not read by the reward" if x is None else x for x in cls]))
+            v = [x for x in vals if x is not None]
+            if len(v) >= 2:
+                by_prefix.append(v)
+        view: dict[str, Any] = {"estimate": None, "ci95": None, "n_states": 0}
+        if counts:
+            view = _interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step))
+        share = None
+        if by_prefix:
+            vs = simulator_variance_share(by_prefix, n_boot=200, level=c.level, seed=c.seed + step, estimator="anova")
+            share = {"share": vs.share, "ci": list(vs.ci) if vs.ci else None, "within": vs.within, "between": vs.between,
+                     "total": vs.total, "n_states": vs.n_prefixes, "note": vs.note}  # fmt: skip
+        return view, share
+
+    def _meaning(self) -> Any:
+        if self._partitioner is None:
+            from collapse_probe.metrics.partitioners import partitioner_for
+
+            self._partitioner = partitioner_for(self.partition_, self.arena)
+        return self._partitioner
+
+    def _strategy(self) -> Any:
+        if self._strategy_partitioner is None:
+            from collapse_probe.metrics.partitioners import get_partitioner
+
+            self._strategy_partitioner = get_partitioner(self.strategy_partition_)
+        return self._strategy_partitioner
+
+    # ---- the spool (records from worker processes) --------------------------------------------
+
+    def _spool_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        import base64
+        import pickle
+        import socket
+
+        assert self.spool is not None
+        self.spool.mkdir(parents=True, exist_ok=True)
+        # pickle, not JSON: a context is an arena's Episode with arena-private state; the spool is
+        # written and read by this package on one machine for one run
+        blob = base64.b64encode(pickle.dumps((op, args, kwargs))).decode()
+        line = (json.dumps({"op": op, "data": blob}) + "\n").encode()
+        path = self.spool / f"{socket.gethostname()}-{os.getpid()}-{id(self):x}.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)  # one write per record: appends of concurrent workers never interleave
+        finally:
+            os.close(fd)
+
+    def _drain_spool(self) -> None:
+        """Replay what worker monitors spooled since the last step into this step."""
+        import base64
+        import pickle
+
+        if self.spool is None or not self.spool.is_dir():
+            return
+        for path in sorted(self.spool.glob("*.jsonl")):
+            taking = path.with_name(path.name + f".taking-{os.getpid()}")
+            try:
+                os.replace(path, taking)  # later appends start a new file
+            except FileNotFoundError:
+                continue
+            for raw in taking.read_bytes().splitlines(keepends=True):
+                if not raw.endswith(b"\n"):
+                    continue  # torn by a killed worker
+                try:
+                    op, args, kwargs = pickle.loads(base64.b64decode(json.loads(raw)["data"]))
+                except (ValueError, KeyError, pickle.UnpicklingError, EOFError):
+                    logger.warning("monitor: skipped an unreadable record in %s", path)
+                    continue
+                handlers: dict[str, Callable[..., None]] = {
+                    "turn": self.record_turn,
+                    "policy": self.record_policy,
+                    "results": self.record_results,
+                }
+                handlers[op](*args, **kwargs)
+            taking.unlink()
+
+    # ---- alarms -------------------------------------------------------------------------------
+
+    def _alarms(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        c = self.config
+        out = []
+        for view, key in (("meaning", "collapse_error"), ("reward", "reward_collapse_error")):
+            ci = (row.get(key) or {}).get("ci95")
+            if view in c.alarm_views and ci and ci[1] < c.epsilon_star:
+                out.append({
+                    "kind": "collapse",
+                    "view": view,
+                    "step": row["step"],
+                    "value": ci[1],
+                    "threshold": c.epsilon_star,
+                    "message": f"simulator collapsed ({view} view): ε̂ = {row[key]['estimate']:.3f}, {int(c.level * 100)}% CI "
+                               f"[{ci[0]:.3f}, {ci[1]:.3f}] lies below ε* = {c.epsilon_star:g} over {row[key]['n_states']} "
+                               "shadowed states",
+                })  # fmt: skip
+        history = [*self.rows_, row][-c.entropy_window :]
+        ent = [(r.get("strategy_entropy") or {}).get("estimate") for r in history]
+        rew = [r.get("train_reward") for r in history]
+        if len(history) == c.entropy_window and all(_finite(x) for x in ent + rew):
+            half = c.entropy_window // 2
+            ent_f, rew_f = [float(x) for x in ent if x is not None], [float(x) for x in rew if x is not None]
+            h0, h1 = float(np.mean(ent_f[:half])), float(np.mean(ent_f[-half:]))
+            r0, r1 = float(np.mean(rew_f[:half])), float(np.mean(rew_f[-half:]))
+            # the fall must also clear the sampling noise: the later steps' intervals lie below the earlier ones'
+            lo0 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h0, h0])[0] for r in history[:half]]))
+            hi1 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]))
+            if h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and hi1 < lo0 and r1 - r0 >= c.reward_rise:
+                out.append({
+                    "kind": "strategy_entropy",
+                    "step": row["step"],
+                    "value": h1 / h0,
+                    "threshold": 1 - c.entropy_drop,
+                    "message": f"the policy's strategy entropy fell from {h0:.3f} to {h1:.3f} nats while train reward rose "
+                               f"from {r0:.3f} to {r1:.3f} over the last {c.entropy_window} steps: it is exploiting the "
+                               "simulator's mode",
+                })  # fmt: skip
+        self.alarms_.extend(out)
+        return out
+
+    # ---- output -------------------------------------------------------------------------------
+
+    def scalars(self, row: dict[str, Any]) -> dict[str, float]:
+        """The row's numbers as flat ``collapse/…`` scalars (what trackers and trainers' logs get)."""
+        p = self.config.prefix
+        out: dict[str, float] = {}
+
+        def put(name: str, v: Any) -> None:
+            if _finite(v):
+                out[p + name] = float(v)
+
+        for name, key in (("epsilon", "collapse_error"), ("reward_epsilon", "reward_collapse_error")):
+            d = row.get(key) or {}
+            put(name, d.get("estimate"))
+            if d.get("ci95"):
+                put(name + "_lo", d["ci95"][0])
+                put(name + "_hi", d["ci95"][1])
+        put("response_entropy", (row.get("response_entropy") or {}).get("estimate"))
+        put("strategy_entropy", (row.get("strategy_entropy") or {}).get("estimate"))
+        put("accumulated_epsilon", (row.get("accumulated_collapse_error") or {}).get("estimate"))
+        put("sim_variance_share", (row.get("sim_variance_share") or {}).get("share"))
+        put("zero_std_share", row.get("zero_std_share"))
+        put("train_reward", row.get("train_reward"))
+        put("shadow_states", row.get("shadow_states"))
+        put("alarms", len(row.get("alarms", [])))
+        return out
+
+    def _open_run_dir(self) -> None:
+        from collapse_probe.rollout import RunDir
+
+        assert self.out is not None
+        self._run_dir = RunDir(self.out)
+        record = {"schema": SCHEMA, "monitor": self.config.to_dict(), "partition": self.partition_,
+                  "strategy_partition": self.strategy_partition_, "benchmark": getattr(self.arena, "name", None)}  # fmt: skip
+        self._run_dir.create(record, kind="monitor")
+        self._run_dir.write_config()
+        path = self.out / MONITOR_ROWS
+        if path.exists():
+            self._run_dir.repair(MONITOR_ROWS)
+            self.rows_ = sorted(self._run_dir.read_jsonl(MONITOR_ROWS), key=lambda r: int(r.get("step", 0)))
+
+    def _write(self, row: dict[str, Any]) -> None:
+        if self.rows_ and int(self.rows_[-1]["step"]) >= row["step"]:
+            # a resumed run repeats steps after its last checkpoint: its new rows replace the old ones
+            self.rows_ = [r for r in self.rows_ if int(r["step"]) < row["step"]]
+            if self._run_dir is not None:
+                self._rewrite_rows()
+        self.rows_.append(row)
+        if self._run_dir is not None:
+            self._run_dir.append_jsonl(MONITOR_ROWS, row)
+        scalars = self.scalars(row)
+        if self.config.trackers:
+            if self._trackers is None:
+                from collapse_probe.monitor._trackers import open_trackers
+
+                self._trackers = open_trackers(self.config.trackers, self.out, self.config.to_dict())
+            for t in self._trackers:
+                t.log(scalars, row["step"])
+
+    def _rewrite_rows(self) -> None:
+        assert self.out is not None
+        p = self.out / MONITOR_ROWS
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rows_), encoding="utf-8")
+        os.replace(tmp, p)
+
+    def write_report(self) -> Path | None:
+        """Write ``report.html`` in the run directory from the rows so far (``None`` without one)."""
+        if self.out is None:
+            return None
+        from collapse_probe.monitor._report import write_monitor_report
+
+        return write_monitor_report(self.rows_, self.out / "report.html", config=self.config)
+
+    def close(self) -> None:
+        """Write the report, close the trackers and release the run directory (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.write_report()
+        for t in self._trackers or []:
+            t.close()
+        if self._run_dir is not None:
+            self._run_dir.release()

@@ -1,0 +1,118 @@
+"""OpenRLHF adapter: the collapse monitor inside OpenRLHF's multi-turn agent API.
+
+OpenRLHF (``--agent_func_path agent.py``) imports ``AgentInstance`` and ``AgentExecutor`` from the
+given file and runs them inside its rollout actors; what a step returns under ``extra_logs`` is
+averaged into the trainer's logged metrics. :func:`agent_classes` builds both::
+
+    # agent.py
+    from collapse_probe.monitor.openrlhf import agent_classes
+    AgentInstance, AgentExecutor = agent_classes(sim="smollm2", benchmark="p4g", rollouts_per_step=256,
+                                                 out="runs/openrlhf-monitor", monitor={"shadow_fraction": 0.1})
+
+The dataset's ``label`` is the task id. Each ``step`` plays the policy's action as its turn, lets the
+simulator answer (shadow-sampled), and returns the reply as the environment feedback, the arena's reward
+when the conversation ends, and ``extra_logs`` with the monitor's latest ``collapse/…`` figures. A rollout
+actor does not know OpenRLHF's training step, so each actor's monitor closes a step after every
+``rollouts_per_step`` finished rollouts (set it to the rollout batch size × samples per prompt) and writes
+its rows to ``out/actor-<pid>/monitor.jsonl``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.errors import ConfigError, require
+from collapse_probe.models import derive_seed
+from collapse_probe.monitor._config import MonitorConfig
+from collapse_probe.monitor._core import CollapseMonitor
+from collapse_probe.monitor._play import play_policy_turn
+from collapse_probe.rollout import hash_str
+
+
+class ArenaSession:
+    """The framework-free half: one process's arena, monitored simulator and step counting."""
+
+    def __init__(self, *, sim: str, benchmark: str = "p4g", rollouts_per_step: int, out: str | Path | None = None,
+                 monitor: dict[str, Any] | None = None, max_turns: int | None = None, seed: int = 0,
+                 feedback: str = "\n{reply}\n") -> None:  # fmt: skip
+        from collapse_probe.runspec import ArenaSpec
+
+        if isinstance(rollouts_per_step, bool) or not isinstance(rollouts_per_step, int) or rollouts_per_step < 1:
+            raise ConfigError(f"rollouts_per_step must be an integer >= 1, got {rollouts_per_step!r}")
+        self.arena = ArenaSpec(benchmark=benchmark, max_turns=max_turns).build([sim])
+        self.by_id = {str(t.task_id): t for t in self.arena.load_tasks(None, seed=seed)}
+        where = Path(out) / f"actor-{os.getpid()}" if out is not None else None
+        self.monitor = CollapseMonitor(MonitorConfig(**dict(monitor or {})), arena=self.arena, out=where)
+        self.simulator = self.monitor.wrap(sim)
+        self.rollouts_per_step = rollouts_per_step
+        self.seed = seed
+        self.feedback = feedback
+        self.finished = 0
+        self.step = 0
+        self.scalars: dict[str, float] = {}
+        """The ``collapse/…`` figures of the last closed step (what every sample's ``extra_logs`` carries)."""
+
+    def new_episode(self, label: Any, key: str) -> Any:
+        if str(label) not in self.by_id:
+            raise ConfigError(f"label {label!r} is not a task id of benchmark {self.arena.name}")
+        return self.arena.new_episode(self.by_id[str(label)], derive_seed(self.seed, hash_str(key)))
+
+    async def turn(self, episode: Any, key: str, action: str) -> tuple[str, float | None, bool]:
+        """Play ``action`` as the policy's turn; return ``(feedback, reward or None, done)``."""
+        reply = await play_policy_turn(self.arena, episode, self.simulator, action, key=key)
+        if reply is None:
+            return "", None, True
+        if not episode.done:
+            return self.feedback.format(reply=reply), None, False
+        reward = None if episode.status == "infra_error" else (await self.arena.score([episode]))[0].reward
+        first = next((m["content"] for m in episode.messages if m["role"] == "policy"), None)
+        self.monitor.record_results([reward], groups=[episode.task.task_id], policy_texts=[first] if first else None)
+        self.finished += 1
+        if self.finished % self.rollouts_per_step == 0:
+            row = await self.monitor.aend_step(self.step)
+            self.scalars = self.monitor.scalars(row)
+            self.step += 1
+        return self.feedback.format(reply=reply), reward, True
+
+
+def agent_classes(**session: Any) -> tuple[type, type]:
+    """``(AgentInstance, AgentExecutor)`` for OpenRLHF's ``--agent_func_path`` (see the module docstring);
+    keyword arguments go to :class:`ArenaSession` (built once per rollout actor, on first use)."""
+    torch = require("torch", "openrlhf", "the OpenRLHF agent")
+    agent = require("openrlhf.utils.agent", "openrlhf", "the OpenRLHF agent", package="openrlhf")
+    base_instance: Any = agent.AgentInstanceBase
+    base_executor: Any = agent.MultiTurnAgentExecutor
+    holder: dict[str, ArenaSession] = {}
+
+    def current() -> ArenaSession:
+        if "s" not in holder:
+            holder["s"] = ArenaSession(**session)
+        return holder["s"]
+
+    class AgentInstance(base_instance):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.session = current()
+            self.episode: Any = None
+            self.key = ""
+
+        async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            self.key = f"{os.getpid()}:{id(self):x}:{self.session.finished}"
+            self.episode = self.session.new_episode(states.get("label"), self.key)
+            return {"observation": states["observation"]}
+
+        async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            feedback, reward, done = await self.session.turn(
+                self.episode, self.key, str(states.get("action_text") or "")
+            )
+            r = torch.tensor(0.0 if reward is None else float(reward))
+            logs = {k: torch.tensor(v) for k, v in self.session.scalars.items()}
+            return {"rewards": r, "scores": r, "environment_feedback": feedback, "done": done,
+                    "sampling_params": states.get("sampling_params"), "extra_logs": logs}  # fmt: skip
+
+    class AgentExecutor(base_executor):
+        def __init__(self) -> None:
+            super().__init__(AgentInstance)
+
+    return AgentInstance, AgentExecutor

