@@ -73,3 +73,6 @@ def test_nearly_all_distinct_replies_reach_the_top_and_bound_entropy_from_below_
     assert s["effective_modes_lower_bound_only"] and 1 < s["effective_modes_lower_bound"] <= 20  # capped at N
     out = capsys.readouterr().out
     assert "no upper bound" in out and "at least" in out
+    # the records with an open upper end are read back on resume, not rejected as damaged
+    again = _headline(write_scripted([(f"reply number {i}", 0.001) for i in range(1000)]), tmp_path / "run", 2, 20, 0)
+    assert again["summary"]["entropy"]["ci95"] == ent["ci95"]
