@@ -1,30 +1,40 @@
-"""Embedded-model decoding: one batched call vs the same requests one at a time.
+"""Embedded-model decoding: one batched call, the same requests one at a time, and llama.cpp.
 
-Generates the same ``--prompts`` seeded requests (``--max-tokens`` new tokens each) two ways with the
-local torch backend and prints the generated tokens per second of both and their ratio:
+Generates the same ``--prompts`` seeded requests (``--max-tokens`` new tokens each) with the local
+torch backend two ways, and with llama.cpp on the same GGUF, and prints the generated tokens per
+second of each and their ratios, all measured in one run:
 
-1. ``batched`` — one ``generate`` call with every request, decoded as one micro-batch of up to
+1. ``batched`` -- one ``generate`` call with every request, decoded as one micro-batch of up to
    ``--batch`` rows (one forward pass per decoding step for all rows);
-2. ``sequential`` — one ``generate`` call per request (batch 1).
+2. ``sequential`` -- one ``generate`` call per request (batch 1);
+3. ``llama.cpp`` -- ``llama-cpp-python`` (when installed) on the embedded model's own GGUF, one
+   request at a time, with the same number of threads, temperature, stop string and token budget
+   (top-k, min-p and the repetition penalty off, so it samples the plain softmax as we do).
 
-Each sample's randomness comes from its own seed, so both ways must produce the same texts; the
+Each sample's randomness comes from its own seed, so ways 1 and 2 must produce the same texts; the
 script checks it and prints how many sampling decisions were recomputed canonically (near-ties).
+The load average is printed beside the numbers: the ratios are measured in the same run, the
+absolute rates depend on what else the machine runs.
 
     python benchmarks/local_generation.py [--model local/smollm2-135m] [--prompts 32] [--max-tokens 48]
-            [--batch 32] [--temperature 1.0] [--json out.json]
+            [--batch 32] [--temperature 1.0] [--dtype float32] [--no-llama-cpp] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from collapse_probe.models import GenerationRequest, SamplingParams
-from collapse_probe.models.local import make_hf_model, make_local_model
+from collapse_probe.models.local import LOCAL_MODELS, make_hf_model, make_local_model
 
 TOPICS = [
     "why you would or would not donate to a children's charity",
@@ -44,6 +54,7 @@ TOPICS = [
     "how to save money",
     "a football match you watched",
 ]
+STOP = ("\nUser:",)
 
 
 def build_requests(n: int, max_tokens: int, temperature: float) -> list[GenerationRequest]:
@@ -53,9 +64,36 @@ def build_requests(n: int, max_tokens: int, temperature: float) -> list[Generati
         topic = TOPICS[i % len(TOPICS)]
         context = " ".join(["Please keep it natural."] * (i % 4))
         prompt = f"System: You are a friendly person in a chat. {context}\nUser: Tell me about {topic}.\nAssistant:"
-        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=1000 + i, stop=("\nUser:",))
+        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=1000 + i, stop=STOP)
         requests.append(GenerationRequest(({"role": "user", "content": prompt},), prompt=prompt, params=params))
     return requests
+
+
+def time_llama_cpp(gguf: Path, requests: list[GenerationRequest], threads: int) -> dict[str, Any]:
+    """llama.cpp on ``gguf``, one request at a time (after one warm-up request)."""
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(gguf), n_ctx=1024, n_threads=threads, n_threads_batch=threads, verbose=False)
+
+    def run(r: GenerationRequest, max_tokens: int) -> int:
+        out = llm.create_completion(
+            r.prompt or "",
+            max_tokens=max_tokens,
+            temperature=r.params.temperature,
+            top_p=r.params.top_p,
+            top_k=0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            stop=list(r.params.stop),
+            seed=r.params.seed,
+        )
+        return int(out["usage"]["completion_tokens"])
+
+    run(requests[0], 4)  # warm-up, outside the timing
+    t0 = time.perf_counter()
+    tokens = sum(run(r, r.params.max_tokens) for r in requests)
+    seconds = time.perf_counter() - t0
+    return {"tokens": tokens, "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1)}
 
 
 def main() -> None:
@@ -66,6 +104,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32, help="max rows per micro-batch in the batched run")
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--dtype", default=None, help="float32 (default for local/), bfloat16, float16")
+    ap.add_argument("--no-llama-cpp", action="store_true", help="skip the llama.cpp timing")
     ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args()
 
@@ -73,11 +113,15 @@ def main() -> None:
     factory = {"local": make_local_model, "hf": make_hf_model}.get(prefix)
     if factory is None:
         sys.exit(f"--model must be local/<name> or hf/<dir>, got {args.model!r}")
-    options = {"max_batch": args.batch}
+    options: dict[str, Any] = {"max_batch": args.batch}
     if args.device:
         options["device"] = args.device
+    if args.dtype:
+        options["dtype"] = args.dtype
     model = factory(args.model, name, **options)
     requests = build_requests(args.prompts, args.max_tokens, args.temperature)
+    torch = __import__("torch")
+    threads = torch.get_num_threads()
 
     asyncio.run(model.generate(build_requests(2, 4, args.temperature)))  # warm-up, outside the timings
 
@@ -90,39 +134,62 @@ def main() -> None:
     sequential = [asyncio.run(model.generate([r]))[0] for r in requests]
     sequential_s = time.perf_counter() - t0
 
+    llama = None
+    llama_note = ""
+    if args.no_llama_cpp:
+        llama_note = "skipped (--no-llama-cpp)"
+    elif prefix != "local":
+        llama_note = "skipped: llama.cpp needs the GGUF of an embedded local/ model"
+    elif importlib.util.find_spec("llama_cpp") is None:
+        llama_note = "skipped: llama-cpp-python is not installed (pip install -e '.[bench]')"
+    else:
+        with tempfile.TemporaryDirectory() as scratch:
+            gguf = LOCAL_MODELS[name].gguf(Path(scratch))
+            llama = time_llama_cpp(gguf, requests, threads)
+
     for res in batched + sequential:
         if not res.ok:
             sys.exit(f"generation failed: {res.error}")
     tokens_b = sum(c.n_tokens or 0 for r in batched for c in r.completions)
     tokens_s = sum(c.n_tokens or 0 for r in sequential for c in r.completions)
     same = sum(a.completions[0].text == b.completions[0].text for a, b in zip(batched, sequential, strict=True))
-    numbers = {
+    rate_b, rate_s = tokens_b / batched_s, tokens_s / sequential_s
+    numbers: dict[str, Any] = {
         "model": args.model,
+        "dtype": str(next(model.model.parameters()).dtype).removeprefix("torch."),
         "prompts": args.prompts,
         "max_tokens": args.max_tokens,
         "batch": args.batch,
-        "torch_threads": __import__("torch").get_num_threads(),
+        "torch_threads": threads,
         "load_average_1m": os.getloadavg()[0],
         "batched_tokens": tokens_b,
         "batched_seconds": round(batched_s, 2),
-        "batched_tokens_per_s": round(tokens_b / batched_s, 1),
+        "batched_tokens_per_s": round(rate_b, 1),
         "sequential_tokens": tokens_s,
         "sequential_seconds": round(sequential_s, 2),
-        "sequential_tokens_per_s": round(tokens_s / sequential_s, 1),
-        "speedup": round((tokens_b / batched_s) / (tokens_s / sequential_s), 2),
+        "sequential_tokens_per_s": round(rate_s, 1),
+        "speedup": round(rate_b / rate_s, 2),
         "identical_texts": f"{same}/{len(requests)}",
         "canonical_recomputes": model.canonical_recomputes_,
         "canonical_recomputes_batched": recomputes_batched,
+        "llama_cpp": llama,
     }
-    print(f"model {args.model}: {args.prompts} prompts x {args.max_tokens} max tokens, "
-          f"{numbers['torch_threads']} torch threads, load average {numbers['load_average_1m']:.1f}")  # fmt: skip
-    print(
-        f"  batched (batch {args.batch}):  {tokens_b:5d} tokens in {batched_s:7.2f} s = {numbers['batched_tokens_per_s']:8.1f} tok/s"
-    )
-    print(
-        f"  sequential (batch 1): {tokens_s:5d} tokens in {sequential_s:7.2f} s = {numbers['sequential_tokens_per_s']:8.1f} tok/s"
-    )
+    if llama is not None:
+        numbers["batched_vs_llama_cpp"] = round(rate_b / llama["tokens_per_s"], 2)
+        numbers["sequential_vs_llama_cpp"] = round(rate_s / llama["tokens_per_s"], 2)
+    print(f"model {args.model} ({numbers['dtype']}): {args.prompts} prompts x {args.max_tokens} max tokens, "
+          f"T = {args.temperature:g}, {threads} threads, load average {numbers['load_average_1m']:.1f}")  # fmt: skip
+    print(f"  batched (batch {args.batch}):  {tokens_b:5d} tokens in {batched_s:7.2f} s = {rate_b:8.1f} tok/s")
+    print(f"  sequential (batch 1): {tokens_s:5d} tokens in {sequential_s:7.2f} s = {rate_s:8.1f} tok/s")
+    if llama is not None:
+        print(f"  llama.cpp (1 at a time): {llama['tokens']:5d} tokens in {llama['seconds']:7.2f} s = "
+              f"{llama['tokens_per_s']:8.1f} tok/s")  # fmt: skip
     print(f"  ratio batched/sequential: {numbers['speedup']:.2f}x")
+    if llama is not None:
+        print(f"  ratio batched/llama.cpp: {numbers['batched_vs_llama_cpp']:.2f}x; "
+              f"sequential/llama.cpp: {numbers['sequential_vs_llama_cpp']:.2f}x")  # fmt: skip
+    else:
+        print(f"  llama.cpp: {llama_note}")
     print(
         f"  identical texts both ways: {numbers['identical_texts']}; near-tie recomputes: {numbers['canonical_recomputes']}"
     )

@@ -32,7 +32,7 @@ def datasets_dir() -> Path:
 
 
 def dataset_path(*parts: str) -> Path:
-    """A path under :func:`datasets_dir`, e.g. ``dataset_path("p4g", "personas.jsonl")``."""
+    """A path under :func:`datasets_dir`, e.g. ``dataset_path(benchmark, "personas.jsonl")``."""
     return datasets_dir().joinpath(*parts)
 
 

@@ -22,22 +22,24 @@ From the records this module computes (``results.json``, schema ``collapse-probe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
 from collapse_probe.metrics.rewards import cell_summary
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
+from collapse_probe.results import Cell
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.rollout.records import INFRA_ERROR, record_fingerprints
 from collapse_probe.runspec import ArenaSpec, arena_record
-from collapse_probe.simulators import Participant
+from collapse_probe.simulators import Participant, vs_setting
 
 SCHEMA = "collapse-probe/crossplay/v1"
 EntropyTurns = Literal["first", "all"]
@@ -56,8 +58,8 @@ class CrossplayConfig:
     train_simulator: str | None = None
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    benchmark: str = "p4g"
-    """Benchmark name (``p4g``, ``tau2-retail``, ...)."""
+    benchmark: str = DEFAULT_BENCHMARK
+    """Benchmark name (a registered benchmark, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
     tasks: int = 4
     """Number of tasks (P4G: donor personas), the same in every cell."""
     rollouts: int = 2
@@ -76,8 +78,8 @@ class CrossplayConfig:
     """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
     became analytic (MOVER-R over tasks)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Options recorded with the run; the arena options among them (``personas``, ``tau2_data``,
-    ``judge``, ``cooperbench_data``, ``partial_reward``, ``cooperbench_mode``) build the default arena (see :func:`arena_spec`)."""
+    """Options recorded with the run; the benchmark's options among them (the fields of its ``Options``
+    model, e.g. a persona file or a data directory) build the default arena (see :func:`arena_spec`)."""
 
     def validate(self) -> None:
         """Check the configuration once, at the boundary.
@@ -141,19 +143,9 @@ class CrossplayConfig:
 
 
 def arena_spec(config: CrossplayConfig) -> ArenaSpec:
-    """The run's arena: the benchmark, ``max_turns`` and the arena options in ``extra`` (``personas``,
-    ``tau2_data``, ``judge``)."""
-    extra = config.extra or {}
-    return ArenaSpec(
-        benchmark=config.benchmark,
-        max_turns=config.max_turns,
-        personas=extra.get("personas"),
-        tau2_data=extra.get("tau2_data"),
-        judge=extra.get("judge"),
-        cooperbench_data=extra.get("cooperbench_data"),
-        partial_reward=bool(extra.get("partial_reward", False)),
-        cooperbench_mode=extra.get("cooperbench_mode"),
-    )
+    """The run's arena: the benchmark, ``max_turns`` and the benchmark's options among ``extra`` (the
+    fields of its ``Options``; other entries of ``extra`` are only recorded)."""
+    return ArenaSpec.from_dict({**(config.extra or {}), "benchmark": config.benchmark, "max_turns": config.max_turns})
 
 
 def run_crossplay(config: CrossplayConfig, **kwargs: Any) -> dict[str, Any]:
@@ -188,11 +180,16 @@ async def run_crossplay_async(
         out: run directory; conversations already recorded there are not run again (resume), and
             ``results.json`` and ``report.html`` are written there.
         progress: show a progress bar.
-        vs_k: candidates per Verbalized-Sampling turn when participants are built here.
-        cache: serve samples through the response cache when participants are built here.
+        vs_k: candidates per Verbalized-Sampling turn when participants are built here. Recorded in
+            ``config.json`` (the participants' value); a resume with another value is refused, naming it.
+        cache: serve samples through the response cache when participants (or the arena) are built
+            here; give the value they were built with otherwise. Recorded
+            in ``config.json``; a run may resume with another value (cached answers are keyed on the
+            model's fingerprint and the request, so they are the answers the run would get).
         report: write ``report.html`` (needs ``out``).
         max_live: at most this many conversations in flight (``None``: the whole matrix at once). An
-            execution setting, not part of the configuration: a run may resume with another value.
+            execution setting, recorded in ``config.json``: a run may resume with another value (every
+            conversation has its own seed).
         fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
         keep_failed: on resume, keep conversations that ended in an infrastructure failure instead
             of running them again.
@@ -221,8 +218,15 @@ async def run_crossplay_async(
 
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})
-        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
-        run_dir.create(record, kind="crossplay", fingerprints=fps, fresh=fresh)
+        record = {
+            **asdict(config),
+            "arena": arena_record(arena),
+            "version": __version__,
+            "vs_k": vs_setting(participants[s] for s in labels),
+            "max_live": max_live,
+            "cache": cache,
+        }
+        run_dir.create(record, kind="crossplay", fingerprints=fps, fresh=fresh, resumable=("cache",))
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
     specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)
@@ -234,12 +238,19 @@ async def run_crossplay_async(
         run_dir=run_dir,
         retry_infra_failures=not keep_failed,
     )
-    results = crossplay_results(
-        records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+    from collapse_probe.results import CrossplayResults
+
+    typed = CrossplayResults.build(
+        {
+            **crossplay_results(
+                records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+            ),
+            "usage": usage.finish(),
+        }
     )
-    results["usage"] = usage.finish()
+    results = typed.to_json()
     if run_dir is not None:
-        run_dir.write_results(results)
+        run_dir.write_results(typed)
         if report:
             from collapse_probe.report.crossplay_plots import write_crossplay_report
 
@@ -330,12 +341,16 @@ def crossplay_results(
     }
 
 
-def task_means(cell: dict[str, Any]) -> dict[str, float]:
+CellData = Mapping[str, Any] | Cell
+"""A cell of the matrix: its JSON object or the typed :class:`~collapse_probe.results.Cell`."""
+
+
+def task_means(cell: CellData) -> dict[str, float]:
     """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
     return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
 
 
-def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
+def heldout_task_rewards(cells: Sequence[CellData]) -> dict[str, float]:
     """Per-task held-out reward: the mean over the given cells of each cell's per-task mean.
 
     Only tasks scored in every cell are kept, so each task's value weighs every simulator equally.
@@ -348,8 +363,8 @@ def heldout_task_rewards(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 
 def transfer_estimate(
-    train_cell: dict[str, Any],
-    heldout_cells: Sequence[dict[str, Any]],
+    train_cell: CellData,
+    heldout_cells: Sequence[CellData],
     *,
     level: float = 0.95,
     reward_range: tuple[float, float] | None = None,
@@ -389,7 +404,7 @@ def transfer_estimate(
     return est, info
 
 
-def conversations(cells: Sequence[dict[str, Any]], tasks: Sequence[str]) -> int:
+def conversations(cells: Sequence[CellData], tasks: Sequence[str]) -> int:
     """Scored conversations of ``tasks`` in ``cells`` (the evidence behind their per-task means)."""
     return sum(len(c["task_rewards"].get(t) or []) for c in cells for t in tasks)
 
@@ -495,7 +510,9 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read a cross-play ``results.json`` (a run directory or the file itself) and check its schema.
+    """Read a cross-play ``results.json`` (a run directory or the file itself), checked through its model.
+
+    Returns the JSON object (:func:`collapse_probe.results.load_results` returns the typed model).
 
     Raises:
         ConfigError: the file is missing, not JSON, or not a cross-play result.
@@ -525,75 +542,24 @@ def load_results(path: str | Path) -> dict[str, Any]:
 def check_results(data: dict[str, Any], where: str | Path) -> None:
     """Check the numbers of a cross-play result before anything judges them (the gate, a report).
 
-    Every cell's ``mean_reward`` is a finite number, or null exactly when the cell has no scored
-    conversation (``n`` 0); counts are whole numbers >= 0; intervals are two finite numbers or null;
-    per-task rewards are lists of finite numbers; transfer entries hold finite numbers or null. A NaN,
-    a string or a mean without conversations is a corrupt or hand-edited file, refused here rather
-    than read as a pass.
+    The file is parsed through :class:`~collapse_probe.results.CrossplayResults`
+    (:func:`~collapse_probe.results.read_crossplay` says what is refused).
 
     Raises:
         ConfigError: naming the file, the cell and the field.
     """
+    from collapse_probe.results import read_crossplay
 
-    def bad(at: str, name: str, expected: str, value: Any) -> ConfigError:
-        import reprlib
+    try:
+        read_crossplay(data, str(where))
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; the results file is corrupt or was edited: rerun the cross-play") from None
 
-        return ConfigError(
-            f"{where}: {at}: field {name!r}: expected {expected}, got {reprlib.repr(value)}; "
-            "the results file is corrupt or was edited: rerun the cross-play"
-        )
 
-    def number(v: Any) -> bool:
-        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None = None) -> str | None:
+    """The first value of a cross-play cell that cannot be read (NaN, None, a string, a mean without
+    scored conversations, a reward outside the declared range...), in one line, or ``None``: the cell
+    parsed through :class:`~collapse_probe.results.Cell`, the one check of a cell."""
+    from collapse_probe.results._crossplay import cell_problem as problem
 
-    def count(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    def interval(v: Any, partial: bool = False) -> bool:
-        ok = (lambda x: x is None or number(x)) if partial else number
-        return v is None or (isinstance(v, list) and len(v) == 2 and all(ok(x) for x in v))
-
-    def objects(field: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        items = data.get(field) if field == "cells" else data.get(field) or []
-        if not isinstance(items, list):
-            raise ConfigError(f"{where}: field {field!r}: expected a list of {what}, got {type(items).__name__}")
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConfigError(f"{where}: {field}[{i}]: expected an object, got {type(item).__name__}")
-            yield i, item
-
-    for i, c in objects("cells", "matrix cells"):
-        at = f"cells[{i}] ({c.get('policy')} vs {c.get('simulator')})"
-        for name in ("policy", "simulator"):
-            if not isinstance(c.get(name), str):
-                raise bad(at, name, "a model spec", c.get(name))
-        for name in ("n", "infra_failures"):
-            if not count(c.get(name)):
-                raise bad(at, name, "a whole number >= 0", c.get(name))
-        for name in ("n_conversations", "unscored"):
-            if name in c and not count(c[name]):
-                raise bad(at, name, "a whole number >= 0", c[name])
-        mean = c.get("mean_reward")
-        if mean is None:
-            if c["n"] != 0:
-                raise bad(at, "mean_reward", f"a finite number ({c['n']} conversations were scored)", mean)
-        elif not number(mean):
-            raise bad(at, "mean_reward", "a finite number, or null when nothing was scored", mean)
-        elif c["n"] == 0:
-            raise bad(at, "mean_reward", "null (no conversation was scored)", mean)
-        for name in ("ci95", "success_rate", "infra_rate"):
-            v = c.get(name)
-            if name == "ci95" and not interval(v):
-                raise bad(at, name, "two finite numbers or null", v)
-            if name != "ci95" and v is not None and not number(v):
-                raise bad(at, name, "a finite number or null", v)
-        tr = c.get("task_rewards", {})
-        if not isinstance(tr, dict) or not all(isinstance(v, list) and all(number(x) for x in v) for v in tr.values()):
-            raise bad(at, "task_rewards", "{task: [finite rewards]}", tr)
-    for i, t in objects("transfer", "transfer entries"):
-        at = f"transfer[{i}] ({t.get('policy')})"
-        for name in ("transfer_ratio", "train_reward", "heldout_reward"):
-            if t.get(name) is not None and not number(t[name]):
-                raise bad(at, name, "a finite number or null", t[name])
-        if not interval(t.get("ci95"), partial=True):
-            raise bad(at, "ci95", "two finite numbers (or nulls) or null", t.get("ci95"))
+    return problem(dict(c), f"cell {policy} vs {sim}", bounds)

@@ -30,17 +30,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from xml.etree import ElementTree as ET
 
 from collapse_probe.crossplay import SCHEMA, conversations, heldout_task_rewards, transfer_estimate
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.transfer import Estimate
+from collapse_probe.results import Cell, CrossplayResults, GateResults, read_crossplay
+from collapse_probe.results._crossplay import reward_outside_range
+from collapse_probe.results._gate import GATE_SCHEMA, Decision, GateCheck, Status
 
-Status = Literal["pass", "fail", "error"]
-Decision = Literal["interval", "point", "strict"]
+__all__ = ["GateCheck", "GateVerdict", "Status", "evaluate_gate", "gate_run_dir", "resolve_decision"]
+
 DECISIONS: tuple[Decision, ...] = ("interval", "point", "strict")
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
 DEFAULT_MAX_INFRA_RATE = 0.1
@@ -48,25 +51,6 @@ DEFAULT_LEVEL = 0.90
 """Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
 STRICT_LEVEL = 0.95
 """Level of the CI the strict rule reads (and of ``ci95``, shown under every rule)."""
-
-
-@dataclass
-class GateCheck:
-    """One check of the gate."""
-
-    name: str
-    status: Status
-    message: str
-    """Why it passed, failed or could not be judged (shown in the summary and JUnit)."""
-    value: float | None = None
-    threshold: float | None = None
-    ci95: list[float | None] | None = None
-    """The 95 % CI of ``value`` (``None`` ends: unbounded on that side)."""
-    rule: Decision | None = None
-    """The rule that decided a threshold check."""
-    interval: list[float | None] | None = None
-    """The interval the rule read, at ``level`` (``None`` for the point rule)."""
-    level: float | None = None
 
 
 @dataclass
@@ -93,8 +77,10 @@ class GateVerdict:
     def outcome(self) -> str:
         return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_CANNOT_JUDGE: "could not judge"}[self.exit_code]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_results(self) -> GateResults:
+        """The verdict as its typed results (``gate --json``, schema ``collapse-probe/gate/v1``)."""
+        return GateResults.build({
+            "schema": GATE_SCHEMA,
             "policy": self.policy,
             "baseline_policy": self.baseline_policy,
             "strict": self.strict,
@@ -102,8 +88,12 @@ class GateVerdict:
             "level": self.level,
             "outcome": self.outcome,
             "exit_code": self.exit_code,
-            "checks": [asdict(c) for c in self.checks],
-        }
+            "checks": [c.model_dump() for c in self.checks],
+        })  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict's JSON object (what ``gate --json`` writes)."""
+        return self.to_results().to_json()
 
     def rule_text(self) -> str:
         """What the rule is, in one sentence."""
@@ -214,7 +204,7 @@ def _ci(ci: Sequence[float | None]) -> str:
 
 
 def evaluate_gate(
-    results: dict[str, Any],
+    results: dict[str, Any] | CrossplayResults,
     policy: str,
     *,
     min_transfer: float | None = None,
@@ -227,10 +217,12 @@ def evaluate_gate(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> GateVerdict:
-    """Judge ``policy`` from cross-play ``results`` (the ``results.json`` dictionary).
+    """Judge ``policy`` from cross-play ``results`` (the ``results.json`` object, or its typed model).
 
     Args:
-        results: cross-play results (:func:`collapse_probe.crossplay.run_crossplay`).
+        results: cross-play results (:func:`collapse_probe.crossplay.run_crossplay`); a dictionary is
+            parsed through :class:`~collapse_probe.results.CrossplayResults` first, and a value of the
+            wrong type in it is a ``results`` check that could not judge, naming the cell and field.
         policy: the candidate policy spec (a row of the matrix).
         min_transfer: smallest acceptable transfer ratio (needs a training simulator in the run).
         baseline_policy: the policy to compare against (another row of the same run).
@@ -259,16 +251,14 @@ def evaluate_gate(
 
     # --- can the run be judged at all?
     rows = [p for p in (policy, baseline_policy) if p is not None]
-    problems = _structure_problems(results, rows)
-    if problems:
-        checks.append(GateCheck("results", "error", "; ".join(problems)))
+    typed, problem = _typed(results)
+    problem = problem or _structure_problem(typed, rows)
+    if typed is None or problem:
+        checks.append(GateCheck("results", "error", problem or "unreadable results"))
         return verdict
-    cells: dict[tuple[str, str], dict[str, Any]] = {
-        (str(c.get("policy")), str(c.get("simulator"))): c for c in results["cells"] if isinstance(c, dict)
-    }
-    sims: list[str] = list(results["simulators"])
-    fps = results.get("fingerprints") or {}
-    mixed = sorted(k for k, v in fps.items() if isinstance(v, list) and len(v) > 1) if isinstance(fps, dict) else []
+    cells = {(c.policy, c.simulator): c for c in typed.cells}
+    sims = typed.simulators
+    mixed = sorted(k for k, v in typed.fingerprints.items() if isinstance(v, list) and len(v) > 1)
     if mixed:
         checks.append(GateCheck(
             "results", "error",
@@ -277,14 +267,14 @@ def evaluate_gate(
         ))  # fmt: skip
         return verdict
     read = [(p, s) for p in rows for s in sims]
-    bounds, bad = _reward_range(results)
-    bad = bad or next((msg for p, s in read if (msg := _cell_problem(cells[(p, s)], p, s, bounds))), None)
+    bounds = None if typed.reward_range is None else (typed.reward_range[0], typed.reward_range[1])
+    bad = next((msg for p, s in read if (msg := reward_outside_range(cells[(p, s)], bounds))), None)
     if bad:
         checks.append(GateCheck("results", "error", bad))
         return verdict
-    train_sim = results.get("train_simulator")
+    train_sim = typed.train_simulator
     heldout = [s for s in sims if s != train_sim]
-    unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)]["n"] < 1]
+    unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)].n < 1]
     checks.append(
         GateCheck("results", "error", f"cells with no scored conversation: {', '.join(unscored)}")
         if unscored
@@ -292,8 +282,8 @@ def evaluate_gate(
     )
     for p, s in read:
         c = cells[(p, s)]
-        infra = int(c.get("infra_failures", 0))
-        total = int(c.get("n_conversations", c["n"] + infra))
+        infra = c.infra_failures
+        total = c.n + infra if c.n_conversations is None else c.n_conversations
         rate = infra / total if total else 1.0
         ok = rate <= max_infra_rate
         checks.append(GateCheck(
@@ -308,7 +298,7 @@ def evaluate_gate(
     judge = _Judge(rule, lvl)
     # --- transfer ratio
     if min_transfer is not None:
-        checks.append(_transfer_check(results, cells, policy, train_sim, min_transfer, judge, bounds))
+        checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds))
 
     # --- regression against a baseline on the held-out simulators
     if baseline_policy is not None and max_drop is not None:
@@ -359,82 +349,31 @@ def _check_options(
         raise ConfigError(f"--baseline-policy {baseline_policy!r} is the candidate policy itself")
 
 
-def _structure_problems(results: Any, rows: Sequence[str]) -> list[str]:
+def _typed(results: Any) -> tuple[CrossplayResults | None, str | None]:
+    """The typed results, or why they cannot be read (not a cross-play result; a value of the wrong type)."""
+    if isinstance(results, CrossplayResults):
+        return results, None
     if not isinstance(results, dict):
-        return [f"results must be a JSON object, got {type(results).__name__}"]
+        return None, f"results must be a JSON object, got {type(results).__name__}"
     if results.get("schema") != SCHEMA:
-        return [f"results schema is {results.get('schema')!r}, expected {SCHEMA!r}"]
-    for key in ("policies", "simulators", "cells"):
-        if not isinstance(results.get(key), list):
-            return [f"results field {key!r} is missing or not a list"]
-    problems = []
-    for p in rows:
-        if p not in results["policies"]:
-            problems.append(f"policy {p!r} is not in this run (policies: {results['policies']})")
-    if problems:
-        return problems
-    have = {(c.get("policy"), c.get("simulator")) for c in results["cells"] if isinstance(c, dict)}
-    missing = [f"{p} vs {s}" for p in rows for s in results["simulators"] if (p, s) not in have]
-    if missing:
-        problems.append(f"missing cells: {', '.join(missing)}")
-    return problems
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _is_count(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
-
-
-def _reward_range(results: dict[str, Any]) -> tuple[tuple[float, float] | None, str | None]:
-    """The run's declared reward range and, when it is unreadable, the reason (a ``results`` error)."""
-    from collapse_probe.limits import check_range
-
-    rr = results.get("reward_range")
+        return None, f"results schema is {results.get('schema')!r}, expected {SCHEMA!r}"
     try:
-        return (None if rr is None else check_range(rr, "results field 'reward_range'")), None
+        return read_crossplay(results, "results"), None
     except ConfigError as exc:
-        return None, f"{exc} (or null)"
+        return None, str(exc).removeprefix("results: ")
 
 
-def _cell_problem(c: dict[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None) -> str | None:
-    """The first value of a cell the gate cannot read (NaN, None, a string...), in one line, or ``None``."""
-    where = f"cell {policy} vs {sim}"
-    if not _is_count(c.get("n")):
-        return f"{where}: 'n' is {c.get('n')!r}; expected a count of scored conversations"
-    for key in ("infra_failures", "n_conversations", "n_tasks", "unscored"):
-        if key in c and not _is_count(c[key]):
-            return f"{where}: {key!r} is {c[key]!r}; expected a count"
-    mean = c.get("mean_reward")
-    if not (_is_number(mean) or (mean is None and c["n"] == 0)):
-        return f"{where}: 'mean_reward' is {mean!r}; expected a finite number"
-    for key in ("success_rate", "infra_rate"):
-        if c.get(key) is not None and not _is_number(c[key]):
-            return f"{where}: {key!r} is {c[key]!r}; expected a finite number or null"
-    ci = c.get("ci95")
-    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_is_number(v) for v in ci)):
-        return f"{where}: 'ci95' is {ci!r}; expected [low, high] finite numbers or null"
-    tr = c.get("task_rewards")
-    if not isinstance(tr, dict):
-        return f"{where}: 'task_rewards' is {tr!r}; expected an object of per-task reward lists"
-    total = 0
-    for task, rewards in tr.items():
-        if not isinstance(rewards, list):
-            return f"{where}: task_rewards[{task!r}] is {rewards!r}; expected a list of rewards"
-        for i, r in enumerate(rewards):
-            if not _is_number(r):
-                return f"{where}: task_rewards[{task!r}][{i}] is {r!r}; expected a finite number"
-            if bounds is not None and not bounds[0] <= r <= bounds[1]:
-                return (
-                    f"{where}: task_rewards[{task!r}][{i}] is {r!r}, outside the run's reward_range "
-                    f"[{bounds[0]:g}, {bounds[1]:g}]"
-                )
-        total += len(rewards)
-    if total != c["n"]:
-        return f"{where}: 'n' is {c['n']} but task_rewards hold {total} rewards"
-    return None
+def _structure_problem(results: CrossplayResults | None, rows: Sequence[str]) -> str | None:
+    """Why the run has no verdict for ``rows``: a row that is not a policy of the run, or a missing cell."""
+    if results is None:
+        return None
+    problems = [f"policy {p!r} is not in this run (policies: {results.policies})" for p in rows
+                if p not in results.policies]  # fmt: skip
+    if problems:
+        return "; ".join(problems)
+    have = {(c.policy, c.simulator) for c in results.cells}
+    missing = [f"{p} vs {s}" for p in rows for s in results.simulators if (p, s) not in have]
+    return f"missing cells: {', '.join(missing)}" if missing else None
 
 
 @dataclass(frozen=True)
@@ -494,8 +433,8 @@ class _Judge:
 
 
 def _transfer_check(
-    results: dict[str, Any],
-    cells: dict[tuple[str, str], dict[str, Any]],
+    results: CrossplayResults,
+    cells: dict[tuple[str, str], Cell],
     policy: str,
     train_sim: str | None,
     min_transfer: float,
@@ -510,10 +449,10 @@ def _transfer_check(
             "the run names no training simulator (--train-sim), so it has no transfer ratio",
             threshold=min_transfer,
         )
-    if train_sim not in results["simulators"]:
+    if train_sim not in results.simulators:
         return GateCheck(name, "error", f"the training simulator {train_sim!r} is not a column of the run",
                          threshold=min_transfer)  # fmt: skip
-    heldout = [cells[(policy, s)] for s in results["simulators"] if s != train_sim]
+    heldout = [cells[(policy, s)] for s in results.simulators if s != train_sim]
     if not heldout:
         return GateCheck(name, "error", "the run has no held-out simulator", threshold=min_transfer)
     train = cells[(policy, train_sim)]
@@ -530,7 +469,7 @@ def _transfer_check(
 
 
 def _regression_check(
-    cells: dict[tuple[str, str], dict[str, Any]],
+    cells: dict[tuple[str, str], Cell],
     policy: str,
     baseline: str,
     heldout: list[str],

@@ -8,10 +8,11 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import arena_record
-from collapse_probe.simulators import Participant
+from collapse_probe.simulators import Participant, vs_setting
 
 
 @dataclass
@@ -22,7 +23,7 @@ class PlayConfig:
     """Policy (persuader / agent) model spec."""
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
-    benchmark: str = "p4g"
+    benchmark: str = DEFAULT_BENCHMARK
     tasks: int = 4
     """Number of tasks (P4G: donor personas)."""
     rollouts: int = 2
@@ -88,7 +89,12 @@ async def run_play_async(
     if out is not None:
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in (config.policy, config.sim)})
-        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        record = {
+            **asdict(config),
+            "arena": arena_record(arena),
+            "version": __version__,
+            "vs_k": vs_setting(participants[s] for s in (config.policy, config.sim)),
+        }
         run_dir.create(record, kind="play", fingerprints=fps, fresh=fresh)
     usage = start_run_usage(out)
     tasks = arena.load_tasks(config.tasks, seed=config.seed)
@@ -104,15 +110,18 @@ async def run_play_async(
     summary = summarize_rewards(records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         from collapse_probe.report.play_plots import write_play_report
+        from collapse_probe.results import PlayResults
         from collapse_probe.rollout.records import record_fingerprints
 
-        results = {
-            "schema": "collapse-probe/play/v1",
-            **asdict(config),
-            "summary": summary,
-            "fingerprints": record_fingerprints(records),
-            "usage": usage.finish(),
-        }
+        results = PlayResults.build(
+            {
+                "schema": "collapse-probe/play/v1",
+                **asdict(config),
+                "summary": summary,
+                "fingerprints": record_fingerprints(records),
+                "usage": usage.finish(),
+            }
+        )
         run_dir.write_results(results)
-        write_play_report(results, records, run_dir.path / "report.html")
+        write_play_report(results.to_json(), records, run_dir.path / "report.html")
     return records, summary

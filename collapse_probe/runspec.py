@@ -1,29 +1,39 @@
 """One description of a run's benchmark arena, shared by ``play``, ``audit``, ``crossplay`` and ``train``.
 
-:class:`ArenaSpec` holds the benchmark and its options as the user gave them; :meth:`ArenaSpec.resolve`
-fills in what depends on the participants (the P4G turn default, compact τ2 prompts and the text
-tool protocol when any participant is a small local model) and :meth:`ArenaSpec.build` makes the
-arena. Every pipeline goes through these two calls, so a policy trained by ``train`` is rolled out
-with exactly the prompts ``crossplay`` later evaluates it with, and the resolved spec is what
-``config.json`` records under ``"arena"``.
+:class:`ArenaSpec` is ``{benchmark, options}``: the benchmark's name and its options as the user gave
+them (the fields of that benchmark's ``Options`` model, see :class:`~collapse_probe.benchmarks.Benchmark`).
+:meth:`ArenaSpec.resolve` validates them and fills in what depends on the participants (the
+benchmark's ``resolve``: e.g. a turn default, compact prompts when any participant is a small local
+model) and :meth:`ArenaSpec.build` makes the arena. Every pipeline goes through these two calls, so
+a policy trained by ``train`` is rolled out with exactly the prompts ``crossplay`` later evaluates it
+with, and the resolved spec is what ``config.json`` records under ``"arena"``: ``{"benchmark": ...,
+<each option>: ..., "data_fingerprints": {...}}`` (the options flat beside the name, as before).
+
+The former flat form ``ArenaSpec(benchmark=..., max_turns=..., personas=...)`` still works: keyword
+options are merged into ``options`` (a :class:`DeprecationWarning`), and reading ``spec.max_turns``
+gives the option (``None`` when the benchmark has no such option).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from collapse_probe.benchmarks import Arena
+if TYPE_CHECKING:
+    from collapse_probe.benchmarks import Arena
+    from collapse_probe.benchmarks._plugin import Benchmark
+from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, FORMER_FLAT_FIELDS, get_benchmark
 from collapse_probe.limits import check_int
 
-LOCAL_PREFIXES = ("local/", "hf/", "scripted:")
-"""Model specs (after alias expansion) that run in-process with a small context: τ2 prompts are compacted."""
-
-P4G_DEFAULT_TURNS = 3
-"""P4G conversation rounds when none are given."""
+__all__ = ["LOCAL_PREFIXES", "ArenaSpec", "arena_record", "is_local", "upgrade_arena_record"]
 
 _SPEC_ATTR = "_collapse_probe_arena_spec"
+
+LEGACY_FIELDS = FORMER_FLAT_FIELDS
+"""The former flat fields (see :data:`~collapse_probe.benchmarks._registry.FORMER_FLAT_FIELDS`)."""
 
 
 def arena_record(arena: Arena) -> dict[str, Any]:
@@ -35,137 +45,147 @@ def arena_record(arena: Arena) -> dict[str, Any]:
     return {"benchmark": getattr(arena, "name", type(arena).__name__), "custom": True}
 
 
-def is_local(spec: str) -> bool:
-    """Whether a participant spec (``vs:`` prefix allowed) names a small in-process model."""
-    from collapse_probe.models import resolve_spec
-    from collapse_probe.simulators import parse_participant_spec
-
-    return resolve_spec(parse_participant_spec(spec)[1]).startswith(LOCAL_PREFIXES)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ArenaSpec:
-    """The benchmark arena of a run.
+    """The benchmark arena of a run: ``benchmark`` and its ``options``.
 
     Args:
-        benchmark: ``p4g``, ``tau2-retail``, ``tau2-airline`` or ``tau2-demo``.
-        max_turns: P4G conversation rounds (default 3); τ2: optional cap on user turns.
-        max_tokens: token budget of every turn, both sides (default: the arena's own).
-        personas: P4G persona file (default: the shipped personas).
-        tau2_data: directory with the official τ2 data.
-        judge: model spec of the τ2 natural-language assertion judge.
-        cooperbench_data: directory with the CooperBench data.
-        partial_reward: CooperBench: 0.5 when the pair fails but the policy's own feature passes.
-        cooperbench_mode: CooperBench collaboration mode (default: the arena's, ``coop``).
-        compact: small-context τ2 prompts and the text tool protocol (``None``: decided by
-            :meth:`resolve` from the participants).
+        benchmark: a registered benchmark name (``collapse-probe`` lists them in ``--benchmark``'s help).
+        options: that benchmark's options, field name -> value (see its ``Options`` model).
+        **flat: deprecated: options as keywords (``ArenaSpec(benchmark=name, max_turns=3)``).
     """
 
-    benchmark: str = "p4g"
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    personas: str | None = None
-    tau2_data: str | None = None
-    judge: str | None = None
-    cooperbench_data: str | None = None
-    partial_reward: bool = False
-    cooperbench_mode: str | None = None
-    compact: bool | None = None
+    benchmark: str = DEFAULT_BENCHMARK
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(
+        self, benchmark: str = DEFAULT_BENCHMARK, options: Mapping[str, Any] | None = None, **flat: Any
+    ) -> None:
+        merged = dict(options or {})
+        if flat:
+            warnings.warn(
+                "ArenaSpec(benchmark, **options) is deprecated; pass options={...}", DeprecationWarning, stacklevel=2
+            )
+            merged.update(_applicable(benchmark, flat))
+        object.__setattr__(self, "benchmark", benchmark)
+        object.__setattr__(self, "options", merged)
+
+    def __getattr__(self, name: str) -> Any:
+        # the former flat fields stay readable: spec.max_turns, spec.compact, ...
+        if name in LEGACY_FIELDS or (not name.startswith("_") and name in self.__dict__.get("options", {})):
+            return self.__dict__["options"].get(name, LEGACY_FIELDS.get(name))
+        raise AttributeError(name)
 
     @property
-    def is_p4g(self) -> bool:
-        return self.benchmark == "p4g"
-
-    @property
-    def is_cooperbench(self) -> bool:
-        return self.benchmark.startswith("cooperbench")
-
-    def resolve(self, participants: Sequence[str] = ()) -> ArenaSpec:
-        """The spec with every participant-dependent choice made (idempotent).
+    def definition(self) -> Benchmark:
+        """The registered :class:`~collapse_probe.benchmarks.Benchmark` (its module imported now).
 
         Raises:
-            ConfigError: an unknown benchmark, a non-positive turn or token budget, or an unknown spec.
+            ConfigError: an unknown benchmark (with close matches).
         """
-        from collapse_probe.benchmarks import BENCHMARKS
+        return get_benchmark(self.benchmark)
 
-        if self.benchmark not in BENCHMARKS:
-            from collapse_probe.benchmarks import make_arena
+    def resolve(self, participants: Sequence[str] = ()) -> ArenaSpec:
+        """The spec with its options validated and every participant-dependent choice made (idempotent).
 
-            make_arena(self.benchmark)  # raises the registry's message with suggestions
+        Raises:
+            ConfigError: an unknown benchmark, or an option its ``Options`` model refuses (naming the flag).
+        """
+        bench = self.definition
         for name in ("max_turns", "max_tokens"):
-            check_int(getattr(self, name), f"--{name.replace('_', '-')}", optional=True)
+            if name in bench.options.model_fields:
+                check_int(self.options.get(name), f"--{name.replace('_', '-')}", optional=True)
         from collapse_probe.limits import MAX_TURNS, check_at_most
 
-        check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
-        if self.is_p4g:
-            return replace(self, max_turns=self.max_turns or P4G_DEFAULT_TURNS, compact=None)
-        compact = self.compact if self.compact is not None else any(is_local(s) for s in participants)
-        return replace(self, compact=compact)
-
-    def arena_options(self) -> dict[str, Any]:
-        """Keyword options of :func:`~collapse_probe.benchmarks.make_arena` (without the judge model)."""
-        if self.is_p4g:
-            options: dict[str, Any] = {"max_turns": self.max_turns or P4G_DEFAULT_TURNS}
-            if self.max_tokens is not None:
-                options["max_tokens"] = self.max_tokens
-            return options
-        options = {"data_dir": self.tau2_data, "max_turns": self.max_turns}
-        if self.compact:
-            options.update(compact=True, tool_protocol="text")
-        if self.is_cooperbench:
-            options.update(data_dir=self.cooperbench_data, partial_reward=self.partial_reward)
-            if self.cooperbench_mode is not None:
-                options["mode"] = self.cooperbench_mode
-            if self.max_tokens is not None:
-                options["turn_max_tokens"] = self.max_tokens
-        elif self.max_tokens is not None:
-            options.update(policy_max_tokens=self.max_tokens, simulator_max_tokens=self.max_tokens)
-        return options
+        check_at_most(self.options.get("max_turns"), MAX_TURNS, "--max-turns", "rounds of a conversation")
+        parsed = bench.parse(self.options)
+        resolved = bench.resolve(parsed, BuildContext(participants=tuple(participants)))
+        return ArenaSpec(self.benchmark, resolved.model_dump())
 
     def build(self, participants: Sequence[str] = (), *, cache: bool = True, judge_model: Any = None) -> Arena:
         """Resolve against ``participants`` and build the arena.
 
         Args:
-            participants: the run's participant specs (decide compact τ2 prompts).
+            participants: the run's participant specs (decide compact prompts).
             cache: serve the judge through the response cache.
-            judge_model: an already built judge model (default: built from ``judge``).
+            judge_model: an already built judge model (default: built from the ``judge`` option).
         """
-        from collapse_probe.benchmarks import make_arena
-
         spec = self.resolve(participants)
-        options = spec.arena_options()
-        if spec.is_p4g:
-            if spec.personas:
-                from collapse_probe.benchmarks.p4g import load_personas
-
-                options["personas"] = load_personas(spec.personas)
-        else:
-            if judge_model is None and spec.judge:
-                from collapse_probe.simulators import make_participant
-
-                judge_model = make_participant(spec.judge, cache=cache).model
-            if judge_model is not None:
-                options["judge"] = judge_model
-        arena = make_arena(spec.benchmark, **options)
+        bench = spec.definition
+        context = BuildContext(participants=tuple(participants), cache=cache, judge_model=judge_model)
+        arena = bench.build(bench.parse(spec.options), context)
         setattr(arena, _SPEC_ATTR, spec)
         return arena
 
-    DATA_FILES = ("personas", "tau2_data")
-    """Fields naming data the arena reads: ``config.json`` records a content fingerprint of each given
-    one (``data_fingerprints``), so a run resumed after the file changed in place is refused."""
+    @property
+    def DATA_FILES(self) -> tuple[str, ...]:  # noqa: N802 - the former class attribute's name
+        """Options naming data the arena reads (the benchmark's declared ``data``): ``config.json``
+        records a content fingerprint of each given one (``data_fingerprints``), so a run resumed
+        after the file changed in place is refused."""
+        return self.definition.data
 
     def data_fingerprints(self) -> dict[str, str]:
-        """Field -> ``sha256:...`` of the file (or of every file under the directory) it names; hashed
+        """Option -> ``sha256:...`` of the file (or of every file under the directory) it names; hashed
         once per ``(path, size, mtime)``."""
         from collapse_probe.models._identity import file_fingerprint
 
-        return {k: file_fingerprint(v) for k in self.DATA_FILES if (v := getattr(self, k))}
+        return {k: file_fingerprint(v) for k in self.DATA_FILES if (v := self.options.get(k))}
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy (what ``config.json`` records under ``"arena"``), with the content
-        fingerprints of the data files it names (``data_fingerprints``) when it names any."""
-        d = asdict(self)
+        """JSON-ready copy (what ``config.json`` records under ``"arena"``): the benchmark, its options
+        beside it, and the content fingerprints of the data files it names (``data_fingerprints``)."""
+        d: dict[str, Any] = {"benchmark": self.benchmark, **self.options}
         fps = self.data_fingerprints()
         if fps:
             d["data_fingerprints"] = fps
         return d
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> ArenaSpec:
+        """The spec a ``config.json`` ``"arena"`` record describes (this version's or the former flat
+        one, whose fields other benchmarks' options are dropped); an ``"options"`` mapping is also read."""
+        from collapse_probe.benchmarks._plugin import RESERVED
+
+        benchmark = str(record.get("benchmark") or DEFAULT_BENCHMARK)
+        values = dict(record.get("options") or {}) if isinstance(record.get("options"), Mapping) else {}
+        values.update({k: v for k, v in record.items() if k not in RESERVED})
+        return cls(benchmark, _applicable(benchmark, values, record=True))
+
+
+def _applicable(benchmark: str, values: Mapping[str, Any], *, record: bool = False) -> dict[str, Any]:
+    """``values`` the benchmark takes. A former flat field it does not take is dropped when left at its
+    default (or, in a stored ``record``, always: it never reached this benchmark's arena); any other
+    name is kept, and refused by :meth:`ArenaSpec.resolve` naming the flag."""
+    from collapse_probe.errors import CollapseProbeError
+
+    try:
+        fields = get_benchmark(benchmark).options.model_fields
+    except CollapseProbeError:  # an unknown benchmark: resolve() names it
+        return dict(values)
+    return {
+        k: v
+        for k, v in values.items()
+        if k in fields or k not in LEGACY_FIELDS or (not record and v != LEGACY_FIELDS[k])
+    }
+
+
+def upgrade_arena_record(record: Any) -> Any:
+    """A ``config.json`` ``"arena"`` record in this version's form (a former flat record keeps only the
+    options its benchmark takes), for comparing a stored run with a resumed one; others unchanged."""
+    if not isinstance(record, Mapping) or record.get("custom") or not isinstance(record.get("benchmark"), str):
+        return record
+    from collapse_probe.errors import CollapseProbeError
+
+    try:
+        get_benchmark(record["benchmark"])
+    except CollapseProbeError:
+        return record
+    spec = ArenaSpec.from_dict(record)
+    try:  # the options with their defaults filled, as this version records them
+        options = spec.definition.parse(spec.options).model_dump()
+    except CollapseProbeError:
+        options = dict(spec.options)
+    out: dict[str, Any] = {"benchmark": spec.benchmark, **options}
+    if "data_fingerprints" in record:
+        out["data_fingerprints"] = record["data_fingerprints"]
+    return out

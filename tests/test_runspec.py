@@ -114,3 +114,21 @@ def test_bad_arena_options_are_named() -> None:
         ArenaSpec(max_turns=0).resolve()
     with pytest.raises(ConfigError, match="unknown benchmark 'p4h'"):
         ArenaSpec(benchmark="p4h").resolve()
+
+
+def test_the_python_audit_builds_the_benchmark_with_its_own_options(tmp_path) -> None:
+    """``AuditConfig.arena_options`` reaches the arena the audit builds (e.g. another τ2 data directory)."""
+    import shutil
+
+    from collapse_probe.audit import AuditConfig, run_audit
+
+    data = tmp_path / "tau2"
+    shutil.copytree(REPO / "collapse_probe" / "data" / "tau2-demo", data)
+    config = AuditConfig(sim=f"scripted:{DONOR}", benchmark="tau2-demo", states=1, samples=2, partition="exact",
+                         policy=f"scripted:{DONOR}", max_turns=1, arena_options={"tau2_data": str(data)})  # fmt: skip
+    run_audit(config, tmp_path / "a", progress=False, cache=False)
+    recorded = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert recorded["arena"]["tau2_data"] == str(data) and recorded["arena"]["data_fingerprints"]["tau2_data"]
+    assert recorded["arena_options"] == {"tau2_data": str(data)}
+    with pytest.raises(ConfigError, match="--tau2-data"):
+        run_audit(AuditConfig(benchmark="tau2-demo", arena_options={"tau2_data": 3}), None, progress=False)

@@ -51,7 +51,8 @@ from collapse_probe.audit._pipeline import run_audit, run_audit_async
 from collapse_probe.audit._published import read_published, run_audit_from, run_audit_from_async
 from collapse_probe.audit._report import summary_table, verdict, write_audit_report
 from collapse_probe.audit._sampling import exact_donation_distribution
-from collapse_probe.audit._states import human_probe_states, on_policy_states, p4g_probe_states
+from collapse_probe.audit._states import human_probe_states, on_policy_states
+from collapse_probe.audit._states import p4g_probe_states as p4g_probe_states  # noqa: F401 - former export
 from collapse_probe.audit._summary import (
     collapse_error_difference,
     mean_collapse_error,
@@ -81,7 +82,6 @@ __all__ = [
     "mean_collapse_error",
     "mean_with_state_se",
     "on_policy_states",
-    "p4g_probe_states",
     "read_published",
     "paired_difference",
     "run_audit",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from collapse_probe.benchmarks import Episode
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.errors import ConfigError
 
@@ -26,7 +28,7 @@ class AuditConfig:
 
     sim: str = "smollm2"
     """Simulator spec; ``vs:SPEC`` audits the Verbalized-Sampling mode."""
-    benchmark: str = "p4g"
+    benchmark: str = DEFAULT_BENCHMARK
     policy: str | None = None
     """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
     the policy's own). ``None``: probe states with fixed human-style openings."""
@@ -80,9 +82,17 @@ class AuditConfig:
     backend's micro-batches and still moves the progress bar often."""
     personas: str | None = None
     """P4G persona file (JSONL); default: the shipped personas."""
+    arena_options: dict[str, Any] | None = None
+    """The benchmark's own options (fields of its ``Options``, e.g. a data directory) for the arena the
+    audit builds when none is given; ``max_turns``, ``personas`` and ``judge`` above count as such
+    options where the benchmark takes them."""
 
     def validate(self) -> None:
         """Check every field once, naming the flag, the allowed values and the value received."""
+        if self.arena_options is not None and not isinstance(self.arena_options, dict):
+            raise ConfigError(
+                f"arena_options: expected a mapping of the benchmark's options, got {self.arena_options!r}"
+            )
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 2:
             raise ConfigError(
                 f"--samples must be an integer >= 2 (a collapse error needs at least 2 responses per state), got {self.samples!r}"

@@ -135,7 +135,8 @@ async def run_audit_async(
     if arena is None:
         from collapse_probe.runspec import ArenaSpec
 
-        spec = ArenaSpec(benchmark=config.benchmark, max_turns=config.max_turns, personas=config.personas)
+        given = {"max_turns": config.max_turns, "personas": config.personas, "judge": config.judge}
+        spec = ArenaSpec.from_dict({**(config.arena_options or {}), **given, "benchmark": config.benchmark})
         arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
     sims = participants or _sim_participants(config, cache)
     if config.policy is not None and policy is None:
@@ -185,23 +186,21 @@ async def run_audit_async(
         states += benchmark_probe_states(arena, tasks)
     dialogues: list[Any] = []
     annotated: list[Any] = []
-    if config.human is not None and audit_hook(arena, "episode_from_dialogue") is None:
+    load_human = audit_hook(arena, "load_human_dialogues")
+    if config.human is not None and (load_human is None or audit_hook(arena, "episode_from_dialogue") is None):
         raise ConfigError(
-            f"--human: benchmark {arena.name} has no human dialogues to compare with (the human reference is the "
-            "official Persuasion-for-Good data; use --benchmark p4g)"
+            f"--human: benchmark {arena.name} has no human dialogues to compare with (its arena has no "
+            "load_human_dialogues and episode_from_dialogue hooks)"
         )
     if config.human is not None:
-        from collapse_probe.benchmarks.p4g import load_official_p4g
-        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
-
-        _, dialogues = load_official_p4g(config.human)
-        annotated = load_annotated_dialogues(config.human, dialogues)
+        dialogues, annotated = load_human(config.human)
         if annotated:
             # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
             states += human_probe_states(arena, annotated, config.states, None, config.seed)
         else:
-            # human dialogues are P4G, where max_turns is always set (3 unless given)
-            states += human_probe_states(arena, dialogues, config.states, config.max_turns or 3, config.seed)
+            # the arena's own conversation length (resolved when it was built)
+            turns = getattr(arena, "max_turns", None) or config.max_turns
+            states += human_probe_states(arena, dialogues, config.states, turns, config.seed)
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
@@ -299,7 +298,12 @@ async def run_audit_async(
         results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
     if run_dir is not None:
         results["usage"] = usage.finish()
-        run_dir.write_results(results)
+    from collapse_probe.results import AuditResults
+
+    typed = AuditResults.build(results)
+    results = typed.to_json()
+    if run_dir is not None:
+        run_dir.write_results(typed)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results
 

@@ -36,9 +36,10 @@ from typing import Any
 
 from collapse_probe._version import __version__
 from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState
+from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 
-FORMATS = ("tau2", "inspect", "jsonl")
+FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl")
 _RERUN = re.compile(r"sample more states or responses: rerun with [^\[]*?(?=( \[|$))")
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
 EXACT_TOO_FINE = (
@@ -56,10 +57,10 @@ def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:
     """
     if sim_role not in ("user", "assistant"):
         raise ConfigError(f"--sim-role must be 'user' or 'assistant', got {sim_role!r}")
-    if fmt == "tau2":
-        from collapse_probe.interop._tau2 import read_tau2_results
+    if fmt in PUBLISHED_FORMATS:  # a benchmark's own format (the registry names its reader)
+        from collapse_probe._plugins import load_target
 
-        return read_tau2_results(path)
+        return load_target(PUBLISHED_FORMATS[fmt], f"--format {fmt}")(path)
     if fmt == "inspect":
         from collapse_probe.interop._inspect import read_inspect_log
 
@@ -99,7 +100,7 @@ def _hooks_arena(benchmark: str | None) -> Any:
     if benchmark not in BENCHMARKS:
         return None
     try:
-        return ArenaSpec(benchmark=benchmark).build([], cache=False)
+        return ArenaSpec(benchmark).build([], cache=False)
     except CollapseProbeError:  # e.g. official τ2 data not here: the audit needs no arena, only its hooks
         return None
 
@@ -327,10 +328,15 @@ async def run_audit_from_async(
         reward_range=declared_reward_range(arena),
     )  # fmt: skip
     if run_dir is not None:
-        from collapse_probe.audit._report import write_audit_report
-
         assert usage is not None
         results["usage"] = usage.finish()
-        run_dir.write_results(results)
+    from collapse_probe.results import AuditResults
+
+    typed = AuditResults.build(results)
+    results = typed.to_json()
+    if run_dir is not None:
+        from collapse_probe.audit._report import write_audit_report
+
+        run_dir.write_results(typed)
         write_audit_report(run_dir.path / "report.html", results, recs)
     return results

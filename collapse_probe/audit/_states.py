@@ -71,12 +71,8 @@ def human_probe_states(
     """Prefixes of real P4G dialogues ending in a persuader turn, at a seeded depth in the first
     ``max_turns`` persuader turns (``None``: any of them); the human persuadee's actual next reply is
     kept for comparison."""
-    from collapse_probe.benchmarks.p4g import SCORE_FIELDS
-
-    usable = [
-        d for d in dialogues
-        if d.persuadee and all(d.persuadee.get(k) is not None for k in SCORE_FIELDS) and len(d.turns) >= 2
-    ]  # fmt: skip
+    usable_hook = audit_hook(arena, "human_dialogue_usable")
+    usable = [d for d in dialogues if len(d.turns) >= 2 and (usable_hook is None or usable_hook(d))]
     if not usable:
         raise ConfigError("--human: no dialogue with a complete persuadee survey and at least 2 turns was found")
     rng = random.Random(seed)
@@ -88,7 +84,7 @@ def human_probe_states(
         if not ends:
             continue
         k = rng.choice(ends)
-        ep = arena.episode_from_dialogue(d, k)  # type: ignore[attr-defined]
+        ep = audit_hook(arena, "episode_from_dialogue")(d, k)
         states.append(ProbeState(f"human:{d.dialogue_id}:{k}", "human", ep.turns("simulator"), ep,
                                  human_reply=d.turns[k][1]))  # fmt: skip
     return states

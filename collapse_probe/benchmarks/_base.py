@@ -143,6 +143,13 @@ class AuditHooks(Protocol):
     - ``fallback_partition``: the partition of the headline numbers when the embedding extra is missing
       (default ``exact``); the audit then gives no meaning verdict (the classes are not by meaning).
     - ``clean_reply(episode, text) -> str``: the reply as the arena would record it.
+    - ``load_human_dialogues(directory) -> (dialogues, annotated)``: the benchmark's human dialogues
+      (``audit --human DIR``) and those with annotated acts (``[]``: none); each has ``dialogue_id``
+      and ``turns`` (``(role, text)`` pairs).
+    - ``human_dialogue_usable(dialogue) -> bool``: whether a dialogue can give a human-grounded state
+      (default: every dialogue of 2+ turns).
+    - ``episode_from_dialogue(dialogue, n_turns) -> Episode``: the state after a dialogue's first
+      ``n_turns`` turns (a human-grounded probe state; the next human reply is kept for comparison).
     """
 
     name: str

@@ -1,45 +1,145 @@
-"""Benchmark name -> arena factory, imported lazily."""
+"""The benchmark registry: benchmark name -> its :class:`~collapse_probe.benchmarks.Benchmark`, imported lazily.
+
+This module, the benchmark packages under ``collapse_probe/benchmarks/`` and the shipped data files
+are the only places that name a shipped benchmark; everything else (pipelines, CLI, metrics) asks the
+registry. Names come from :data:`BENCHMARKS` (the shipped ones and :func:`register_benchmark`) and
+from the entry-point group ``collapse_probe.benchmarks`` of every installed distribution, found the
+same way: a ``"module:attr"`` target is imported only when its name is chosen.
+"""
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collapse_probe.benchmarks._base import Arena
+from collapse_probe._plugins import BENCHMARKS_GROUP, check_target, load_target, plugin_entry_points, unknown_name
 from collapse_probe.errors import ConfigError
 
-BENCHMARKS: dict[str, str | Callable[..., Arena]] = {
-    "p4g": "collapse_probe.benchmarks.p4g:P4GArena",
-    "tau2-retail": "collapse_probe.benchmarks.tau2:make_arena",
-    "tau2-airline": "collapse_probe.benchmarks.tau2:make_arena",
-    "tau2-demo": "collapse_probe.benchmarks.tau2:make_arena",
-    "cooperbench": "collapse_probe.benchmarks.cooperbench:make_arena",
-    "cooperbench-demo": "collapse_probe.benchmarks.cooperbench:make_demo_arena",
+if TYPE_CHECKING:
+    from collapse_probe.benchmarks._base import Arena
+    from collapse_probe.benchmarks._plugin import Benchmark
+
+DEFAULT_BENCHMARK = "p4g"
+"""The benchmark of a run that names none."""
+
+BENCHMARKS: dict[str, str | Callable[..., Arena] | Benchmark] = {  # imported when chosen
+    "p4g": "collapse_probe.benchmarks.p4g:BENCHMARK",
+    "tau2-retail": "collapse_probe.benchmarks.tau2:RETAIL",
+    "tau2-airline": "collapse_probe.benchmarks.tau2:AIRLINE",
+    "tau2-demo": "collapse_probe.benchmarks.tau2:DEMO",
+    "cooperbench": "collapse_probe.benchmarks.cooperbench:BENCHMARK",
+    "cooperbench-demo": "collapse_probe.benchmarks.cooperbench:DEMO",
 }
+"""Registered in this process: name -> ``"module:attr"`` of a :class:`Benchmark`, a :class:`Benchmark`,
+or an arena factory ``(**options) -> Arena`` (the former registration)."""
+
+
+FORMER_FLAT_FIELDS: dict[str, Any] = {
+    "max_turns": None,
+    "max_tokens": None,
+    "personas": None,
+    "tau2_data": None,
+    "judge": None,
+    "cooperbench_data": None,
+    "partial_reward": False,
+    "cooperbench_mode": None,
+    "compact": None,
+}
+"""The fields of the former flat ``ArenaSpec`` (the union of the shipped benchmarks' options) and their
+defaults: ``config.json`` files of earlier versions record all of them under ``"arena"``; a field the
+run's benchmark does not take never reached its arena and is dropped when such a record is read."""
+
+PUBLISHED_FORMATS: dict[str, str] = {"tau2": "collapse_probe.interop._tau2:read_tau2_results"}
+"""Benchmark formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``
+and ``jsonl``): name -> ``"module:reader"``, the reader taking the path."""
+DIRECTORY_FORMAT = "tau2"
+"""The published format of a directory or a ``results.json`` (the τ2-bench layout)."""
+TAU2_BENCHMARK_PREFIX = "tau2-"
+"""The τ2 benchmarks' names are this prefix and the domain (``tau2-retail``)."""
+
+
+def benchmark_names() -> list[str]:
+    """Every benchmark name: registered here, then those of installed distributions' entry points."""
+    return [*BENCHMARKS, *(n for n in plugin_entry_points(BENCHMARKS_GROUP) if n not in BENCHMARKS)]
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The :class:`Benchmark` called ``name`` (its module imported now).
+
+    Raises:
+        ConfigError: an unknown name (with close matches), or a target that is not a benchmark.
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"--benchmark: expected a benchmark name, got {name!r}")
+    target: Any = BENCHMARKS.get(name)
+    if target is None:
+        target = plugin_entry_points(BENCHMARKS_GROUP).get(name)
+    if target is None:
+        raise unknown_name("--benchmark", "benchmark", name, benchmark_names())
+    from collapse_probe.benchmarks._plugin import Benchmark, legacy_benchmark
+
+    obj = load_target(target, f"benchmark {name!r}")
+    if isinstance(obj, Benchmark):
+        return obj
+    if callable(obj):
+        return legacy_benchmark(name, obj)
+    raise ConfigError(f"benchmark {name!r}: {target!r} is neither a Benchmark nor an arena factory")
+
+
+MOVED: dict[tuple[str, str], str] = {
+    ("collapse_probe.metrics.partitioners", "p4g_label"): "collapse_probe.benchmarks.p4g:p4g_label",
+    ("collapse_probe.metrics", "p4g_label"): "collapse_probe.benchmarks.p4g:p4g_label",
+    ("collapse_probe.metrics.partitioners", "parse_donation"): "collapse_probe.benchmarks.p4g:parse_donation",
+    ("collapse_probe.metrics", "parse_donation"): "collapse_probe.benchmarks.p4g:parse_donation",
+}
+"""Benchmark code that moved out of other modules: ``(module, name)`` -> where it lives now; the old
+module forwards the name (deprecated)."""
+
+
+def moved(module: str, name: str) -> Any:
+    """The object ``module.name`` moved to (see :data:`MOVED`), with a :class:`DeprecationWarning`.
+
+    Raises:
+        AttributeError: ``module`` has no such name (moved or not).
+    """
+    target = MOVED.get((module, name))
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(f"{module}.{name} moved to {target.replace(':', '.')}", DeprecationWarning, stacklevel=3)
+    return load_target(target, f"{module}.{name}")
+
+
+def labeller_of(name: str) -> Callable[[str], str] | None:
+    """The decision labeller of benchmark ``name`` (``None``: no such benchmark, or it declares none)."""
+    from collapse_probe.errors import CollapseProbeError
+
+    try:
+        return get_benchmark(name).labeller
+    except CollapseProbeError:
+        return None
 
 
 def make_arena(name: str, **options: Any) -> Arena:
-    """Build the arena of benchmark ``name`` with its options (e.g. ``max_turns``)."""
-    if name not in BENCHMARKS:
-        close = difflib.get_close_matches(name, list(BENCHMARKS), n=2)
-        hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
-        raise ConfigError(f"--benchmark: unknown benchmark {name!r}.{hint} Known: {', '.join(BENCHMARKS)}")
-    target = BENCHMARKS[name]
-    if callable(target):
-        return target(**options)
-    module, attr = target.split(":")
-    factory = getattr(importlib.import_module(module), attr)
-    if name.startswith("tau2"):
-        return factory(name, **options)
-    return factory(**options)
+    """Build the arena of benchmark ``name`` from keyword options of its arena factory (e.g. ``max_turns``).
+
+    Prefer :class:`~collapse_probe.runspec.ArenaSpec` (typed options, recorded with the run).
+    """
+    from collapse_probe.benchmarks._plugin import BuildContext
+
+    bench = get_benchmark(name)
+    if bench.factory is not None:
+        return bench.factory(**options)
+    return bench.build(bench.parse(options), BuildContext())
 
 
-def register_benchmark(name: str, target: str | Callable[..., Arena]) -> None:
-    """Add a benchmark: ``target`` is ``"module:attr"`` (imported when chosen) or a factory
-    ``(**options) -> Arena``. The audit, cross-play and trainers then take ``--benchmark name``; the
-    audit uses the arena's optional hooks (:class:`~collapse_probe.benchmarks._base.AuditHooks`).
+def register_benchmark(name: str, target: str | Callable[..., Arena] | Benchmark) -> None:
+    """Add a benchmark: ``target`` is ``"module:attr"`` (imported when chosen) of a :class:`Benchmark`,
+    a :class:`Benchmark`, or a factory ``(**options) -> Arena``. The audit, cross-play and trainers
+    then take ``--benchmark name``; the audit uses the arena's optional hooks
+    (:class:`~collapse_probe.benchmarks._base.AuditHooks`). An installed distribution registers through
+    the entry-point group ``collapse_probe.benchmarks`` instead.
 
     Raises:
         ConfigError: ``name`` is taken or ``target`` is neither.
@@ -48,6 +148,12 @@ def register_benchmark(name: str, target: str | Callable[..., Arena]) -> None:
         raise ConfigError(f"benchmark name must be a non-empty string, got {name!r}")
     if name in BENCHMARKS:
         raise ConfigError(f"benchmark {name!r} is already registered")
-    if not callable(target) and not (isinstance(target, str) and target.count(":") == 1):
+    from collapse_probe.benchmarks._plugin import Benchmark
+
+    if not callable(target) and not isinstance(target, (str, Benchmark)):
         raise ConfigError(f"benchmark {name!r}: expected 'module:attr' or a factory callable, got {target!r}")
+    check_target(target, f"benchmark {name!r}")
     BENCHMARKS[name] = target
+
+
+__all__ = ["BENCHMARKS", "DEFAULT_BENCHMARK", "benchmark_names", "get_benchmark", "make_arena", "register_benchmark"]

@@ -22,9 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_TURNS
 from collapse_probe.models import Completion
 
 MAX_DONATION = 2.0
@@ -136,7 +140,7 @@ def donor_stance(text: str) -> Any:
     donation), ``"undecided"``, a question (``KeyFamily("question")``: never the same meaning as a decision, but two
     questions join only by distance), or ``None`` when the reply states no decision (small talk).
 
-    Unlike :func:`~collapse_probe.metrics.partitioners.p4g_label`, which reads what the *reward* reads
+    Unlike :func:`p4g_label`, which reads what the *reward* reads
     (only a ``[DONATE $N]`` tag counts), this reads what the reply *means*: "Okay, count me in for a
     dollar" and "[DONATE $1]" both state ``donate:$1``. The semantic partition uses it as a constraint
     on sentence-embedding clusters (:class:`~collapse_probe.metrics.partitioners.EmbeddingPartitioner`):
@@ -163,14 +167,57 @@ def donor_stance(text: str) -> Any:
 def donation_answers() -> list[tuple[str, str]]:
     """The closed answer set at the elicitation state: ``[DONATE $0]`` … ``[DONATE $2]`` on the
     :data:`DONATION_GRID`, each with its decision class (prefix-free: the closing bracket ends each)."""
-    from collapse_probe.metrics.partitioners import p4g_label
-
     choices = [f"[DONATE {_money(a)}]" for a in DONATION_GRID]
     return [(c, p4g_label(c)) for c in choices]
 
 
 def _money(x: float) -> str:
     return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
+
+
+_HEDGE = re.compile(
+    r"\b(not sure|unsure|maybe|perhaps|might|think about|consider|don'?t know|no idea|let me think|later|depends)\b"
+)
+_REFUSE = re.compile(
+    r"\b(no|nope|nah|never|won'?t|will not|can'?t|cannot|can not|don'?t want|not interested|not going to|"
+    r"decline|pass|refuse|rather not|no thanks|not donat\w*|not give|not at this time)\b"
+)
+
+
+def p4g_label(text: str) -> str:
+    """Persuasion-for-Good decision label of a donor reply.
+
+    Rules, in order (on the casefolded text):
+
+    1. a ``[DONATE …]`` tag (:func:`parse_donation`, last one wins) → ``"donate:$X"``
+       (``$1``, ``$0.50``; ``[DONATE $0]`` is ``"donate:$0"``, kept apart from a verbal refusal);
+    2. a hedge (``not sure``, ``maybe``, ``perhaps``, ``might``, ``think about``, ``consider``,
+       ``don't know``, ``no idea``, ``let me think``, ``later``, ``depends``) → ``"undecided"``;
+    3. a refusal word or phrase (``no``, ``nope``, ``never``, ``won't``, ``can't``, ``cannot``,
+       ``don't want``, ``not interested``, ``not going to``, ``decline``, ``pass``, ``refuse``,
+       ``rather not``, ``not donate…``, ``not give``, ``not at this time``) → ``"refuse"``;
+    4. anything else → ``"undecided"``.
+
+    Only the tag counts as a donation — the benchmark reward reads only the tag — so "I'll give a
+    dollar" without one is ``"undecided"``.
+
+    Example:
+        >>> p4g_label("OK! [DONATE $1.5]"), p4g_label("No thanks."), p4g_label("Maybe later")
+        ('donate:$1.50', 'refuse', 'undecided')
+    """
+    amount = parse_donation(text)
+    if amount is not None:
+        return "donate:" + _money(amount)
+    t = text.casefold().replace("’", "'")
+    if _HEDGE.search(t):
+        return "undecided"
+    if _REFUSE.search(t):
+        return "refuse"
+    return "undecided"
+
+
+LABELLERS: dict[str, Any] = {"p4g": p4g_label}
+"""The decision labellers of this benchmark, by name (the ``label`` partition; ``LabelPartitioner("p4g")``)."""
 
 
 def donation_reward(donation: float | None) -> float:
@@ -419,6 +466,19 @@ class P4GArena:
     def new_episode(self, task: Task, seed: int) -> Episode:
         return Episode(task=task, seed=seed, state={"rounds": 0, "elicited": False})
 
+    def load_human_dialogues(self, directory: str | Path) -> tuple[list[HumanDialogue], list[HumanDialogue]]:
+        """The audit hook ``load_human_dialogues``: the official dialogues in ``directory`` and those of
+        them with annotated sentence acts (``[]`` without ``annotated_dialog.csv``)."""
+        from collapse_probe.benchmarks.p4g_stance import load_annotated_dialogues
+
+        _, dialogues = load_official_p4g(directory)
+        return dialogues, load_annotated_dialogues(directory, dialogues)
+
+    def human_dialogue_usable(self, dialogue: HumanDialogue) -> bool:
+        """The audit hook ``human_dialogue_usable``: a complete persuadee survey and at least 2 turns."""
+        persona = dialogue.persuadee
+        return bool(persona) and all(persona.get(k) is not None for k in SCORE_FIELDS) and len(dialogue.turns) >= 2
+
     def episode_from_dialogue(self, dialogue: HumanDialogue, n_turns: int, task: Task | None = None) -> Episode:
         """An episode holding the first ``n_turns`` human turns (a probe state for audits)."""
         task = task or Task(dialogue.dialogue_id, {"persona": dialogue.persuadee}, "human")
@@ -514,8 +574,6 @@ class P4GArena:
 
     def decision_label(self, text: str) -> str:
         """The decision the reward reads: ``donate:$X`` from a tag, ``refuse`` or ``undecided``."""
-        from collapse_probe.metrics.partitioners import p4g_label
-
         return p4g_label(text)
 
     reward_view_note: str = (
@@ -601,3 +659,41 @@ def _clean_turn(text: str) -> str:
         if t.startswith(tag):
             t = t[len(tag) :].strip()
     return t
+
+
+# ------------------------------------------------------------------------------------------------ registration
+
+
+class P4GOptions(BenchmarkOptions):
+    """The options of ``--benchmark p4g``."""
+
+    max_turns: int | None = Field(
+        None, ge=1, le=MAX_TURNS, description="persuader+persuadee exchanges before the elicitation turn (default 3)"
+    )
+    personas: str | None = Field(None, description="P4G persona file (JSONL; default: the shipped personas)")
+
+
+def _resolve(options: P4GOptions, context: BuildContext) -> P4GOptions:
+    return options.model_copy(update={"max_turns": options.max_turns or DEFAULT_MAX_TURNS})
+
+
+def _build(options: P4GOptions, context: BuildContext) -> P4GArena:
+    kwargs: dict[str, Any] = {"max_turns": options.max_turns or DEFAULT_MAX_TURNS}
+    if options.max_tokens is not None:
+        kwargs["max_tokens"] = options.max_tokens
+    if options.personas:
+        kwargs["personas"] = load_personas(options.personas)
+    return P4GArena(**kwargs)
+
+
+BENCHMARK = Benchmark(
+    "p4g",
+    P4GOptions,
+    build=_build,
+    data=("personas",),
+    resolve=_resolve,
+    description="Persuasion for Good: a persuader asks a donor persona for a donation",
+    factory=P4GArena,
+    labeller=p4g_label,
+)
+"""The P4G benchmark as the registry finds it."""

@@ -151,8 +151,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     named in one line on stderr; 130 when interrupted. Any unexpected exception is also one line
     (``-v`` shows the traceback), never a bare traceback.
     """
-    parser = build_parser()
-    args = parse_args(parser, argv)
+    from collapse_probe.cli import _common
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    _common.ONLY_COMMAND = next((a for a in words if a in COMMANDS), "")
+    try:
+        parser = build_parser()
+        args = parse_args(parser, words)
+    finally:
+        _common.ONLY_COMMAND = None
     if args.command is None:
         parser.print_help()
         return 0

@@ -8,7 +8,7 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError
@@ -298,53 +298,104 @@ def log_to_trackers(args: argparse.Namespace) -> None:
         print(f"logged to {tracker}: {dest}")
 
 
-def add_benchmark(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--benchmark",
-        default=env("benchmark", "p4g"),
-        help="p4g | tau2-retail | tau2-airline | tau2-demo | cooperbench | cooperbench-demo (default p4g)",
+ONLY_COMMAND: str | None = None
+"""Set by :func:`collapse_probe.cli.main` to the subcommand the command line runs: only its parser gets
+the benchmark option flags (which import the benchmarks' ``Options``); ``None``: every parser does."""
+
+
+def benchmark_help() -> str:
+    """The help of ``--benchmark``: the registered names (no plugin is imported for it)."""
+    from collapse_probe.benchmarks._registry import BENCHMARKS, DEFAULT_BENCHMARK
+
+    return (
+        f"{' | '.join(BENCHMARKS)}, or a benchmark an installed package registers (default {DEFAULT_BENCHMARK}; "
+        "--benchmark NAME --help lists its own options)"
     )
-    p.add_argument(
-        "--max-turns",
-        type=int,
-        default=env("max-turns", None),
-        help="conversation rounds (P4G: persuader+persuadee exchanges, default 3; tau2: optional cap on user "
-        "turns, reaching it scores 0, default none)",
-    )
-    p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
-    p.add_argument(
-        "--tau2-data",
-        default=env("tau2-data", None),
-        help="directory with the official tau2 data (or $COLLAPSE_PROBE_TAU2_DATA)",
-    )
-    p.add_argument(
-        "--cooperbench-data",
-        default=env("cooperbench-data", None),
-        help="CooperBench dataset root holding <repo>_task/task<ID>/ (or $COLLAPSE_PROBE_COOPERBENCH_DATA)",
-    )
-    p.add_argument(
-        "--cooperbench-mode",
-        choices=("coop", "solo"),
-        default=env("cooperbench-mode", "coop"),
-        help="CooperBench: coop (two agents, one feature each, merged) or solo (the policy alone does both; the "
-        "reference's baseline)",
-    )
-    p.add_argument(
-        "--partial-reward",
-        action="store_true",
-        default=env("partial-reward", False),
-        help="CooperBench: 0.5 when the pair fails but the policy's own feature passes (default: no partial credit)",
-    )
-    p.add_argument(
-        "--judge",
-        default=env("judge", None),
-        help="judge model spec: tau2 natural-language assertions (without one the reward is DB-only)"
-        + (
-            " and --partition judge (default there: the simulator's model)"
-            if p.prog.endswith(" audit")
-            else "; default: none"
-        ),
-    )
+
+
+def add_benchmark(p: argparse.ArgumentParser, only: Collection[str] | None = None) -> None:
+    """``--benchmark``, ``--judge`` and a flag for every option of the registered benchmarks' ``Options``
+    (of those in ``only`` when given); a plugin benchmark's own options are added by
+    :func:`add_benchmark_options` once the command line names it."""
+    from collapse_probe.benchmarks._registry import BENCHMARKS, DEFAULT_BENCHMARK, get_benchmark
+
+    p.add_argument("--benchmark", default=env("benchmark", DEFAULT_BENCHMARK), help=benchmark_help())
+    if only is None or "judge" in only:
+        p.add_argument(
+            "--judge",
+            default=env("judge", None),
+            help="judge model spec of the benchmark's natural-language assertions (without one the reward is "
+            "DB-only)"
+            + (
+                " and --partition judge (default there: the simulator's model)"
+                if p.prog.endswith(" audit")
+                else "; default: none"
+            ),
+        )
+    if ONLY_COMMAND is not None and p.prog.rsplit(" ", 1)[-1] != ONLY_COMMAND:
+        return  # another subcommand runs: its benchmarks need not be imported for this parser
+    benches = [get_benchmark(name) for name, target in BENCHMARKS.items() if isinstance(target, str)]
+    _add_option_flags(p, benches, only=only)
+
+
+def _add_option_flags(
+    p: argparse.ArgumentParser, benches: Sequence[Any], *, only: Collection[str] | None = None, title: str = ""
+) -> None:
+    """One flag per option field of ``benches`` that ``p`` lacks; a field several benchmarks share gets
+    one flag whose help gives each benchmark's meaning."""
+    have = {a.dest for a in p._actions}
+    fields: dict[str, list[tuple[str, Any]]] = {}
+    for bench in benches:
+        for name, info in bench.options.model_fields.items():
+            if name not in have and (only is None or name in only):
+                fields.setdefault(name, []).append((bench.name, info))
+    if not fields:
+        return
+    group = p.add_argument_group(title) if title else p
+    for name, infos in fields.items():
+        dashed, info = name.replace("_", "-"), infos[0][1]
+        helps: dict[str, list[str]] = {}
+        for bench_name, i in infos:
+            helps.setdefault(i.description or name, []).append(bench_name)
+        help_text = (
+            next(iter(helps))
+            if len(helps) == 1
+            else "; ".join(f"{', '.join(names)}: {text}" for text, names in helps.items())
+        )
+        default = None if info.is_required() else info.default
+        choices = _literal_choices(info.annotation)
+        if info.annotation is bool and default is False:
+            group.add_argument(f"--{dashed}", action="store_true", default=env(dashed, False), help=help_text)
+        elif _scalar_kind(info.annotation) is bool:
+            group.add_argument(
+                f"--{dashed}", action=argparse.BooleanOptionalAction, default=env(dashed, None, bool), help=help_text
+            )
+        elif choices:
+            group.add_argument(f"--{dashed}", choices=choices, default=env(dashed, None), help=help_text)
+        else:
+            kind = _scalar_kind(info.annotation)
+            group.add_argument(f"--{dashed}", type=kind, default=env(dashed, None, kind), help=help_text)
+
+
+def _literal_choices(annotation: Any) -> tuple[str, ...] | None:
+    """The allowed strings of a ``Literal[...]`` (or ``Literal[...] | None``) annotation."""
+    import typing
+
+    for a in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(a) is typing.Literal and all(isinstance(v, str) for v in typing.get_args(a)):
+            return typing.get_args(a)
+    return None
+
+
+def _scalar_kind(annotation: Any) -> type:
+    """``bool``, ``int``, ``float`` or ``str``: what a flag of an option of this type parses (``X | None``
+    as ``X``); values of other types are parsed by the benchmark's ``Options`` model from the string."""
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if args and len(args) == 1 and typing.get_origin(annotation) is not typing.Literal:
+        annotation = args[0]
+    return annotation if annotation in (bool, int, float) else str
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
@@ -369,20 +420,33 @@ def positive(name: str, value: int) -> int:
     return value
 
 
+def add_benchmark_options(p: argparse.ArgumentParser, name: str) -> None:
+    """Add a flag for each option of benchmark ``name`` that ``p`` lacks (a plugin's own options).
+
+    Each field ``room_type`` of the benchmark's ``Options`` model becomes ``--room-type`` (help: the
+    field's description), with ``$COLLAPSE_PROBE_ROOM_TYPE`` and the ``--config`` key ``room-type``;
+    the value is validated by the model when the arena is built (one line naming the flag). An
+    unknown name adds nothing (the command then names it, with close matches).
+    """
+    from collapse_probe.benchmarks._registry import get_benchmark
+    from collapse_probe.errors import CollapseProbeError
+
+    try:
+        bench = get_benchmark(name)
+    except CollapseProbeError:
+        return
+    _add_option_flags(p, [bench], title=f"options of benchmark {name}")
+
+
 def arena_spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~collapse_probe.runspec.ArenaSpec` the shared benchmark options describe."""
+    """The :class:`~collapse_probe.runspec.ArenaSpec` the command's benchmark options describe: every
+    option of the chosen benchmark's ``Options`` that the command line (or its defaults) gives."""
+    from collapse_probe.benchmarks._registry import get_benchmark
     from collapse_probe.runspec import ArenaSpec
 
-    return ArenaSpec(
-        benchmark=args.benchmark,
-        max_turns=args.max_turns,
-        personas=getattr(args, "personas", None),
-        tau2_data=getattr(args, "tau2_data", None),
-        judge=getattr(args, "judge", None),
-        cooperbench_data=getattr(args, "cooperbench_data", None),
-        partial_reward=bool(getattr(args, "partial_reward", False)),
-        cooperbench_mode=getattr(args, "cooperbench_mode", None),
-    )
+    fields = get_benchmark(args.benchmark).options.model_fields
+    options = {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
+    return ArenaSpec(args.benchmark, options)
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:

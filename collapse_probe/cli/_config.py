@@ -473,6 +473,32 @@ def _options_of(sp: argparse.ArgumentParser) -> set[str]:
     return {s for a in sp._actions for s in a.option_strings}
 
 
+def _add_chosen_benchmark_options(sp: argparse.ArgumentParser, argv: Sequence[str], path: str | None) -> None:
+    """Give ``sp`` the flags of the benchmark its command line chooses (``--benchmark``, else
+    ``$COLLAPSE_PROBE_BENCHMARK``, else the ``--config`` file's ``benchmark``), before parsing."""
+    if "--benchmark" not in _options_of(sp):
+        return
+    name = None
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == "--benchmark" and i + 1 < len(argv):
+            name = argv[i + 1]
+        elif a.startswith("--benchmark="):
+            name = a.split("=", 1)[1]
+    if name is None:
+        name = os.environ.get("COLLAPSE_PROBE_BENCHMARK")
+    if name is None and path is not None:
+        try:
+            name = load_config_file(path).get("benchmark")
+        except ConfigError:
+            return  # the config file's own error is reported when it is applied
+    if isinstance(name, str) and name:
+        from collapse_probe.cli._common import add_benchmark_options
+
+        add_benchmark_options(sp, name)
+
+
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argparse.Namespace:
     """``parser.parse_args`` with the subcommand's ``--config FILE`` applied first (see the module docstring).
 
@@ -480,6 +506,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = Non
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     command, path = _command_and_config(parser, argv)
+    if command is not None:
+        _add_chosen_benchmark_options(_subparsers(parser)[command], argv, path)
     if command is not None and path is not None:
         sp = _subparsers(parser)[command]
         try:

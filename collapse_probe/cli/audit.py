@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, PUBLISHED_FORMATS
 from collapse_probe.cli._common import (
     add_benchmark,
     add_cache,
@@ -117,7 +118,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_trackers(p)
 
 
-FROM_FORMATS = ("tau2", "inspect", "jsonl")
+FROM_FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl")
 
 
 class _DefaultSim(str):
@@ -136,7 +137,7 @@ def _from_format(path: str, given: str | None) -> str:
     if p.suffix == ".jsonl":
         return "jsonl"
     if p.is_dir() or p.name == "results.json":
-        return "tau2"
+        return DIRECTORY_FORMAT
     raise ConfigError(f"--from {path}: cannot tell the format from the name; give --format {'|'.join(FROM_FORMATS)}")
 
 

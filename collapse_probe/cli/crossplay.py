@@ -14,6 +14,7 @@ from collapse_probe.cli._common import (
     add_seed,
     add_trackers,
     arena_from_args,
+    arena_spec_from_args,
     check_specs,
     env,
     load_models_with_options,
@@ -85,18 +86,9 @@ def run(args: argparse.Namespace) -> int:
     check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
     load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
     arena = arena_from_args(args, [*policies, *sims])
-    arena_options = (
-        ("personas", args.personas),
-        ("tau2_data", args.tau2_data),
-        ("judge", args.judge),
-        ("cooperbench_data", getattr(args, "cooperbench_data", None)),
-        ("partial_reward", getattr(args, "partial_reward", False)),
-        (
-            "cooperbench_mode",
-            getattr(args, "cooperbench_mode", None) if args.benchmark.startswith("cooperbench") else None,
-        ),
-    )
-    extra = {k: v for k, v in arena_options if v}
+    # the benchmark's own options (and the judge) are recorded with the run, as they were given
+    given = {**arena_spec_from_args(args).options, "judge": args.judge}
+    extra = {k: v for k, v in given.items() if v and k != "max_turns"}
     config = CrossplayConfig(
         policies=policies,
         simulators=sims,
@@ -121,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         progress=not args.no_progress,
         max_live=getattr(args, "max_live", None),
+        cache=not getattr(args, "no_cache", False),  # recorded in config.json (the participants use it)
         fresh=getattr(args, "fresh", False),
         keep_failed=getattr(args, "keep_failed", False),
     )

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from collapse_probe.cli._common import (
+    add_benchmark,
     add_cache,
     add_out,
     add_ray,
@@ -49,9 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", type=int, default=env("tasks", 4), help="training tasks T per step (default 4)")
     p.add_argument("--max-turns", type=int, default=env("max-turns", 3), help="conversation rounds (default 3)")
     p.add_argument("--max-tokens", type=int, default=env("max-tokens", 48), help="tokens per turn (default 48)")
-    p.add_argument("--benchmark", default=env("benchmark", "p4g"), help="p4g | tau2-retail | tau2-airline | tau2-demo")
-    p.add_argument("--personas", default=env("personas", None), help="P4G persona file (JSONL; default: shipped)")
-    p.add_argument("--tau2-data", default=env("tau2-data", None), help="directory with the official tau2 data")
+    import dataclasses
+
+    from collapse_probe.trainers.config import TrainConfig
+
+    add_benchmark(p, only={f.name for f in dataclasses.fields(TrainConfig)})  # the arena options a run records
     p.add_argument(
         "--eval-every", type=int, default=env("eval-every", 5), help="held-out evaluation period (default 5)"
     )

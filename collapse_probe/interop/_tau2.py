@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, TAU2_BENCHMARK_PREFIX
 from collapse_probe.errors import ConfigError
 
 NON_EVALUABLE = ("infrastructure_error", "context_window_exceeded")
@@ -206,10 +207,10 @@ def read_tau2_results(path: str | Path) -> Any:
     temperature = (agent.llm_args or {}).get("temperature") if agent else None
     run = PublishedRun(
         conversations=[],
-        format="tau2",
+        format=DIRECTORY_FORMAT,
         path=str(p),
         sha256=file_sha256(str(meta_path)),
-        benchmark=f"tau2-{domain}" if domain else None,
+        benchmark=f"{TAU2_BENCHMARK_PREFIX}{domain}" if domain else None,
         policy=(agent.llm or agent.implementation) if agent else None,
         simulator=(user.llm or user.implementation) if user else None,
         agent_greedy=None if temperature is None else float(temperature) == 0.0,

@@ -13,8 +13,7 @@ Modules:
 - :mod:`~collapse_probe.metrics.estimators` — ε̂, its CI and bias correction, entropies, Hill
   numbers, exact distributions, and the metric registry with ``higher_is_better``; the bias-aware
   intervals with measured coverage (``collapse_error_interval``, ``mean_collapse_error_interval``).
-- :mod:`~collapse_probe.metrics.partitioners` — exact / embedding / judge / label partitioners and
-  :func:`parse_donation`.
+- :mod:`~collapse_probe.metrics.partitioners` — exact / embedding / judge / label partitioners.
 - :mod:`~collapse_probe.metrics.vendi` — Vendi score, distinct-n, mean pairwise cosine.
 - :mod:`~collapse_probe.metrics.trajectory` — accumulated collapse error, TV and gradient-bias
   bounds, simulator share of reward variance.
@@ -23,6 +22,8 @@ Modules:
 Nothing here imports an optional dependency at import time; the embedding partitioner loads
 sentence-transformers and scikit-learn when first used.
 """
+
+from typing import Any
 
 from collapse_probe.metrics.estimators import (
     METRICS,
@@ -69,8 +70,6 @@ from collapse_probe.metrics.partitioners import (
     load_encoder,
     load_paraphrase_pairs,
     normalize_text,
-    p4g_label,
-    parse_donation,
     parse_yes_no,
 )
 from collapse_probe.metrics.trajectory import (
@@ -149,9 +148,7 @@ __all__ = [
     "mean_pairwise_cosine",
     "normalize_rows",
     "normalize_text",
-    "p4g_label",
     "paired_mean_diff",
-    "parse_donation",
     "parse_yes_no",
     "reward_variance_bound",
     "sample_coverage",
@@ -161,3 +158,10 @@ __all__ = [
     "vendi_eigenvalues",
     "vendi_score",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # names that moved to a benchmark's module stay importable from here (see the registry's MOVED)
+    from collapse_probe.benchmarks._registry import moved
+
+    return moved(__name__, name)

@@ -125,11 +125,17 @@ def _padded(cs: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _wilson_upper(p: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
+def wilson(p: Any, n: Any, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of binomial proportions ``p = k / n`` at normal quantile ``z`` (arrays
+    broadcast): the package's one implementation (per-state intervals, the lab's TV check)."""
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return np.clip(centre + half, 0.0, 1.0)
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def _wilson_upper(p: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
+    return wilson(p, n, z)[1]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from collapse_probe.metrics._intervals import (
     mean_collapse_error_interval,
     mean_entropy_interval,
     mean_with_state_se,
+    wilson,
 )
 
 Counts = Sequence[int] | np.ndarray | Mapping[Any, int]
@@ -153,11 +154,7 @@ def collapse_error(counts: Counts) -> float:
 
 def _wilson(k: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval for binomial proportions ``k/n`` at normal quantile ``z``."""
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    return wilson(k / n, n, z)
 
 
 def _bootstrap_collapse_errors(c: np.ndarray, n_boot: int, seed: int, p: np.ndarray | None = None) -> np.ndarray:

@@ -11,8 +11,8 @@ Partitioners (``get_partitioner(name, **kw)``):
   offline) clustered by average-linkage agglomerative clustering with a calibrated cosine threshold.
 - ``judge`` — :class:`JudgeEquivalencePartitioner`: an LLM judge answers "same meaning?" for
   (class representative, response) pairs, batched one ``generate()`` call per round.
-- ``label`` — :class:`LabelPartitioner`: a domain labeller, by default the Persuasion-for-Good
-  donation labeller built on :func:`parse_donation`.
+- ``label`` — :class:`LabelPartitioner`: a benchmark's decision labeller (by default the default
+  benchmark's), or any function reply -> class.
 
 Every partitioner has ``partition(texts) -> list[int]`` for one state and
 ``partition_many(groups)`` / ``await apartition_many(groups)`` for many states at once (one encoder
@@ -35,7 +35,6 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from collapse_probe._resources import package_path
-from collapse_probe.benchmarks.p4g import parse_donation
 from collapse_probe.errors import ConfigError, InfraError, require
 
 __all__ = [
@@ -59,8 +58,6 @@ __all__ = [
     "pair_balanced_accuracy",
     "paraphrase_set_pairs",
     "normalize_text",
-    "p4g_label",
-    "parse_donation",
     "parse_yes_no",
     "partitioner_for",
 ]
@@ -771,64 +768,33 @@ class JudgeEquivalencePartitioner:
         return [[int(x) for x in gl] for gl in labels]  # type: ignore[arg-type]
 
 
-# --------------------------------------------------------------------------------------------------
-# domain labels (Persuasion for Good)
+LABELLERS: dict[str, Callable[[str], str]] = {}
+"""Named labellers registered in this process for :class:`LabelPartitioner`; a benchmark name also
+names its labeller (the ``labeller`` of its :class:`~collapse_probe.benchmarks.Benchmark`)."""
 
 
-def _format_amount(x: float) -> str:
-    return f"${int(x)}" if float(x).is_integer() else f"${x:.2f}"
+def _named_labeller(name: str) -> Callable[[str], str]:
+    """The labeller ``name`` names: one in :data:`LABELLERS`, else the benchmark ``name``'s own.
 
+    Raises:
+        ConfigError: neither (naming the known labellers)."""
+    if name in LABELLERS:
+        return LABELLERS[name]
+    from collapse_probe.benchmarks._registry import labeller_of
 
-_HEDGE = re.compile(
-    r"\b(not sure|unsure|maybe|perhaps|might|think about|consider|don'?t know|no idea|let me think|later|depends)\b"
-)
-_REFUSE = re.compile(
-    r"\b(no|nope|nah|never|won'?t|will not|can'?t|cannot|can not|don'?t want|not interested|not going to|"
-    r"decline|pass|refuse|rather not|no thanks|not donat\w*|not give|not at this time)\b"
-)
-
-
-def p4g_label(text: str) -> str:
-    """Persuasion-for-Good decision label of a donor reply.
-
-    Rules, in order (on the casefolded text):
-
-    1. a ``[DONATE …]`` tag (:func:`parse_donation`, last one wins) → ``"donate:$X"``
-       (``$1``, ``$0.50``; ``[DONATE $0]`` is ``"donate:$0"``, kept apart from a verbal refusal);
-    2. a hedge (``not sure``, ``maybe``, ``perhaps``, ``might``, ``think about``, ``consider``,
-       ``don't know``, ``no idea``, ``let me think``, ``later``, ``depends``) → ``"undecided"``;
-    3. a refusal word or phrase (``no``, ``nope``, ``never``, ``won't``, ``can't``, ``cannot``,
-       ``don't want``, ``not interested``, ``not going to``, ``decline``, ``pass``, ``refuse``,
-       ``rather not``, ``not donate…``, ``not give``, ``not at this time``) → ``"refuse"``;
-    4. anything else → ``"undecided"``.
-
-    Only the tag counts as a donation — the benchmark reward reads only the tag — so "I'll give a
-    dollar" without one is ``"undecided"``.
-
-    Example:
-        >>> p4g_label("OK! [DONATE $1.5]"), p4g_label("No thanks."), p4g_label("Maybe later")
-        ('donate:$1.50', 'refuse', 'undecided')
-    """
-    amount = parse_donation(text)
-    if amount is not None:
-        return "donate:" + _format_amount(amount)
-    t = text.casefold().replace("’", "'")
-    if _HEDGE.search(t):
-        return "undecided"
-    if _REFUSE.search(t):
-        return "refuse"
-    return "undecided"
-
-
-LABELLERS: dict[str, Callable[[str], str]] = {"p4g": p4g_label}
-"""Named domain labellers for :class:`LabelPartitioner`."""
+    found = labeller_of(name)
+    if found is None:
+        raise ConfigError(f"labeller must be a benchmark with a decision labeller, a name in {sorted(LABELLERS)} "
+                          f"or a callable, got {name!r}")  # fmt: skip
+    return found
 
 
 class LabelPartitioner(_SyncPartitioner):
     """Classes from a domain labeller (a function text -> class name); default: P4G donation decisions.
 
     Args:
-        labeller: a name in :data:`LABELLERS` (``"p4g"``) or a callable ``str -> str``.
+        labeller: a callable ``str -> str``, a name in :data:`LABELLERS` or a benchmark's name (its own
+            labeller); default: the default benchmark's.
 
     Example:
         >>> LabelPartitioner().labels_for(["[DONATE $1]", "no", "[donate 1.00]"])
@@ -837,17 +803,20 @@ class LabelPartitioner(_SyncPartitioner):
 
     name = "label"
 
-    def __init__(self, labeller: str | Callable[[str], str] = "p4g") -> None:
+    def __init__(self, labeller: str | Callable[[str], str] | None = None) -> None:
+        if labeller is None:
+            from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+
+            labeller = DEFAULT_BENCHMARK
         if isinstance(labeller, str):
-            if labeller not in LABELLERS:
-                raise ConfigError(f"labeller must be one of {sorted(LABELLERS)} or a callable, got {labeller!r}")
+            self._fn = _named_labeller(labeller)
         elif not callable(labeller):
             raise ConfigError(f"labeller must be a name or a callable str -> str, got {type(labeller).__name__}")
         self.labeller = labeller
 
     def labels_for(self, texts: Sequence[str]) -> list[str]:
         """The class name of each response."""
-        fn = LABELLERS[self.labeller] if isinstance(self.labeller, str) else self.labeller
+        fn = self._fn if isinstance(self.labeller, str) else self.labeller
         return [fn(t) for t in _check_texts(texts)]
 
     def partition(self, texts: Sequence[str]) -> list[int]:
@@ -863,7 +832,18 @@ PARTITIONERS: dict[str, type] = {
     "judge": JudgeEquivalencePartitioner,
     "label": LabelPartitioner,
 }
-"""Partitioner name -> class."""
+"""Partitioner name -> class. An installed distribution adds one through the entry-point group
+``collapse_probe.partitioners`` (the entry point's name is the partitioner's, its object the class)."""
+
+
+def _partitioner_class(name: str) -> Any:
+    """The class of partitioner ``name``: registered here, else an installed entry point (``None``: none)."""
+    if name in PARTITIONERS:
+        return PARTITIONERS[name]
+    from collapse_probe._plugins import PARTITIONERS_GROUP, load_target, plugin_entry_points
+
+    ep = plugin_entry_points(PARTITIONERS_GROUP).get(str(name))
+    return None if ep is None else load_target(ep, f"partitioner {name!r}")
 
 
 def get_partitioner(name: str, **kw: Any) -> Partitioner:
@@ -876,11 +856,14 @@ def get_partitioner(name: str, **kw: Any) -> Partitioner:
     Raises:
         ConfigError: for an unknown name (with close matches) or constructor arguments it does not take.
     """
-    if name not in PARTITIONERS:
-        close = difflib.get_close_matches(str(name), list(PARTITIONERS), n=2, cutoff=0.5)
+    cls = _partitioner_class(name)
+    if cls is None:
+        from collapse_probe._plugins import PARTITIONERS_GROUP, plugin_entry_points
+
+        known = [*PARTITIONERS, *(n for n in plugin_entry_points(PARTITIONERS_GROUP) if n not in PARTITIONERS)]
+        close = difflib.get_close_matches(str(name), known, n=2, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ConfigError(f"unknown partitioner {name!r}.{hint} Known: {', '.join(PARTITIONERS)}")
-    cls = PARTITIONERS[name]
+        raise ConfigError(f"unknown partitioner {name!r}.{hint} Known: {', '.join(known)}")
     if name == "judge" and "model" not in kw:
         raise ConfigError("partitioner 'judge' needs model= (a ChatModel or a model spec such as 'smollm2')")
     import inspect
@@ -909,3 +892,10 @@ def partitioner_for(name: str, arena: Any = None, **kw: Any) -> Partitioner:
             raise ConfigError(f"partition 'label': {where} has no decision labeller; use exact, embedding or judge")
         kw["labeller"] = labeller
     return get_partitioner(name, **kw)
+
+
+def __getattr__(name: str) -> Any:
+    # names that moved to a benchmark's module stay importable from here (see the registry's MOVED)
+    from collapse_probe.benchmarks._registry import moved
+
+    return moved(__name__, name)

@@ -6,6 +6,15 @@ old model's samples) + request fingerprint (messages, prompt, sampling params, t
 The sample index is part of the key so that N cached samples of one prompt are N independent
 draws: caching per prompt would hand back N copies of one answer and fake a collapse error of 0.
 Errors are never cached.
+
+Missing samples are fetched as a range (samples 5..9 of a request whose 0..4 are cached), which is
+exact only if a backend's sample ``i`` does not depend on what else shares its call: true of the
+scripted and embedded torch backends (per-sample seeds; near-ties retaken canonically, in float32
+exactly, see :func:`collapse_probe.models.local.tie_tolerance_for`) and of vLLM with batch-invariant
+kernels (the vllm backend's default, ``VLLM_BATCH_INVARIANT=1``). Elsewhere (vLLM without them,
+HTTP servers) a range fetched later is still made of draws from the right distribution, just not
+the draws one call would have made. The fingerprint holds the dtype, device and kernel mode, so
+samples computed in different numerics never mix.
 """
 
 from __future__ import annotations

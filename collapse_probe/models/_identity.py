@@ -13,6 +13,10 @@ the cache, never resumed into an older run and never gated on its predecessor's 
   reports (its model endpoint), so another model behind the same URL gets another fingerprint.
 - vLLM: the model path (content hash for a local directory) or name and revision, plus the LoRA
   adapter's content hash.
+- Numerics: torch and vLLM models add what they compute in (:func:`numerics_fingerprint`:
+  ``;dtype=bfloat16;device=cuda``, and vLLM's kernel mode), so the same weights loaded in float32 on
+  a CPU and in bfloat16 on a GPU -- which sample different texts for the same seed -- never share
+  cached samples nor resume each other's runs.
 """
 
 from __future__ import annotations
@@ -152,9 +156,38 @@ def http_fingerprint(base_url: str, model: str, reported: str | None = None) -> 
     return f"http:{clean_url(base_url)}#{model}{UNVERIFIED}"
 
 
+NUMERICS_SEP = ";"
+"""Separates a fingerprint's content part from its numerics (``;dtype=...;device=...``)."""
+
+
+def numerics_fingerprint(base: str, **numerics: str | None) -> str:
+    """``base`` with the numerics it is computed in appended, e.g. ``sha256:…;dtype=float32;device=cpu``.
+
+    >>> numerics_fingerprint("sha256:ab", dtype="bfloat16", device="cuda")
+    'sha256:ab;dtype=bfloat16;device=cuda'
+    """
+    return base + "".join(f"{NUMERICS_SEP}{k}={v}" for k, v in numerics.items() if v is not None)
+
+
+def _content_part(fp: str) -> tuple[str, bool]:
+    """``(content part, whether numerics were recorded)`` of a fingerprint."""
+    if fp.startswith("http:"):
+        return fp, True
+    base, sep, _ = fp.partition(NUMERICS_SEP + "dtype=")
+    return base, bool(sep)
+
+
 def same_model(a: str, b: str) -> bool:
-    """Whether two fingerprints may name the same model (an unverified HTTP one matches its URL)."""
+    """Whether two fingerprints may name the same model.
+
+    An unverified HTTP fingerprint matches its URL; a fingerprint recorded before numerics were part
+    of fingerprints (no ``;dtype=``) matches the same content in any dtype and device, since what it
+    ran in was not recorded.
+    """
     if a == b:
+        return True
+    (base_a, qualified_a), (base_b, qualified_b) = _content_part(a), _content_part(b)
+    if base_a == base_b and not (qualified_a and qualified_b):
         return True
     if a.endswith(UNVERIFIED) or b.endswith(UNVERIFIED):
         return a.startswith("http:") and b.startswith("http:") and a.split("#", 1)[0] == b.split("#", 1)[0]
@@ -191,9 +224,10 @@ def participant_fingerprints(participants: Mapping[str, Any]) -> dict[str, str]:
 
 
 def short(fp: str) -> str:
-    """A fingerprint shortened for messages."""
+    """A fingerprint shortened for messages (the numerics kept: they may be all that changed)."""
     if fp.startswith("sha256:"):
-        return fp[:19]
+        base, sep, numerics = fp.partition(NUMERICS_SEP)
+        return base[:19] + sep + numerics
     return fp if len(fp) <= 80 else fp[:77] + "..."
 
 

@@ -9,7 +9,7 @@ torch or a provider SDK.
 from __future__ import annotations
 
 import difflib
-import importlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +33,18 @@ BACKENDS: dict[str, str] = {
     "litellm": "collapse_probe.models.litellm:make_litellm_model",
     "scripted": "collapse_probe.models.scripted:make_scripted_model",
 }
-"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``."""
+"""Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``. An installed
+distribution adds a prefix through the entry-point group ``collapse_probe.models`` (the entry point's
+name is the prefix, its object the factory; see :mod:`collapse_probe._plugins`)."""
+
+
+def _backend_target(prefix: str) -> Any:
+    """The factory target of ``prefix``: registered here, else an installed entry point (``None``: none)."""
+    if prefix in BACKENDS:
+        return BACKENDS[prefix]
+    from collapse_probe._plugins import MODELS_GROUP, plugin_entry_points
+
+    return plugin_entry_points(MODELS_GROUP).get(prefix)
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,8 @@ ALIASES: dict[str, Alias] = {
 
 DEFAULT_MODEL = "smollm2"
 
-_INSTANCES: dict[str, ChatModel] = {}
+_INSTANCES: dict[tuple[str, str], ChatModel] = {}
+"""(spec key, options key) -> the backend built for them (:func:`get_model`)."""
 
 ModelProvider = Callable[[str, dict[str, Any]], ChatModel]
 _PROVIDER: ModelProvider | None = None
@@ -76,9 +88,12 @@ def resolve_spec(spec: str) -> str:
     if spec in ALIASES:
         return ALIASES[spec].target
     prefix = _prefix(spec)
-    if prefix not in BACKENDS:
-        candidates = sorted(ALIASES) + [f"{p}/..." for p in BACKENDS if p != "scripted"] + ["scripted:FILE.json"]
-        close = difflib.get_close_matches(spec, list(ALIASES) + [f"{p}/" for p in BACKENDS], n=3, cutoff=0.5)
+    if _backend_target(prefix) is None:
+        from collapse_probe._plugins import MODELS_GROUP, plugin_entry_points
+
+        prefixes = [*BACKENDS, *(p for p in plugin_entry_points(MODELS_GROUP) if p not in BACKENDS)]
+        candidates = sorted(ALIASES) + [f"{p}/..." for p in prefixes if p != "scripted"] + ["scripted:FILE.json"]
+        close = difflib.get_close_matches(spec, list(ALIASES) + [f"{p}/" for p in prefixes], n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ConfigError(f"unknown model spec {spec!r}.{hint} Known: {', '.join(candidates)}")
     return spec
@@ -91,11 +106,15 @@ def _prefix(spec: str) -> str:
 
 
 def get_model(spec: str, **options: Any) -> ChatModel:
-    """Return the backend for ``spec``, constructing it once per process.
+    """Return the backend for ``spec`` with ``options``, constructing it once per process and options.
+
+    The same spec with other options is another backend (``concurrency=4`` never returns the one
+    built with ``concurrency=3``). Without options, the backend this process already built for the
+    spec is returned (the one a command loaded with its ``-M`` options), else one with the defaults.
 
     Args:
         spec: a spec string or alias (see :data:`ALIASES`, ``collapse-probe models``).
-        **options: backend options (only used on first construction).
+        **options: backend options.
     """
     canonical = resolve_spec(spec)
     prefix = _prefix(canonical)
@@ -114,13 +133,24 @@ def get_model(spec: str, **options: Any) -> ChatModel:
             key = f"{canonical}\x00{st.st_size}\x00{st.st_mtime_ns}"
         except OSError:
             pass
-    if key in _INSTANCES:
-        return _INSTANCES[key]
-    module_name, attr = BACKENDS[prefix].split(":")
-    factory = getattr(importlib.import_module(module_name), attr)
+    opts = _options_key(options)
+    if (key, opts) in _INSTANCES:
+        return _INSTANCES[(key, opts)]
+    if not options:
+        built = next((m for (k, _), m in _INSTANCES.items() if k == key), None)
+        if built is not None:
+            return built
+    from collapse_probe._plugins import load_target
+
+    factory = load_target(_backend_target(prefix), f"model backend {prefix!r}")
     model: ChatModel = factory(canonical, name, **options)
-    _INSTANCES[key] = model
+    _INSTANCES[(key, opts)] = model
     return model
+
+
+def _options_key(options: dict[str, Any]) -> str:
+    """The options as part of a cache key: sorted JSON (values JSON cannot write by their ``repr``)."""
+    return json.dumps(options, sort_keys=True, default=repr)
 
 
 def list_models() -> list[tuple[str, str, str]]:

@@ -6,11 +6,16 @@ Both run one decoding loop over a transformers causal LM:
   into micro-batches of at most ``max_batch`` rows. Each micro-batch is left-padded and decoded with
   a KV cache: *one* forward pass per decoding step serves every live row; finished rows leave the
   batch (their cache rows are dropped).
-* **Per-row seeds.** Sample ``i`` of request ``r`` draws its uniforms from its own
-  ``torch.Generator`` seeded with ``r.sample_seed(i)`` (fresh randomness when the request has no
-  seed), and tokens are drawn by a two-stage Gumbel-max over that row's own logits. Decisions that
-  padding noise could flip (near-ties) are retaken on logits computed for the row alone, so the text
-  of a sample does not depend on which other rows share its batch (see :meth:`LocalModel._sample`).
+* **Per-row seeds, sampling on the device.** Sample ``i`` of request ``r`` draws its uniforms from
+  its own ``torch.Generator`` on the model's device, seeded with ``r.sample_seed(i)`` (fresh
+  randomness when the request has no seed), and tokens are drawn by a two-stage Gumbel-max over that
+  row's own logits, for all rows at once on the device; the host gets one small copy per step (the
+  tokens), never the logits. Decisions that batching noise could flip (near-ties, within a
+  tolerance derived from the dtype) are retaken on logits computed for the row alone, so in float32
+  the text of a sample does not depend on which other rows share its batch (see
+  :meth:`LocalModel._sample`; what holds in bfloat16 is stated in :func:`tie_tolerance_for`).
+* **Pre-allocated KV cache.** Keys and values are written into buffers sized for the prompt and the
+  token budget, not concatenated at every step.
 * **Exact closed-set scores.** :meth:`LocalModel.score_choices` teacher-forces every choice in one
   forward pass and returns its exact log-probability as the continuation of the prompt, which gives
   the exact class distribution over a closed answer set instead of a sampled estimate.
@@ -67,6 +72,11 @@ def _common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
 
 
 DEFAULT_TIE_TOLERANCE = 1e-3
+"""Tie tolerance (logits) of float32 models; half-precision models add a relative part (:func:`tie_tolerance_for`)."""
+TIE_STEPS = 8
+"""Rounding steps of a half-precision dtype, at the logits' magnitude, that count as a near-tie."""
+HALF_PRECISION_BITS = {"bfloat16": 8, "float16": 11}
+"""Significant bits (the leading one included) of the half-precision dtypes."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,8 +394,9 @@ class LocalModel:
         prompt_style: ``"chat"`` or ``"transcript"`` (see :data:`PROMPT_STYLES`).
         max_batch: most rows (samples) decoded together in one micro-batch.
         tie_tolerance: decision margin, in logits, below which a row's next-token logits are
-            recomputed alone (see :meth:`_sample`). Padding changes logits by about 2e-5 in float32
-            on CPU; raise it for bfloat16 or float16 models.
+            recomputed alone (see :meth:`_sample`); ``None`` (default) derives it from the model's
+            dtype (:func:`tie_tolerance_for`: 1e-3 in float32, a few rounding steps at the logits'
+            magnitude in bfloat16 and float16).
     """
 
     def __init__(
@@ -396,13 +407,15 @@ class LocalModel:
         *,
         prompt_style: str = "chat",
         max_batch: int = DEFAULT_MAX_BATCH,
-        tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+        tie_tolerance: float | None = None,
     ) -> None:
         if prompt_style not in PROMPT_STYLES:
             raise ConfigError(f"option prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {prompt_style!r}")
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise ConfigError(f"option max_batch must be a positive integer, got {max_batch!r}")
-        if isinstance(tie_tolerance, bool) or not isinstance(tie_tolerance, (int, float)) or not tie_tolerance >= 0:
+        if tie_tolerance is not None and (
+            isinstance(tie_tolerance, bool) or not isinstance(tie_tolerance, (int, float)) or not tie_tolerance >= 0
+        ):
             raise ConfigError(f"option tie_tolerance must be a number >= 0, got {tie_tolerance!r}")
         if prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
             raise ConfigError(
@@ -422,16 +435,24 @@ class LocalModel:
         """How many sampling decisions were close enough to a tie to be recomputed canonically."""
 
     def fingerprint(self) -> str:
-        """Content hash of the weight directory this model was loaded from.
+        """Content hash of the weight directory this model was loaded from, and what it computes in.
 
-        A model built in memory (:meth:`from_loaded`, e.g. a trainer's live weights) has no file to
-        hash and is identified by its spec and decoder revision.
+        The dtype and device are part of it (``sha256:…;dtype=float32;device=cpu``): the same
+        weights in bfloat16 on a GPU sample other texts for the same seed than in float32 on a CPU,
+        so their samples are never served for each other from the cache. A model built in memory
+        (:meth:`from_loaded`, e.g. a trainer's live weights) has no file to hash and is identified
+        by its spec and decoder revision.
         """
-        if self.source_path is not None:
-            from collapse_probe.models._identity import file_fingerprint
+        from collapse_probe.models._identity import file_fingerprint, numerics_fingerprint
 
-            return file_fingerprint(self.source_path)
-        return f"spec:{self.spec}|{self.cache_namespace}"
+        base = f"spec:{self.spec}|{self.cache_namespace}" if self.source_path is None else None
+        if base is None:
+            base = file_fingerprint(self.source_path)  # type: ignore[arg-type]
+        if self.model is None:
+            return base
+        return numerics_fingerprint(
+            base, dtype=str(self._model_dtype()).removeprefix("torch."), device=self._device().type
+        )
 
     @classmethod
     def from_loaded(
@@ -442,7 +463,7 @@ class LocalModel:
         *,
         prompt_style: str = "transcript",
         max_batch: int = DEFAULT_MAX_BATCH,
-        tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+        tie_tolerance: float | None = None,
     ) -> LocalModel:
         """Wrap an already loaded (possibly LoRA-adapted, being trained) model and its tokenizer.
 
@@ -606,8 +627,10 @@ class LocalModel:
         return next(self.model.parameters()).device
 
     def _generator(self, seed: int | None) -> Any:
+        """The row's own uniforms, drawn on the model's device (CPU and CUDA streams differ for one
+        seed, as their logits do; the device is part of the fingerprint)."""
         torch = require("torch", "local", "sampling")
-        g = torch.Generator()  # CPU: the draws are identical on every device
+        g = torch.Generator(device=self._device()) if self.model is not None else torch.Generator()
         if seed is None:
             g.seed()
         else:
@@ -648,12 +671,23 @@ class LocalModel:
         params = inspect.signature(type(base).forward).parameters
         return "cache" if "cache" in params else "past_key_values"
 
-    def _new_cache(self) -> Any:
+    def _new_cache(self, capacity: int | None = None) -> Any:
+        """A KV cache; with ``capacity``, its full-attention layers write into buffers of that many
+        positions allocated once (:func:`_preallocated_layer`) instead of growing by concatenation,
+        which copies the whole cache of every layer at every step."""
         transformers = require("transformers", "local", "decoding")
         try:
-            return transformers.DynamicCache(config=self.model.config)
+            cache = transformers.DynamicCache(config=self.model.config)
         except TypeError:  # older transformers
             return transformers.DynamicCache()
+        layers = getattr(cache, "layers", None)
+        dynamic = getattr(getattr(transformers, "cache_utils", None), "DynamicLayer", None)
+        if capacity is not None and isinstance(layers, list) and isinstance(dynamic, type):
+            preallocated = _preallocated_layer(dynamic)
+            for i, layer in enumerate(layers):
+                if type(layer) is dynamic:  # sliding-window and other layer kinds keep their own logic
+                    layers[i] = preallocated(capacity)
+        return cache
 
     @contextlib.contextmanager
     def _inference(self) -> Iterator[None]:
@@ -668,7 +702,13 @@ class LocalModel:
                 self.model.train()
 
     def _decode(self, rows: list[_Row]) -> None:
-        """Decode one micro-batch in place: one forward pass per step for all live rows."""
+        """Decode one micro-batch in place: one forward pass per step for all live rows.
+
+        Everything per step stays on the model's device -- the KV cache, the attention mask, the
+        positions, the sampled tokens that feed the next step; the host receives one small copy per
+        step (each live row's token, its log-probability and whether its decision was a near-tie),
+        never the logits.
+        """
         torch = require("torch", "local", "decoding")
         device = self._device()
         eos = self._eos_ids()
@@ -682,7 +722,8 @@ class LocalModel:
         # prefill the suffixes, left-padded *after* the prefix (padding is masked, positions explicit).
         prefix = _common_prefix_len(prompts) if len(prompts) > 1 else 0
         prefix = min(prefix, min(len(p) for p in prompts) - 1)  # every prompt keeps a suffix token
-        cache = self._new_cache()
+        steps = max(r.max_tokens for r in rows)
+        cache = self._new_cache(capacity=max(len(p) for p in prompts) + steps)
         kw = self._cache_kwarg()
         if prefix >= MIN_SHARED_PREFIX:
             pre = torch.tensor([prompts[0][:prefix]], dtype=torch.long, device=device)
@@ -706,25 +747,33 @@ class LocalModel:
             suffix_mask[u, width - len(suffix) :] = 1
         ids, suffix_mask = ids.to(device), suffix_mask.to(device)
         positions = prefix + (suffix_mask.cumsum(-1) - 1).clamp(min=0)
-        mask = torch.cat([suffix_mask.new_ones((len(prompts), prefix)), suffix_mask], dim=1)
+        # The mask of every step is a prefix of one buffer allocated here (no concatenation per step).
+        mask = torch.ones((len(prompts), prefix + width + steps), dtype=torch.long, device=device)
+        mask[:, prefix : prefix + width] = suffix_mask
+        length = prefix + width
         out = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **{kw: cache}
+            input_ids=ids,
+            attention_mask=mask[:, :length],
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{kw: cache},
         )
+        logits = out.logits[:, -1, :]
+        positions = positions[:, -1:]
         if len(unique) < len(rows):
             expand = torch.tensor(row_to_unique, device=device)
             cache.batch_select_indices(expand)
-            mask, positions = mask[expand], positions[expand]
-            out.logits = out.logits[expand]
+            mask, positions, logits = mask[expand], positions[expand], logits[expand]
         live = list(range(len(rows)))  # batch position -> row index
         while True:
-            logits = out.logits[:, -1, :].float()
-            tokens, logps = self._sample(logits, [rows[j] for j in live])
+            tokens, token_list, logps = self._sample(logits, [rows[j] for j in live])
             keep: list[int] = []
             for b, j in enumerate(live):
                 r = rows[j]
-                tok = int(tokens[b])
+                tok = token_list[b]
                 r.tokens.append(tok)
-                r.logprobs.append(float(logps[b]))
+                r.logprobs.append(logps[b])
                 if tok in eos:
                     r.finish_reason = "stop"
                     r.text = self.tokenizer.decode(r.tokens[:-1], skip_special_tokens=True)
@@ -748,90 +797,303 @@ class LocalModel:
             if len(keep) < len(live):
                 sel = torch.tensor(keep, device=device)
                 cache.batch_select_indices(sel)
-                mask, positions, tokens = mask[sel], positions[sel], tokens[sel.cpu()]
+                mask, positions, tokens = mask[sel], positions[sel], tokens[sel]
                 live = [live[b] for b in keep]
-            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
-            positions = positions[:, -1:] + 1
+            length += 1
+            positions = positions + 1
             out = self.model(
-                input_ids=tokens.view(-1, 1).to(device),
-                attention_mask=mask,
+                input_ids=tokens.view(-1, 1),
+                attention_mask=mask[:, :length],
                 position_ids=positions,
                 use_cache=True,
                 **{kw: cache},
             )
+            logits = out.logits[:, -1, :]
 
-    def _sample(self, logits: Any, rows: list[_Row]) -> tuple[Any, Any]:
+    def _tie_tolerances(self, logits: Any) -> Any:
+        """Each row's decision margin (in logits) below which its decision is retaken canonically."""
+        if self.tie_tolerance is not None:
+            return float(self.tie_tolerance)
+        absolute, relative = tie_tolerance_for(self._model_dtype())
+        if not relative:
+            return absolute
+        return (logits.abs().amax(dim=-1).double() * relative).clamp(min=absolute)
+
+    def _model_dtype(self) -> Any:
+        if self.model is None:
+            return None
+        return next(self.model.parameters()).dtype
+
+    def _sample(self, logits: Any, rows: list[_Row]) -> tuple[Any, list[int], list[float]]:
         """Next token of each row and its log-probability under the unmodified (temperature 1) model.
 
-        Temperature 0 is greedy. Otherwise the token is drawn by a two-stage Gumbel-max: the
-        vocabulary is cut into ``ceil(sqrt(V))``-token blocks in vocabulary order, a block is chosen
-        by Gumbel-max over the blocks' log-masses, then a token by Gumbel-max within the block. That
-        is an exact draw from ``softmax(logits / T)`` (restricted to the top-p nucleus), it consumes a
-        fixed number of uniforms per step from the row's own generator, and -- unlike an inverse-CDF
-        draw, whose outcome flips whenever rounding noise moves a CDF boundary across the uniform,
-        which happens all the time in the long tail -- its outcome changes only when two perturbed
-        scores are within the rounding noise of each other. When a decision margin (greedy: top-2
-        logit gap; sampling: either stage's top-2 gap) is below ``tie_tolerance``, the row's logits are
-        recomputed canonically (the row alone, unpadded, no cache) and the decision is taken on those.
-        Since ``tie_tolerance`` is far above the padding noise, every decision equals the canonical
-        one, so the text does not depend on the batch a row was decoded in.
+        Returns the tokens on the logits' device (they feed the next step there) and, copied to the
+        host in one transfer, the tokens and log-probabilities as lists.
+
+        Temperature 0 is greedy. Otherwise the token is drawn by a two-stage Gumbel-max
+        (:func:`gumbel_pick`, all rows at once on the device): the vocabulary is cut into
+        ``ceil(sqrt(V))``-token blocks in vocabulary order, a block is chosen by Gumbel-max over the
+        blocks' log-masses, then a token by Gumbel-max within the block. That is an exact draw from
+        ``softmax(logits / T)`` (restricted to the top-p nucleus), it consumes a fixed number of
+        uniforms per step from the row's own generator, and -- unlike an inverse-CDF draw, whose
+        outcome flips whenever rounding noise moves a CDF boundary across the uniform, which happens
+        all the time in the long tail -- its outcome changes only when two perturbed scores are
+        within the rounding noise of each other. When a decision margin (greedy: top-2 logit gap;
+        sampling: either stage's top-2 gap, and the nucleus boundary) is below the tie tolerance,
+        the row's logits are recomputed canonically (the row alone, unpadded, no cache) and the
+        decision is taken on those. As long as the tolerance is above the noise that batching adds
+        to the logits, every decision equals the canonical one, so the text does not depend on the
+        batch a row was decoded in (see :func:`tie_tolerance_for` for what that means per dtype).
         """
         torch = require("torch", "local", "sampling")
-        logits = logits.float().cpu()
-        vocab = logits.shape[-1]
+        logits = logits.float()
+        n, vocab = logits.shape
+        dev = logits.device
         block = math.isqrt(vocab - 1) + 1
         n_blocks = -(-vocab // block)
-        tokens = torch.empty(len(rows), dtype=torch.long)
-        used = logits.clone()
-        for b, r in enumerate(rows):
-            if r.temperature > 0:
-                noise = torch.rand(n_blocks + block, generator=r.generator)
-                gumbel = -torch.log(-torch.log(noise))
-                tok, margin = self._gumbel_pick(logits[b], r, gumbel, block, n_blocks)
+        tokens = torch.empty(n, dtype=torch.long, device=dev)
+        margins = torch.full((n,), math.inf, dtype=torch.float64, device=dev)
+        sampled = [b for b, r in enumerate(rows) if r.temperature > 0]
+        greedy = [b for b, r in enumerate(rows) if r.temperature <= 0]
+        gumbel: dict[int, Any] = {}
+        if sampled:
+            noise = torch.stack(
+                [torch.rand(n_blocks + block, generator=rows[b].generator, device=dev) for b in sampled]
+            )
+            g = -torch.log(-torch.log(noise))
+            gumbel = {b: g[i] for i, b in enumerate(sampled)}
+            sel = slice(None) if len(sampled) == n else torch.tensor(sampled, device=dev)
+            tok, margin = gumbel_pick(
+                logits[sel],
+                [rows[b].temperature for b in sampled],
+                [rows[b].top_p for b in sampled],
+                g,
+                self._nucleus_tolerance(),
+            )
+            tokens[sel] = tok
+            margins[sel] = margin
+        if greedy:
+            sel = slice(None) if len(greedy) == n else torch.tensor(greedy, device=dev)
+            chosen = logits[sel]
+            tokens[sel] = chosen.argmax(dim=-1)
+            if vocab > 1:
+                top2 = chosen.topk(2, dim=-1).values
+                margins[sel] = (top2[:, 0] - top2[:, 1]).double()
+        logps = torch.log_softmax(logits, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        close = margins < self._tie_tolerances(logits)
+        host = torch.stack([tokens.double(), logps.double(), close.double()]).cpu().tolist()  # the one sync
+        token_list = [int(t) for t in host[0]]
+        logp_list = host[1]
+        for b in (b for b, c in enumerate(host[2]) if c):
+            r = rows[b]
+            self.canonical_recomputes_ += 1
+            canon = self._canonical_logits(r).to(dev)
+            if b in gumbel:
+                tok_b, _ = gumbel_pick(canon[None], [r.temperature], [r.top_p], gumbel[b][None], 0.0)
+                t = int(tok_b[0])
             else:
-                gumbel = None
-                top2 = torch.topk(logits[b], 2).values
-                tok, margin = int(torch.argmax(logits[b])), float(top2[0] - top2[1])
-            if margin < self.tie_tolerance:
-                self.canonical_recomputes_ += 1
-                used[b] = self._canonical_logits(r)
-                if gumbel is None:
-                    tok = int(torch.argmax(used[b]))
-                else:
-                    tok, _ = self._gumbel_pick(used[b], r, gumbel, block, n_blocks)
-            tokens[b] = tok
-        logps = torch.log_softmax(used, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-        return tokens, logps
+                t = int(canon.argmax())
+            token_list[b] = t
+            logp_list[b] = float(torch.log_softmax(canon, dim=-1)[t])
+            tokens[b] = t
+        return tokens, token_list, logp_list
 
-    @staticmethod
-    def _gumbel_pick(logits: Any, row: _Row, gumbel: Any, block: int, n_blocks: int) -> tuple[int, float]:
-        """Two-stage Gumbel-max draw for one row; returns the token and the smaller top-2 margin."""
-        torch = require("torch", "local", "sampling")
-        scores = logits.double() / row.temperature
-        if row.top_p < 1:
-            # Nucleus: every token at least as likely as the least likely token needed to reach top_p.
-            probs = torch.softmax(scores, dim=-1)
-            ranked = torch.sort(probs, descending=True).values
-            ahead = ranked.cumsum(-1) - ranked
-            floor = ranked[int((ahead < row.top_p).sum()) - 1]
-            scores = torch.where(probs >= floor, scores, torch.full_like(scores, -math.inf))
-        padded = torch.full((n_blocks * block,), -math.inf, dtype=torch.float64)
-        padded[: scores.shape[0]] = scores
-        blocks = padded.view(n_blocks, block)
-        stage1 = torch.logsumexp(blocks, dim=-1) + gumbel[:n_blocks].double()
-        top1 = torch.topk(stage1, 2)
-        chosen = int(top1.indices[0])
-        stage2 = blocks[chosen] + gumbel[n_blocks:].double()
-        top2 = torch.topk(stage2, 2)
-        margin = min(float(top1.values[0] - top1.values[1]), float(top2.values[0] - top2.values[1]))
-        return chosen * block + int(top2.indices[0]), margin * row.temperature  # in logit units
+    def _nucleus_tolerance(self) -> float:
+        """The tie tolerance the nucleus boundary is checked against (the row-independent part)."""
+        if self.tie_tolerance is not None:
+            return float(self.tie_tolerance)
+        return tie_tolerance_for(self._model_dtype())[0]
 
     def _canonical_logits(self, row: _Row) -> Any:
         """Next-token logits of ``row`` computed alone: unpadded, batch of one, no KV cache."""
         torch = require("torch", "local", "decoding")
         ids = torch.tensor([row.prompt_ids + row.tokens], device=self._device())
         out = self.model(input_ids=ids, use_cache=False, logits_to_keep=1)
-        return out.logits[0, -1].float().cpu()
+        return out.logits[0, -1].float()
+
+
+_PREALLOCATED: dict[type, type] = {}
+
+
+def _preallocated_layer(dynamic: type) -> type:
+    """A subclass of transformers' ``DynamicLayer`` whose keys and values live in buffers of a fixed
+    capacity (grown by doubling if exceeded): ``keys``/``values`` are views of the filled part, so
+    everything else of the cache (lengths, masks, batch selection) works unchanged."""
+    if dynamic in _PREALLOCATED:
+        return _PREALLOCATED[dynamic]
+
+    class PreallocatedLayer(dynamic):
+        def __init__(self, capacity: int) -> None:
+            super().__init__()
+            self.capacity = capacity
+            self.filled = 0
+            self.key_buffer: Any = None
+            self.value_buffer: Any = None
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            n = key_states.shape[-2]
+            if self.key_buffer is None or self.filled + n > self.key_buffer.shape[-2]:
+                size = max(self.capacity, 2 * (self.filled + n)) if self.key_buffer is not None else self.capacity
+                size = max(size, self.filled + n)
+                self.key_buffer = self._grown(self.key_buffer, key_states, size)
+                self.value_buffer = self._grown(self.value_buffer, value_states, size)
+            self.key_buffer[..., self.filled : self.filled + n, :] = key_states
+            self.value_buffer[..., self.filled : self.filled + n, :] = value_states
+            self.filled += n
+            self._views()
+            return self.keys, self.values
+
+        def _grown(self, old: Any, like: Any, size: int) -> Any:
+            shape = (*like.shape[:-2], size, like.shape[-1])
+            new = like.new_zeros(shape)
+            if old is not None:
+                new[..., : self.filled, :] = old[..., : self.filled, :]
+            return new
+
+        def _views(self) -> None:
+            self.keys = self.key_buffer[..., : self.filled, :]
+            self.values = self.value_buffer[..., : self.filled, :]
+
+        def batch_select_indices(self, indices: Any) -> None:
+            if self.key_buffer is not None:
+                self.key_buffer = self.key_buffer[indices, ...]
+                self.value_buffer = self.value_buffer[indices, ...]
+                self._views()
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self.key_buffer is not None:
+                self.key_buffer = self.key_buffer.repeat_interleave(repeats, dim=0)
+                self.value_buffer = self.value_buffer.repeat_interleave(repeats, dim=0)
+                self._views()
+
+        def crop(self, tokens_to_remove: int) -> None:
+            if tokens_to_remove < 0 and self.key_buffer is not None:
+                self.filled = max(0, self.filled + tokens_to_remove)
+                self._views()
+            else:
+                super().crop(tokens_to_remove)
+
+        def reset(self) -> None:
+            self.key_buffer = self.value_buffer = None
+            self.filled = 0
+            super().reset()
+
+    _PREALLOCATED[dynamic] = PreallocatedLayer
+    return PreallocatedLayer
+
+
+def tie_tolerance_for(dtype: Any) -> tuple[float, float]:
+    """``(absolute, relative)`` tie tolerance for a model computing in ``dtype``.
+
+    A row's decision margin counts as a near-tie below ``max(absolute, relative * max|logit|)``.
+    The margin must exceed what batching (padding, another batch size, the KV cache) changes in a
+    row's logits, and that is a few rounding steps of the dtype *at the logits' magnitude*:
+
+    * float32: batching changes logits by up to 3e-5 (measured on CPU with SmolLM2-135M, a padded
+      batch against each row alone: 11-14 float32 steps at magnitude 16-19), so 1e-3 absolute
+      leaves a margin of 30x: decisions, hence texts, are the same alone and in any batch.
+    * bfloat16 (8 significant bits: logits of magnitude 8-16 step by 0.0625) and float16 (11 bits:
+      0.0078 there): ``relative`` is :data:`TIE_STEPS` steps of the dtype at the row's largest logit.
+      The same measurement in bfloat16 gave up to 0.5 (4 steps of 0.125 at magnitude 17); a
+      decision is safe when the perturbation stays below half the tolerance, which 8 steps cover
+      for what was measured. Texts are the same alone and in a batch only where every perturbation
+      stays within that; larger ones (they grow with depth and batch shapes) can still flip a
+      decision, and each decision closer than the tolerance costs one canonical forward pass of the
+      row. For batch-independent texts, load the model in float32.
+    """
+    name = str(dtype).removeprefix("torch.") if dtype is not None else "float32"
+    if name in HALF_PRECISION_BITS:
+        return DEFAULT_TIE_TOLERANCE, TIE_STEPS * 2.0 ** (1 - HALF_PRECISION_BITS[name])
+    return DEFAULT_TIE_TOLERANCE, 0.0
+
+
+def gumbel_pick(
+    logits: Any, temperatures: Sequence[float], top_ps: Sequence[float], gumbel: Any, nucleus_tolerance: float
+) -> tuple[Any, Any]:
+    """Two-stage Gumbel-max draws for a batch of rows; returns the tokens and each decision's margin.
+
+    ``logits`` is ``[B, V]``, ``gumbel`` ``[B, n_blocks + block]`` standard Gumbel noise (the first
+    ``n_blocks`` for the block stage, the rest within the block). The margin, in logits, is how far
+    the decision is from changing: the smaller top-2 gap of the two stages and, for rows with
+    ``top_p < 1``, how far a perturbation of ``nucleus_tolerance / 2`` per logit could move the
+    nucleus boundary into a different decision (the draw is repeated with the smallest and the
+    largest nucleus such a perturbation allows; a decision they do not share has margin ``-inf``).
+    Computed in float64 on the logits' device.
+    """
+    torch = require("torch", "local", "sampling")
+    n, vocab = logits.shape
+    dev = logits.device
+    block = math.isqrt(vocab - 1) + 1
+    n_blocks = -(-vocab // block)
+    temps = torch.tensor(list(temperatures), dtype=torch.float64, device=dev)[:, None]
+    scores = logits.double() / temps
+    lo = hi = None  # the smallest and largest nucleus a perturbation within tolerance allows
+    nucleus = [i for i, p in enumerate(top_ps) if p < 1]
+    if nucleus:
+        idx = torch.tensor(nucleus, device=dev)
+        top_p = torch.tensor([top_ps[i] for i in nucleus], dtype=torch.float64, device=dev)[:, None]
+        sub = scores[idx]
+        probs = torch.softmax(sub, dim=-1)
+        ranked = torch.sort(probs, dim=-1, descending=True).values
+        ahead = ranked.cumsum(-1) - ranked
+        # Nucleus: every token at least as likely as the least likely token needed to reach top_p.
+        kept = (ahead < top_p).sum(-1, keepdim=True)
+        floor = ranked.gather(-1, kept - 1)
+        scores[idx] = torch.where(probs >= floor, sub, -math.inf)
+        # A perturbation of d = tolerance / 2 per logit moves each probability by a factor f within
+        # exp(+-2d/T), hence the mass of the top j tokens (ahead[j]) by less than f - 1: the number of
+        # tokens needed lies in [k_lo, k_hi]. Surely in: the top k_lo that no token outside them can
+        # overtake; possibly in: every token that could overtake the k_hi-th.
+        f = torch.exp(nucleus_tolerance / temps[idx])
+        k_lo = (ahead < top_p - (f - 1)).sum(-1, keepdim=True).clamp(min=1)
+        k_hi = (ahead < top_p + (f - 1)).sum(-1, keepdim=True).clamp(min=1)
+        outside = torch.where(k_lo < vocab, ranked.gather(-1, k_lo.clamp(max=vocab - 1)), 0.0)
+        surely = (probs >= ranked.gather(-1, k_lo - 1)) & (probs > outside * f * f)
+        possibly = probs >= ranked.gather(-1, k_hi - 1) / (f * f)
+        lo, hi = scores.clone(), scores.clone()
+        lo[idx] = torch.where(surely, sub, -math.inf)
+        hi[idx] = torch.where(possibly, sub, -math.inf)
+
+    def blocks_of(x: Any) -> Any:
+        padded = torch.full((n, n_blocks * block), -math.inf, dtype=torch.float64, device=dev)
+        padded[:, :vocab] = x
+        return padded.view(n, n_blocks, block)
+
+    g = gumbel.double()
+    rows = torch.arange(n, device=dev)
+    blocks = blocks_of(scores)
+    stage1 = torch.logsumexp(blocks, dim=-1) + g[:, :n_blocks]
+    chosen = stage1.argmax(dim=-1)
+    stage2 = blocks[rows, chosen] + g[:, n_blocks:]
+    within = stage2.argmax(dim=-1)
+    if lo is None:
+        margin1 = _top2_gap(stage1)
+        margin2 = _top2_gap(stage2)
+    else:
+        # The chosen block's score at its lowest against every other block's at its highest, and
+        # the chosen token (which must be in the smallest nucleus) against its block's others.
+        lo_blocks, hi_blocks = blocks_of(lo), blocks_of(hi)
+        s1_lo = torch.logsumexp(lo_blocks, dim=-1) + g[:, :n_blocks]
+        s1_hi = torch.logsumexp(hi_blocks, dim=-1) + g[:, :n_blocks]
+        others = s1_hi.scatter(-1, chosen[:, None], -math.inf)
+        margin1 = s1_lo[rows, chosen] - others.max(dim=-1).values
+        s2_lo = lo_blocks[rows, chosen] + g[:, n_blocks:]
+        s2_hi = hi_blocks[rows, chosen] + g[:, n_blocks:]
+        others2 = s2_hi.scatter(-1, within[:, None], -math.inf)
+        margin2 = s2_lo[rows, within] - others2.max(dim=-1).values
+    margin = torch.minimum(margin1, margin2)
+    margin = torch.where(margin.isnan(), -math.inf, margin) * temps[:, 0]
+    return chosen * block + within, margin
+
+
+def _top2_gap(x: Any) -> Any:
+    """Largest minus second largest entry of each row (``inf`` with one finite entry)."""
+    if x.shape[-1] < 2:
+        return x.new_full(x.shape[:-1], math.inf)
+    top = x.topk(2, dim=-1).values
+    return top[:, 0] - top[:, 1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -861,7 +1123,7 @@ def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
 
     Options: ``prompt_style`` (default per model; ``"transcript"`` for both embedded models),
     ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default ``"float32"``),
-    ``tie_tolerance`` (default 1e-3).
+    ``tie_tolerance`` (default: from the dtype, :func:`tie_tolerance_for`).
     """
     kwargs = _check_options(spec, options)
     _check_local_name(name)

@@ -143,6 +143,16 @@ class ReplicaServer:
             self._reported[spec] = usage
         return delta
 
+    def start_engine(self) -> tuple[str, str] | None:
+        """Start the backend's engine now (vLLM: build it and let it profile the GPU); the error, if any."""
+        start = getattr(self.model, "start", None)
+        if self.error is None and callable(start):
+            try:
+                start()
+            except Exception as exc:  # noqa: BLE001 - reported to the driver like a construction error
+                return (type(exc).__name__, str(exc))
+        return None
+
     def lora_fingerprint(self, lora: str) -> str:
         """The fingerprint of the backend sampling through the adapter at ``lora``, as seen here."""
         from collapse_probe.models._identity import model_fingerprint
@@ -180,12 +190,16 @@ def _prefix(spec: str) -> str:
     return spec.split("/", 1)[0]
 
 
-def replica_plan(spec: str, options: Mapping[str, Any], replicas: int) -> tuple[ReplicaResources, list[dict[str, Any]]]:
+def replica_plan(
+    spec: str, options: Mapping[str, Any], replicas: int, cluster_gpus: float = 0.0
+) -> tuple[ReplicaResources, list[dict[str, Any]]]:
     """Resources of one replica and the backend options of each of ``replicas`` replicas.
 
-    Local torch asks for one CPU (its torch threads), vLLM for ``tensor_parallel_size`` GPUs, HTTP
-    clients and scripted models for none. HTTP replicas split the model's ``concurrency`` budget
-    (default 16) so that the provider sees at most that many calls in flight from all replicas together.
+    Local torch asks for one CPU (its torch threads) and, for ``device=cuda…`` -- or an ``hf/``
+    model on its default ``device=auto`` when the cluster has GPUs (``cluster_gpus``), as it would
+    run on CUDA in-process -- one GPU; vLLM asks for ``tensor_parallel_size`` GPUs, HTTP clients and
+    scripted models for none. HTTP replicas split the model's ``concurrency`` budget (default 16) so
+    that the provider sees at most that many calls in flight from all replicas together.
     """
     prefix = _prefix(spec)
     opts = {k: v for k, v in options.items() if k not in REPLICA_OPTIONS}
@@ -219,7 +233,8 @@ def replica_plan(spec: str, options: Mapping[str, Any], replicas: int) -> tuple[
         return ReplicaResources(num_cpus=pick(cpus, 1), num_gpus=pick(gpus, tp), tensor_parallel=tp), per_replica
     if prefix in ("local", "hf"):
         device = str(opts.get("device") or ("cpu" if prefix == "local" else "auto"))
-        default_gpus = 1.0 if device.startswith("cuda") else 0.0
+        on_gpu = device.startswith("cuda") or (device == "auto" and cluster_gpus > 0)
+        default_gpus = 1.0 if on_gpu else 0.0
         return ReplicaResources(num_cpus=pick(cpus, 1), num_gpus=pick(gpus, default_gpus)), per_replica
     return ReplicaResources(num_cpus=pick(cpus, 0), num_gpus=pick(gpus, 0)), per_replica
 
@@ -289,13 +304,21 @@ class RayReplicaModel:
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
             raise ConfigError(f"{spec}: replicas must be a positive integer, got {replicas!r}")
         self.spec = spec
-        self.resources, per_replica = replica_plan(spec, options, replicas)
-        self.stats_ = ReplicaStats(samples_per_replica=[0] * replicas)
         self._ray = require("ray", "ray", "model replicas on Ray")
+        gpus = float(self._ray.cluster_resources().get("GPU", 0.0)) if self._ray.is_initialized() else 0.0
+        self.resources, per_replica = replica_plan(spec, options, replicas, cluster_gpus=gpus)
+        self.stats_ = ReplicaStats(samples_per_replica=[0] * replicas)
         self._lock = threading.Lock()
         self._replicas = [_Replica(i, o) for i, o in enumerate(per_replica)]
-        for rep in self._replicas:
-            self._start(rep)
+        if self.shares_gpus:
+            # vLLM profiles free GPU memory while it starts and assumes no other process changes it
+            # meanwhile: engines that share a GPU start one after another, each fully up first.
+            for rep in self._replicas:
+                self._start(rep)
+                self._describe_all(startup_timeout, [rep], start_engines=True)
+        else:
+            for rep in self._replicas:
+                self._start(rep)
         info = self._describe_all(startup_timeout)
         # Mirror only what the backend has: the cache reads ``cache_namespace`` with a default, and a
         # wrapper that invented one would change every cache key.
@@ -323,6 +346,11 @@ class RayReplicaModel:
     @property
     def replicas(self) -> int:
         return len(self._replicas)
+
+    @property
+    def shares_gpus(self) -> bool:
+        """Whether replicas ask for a fraction of a GPU, so that several engines may share one."""
+        return 0.0 < self.resources.num_gpus < 1.0
 
     def actor_handles(self) -> list[Any]:
         """The current actor of each replica (for tests that kill one)."""
@@ -382,14 +410,22 @@ class RayReplicaModel:
 
         rep.handle = cls.remote(self.spec, rep.options, os.getcwd(), env, LEDGER.price_table_path)
 
-    def _describe_all(self, timeout: float | None) -> dict[str, Any]:
+    def _describe_all(
+        self, timeout: float | None, replicas: list[_Replica] | None = None, start_engines: bool = False
+    ) -> dict[str, Any]:
         ray = self._ray
+        replicas = self._replicas if replicas is None else replicas
         try:
-            infos = ray.get([r.handle.describe.remote() for r in self._replicas], timeout=timeout)
+            infos = ray.get([r.handle.describe.remote() for r in replicas], timeout=timeout)
+            if start_engines and all(info["error"] is None for info in infos):
+                errors = ray.get([r.handle.start_engine.remote() for r in replicas], timeout=timeout)
+                infos = [
+                    info if err is None else {**info, "error": err} for info, err in zip(infos, errors, strict=True)
+                ]
         except ray.exceptions.GetTimeoutError:
             self.close()
             raise InfraError(
-                f"{self.spec}: {len(self._replicas)} replica(s) did not start within {timeout:.0f} s; the cluster "
+                f"{self.spec}: {len(replicas)} replica(s) did not start within {timeout:.0f} s; the cluster "
                 f"may lack the resources (each asks for {self.resources.num_cpus:g} CPU, "
                 f"{self.resources.num_gpus:g} GPU; cluster has {_fmt_resources(ray.cluster_resources())})"
             ) from None
@@ -400,7 +436,7 @@ class RayReplicaModel:
             if info["error"] is not None:
                 kind, msg = info["error"]
                 self.close()
-                if kind in ("ConfigError", "MissingDependencyError"):
+                if kind in ("ConfigError", "MissingDependencyError", "EngineStartError"):
                     raise ConfigError(msg)
                 raise InfraError(f"{self.spec}: a replica failed to build the backend: {kind}: {msg}")
         return dict(infos[0])
@@ -617,7 +653,10 @@ class RaySession:
         """The replicated model for ``spec`` (built once per session, like :func:`get_model`)."""
         if spec not in self.models:
             n = self.replicas_for(spec, options)
-            options = self._fit_local(spec, options, replica_plan(spec, options, n)[0], n)
+            import ray
+
+            gpus = float(ray.cluster_resources().get("GPU", 0.0))
+            options = self._fit_local(spec, options, replica_plan(spec, options, n, cluster_gpus=gpus)[0], n)
             self.models[spec] = RayReplicaModel(spec, options, n, startup_timeout=self.startup_timeout)
         return self.models[spec]
 

@@ -6,9 +6,29 @@ decodes every conversation of a rollout step together. vLLM is imported when the
 (``pip install "collapse-probe[vllm]"``); the engine itself is started on first use.
 
 Seeds: a request with a seed is expanded into ``n`` single-sample prompts, sample ``i`` with
-``seed = request.sample_seed(i)``, so that samples fetched in several ranges equal samples fetched at
-once (the cache relies on it); prefix caching makes the repeated prompt nearly free. A request without
-a seed is one prompt with ``SamplingParams(n=n)``.
+``seed = request.sample_seed(i)``; prefix caching makes the repeated prompt nearly free. A request
+without a seed is one prompt with ``SamplingParams(n=n)``, drawn from the engine's own generator,
+which is seeded explicitly (option ``seed``; default a fresh random seed per engine, logged), so
+unseeded requests are fresh draws in every run rather than the draws of vLLM's default seed 0.
+
+Batch invariance: a per-request seed fixes a sample's random draws, but vLLM's kernels round
+differently with the batch a request lands in, so the same seeded request can decode to another text
+in another batch. The response cache and the Ray replica split rely on "samples fetched in several
+ranges equal samples fetched at once"; that holds only with batch-invariant kernels, which this
+backend turns on (``VLLM_BATCH_INVARIANT=1``, set before the engine starts, unless the variable is
+already set or the option ``batch_invariant=false`` is given; vLLM supports it on NVIDIA GPUs of
+compute capability 8.0 or more, and they cost some throughput). Without it, seeded samples are still
+draws from the right distribution but not reproducible across batchings; the fingerprint records the
+kernel mode, so the two kinds of samples never mix in the cache.
+
+Log-probabilities: ``logprobs_mode="processed_logprobs"`` (the trainer's setting) reports them after
+temperature *and* top-p, i.e. under the renormalised nucleus; they equal the learner's
+temperature-scaled log-probabilities only at ``top_p = 1``, so a request with ``top_p < 1`` that asks
+for log-probabilities from an engine in a ``processed`` mode is refused (a configuration error).
+
+Processes: with CUDA already initialised in the calling process (a learner on the GPU), vLLM starts
+its workers with ``spawn``, which re-imports the user's script; a script that builds the engine (or
+runs the vLLM trainer) at top level must guard it with ``if __name__ == "__main__":``.
 
 LoRA: build with ``enable_lora=True``; the option ``lora=PATH`` applies an adapter to every request,
 :meth:`VLLMModel.with_lora` returns a view of the same engine that samples through another adapter
@@ -21,14 +41,16 @@ Tool schemas are handed to the chat template; the reply comes back as text (tool
 benchmark's business, as with the local backends).
 
 Options: ``enable_lora`` (False), ``max_lora_rank``, ``max_loras``, ``lora``, ``prompt_style``
-(``"chat"``/``"transcript"``), ``chat_template_kwargs``; every other option goes to ``vllm.LLM``
+(``"chat"``/``"transcript"``), ``chat_template_kwargs``, ``batch_invariant`` (True), ``seed`` (the
+engine seed; default random); every other option goes to ``vllm.LLM``
 (``tensor_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ``enforce_eager``,
 ``enable_sleep_mode``, ``dtype``, ...). The options vLLM rejects only at engine start are checked
 when the model is configured (:func:`validate_engine_options`): a LoRA rank vLLM does not support
 would otherwise surface minutes later as a failed engine.
 
 Engine start: the engine is built once, in the thread that runs the event loop (vLLM versions before
-0.10.2 install signal handlers and fail outside the main thread). If it cannot start (not enough GPU
+0.10.2 install signal handlers and fail outside the main thread); :meth:`VLLMModel.start` builds it
+eagerly (Ray replicas sharing a GPU start one after another). If it cannot start (not enough GPU
 memory, an unsupported option, a missing model) that is a configuration error, raised as
 :class:`EngineStartError` with vLLM's own reason and the option to change — never retried per
 request and never recorded as infrastructure failures of conversations, which would turn a wrong
@@ -43,7 +65,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 import re
+import secrets
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,15 +78,20 @@ from typing import Any
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, find_stop
 
+logger = logging.getLogger(__name__)
+
 PROMPT_STYLES = ("chat", "transcript")
+BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The LoRA ranks vLLM's engine accepts for ``max_lora_rank`` (any other value fails at engine start)."""
 
-MIN_VLLM_VERSION = (0, 10, 2)
-"""Oldest vLLM this backend supports: from 0.10.2 the V1 engine starts outside the main thread and
-``LLM.chat`` takes ``chat_template_kwargs``; older versions fall back to V0 or raise
-"signal only works in main thread"."""
+MIN_VLLM_VERSION = (0, 19, 1)
+"""Oldest vLLM this backend supports: 0.19.1 is the first release that works with transformers 5
+(earlier ones pin ``transformers<5``, and model directories written by transformers 5 name
+``"tokenizer_class": "TokenizersBackend"``, which transformers 4 rejects); it also has the V1
+engine outside the main thread, ``chat_template_kwargs``, ``logprobs_mode`` and batch-invariant
+kernels."""
 
 
 class EngineStartError(ConfigError):
@@ -122,6 +152,11 @@ def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
             if v < 1:
                 raise ConfigError(f"vllm option {name!r}: expected an integer >= 1, got {v}")
             out[name] = v
+    if out.get("seed") is not None:
+        v = _as_number("seed", out["seed"], int)
+        if v < 0:
+            raise ConfigError(f"vllm option 'seed': expected an integer >= 0, got {v}")
+        out["seed"] = v
     if "max_lora_rank" in out and out["max_lora_rank"] is not None:
         v = _as_number("max_lora_rank", out["max_lora_rank"], int)
         if v not in LORA_RANKS:
@@ -135,7 +170,7 @@ def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"vllm option 'logprobs_mode': expected one of {', '.join(modes)}, got {out['logprobs_mode']!r}"
         )
-    for name in ("enforce_eager", "enable_sleep_mode", "enable_prefix_caching", "trust_remote_code"):
+    for name in ("enforce_eager", "enable_sleep_mode", "enable_prefix_caching", "trust_remote_code", "batch_invariant"):
         if name in out:
             out[name] = _as_bool(name, out[name])
     return out
@@ -153,8 +188,8 @@ def check_vllm_version(vllm: Any) -> None:
     if found < MIN_VLLM_VERSION:
         need = ".".join(map(str, MIN_VLLM_VERSION))
         raise ConfigError(
-            f"vLLM {raw} is not supported: the vllm backend needs vllm>={need} (older engines fail outside "
-            f'the main thread and lack chat_template_kwargs); pip install -U "collapse-probe[vllm]"'
+            f"vLLM {raw} is not supported: the vllm backend needs vllm>={need} (older releases pin "
+            f'transformers<5); pip install -U "collapse-probe[vllm]"'
         )
 
 
@@ -166,6 +201,10 @@ _START_HINTS = (
     (("lora rank", "max_lora_rank"), "set max_lora_rank to one of " + ", ".join(map(str, LORA_RANKS))),
     (("max_model_len", "max model len", "context length"), "lower max_model_len"),
     (("tensor_parallel", "tensor parallel"), "set tensor_parallel_size to at most the number of GPUs"),
+    (
+        ("batch_invariant", "batch invariant", "batch-invariant"),
+        "this GPU may not support batch-invariant kernels; set batch_invariant=false",
+    ),
     (
         ("not found", "no such file", "does not appear to have", "repository not found"),
         "check the model path or name after vllm/",
@@ -320,6 +359,10 @@ class VLLMModel:
         if lora is not None and not enable_lora:
             raise ConfigError("option 'lora' needs enable_lora=True for the vllm backend")
         engine_options = validate_engine_options(engine_options)
+        self.batch_invariant = bool(engine_options.pop("batch_invariant", True))
+        """Ask vLLM for batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``) when the engine starts."""
+        self.engine_seed: int | None = engine_options.pop("seed", None)
+        """The engine's seed (drawn at start when not given): the randomness of unseeded requests."""
         self.spec = spec
         self.model = model
         self.enable_lora = enable_lora
@@ -336,8 +379,10 @@ class VLLMModel:
 
     def fingerprint(self) -> str:
         """Model identity: content hash of a local model directory, else its name and revision, plus
-        the content hash of the LoRA adapter when one applies."""
-        from collapse_probe.models._identity import file_fingerprint
+        the content hash of the LoRA adapter when one applies, and the numerics: the requested
+        ``dtype`` (``auto``: vLLM's choice for the checkpoint), ``quantization`` when set, the
+        device and whether the kernels are batch-invariant (they round differently)."""
+        from collapse_probe.models._identity import file_fingerprint, numerics_fingerprint
 
         base = file_fingerprint(self.model) if Path(self.model).exists() else f"hf:{self.model}"
         revision = self.engine_options.get("revision")
@@ -345,7 +390,21 @@ class VLLMModel:
             base += f"@{revision}"
         if self.lora:
             base += f"+lora:{file_fingerprint(self.lora)}"
-        return base
+        return numerics_fingerprint(
+            base,
+            dtype=str(self.engine_options.get("dtype") or "auto"),
+            quantization=self.engine_options.get("quantization"),
+            device="cuda",
+            kernels="batch-invariant" if self._batch_invariant_kernels() else "default",
+        )
+
+    def _batch_invariant_kernels(self) -> bool:
+        """Whether the engine runs (or will run) with batch-invariant kernels: the process-wide
+        ``VLLM_BATCH_INVARIANT`` when set (every engine started here reads it), else the option."""
+        env = os.environ.get(BATCH_INVARIANT_ENV)
+        if env is not None:
+            return env.strip() not in ("", "0")
+        return self.batch_invariant
 
     def with_lora(self, path: str | Path, name: str | None = None) -> VLLMModel:
         """A view of this engine that samples through the LoRA adapter at ``path``."""
@@ -370,8 +429,16 @@ class VLLMModel:
             if self._shared.llm is None:
                 vllm = require("vllm", "vllm", "the vllm backend")
                 check_vllm_version(vllm)
+                if self.batch_invariant:
+                    # read by the engine process when it starts; a value the user set is kept
+                    os.environ.setdefault(BATCH_INVARIANT_ENV, "1")
+                if self.engine_seed is None:
+                    self.engine_seed = secrets.randbelow(2**31)
+                    logger.info("%s: engine seed %d (unseeded requests draw from it)", self.spec, self.engine_seed)
                 try:
-                    self._shared.llm = vllm.LLM(model=self.model, enable_lora=self.enable_lora, **self.engine_options)
+                    self._shared.llm = vllm.LLM(
+                        model=self.model, enable_lora=self.enable_lora, seed=self.engine_seed, **self.engine_options
+                    )
                 except Exception as exc:  # noqa: BLE001 - any start failure is reported once, with vLLM's reason
                     reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
                     self._shared.start_error = EngineStartError(
@@ -379,6 +446,14 @@ class VLLMModel:
                     )
                     raise self._shared.start_error from None
             return self._shared.llm
+
+    def start(self) -> None:
+        """Build the engine now (it is otherwise built on first use).
+
+        Raises:
+            EngineStartError: as :meth:`engine`.
+        """
+        self.engine()
 
     def sleep(self) -> None:
         """Release the engine's GPU memory (weights and KV cache) while a learner step runs.
@@ -409,12 +484,25 @@ class VLLMModel:
             loras = [self.lora] * len(requests)
         elif any(loras) and not self.enable_lora:
             raise ConfigError("per-request LoRA adapters need the vllm backend built with enable_lora=True")
+        self._check_logprobs_mode(requests)
         plan = plan_engine_calls(requests, loras, self.prompt_style, self.logprobs)
         # Start the engine here, in the thread that runs the event loop (the main thread for the CLI),
         # not in the worker thread below; a start failure propagates as EngineStartError.
         self.engine()
         self.wake_up()
         return await asyncio.to_thread(self._run_plan, requests, plan)
+
+    def _check_logprobs_mode(self, requests: Sequence[GenerationRequest]) -> None:
+        """Refuse log-probabilities that would silently mean another distribution (see the module doc)."""
+        mode = str(self.engine_options.get("logprobs_mode") or "raw_logprobs")
+        if not mode.startswith("processed"):
+            return
+        for r in requests:
+            if (r.params.logprobs or self.logprobs) and r.params.top_p < 1:
+                raise ConfigError(
+                    f"{self.spec}: logprobs_mode={mode!r} reports log-probabilities under the top-p nucleus, which "
+                    f"differ from the model's at top_p={r.params.top_p:g}; use top_p=1 or logprobs_mode='raw_logprobs'"
+                )
 
     def _run_plan(self, requests: Sequence[GenerationRequest], plan: list[EngineCall]) -> list[GenerationResult]:
         comps: list[list[Completion]] = [[] for _ in requests]

@@ -6,8 +6,8 @@ averaged into the trainer's logged metrics. :func:`agent_classes` builds both::
 
     # agent.py
     from collapse_probe.monitor.openrlhf import agent_classes
-    AgentInstance, AgentExecutor = agent_classes(sim="smollm2", benchmark="p4g", rollouts_per_step=256,
-                                                 out="runs/openrlhf-monitor", monitor={"shadow_fraction": 0.1})
+    AgentInstance, AgentExecutor = agent_classes(sim="smollm2", rollouts_per_step=256,
+                                   out="runs/openrlhf-monitor", monitor={"shadow_fraction": 0.1})
 
 The dataset's ``label`` is the task id. Each ``step`` plays the policy's action as its turn, lets the
 simulator answer (shadow-sampled), and returns the reply as the environment feedback, the arena's reward
@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models import derive_seed
 from collapse_probe.monitor._config import MonitorConfig
@@ -34,14 +35,14 @@ from collapse_probe.rollout import hash_str
 class ArenaSession:
     """The framework-free half: one process's arena, monitored simulator and step counting."""
 
-    def __init__(self, *, sim: str, benchmark: str = "p4g", rollouts_per_step: int, out: str | Path | None = None,
+    def __init__(self, *, sim: str, benchmark: str = DEFAULT_BENCHMARK, rollouts_per_step: int, out: str | Path | None = None,
                  monitor: dict[str, Any] | None = None, max_turns: int | None = None, seed: int = 0,
                  feedback: str = "\n{reply}\n") -> None:  # fmt: skip
         from collapse_probe.runspec import ArenaSpec
 
         if isinstance(rollouts_per_step, bool) or not isinstance(rollouts_per_step, int) or rollouts_per_step < 1:
             raise ConfigError(f"rollouts_per_step must be an integer >= 1, got {rollouts_per_step!r}")
-        self.arena = ArenaSpec(benchmark=benchmark, max_turns=max_turns).build([sim])
+        self.arena = ArenaSpec.from_dict({"benchmark": benchmark, "max_turns": max_turns}).build([sim])
         self.by_id = {str(t.task_id): t for t in self.arena.load_tasks(None, seed=seed)}
         where = Path(out) / f"actor-{os.getpid()}" if out is not None else None
         self.monitor = CollapseMonitor(MonitorConfig(**dict(monitor or {})), arena=self.arena, out=where)

@@ -45,10 +45,12 @@ except Exception:  # noqa: BLE001 - verl's package import pulls optional GPU sta
 
 
 def _arena(config: dict[str, Any]) -> Any:
+    from collapse_probe.benchmarks import DEFAULT_BENCHMARK, get_benchmark
     from collapse_probe.runspec import ArenaSpec
 
-    spec = ArenaSpec(benchmark=str(config.get("benchmark", "p4g")), max_turns=config.get("max_turns"),
-                     max_tokens=config.get("max_tokens"), personas=config.get("personas"))  # fmt: skip
+    name = str(config.get("benchmark", DEFAULT_BENCHMARK))
+    fields = get_benchmark(name).options.model_fields  # the benchmark's own options, from the same config
+    spec = ArenaSpec(name, {k: config[k] for k in fields if config.get(k) is not None})
     return spec.build([str(config["sim"])])
 
 

@@ -213,10 +213,13 @@ class RunDir:
         finally:
             os.close(fd)
 
-    def write_results(self, results: dict[str, Any], name: str = "results.json") -> Path:
+    def write_results(self, results: Any, name: str = "results.json") -> Path:
+        """Write the run's results atomically: a typed results model (:mod:`collapse_probe.results`)
+        as its JSON object, or a JSON object as it is."""
         self._flush_config()
         p = self.path / name
-        write_json_atomic(p, results)
+        to_json = getattr(results, "to_json", None)
+        write_json_atomic(p, to_json() if callable(to_json) else results)
         return p
 
 
@@ -442,7 +445,11 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
         )
     full = _check_same_data(cfg_path, old, full)
     skip = _VOLATILE | {"fingerprints"} | set(resumable)
-    diff = {k for k in set(old) | set(full) if k not in skip and old.get(k) != full.get(k)}
+    diff = {
+        k
+        for k in set(old) | set(full)
+        if k not in skip and old.get(k) != full.get(k) and not (k in _RECORDED_SINCE and k not in old)
+    }
     if diff:
         raise ConfigError(
             f"{cfg_path}: this run directory holds a run with a different configuration "
@@ -477,6 +484,12 @@ def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) 
     Returns ``full`` to compare with ``old``: without the data fingerprints when the stored run was
     recorded before they were (its data cannot be checked, its configuration still is).
     """
+    from collapse_probe.runspec import upgrade_arena_record
+
+    if isinstance(old.get("arena"), dict):  # a record of the former flat form compares as this version's
+        old["arena"] = upgrade_arena_record(old["arena"])
+    if isinstance(full.get("arena"), dict):
+        full = {**full, "arena": upgrade_arena_record(full["arena"])}
     old_arena, new_arena = old.get("arena"), full.get("arena")
     if not isinstance(old_arena, dict) or not isinstance(new_arena, dict) or "data_fingerprints" not in new_arena:
         return full
@@ -676,6 +689,9 @@ def _alive(holder: tuple[int, str]) -> bool:
 
 
 _VOLATILE = {"created", "resumed", "version", "max_live"}
+_RECORDED_SINCE = {"vs_k", "cache"}
+"""Fields a run records since 0.1 that a run directory made before may lack: not compared when absent
+from the stored configuration (that run cannot be checked for them), compared once recorded."""
 """Fields that may differ between a run and its resume (execution settings, not configuration)."""
 
 

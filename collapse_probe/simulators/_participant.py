@@ -9,6 +9,7 @@ guided simulator is the arena's business (it conditions the simulator on a sampl
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,6 +50,19 @@ class Participant:
                 self.stats["vs_parse_failures"] += 1
             return choice.text, {"vs": choice.to_record()}
         return completion.text.strip(), {}
+
+
+def vs_setting(participants: Iterable[Participant]) -> int | dict[str, int] | None:
+    """What ``--vs-k`` set for a run's participants, as ``config.json`` records it.
+
+    ``None`` when no participant samples by Verbalized Sampling (then ``vs_k`` changes nothing), the
+    candidates per turn when every VS participant asks for the same number (as ``--vs-k`` builds
+    them), else spec -> candidates.
+    """
+    ks = {p.label: p.vs_k for p in participants if p.mode == "verbalized"}
+    if not ks:
+        return None
+    return next(iter(ks.values())) if len(set(ks.values())) == 1 else dict(sorted(ks.items()))
 
 
 def parse_participant_spec(spec: str) -> tuple[Mode, str]:

@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
@@ -48,7 +49,7 @@ class TrainConfig:
     run in Verbalized-Sampling mode (``vs:`` is prefixed when missing). ``ensemble``: two or more frozen
     simulators, rotated one per step. ``cotrain``/``population``: one trainable model (``local/``,
     ``hf/``) that gets its own LoRA adapter. ``selfplay``: empty (the policy model plays both sides)."""
-    benchmark: str = "p4g"
+    benchmark: str = DEFAULT_BENCHMARK
     """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo``)."""
     heldout: list[str] = field(default_factory=list)
     """Held-out simulator specs for the periodic cross-play evaluation (empty: no evaluation)."""

@@ -332,8 +332,10 @@ class LabResult:
         def clean(values: Sequence[float]) -> list[float | None]:
             return [None if isinstance(v, float) and math.isnan(v) else v for v in values]
 
+        from collapse_probe.results import LabRunResults
+
         tv_check = self.tv_sampled_check()
-        return {
+        payload = {
             "schema": SCHEMA,
             "method": self.config.method,
             "config": asdict(self.config),
@@ -365,6 +367,7 @@ class LabResult:
             "final_policy": self.final_policy,
             "strategy_kind": self.strategy_kind,
         }
+        return LabRunResults.build(payload).to_json()
 
     def to_json_str(self) -> str:
         """:meth:`to_json` serialised with two-space indentation."""
@@ -387,13 +390,13 @@ def _clean_json(obj: Any) -> Any:
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion."""
+    """Wilson score interval of a binomial proportion (:func:`collapse_probe.metrics._intervals.wilson`)."""
+    from collapse_probe.metrics._intervals import wilson
+
     if n <= 0:
         return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo, hi = wilson(successes / n, n, z)
+    return (float(lo), float(hi))
 
 
 def tv_sampled_check(off: int, total: int, bound: float) -> dict[str, Any]:
@@ -436,18 +439,12 @@ def log_odds_fit(
 
 
 def mean_ci(values: Sequence[float | None]) -> dict[str, Any]:
-    """Mean over seeds with a two-sided 95% Student-t interval; ``None`` and ``nan`` are left out."""
-    from scipy import stats
+    """Mean over seeds with a two-sided 95% Student-t interval (:func:`collapse_probe.metrics.transfer.mean_ci`);
+    ``None`` and ``nan`` are left out."""
+    from collapse_probe.metrics.transfer import mean_ci as t_interval
 
-    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    n = int(arr.size)
-    if n == 0:
-        return {"mean": None, "ci95": None, "n_seeds": 0}
-    mean = float(arr.mean())
-    if n < 2:
-        return {"mean": mean, "ci95": None, "n_seeds": n}
-    half = float(stats.t.ppf(0.975, n - 1) * arr.std(ddof=1) / math.sqrt(n))
-    return {"mean": mean, "ci95": [mean - half, mean + half], "n_seeds": n}
+    est = t_interval([v for v in values if v is not None and math.isfinite(v)])
+    return {"mean": est.value, "ci95": None if est.lo is None else [est.lo, est.hi], "n_seeds": est.n}
 
 
 # ---------------------------------------------------------------- the simulator side
@@ -913,7 +910,9 @@ def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, 
         {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
         for label, rs in results.items()
     ]
-    return {
+    from collapse_probe.results import LabCompareResults
+
+    payload = {
         "schema": COMPARE_SCHEMA,
         "seeds": list(seeds),
         "n_seeds": len(seeds),
@@ -926,6 +925,7 @@ def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, 
         "methods": methods,
         "heldout_reward_end": {m["label"]: m["heldout_final"]["mean"] for m in methods},
     }
+    return LabCompareResults.build(payload).to_json()
 
 
 SWEEP_POINT_KEYS = (
@@ -968,7 +968,9 @@ def run_sweep(
                 if key in entry:
                     point[key] = entry[key]
             row["points"].append(point)
-    return {
+    from collapse_probe.results import LabSweepResults
+
+    payload = {
         "schema": SWEEP_SCHEMA,
         "param": param,
         "field": attr,
@@ -978,3 +980,4 @@ def run_sweep(
         "config": _shared_config(config),
         "methods": list(rows.values()),
     }
+    return LabSweepResults.build(payload).to_json()

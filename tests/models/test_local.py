@@ -45,6 +45,22 @@ def req(messages=DONOR, **params) -> GenerationRequest:
     return GenerationRequest(tuple(messages), n=n, params=SamplingParams(**params), prompt=prompt, first_sample=first)
 
 
+FP32_EPS = float(torch.finfo(torch.float32).eps)
+FORWARD_ULPS = 64
+"""How far (in float32 ulps of the largest logit magnitude) two float32 forward passes of one
+sequence may differ when computed differently (padded in a batch, with or without a KV cache, other
+kernels or thread splits): they sum the same products in another order. Measured on CPU: up to 3e-5
+at logits of magnitude 16-19, i.e. up to 14 ulps; 64 leaves 4x for other machines."""
+
+
+def logprob_tolerance(n_tokens: int, logits) -> float:
+    """Bound on the difference of a sum of ``n_tokens`` log-probabilities computed by two float32
+    forward passes: each log-softmax value moves by at most twice its row's largest logit change
+    (FORWARD_ULPS ulps of the largest magnitude), plus the float32 log-softmax's own rounding."""
+    top = float(logits.abs().max())
+    return n_tokens * (2 * FORWARD_ULPS * FP32_EPS * top + 8 * FP32_EPS * (top + math.log(logits.shape[-1])))
+
+
 def texts(result) -> list[str]:
     assert result.ok, result.error
     return [c.text for c in result.completions]
@@ -56,10 +72,13 @@ def texts(result) -> list[str]:
 def _draw(logits: list[float], n: int, temperature: float = 1.0, top_p: float = 1.0) -> list[int]:
     backend = local.LocalModel("test", None, None, prompt_style="transcript", tie_tolerance=0.0)
     rows = [local._Row(0, i, [], temperature, top_p, 1, (), torch.Generator().manual_seed(1000 + i)) for i in range(n)]
-    tokens, logps = backend._sample(torch.tensor([logits] * n), rows)
+    tokens, token_list, logps = backend._sample(torch.tensor([logits] * n), rows)
+    assert tokens.tolist() == token_list
     expected_logp = torch.log_softmax(torch.tensor(logits), -1)[tokens]
-    assert torch.allclose(logps, expected_logp, atol=1e-6), "logprobs are the unmodified model's"
-    return tokens.tolist()
+    # the same float32 log-softmax, once per row of a batch and once alone: a few ulps of |x| + log V
+    atol = 8 * FP32_EPS * (max(abs(x) for x in logits) + math.log(len(logits)))
+    assert torch.allclose(torch.tensor(logps, dtype=torch.float64), expected_logp.double(), atol=atol), "unmodified"
+    return token_list
 
 
 def _chi2(counts: list[int], probs: list[float]) -> float:
@@ -228,7 +247,9 @@ def test_score_choices_is_exact_teacher_forcing(smollm2):
             logits = smollm2.model(input_ids=torch.tensor([prompt + cont])).logits[0]
         logp = torch.log_softmax(logits.double(), -1)
         manual = sum(float(logp[len(prompt) - 1 + k, t]) for k, t in enumerate(cont))
-        assert score == pytest.approx(manual, abs=1e-4)
+        # a padded batch vs the sequence alone: float32 noise only, far below an off-by-one
+        # position or a wrong token (differences of order 1 and more)
+        assert score == pytest.approx(manual, abs=logprob_tolerance(len(cont), logits[len(prompt) - 1 :]))
     ended = asyncio.run(smollm2.score_choices(r, choices, end=True))
     assert all(e < s for e, s in zip(ended, scores, strict=True))
 
@@ -238,7 +259,9 @@ def test_logprobs_agree_with_score_choices(smollm2):
     r = req(temperature=0, max_tokens=6, logprobs=True)
     c = asyncio.run(smollm2.generate([r]))[0].completions[0]
     score = asyncio.run(smollm2.score_choices(r, [c.text], end=c.finish_reason == "stop"))[0]
-    assert sum(c.token_logprobs) == pytest.approx(score, abs=1e-3)
+    with torch.inference_mode():  # the logits' magnitude sets the float32 noise of both computations
+        logits = smollm2.model(input_ids=torch.tensor([smollm2.prompt_ids(r) + c.token_ids])).logits[0]
+    assert sum(c.token_logprobs) == pytest.approx(score, abs=logprob_tolerance(c.n_tokens, logits))
 
 
 @needs_smollm2
@@ -371,3 +394,78 @@ def test_shared_prefix_prefill_gives_the_same_text_as_each_prompt_alone(smollm2)
     with torch.inference_mode():
         out = smollm2.model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=12, do_sample=False)
     assert texts(together[1])[0] == smollm2.tokenizer.decode(out[0, prompt.shape[1] :], skip_special_tokens=True)
+
+
+# ---- numerics in the fingerprint, dtype-derived tie tolerance (a tiny random model, no wheel needed) ----
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    from collapse_probe.models.tiny import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama", tokenizer="synthetic")
+
+
+def test_one_spec_in_two_dtypes_has_two_fingerprints_and_never_shares_cached_samples(tiny_dir, tmp_path):
+    from collapse_probe.models._cache import CachedModel, ResponseCache
+
+    spec = f"hf/{tiny_dir}"
+    fp32 = local.make_hf_model(spec, str(tiny_dir), device="cpu", dtype="float32")
+    bf16 = local.make_hf_model(spec, str(tiny_dir), device="cpu", dtype="bfloat16")
+    assert fp32.fingerprint().endswith(";dtype=float32;device=cpu")
+    assert bf16.fingerprint().endswith(";dtype=bfloat16;device=cpu")
+    assert fp32.fingerprint().split(";")[0] == bf16.fingerprint().split(";")[0]  # same weights
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    a, b = CachedModel(fp32, cache), CachedModel(bf16, cache)
+    r = req(n=3, seed=4, max_tokens=6, logprobs=True)
+
+    def logps(result):
+        assert result.ok, result.error
+        return [c.token_logprobs for c in result.completions]
+
+    first = logps(asyncio.run(a.generate([r]))[0])
+    own = logps(asyncio.run(bf16.generate([r]))[0])  # what bf16 samples, uncached
+    assert own != first  # the dtypes compute different numbers, so the next check can fail
+    assert logps(asyncio.run(b.generate([r]))[0]) == own  # bf16 sampled its own, not fp32's from the cache
+    assert (a.misses, b.misses, b.hits, len(cache)) == (3, 3, 0, 6)
+    assert logps(asyncio.run(a.generate([r]))[0]) == first and a.hits == 3
+
+
+def test_float32_seeded_samples_are_identical_alone_and_in_any_batch(tiny_dir):
+    model = local.make_hf_model(f"hf/{tiny_dir}", str(tiny_dir), device="cpu", dtype="float32")
+    targets = [
+        req(({"role": "user", "content": f"Question {i}: " + "why? " * i},), n=2, seed=30 + i, max_tokens=10)
+        for i in range(6)
+    ]
+    nucleus = [req(n=2, seed=40, top_p=0.8, temperature=0.7, max_tokens=10), req(n=1, temperature=0, max_tokens=10)]
+    together = [texts(r) for r in asyncio.run(model.generate(targets + nucleus))]
+    alone = [texts(asyncio.run(model.generate([r]))[0]) for r in targets + nucleus]
+    assert together == alone
+    small = local.LocalModel.from_loaded("x", model.model, model.tokenizer, prompt_style="chat", max_batch=3)
+    assert [texts(r) for r in asyncio.run(small.generate(targets + nucleus))] == alone  # other micro-batches
+
+
+def test_tie_tolerance_follows_the_dtype():
+    assert local.tie_tolerance_for(torch.float32) == (1e-3, 0.0)
+    absolute, relative = local.tie_tolerance_for(torch.bfloat16)
+    # bfloat16 logits of magnitude 8-16 step by 0.0625: the tolerance there spans at least TIE_STEPS steps
+    assert relative * 8 >= local.TIE_STEPS * 0.0625 - 1e-12 and absolute == 1e-3
+    assert local.tie_tolerance_for(torch.float16)[1] * 8 >= local.TIE_STEPS * 2.0**-7 - 1e-12
+    backend = local.LocalModel("t", None, None, prompt_style="transcript")
+    assert backend._tie_tolerances(torch.zeros(2, 5)) == 1e-3  # no model: float32
+    with pytest.raises(ConfigError, match="tie_tolerance"):
+        local.LocalModel("t", None, None, prompt_style="transcript", tie_tolerance=-1)
+
+
+def test_a_nucleus_boundary_within_tolerance_counts_as_a_near_tie():
+    logits = torch.tensor([[math.log(0.5), math.log(0.4), math.log(0.1)]] * 400)
+    gumbel = -torch.log(-torch.log(torch.rand(400, 2 + 2, generator=torch.Generator().manual_seed(0))))
+    # top_p just above 0.9: token 2 is in the nucleus, but a perturbation of 5e-4 per logit could drop it
+    tokens, margins = local.gumbel_pick(logits, [1.0] * 400, [0.9 + 1e-7] * 400, gumbel, 1e-3)
+    boundary = tokens == 2
+    assert boundary.any() and bool((margins[boundary] == -math.inf).all())
+    far, far_margins = local.gumbel_pick(logits, [1.0] * 400, [0.95] * 400, gumbel, 1e-3)
+    assert bool((far_margins > -math.inf).all()) and bool((far == 2).any())
+    # the same draws without a nucleus: the boundary check adds nothing there
+    _, plain = local.gumbel_pick(logits, [1.0] * 400, [1.0] * 400, gumbel, 1e-3)
+    assert bool((plain > 0).all())

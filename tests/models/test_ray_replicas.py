@@ -69,6 +69,16 @@ def test_http_replicas_share_one_concurrency_budget():
     assert (res.num_cpus, res.num_gpus) == (1, 0)
 
 
+def test_hf_replicas_ask_for_gpus_when_the_cluster_has_them():
+    from collapse_probe.models.ray_replicas import replica_plan
+
+    assert replica_plan("hf/./m", {}, 2, cluster_gpus=4)[0].num_gpus == 1  # as it would run in-process on CUDA
+    assert replica_plan("hf/./m", {}, 2, cluster_gpus=0)[0].num_gpus == 0
+    assert replica_plan("hf/./m", {"device": "cpu"}, 2, cluster_gpus=4)[0].num_gpus == 0
+    assert replica_plan("local/smollm2-135m", {}, 2, cluster_gpus=4)[0].num_gpus == 0  # embedded: CPU by default
+    assert replica_plan("local/smollm2-135m", {"device": "cuda"}, 2)[0].num_gpus == 1
+
+
 def test_parse_replicas():
     assert parse_replicas("3") == (3, {})
     assert parse_replicas("2,smollm2=4") == (2, {"local/smollm2-135m": 4})

@@ -29,6 +29,8 @@ def stand_in(monkeypatch, tmp_path):
     """Import the stand-in ``vllm``; returns the path of its event log."""
     log = tmp_path / "vllm-events.jsonl"
     monkeypatch.setenv("STAND_IN_VLLM_LOG", str(log))
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "")  # recorded as unset, so the backend's setting is undone after
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT")
     monkeypatch.syspath_prepend(str(STAND_IN))
     for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -122,7 +124,7 @@ def test_old_vllm_is_refused_with_the_reason(stand_in, monkeypatch):
     from collapse_probe.models.vllm import make_vllm_model
 
     monkeypatch.setattr(vllm, "__version__", "0.6.3")
-    with pytest.raises(ConfigError, match=r"vLLM 0.6.3 is not supported.*vllm>=0.10.2"):
+    with pytest.raises(ConfigError, match=r"vLLM 0.6.3 is not supported.*vllm>=0.19.1.*transformers<5"):
         asyncio.run(make_vllm_model("vllm/m", "m").generate([req("a")]))
 
 
@@ -174,4 +176,47 @@ def test_sleep_mode_releases_between_rollouts(stand_in):
     [r] = asyncio.run(model.generate([req("b")]))  # woken up before sampling
     assert r.ok
     kinds = [e["event"] for e in events(stand_in)]
-    assert kinds == ["build", "chat", "sleep", "wake_up", "chat"]
+    assert kinds == ["build", "built", "chat", "sleep", "wake_up", "chat"]
+
+
+def test_engine_gets_an_explicit_seed_and_batch_invariant_kernels(stand_in, monkeypatch):
+    from collapse_probe.models.vllm import make_vllm_model
+
+    model = make_vllm_model("vllm/m", "m", dtype="bfloat16")
+    assert model.fingerprint().endswith(";dtype=bfloat16;device=cuda;kernels=batch-invariant")
+    asyncio.run(model.generate([req("a", seed=None)]))
+    [build] = events(stand_in, "build")
+    assert isinstance(build["options"]["seed"], int)  # never vLLM's default seed 0 for unseeded requests
+    assert build["batch_invariant_env"] == "1" and os.environ["VLLM_BATCH_INVARIANT"] == "1"
+    seeded = make_vllm_model("vllm/m2", "m2", seed="5")
+    seeded.start()  # eagerly, as replicas sharing a GPU do one after another
+    assert events(stand_in, "build")[-1]["options"]["seed"] == 5
+
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT")
+    plain = make_vllm_model("vllm/m3", "m3", batch_invariant="false")
+    assert plain.fingerprint().endswith(";kernels=default") and plain.fingerprint() != model.fingerprint()
+    plain.start()
+    assert events(stand_in, "build")[-1]["batch_invariant_env"] is None and "batch_invariant" not in str(
+        events(stand_in, "build")[-1]["options"]
+    )
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "0")  # the user's choice wins
+    kept = make_vllm_model("vllm/m4", "m4")
+    kept.start()
+    assert events(stand_in, "build")[-1]["batch_invariant_env"] == "0" and kept.fingerprint().endswith("=default")
+
+
+def test_processed_logprobs_under_top_p_are_refused(stand_in):
+    from collapse_probe.models.vllm import make_vllm_model
+
+    model = make_vllm_model("vllm/m", "m", logprobs_mode="processed_logprobs")
+    nucleus = GenerationRequest(
+        ({"role": "user", "content": "x"},), params=SamplingParams(seed=1, top_p=0.9, logprobs=True)
+    )
+    with pytest.raises(ConfigError, match=r"processed_logprobs.*top_p=0.9.*raw_logprobs"):
+        asyncio.run(model.generate([nucleus]))
+    assert events(stand_in, "build") == []  # refused before anything started
+    [ok] = asyncio.run(model.generate([req("x")]))  # top_p = 1: the processed log-probabilities are the model's
+    assert ok.ok
+    raw = make_vllm_model("vllm/m2", "m2")  # raw log-probabilities do not depend on top_p
+    [r] = asyncio.run(raw.generate([nucleus]))
+    assert r.ok

@@ -48,9 +48,13 @@ from collapse_probe.benchmarks.cooperbench._evaluate import (
 )
 from collapse_probe.benchmarks.cooperbench._gold import apply_and_submit_command, gold_agent_script, write_gold_agent
 from collapse_probe.benchmarks.cooperbench._patch import clean_patch, drop_test_sections, sanitize
+from collapse_probe.benchmarks.cooperbench._plugin import BENCHMARK, DEMO, CooperBenchOptions
 from collapse_probe.benchmarks.cooperbench._sandbox import Limits, network_isolation, run_command
 
 __all__ = [
+    "BENCHMARK",
+    "DEMO",
+    "CooperBenchOptions",
     "SUBMIT",
     "CooperBenchArena",
     "extract_messages",

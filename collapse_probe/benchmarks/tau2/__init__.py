@@ -31,12 +31,17 @@ from collapse_probe.benchmarks.tau2._evaluate import (
     replay_gold,
     replay_tool_calls,
 )
+from collapse_probe.benchmarks.tau2._plugin import AIRLINE, DEMO, RETAIL, Tau2Options
 from collapse_probe.benchmarks.tau2._protocol import PROTOCOL_TEXT, ParsedAction, format_action, parse_action
 from collapse_probe.benchmarks.tau2._tools import Toolkit, ToolResult, ToolSpec
 from collapse_probe.benchmarks.tau2.airline import AirlineTools
 from collapse_probe.benchmarks.tau2.retail import RetailTools
 
 __all__ = [
+    "AIRLINE",
+    "DEMO",
+    "RETAIL",
+    "Tau2Options",
     "DOMAIN_KINDS",
     "ENV_VAR",
     "GREETING",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__version__ = os.environ.get("STAND_IN_VLLM_VERSION", "0.11.0")
+__version__ = os.environ.get("STAND_IN_VLLM_VERSION", "0.19.1")
 
 
 def _log(event: dict[str, Any]) -> None:
@@ -51,10 +52,13 @@ class _Tokenizer:
 
 class LLM:
     def __init__(self, model: str, **options: Any) -> None:
-        _log({"event": "build", "model": model, "options": options})
+        _log({"event": "build", "model": model, "options": options, "pid": os.getpid(), "t": time.time(),
+              "batch_invariant_env": os.environ.get("VLLM_BATCH_INVARIANT")})  # fmt: skip
         reason = os.environ.get("STAND_IN_VLLM_REFUSE")
         if reason:
             raise ValueError(reason)
+        time.sleep(float(os.environ.get("STAND_IN_VLLM_START_SECONDS", "0")))  # vLLM profiles the GPU here
+        _log({"event": "built", "model": model, "pid": os.getpid(), "t": time.time()})
         self.model = model
         self.options = options
         self.asleep = False

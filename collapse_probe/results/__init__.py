@@ -1,0 +1,169 @@
+"""Typed results: one pydantic model per ``results.json`` kind, written and read through it.
+
+Each pipeline builds its model and writes :meth:`~ResultsModel.to_json`; readers (the gate, resume
+code) parse files through the same model, so a field has one definition, with its type and meaning,
+and its JSON Schema is published in ``docs/schemas/<kind>.json`` (``python scripts/write_schemas.py``).
+
+==================  ======================  ==============================================
+kind                model                   file
+==================  ======================  ==============================================
+``play``            :class:`PlayResults`    ``results.json``
+``audit``           :class:`AuditResults`   ``results.json`` (also ``audit --from``)
+``crossplay``       :class:`CrossplayResults` ``results.json``
+``train``           :class:`TrainResults`   ``results.json``
+``lab``             :data:`LabOutput`       ``results.json``, ``compare.json``, ``sweep.json``
+``gate``            :class:`GateResults`    ``gate --json FILE``
+==================  ======================  ==============================================
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.results._audit import AUDIT_SCHEMA, AuditResults, AuditSummary, StateRow, VerdictView
+from collapse_probe.results._base import ResultsModel, describe_error
+from collapse_probe.results._common import ModelUsage, RewardSummary
+from collapse_probe.results._crossplay import (
+    CROSSPLAY_SCHEMA,
+    Cell,
+    CrossplayResults,
+    PolicyDiversity,
+    Transfer,
+    read_crossplay,
+)
+from collapse_probe.results._gate import GATE_SCHEMA, GateCheck, GateResults
+from collapse_probe.results._lab import (
+    LAB_COMPARE_SCHEMA,
+    LAB_SCHEMA,
+    LAB_SWEEP_SCHEMA,
+    LabCompareResults,
+    LabOutput,
+    LabRunResults,
+    LabSweepResults,
+)
+from collapse_probe.results._play import PLAY_SCHEMA, PlayResults
+from collapse_probe.results._train import TRAIN_SCHEMA, TrainResults, TrainStep
+
+KINDS: dict[str, Any] = {
+    "play": PlayResults,
+    "audit": AuditResults,
+    "crossplay": CrossplayResults,
+    "train": TrainResults,
+    "lab": LabOutput,
+    "gate": GateResults,
+}
+"""Results kind -> its model (``lab``: the union of its three outputs); ``docs/schemas/<kind>.json``."""
+
+BY_SCHEMA: dict[str, type[ResultsModel]] = {
+    PLAY_SCHEMA: PlayResults,
+    AUDIT_SCHEMA: AuditResults,
+    CROSSPLAY_SCHEMA: CrossplayResults,
+    TRAIN_SCHEMA: TrainResults,
+    LAB_SCHEMA: LabRunResults,
+    LAB_COMPARE_SCHEMA: LabCompareResults,
+    LAB_SWEEP_SCHEMA: LabSweepResults,
+    GATE_SCHEMA: GateResults,
+}
+"""The ``schema`` string of a file -> the model that reads it."""
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of a results kind (what ``docs/schemas/<kind>.json`` holds)."""
+    model = KINDS[kind]
+    adapter = TypeAdapter(model)
+    schema = adapter.json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema.setdefault("title", f"collapse-probe {kind} results")
+    return schema
+
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+"""Where the published schemas are (``docs/schemas`` of the source tree)."""
+
+
+def schema_text(kind: str) -> str:
+    """The file content of ``docs/schemas/<kind>.json``: sorted keys, two-space indent, a final newline."""
+    return json.dumps(json_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def parse_results(data: Any, where: str = "results") -> ResultsModel:
+    """The typed results of a loaded ``results.json`` (``compare.json``, ...), by its ``schema``.
+
+    Raises:
+        ConfigError: not an object, an unknown schema, or a known field of the wrong type (one line
+            naming ``where`` and the field).
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    model = BY_SCHEMA.get(str(data.get("schema")))
+    if model is None:
+        raise ConfigError(
+            f"{where}: unknown results schema {data.get('schema')!r}; expected one of {', '.join(BY_SCHEMA)}"
+        )
+    try:
+        return model.parse(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_error(exc, model, where)) from None
+
+
+def read_json(path: str | Path, what: str = "results.json") -> Any:
+    """Load a JSON file through the package's one reader of users' files (:mod:`collapse_probe._files`).
+
+    Args:
+        path: the file, or a run directory (then its ``results.json``).
+        what: what the file should be, for the messages.
+
+    Raises:
+        ConfigError: one line naming the file: missing, not a regular file, too large, not UTF-8,
+            not JSON, nested too deeply.
+    """
+    from collapse_probe._files import parse_json, read_bytes
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    return parse_json(read_bytes(p, max_bytes=1 << 30, expected=what), p, expected=what)
+
+
+def load_results(path: str | Path) -> ResultsModel:
+    """Read and parse a results file (or a run directory's ``results.json``) through its model."""
+    return parse_results(read_json(path), str(path))
+
+
+__all__ = [
+    "BY_SCHEMA",
+    "KINDS",
+    "AuditResults",
+    "AuditSummary",
+    "Cell",
+    "CrossplayResults",
+    "GateCheck",
+    "GateResults",
+    "LabCompareResults",
+    "LabOutput",
+    "LabRunResults",
+    "LabSweepResults",
+    "ModelUsage",
+    "PlayResults",
+    "PolicyDiversity",
+    "ResultsModel",
+    "RewardSummary",
+    "SCHEMA_DIR",
+    "StateRow",
+    "TrainResults",
+    "TrainStep",
+    "Transfer",
+    "VerdictView",
+    "describe_error",
+    "json_schema",
+    "load_results",
+    "parse_results",
+    "read_crossplay",
+    "read_json",
+    "schema_text",
+]

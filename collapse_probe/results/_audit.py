@@ -1,0 +1,319 @@
+"""``results.json`` of an audit (schema ``collapse-probe/audit/v1``): how collapsed a simulator is, in two
+views, with intervals; per state, by kind of state, along rollouts, against Verbalized Sampling and people.
+
+The same model reads the audit of published trajectories (``audit --from``: ``mode`` ``published``,
+with ``source`` and ``simulator_errors``).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field
+
+from collapse_probe.results._base import JSON, Count, Interval, ResultsModel
+from collapse_probe.results._common import RewardSummary, Usage
+
+AUDIT_SCHEMA: Final = "collapse-probe/audit/v1"
+
+ViewLabel = Literal["COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"]
+
+
+class CollapseErrorEstimate(ResultsModel):
+    """Mean collapse error over states: the bias-aware estimate with its interval and the plug-in."""
+
+    estimate: float | None
+    """Bias-aware mean ε̂ over the states (``null``: no state measured)."""
+    ci95: Interval | None
+    """Its interval at ``level``."""
+    method: str | None = None
+    """The interval's method, in words."""
+    plugin: float | None = None
+    """Mean plug-in ``1 - max_count / N`` (biased towards collapsed at small N)."""
+    level: float | None = None
+    target: str | None = None
+    """What the interval covers."""
+
+
+class EntropyEstimate(ResultsModel):
+    """Mean response entropy over states (Chao–Wang–Jost, nats, incl. unseen classes)."""
+
+    estimate: float | None
+    ci95: Interval | None
+    estimator: str | None = None
+    unit: str | None = None
+    method: str | None = None
+    plugin: float | None = None
+    note: str | None = None
+
+
+class ParseFailures(ResultsModel):
+    """Verbalized-Sampling replies the parser could not read (each fell back to a plain draw)."""
+
+    count: Count
+    of: Count
+    rate: float | None
+    reasons: dict[str, Count] = {}
+    """Reason -> how many replies."""
+
+
+class StatesSummary(ResultsModel):
+    """Mean ε̂ over one group of states (a source such as ``opening``, or a kind such as ``turn 1``)."""
+
+    collapse_error: float | None
+    ci95: Interval | None
+    n_states: Count
+    collapse_error_plugin: float | None = None
+    method: str | None = None
+    entropy: float | None = None
+    entropy_ci95: Interval | None = None
+
+
+class RewardView(ResultsModel):
+    """The reward's view: ε̂ over the classes of what the reward pays, at the states where it reads the reply."""
+
+    classes: str | None
+    """What a class is (the arena's reading of the reward), ``null`` without a ``reward_class`` hook."""
+    n_states: Count
+    estimate: float | None
+    ci95: Interval | None
+    method: str | None = None
+    plugin: float | None = None
+    level: float | None = None
+    states: str | None = None
+    """The states it is over, in words."""
+    reason: str | None = None
+    """Why it is not measured."""
+
+
+class DecisionCollapseError(ResultsModel):
+    """ε of the benchmark's decision label (kept for earlier readers; not the reward's view)."""
+
+    estimate: float | None
+    ci95: Interval | None
+    n_states: Count
+    partition: str | None = None
+
+
+class ExactSummary(ResultsModel):
+    """Means over the states where the model scores a closed answer set exactly."""
+
+    n_states: Count
+    closed_set_mass: float | None = None
+    """P(the whole reply is one of the closed answers): format compliance, not collapse."""
+    collapse_error_in_set: float | None = None
+    """ε of the answer given one of them."""
+    n_states_in_set: Count | None = None
+    collapse_error_with_outside: float | None = None
+    """ε with "outside the set" as one class."""
+    outside_mass: float | None = None
+
+
+class AuditSummary(ResultsModel):
+    """The headline over the audited states of one sampling mode."""
+
+    collapse_error: CollapseErrorEstimate
+    collapse_error_corrected: float | None = None
+    entropy: EntropyEstimate | None = None
+    effective_modes: float | None = None
+    """exp of the mean entropy estimate."""
+    effective_modes_note: str | None = None
+    effective_modes_lower_bound_only: bool | None = None
+    """The effective modes can only be read as a lower bound (N replies cannot resolve more)."""
+    effective_modes_lower_bound: float | None = None
+    accumulated_collapse_error: float | None = None
+    """ε̄_H along the rollouts (on-policy audits)."""
+    distinct_2: float | None = None
+    vendi: float | None = None
+    exact_collapse_error: float | None = None
+    n_exact_states: Count | None = None
+    n_states: Count
+    """States measured (infrastructure failures excluded)."""
+    infra_failures: Count = 0
+    infra_errors: list[str] = []
+    """Up to five distinct infrastructure error messages."""
+    samples_per_state: Count | None = None
+    low_confidence: bool | None = None
+    """N < 20 replies per state."""
+    n_empty_responses: Count | None = None
+    """Empty or null replies asked again and dropped (never a class)."""
+    vs_parse_failures: ParseFailures | None = None
+    by_source: dict[str, StatesSummary] = {}
+    by_kind: dict[str, StatesSummary] = {}
+    reward_view: RewardView | None = None
+    decision_collapse_error: DecisionCollapseError | None = None
+    exact: ExactSummary | None = None
+    exact_outside_mass: float | None = None
+
+
+class VerdictView(ResultsModel):
+    """One view of the verdict against ε*."""
+
+    label: ViewLabel
+    estimate: float | None
+    ci95: Interval | None
+    n_states: Count
+    classes: str | None = None
+    """What a class is in this view."""
+    over: str | None = None
+    """The states the view is measured at, in words."""
+    reason: str | None = None
+    """Why NOT MEASURED."""
+    low_confidence: bool | None = None
+
+
+class Verdicts(ResultsModel):
+    """The verdict in two views."""
+
+    meaning: VerdictView
+    """By meaning (the headline classes)."""
+    reward: VerdictView
+    """Where the reward looks."""
+
+
+class StateRow(ResultsModel):
+    """One audited state (its responses stay in ``samples.jsonl``)."""
+
+    state_id: str
+    mode: str | None = None
+    source: str | None = None
+    """``opening``, ``elicitation``, ``human``, ``on_policy`` or ``published``."""
+    kind: str | None = None
+    turn: int | None = None
+    task_id: str | None = None
+    status: str | None = None
+    """``ok`` or ``infra_error``."""
+    n: Count
+    """Replies classed at the state."""
+    class_counts: list[Count]
+    class_names: list[str] | None = None
+    collapse_error: float | None
+    """Plug-in ``1 - max_count / N``."""
+    collapse_error_ci95: Interval | None
+    collapse_error_corrected: float | None = None
+    collapse_error_estimate: float | None = None
+    entropy: float | None
+    entropy_ci95: Interval | None = None
+    entropy_note: str | None = None
+    hill: dict[str, float | None] | None = None
+    """Hill numbers D_q (q = 0, 1, 2, inf) over the observed classes."""
+    hill_note: str | None = None
+    distinct_1: float | None = None
+    distinct_2: float | None = None
+    vendi: float | None = None
+    low_confidence: bool | None = None
+    exact: dict[str, JSON] | None = None
+    """The exact closed-set distribution where the model scores one."""
+    reward_view: dict[str, JSON] | None = None
+    """The reward's classes at this state."""
+    decision: dict[str, JSON] | None = None
+    vs: dict[str, JSON] | None = None
+    """Verbalized-Sampling parse statistics of the state."""
+    n_empty: Count | None = None
+    error: str | None = None
+    """The infrastructure failure."""
+
+
+class Difference(ResultsModel):
+    """Mean ε(VS) − ε(direct) over the states measured in both modes."""
+
+    estimate: float | None
+    ci95: Interval | None
+    n_states: Count
+    method: str | None = None
+    level: float | None = None
+    plugin: float | None = None
+    a_estimate: float | None = None
+    b_estimate: float | None = None
+    all_states: bool | None = None
+
+
+class CompareVS(ResultsModel):
+    """The same states audited in direct and Verbalized-Sampling mode."""
+
+    direct: AuditSummary
+    verbalized: AuditSummary
+    difference_vs_minus_direct: Difference
+    reward_view_difference_vs_minus_direct: Difference | None = None
+    vs_parse_failures: ParseFailures | None = None
+    states: list[StateRow] = []
+    """The other mode's states."""
+    unreliable: bool | None = None
+    """Most VS replies could not be parsed: the VS numbers describe the fallback draw."""
+    human_reference: dict[str, JSON] | None = None
+    """The other mode's comparison with people."""
+    towards_people: dict[str, JSON] | None = None
+    """Whether VS moves the simulator towards the people, per measure."""
+
+
+class TurnMean(ResultsModel):
+    turn: int
+    mean: float
+    n_states: Count
+
+
+class Trajectory(ResultsModel):
+    """ε along on-policy rollouts: per turn, accumulated, and the Theorem 3.2 bounds."""
+
+    collapse_error_by_turn: list[TurnMean] = []
+    accumulated_collapse_error: float | None = None
+    accumulated_collapse_error_plugin: float | None = None
+    tv_bound: float | None = None
+    gradient_bias_bound: float | None = None
+    """2·B·R_max·ε̄_H."""
+    B: float | None = None
+    R_max: float | None = None
+    n_rollouts: Count | None = None
+    note: str | None = None
+
+
+class VarianceShare(ResultsModel):
+    """The simulator's share of reward variance (Lemma 3.3), by nested resampling or across trials."""
+
+    share: float | None
+    note: str | None = None
+
+
+class AuditResults(ResultsModel):
+    """One audit of one simulator (its primary sampling mode)."""
+
+    schema_: Literal["collapse-probe/audit/v1"] = Field(AUDIT_SCHEMA, alias="schema")
+    """The results kind and version."""
+    version: str | None = None
+    simulator: str
+    """The simulator spec audited."""
+    mode: str
+    """Sampling mode of the headline: ``direct``, ``verbalized``, ``persona`` or ``published``."""
+    benchmark: str
+    policy: str | None = None
+    """The policy whose rollouts gave the states (``null``: probe states)."""
+    partitioner: str
+    """The partition the headline classes come from."""
+    states_audited: str | None = None
+    """What the headline is over."""
+    states_note: str | None = None
+    """What the states are when they are not Definition 3.1's (probe states)."""
+    notices: list[str] = []
+    samples_per_state: Count | None = None
+    epsilon_star: float | None = None
+    config: dict[str, JSON] = {}
+    """The run's ``AuditConfig``."""
+    summary: AuditSummary
+    verdicts: Verdicts | None = None
+    verdict: str | None = None
+    """The verdict line."""
+    trajectory: Trajectory | None = None
+    states: list[StateRow]
+    meaning_key: str | None = None
+    """Which reader gave the partition's meaning key."""
+    compare_vs: CompareVS | None = None
+    variance_share: VarianceShare | None = None
+    human_reference: dict[str, JSON] | None = None
+    """Realism against people (``--human DIR``): donations, grounding, diversity, people's own ε."""
+    rollouts: RewardSummary | None = None
+    """Reward of the on-policy (or published) conversations."""
+    source: dict[str, JSON] | None = None
+    """``audit --from``: the file audited (format, sha256, simulator, ...)."""
+    simulator_errors: JSON = None
+    """``audit --from``: the user-simulator errors the records flag."""
+    usage: Usage = {}

@@ -1,0 +1,59 @@
+"""The gate's verdict (``collapse-probe gate --json``, schema ``collapse-probe/gate/v1``)."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from collapse_probe.results._base import Interval, ResultsModel
+
+GATE_SCHEMA: Final = "collapse-probe/gate/v1"
+
+Status = Literal["pass", "fail", "error"]
+"""A check passed, failed, or could not be judged (``error``)."""
+Decision = Literal["interval", "point", "strict"]
+"""How a threshold check decides (:mod:`collapse_probe.gate`)."""
+Outcome = Literal["pass", "fail", "could not judge"]
+
+
+class GateCheck(ResultsModel):
+    """One check of the gate (``GateCheck(name, status, message, value=...)``)."""
+
+    name: str
+    """``results``, ``infra:<policy>|<simulator>``, ``transfer``, ``regression`` or ``thresholds``."""
+    status: Status
+    message: str
+    """Why it passed, failed or could not be judged (shown in the summary and JUnit)."""
+    value: float | None = None
+    threshold: float | None = None
+    ci95: Interval | None = None
+    """The 95 % CI of ``value`` (``None`` ends: unbounded on that side)."""
+    rule: Decision | None = None
+    """The rule that decided a threshold check."""
+    interval: Interval | None = None
+    """The interval the rule read, at ``level`` (``None`` for the point rule)."""
+    level: float | None = None
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        """``name``, ``status`` and ``message`` may be given by position, as the gate writes its checks."""
+        data.update(zip(("name", "status", "message"), args, strict=False))
+        super().__init__(**data)
+
+
+class GateResults(ResultsModel):
+    """Every check of one gate evaluation and what they add up to."""
+
+    schema_: Literal["collapse-probe/gate/v1"] = Field(GATE_SCHEMA, alias="schema")
+    """The results kind and version."""
+    policy: str
+    """The candidate policy."""
+    baseline_policy: str | None = None
+    strict: bool = False
+    decision: Decision = "interval"
+    level: float
+    """Two-sided level of the interval the rule reads."""
+    outcome: Outcome
+    exit_code: Literal[0, 1, 2]
+    """0 pass, 1 fail, 2 could not judge."""
+    checks: list[GateCheck]
