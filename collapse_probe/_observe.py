@@ -80,6 +80,22 @@ def reset() -> None:
         _first_error.clear()
 
 
+def one_line(text: str | None, limit: int = 400) -> str:
+    """A failure's message on one terminal line: whitespace collapsed, cut to ``limit`` characters."""
+    out = " ".join(str(text or "no message recorded").split())
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def no_result_reason(infra_failures: int, first_error: str | None) -> str:
+    """``(N infrastructure failures; the first: MESSAGE; rerun the same command to retry them)``: why a
+    run has no result and what to do, for the end of its one NO RESULT line (worded as
+    :func:`first_error_line`, which also ends the run on stderr)."""
+    if not infra_failures:
+        return "(nothing to measure)"
+    n = f"{infra_failures} infrastructure failure{'s' if infra_failures != 1 else ''}"
+    return f"({n}; the first: {one_line(first_error, 300)}; rerun the same command to retry them)"
+
+
 def first_error_line(limit: int = 400) -> str | None:
     """``first infrastructure failure (of N): MESSAGE`` when the run had any, else ``None``: the cause
     of a run that ended with failures is on the terminal, not only inside its results files."""
@@ -87,10 +103,7 @@ def first_error_line(limit: int = 400) -> str | None:
         n, first = _tally["infra_failures"], (_first_error[0] if _first_error else None)
     if not n:
         return None
-    text = " ".join(str(first or "no message recorded").split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return f"first infrastructure failure (of {n}): {text}"
+    return f"first infrastructure failure (of {n}): {one_line(first, limit)}"
 
 
 def summary_line() -> str:

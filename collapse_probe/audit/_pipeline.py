@@ -16,7 +16,7 @@ from collapse_probe.audit._sampling import _Sampler, _state_seed, sample_problem
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
-from collapse_probe.audit._verdict import audit_verdicts, verdict_line
+from collapse_probe.audit._verdict import audit_verdicts, first_infra_error, verdict_line
 from collapse_probe.audit._views import kind_views, reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
@@ -352,7 +352,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "config": asdict(config),
         "summary": summary,
         "verdicts": verdicts,
-        "verdict": verdict_line(verdicts, config, summary["infra_failures"]),
+        "verdict": verdict_line(verdicts, config, summary["infra_failures"], first_infra_error(summary)),
         "trajectory": traj,
         "states": [_state_row(r) for r in records],
     }

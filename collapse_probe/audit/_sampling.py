@@ -393,8 +393,12 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
             return field_problem(field, "a number or null", rec[field])
     for field in ("collapse_error_ci95", "entropy_ci95"):
         v = rec.get(field)
-        if v is not None and not (isinstance(v, list) and len(v) == 2 and all(number(x) for x in v)):
-            return field_problem(field, "two numbers or null", v)
+        # an entropy that is a lower bound only has no upper end: [lo, null]
+        open_top = field == "entropy_ci95" and isinstance(v, list) and len(v) == 2 and v[1] is None
+        if v is not None and not (isinstance(v, list) and len(v) == 2 and number(v[0]) and (open_top or number(v[1]))):
+            return field_problem(
+                field, "two numbers or null" + (" (or [number, null])" if field == "entropy_ci95" else ""), v
+            )
     for field in ("hill", "exact", "decision", "vs"):
         if rec.get(field) is not None and not isinstance(rec[field], dict):
             return field_problem(field, "an object", rec[field])

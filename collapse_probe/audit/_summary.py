@@ -35,6 +35,7 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
         "collapse_error_corrected": collapse_error_corrected(counts, seed=seed),
         "entropy": entropy(counts),
         "entropy_ci95": ent.ci95,
+        "entropy_lower_bound_only": ent.lower_bound_only,
         "entropy_note": ent.note,
         "entropy_plugin": entropy(counts, "plugin"),
         "entropy_miller_madow": entropy(counts, "miller_madow"),
@@ -123,6 +124,7 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
             "method": ent.get("method"),
             "plugin": ent.get("plugin"),
             "note": ent.get("note"),
+            "lower_bound_only": ent.get("lower_bound_only", False),
         },  # fmt: skip
         "effective_modes": math.exp(ent["estimate"]) if ent["estimate"] is not None else None,
         "effective_modes_note": "exp of the mean entropy estimate, incl. unseen classes",
@@ -235,10 +237,18 @@ def collapse_error_difference(counts_a: Sequence[Sequence[int]], counts_b: Seque
         mean_collapse_error_interval(ca, level=half, seed=seed),
         mean_collapse_error_interval(cb, level=half, seed=seed),
     )
+    (a_lo, a_hi), (b_lo, b_hi) = (_two_sided(wa), _two_sided(wb))
     est = b.estimate - a.estimate
-    lo, hi = min(wb.ci95[0] - wa.ci95[1], est), max(wb.ci95[1] - wa.ci95[0], est)
+    lo, hi = min(b_lo - a_hi, est), max(b_hi - a_lo, est)
     return {"estimate": est, "ci95": [lo, hi], "n_states": len(ca), "method": DIFFERENCE_METHOD, "level": level,
             "a": a.estimate, "b": b.estimate, "plugin": b.plugin - a.plugin}  # fmt: skip
+
+
+def _two_sided(iv: Any) -> tuple[float, float]:
+    """The ends of a collapse-error interval (both always finite; only entropy can lack an upper end)."""
+    lo, hi = iv.ci95
+    assert lo is not None and hi is not None, "collapse-error intervals are two-sided"
+    return float(lo), float(hi)
 
 
 def paired_difference(

@@ -132,7 +132,9 @@ def _phrase(view: str, label: str) -> str:
     return _WHERE[view] if label == COLLAPSED else f"inconclusive {_WHERE[view]}"
 
 
-def verdict_line(verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0) -> str:
+def verdict_line(
+    verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0, first_error: str | None = None
+) -> str:
     """The one verdict line from the two views: the answer first, then each view's evidence.
 
     The answer is COLLAPSED when either view is (named: "where the reward looks", "by meaning" or "in
@@ -142,7 +144,9 @@ def verdict_line(verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra
     star = config.epsilon_star
     views = {k: verdicts[k] for k in ("reward", "meaning")}
     if not views["meaning"].get("n_states"):
-        return f"NO RESULT: no state could be measured ({infra_failures} infrastructure failures)"
+        from collapse_probe._observe import no_result_reason
+
+        return "NO RESULT: no state could be measured " + no_result_reason(infra_failures, first_error)
     measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
     if not measured:
         why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
@@ -193,4 +197,10 @@ def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None 
         policy: the states are on-policy turns (default: ``config.policy`` is set).
     """
     verdicts = audit_verdicts(summary, config, partition=partition, policy=policy)
-    return verdict_line(verdicts, config, summary.get("infra_failures") or 0)
+    return verdict_line(verdicts, config, summary.get("infra_failures") or 0, first_infra_error(summary))
+
+
+def first_infra_error(summary: dict[str, Any]) -> str | None:
+    """The first infrastructure failure's message of a ``summary`` block (``None`` without one)."""
+    errors = summary.get("infra_errors") or []
+    return str(errors[0]) if errors else None

@@ -140,6 +140,25 @@ def _add_logging(p: argparse.ArgumentParser, top: bool, calls_models: bool = Tru
         )
 
 
+def unknown_command(argv: Sequence[str]) -> str | None:
+    """The one-line error for a subcommand that does not exist, with the nearest names ("did you
+    mean"), or ``None`` when the command is known or absent (``--help``, ``--version``)."""
+    import difflib
+
+    rest = list(argv)
+    while rest and rest[0].startswith("-"):  # the top-level options before the command
+        opt = rest.pop(0)
+        if opt == "--log-level" and rest:
+            rest.pop(0)
+        elif opt in ("-h", "--help", "--version"):
+            return None
+    if not rest or rest[0] in COMMANDS:
+        return None
+    close = difflib.get_close_matches(rest[0], COMMANDS, n=2, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"unknown command {rest[0]!r}; {hint}commands: {', '.join(COMMANDS)} (collapse-probe COMMAND --help)"
+
+
 RUN_COMMANDS = ("play", "audit", "crossplay", "train")
 """Commands that call models: they end with the reliability summary line."""
 
@@ -154,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from collapse_probe.cli import _common
 
     words = list(sys.argv[1:] if argv is None else argv)
+    unknown = unknown_command(words)
+    if unknown is not None:
+        print(f"collapse-probe: error: {unknown}", file=sys.stderr)
+        return 2
     _common.ONLY_COMMAND = next((a for a in words if a in COMMANDS), "")
     try:
         parser = build_parser()

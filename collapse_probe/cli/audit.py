@@ -198,8 +198,6 @@ def run(args: argparse.Namespace) -> int:
         variance_agents=args.variance_agents, variance_sims=args.variance_sims, exact=not args.no_exact,
         vendi=args.vendi, personas=args.personas,
     )  # fmt: skip
-    print(f"gradient-bias bound uses B = {config.bound_b:g}, R_max = {config.r_max:g}; ε* = {config.epsilon_star:g} "
-          "(--bound-b, --r-max, --epsilon-star)")  # fmt: skip
     results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     return _report(args, results)

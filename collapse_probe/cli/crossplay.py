@@ -120,39 +120,55 @@ def run(args: argparse.Namespace) -> int:
     print(format_matrix(results))
     print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
     if not any(c.get("mean_reward") is not None for c in results["cells"]):
+        from collapse_probe._observe import no_result_reason
+
         failures = sum(int(c.get("infra_failures") or 0) for c in results["cells"])
-        print(
-            f"no cell has a scored conversation ({failures} infrastructure failures); "
-            "rerun the same command to retry them",
-            file=sys.stderr,
-        )
+        first = next((str(e) for c in results["cells"] for e in (c.get("infra_errors") or {})), None)
+        print(f"NO RESULT: no cell has a scored conversation {no_result_reason(failures, first)}", file=sys.stderr)
         return 1
     return 0
 
 
 def format_matrix(results: dict) -> str:
-    """The reward matrix, transfer ratios and strategy entropies as a terminal table."""
+    """The reward matrix, transfer ratios and strategy entropies as a terminal table.
+
+    Long specs are shown by short labels (the report's), with a legend of the full specs under the
+    matrix, so a row of eight simulators fits a terminal.
+    """
+    from collapse_probe.report._layout import display_width, pad
+    from collapse_probe.report.crossplay_plots import matrix_labels
+
     sims = results["simulators"]
     cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
-    width = max(30, *(len(s) + 2 for s in sims))
-    pw = max(8, *(len(p) + 2 for p in results["policies"]))
-    train = results.get("train_simulator")
-    head = "policy".ljust(pw) + "".join((s + ("*" if s == train else "")).rjust(width) for s in sims)
+    plabels, slabels = matrix_labels(results)
+    slabels = [lab.replace(" (train)", "*") for lab in slabels]
     rr = results.get("reward_range")
     inside = f", inside [{rr[0]:g}, {rr[1]:g}]" if rr else ""
+    table = []
+    for p in results["policies"]:
+        row = []
+        for s in sims:
+            c = cells[(p, s)]
+            m, ci = c["mean_reward"], c.get("ci95")
+            val = "n/a" if m is None else f"{m:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            row.append(f"{val} ({c['n']},{c['infra_failures']})")
+        table.append(row)
+    width = max(12, *(display_width(s) + 2 for s in slabels), *(display_width(v) + 2 for r in table for v in r))
+    pw = max(8, *(display_width(p) + 2 for p in plabels))
+    head = pad("policy", pw) + "".join(pad(s, width, right=True) for s in slabels)
     lines = [
         f"mean reward [95% CI over tasks{inside}] ({results['benchmark']}; * = training simulator; "
         "(n, infra failures))",
         head,
     ]
-    for p in results["policies"]:
-        row = p.ljust(pw)
-        for s in sims:
-            c = cells[(p, s)]
-            m, ci = c["mean_reward"], c.get("ci95")
-            val = "n/a" if m is None else f"{m:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-            row += f"{val} ({c['n']},{c['infra_failures']})".rjust(width)
-        lines.append(row)
+    for plabel, row in zip(plabels, table, strict=True):
+        lines.append(pad(plabel, pw) + "".join(pad(v, width, right=True) for v in row))
+    legend = [(lab, name) for lab, name in zip([*plabels, *slabels], [*results["policies"], *sims], strict=True)
+              if lab.removesuffix("*") != name]  # fmt: skip
+    if legend:
+        lw = max(display_width(lab) for lab, _ in legend)
+        lines += ["labels:"] + [f"  {pad(lab, lw)}  {name}" for lab, name in legend]
+    label = dict(zip(results["policies"], plabels, strict=True))
     for t in results.get("transfer") or []:
         ci = t.get("ci95")
         r = t.get("transfer_ratio")
@@ -160,14 +176,15 @@ def format_matrix(results: dict) -> str:
         if not ci and t.get("ci95_lower") is not None:
             ci_s = f" (95% CI {t['ci95_lower']:.3f}-unbounded: {t.get('note')})"
         lines.append(
-            f"transfer {t['policy']}: " + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")
+            f"transfer {label.get(t['policy'], t['policy'])}: "
+            + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")
         )
     from collapse_probe.metrics.notes import entropy_note
 
     for d in results.get("policy_diversity") or []:
         h = d.get("strategy_entropy")
         lines.append(
-            f"strategy entropy {d['policy']}: "
+            f"strategy entropy {label.get(d['policy'], d['policy'])}: "
             + ("n/a" if h is None else entropy_note(h, d["n_classes"], d["n_messages"]))
         )
     return "\n".join(lines)

@@ -35,6 +35,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def runs_dir_problem(runs_dir: str | Path) -> str:
+    """Why ``runs_dir`` cannot be shown, with what to do: one line for the terminal and the app."""
+    p = Path(runs_dir)
+    if p.exists():
+        return f"RUNS_DIR {str(runs_dir)!r} is not a directory; give the directory that holds the run directories"
+    return (
+        f"RUNS_DIR {str(runs_dir)!r} does not exist yet: it is made by the first run (e.g. `collapse-probe audit "
+        f"--out {p.as_posix()}/first-audit`), or give the directory your runs are in: collapse-probe dashboard PATH"
+    )
+
+
 def app_path() -> Path:
     """Location of the Streamlit app shipped inside the package (``collapse_probe/dashboard/app.py``).
 
@@ -76,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.errors import require
 
     if not Path(args.runs_dir).is_dir():
-        raise ConfigError(f"RUNS_DIR {args.runs_dir!r} is not a directory")
+        raise ConfigError(runs_dir_problem(args.runs_dir))
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
     check_bind(args.host, args.port)

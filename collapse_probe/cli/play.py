@@ -87,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{who:>9}: {m.get('content')}")
     print()
     if summary["mean_reward"] is None:
-        print(f"no scored conversations ({summary['infra_failures']} infrastructure failures)")
+        from collapse_probe._observe import no_result_reason
+
+        first = next((str(r["infra_error"]) for r in records if r.get("infra_error")), None)
+        print(f"NO RESULT: no scored conversations {no_result_reason(summary['infra_failures'], first)}")
         return 1
     ci = summary["ci95"]
     ci_s = f"95% CI over tasks {ci[0]:.3f}-{ci[1]:.3f}, " if ci else "no CI from one task, "

@@ -129,12 +129,34 @@ def in_progress_note(run: rd.RunInfo) -> None:
         st.caption(prob)
 
 
-def pick_run(runs: list[rd.RunInfo], label: str, key: str, index: int = 0) -> rd.RunInfo | None:
+# Run names longer than this are cut in the middle in selectors (the full name is written under them).
+# (Comments, not docstrings: Streamlit writes a bare string of the app script onto the page.)
+RUN_LABEL_CHARS = 40
+
+
+def run_labels(runs: list[rd.RunInfo]) -> list[str]:
+    """Unique selector labels ``name [kind, status]`` with long names cut in the middle, so a selector
+    in a half-width column shows the whole label instead of cutting it at the end."""
+    from collapse_probe.report._layout import short_labels
+
+    names = short_labels([r.name for r in runs], RUN_LABEL_CHARS)
+    return [f"{n} [{r.kind}, {r.status}]" for n, r in zip(names, runs, strict=True)]
+
+
+def pick_run(runs: list[rd.RunInfo], label: str, key: str, index: int = 0, param: str = "run") -> rd.RunInfo | None:
+    """A run selector; the deep link ``?run=NAME`` (``param``) preselects the run of that name."""
     if not runs:
         return None
-    labels = [r.label for r in runs]
+    labels = run_labels(runs)
+    names = [r.name for r in runs]
+    wanted = st.query_params.get(param)
+    if wanted in names:
+        index = names.index(wanted)
     choice = st.selectbox(label, labels, index=min(index, len(labels) - 1), key=key)
-    return runs[labels.index(choice)]
+    run = runs[labels.index(choice)]
+    if run.label != choice:
+        st.caption(md_text(run.name))
+    return run
 
 
 def of_kind(runs: list[rd.RunInfo], kinds: tuple[str, ...]) -> list[rd.RunInfo]:
@@ -167,16 +189,25 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
         }
         for r in runs
     ]
-    st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True)
+    longest = max(len(r.name) for r in runs)
+    config = {"run": st.column_config.TextColumn("run", width=min(720, 40 + 8 * longest)),
+              "notes": st.column_config.TextColumn("notes", width="large")}  # fmt: skip
+    st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True, column_config=config)
+
+
+# Run kinds that call no model (the tabular lab; the gate reads a cross-play run): usage does not apply.
+NO_MODELS = ("lab", "lab-compare", "gate")
 
 
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
-    """Model calls, tokens and cost of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs."""
+    """Model calls, tokens and cost of a run as text: ``results.json``'s ``usage``, or ``usage.json``
+    while it runs; "—" where the run kind calls no model, "not recorded" where a run has no usage."""
     usage, problem = rd.read_usage(run)
     if problem and problem not in run.problems:
         run.problems.append(problem)
     if not isinstance(usage, dict) or not usage:
-        return {"model calls": None, "tokens": None, "cost (USD)": None}
+        none = "—" if run.kind in NO_MODELS else "not recorded"
+        return {"model calls": none, "tokens": none, "cost (USD)": none}
     rows = [u for u in usage.values() if isinstance(u, dict)]
 
     def whole(v: Any) -> int:
@@ -185,9 +216,9 @@ def usage_columns(run: rd.RunInfo) -> dict[str, Any]:
     costs = [u.get("cost_usd") for u in rows]
     known = [c for c in costs if isinstance(c, int | float) and not isinstance(c, bool) and c == c]
     return {
-        "model calls": sum(whole(u.get("requests")) for u in rows),
-        "tokens": sum(whole(u.get("input_tokens")) + whole(u.get("output_tokens")) for u in rows),
-        "cost (USD)": round(sum(float(c) for c in known), 4) if len(known) == len(costs) else None,
+        "model calls": f"{sum(whole(u.get('requests')) for u in rows):,}",
+        "tokens": f"{sum(whole(u.get('input_tokens')) + whole(u.get('output_tokens')) for u in rows):,}",
+        "cost (USD)": f"{sum(float(c) for c in known):.4f}" if len(known) == len(costs) else "unknown",
     }
 
 
@@ -212,6 +243,7 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
     st.info(md_text(res["verdict"]))
     audit_summary(res)
     show_table(ap.summary_table(res), expander="all summary quantities")
+    figure_or_note(ap.collapse_map_figure, res)
     st.markdown("**ε per state (95% CI)**")
     figure_or_note(ap.collapse_error_per_state_figure, res)
     if res.get("trajectory"):
@@ -241,6 +273,8 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
                 f"donations: {donations.get('note')} ({donations.get('n_simulated')} simulated, "
                 f"{donations.get('n_human')} human); simulated donations come from the states that ask for an amount"
             )
+        if (res["human_reference"] or {}).get("people_epsilon"):
+            figure_or_note(ap.people_vs_simulator_figure, res)
         for caption, table in (
             ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
             ("the human persuadee's actual reply at each human-grounded state, among the simulator's classes",
@@ -289,13 +323,14 @@ def audit_summary(res: dict[str, Any], summary: dict[str, Any] | None = None, co
     ce, ent, rv = s["collapse_error"], s["entropy"], s.get("reward_view") or {}
     verdicts = (res.get("verdicts") or {}) if summary is None else {}
 
-    def label(view: str) -> str:
-        return f" ({verdicts[view]['label']})" if view in verdicts else ""
+    def label(view: str) -> str | None:
+        """The view's verdict, shown under its number (a label beside the name would be cut in a column)."""
+        return verdicts[view]["label"] if view in verdicts else None
 
     cols = st.columns(3 if compact else 5)
-    cols[0].metric(f"meaning ε̂{label('meaning')}", fmt(ce.get("estimate")),
+    cols[0].metric("meaning ε̂", fmt(ce.get("estimate")), label("meaning"), delta_color="off", delta_arrow="off",
                    help=f"classes by {res.get('partitioner')}; 95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")  # fmt: skip
-    cols[1].metric(f"reward-view ε̂{label('reward')}", fmt(rv.get("estimate")),
+    cols[1].metric("reward-view ε̂", fmt(rv.get("estimate")), label("reward"), delta_color="off", delta_arrow="off",
                    help=f"95% CI {fmt_ci(rv.get('ci95'))}; {rv.get('classes') or 'no reward view'}")  # fmt: skip
     cols[2].metric(
         "entropy (nats)", fmt(ent.get("estimate")), help=f"{ent.get('estimator', '')} 95% CI {fmt_ci(ent.get('ci95'))}"
@@ -403,6 +438,11 @@ def view_crossplay(runs: list[rd.RunInfo]) -> None:
             "hover a cell for its 95% CI, n and infrastructure failures (excluded from every mean)"
         )
         figure_or_note(cp.reward_heatmap, res)
+        labels = cp.labels_table(res)
+        if labels:
+            show_table(labels, expander="the full spec behind each label")
+        if res.get("train_simulator"):
+            figure_or_note(cp.train_heldout_figure, res)
         if res.get("transfer"):
             figure_or_note(cp.transfer_bars, res)
         if res.get("policy_diversity"):
@@ -472,8 +512,9 @@ def view_training(runs: list[rd.RunInfo]) -> None:
             "No train or lab runs found. Create one with `collapse-probe train --out ...` or `collapse-probe lab --out ...`."
         )
         return
-    labels = [r.label for r in trains]
-    chosen = st.multiselect("Runs (overlaid)", labels, default=labels[: min(4, len(labels))], key="train_runs")
+    labels = run_labels(trains)
+    picked = st.multiselect("Runs (overlaid)", labels, default=labels[: min(4, len(labels))], key="train_runs")
+    chosen = {r.label for r, lab in zip(trains, labels, strict=True) if lab in picked}
     curves: dict[str, list[dict[str, Any]]] = {}
     for r in trains:
         if r.label not in chosen:
@@ -488,7 +529,8 @@ def view_training(runs: list[rd.RunInfo]) -> None:
     if not curves:
         st.info("The selected runs have no steps recorded yet (in progress).")
         return
-    for _, fig in tp.training_figures(curves):
+    alarms = [{**a, "run": r.name} for r in trains if r.label in chosen for a in rd.monitor_alarms(r)]
+    for _, fig in tp.training_figures(curves, alarms):
         show_figure(fig)
     lab_checks = [(r.name, get(r.results, "bound_checks")) for r in trains if r.label in chosen and r.kind == "lab"]
     lab_checks = [(n, b) for n, b in lab_checks if isinstance(b, dict)]
@@ -552,7 +594,7 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
     picked = []
     for i, col in enumerate(cols):
         with col:
-            picked.append(pick_run(audits, f"Audit {'AB'[i]}", f"cmp_{i}", index=i))
+            picked.append(pick_run(audits, f"Audit {'AB'[i]}", f"cmp_{i}", index=i, param=("run", "run_b")[i]))
     a, b = picked
     if a is not None and b is not None and a.path == b.path:
         st.info("Audit A and audit B are the same run; pick two different audits to compare them.")
@@ -579,7 +621,9 @@ def main() -> None:
     st.sidebar.title("collapse-probe")
     st.sidebar.caption(f"runs: `{root}`")
     if not root.is_dir():
-        st.error(f"RUNS_DIR {str(root)!r} is not a directory.")
+        from collapse_probe.cli.dashboard import runs_dir_problem
+
+        st.error(md_text(runs_dir_problem(root)))
         return
     st.sidebar.button("Refresh", help="re-read the run directories")
     wanted = st.query_params.get("view")  # deep link: ?view=Cross-play

@@ -116,3 +116,24 @@ def extended_assemblage(c: np.ndarray) -> np.ndarray:
     detected = np.clip(p * (1.0 - lam * np.exp(-n * p)), 0.0, None)
     out = np.concatenate([detected, np.full(f0_int, (1.0 - cov) / f0_int)])
     return out / out.sum()
+
+
+def sample_coverage(counts: Counts, method: str = "turing") -> float:
+    """Estimated sample coverage: the probability mass of the classes already observed.
+
+    - ``"turing"``: Good–Turing C = 1 − f1/N (f1 = number of classes seen exactly once).
+    - ``"chao_jost"``: Chao & Jost (2012) C = 1 − (f1/N)·(1 − A), with A the same f1/f2 term as in
+      :func:`entropy_chao_wang_jost`; less biased when f2 is small.
+
+    Example:
+        >>> sample_coverage([3, 1, 1, 5])
+        0.8
+    """
+    c = as_counts(counts)
+    n = int(c.sum())
+    f1 = int(np.sum(c == 1))
+    if method == "turing":
+        return 1.0 - f1 / n
+    if method == "chao_jost":
+        return 1.0 - f1 / n * (1.0 - cwj_a(n, f1, int(np.sum(c == 2))))
+    raise ConfigError(f"method must be 'turing' or 'chao_jost', got {method!r}")

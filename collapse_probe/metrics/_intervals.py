@@ -3,13 +3,15 @@
 The headline numbers of an audit: the collapse error ε = 1 − max_k p_k of each state, the mean ε over
 the audited states, and the Shannon entropy. Each comes as an :class:`IntervalEstimate` with a point
 estimate that corrects the small-sample bias and an interval whose coverage is *measured* on a panel of
-known distributions (ties, uniform, long tails; ``benchmarks/estimator_coverage.py`` prints the table,
-``docs/estimator-coverage.md`` ships it).
+known distributions and of mixes of them across states (ties, uniform, long tails, nearly all distinct;
+``benchmarks/estimator_coverage.py`` prints the table, ``docs/estimator-coverage.md`` ships it, and
+``docs/collapse-error-intervals.md`` gives the argument).
 
 What the mean is a mean of: the audited states are the population of interest, so the target of the
 headline is (1/S) Σ_s ε_s over *these* states, and the uncertainty is the sampling noise of the N
 responses inside each state, not the choice of states. Resampling states (the old two-level bootstrap)
 answers a different question ("states like these") and, worse, narrows around a biased centre as S grows.
+The one assumption: given its state, the N replies are independent draws from the simulator.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm, poisson
+from scipy.special import betainc
+from scipy.stats import beta, chi2, norm, poisson
 
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._counts import (
@@ -31,17 +34,22 @@ from collapse_probe.metrics._counts import (
     cwj_tail,
     entropy_plugin,
     extended_assemblage,
+    sample_coverage,
 )
 
 __all__ = [
+    "COLLAPSE_ERROR_METHOD",
+    "ENTROPY_METHOD",
     "IntervalEstimate",
     "bootstrap_collapse_errors",
     "collapse_error_interval",
     "collapse_error_intervals",
     "entropy_interval",
     "entropy_intervals",
+    "held_out_modal_shares",
     "mean_collapse_error_bootstrap",
     "mean_collapse_error_interval",
+    "mean_collapse_error_least_favourable",
     "mean_entropy_interval",
     "mean_with_state_se",
 ]
@@ -49,12 +57,20 @@ __all__ = [
 _BC_DRAWS = 300
 """Bootstrap chains for the iterated bias correction of ε̂."""
 
+_SPLITS = 100
+"""Held-out evaluations per state (half as many random splits, each used in both directions)."""
+
+_SPLIT_CELLS = 2000
+"""At least this many held-out replies per state are averaged, so states with few replies get more splits."""
+
 _EXACT_CONVOLUTION_MAX = 6000
-"""Sum over states of N up to which the distribution of the summed max counts is convolved exactly."""
+"""Sum over states of N up to which the least-favourable max-count sum is convolved exactly (old method)."""
 
 COLLAPSE_ERROR_METHOD = (
-    "max-count test inversion: binomial bound on the modal class (lower ε), least-favourable tied "
-    "classes (upper ε); iterated-bootstrap bias-corrected estimate"
+    "exact binomial bounds, valid for any mix of states: upper ε from the held-out count of the modal "
+    "class chosen on the other half of each state's replies (random half-splits used both ways, at least "
+    "100 per state), lower ε from the max counts (Clopper–Pearson, pooled over states by Hoeffding's "
+    "Poisson-binomial bound); iterated-bootstrap bias-corrected estimate"
 )
 
 
@@ -64,8 +80,9 @@ class IntervalEstimate:
 
     estimate: float
     """Bias-aware point estimate (always inside ``ci95``)."""
-    ci95: list[float]
-    """``[lo, hi]`` at ``level`` (named for the default level 0.95, which every report uses)."""
+    ci95: list[float | None]
+    """``[lo, hi]`` at ``level`` (named for the default level 0.95, which every report uses). Always two
+    entries; ``hi`` is ``None`` when ``lower_bound_only`` (no finite upper end is honest)."""
     method: str
     """How the estimate and interval were computed, in words."""
     plugin: float
@@ -80,6 +97,9 @@ class IntervalEstimate:
     """True when some state has fewer than ``MIN_CONFIDENT_SAMPLES`` responses."""
     note: str = ""
     """What the number includes, e.g. that an entropy counts estimated unseen classes."""
+    lower_bound_only: bool = False
+    """True when the data bound the quantity from below only (``ci95[1]`` is ``None``): an entropy of a
+    state whose replies are nearly all distinct, where the classes not seen could be any number."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for ``results.json``."""
@@ -101,8 +121,8 @@ def _counts_matrix(counts_list: Sequence[Any], name: str) -> tuple[list[np.ndarr
 def _check(level: float, seed: int) -> None:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
         raise ConfigError(f"level must be a number in (0, 1), got {level!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
 
 
 def _padded(cs: Sequence[np.ndarray]) -> np.ndarray:
@@ -127,7 +147,433 @@ def _wilson_upper(p: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------
-# the least-favourable distribution of the max count
+# sample splitting: a count of the modal class that the choice of the class does not inflate
+
+
+def held_out_modal_shares(counts_list: Sequence[Any], seed: int = 0, splits: int = _SPLITS) -> np.ndarray:
+    """Per state, the share of held-out replies in the class that is modal among the other replies.
+
+    A random split puts ⌊N/2⌋ of a state's replies in one half and the rest in the other; the modal
+    class k̂ of one half (ties broken at random) is counted in the other half. Given the first half,
+    that count is Binomial(half size, p_k̂) with p_k̂ ≤ max_k p_k: choosing the class on one half does
+    not inflate its count in the other, which is what biases the max count upwards when classes tie.
+    Each split is used in both directions (cross-fitting: every reply is held out once per split), and
+    the shares are averaged over ``splits`` evaluations. A state of one reply cannot be split and gets
+    0, the conservative end.
+
+    The replies of a state are exchangeable given the state, so a random split of the class counts
+    (which replies fall in which half is drawn, not read from the data) is a random split of the
+    replies. Every state draws its own splits, from ``seed``, its counts and how many states before it
+    had the same counts, so a state gets the same value alone or as the first of its counts in a batch.
+    (Splits shared by several states would not do: the Monte Carlo error of a set of splits is then
+    common to those states and does not average out over them; one set for all states is worse still,
+    as the replies are laid out class by class and a fixed set of positions favours some classes.)
+
+    Args:
+        counts_list: per-state class counts.
+        seed: seed of the splits.
+        splits: evaluations per state (half as many random splits, each used in both directions); at
+            least 2000/N, so states with few replies, where the splits cost little, get more.
+
+    Returns:
+        An array of one share in [0, 1] per state.
+
+    Example:
+        >>> held_out_modal_shares([[20], [1] * 20]).tolist()
+        [1.0, 0.0]
+    """
+    cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
+    ns = np.array([int(c.sum()) for c in cs], dtype=np.int64)
+    # the j-th state with the same counts draws stream j: equal counts must not share one Monte Carlo error
+    seen: dict[tuple[int, ...], int] = {}
+    streams = []
+    for c in cs:
+        key = tuple(c.tolist())
+        seen[key] = seen.get(key, -1) + 1
+        streams.append([seed, int(c.sum()), seen[key], *key])
+    out = np.zeros(len(cs))
+    for n in (int(v) for v in np.unique(ns)):
+        if n < 2:
+            continue
+        group = np.nonzero(ns == n)[0]
+        a = n // 2
+        k = max(1, splits // 2, -(-_SPLIT_CELLS // (2 * n)))  # few replies: more splits, as they are cheap
+        step = max(1, 4_000_000 // (k * n))  # at most ~4M cells per chunk of states
+        for start in range(0, group.size, step):
+            sel = group[start : start + step]
+            g = sel.size
+            draws = [np.random.default_rng(streams[j]).random((3, k, n)) for j in sel]
+            keys = np.stack([d[0] for d in draws])  # (g, k, n): the order of a random split
+            jitter = 0.5 * np.stack([d[1:] for d in draws])  # (g, 2, k, n): < 1, breaks ties only
+            labels = np.stack([np.repeat(np.arange(cs[j].size), cs[j]) for j in sel])  # (g, n)
+            first = np.take_along_axis(labels[:, None, :], np.argsort(keys, axis=2)[:, :, :a], axis=2)
+            cell = (np.arange(g * k).reshape(g, k, 1) * n + first).ravel()
+            count_1 = np.bincount(cell, minlength=g * k * n).reshape(g, k, n)
+            total = np.zeros((g, 1, n), dtype=np.int64)
+            for i, j in enumerate(sel):
+                total[i, 0, : cs[j].size] = cs[j]
+            count_2 = total - count_1
+            share = np.zeros(g)
+            for d, (chosen_on, held_out, size) in enumerate(((count_1, count_2, n - a), (count_2, count_1, a))):
+                k_hat = np.argmax(chosen_on + jitter[:, d], axis=2)[:, :, None]  # (g, k, 1)
+                share += np.take_along_axis(held_out, k_hat, axis=2)[:, :, 0].mean(axis=1) / size
+            out[sel] = share / 2
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# binomial bounds on the mean of per-state shares
+
+
+def _worst_case_variance(theta: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    """max Σ_s p_s(1 − p_s)/N_s over p ∈ [0, 1]^S with mean θ, for every θ of a grid (water-filling).
+
+    The Lagrange condition (1 − 2 p_s)/N_s = λ gives p_s = (1 − λ N_s)/2 clipped to [0, 1]; λ is found
+    by bisection so that the p_s average θ. With equal N the maximum is at p_s = θ: Sθ(1 − θ)/N.
+    """
+    inv = 1.0 / ns.astype(np.float64)
+    lo = np.full(theta.size, -float(inv.max()) * 1.0001)
+    hi = -lo
+    target = theta * ns.size
+    for _ in range(60):
+        lam = 0.5 * (lo + hi)
+        total = np.clip((1.0 - lam[:, None] * ns[None, :]) / 2.0, 0.0, 1.0).sum(axis=1)
+        big = total > target  # Σ p_s falls as λ grows
+        lo = np.where(big, lam, lo)
+        hi = np.where(big, hi, lam)
+    p = np.clip((1.0 - 0.5 * (lo + hi)[:, None] * ns[None, :]) / 2.0, 0.0, 1.0)
+    return np.asarray((p * (1.0 - p) * inv[None, :]).sum(axis=1))
+
+
+def _mean_share_bound(total: float, ns: np.ndarray, alpha_half: float, upper: bool) -> float:
+    """Exact binomial (Clopper–Pearson) bound on the mean of per-state probabilities θ_s from the sum
+    of per-state shares ``total`` = Σ_s X_s/N_s, where X_s is (stochastically no less / no more than)
+    Binomial(N_s, θ_s) and the states are independent.
+
+    Equal N: Σ X_s is a sum of S·N independent Bernoulli trials with mean θ̄, a Poisson-binomial law
+    whose tails beyond its mean are bounded by those of Binomial(S·N, θ̄) (Hoeffding 1956, Ann. Math.
+    Statist. 27, 713–721), so the Clopper–Pearson bound of the pooled count holds for any mix of θ_s.
+    (For level ≥ 0.5, α/2 ≤ 1/4: a binomial has more than 1/4 of its mass on each side of its mean, so
+    a rejected count lies more than one trial beyond the mean, where the bound applies.) Unequal N: the
+    reference binomial at each θ has the effective size that matches the largest variance any θ_s with
+    mean θ can give (:func:`_worst_case_variance`), and the bound is found on a grid. ``total`` may be fractional
+    (an average over splits); the bound is then the continuous extension (regularised incomplete beta).
+    """
+    s = ns.size
+    if np.all(ns == ns[0]):
+        n = float(s * ns[0])
+        x = float(total) * float(ns[0])
+        if upper:
+            return 1.0 if x >= n else float(beta.ppf(1.0 - alpha_half, x + 1.0, n - x))
+        return 0.0 if x <= 0 else float(beta.ppf(alpha_half, x, n - x + 1.0))
+    mean = float(total) / s
+    if upper and mean >= 1.0:
+        return 1.0
+    if not upper and mean <= 0.0:
+        return 0.0
+    theta = np.linspace(0.0, 1.0, 4001)[1:-1]
+    n_ref = s * s * theta * (1.0 - theta) / _worst_case_variance(theta, ns)  # trials of the reference
+    x = n_ref * mean
+    if upper:  # keep θ while P(X ≤ x) > α/2; the bound is the next grid point past the last kept
+        keep = np.nonzero(1.0 - betainc(x + 1.0, n_ref - x, theta) > alpha_half)[0]
+        last = int(keep[-1]) if keep.size else -1
+        return float(theta[last + 1]) if last + 1 < theta.size else 1.0
+    keep = np.nonzero(betainc(x, n_ref - x + 1.0, theta) > alpha_half)[0]  # P(X ≥ x) > α/2
+    first = int(keep[0]) if keep.size else theta.size
+    return float(theta[first - 1]) if first > 0 else 0.0
+
+
+def _collapse_error_bounds(maxes: np.ndarray, shares: np.ndarray, ns: np.ndarray, alpha: float) -> tuple[float, float]:
+    """``(lo, hi)`` of the mean ε from the max counts and the held-out modal shares of the states.
+
+    lower end: the true modal class's count X_s ≤ M_s (the max count) is Binomial(N_s, m_s), so an
+    upper bound on the mean m from Σ M_s/N_s bounds 1 − ε̄ from above whatever the states are.
+    upper end: the held-out share of each state has mean p_k̂ ≤ m_s, so a lower bound on its mean bounds
+    1 − ε̄ from below; at exact ties nothing is lost (every tied class is modal) and when every reply
+    differs the share is 0, so the upper end of ε reaches 1.
+    """
+    hi_m = _mean_share_bound(float(np.sum(maxes / ns)), ns, alpha / 2, upper=True)
+    lo_m = _mean_share_bound(float(np.sum(shares)), ns, alpha / 2, upper=False)
+    plugin = 1.0 - float(np.mean(maxes / ns))
+    # the held-out share averages to at most the max share, so 1 − lo_m ≥ plug-in up to the Monte Carlo
+    # noise of the splits; the guard keeps the plug-in inside the interval exactly
+    return max(0.0, 1.0 - hi_m), max(min(1.0, 1.0 - lo_m), plugin)
+
+
+# --------------------------------------------------------------------------------------------------
+# bias-corrected point estimate
+
+
+def bootstrap_collapse_errors(
+    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int = 0
+) -> np.ndarray:
+    """Plug-in ε̂ of ``n_boot`` multinomial resamples of each state's N responses: an ``(S, n_boot)`` array.
+
+    Vectorised over states (one batched draw per chunk of states).
+
+    Args:
+        counts_list: per-state class counts.
+        n_boot: resamples per state.
+        rng: a generator or a seed.
+    """
+    return _resampled_collapse_errors(counts_list, n_boot, rng, twice=False)[0]
+
+
+def _resampled_collapse_errors(
+    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int, twice: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """ε̂* of resamples and, when ``twice``, ε̂** of one resample of each resample (else a copy of ε̂*).
+
+    States with few classes beside N are drawn as multinomials (vectorised over states); states with
+    many classes (nearly all replies distinct) by resampling their N replies, whose cost does not grow
+    with the number of classes.
+    """
+    cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    first = np.empty((len(cs), n_boot))
+    second = np.empty((len(cs), n_boot)) if twice else first
+    wide = np.array([8 * c.size > c.sum() for c in cs])
+    narrow = np.nonzero(~wide)[0]
+    if narrow.size:
+        mat = _padded([cs[i] for i in narrow])
+        ns = mat.sum(axis=1)
+        # chunk over states so that one draw holds at most ~4M counts, whatever the number of classes
+        step = max(1, 4_000_000 // (n_boot * mat.shape[1]))
+        for a in range(0, narrow.size, step):
+            sl, rows = slice(a, a + step), narrow[a : a + step]
+            n = ns[sl]
+            x1 = rng.multinomial(n, mat[sl] / n[:, None], size=(n_boot, n.size))
+            first[rows] = (1.0 - x1.max(axis=2) / n).T
+            if twice:
+                x2 = rng.multinomial(n, x1 / n[:, None], size=(n_boot, n.size))
+                second[rows] = (1.0 - x2.max(axis=2) / n).T
+    for i in np.nonzero(wide)[0]:
+        c = cs[i]
+        n = int(c.sum())
+        offsets = (np.arange(n_boot) * c.size)[:, None]
+        x1 = np.repeat(np.arange(c.size), c)[rng.integers(0, n, size=(n_boot, n))]  # resampled class labels
+        first[i] = 1.0 - np.bincount((x1 + offsets).ravel(), minlength=n_boot * c.size).reshape(n_boot, -1).max(1) / n
+        if twice:
+            x2 = np.take_along_axis(x1, rng.integers(0, n, size=(n_boot, n)), axis=1)
+            second[i] = (
+                1.0 - np.bincount((x2 + offsets).ravel(), minlength=n_boot * c.size).reshape(n_boot, -1).max(1) / n
+            )
+    return first, second
+
+
+def _iterated_bias_corrected(cs: Sequence[np.ndarray], ns: np.ndarray, seed: int) -> np.ndarray:
+    """Per-state ε̂ with the bootstrap bias correction iterated once (Hall 1992, §1.4; Efron & Tibshirani 1993, §10.6).
+
+    One correction, 2ε̂ − E*ε̂*, measures the bias at p̂, which is itself less tied than the truth, so
+    it removes only about half of it (uniform over 10 at N = 20: −0.116 → −0.050). Correcting the
+    correction, 3ε̂ − 3E*ε̂* + E**ε̂**, takes the remaining bias to −0.03…+0.03 for N ≥ 20 except
+    Zipf over 200 at N = 20 (+0.07); E** needs no nested loop: each chain resamples once from p̂ and
+    once more from its own resample.
+    """
+    plug = 1.0 - np.array([c.max() for c in cs]) / ns
+    e1, e2 = _resampled_collapse_errors(cs, _BC_DRAWS, np.random.default_rng(seed), twice=True)
+    corrected = 3.0 * plug - 3.0 * e1.mean(axis=1) + e2.mean(axis=1)
+    single = np.array([c.size == 1 for c in cs])
+    return np.where(single, 0.0, np.clip(corrected, 0.0, 1.0))
+
+
+# --------------------------------------------------------------------------------------------------
+# public intervals
+
+
+def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> IntervalEstimate:
+    """Mean collapse error (1/S) Σ_s ε_s over the audited states, with an interval valid for any mix of states.
+
+    Both ends are exact binomial bounds on the mean modal probability m̄ = (1/S) Σ_s m_s (m_s = max_k p_sk),
+    built from counts whose law is known whatever each state's distribution is:
+
+    - lower end of ε: the count X_s of a state's true modal class is Binomial(N, m_s) and at most the
+      max count M_s. Σ X_s is Poisson-binomial, and its tails are bounded by those of Binomial(S·N, m̄)
+      (Hoeffding 1956), so the Clopper–Pearson upper bound computed from Σ M_s bounds m̄ from above.
+    - upper end of ε: the max count is biased upwards when classes tie, because the class is chosen on
+      the same replies that are counted. Sample splitting removes that: the modal class k̂ of one half
+      of a state's replies, counted on the other half, is Binomial(N/2, p_k̂) with p_k̂ ≤ m_s. Averaged
+      over 50 random half-splits, each used both ways (:func:`held_out_modal_shares`), and bounded from
+      below by Clopper–Pearson at S·N trials, it bounds m̄ from below. When every reply differs the share is 0
+      and the upper end is 1; at an exact tie every tied class is modal and nothing is lost.
+
+    The first bound holds by construction; the second does for one split, and the average over splits
+    is referred to the binomial of all S·N replies, which its measured spread stays within (at exact
+    ties its variance is 0.53–0.86 of that binomial's). With unequal N the reference binomial takes the
+    largest variance the states' shares could have (:func:`_mean_share_bound`).
+
+    Why not the earlier interval: its upper end assumed that states sharing one modal probability is
+    the least favourable case, which is false for mixes: alternating point-mass and [.5, .5] states
+    covered 0.665 at 16 states and 0.145 at 32, and a grid floor kept the upper end below 1 − 0.5/N,
+    so nearly all-distinct replies were never covered. Measured table and the
+    argument: ``docs/estimator-coverage.md``, ``docs/collapse-error-intervals.md``.
+
+    The point estimate is the mean of the per-state iterated-bootstrap bias-corrected ε̂ (see
+    :func:`_iterated_bias_corrected`), kept inside the interval; the plug-in mean stays in ``plugin``.
+
+    Args:
+        counts_list: class counts of each state.
+        level: confidence level in (0, 1).
+        seed: seed of the splits and of the bias-correction bootstrap; the same counts and seed give
+            the same interval.
+
+    Example:
+        >>> r = mean_collapse_error_interval([[5, 4, 3, 3, 2, 2, 1], [6, 5, 4, 3, 2]])
+        >>> r.ci95[0] <= r.estimate <= r.ci95[1], r.plugin < r.estimate
+        (True, True)
+    """
+    _check(level, seed)
+    cs, ns = _counts_matrix(counts_list, "counts_list")
+    maxes = np.array([c.max() for c in cs], dtype=np.int64)
+    lo, hi = _collapse_error_bounds(maxes, held_out_modal_shares(cs, seed), ns, 1.0 - level)
+    return _mean_collapse_error_estimate(cs, ns, maxes, (lo, hi), level, seed, COLLAPSE_ERROR_METHOD)
+
+
+def _mean_collapse_error_estimate(
+    cs: Sequence[np.ndarray],
+    ns: np.ndarray,
+    maxes: np.ndarray,
+    bounds: tuple[float, float],
+    level: float,
+    seed: int,
+    method: str,
+) -> IntervalEstimate:
+    """The mean-ε :class:`IntervalEstimate` of an interval: the bias-corrected estimate kept inside it."""
+
+    lo, hi = bounds
+    est = float(np.mean(_iterated_bias_corrected(cs, ns, seed)))
+    return IntervalEstimate(
+        estimate=float(np.clip(est, lo, hi)),
+        ci95=[lo, hi],
+        method=method,
+        plugin=float(np.mean(1.0 - maxes / ns)),
+        level=level,
+        n=int(ns.min()),
+        n_states=len(cs),
+        low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
+    )
+
+
+def collapse_error_interval(counts: Any, level: float = 0.95, seed: int = 0) -> IntervalEstimate:
+    """Collapse error ε = 1 − max_k p_k of one state with a bias-aware interval.
+
+    The one-state case of :func:`mean_collapse_error_interval`: the lower end is the Clopper–Pearson
+    upper bound of the modal share, the upper end the Clopper–Pearson lower bound of the held-out modal
+    share. It reaches 1 when every reply differs, where the earlier interval's upper end stopped at
+    1 − 0.5/N. Measured table:
+    ``docs/estimator-coverage.md``.
+
+    Example:
+        >>> r = collapse_error_interval([20])
+        >>> r.estimate, r.ci95[0], round(r.ci95[1], 3)
+        (0.0, 0.0, 0.168)
+        >>> collapse_error_interval([1] * 20).ci95[1]
+        1.0
+    """
+    return mean_collapse_error_interval([counts], level=level, seed=seed)
+
+
+def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> list[IntervalEstimate]:
+    """:func:`collapse_error_interval` for many states at once (one batch of splits and of bootstrap draws).
+
+    Each state's interval equals the one :func:`collapse_error_interval` gives it alone (states with the
+    same counts share the splits of the first, unlike in a mean, where their Monte Carlo errors must
+    average out); the bias-corrected estimates share one bootstrap stream.
+    """
+
+    _check(level, seed)
+    cs, ns = _counts_matrix(counts_list, "counts_list")
+    maxes = np.array([c.max() for c in cs], dtype=np.int64)
+    keys = [tuple(c.tolist()) for c in cs]
+    unique = list(dict.fromkeys(keys))
+    by_counts = dict(zip(unique, held_out_modal_shares([np.array(k) for k in unique], seed), strict=True))
+    shares = np.array([by_counts[k] for k in keys])
+    est = _iterated_bias_corrected(cs, ns, seed)
+    out = []
+    for i in range(len(cs)):
+        lo, hi = _collapse_error_bounds(maxes[i : i + 1], shares[i : i + 1], ns[i : i + 1], 1.0 - level)
+        out.append(
+            IntervalEstimate(
+                estimate=float(np.clip(est[i], lo, hi)),
+                ci95=[lo, hi],
+                method=COLLAPSE_ERROR_METHOD,
+                plugin=float(1.0 - maxes[i] / ns[i]),
+                level=level,
+                n=int(ns[i]),
+                n_states=1,
+                low_confidence=bool(ns[i] < MIN_CONFIDENT_SAMPLES),
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# the earlier intervals, kept for comparison (benchmarks/estimator_coverage.py prints them side by side)
+
+
+def _boot_ci(boot: np.ndarray, est: float, level: float, basic: bool) -> list[float]:
+    alpha = 1 - level
+    lo_q, hi_q = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    if basic:
+        return [float(2 * est - hi_q), float(2 * est - lo_q)]
+    return [float(lo_q), float(hi_q)]
+
+
+def mean_collapse_error_bootstrap(
+    counts_list: Sequence[Any], n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> IntervalEstimate:
+    """Mean plug-in ε̂ with a two-level basic bootstrap interval (states, then responses in each state).
+
+    Superseded by :func:`mean_collapse_error_interval`: it centres on the plug-in, whose bias towards
+    "collapsed" does not average out, and resampling states narrows the interval around that biased
+    centre as states are added (uniform over 10, 16 states × N = 20: coverage 0.33).
+    """
+
+    _check(level, seed)
+    cs, ns = _counts_matrix(counts_list, "counts_list")
+    rng = np.random.default_rng(seed)
+    plug = 1.0 - np.array([c.max() for c in cs]) / ns
+    est = float(plug.mean())
+    mat = bootstrap_collapse_errors(cs, n_boot, rng)
+    s = len(cs)
+    idx = rng.integers(0, s, size=(n_boot, s)) if s > 1 else np.zeros((n_boot, 1), dtype=int)
+    boot = mat[idx, np.arange(n_boot)[:, None]].mean(axis=1)
+    lo, hi = _boot_ci(boot, est, level, basic=True)
+    return IntervalEstimate(
+        estimate=est,
+        ci95=[max(0.0, min(lo, est)), min(1.0, max(hi, est))],
+        method="two-level basic bootstrap (states, then responses within each state)",
+        plugin=est,
+        level=level,
+        n=int(ns.min()),
+        n_states=s,
+        low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
+    )
+
+
+def mean_with_state_se(
+    estimates: Sequence[float], cis: Sequence[Sequence[float]], n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> IntervalEstimate:
+    """Mean of per-state estimates with a two-level CI: states resampled, and each drawn state's estimate
+    perturbed by a normal draw with the standard error implied by its own CI (the earlier entropy mean)."""
+    est = np.asarray(estimates, dtype=np.float64)
+    if est.size == 0:
+        raise ConfigError("estimates: expected at least one per-state estimate")
+    se = np.array([(hi - lo) / (2 * 1.959964) for lo, hi in cis])
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, est.size, size=(n_boot, est.size)) if est.size > 1 else np.zeros((n_boot, 1), dtype=int)
+    boot = (est[idx] + se[idx] * rng.standard_normal(idx.shape)).mean(axis=1)
+    lo, hi = _boot_ci(boot, float(est.mean()), level, basic=False)
+    return IntervalEstimate(
+        estimate=float(est.mean()),
+        ci95=[max(0.0, lo), hi],
+        method="mean of per-state estimates, two-level normal bootstrap",
+        plugin=float(est.mean()),
+        level=level,
+        n=0,
+        n_states=int(est.size),
+        low_confidence=False,
+    )
 
 
 def _lf_grid(n: int) -> np.ndarray:
@@ -231,112 +677,24 @@ def _lf_lower_modal_bound(maxes: np.ndarray, ns: np.ndarray, alpha_half: float) 
     return _invert(grid, pval, alpha_half)
 
 
-# --------------------------------------------------------------------------------------------------
-# bias-corrected point estimate
+LEAST_FAVOURABLE_METHOD = (
+    "max-count test inversion: binomial bound on the modal class (lower ε), least-favourable tied "
+    "classes (upper ε); iterated-bootstrap bias-corrected estimate"
+)
 
 
-def bootstrap_collapse_errors(
-    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int = 0
-) -> np.ndarray:
-    """Plug-in ε̂ of ``n_boot`` multinomial resamples of each state's N responses: an ``(S, n_boot)`` array.
+def mean_collapse_error_least_favourable(
+    counts_list: Sequence[Any], level: float = 0.95, seed: int = 0
+) -> IntervalEstimate:
+    """The earlier mean-ε interval: a test on the summed max counts under least-favourable tied classes.
 
-    Vectorised over states (one batched draw per chunk of states).
-
-    Args:
-        counts_list: per-state class counts.
-        n_boot: resamples per state.
-        rng: a generator or a seed.
+    Superseded by :func:`mean_collapse_error_interval`. Its upper end takes every state to be LF(m)
+    (⌊1/m⌋ classes tied at m) for one common m, which is the least favourable case only when the
+    states share their modal probability: on mixes of collapsed and tied states it under-covers, and
+    more samples do not help (point mass / [.5, .5] alternating, 32 states: 0.15). Its grid of m stops
+    at max(0.002, 0.5/N), so the upper end never passes 1 − 0.5/N and nearly all-distinct replies are
+    never covered. Kept so that ``benchmarks/estimator_coverage.py`` can print it beside the new one.
     """
-    return _resampled_collapse_errors(counts_list, n_boot, rng, twice=False)[0]
-
-
-def _resampled_collapse_errors(
-    counts_list: Sequence[Any], n_boot: int, rng: np.random.Generator | int, twice: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """ε̂* of resamples and, when ``twice``, ε̂** of one resample of each resample (else a copy of ε̂*)."""
-    cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    mat = _padded(cs)
-    ns = mat.sum(axis=1)
-    first = np.empty((len(cs), n_boot))
-    second = np.empty((len(cs), n_boot)) if twice else first
-    # chunk over states so that one draw holds at most ~4M counts, whatever the number of classes
-    step = max(1, 4_000_000 // (n_boot * mat.shape[1]))
-    for a in range(0, len(cs), step):
-        sl = slice(a, a + step)
-        n = ns[sl]
-        x1 = rng.multinomial(n, mat[sl] / n[:, None], size=(n_boot, n.size))
-        first[sl] = (1.0 - x1.max(axis=2) / n).T
-        if twice:
-            x2 = rng.multinomial(n, x1 / n[:, None], size=(n_boot, n.size))
-            second[sl] = (1.0 - x2.max(axis=2) / n).T
-    return first, second
-
-
-def _iterated_bias_corrected(cs: Sequence[np.ndarray], ns: np.ndarray, seed: int) -> np.ndarray:
-    """Per-state ε̂ with the bootstrap bias correction iterated once (Hall 1992, §1.4; Efron & Tibshirani 1993, §10.6).
-
-    One correction, 2ε̂ − E*ε̂*, measures the bias at p̂, which is itself less tied than the truth, so
-    it removes only about half of it (uniform over 10 at N = 20: −0.116 → −0.050). Correcting the
-    correction, 3ε̂ − 3E*ε̂* + E**ε̂**, takes the remaining bias to −0.03…+0.03 for N ≥ 20 except
-    Zipf over 200 at N = 20 (+0.07); E** needs no nested loop: each chain resamples once from p̂ and
-    once more from its own resample.
-    """
-    plug = 1.0 - np.array([c.max() for c in cs]) / ns
-    e1, e2 = _resampled_collapse_errors(cs, _BC_DRAWS, np.random.default_rng(seed), twice=True)
-    corrected = 3.0 * plug - 3.0 * e1.mean(axis=1) + e2.mean(axis=1)
-    single = np.array([c.size == 1 for c in cs])
-    return np.where(single, 0.0, np.clip(corrected, 0.0, 1.0))
-
-
-# --------------------------------------------------------------------------------------------------
-# public intervals
-
-
-def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> IntervalEstimate:
-    """Mean collapse error (1/S) Σ_s ε_s over the audited states, with a bias-aware interval.
-
-    The interval inverts a test on the summed max counts T = Σ_s M_s (M_s = the modal count of state s):
-
-    - lower end of ε: the modal class's count is at most M_s, so Σ M_s is stochastically no smaller
-      than a binomial sum with the true mean modal probability; the Wilson upper bound of Σ M_s/(S·N)
-      bounds that mean (the binomial sum is less dispersed than one binomial of S·N, so this is
-      conservative).
-    - upper end of ε: among all states with mean modal probability m, T is stochastically largest when
-      every state is the least-favourable LF(m) (⌊1/m⌋ tied classes of mass m; Schur-convexity of the max
-      count, see :func:`_lf_max_count_pmf`, and concavity of E[M] in m for equal allocation across
-      states). The smallest m for which the observed T is not in the upper α/2 tail (mid-p) gives the
-      upper end. The S-fold distribution is convolved exactly up to S·N = 6000, beyond that a normal
-      approximation is used.
-
-    Why this and not a bootstrap: ε̂ is biased towards "collapsed" for diverse simulators (uniform over
-    10 at N = 20: −0.12), the bias does not shrink with the number of states, and bootstrap intervals
-    around the plug-in narrow around the wrong centre. Measured at level 0.95 over 200 simulated audits
-    (the old two-level basic bootstrap in brackets): uniform over 10, 16 states × N = 20: coverage 0.985,
-    width 0.19 (0.35, width 0.11); uniform over 3: 0.97 (0.48); [.9, .1]: 0.96, width 0.065 (0.99,
-    width 0.11); N = 400, 16 states, uniform over 10: 0.98 (0.02). Every cell of the panel at N ≥ 20
-    covers at least 0.91; ties, long tails and mixed panels make it conservative (Zipf over 200 and
-    mixed panels: 0.99–1.00, widths 0.04–0.27), which is the price of holding the level on uniform
-    simulators, where N replies cannot tell a tie from a clear mode. Full table:
-    ``docs/estimator-coverage.md``.
-
-    The point estimate is the mean of the per-state iterated-bootstrap bias-corrected ε̂ (see
-    :func:`_iterated_bias_corrected`), clipped into the interval; ``plugin`` keeps the mean plug-in ε̂.
-
-    Args:
-        counts_list: class counts of each state (lists, arrays or ``{label: count}`` mappings).
-        level: confidence level in (0, 1).
-        seed: seed of the bootstrap bias correction (the interval itself is deterministic).
-
-    Returns:
-        An :class:`IntervalEstimate` with ``n_states = S``.
-
-    Example:
-        >>> r = mean_collapse_error_interval([[5, 4, 3, 3, 2, 2, 1], [6, 5, 4, 3, 2]])
-        >>> r.ci95[0] <= r.estimate <= r.ci95[1], r.plugin < r.estimate
-        (True, True)
-    """
-
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
     alpha = 1.0 - level
@@ -347,143 +705,9 @@ def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95
     n_eff = s * s / float(np.sum(1.0 / ns))
     upper_m = float(_wilson_upper(np.array(share), np.array(n_eff), z))
     lower_m = _lf_lower_modal_bound(maxes, ns, alpha / 2)
-    lo, hi = max(0.0, 1.0 - upper_m), min(1.0, 1.0 - lower_m)
     plugin = 1.0 - share
-    lo, hi = min(lo, plugin), max(hi, plugin)
-    est = float(np.mean(_iterated_bias_corrected(cs, ns, seed)))
-    return IntervalEstimate(
-        estimate=float(np.clip(est, lo, hi)),
-        ci95=[lo, hi],
-        method=COLLAPSE_ERROR_METHOD,
-        plugin=plugin,
-        level=level,
-        n=int(ns.min()),
-        n_states=s,
-        low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
-    )
-
-
-def collapse_error_interval(counts: Any, level: float = 0.95, seed: int = 0) -> IntervalEstimate:
-    """Collapse error ε = 1 − max_k p_k of one state with a bias-aware interval.
-
-    The one-state case of :func:`mean_collapse_error_interval`: the lower end is the Wilson bound of the
-    modal count, the upper end inverts the exact (Monte Carlo tabulated) distribution of the max count
-    under the least-favourable tied classes. Unlike the old ``wilson_max`` interval it holds its level on
-    uniform simulators (uniform over 10, N = 10 / 20 / 50: coverage 0.995 / 0.99 / 0.945 against
-    0.885 / 0.92 / 0.90), where every miss of the old interval was on the "more collapsed" side.
-    Measured table: ``docs/estimator-coverage.md``.
-
-    Example:
-        >>> r = collapse_error_interval([20])
-        >>> r.estimate, r.ci95[0], round(r.ci95[1], 2)
-        (0.0, 0.0, 0.14)
-    """
-    return mean_collapse_error_interval([counts], level=level, seed=seed)
-
-
-def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, seed: int = 0) -> list[IntervalEstimate]:
-    """:func:`collapse_error_interval` for many states at once (one table lookup and one batched bootstrap)."""
-
-    _check(level, seed)
-    cs, ns = _counts_matrix(counts_list, "counts_list")
-    alpha = 1.0 - level
-    maxes = np.array([c.max() for c in cs], dtype=np.int64)
-    z = float(norm.ppf(1.0 - alpha / 2))
-    upper_m = _wilson_upper(maxes / ns, ns.astype(np.float64), z)
-    lower_m = np.empty(len(cs))
-    for n_val in np.unique(ns):
-        grid, pmf = _lf_max_count_pmf(int(n_val))
-        ge = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
-        for j in np.nonzero(ns == n_val)[0]:
-            m_j = int(maxes[j])
-            lower_m[j] = _invert(grid, ge[:, m_j] - 0.5 * pmf[:, m_j], alpha / 2)
-    est = _iterated_bias_corrected(cs, ns, seed)
-    out = []
-    for i in range(len(cs)):
-        plugin = float(1.0 - maxes[i] / ns[i])
-        lo, hi = min(max(0.0, 1.0 - upper_m[i]), plugin), max(min(1.0, 1.0 - lower_m[i]), plugin)
-        out.append(
-            IntervalEstimate(
-                estimate=float(np.clip(est[i], lo, hi)),
-                ci95=[float(lo), float(hi)],
-                method=COLLAPSE_ERROR_METHOD,
-                plugin=float(plugin),
-                level=level,
-                n=int(ns[i]),
-                n_states=1,
-                low_confidence=bool(ns[i] < MIN_CONFIDENT_SAMPLES),
-            )
-        )
-    return out
-
-
-# --------------------------------------------------------------------------------------------------
-# the earlier intervals, kept for comparison (benchmarks/estimator_coverage.py prints them side by side)
-
-
-def _boot_ci(boot: np.ndarray, est: float, level: float, basic: bool) -> list[float]:
-    alpha = 1 - level
-    lo_q, hi_q = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    if basic:
-        return [float(2 * est - hi_q), float(2 * est - lo_q)]
-    return [float(lo_q), float(hi_q)]
-
-
-def mean_collapse_error_bootstrap(
-    counts_list: Sequence[Any], n_boot: int = 1000, level: float = 0.95, seed: int = 0
-) -> IntervalEstimate:
-    """Mean plug-in ε̂ with a two-level basic bootstrap interval (states, then responses in each state).
-
-    Superseded by :func:`mean_collapse_error_interval`: it centres on the plug-in, whose bias towards
-    "collapsed" does not average out, and resampling states narrows the interval around that biased
-    centre as states are added (uniform over 10, 16 states × N = 20: coverage 0.33).
-    """
-
-    _check(level, seed)
-    cs, ns = _counts_matrix(counts_list, "counts_list")
-    rng = np.random.default_rng(seed)
-    plug = 1.0 - np.array([c.max() for c in cs]) / ns
-    est = float(plug.mean())
-    mat = bootstrap_collapse_errors(cs, n_boot, rng)
-    s = len(cs)
-    idx = rng.integers(0, s, size=(n_boot, s)) if s > 1 else np.zeros((n_boot, 1), dtype=int)
-    boot = mat[idx, np.arange(n_boot)[:, None]].mean(axis=1)
-    lo, hi = _boot_ci(boot, est, level, basic=True)
-    return IntervalEstimate(
-        estimate=est,
-        ci95=[max(0.0, min(lo, est)), min(1.0, max(hi, est))],
-        method="two-level basic bootstrap (states, then responses within each state)",
-        plugin=est,
-        level=level,
-        n=int(ns.min()),
-        n_states=s,
-        low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
-    )
-
-
-def mean_with_state_se(
-    estimates: Sequence[float], cis: Sequence[Sequence[float]], n_boot: int = 1000, level: float = 0.95, seed: int = 0
-) -> IntervalEstimate:
-    """Mean of per-state estimates with a two-level CI: states resampled, and each drawn state's estimate
-    perturbed by a normal draw with the standard error implied by its own CI (the earlier entropy mean)."""
-    est = np.asarray(estimates, dtype=np.float64)
-    if est.size == 0:
-        raise ConfigError("estimates: expected at least one per-state estimate")
-    se = np.array([(hi - lo) / (2 * 1.959964) for lo, hi in cis])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, est.size, size=(n_boot, est.size)) if est.size > 1 else np.zeros((n_boot, 1), dtype=int)
-    boot = (est[idx] + se[idx] * rng.standard_normal(idx.shape)).mean(axis=1)
-    lo, hi = _boot_ci(boot, float(est.mean()), level, basic=False)
-    return IntervalEstimate(
-        estimate=float(est.mean()),
-        ci95=[max(0.0, lo), hi],
-        method="mean of per-state estimates, two-level normal bootstrap",
-        plugin=float(est.mean()),
-        level=level,
-        n=0,
-        n_states=int(est.size),
-        low_confidence=False,
-    )
+    lo, hi = min(max(0.0, 1.0 - upper_m), plugin), max(min(1.0, 1.0 - lower_m), plugin)
+    return _mean_collapse_error_estimate(cs, ns, maxes, (lo, hi), level, seed, LEAST_FAVOURABLE_METHOD)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -495,6 +719,13 @@ ENTROPY_METHOD = (
     "assemblage with more unseen classes (Chao1 upper limit) and at least the rule-of-three unseen mass"
 )
 ENTROPY_NOTE = "estimate incl. unseen classes (Chao–Wang–Jost), nats"
+ENTROPY_LOWER_BOUND_NOTE = (
+    "lower bound only: more than half of the probability mass lies in classes no reply showed (estimated "
+    "sample coverage below 0.5), which could be any number, so no finite upper end is honest; the lower "
+    "end also holds by the collision bound H ≥ −log Σp²"
+)
+MIN_ENTROPY_COVERAGE = 0.5
+"""Estimated sample coverage (Chao–Jost) below which a state's entropy gets a lower bound only."""
 _ENTROPY_DRAWS = 300
 """Bootstrap draws per state and assemblage for the entropy interval."""
 
@@ -584,6 +815,24 @@ def _entropy_pivots(cs: Sequence[np.ndarray], ns: np.ndarray, alpha: float, rng:
     return out
 
 
+def _collision_entropy_floor(c: np.ndarray, n: int, alpha_half: float) -> float:
+    """A lower confidence bound on the Shannon entropy from the pairs of replies that share a class.
+
+    H ≥ H₂ = −log Σ p_k² (Rényi), and the number of colliding pairs W = Σ_k C(X_k, 2) has mean
+    C(N, 2) Σ p_k². When collisions are rare (the only case it is used for: nearly all replies differ)
+    W is close to Poisson (the birthday problem), so the exact Poisson upper bound of E[W] bounds Σ p_k²
+    from above. 20 distinct replies out of 20: H ≥ 3.94 nats, where uniform over 57 classes (4.04)
+    still shows 20 distinct replies 2.5 % of the time. Unlike the bootstrap, this needs no guess of the
+    classes not seen.
+    """
+    pairs = n * (n - 1) / 2.0
+    if pairs == 0:
+        return 0.0
+    w = float(np.sum(c * (c - 1)) / 2.0)
+    upper = float(chi2.ppf(1.0 - alpha_half, 2.0 * (w + 1.0))) / 2.0
+    return max(0.0, -math.log(min(1.0, upper / pairs)))
+
+
 def _entropy_from_pivots(est: float, piv: np.ndarray, alpha: float) -> tuple[float, float]:
     """Interval for ``est`` from mean-over-states pivots ``piv`` (2, B) of the two assemblages."""
     qa_lo, qa_hi = np.quantile(piv[0], [alpha / 2, 1 - alpha / 2])
@@ -619,6 +868,16 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
     near-uniform few-class distributions (1.00). N = 10 on a long tail stays short (0.7 + tail of 50,
     16 states: 0.62): flagged low-confidence. Full table: ``docs/estimator-coverage.md``.
 
+    Lower bound only: where a state's replies are nearly all distinct (Chao–Jost sample coverage below
+    ``MIN_ENTROPY_COVERAGE`` = 0.5, i.e. more than half of the probability mass is in classes no reply
+    showed), the classes not seen could be any number and carry any entropy, so an upper end would be a
+    guess that reads as measured (20 distinct replies: the richer assemblage said at most 7.2 nats,
+    while uniform over 10⁵ classes would give 11.5). Then ``ci95[1]`` is ``None``, ``lower_bound_only``
+    is set and the note says why; the lower end is at most the collision bound H ≥ −log Σp² of
+    :func:`_collision_entropy_floor`, which needs no guess of the unseen classes either (the bootstrap's
+    lower end missed uniform over 57 at N = 20 in 0.14 of draws). A mean over states is a lower bound
+    only when any of its states is.
+
     Args:
         counts_list: class counts of each state.
         level: confidence level in (0, 1).
@@ -628,8 +887,16 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
         >>> r = mean_entropy_interval([[20], [19, 1]])
         >>> r.ci95[0] <= r.estimate < r.ci95[1] and r.ci95[1] > 0
         True
+        >>> mean_entropy_interval([[20], [1] * 20]).ci95[1] is None
+        True
     """
+    return _entropy_interval(counts_list, level, seed, MIN_ENTROPY_COVERAGE)
 
+
+def _entropy_interval(
+    counts_list: Sequence[Any], level: float, seed: int, min_coverage: float | None
+) -> IntervalEstimate:
+    """:func:`mean_entropy_interval`; ``min_coverage=None`` is the earlier interval, two-sided everywhere."""
     _check(level, seed)
     cs, ns = _counts_matrix(counts_list, "counts_list")
     alpha = 1.0 - level
@@ -644,16 +911,25 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
     single = np.array([c.size == 1 for c in cs])
     floor = np.where(single, -(w * np.log(w) + (1 - w) * np.log1p(-w)), ests)
     hi = max(hi, float(floor.mean()))
+    # Nearly all replies distinct: the unseen classes could be any number, so the entropy has no honest
+    # upper end (the Chao1-based assemblage would print one that reads as measured), and the bootstrap's
+    # lower end rests on an extrapolated assemblage; the collision bound holds without one.
+    unbounded = np.array([min_coverage is not None and sample_coverage(c, "chao_jost") < min_coverage for c in cs])
+    if unbounded.any():
+        collision = [_collision_entropy_floor(c, int(n), alpha / 2) for c, n in zip(cs, ns, strict=True)]
+        lo = min(lo, float(np.mean(np.where(unbounded, np.minimum(collision, ests), ests))))
+    only_lower = bool(unbounded.any())
     return IntervalEstimate(
         estimate=est,
-        ci95=[float(min(lo, est)), float(max(hi, est))],
+        ci95=[float(min(lo, est)), None if only_lower else float(max(hi, est))],
         method=ENTROPY_METHOD,
         plugin=float(np.mean([entropy_plugin(c) for c in cs])),
         level=level,
         n=int(ns.min()),
         n_states=len(cs),
         low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
-        note=ENTROPY_NOTE,
+        note=f"{ENTROPY_NOTE}; {ENTROPY_LOWER_BOUND_NOTE}" if only_lower else ENTROPY_NOTE,
+        lower_bound_only=only_lower,
     )
 
 

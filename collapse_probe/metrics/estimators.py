@@ -29,7 +29,7 @@ from scipy.special import digamma, logsumexp
 from scipy.stats import norm
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.metrics._counts import MIN_CONFIDENT_SAMPLES, Counts, as_counts, entropy_plugin
+from collapse_probe.metrics._counts import MIN_CONFIDENT_SAMPLES, Counts, as_counts, entropy_plugin, sample_coverage
 from collapse_probe.metrics._counts import cwj_a as _cwj_a
 from collapse_probe.metrics._counts import cwj_tail as _cwj_tail
 from collapse_probe.metrics._counts import extended_assemblage as _extended_assemblage
@@ -252,27 +252,6 @@ def collapse_error_corrected(counts: Counts, n_boot: int = 2000, seed: int = 0) 
         return 0.0
     boot = _bootstrap_collapse_errors(c, n_boot, seed)
     return float(np.clip(2 * est - boot.mean(), 0.0, 1.0))
-
-
-def sample_coverage(counts: Counts, method: str = "turing") -> float:
-    """Estimated sample coverage: the probability mass of the classes already observed.
-
-    - ``"turing"``: Good–Turing C = 1 − f1/N (f1 = number of classes seen exactly once).
-    - ``"chao_jost"``: Chao & Jost (2012) C = 1 − (f1/N)·(1 − A), with A the same f1/f2 term as in
-      :func:`entropy_chao_wang_jost`; less biased when f2 is small.
-
-    Example:
-        >>> sample_coverage([3, 1, 1, 5])
-        0.8
-    """
-    c = as_counts(counts)
-    n = int(c.sum())
-    f1 = int(np.sum(c == 1))
-    if method == "turing":
-        return 1.0 - f1 / n
-    if method == "chao_jost":
-        return 1.0 - f1 / n * (1.0 - _cwj_a(n, f1, int(np.sum(c == 2))))
-    raise ConfigError(f"method must be 'turing' or 'chao_jost', got {method!r}")
 
 
 def low_confidence(n: int) -> bool:

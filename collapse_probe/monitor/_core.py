@@ -577,7 +577,9 @@ class CollapseMonitor:
             r0, r1 = float(np.mean(rew_f[:half])), float(np.mean(rew_f[-half:]))
             # the fall must also clear the sampling noise: the later steps' intervals lie below the earlier ones'
             lo0 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h0, h0])[0] for r in history[:half]]))
-            hi1 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]))
+            # an entropy that is a lower bound only (upper end None) has no upper end to clear the noise with
+            his = [(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]
+            hi1 = math.inf if any(x is None for x in his) else float(np.mean(his))
             if h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and hi1 < lo0 and r1 - r0 >= c.reward_rise:
                 out.append({
                     "kind": "strategy_entropy",

@@ -2,6 +2,9 @@
 
 The same figure functions feed these reports and the Streamlit dashboard (one plotting module,
 two front ends): report pages call :func:`write_html_report` with the figures the dashboard shows.
+A page embeds the smallest plotly.js bundle that draws all its figures: the cartesian bundle
+shipped in ``collapse_probe/data/plotly`` (1.5 MB) when every trace is one of its types, else the
+full bundle of the plotly package (4.8 MB). Either way the page needs no network.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def _usd(v: Any) -> str:
     return "unknown" if v is None else f"{float(v):.4f}"
 
 
+FIGURE_CONFIG = {"displaylogo": False, "responsive": True}
+"""plotly's config of report figures: no link to plotly's site (a report is read offline)."""
+
 TICK_FORMAT = ".3~g"
 """d3 format of numeric value axes: at most three significant digits, no trailing zeros (0.05, not
 0.0500000000000007216)."""
@@ -67,11 +73,45 @@ def step_axis(fig: Any, steps: Sequence[Any], title: str = "training step") -> A
 
 
 def note_figure(fig: Any, text: str) -> Any:
-    """Write ``text`` across an empty or undefined figure, so it says why there is nothing to see."""
-    fig.add_annotation(
-        text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 14, "color": "#666"}
-    )
+    """Say why a figure has nothing (or less) to see: ``text`` wrapped, left-aligned just above the
+    plot area, where it cannot cover data, a reference line or the axes; the top margin grows to
+    hold it under the title."""
+    from collapse_probe.report._layout import NOTE_CHARS, n_lines, wrap
+
+    w = wrap(text, NOTE_CHARS)
+    fig.add_annotation(text=w, showarrow=False, x=0, xanchor="left", xref="paper", y=1, yanchor="bottom", yref="paper",
+                       yshift=6, align="left", font={"size": 13, "color": "#666"})  # fmt: skip
+    fig.update_layout(margin={"t": max(fig.layout.margin.t or 0, 90 + 20 * n_lines(w))})
     return fig
+
+
+CARTESIAN_TRACES = frozenset(
+    {"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "image", "pie", "scatter",
+     "scatterternary", "violin"}
+)  # fmt: skip
+"""Trace types of the shipped cartesian bundle (its README lists them)."""
+CARTESIAN_BUNDLE = "plotly-cartesian.min.js"
+CARTESIAN_VERSION = "4.1.1"
+"""plotly.js version of the shipped bundle; another major version of plotly.py's own falls back to the full one."""
+
+
+def plotlyjs_for(figures: Sequence[Any]) -> tuple[str, str]:
+    """``(name, source)`` of the smallest plotly.js that draws every figure of ``figures``, offline.
+
+    The cartesian bundle when every trace is one of :data:`CARTESIAN_TRACES` and plotly.py draws with
+    the same major plotly.js version, else plotly.py's full bundle.
+    """
+    from importlib import resources
+
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    types = {str(getattr(t, "type", None) or "scatter") for f in figures for t in f.data}
+    same_major = get_plotlyjs_version().split(".")[0] == CARTESIAN_VERSION.split(".")[0]
+    if types <= CARTESIAN_TRACES and same_major:
+        bundle = resources.files("collapse_probe") / "data" / "plotly" / CARTESIAN_BUNDLE
+        if bundle.is_file():
+            return "cartesian", bundle.read_text(encoding="utf-8")
+    return "full", get_plotlyjs()
 
 
 def write_html_report(path: str | Path, title: str, sections: Sequence[Section], subtitle: str = "") -> Path:
@@ -88,25 +128,30 @@ def write_html_report(path: str | Path, title: str, sections: Sequence[Section],
     import plotly.io as pio
 
     sections = [*sections, *_usage_section(Path(path).parent)]
+    figures = [c for _, c in sections if hasattr(c, "to_html")]
     parts = []
-    first_fig = True
+    if figures:
+        name, source = plotlyjs_for(figures)
+        source = source.replace("</script", "<\\/script")  # a string in the code must not end the element
+        parts.append(f'<script type="text/javascript" data-plotlyjs="{name}">{source}</script>')
     for heading, content in sections:
         parts.append(f"<section><h2>{html.escape(heading)}</h2>")
         if hasattr(content, "to_html"):
-            parts.append(pio.to_html(content, full_html=False, include_plotlyjs=first_fig))
-            first_fig = False
+            parts.append(pio.to_html(content, full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG))
         elif isinstance(content, dict) and "columns" in content:
-            parts.append(table_html(content["columns"], content["rows"]))
+            parts.append('<div class="scroll">' + table_html(content["columns"], content["rows"]) + "</div>")
         else:
             parts.append(str(content))
         parts.append("</section>")
     doc = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }}
-h1 {{ margin-bottom: 0.2rem; }} .subtitle {{ color: #555; margin-bottom: 1.5rem; }}
+body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #222; }}
+h1, h2, .subtitle, td, th, p, pre {{ overflow-wrap: break-word; }}
+h1 {{ margin-bottom: 0.2rem; font-size: 1.6rem; }} .subtitle {{ color: #555; margin-bottom: 1.5rem; }}
+.scroll {{ overflow-x: auto; }}
 table {{ border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }}
-td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; }} th {{ background: #f4f4f4; }}
+td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }} th {{ background: #f4f4f4; }}
 section {{ margin-bottom: 2rem; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1><div class="subtitle">{html.escape(subtitle)}</div>

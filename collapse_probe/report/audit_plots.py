@@ -25,11 +25,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from collapse_probe.report._layout import empty_figure, rows_height, short_labels, titled
+
 __all__ = [
     "MIN_CONFIDENT_SAMPLES",
     "audit_sections",
     "class_histograms_figure",
     "collapse_error_by_turn_figure",
+    "collapse_map_figure",
     "collapse_error_per_state_figure",
     "compare_audits_figure",
     "compare_vs_figure",
@@ -40,6 +43,7 @@ __all__ = [
     "human_diversity_table",
     "other_mode",
     "people_epsilon_table",
+    "people_vs_simulator_figure",
     "short_state_id",
     "state_classes",
     "states_by_mode",
@@ -120,18 +124,33 @@ def _state_trace(go: Any, rows: Sequence[Mapping[str, Any]], name: str, colour: 
     )  # fmt: skip
 
 
+MAX_STATE_TICKS = 16
+"""States named on the x axis; with more, vertical labels would overlap in a half-width column."""
+
+
 def _category_axis(fig: Any, ids: Sequence[str]) -> None:
+    ticks = short_labels([short_state_id(i) for i in ids], 30)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(ids), tickvals=list(ids),
-                     ticktext=[short_state_id(i) for i in ids], tickangle=-35, showticklabels=len(ids) <= 40)  # fmt: skip
+                     ticktext=ticks, autotickangles=[0, 90], automargin=True,
+                     showticklabels=len(ids) <= MAX_STATE_TICKS, tickfont={"size": 10})  # fmt: skip
 
 
 def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450) -> Any:
-    if star is not None:
-        fig.add_hline(y=star, line_dash="dash", line_color="#888", annotation_text=f"ε* = {star:g}")
-    fig.update_layout(title=title, yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
-                      xaxis_title=xaxis_title, height=height,
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}, margin={"t": 90})  # fmt: skip
-    return fig
+    if star is not None:  # ε* in the legend, not as a label on the plot where it would cover states
+        fig.add_hline(y=star, line_dash="dash", line_color="#888")
+        fig.add_trace(_star_legend(star))
+    n = len(fig.layout.xaxis.categoryarray or [])
+    many = f" ({n}, hover for each)"
+    fig.update_layout(yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
+                      xaxis_title=xaxis_title + ("" if n <= MAX_STATE_TICKS else many), height=height)  # fmt: skip
+    return titled(fig, title)  # the legend stays at the right: above the plot it would wrap into the title
+
+
+def _star_legend(star: float) -> Any:
+    import plotly.graph_objects as go
+
+    return go.Scatter(x=[None], y=[None], mode="lines", name=f"ε* = {star:g}", hoverinfo="skip",
+                      line={"dash": "dash", "color": "#888"})  # fmt: skip
 
 
 def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: float | None = None) -> Any:
@@ -143,6 +162,9 @@ def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: fl
     """
     import plotly.graph_objects as go
 
+    title = "Collapse error per state (95% CI; hollow: N < 20)"
+    if not any(_ok(rows) for rows in states_by_mode(results).values()):
+        return empty_figure(title, _none_measured(results))
     fig = go.Figure()
     order = [r["state_id"] for r in results["states"]]
     k = 0
@@ -157,7 +179,16 @@ def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: fl
     _category_axis(fig, order)
     fig.update_layout(scattermode="group")
     star = epsilon_star if epsilon_star is not None else results.get("epsilon_star")
-    return _epsilon_layout(fig, "Collapse error per state (95% CI; hollow: N < 20)", "state", star)
+    return _epsilon_layout(fig, title, "state", star)
+
+
+def _none_measured(results: Mapping[str, Any]) -> str:
+    """Why an audit has no state to draw, in one line: the infrastructure failures and the first error."""
+    failed = [r for rows in states_by_mode(results).values() for r in rows if r.get("status", "ok") != "ok"]
+    if not failed:
+        return "no state was measured"
+    first = next((str(r["error"]) for r in failed if r.get("error")), "no message recorded")
+    return f"no state was measured: {len(failed)} infrastructure failures, the first: {first}"
 
 
 def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
@@ -187,31 +218,148 @@ def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
     return _epsilon_layout(fig, "Collapse error per state, compared (95% CI; hollow: N < 20)", xtitle, None)
 
 
+def _by_state(
+    records: Sequence[Mapping[str, Any]],
+) -> tuple[list[str], list[str], dict[tuple[str, str], Mapping[str, Any]]]:
+    """``(state ids, modes, {(state, mode): record})`` of measured records, in their first-seen order."""
+    states: list[str] = []
+    modes: list[str] = []
+    table: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for r in records:
+        if r.get("status", "ok") != "ok" or not r.get("class_counts"):
+            continue
+        sid, mode = str(r["state_id"]), str(r.get("mode") or "direct")
+        if sid not in states:
+            states.append(sid)
+        if mode not in modes:
+            modes.append(mode)
+        table[(sid, mode)] = r
+    return states, modes, table
+
+
+def _class_label(rank: int, name: Any) -> str:
+    text = " ".join(str(name).split())
+    return f"{rank + 1}. " + (text if len(text) <= CLASS_CHARS else text[: CLASS_CHARS - 1] + "…")
+
+
+CLASS_CHARS = 22
+"""Characters of a class name on an axis (the whole reply is in the hover)."""
+
+
 def class_histograms_figure(records: Sequence[Mapping[str, Any]], max_states: int = 12, max_classes: int = 8) -> Any:
-    """Class histograms of the first ``max_states`` measured states of ``samples.jsonl``; hovering a
-    bar shows example responses of that class."""
+    """The classes of the first ``max_states`` measured states, one row per state and one column per
+    sampling mode (direct beside Verbalized Sampling), largest class on top; hovering a bar shows the
+    class's full name and example responses.
+
+    Bars are horizontal so class names read without rotation; each name is cut to
+    :data:`CLASS_CHARS` characters, and each row is as tall as its largest class list.
+    """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    ok = [r for r in records if r.get("status") == "ok"][:max_states]
-    if not ok:
-        return go.Figure().update_layout(title="No measured states")
-    cols = 2 if len(ok) > 1 else 1
-    rows = (len(ok) + cols - 1) // cols
-    titles = [
-        f"{short_state_id(r['state_id'])[:48]} [{r.get('mode', 'direct')}] (ε̂ {state_estimate(r):.2f})" for r in ok
+    states, modes, table = _by_state(records)
+    states = states[:max_states]
+    if not states:
+        return empty_figure("Response classes per state", "no state was measured")
+    ids = dict(zip(states, short_labels([short_state_id(s) for s in states], 40), strict=True))
+    per_row = [
+        max(min(len(table[(s, m)]["class_counts"]), max_classes) for m in modes if (s, m) in table) for s in states
     ]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
-    for i, r in enumerate(ok):
-        names = [str(n)[:30] for n in r.get("class_names", [])][:max_classes]
-        counts = r["class_counts"][:max_classes]
-        examples = r.get("class_examples", [[]] * len(counts))[:max_classes]
-        hover = ["<br>".join(html.escape(e[:120]) for e in ex) or "(no example)" for ex in examples]
-        fig.add_trace(go.Bar(x=[f"{j}: {n}" for j, n in enumerate(names)], y=counts, customdata=hover, showlegend=False,
-                             hovertemplate="%{x}<br>count %{y}<br>%{customdata}<extra></extra>"),
-                      row=i // cols + 1, col=i % cols + 1)  # fmt: skip
-    fig.update_layout(title="Response classes per state (hover: example responses)", height=max(300, 260 * rows))
-    return fig
+    gap_px, bar_px = 64, 20
+    plot_px = sum(n * bar_px + 12 for n in per_row) + gap_px * (len(states) - 1)
+    titles = []
+    for s in states:
+        for m in modes:
+            r = table.get((s, m))
+            titles.append(f"{ids[s]} · {m} · ε̂ {state_estimate(r):.2f}" if r else f"{ids[s]} · {m} · not measured")
+    fig = make_subplots(rows=len(states), cols=len(modes), subplot_titles=titles, horizontal_spacing=0.28 / len(modes),
+                        vertical_spacing=gap_px / plot_px if len(states) > 1 else 0.0, row_heights=[n * bar_px + 12 for n in per_row])  # fmt: skip
+    for i, s in enumerate(states):
+        for j, m in enumerate(modes):
+            r = table.get((s, m))
+            if r is None:
+                continue
+            names = list(r.get("class_names") or [])
+            counts = list(r["class_counts"])[:max_classes]
+            examples = list(r.get("class_examples") or [[] for _ in counts])[:max_classes]
+            labels = [_class_label(k, names[k] if k < len(names) else k) for k in range(len(counts))]
+            hover = [html.escape(str(names[k] if k < len(names) else k))[:300] + "<br>"
+                     + ("<br>".join(html.escape(str(e)[:120]) for e in (examples[k] if k < len(examples) else []))
+                        or "(no example)") for k in range(len(counts))]  # fmt: skip
+            fig.add_trace(go.Bar(y=labels, x=counts, orientation="h", customdata=hover, showlegend=False,
+                                 marker_color=_PALETTE[j % len(_PALETTE)],
+                                 hovertemplate="count %{x}<br>%{customdata}<extra>" + html.escape(m) + "</extra>"),
+                          row=i + 1, col=j + 1)  # fmt: skip
+            fig.update_yaxes(autorange="reversed", type="category", row=i + 1, col=j + 1, tickfont={"size": 11})
+            fig.update_xaxes(row=i + 1, col=j + 1, tickfont={"size": 10}, nticks=4)
+    for a in fig.layout.annotations:  # subplot titles: small, left-aligned over their plot
+        a.update(font={"size": 12})
+    fig.update_layout(height=plot_px + 140, margin={"l": 170, "r": 20, "b": 30})
+    return titled(fig, "Response classes per state (hover: the whole class and example replies)", top=20)
+
+
+def collapse_map_figure(results: Mapping[str, Any], max_classes: int = 8) -> Any:
+    """The audit at a glance: one row per state, one column per class rank, each cell the share of
+    the state's replies in its k-th largest class, one panel per sampling mode side by side.
+
+    A collapsed state is a row with one dark first cell and nothing after it; a diverse state
+    spreads along its row. Rows are sorted by the primary mode's ε̂ (most collapsed on top); classes
+    past ``max_classes`` are summed in the last column; hovering a cell names the class.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    by_mode = {m: {str(r["state_id"]): r for r in _ok(rows) if r.get("class_counts")}
+               for m, rows in states_by_mode(results).items()}  # fmt: skip
+    modes = [m for m, rows in by_mode.items() if rows]
+    if not modes:
+        return empty_figure("Collapse map", _none_measured(results))
+    first = by_mode[modes[0]]
+    order = sorted(first, key=lambda i: (state_estimate(first[i]), i))
+    order += [i for m in modes[1:] for i in by_mode[m] if i not in order]
+    ylabels = short_labels([short_state_id(i) for i in order], 30)
+    ylabels = [
+        f"{lab}  ε̂ {state_estimate(first[i]):.2f}" if i in first else lab for lab, i in zip(ylabels, order, strict=True)
+    ]
+    cols = [f"#{k + 1}" for k in range(max_classes - 1)] + [f"#{max_classes}+"]
+    fig = make_subplots(rows=1, cols=len(modes), shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[f"{m} sampling" for m in modes])  # fmt: skip
+    for j, m in enumerate(modes):
+        z, hover = [], []
+        for sid in order:
+            r = by_mode[m].get(sid)
+            if r is None:
+                z.append([None] * max_classes)
+                hover.append(["not measured in this mode"] * max_classes)
+                continue
+            counts, names = list(r["class_counts"]), list(r.get("class_names") or [])
+            n = sum(counts) or 1
+            shares = [c / n for c in counts[: max_classes - 1]] + [sum(counts[max_classes - 1 :]) / n]
+            shares += [0.0] * (max_classes - len(shares))
+            z.append(shares)
+            row = []
+            for k in range(max_classes):
+                if k < max_classes - 1:
+                    name = html.escape(" ".join(str(names[k]).split())[:120]) if k < len(names) else "(no class)"
+                    row.append(
+                        f"{html.escape(sid)}<br>class {k + 1}: {name}<br>{counts[k] if k < len(counts) else 0} of {n}"
+                    )
+                else:
+                    row.append(f"{html.escape(sid)}<br>classes {max_classes} and on: {max(len(counts) - k, 0)} classes, "
+                               f"{sum(counts[k:])} of {n}")  # fmt: skip
+            hover.append(row)
+        fig.add_trace(go.Heatmap(z=z, x=cols, y=ylabels, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
+                                 customdata=hover, hovertemplate="%{customdata}<br>share %{z:.2f}<extra></extra>",
+                                 showscale=j == 0,
+                                 colorbar={"title": {"text": "share of replies", "side": "right"}, "thickness": 12}),
+                      row=1, col=j + 1)  # fmt: skip
+        fig.update_xaxes(title_text="class, by size", row=1, col=j + 1, type="category", tickfont={"size": 10})
+    fig.update_yaxes(autorange="reversed", type="category", automargin=True, tickfont={"size": 11})
+    fig.update_layout(height=rows_height(len(order), per_row=20, fixed=200))
+    note = f"{len(order)} states, sorted by ε̂ of {modes[0]} sampling (most collapsed on top)"
+    return titled(
+        fig, "Collapse map: how each state's replies fall into classes (one dark first cell = collapsed)", note
+    )
 
 
 def state_classes(record: Mapping[str, Any], examples: int = 3) -> list[dict[str, Any]]:
@@ -244,47 +392,73 @@ def collapse_error_by_turn_figure(results: Mapping[str, Any]) -> Any:
 
     traj = results.get("trajectory")
     if not traj:
-        return go.Figure().update_layout(title="No on-policy rollouts (run with --policy)")
+        return empty_figure("ε̂ by turn", "no on-policy rollouts (run with --policy)")
     rows = traj["collapse_error_by_turn"]
     fig = go.Figure(go.Scatter(x=[r["turn"] for r in rows], y=[r["mean"] for r in rows], mode="lines+markers",
                                customdata=[r["n_states"] for r in rows],
                                hovertemplate="turn %{x}<br>mean ε̂ %{y:.3f}<br>states %{customdata}<extra></extra>"))  # fmt: skip
     fig.update_xaxes(dtick=1)
-    fig.update_layout(
-        title=f"ε̂ by turn; accumulated ε̄_H = {traj['accumulated_collapse_error']:.3f}, "
-        f"gradient-bias bound {traj['gradient_bias_bound']:.3f}",
-        xaxis_title="simulator turn", yaxis_title="mean ε̂", yaxis_range=[0, 1], height=380,
-    )  # fmt: skip
-    return fig
+    fig.update_layout(xaxis_title="simulator turn", yaxis_title="mean ε̂", yaxis_range=[0, 1], height=380)
+    return titled(
+        fig,
+        f"ε̂ by turn; accumulated ε̄_H = {traj['accumulated_collapse_error']:.3f}, gradient-bias bound "
+        f"2·B·R_max·ε̄_H = {traj['gradient_bias_bound']:.3f} (B = {traj.get('B', 1):g}, R_max = {traj.get('R_max', 1):g})",
+    )
 
 
 def compare_vs_figure(results: Mapping[str, Any]) -> Any:
-    """Direct vs Verbalized Sampling: mean ε̂ with CIs and mean entropy."""
+    """Direct vs Verbalized Sampling side by side: mean ε̂ of each mode with its 95 % CI, their
+    difference with its interval, and mean entropy with CIs.
+
+    The ε̂ bars are the two estimates the difference is taken of (``a_estimate`` / ``b_estimate`` of
+    ``difference_vs_minus_direct``, which may be over the states measured in both modes), so the
+    bars and the printed difference always agree.
+    """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     c = results.get("compare_vs")
     if not c:
-        return go.Figure().update_layout(title="Run with --compare-vs to compare direct and VS")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["mean ε̂ (95% CI)", "mean entropy, nats (95% CI)"])
-    for col, key in ((1, "collapse_error"), (2, "entropy")):
+        return empty_figure("Direct vs Verbalized Sampling", "run with --compare-vs to compare direct and VS")
+    d = c.get("difference_vs_minus_direct") or {}
+    fig = make_subplots(rows=1, cols=3, column_widths=[0.38, 0.24, 0.38], horizontal_spacing=0.09,
+                        subplot_titles=["mean ε̂ (95% CI)", "VS − direct ε̂ (95% CI)", "mean entropy, nats (95% CI)"])  # fmt: skip
+    for col, key in ((1, "collapse_error"), (3, "entropy")):
         ys, lo, hi = [], [], []
-        for mode in ("direct", "verbalized"):
+        for mode, pair in (("direct", "a_estimate"), ("verbalized", "b_estimate")):
             e = c[mode][key]
-            ys.append(e["estimate"] or 0.0)
-            ci = e["ci95"] or [e["estimate"] or 0.0] * 2
-            lo.append((e["estimate"] or 0.0) - ci[0])
-            hi.append(ci[1] - (e["estimate"] or 0.0))
-        fig.add_trace(go.Bar(x=["direct", "VS"], y=ys, showlegend=False,
-                             error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo}),
+            est = e.get("estimate")
+            if key == "collapse_error" and d.get(pair) is not None:
+                est = d[pair]
+            ci = e.get("ci95") or [est, est]
+            ys.append(est)
+            lo.append(0.0 if est is None or ci[0] is None else max(est - ci[0], 0.0))
+            hi.append(0.0 if est is None or ci[1] is None else max(ci[1] - est, 0.0))
+        fig.add_trace(go.Bar(x=["direct", "VS"], y=ys, showlegend=False, marker_color=[_PALETTE[0], _PALETTE[1]],
+                             error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
+                             hovertemplate="%{x}: %{y:.3f}<extra></extra>"),
                       row=1, col=col)  # fmt: skip
-    d = c["difference_vs_minus_direct"]
-    sub = "" if d["estimate"] is None else f"VS − direct ε̂ = {d['estimate']:.3f} {_ci(d['ci95'])}"
+    if d.get("estimate") is not None:
+        est = d["estimate"]
+        lo_d, hi_d = (d.get("ci95") or [est, est])[:2]
+        fig.add_trace(go.Scatter(x=["VS − direct"], y=[est], mode="markers", showlegend=False,
+                                 marker={"size": 11, "color": "#333"},
+                                 error_y={"type": "data", "symmetric": False,
+                                          "array": [0.0 if hi_d is None else max(hi_d - est, 0.0)],
+                                          "arrayminus": [0.0 if lo_d is None else max(est - lo_d, 0.0)]},
+                                 hovertemplate="VS − direct %{y:.3f}<extra></extra>"), row=1, col=2)  # fmt: skip
+        fig.add_hline(y=0, line_dash="dot", line_color="#888", row=1, col=2)
+    fig.update_yaxes(tickformat=".3~g")
+    sub = "" if d.get("estimate") is None else f"VS − direct ε̂ = {d['estimate']:.3f} {_ci(d.get('ci95'))}"
+    if d.get("all_states") is False:
+        sub += f" over the {d.get('n_states')} states measured in both modes"
     v = c.get("vs_parse_failures")
     if v:
         sub += f"; VS parse failures {v['count']} of {v['of']}"
-    fig.update_layout(title=f"Direct vs Verbalized Sampling. {sub}", height=380)
-    return fig
+    if c.get("unreliable"):
+        sub += " (most VS replies fell back to a plain draw: the VS numbers describe the fallback)"
+    fig.update_layout(height=400)
+    return titled(fig, "Direct vs Verbalized Sampling", sub.strip("; ") or None, top=30)
 
 
 def donation_comparison_figure(results: Mapping[str, Any]) -> Any:
@@ -293,12 +467,16 @@ def donation_comparison_figure(results: Mapping[str, Any]) -> Any:
 
     d = ((results.get("human_reference") or {}).get("donations")) or {}
     if "bins" not in d:
-        return go.Figure().update_layout(title=d.get("note") or "No human reference (run with --human PATH)")
+        return empty_figure(
+            "Donations, simulator vs people", d.get("note") or "no human reference (run with --human PATH)"
+        )
     fig = go.Figure([go.Bar(name=f"simulator (n={d['n_simulated']})", x=d["bins"], y=d["simulated_binned"]),
                      go.Bar(name=f"human (n={d['n_human']})", x=d["bins"], y=d["human_binned"])])  # fmt: skip
-    fig.update_layout(barmode="group", yaxis_title="share of donations", height=380,
-                      title=f"Donations: W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}")  # fmt: skip
-    return fig
+    fig.update_layout(barmode="group", yaxis_title="share of donations", height=400,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0})  # fmt: skip
+    return titled(
+        fig, f"Donations: W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}", top=40
+    )
 
 
 # ----------------------------------------------------------------------------------------------- text
@@ -470,6 +648,40 @@ def realism_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": ["measure", "value", "95% CI"], "rows": rows}
 
 
+def people_vs_simulator_figure(results: Mapping[str, Any]) -> Any:
+    """People's ε of the stance at the matched states beside the simulator's (pooled over its samples),
+    per persuader act and on average, each with its 95 % CI (``human_reference.people_epsilon``;
+    ``None`` without annotated dialogues). The two are measured with the same classes (stances)."""
+    import plotly.graph_objects as go
+
+    pe = (results.get("human_reference") or {}).get("people_epsilon")
+    if not pe:
+        return None
+    # (the state, people's ε, the simulator's ε, the key of the estimate: a mean's or one group's)
+    rows: list[tuple[str, Mapping[str, Any], Mapping[str, Any], str]] = [
+        ("mean over persuader acts", pe["people"], pe["simulator_pooled"], "estimate")
+    ]
+    rows += [(g["persuader_act"], g["people"], g["simulator_pooled"], "collapse_error") for g in pe["groups"]]
+    labels = short_labels([r[0] for r in rows])
+    fig = go.Figure()
+    for k, (name, colour) in enumerate((("people (95% CI)", "#2ca02c"), ("simulator (95% CI)", "#1f77b4"))):
+        views = [(r[1] if k == 0 else r[2]) for r in rows]
+        ys = [v.get(r[3]) for v, r in zip(views, rows, strict=True)]
+        ci = [v.get("ci95") or [y, y] for v, y in zip(views, ys, strict=True)]
+        fig.add_trace(go.Scatter(
+            x=labels, y=ys, mode="markers", name=name, offsetgroup=name, marker={"color": colour, "size": 10},
+            error_y={"type": "data", "symmetric": False, "thickness": 1,
+                     "array": [max(c[1] - y, 0) if y is not None and c[1] is not None else 0 for y, c in zip(ys, ci, strict=True)],
+                     "arrayminus": [max(y - c[0], 0) if y is not None and c[0] is not None else 0 for y, c in zip(ys, ci, strict=True)]},
+            customdata=[[r[0], c[0], c[1]] for r, c in zip(rows, ci, strict=True)],
+            hovertemplate="%{customdata[0]}<br>ε̂ %{y:.3f} [%{customdata[1]:.3f}, %{customdata[2]:.3f}]<extra>" + name + "</extra>",
+        ))  # fmt: skip
+    fig.update_layout(scattermode="group", yaxis_title="ε̂ of the stance (0 = one stance)", yaxis_range=[-0.02, 1.02],
+                      xaxis={"type": "category", "automargin": True, "autotickangles": [0, 90],
+                             "title": {"text": "state (the persuader's act)"}}, height=420)  # fmt: skip
+    return titled(fig, "People vs the simulator at the matched states: ε of the stance")
+
+
 def people_epsilon_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """People's own ε at the matched states beside the simulator's, per persuader act and on average
     (``human_reference.people_epsilon``; ``None`` without annotated dialogues)."""
@@ -524,6 +736,7 @@ def towards_people_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
 def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
     """The sections of an audit's ``report.html`` (headings and figures/tables, in order)."""
     sections: list[tuple[str, Any]] = [("Summary", summary_table(results))]
+    sections.append(("Collapse map", collapse_map_figure(results)))
     sections.append(("Collapse error per state", collapse_error_per_state_figure(results)))
     sections.append(("States", states_table(results)))
     sections.append(("Response classes", class_histograms_figure(records)))
@@ -535,6 +748,8 @@ def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, An
         sections.append(("Simulator share of reward variance (Lemma 3.3)", variance_share_table(results)))
     if results.get("human_reference"):
         sections.append(("Realism: donations, simulator vs people", donation_comparison_figure(results)))
+        if people_vs_simulator_figure(results) is not None:
+            sections.append(("People vs the simulator: ε at the matched states", people_vs_simulator_figure(results)))
         for title, table in (
             ("Realism: the simulator next to the people", realism_table(results)),
             ("Realism: the human's actual reply at each human-grounded state", grounding_table(results)),

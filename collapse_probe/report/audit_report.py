@@ -56,6 +56,7 @@ def summary_table(results: dict[str, Any]) -> str:
         ("simulator", f"{results['simulator']} ({results['mode']})"),
         *states_rows(results),
         ("samples per state", f"{n}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")),
+        ("threshold ε*", f"{star:g}  (--epsilon-star: a view is COLLAPSED when its interval lies below ε*)"),
         ("infra failures excluded", str(s["infra_failures"])),
         ("meaning view: classes by", part + ("  (by meaning)" if part in ("embedding", "judge") else "  (not by meaning)")),
         *([("  meaning key", results["meaning_key"])] if results.get("meaning_key") else []),
@@ -87,7 +88,7 @@ def summary_table(results: dict[str, Any]) -> str:
     if results.get("trajectory"):
         t = results["trajectory"]
         rows.append(("gradient-bias bound",
-                     f"2·B·R_max·ε̄_H = {t['gradient_bias_bound']:.3f} (B={t['B']:g}, R_max={t['R_max']:g})"))  # fmt: skip
+                     f"2·B·R_max·ε̄_H = {t['gradient_bias_bound']:.3f}  (assumes B = {t['B']:g}, --bound-b; R_max = {t['R_max']:g}, --r-max)"))  # fmt: skip
     if "vs_parse_failures" in s:
         v = s["vs_parse_failures"]
         rate = f" ({v['rate']:.0%} of turns fell back: no usable candidates or probabilities)" if v.get("rate") else ""
@@ -105,10 +106,11 @@ def summary_table(results: dict[str, Any]) -> str:
             rows.append(("donations vs human",
                          f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}"))  # fmt: skip
     from collapse_probe.audit._human import people_epsilon_rows
+    from collapse_probe.report._layout import display_width, pad
 
     rows += people_epsilon_rows(results)
-    width = max(len(r[0]) for r in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    width = max(display_width(r[0]) for r in rows)
+    return "\n".join(f"{pad(k, width)}  {v}" for k, v in rows)
 
 
 def compare_vs_rows(c: dict[str, Any]) -> list[tuple[str, str]]:

@@ -9,24 +9,54 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.report._html import TICK_FORMAT, note_figure
+from collapse_probe.report._html import TICK_FORMAT
+from collapse_probe.report._layout import LABEL_CHARS, rows_height, short_labels, titled
+
+MAX_CI_COLUMNS = 10
+"""Above this many simulators a cell is too narrow for its interval; the hover still has it."""
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def matrix_labels(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Short unique axis labels of the policies and simulators (full specs in the hover and in
+    :func:`labels_table`); the training simulator's label ends with ``(train)``."""
+    train = results.get("train_simulator")
+    policies = short_labels(results.get("policies") or [])
+    names = results.get("simulators") or []
+    sims = short_labels(names, LABEL_CHARS - len(" (train)"))
+    sims = [f"{lab} (train)" if s == train else lab for lab, s in zip(sims, names, strict=True)]
+    return policies, sims
+
+
+def labels_table(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The full spec behind each shortened label of the matrix figures (``None``: no label was shortened)."""
+    policies, sims = matrix_labels(results)
+    rows = []
+    for what, labels, names in (("policy", policies, results["policies"]), ("simulator", sims, results["simulators"])):
+        rows += [
+            [lab, what, name] for lab, name in zip(labels, names, strict=True) if lab.removesuffix(" (train)") != name
+        ]
+    return {"columns": ["label", "role", "spec"], "rows": rows} if rows else None
+
+
 def reward_heatmap(results: dict[str, Any]) -> Any:
-    """Policy x simulator mean reward; hovering a cell shows its 95 % CI over tasks, n and infra failures.
+    """Policy x simulator mean reward with each cell's 95 % CI over tasks written under its mean (the
+    transfer matrix with intervals); hovering a cell shows the full specs, the interval's method, n and
+    infra failures.
 
     The training simulator's column is marked with a ``(train)`` suffix. Cells with no scored
-    conversation are blank.
+    conversation are blank. Labels are short (:func:`matrix_labels`); the figure grows with the
+    number of policies, and the intervals are left out of the cells when more than
+    :data:`MAX_CI_COLUMNS` columns leave no room for them (they stay in the hover).
     """
     import plotly.graph_objects as go
 
     policies, sims = results["policies"], results["simulators"]
-    train = results.get("train_simulator")
     cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
+    with_ci = len(sims) <= MAX_CI_COLUMNS
     z, text, hover = [], [], []
     for p in policies:
         zr, tr, hr = [], [], []
@@ -35,7 +65,10 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
             m = c.get("mean_reward")
             ci = c.get("ci95") or [None, None]
             zr.append(m)
-            tr.append(_fmt(m, 2) if m is not None else "no data")
+            cell = _fmt(m, 2) if m is not None else "no data"
+            if with_ci and m is not None and c.get("ci95"):
+                cell += f"<br>[{_fmt(ci[0], 2)}, {_fmt(ci[1], 2)}]"
+            tr.append(cell)
             method = f" ({c['ci95_method']})" if c.get("ci95_method") else ""
             hr.append(
                 f"policy {p}<br>simulator {s}<br>mean reward {_fmt(m)}<br>95% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]"
@@ -46,29 +79,30 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
         z.append(zr)
         text.append(tr)
         hover.append(hr)
-    cols = [f"{s} (train)" if s == train else s for s in sims]
+    ylabels, xlabels = matrix_labels(results)
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=cols,
-            y=policies,
+            x=xlabels,
+            y=ylabels,
             text=text,
             texttemplate="%{text}",
+            textfont={"size": 11},
             customdata=hover,
             hovertemplate="%{customdata}<extra></extra>",
             colorscale="Viridis",
             zmin=0,
             zmax=1,
-            colorbar={"title": "mean reward"},
+            xgap=1,
+            ygap=1,
+            colorbar={"title": {"text": "mean reward", "side": "right"}, "thickness": 14},
         )
     )
-    fig.update_layout(
-        title="Cross-play matrix: mean reward",
-        xaxis_title="simulator",
-        yaxis_title="policy",
-        yaxis={"autorange": "reversed"},
-        height=160 + 60 * len(policies),
-    )
+    fig.update_xaxes(title_text="simulator", autotickangles=[0, 90], automargin=True,
+                     type="category")  # fmt: skip
+    fig.update_yaxes(title_text="policy", autorange="reversed", automargin=True, type="category")
+    titled(fig, "Cross-play matrix: mean reward" + (" [95% CI]" if with_ci else " (95% CI in the hover)"), top=10)
+    fig.update_layout(height=rows_height(len(policies), per_row=48 if with_ci else 30, fixed=260))
     return fig
 
 
@@ -77,7 +111,7 @@ def transfer_bars(results: dict[str, Any]) -> Any:
     import plotly.graph_objects as go
 
     entries = results.get("transfer") or []
-    xs = [t["policy"] for t in entries]
+    xs = _policy_labels(results, [t["policy"] for t in entries])
     ys = [t.get("transfer_ratio") for t in entries]
     plus = [
         (t["ci95"][1] - t["transfer_ratio"]) if t.get("ci95") and t.get("transfer_ratio") is not None else 0
@@ -103,20 +137,18 @@ def transfer_bars(results: dict[str, Any]) -> Any:
         )
     )
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888")
-    fig.update_layout(
-        title=f"Transfer ratio (held-out / {results.get('train_simulator')} reward)",
-        xaxis_title="policy",
-        yaxis_title="transfer ratio",
-        yaxis_tickformat=TICK_FORMAT,
-        height=380,
-    )
-    undefined = [t for t in entries if t.get("transfer_ratio") is None]
+    fig.update_layout(xaxis_title="policy", yaxis_title="transfer ratio", yaxis_tickformat=TICK_FORMAT, height=400,
+                      xaxis={"type": "category", "automargin": True, "autotickangles": [0, 90]}, yaxis_rangemode="tozero")  # fmt: skip
+    undefined = [(x, t) for x, t in zip(xs, entries, strict=True) if t.get("transfer_ratio") is None]
+    note = None
     if not entries:
-        note_figure(fig, "no transfer ratio: the run names no training simulator (--train-sim)")
+        note = "no transfer ratio: the run names no training simulator (--train-sim)"
     elif undefined:
-        why = "; ".join(f"{t['policy']}: {t.get('note') or 'undefined'}" for t in undefined)
-        note_figure(fig, f"undefined transfer ratio — {why}")
-    return fig
+        note = "undefined transfer ratio — " + "; ".join(f"{x}: {t.get('note') or 'undefined'}" for x, t in undefined)
+    train = results.get("train_simulator")
+    sims = dict(zip(results.get("simulators") or [], matrix_labels(results)[1], strict=True))
+    name = sims.get(train, str(train)).removesuffix(" (train)")
+    return titled(fig, f"Transfer ratio (held-out / {name} reward)", note)
 
 
 def _lower(t: dict[str, Any]) -> float | None:
@@ -131,7 +163,7 @@ def strategy_entropy_bars(results: dict[str, Any]) -> Any:
     entries = results.get("policy_diversity") or []
     fig = go.Figure(
         go.Bar(
-            x=[e["policy"] for e in entries],
+            x=_policy_labels(results, [e["policy"] for e in entries]),
             y=[e.get("strategy_entropy") for e in entries],
             customdata=[
                 f"{e['policy']}<br>entropy {_fmt(e.get('strategy_entropy'))} nats ({e.get('estimator')})"
@@ -144,19 +176,66 @@ def strategy_entropy_bars(results: dict[str, Any]) -> Any:
             marker_color="#55a868",
         )
     )
-    fig.update_layout(
-        title="Policy strategy entropy",
-        xaxis_title="policy",
-        yaxis_title="entropy (nats)",
-        yaxis_tickformat=TICK_FORMAT,
-        height=360,
-    )
-    missing = [e["policy"] for e in entries if e.get("strategy_entropy") is None]
+    fig.update_layout(xaxis_title="policy", yaxis_title="entropy (nats)", yaxis_tickformat=TICK_FORMAT, height=380,
+                      xaxis={"type": "category", "automargin": True, "autotickangles": [0, 90]}, yaxis_rangemode="tozero")  # fmt: skip
+    missing = _policy_labels(results, [e["policy"] for e in entries if e.get("strategy_entropy") is None])
+    note = None
     if not entries:
-        note_figure(fig, "no policy messages were recorded, so there is no strategy entropy")
+        note = "no policy messages were recorded, so there is no strategy entropy"
     elif missing:
-        note_figure(fig, f"no strategy entropy for {', '.join(missing)}: no scored messages of that policy")
-    return fig
+        note = f"no strategy entropy for {', '.join(missing)}: no scored messages of that policy"
+    return titled(fig, "Policy strategy entropy", note)
+
+
+def _policy_labels(results: dict[str, Any], policies: list[str]) -> list[str]:
+    """The matrix's short label of each policy in ``policies``."""
+    short = dict(zip(results.get("policies") or [], matrix_labels(results)[0], strict=True))
+    return [short.get(p) or short_labels([p])[0] for p in policies]
+
+
+def train_heldout_figure(results: dict[str, Any]) -> Any:
+    """Each policy's reward on the training simulator beside its reward on every held-out simulator,
+    each cell with its 95 % CI, and the held-out mean the transfer ratio divides by the training reward."""
+    import plotly.graph_objects as go
+
+    train = results.get("train_simulator")
+    cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
+    policies = list(results["policies"])
+    labels = _policy_labels(results, policies)
+    heldout = [s for s in results["simulators"] if s != train]
+    fig = go.Figure()
+
+    def cell_trace(sims: list[str], name: str, colour: str, size: int) -> None:
+        xs, ys, plus, minus, hover = [], [], [], [], []
+        for lab, p in zip(labels, policies, strict=True):
+            for s in sims:
+                c = cells.get((p, s), {})
+                m = c.get("mean_reward")
+                if m is None:
+                    continue
+                ci = c.get("ci95") or [m, m]
+                xs.append(lab)
+                ys.append(m)
+                plus.append(max(ci[1] - m, 0) if ci[1] is not None else 0)
+                minus.append(max(m - ci[0], 0) if ci[0] is not None else 0)
+                hover.append(f"policy {p}<br>simulator {s}<br>mean reward {_fmt(m)} [{_fmt(ci[0])}, {_fmt(ci[1])}]")
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=name, marker={"color": colour, "size": size},
+                                 error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus,
+                                          "thickness": 1},
+                                 customdata=hover, hovertemplate="%{customdata}<extra></extra>", offsetgroup=name))  # fmt: skip
+
+    if train:
+        cell_trace([train], "training simulator (95% CI)", "#d62728", 11)
+    cell_trace(heldout, "each held-out simulator (95% CI)", "#7f7f7f", 7)
+    means = results.get("heldout_reward") or {}
+    if isinstance(means, dict) and means:
+        fig.add_trace(go.Scatter(x=labels, y=[means.get(p) for p in policies], mode="markers", name="held-out mean",
+                                 marker={"color": "#1f77b4", "size": 13, "symbol": "diamond"}, offsetgroup="mean",
+                                 hovertemplate="held-out mean %{y:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_layout(scattermode="group", yaxis_title="mean reward", yaxis_range=[-0.02, 1.02], height=420,
+                      xaxis={"type": "category", "automargin": True, "title": {"text": "policy"}})  # fmt: skip
+    note = None if train else "no training simulator (--train-sim): every simulator is held out"
+    return titled(fig, "Reward on the training simulator vs the held-out simulators", note)
 
 
 def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +277,11 @@ def write_crossplay_report(results: dict[str, Any], path: str | Path) -> Path:
     from collapse_probe.report._html import write_html_report
 
     sections: list[tuple[str, Any]] = [("Reward matrix", reward_heatmap(results))]
+    labels = labels_table(results)
+    if labels:
+        sections.append(("Labels", labels))
     if results.get("transfer") or results.get("train_simulator"):
+        sections.append(("Training vs held-out simulators", train_heldout_figure(results)))
         sections.append(("Transfer", transfer_bars(results)))
     if results.get("policy_diversity"):
         sections.append(("Policy strategy entropy", strategy_entropy_bars(results)))

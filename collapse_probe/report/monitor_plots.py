@@ -156,5 +156,6 @@ def _brief(v: Any) -> Any:
         ci = v.get("ci95", v.get("ci"))
         if est is None:
             return "—"
-        return f"{est:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        hi = "no upper bound" if ci and ci[1] is None else f"{ci[1]:.3f}" if ci else ""
+        return f"{est:.3f}" + (f" [{ci[0]:.3f}, {hi}]" if ci else "")
     return v

@@ -32,6 +32,7 @@ __all__ = [
     "discover_runs",
     "is_gate_verdict",
     "load_run",
+    "monitor_alarms",
     "read_json",
     "read_jsonl",
     "read_run_file",
@@ -118,7 +119,10 @@ class RunInfo:
 
     @property
     def complete(self) -> bool:
-        """``results.json`` was read and carries a schema (or, for a gate, a verdict was written)."""
+        """``results.json`` was read and carries a schema (or, for a gate, a verdict was written; for a
+        monitor, which writes no ``results.json``, its rows are there and no process writes them any more)."""
+        if self.kind == "monitor" and self.schema is None:
+            return MONITOR_FILE in self.files and not _monitor_writing(self.path)
         return self.schema is not None or (self.kind == "gate" and bool(self.verdicts))
 
     @property
@@ -249,6 +253,21 @@ def _writer_alive(path: Path) -> bool:
         except OSError:
             continue
     return time.time() - newest < 300  # a writer without a lock (an older version) wrote lately
+
+
+def _monitor_writing(path: Path) -> bool:
+    """Whether a collapse monitor is still writing its rows: it holds the run lock, or it has written a
+    row since its last ``report.html`` (which closing it writes) and lately (:func:`_writer_alive`)."""
+    from collapse_probe.rollout._rundir import lock_held
+
+    held = lock_held(path)
+    if held is not None:
+        return held
+    try:
+        rows, report = os.lstat(path / MONITOR_FILE).st_mtime, os.lstat(path / "report.html").st_mtime
+    except OSError:
+        return _writer_alive(path)
+    return report < rows and _writer_alive(path)
 
 
 def read_jsonl(path: str | Path) -> JsonlRead:
@@ -463,6 +482,31 @@ def _numeric_list(v: Any) -> bool:
         and all(x is None or (isinstance(x, int | float) and not isinstance(x, bool)) for x in v)
         and any(x is not None for x in v)
     )
+
+
+MONITOR_FILE = "monitor.jsonl"
+"""The collapse monitor's rows, one per training step, each with its ``alarms``."""
+MONITOR_FILES = (MONITOR_FILE, "monitor/" + MONITOR_FILE)
+"""Where a run keeps them: a monitor run directory, or a trainer's ``monitor/`` subdirectory."""
+
+
+def monitor_alarms(run: RunInfo) -> list[dict[str, Any]]:
+    """The alarms of a run's monitor rows (:data:`MONITOR_FILES`; ``[]`` without one):
+    ``{"step", "kind", "message"}`` each, the step taken from its row when the alarm does not carry one."""
+    out: list[dict[str, Any]] = []
+    found = next((name for name in MONITOR_FILES if run.file(name).is_file()), MONITOR_FILE)
+    for row in run.jsonl(found).records:
+        alarms = row.get("alarms")
+        if not isinstance(alarms, list):
+            continue
+        for a in alarms:
+            if isinstance(a, dict):
+                step = a.get("step", row.get("step"))
+                if isinstance(step, int) and not isinstance(step, bool):
+                    out.append(
+                        {"step": step, "kind": str(a.get("kind") or "alarm"), "message": str(a.get("message") or "")}
+                    )
+    return out
 
 
 def training_curve(run: RunInfo) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "Curves",
+    "mark_alarms",
     "metric_over_steps_figure",
     "policy_entropy_figure",
     "reward_curves_figure",
@@ -24,6 +25,9 @@ __all__ = [
 
 Curves = Mapping[str, Sequence[Mapping[str, Any]]]
 """``{run label: [{"step": ..., "train_reward": ..., ...}, ...]}``."""
+Alarms = Sequence[Mapping[str, Any]]
+"""Collapse-monitor alarms ``[{"step": int, "kind": str, "message": str}, ...]`` (``monitor.jsonl``'s
+``alarms`` of each step; :func:`collapse_probe.report.runs.monitor_alarms` reads them)."""
 
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -56,12 +60,38 @@ def _layout(fig: Any, title: str, ytitle: str, yrange: Sequence[float] | None = 
         xaxis_title="training step",
         yaxis_title=ytitle,
         template="plotly_white",
-        legend={"orientation": "h", "y": -0.2},
-        margin={"l": 60, "r": 20, "t": 50, "b": 40},
-        height=380,
+        # the legend at the right: below the plot its rows would run into the step axis as runs are added
+        legend={"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top", "tracegroupgap": 2},
+        margin={"l": 60, "r": 20, "b": 40},
+        height=max(380, 160 + 24 * len(fig.data)),  # every legend entry fits beside the plot
     )
-    if yrange is not None:
-        fig.update_yaxes(range=list(yrange))
+    if yrange is not None:  # a little room at both ends: the y tick at 0 then clears the x tick at step 0
+        pad = 0.02 * (yrange[1] - yrange[0])
+        fig.update_yaxes(range=[yrange[0] - pad, yrange[1] + pad])
+    return fig
+
+
+def mark_alarms(fig: Any, alarms: Alarms, y: float) -> Any:
+    """Mark each alarm's step: a dotted red line across the plot and an ``×`` at height ``y`` whose
+    hover says what the monitor saw (one marker per step, its alarms joined)."""
+    import plotly.graph_objects as go
+
+    by_step: dict[int, list[str]] = {}
+    for a in alarms:
+        step = a.get("step")
+        if isinstance(step, int | float) and not isinstance(step, bool):
+            run = f"{a['run']}: " if a.get("run") else ""
+            by_step.setdefault(int(step), []).append(f"{run}{a.get('kind') or 'alarm'}: {a.get('message') or ''}")
+    if not by_step:
+        return fig
+    for step in by_step:
+        fig.add_vline(x=step, line_dash="dot", line_color="#d62728", opacity=0.5)
+    import html
+
+    fig.add_trace(go.Scatter(x=list(by_step), y=[y] * len(by_step), mode="markers", name="monitor alarm",
+                             marker={"symbol": "x", "size": 11, "color": "#d62728"},
+                             customdata=["<br>".join(html.escape(m[:200]) for m in ms) for ms in by_step.values()],
+                             hovertemplate="step %{x}<br>%{customdata}<extra>alarm</extra>"))  # fmt: skip
     return fig
 
 
@@ -71,6 +101,7 @@ def metric_over_steps_figure(
     title: str,
     ytitle: str,
     yrange: Sequence[float] | None = None,
+    alarms: Alarms = (),
 ) -> Any:
     """One line per (run, key): runs by colour, keys by dash style.
 
@@ -80,6 +111,7 @@ def metric_over_steps_figure(
         title: figure title.
         ytitle: y-axis title.
         yrange: fixed y range, or ``None`` for automatic.
+        alarms: collapse-monitor alarms, marked at their steps (:func:`mark_alarms`).
 
     Returns:
         a ``plotly.graph_objects.Figure`` (with an annotation when no run has the keys).
@@ -90,6 +122,7 @@ def metric_over_steps_figure(
     dashes = ("solid", "dash", "dot", "dashdot")
     plotted = 0
     steps: list[Any] = []
+    top: list[float] = []
     for ri, (label, records) in enumerate(curves.items()):
         colour = _PALETTE[ri % len(_PALETTE)]
         for ki, (key, suffix) in enumerate(keys.items()):
@@ -97,6 +130,7 @@ def metric_over_steps_figure(
             if not xs:
                 continue
             steps += xs
+            top += ys
             name = f"{label} — {suffix}" if len(keys) > 1 else label
             fig.add_trace(
                 go.Scatter(
@@ -114,29 +148,40 @@ def metric_over_steps_figure(
 
         names = " / ".join(keys)
         note_figure(fig, f"no data yet: no step of these runs has recorded {names}")
+    if alarms and plotted:
+        mark_alarms(fig, alarms, yrange[1] if yrange is not None else max(top))
+        steps += [a["step"] for a in alarms if isinstance(a.get("step"), int)]
     return _layout(fig, title, ytitle, yrange, steps)
 
 
-def reward_curves_figure(curves: Curves) -> Any:
+def reward_curves_figure(curves: Curves, alarms: Alarms = ()) -> Any:
     """Train reward (solid) against held-out reward (dashed) over steps; the gap is the overfit to the simulator."""
     return metric_over_steps_figure(
         curves,
         {"train_reward": "train", "heldout_reward": "held-out"},
         "Train vs held-out reward",
         "mean reward",
+        alarms=alarms,
     )
 
 
-def policy_entropy_figure(curves: Curves) -> Any:
+def policy_entropy_figure(curves: Curves, alarms: Alarms = ()) -> Any:
     """Policy (strategy) entropy over steps: a fall is the policy entropy collapse of DESIGN.md."""
-    return metric_over_steps_figure(curves, {"policy_entropy": "policy entropy"}, "Policy entropy", "entropy (nats)")
+    return metric_over_steps_figure(
+        curves, {"policy_entropy": "policy entropy"}, "Policy entropy", "entropy (nats)", alarms=alarms
+    )
 
 
-def sim_collapse_error_figure(curves: Curves) -> Any:
+def sim_collapse_error_figure(curves: Curves, alarms: Alarms = ()) -> Any:
     """Simulator collapse error ε over steps (``sim_collapse_error``; lab runs name it ``collapse_error``)."""
     merged = _with_alias(curves, "sim_collapse_error", "collapse_error")
     return metric_over_steps_figure(
-        merged, {"sim_collapse_error": "simulator ε"}, "Simulator collapse error ε", "ε (0 = collapsed)", (0, 1)
+        merged,
+        {"sim_collapse_error": "simulator ε"},
+        "Simulator collapse error ε",
+        "ε (0 = collapsed)",
+        (0, 1),
+        alarms=alarms,
     )
 
 
@@ -151,12 +196,13 @@ def zero_std_share_figure(curves: Curves) -> Any:
     )
 
 
-def training_figures(curves: Curves) -> list[tuple[str, Any]]:
-    """The Training view's figures as ``(heading, figure)`` pairs, ready for ``write_html_report``."""
+def training_figures(curves: Curves, alarms: Alarms = ()) -> list[tuple[str, Any]]:
+    """The Training view's figures as ``(heading, figure)`` pairs, ready for ``write_html_report``;
+    collapse-monitor ``alarms`` are marked on the reward, entropy and ε curves."""
     return [
-        ("Train vs held-out reward", reward_curves_figure(curves)),
-        ("Policy entropy", policy_entropy_figure(curves)),
-        ("Simulator collapse error", sim_collapse_error_figure(curves)),
+        ("Train vs held-out reward", reward_curves_figure(curves, alarms)),
+        ("Policy entropy", policy_entropy_figure(curves, alarms)),
+        ("Simulator collapse error", sim_collapse_error_figure(curves, alarms)),
         ("Zero-variance groups", zero_std_share_figure(curves)),
     ]
 

@@ -67,7 +67,7 @@ def write_models(root: Path) -> Path:
     return d
 
 
-def write_crossplay_run(root: Path, name: str = "crossplay") -> Path:
+def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = False) -> Path:
     """A finished 2 policies x 2 simulators cross-play run on P4G, made by the real pipeline."""
     from collapse_probe.crossplay import CrossplayConfig, run_crossplay
 
@@ -83,7 +83,7 @@ def write_crossplay_run(root: Path, name: str = "crossplay") -> Path:
             max_turns=2,
             n_boot=200,
         )
-        run_crossplay(cfg, out=name, progress=False, cache=False, report=False)
+        run_crossplay(cfg, out=name, progress=False, cache=False, report=report)
     return root / name
 
 
@@ -247,3 +247,186 @@ def write_half_written_runs(root: Path) -> dict[str, Path]:
     (d / "results.json").write_text("[1, 2, 3]")
     out["foreign_results"] = d
     return out
+
+
+# ------------------------------------------------------------------------------------------------ hard runs
+
+LONG_SPEC_CHARS = 100
+"""The length of the long ``scripted:`` specs of the hard runs."""
+DOWN_SERVER = "openai-compatible/no-such-model@http://127.0.0.1:9/v1"
+"""An OpenAI-compatible server that is not running (port 9, discard, has no listener here): every call
+fails at connect, as a run whose server is down."""
+
+
+def long_spec(root: Path, stem: str, data: dict[str, Any], chars: int = LONG_SPEC_CHARS) -> str:
+    """Write ``data`` as a scripted model under ``root/models`` whose spec (relative to ``root``) is
+    exactly ``chars`` characters long, and return that spec."""
+    d = root / "models"
+    d.mkdir(parents=True, exist_ok=True)
+    fixed = len("scripted:models/") + len(".json")
+    name = (stem + "_" + "very_long_persona_name_of_a_scripted_simulator" * 4)[: chars - fixed]
+    (d / f"{name}.json").write_text(json.dumps(data))
+    spec = f"scripted:models/{name}.json"
+    assert len(spec) == chars
+    return spec
+
+
+def _variant(i: int) -> dict[str, Any]:
+    """Scripted models that differ in how collapsed they are (a mode of 1 - i/10)."""
+    top = max(0.2, 0.95 - 0.1 * i)
+    rest = (1 - top) / 3
+    texts = ["Sure [DONATE $1]", "No thanks [DONATE $0]", "Okay, all of it [DONATE $2]", "Maybe half [DONATE $0.5]"]
+    return {"responses": [{"text": texts[0], "p": top}] + [{"text": t, "p": rest} for t in texts[1:]]}
+
+
+def write_long_audit_run(root: Path, name: str, states: int = 16, samples: int = 8, compare_vs: bool = True) -> Path:
+    """An audit of a 100-character simulator spec over ``2 * states`` probe states (32 by default),
+    both sampling modes (``--compare-vs``), made by the real pipeline."""
+    from collapse_probe.audit import AuditConfig, run_audit
+
+    root = root.resolve()
+    write_models(root)
+    sim = long_spec(root, "donor", SIM_AUDIT)
+    cfg = AuditConfig(sim=sim, states=states, samples=samples, compare_vs=compare_vs, vs_k=2, seed=1, n_boot=100)
+    with _cwd(root):
+        run_audit(cfg, name, progress=False, cache=False)
+    return root / name
+
+
+def write_matrix_run(root: Path, name: str, n: int = 8) -> Path:
+    """An ``n`` x ``n`` cross-play run (100-character specs, one training simulator) by the real pipeline."""
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+
+    root = root.resolve()
+    write_models(root)
+    policies = [long_spec(root, f"policy{i}", POLICY_A if i % 2 else POLICY_B) for i in range(n)]
+    sims = [long_spec(root, f"sim{i}", _variant(i)) for i in range(n)]
+    with _cwd(root):
+        cfg = CrossplayConfig(policies=policies, simulators=sims, train_simulator=sims[0], tasks=2, rollouts=1,
+                              max_turns=1, n_boot=100)  # fmt: skip
+        run_crossplay(cfg, out=name, progress=False, cache=False, report=True)
+    return root / name
+
+
+def _down_model() -> None:
+    """Build the down server's model once, with no retries (one failed connect per call)."""
+    from collapse_probe.models import get_model
+
+    get_model(DOWN_SERVER, max_retries=0)
+
+
+def write_failed_audit_run(root: Path, name: str) -> Path:
+    """An audit whose simulator's server is down: every state an infrastructure failure, no result."""
+    from collapse_probe.audit import AuditConfig, run_audit
+
+    _down_model()
+    root = root.resolve()
+    with _cwd(root):
+        run_audit(AuditConfig(sim=DOWN_SERVER, states=1, samples=4, n_boot=100), name, progress=False, cache=False)
+    return root / name
+
+
+def write_failed_crossplay_run(root: Path, name: str) -> Path:
+    """A cross-play run whose simulator's server is down: every conversation an infrastructure failure."""
+    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+
+    _down_model()
+    root = root.resolve()
+    write_models(root)
+    with _cwd(root):
+        cfg = CrossplayConfig(policies=["scripted:models/pol_a.json"], simulators=[DOWN_SERVER, "scripted:models/sim_mode.json"],
+                              train_simulator="scripted:models/sim_mode.json", tasks=2, rollouts=1, max_turns=1,
+                              n_boot=100)  # fmt: skip
+        run_crossplay(cfg, out=name, progress=False, cache=False, report=True)
+    return root / name
+
+
+def write_hard_runs(root: Path) -> dict[str, Path]:
+    """The runs that break layouts: 100-character specs, 32 states in two modes, an 8 x 8 matrix, runs
+    whose server was down, and a lab comparison; ``{what: run directory}``."""
+    return {
+        "audit_32_states": write_long_audit_run(root, "audit-long-specs-32-states"),
+        "crossplay_8x8": write_matrix_run(root, "crossplay-8x8-long-specs"),
+        "audit_all_failed": write_failed_audit_run(root, "audit-server-down"),
+        "crossplay_all_failed": write_failed_crossplay_run(root, "crossplay-server-down"),
+    }
+
+
+def _cli(argv: list[str]) -> int:
+    """Run a ``collapse-probe`` command in this process, its terminal output discarded."""
+    from collapse_probe.cli import main
+
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+        return main(argv)
+
+
+def write_play_run(root: Path, name: str, sim: str = "scripted:models/sim_div.json") -> Path:
+    """A play run (policy A against ``sim``) through the ``collapse-probe play`` command."""
+    root = root.resolve()
+    write_models(root)
+    if sim == DOWN_SERVER:
+        _down_model()
+    with _cwd(root):
+        _cli(["play", "--policy", "scripted:models/pol_a.json", "--sim", sim, "--tasks", "2", "--rollouts", "2",
+              "--max-turns", "2", "--out", name, "--no-progress", "--no-cache"])  # fmt: skip
+    return root / name
+
+
+def write_monitor_rows(out: Path, steps: int = 24, states: int = 4, collapse_at: int = 12) -> Path:
+    """A monitor run directory written by :class:`~collapse_probe.monitor.CollapseMonitor` itself: each
+    step shadows ``states`` states with six replies, varied before ``collapse_at`` and one reply after
+    it, so the rows from there on raise the collapse alarm; its ``report.html`` is the monitor's own."""
+    from collapse_probe.monitor import CollapseMonitor
+
+    m = CollapseMonitor(partition="exact", out=out, seed=0)
+    for step in range(steps):
+        for s in range(states):
+            replies = [f"[DONATE ${(s + k) % 4}]" for k in range(6)] if step < collapse_at else ["[DONATE $1]"] * 6
+            m.record_turn(f"{step}-{s}", replies[0], replies[1:])
+        m.end_step(step, rewards=[0.25 + 0.5 * (step >= collapse_at)] * states)
+    m.close()
+    return out
+
+
+def write_train_report_run(root: Path, name: str, steps: int = 40) -> Path:
+    """A train run with its ``report.html`` written by the trainer's own report function, from the
+    exact curves of a lab run (:func:`write_train_run`), and the collapse monitor's rows in its
+    ``monitor/`` subdirectory, where the LLM trainers keep them (:func:`write_monitor_rows`)."""
+    from collapse_probe.trainers.llm import write_train_report
+
+    d = write_train_run(root, name, steps=steps, eval_every=5)
+    metrics = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
+    write_monitor_rows(d / "monitor", steps=steps, collapse_at=steps // 2)
+    results = json.loads((d / "results.json").read_text())
+    results.update(final={"step": steps - 1, **metrics[-1]}, advantage={"convention": "z-score within the group"},
+                   config={"policy": "scripted:models/pol_a.json", "sims": ["scripted:models/sim_mode.json"],
+                           "benchmark": "p4g", "group_size": 4, "tasks": 4})  # fmt: skip
+    write_train_report(results, metrics, d / "report.html", label=name)
+    return d
+
+
+def write_report_runs(root: Path) -> dict[str, Path]:
+    """One report of every kind, the hard runs among them: ``{what: report file}``."""
+    root.mkdir(parents=True, exist_ok=True)
+    hard = write_hard_runs(root)
+    cp = write_crossplay_run(root, "crossplay-2x2", report=True)
+    reports = {what: d / "report.html" for what, d in hard.items()}
+    reports["crossplay_2x2"] = cp / "report.html"
+    human = official_p4g_dir()
+    d = write_audit_run(
+        root, "audit-on-policy-vs", "sim_audit", compare_vs=True, policy="pol_a", max_turns=3, human=human
+    )
+    reports["audit_on_policy_vs"] = d / "report.html"
+    reports["play"] = write_play_run(root, "play") / "report.html"
+    reports["play_all_failed"] = write_play_run(root, "play-server-down", DOWN_SERVER) / "report.html"
+    reports["train"] = write_train_report_run(root, "train-with-monitor") / "report.html"
+    reports["monitor"] = write_monitor_rows(root / "monitor-collapsing") / "report.html"
+    for what, argv, page in (
+        ("lab", ["--steps", "30"], "report.html"),
+        ("lab_compare", ["--compare", "--seeds", "2", "--steps", "20"], "compare.html"),
+        ("lab_sweep", ["--sweep", "sim-temperature=0.3,1.0", "--seeds", "2", "--steps", "20"], "sweep.html"),
+    ):
+        out = root / what.replace("_", "-")
+        _cli(["lab", *argv, "--out", str(out)])
+        reports[what] = out / page
+    return reports

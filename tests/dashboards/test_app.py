@@ -95,10 +95,15 @@ def test_simulator_view_draws_the_real_audit(app, runs_root):
     res = json.loads((runs_root / "audit_mode" / "results.json").read_text())
     assert any(res["verdict"] in i.value.replace("\\", "") for i in at.info)
     charts = [_figure(c) for c in _plotly(at)]
-    assert len(charts) == 4  # per state, by turn, direct vs VS, classes of the chosen state
+    assert len(charts) == 5  # collapse map, per state, by turn, direct vs VS, classes of the chosen state
+    # the collapse map: one panel per mode, each row a state's class shares (largest first), rows summing to 1
+    cmap = charts.pop(0)
+    assert [t["type"] for t in cmap["data"]] == ["heatmap", "heatmap"]
+    for t in cmap["data"]:
+        assert all(abs(sum(row) - 1) < 1e-9 and row == sorted(row[:-1], reverse=True) + row[-1:] for row in t["z"])
     # ε per state: both sampling modes, the bias-aware values of results.json (as printed) in its state order
     per_state = {t["name"]: t for t in charts[0]["data"]}
-    assert set(per_state) == {"direct: on_policy", "verbalized: on_policy"}
+    assert set(per_state) == {"direct: on_policy", "verbalized: on_policy", f"ε* = {res['epsilon_star']:g}"}
     assert per_state["direct: on_policy"]["x"] == [s["state_id"] for s in res["states"]]
     assert per_state["direct: on_policy"]["y"] == [s["collapse_error_estimate"] for s in res["states"]]
     assert per_state["verbalized: on_policy"]["y"] == [
@@ -106,9 +111,13 @@ def test_simulator_view_draws_the_real_audit(app, runs_root):
     ]
     # ε by turn along the rollouts and the direct-vs-VS summary come from the trajectory and compare_vs blocks
     assert charts[1]["data"][0]["y"] == [t["mean"] for t in res["trajectory"]["collapse_error_by_turn"]]
+    # direct vs VS: the bars are the two estimates the printed difference is taken of
     bars = charts[2]["data"][0]
-    assert bars["y"] == [res["compare_vs"][m]["collapse_error"]["estimate"] for m in ("direct", "verbalized")]
-    assert "VS parse failures" in charts[2]["layout"]["title"]["text"]
+    d = res["compare_vs"]["difference_vs_minus_direct"]
+    assert bars["y"] == [d["a_estimate"], d["b_estimate"]]
+    assert abs(bars["y"][1] - bars["y"][0] - d["estimate"]) < 1e-9
+    assert charts[2]["data"][2]["y"] == [d["estimate"]]
+    assert "VS parse failures" in " ".join(a["text"] for a in charts[2]["layout"]["annotations"])
 
 
 def test_simulator_view_state_classes_recounted_from_samples(app, runs_root):
@@ -124,8 +133,8 @@ def test_simulator_view_state_classes_recounted_from_samples(app, runs_root):
         for name, ex in zip(table["class"], table["examples"], strict=True):
             k = rec["class_names"].index(name)
             assert all(rec["labels"][i] == k for i, t in enumerate(rec["responses"]) if t in ex.split(" | "))
-    hist = _figure(_plotly(at)[-1])
-    assert [t["y"] for t in hist["data"]] == [samples[(sid, m)]["class_counts"] for m in ("direct", "verbalized")]
+    hist = _figure(_plotly(at)[-1])  # horizontal bars: one panel per mode, counts on x
+    assert [t["x"] for t in hist["data"]] == [samples[(sid, m)]["class_counts"] for m in ("direct", "verbalized")]
     assert any("Please donate" in m.value or "Kids need" in m.value for m in at.markdown)  # the state's context
 
 
@@ -133,7 +142,7 @@ def test_simulator_view_state_selection(app, runs_root):
     at = _view(app, "Simulator")
     at.selectbox(key="sim_run").set_value("audit_probe [audit, complete]").run()
     assert not at.exception and not at.warning
-    assert len(_plotly(at)) == 2  # per state and classes: no rollouts, no VS, no human reference
+    assert len(_plotly(at)) == 3  # collapse map, per state and classes: no rollouts, no VS, no human reference
     options = at.selectbox(key="sim_state").options
     assert len(options) == 6  # opening and elicitation of 3 personas
     at.selectbox(key="sim_state").set_value(options[-1]).run()
@@ -248,7 +257,7 @@ def test_missing_runs_dir_is_an_error_box(tmp_path, monkeypatch):
     monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path / "nope"))
     at = _app(tmp_path / "nope")
     assert not at.exception
-    assert "not a directory" in at.error[0].value
+    assert "does not exist yet" in at.error[0].value and "collapse-probe dashboard PATH" in at.error[0].value
 
 
 # ------------------------------------------------------------------------------------------------ discovery
@@ -333,6 +342,10 @@ def test_cli_rejects_missing_runs_dir(tmp_path, capsys):
     from collapse_probe.cli import main
 
     assert main(["dashboard", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist yet" in err and "made by the first run" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "file").write_text("")
+    assert main(["dashboard", str(tmp_path / "file")]) == 2
     assert "is not a directory" in capsys.readouterr().err
 
 

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,8 +74,12 @@ def served(tmp_path_factory):
     fixtures.write_train_run(root, "train_single", "single")
     fixtures.write_train_run(root, "train_vs", "vs")
     fixtures.write_half_written_runs(root / "live")
+    yield from serve_dashboard(root, tmp_path_factory.mktemp("log") / "dashboard.log")
+
+
+def serve_dashboard(root: Path, log: Path) -> Iterator[str]:
+    """``collapse-probe dashboard ROOT`` on a free port, its output in ``log``: yields its URL, then stops it."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("log") / "dashboard.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "collapse_probe.cli", "dashboard", str(root), "--port", str(port)],
@@ -94,8 +100,8 @@ def served(tmp_path_factory):
         print(f"dashboard log: {log}")
 
 
-@pytest.fixture(scope="module")
-def browser():
+def launch_chromium() -> Iterator[Any]:
+    """Headless system Chromium through Playwright: yields the browser, then closes it."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -104,6 +110,11 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from launch_chromium()
 
 
 def _artifacts(tmp_path: Path) -> Path:

@@ -33,6 +33,8 @@ def test_simulator_view_of_a_published_audit(tmp_path, monkeypatch):
     assert not at.warning, [w.value for w in at.warning]
     assert any(res["verdict"] in i.value.replace("\\", "") for i in at.info)
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    (trace,) = charts[0]["data"]
+    # the ε-per-state figure (the collapse map comes before it)
+    (per_state,) = [c for c in charts if c["layout"]["title"]["text"].startswith("Collapse error per state")]
+    trace = per_state["data"][0]  # then the ε* line's legend entry
     assert trace["x"] == [s["state_id"] for s in res["states"]]
     assert trace["y"] == [state_estimate(s) for s in res["states"]]  # the bias-aware ε̂ the audit prints

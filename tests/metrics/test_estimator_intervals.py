@@ -6,23 +6,31 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import beta
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics import _intervals as iv
 from collapse_probe.metrics import estimators as est
 from collapse_probe.metrics._intervals import _lf_max_count_cdf, _lf_max_count_pmf
 
 UNIFORM_10 = np.full(10, 0.1)
 TWO_CLASS = np.array([0.9, 0.1])
 TIE = np.array([0.4, 0.4, 0.2])
+POINT_MASS = np.array([1.0])
+HALVES = np.array([0.5, 0.5])
 
 
 def _coverage(fn, p, n, s, reps, seed=0):
-    """Share of ``reps`` simulated audits (s states × n responses from p) whose interval holds 1 − max p."""
+    """Share of ``reps`` simulated audits (s states × n responses from p) whose interval holds 1 − max p.
+
+    ``p`` is one distribution for every state, or a list of distributions that the states cycle through
+    (the truth is then the mean of the states' ε)."""
     rng = np.random.default_rng(seed)
-    truth = 1.0 - p.max()
+    states = [p[i % len(p)] for i in range(s)] if isinstance(p, list) else [p] * s
+    truth = float(np.mean([1.0 - q.max() for q in states]))
     hits, widths = 0, []
     for rep in range(reps):
-        cs = [x[x > 0] for x in rng.multinomial(n, p, size=s)]
+        cs = [x[x > 0] for x in (rng.multinomial(n, q) for q in states)]
         r = fn(cs, rep)
         hits += r.ci95[0] <= truth <= r.ci95[1]
         widths.append(r.ci95[1] - r.ci95[0])
@@ -49,10 +57,79 @@ def test_least_favourable_table_is_a_pmf_and_monotone_in_m():
 
 def test_fully_collapsed_state_hand_value():
     r = est.collapse_error_interval([20])
-    assert r.estimate == 0.0 and r.plugin == 0.0 and r.ci95[0] == 0.0
-    # mid-p: the largest ε with P(all 20 replies modal) = (1 − ε)^20 ≥ 2·0.025 under two classes
-    assert r.ci95[1] == pytest.approx(1 - 0.05 ** (1 / 20), abs=0.01)
-    assert r.method.startswith("max-count test inversion") and r.n == 20 and r.n_states == 1
+    assert r.estimate == 0.0 and r.plugin == 0.0 and r.ci95[0] == 0.0  # a point mass: lower end 0
+    # Clopper–Pearson: the largest ε with P(all 20 held-out-chosen replies modal) = (1 − ε)^20 ≥ 0.025
+    assert r.ci95[1] == pytest.approx(1 - 0.025 ** (1 / 20), abs=1e-9)
+    assert r.method.startswith("exact binomial bounds") and r.n == 20 and r.n_states == 1
+
+
+def test_all_distinct_replies_reach_an_upper_end_of_one():
+    r = est.collapse_error_interval([1] * 20)
+    assert r.ci95[1] == 1.0 and r.estimate <= 1.0
+    # the lower end bounds the modal share by Clopper–Pearson from a max count of 1 of 20
+    assert r.ci95[0] == pytest.approx(1 - float(beta.ppf(0.975, 2, 19)), abs=1e-9)
+    assert est.mean_collapse_error_interval([[1] * 20] * 8).ci95[1] == 1.0
+
+
+def test_held_out_modal_share_hand_values():
+    shares = iv.held_out_modal_shares([[20], [1] * 20, [19, 1], [1]])
+    assert shares[0] == 1.0 and shares[1] == 0.0 and shares[3] == 0.0  # one reply cannot be split
+    # [19, 1]: the modal class of either half is the big class (unless the half is the lone other
+    # reply, impossible at 10 replies), so the held-out share averages the big class's share 19/20
+    assert shares[2] == pytest.approx(0.95, abs=0.005)
+
+
+def test_held_out_modal_share_is_unbiased_at_exact_ties():
+    # choosing the class on one half and counting it on the other: at an exact tie every class is
+    # modal, so the share's mean is max p exactly (the max count is biased up: 0.59 at N = 20)
+    rng = np.random.default_rng(4)
+    for p in (HALVES, np.full(3, 1 / 3), UNIFORM_10):
+        cs = [x[x > 0] for x in rng.multinomial(20, p, size=3000)]
+        shares = iv.held_out_modal_shares(cs, seed=1)
+        se = math.sqrt(p.max() * (1 - p.max()) / 20 / 3000)
+        assert abs(shares.mean() - p.max()) < 4 * se, (p, shares.mean())
+        assert np.mean([c.max() / 20 for c in cs]) > p.max() + 0.08
+    # 5 replies: only 6 count vectors, each repeated hundreds of times; if equal counts shared their
+    # splits, one Monte Carlo error per vector would not average out (it biased the mean by +0.025 at N = 3)
+    cs = [x[x > 0] for x in rng.multinomial(5, HALVES, size=6000)]
+    shares = iv.held_out_modal_shares(cs, seed=1)
+    assert abs(shares.mean() - 0.5) < 4 * math.sqrt(0.25 / 5 / 6000), shares.mean()
+
+
+def test_equal_counts_draw_their_own_splits():
+    a, b = iv.held_out_modal_shares([[11, 9], [11, 9]], seed=2)
+    assert a != b  # independent Monte Carlo errors, which average out over states
+    assert a == iv.held_out_modal_shares([[11, 9]], seed=2)[0]  # the first of its counts: as if alone
+    assert iv.held_out_modal_shares([[11, 9]], seed=2)[0] == iv.held_out_modal_shares([[11, 9]], seed=2)[0]
+
+
+def test_pooled_binomial_bound_is_clopper_pearson_and_handles_unequal_n():
+    from scipy.stats import binomtest
+
+    ns = np.array([20, 20, 20])
+    ref = binomtest(37, 60).proportion_ci(0.95, method="exact")
+    assert iv._mean_share_bound(37 / 20, ns, 0.025, upper=True) == pytest.approx(ref.high, abs=1e-9)
+    assert iv._mean_share_bound(37 / 20, ns, 0.025, upper=False) == pytest.approx(ref.low, abs=1e-9)
+    # unequal N: the effective-size grid agrees with the exact bound when the sizes are nearly equal ...
+    near = iv._mean_share_bound(37 / 20, np.array([20, 20, 21]), 0.025, upper=True)
+    assert near == pytest.approx(ref.high, abs=0.01)
+    # ... and a state with few replies widens the bound, never narrows it
+    few = np.array([20, 20, 4])
+    assert iv._mean_share_bound(37 / 20, few, 0.025, upper=True) > ref.high
+    assert iv._mean_share_bound(37 / 20, few, 0.025, upper=False) < ref.low
+    assert iv._mean_share_bound(3.0, few, 0.025, upper=True) == 1.0
+    assert iv._mean_share_bound(0.0, few, 0.025, upper=False) == 0.0
+
+
+def test_worst_case_variance_of_the_shares():
+    theta = np.array([0.3, 0.5, 0.9])
+    assert np.allclose(iv._worst_case_variance(theta, np.array([20, 20])), 2 * theta * (1 - theta) / 20)
+    # unequal N: the diverse states go where N is small; at least the equal-allocation variance
+    ns = np.array([5, 50])
+    equal = theta * (1 - theta) * (1 / 5 + 1 / 50)
+    assert np.all(iv._worst_case_variance(theta, ns) >= equal - 1e-12)
+    # mean 0.9 over N = 5 and 50: the small state at 0.8, the large one collapsed: 0.8·0.2/5
+    assert iv._worst_case_variance(np.array([0.9]), ns)[0] == pytest.approx(0.16 / 5, abs=1e-6)
 
 
 def test_interval_contains_plugin_and_estimate_and_is_deterministic():
@@ -63,6 +140,9 @@ def test_interval_contains_plugin_and_estimate_and_is_deterministic():
     assert a.ci95[0] <= a.plugin <= a.ci95[1] and a.ci95[0] <= a.estimate <= a.ci95[1]
     assert a.plugin == pytest.approx(np.mean([1 - 7 / 20, 1 - 9 / 20, 0.0]))
     assert a.to_dict()["ci95"] == a.ci95 and a.n_states == 3
+    # another seed draws other splits: the upper end moves by the Monte Carlo noise of the splits only
+    c = est.mean_collapse_error_interval(counts, seed=4)
+    assert c.ci95[0] == a.ci95[0] and c.ci95[1] == pytest.approx(a.ci95[1], abs=0.03)
 
 
 def test_bias_aware_estimate_moves_away_from_collapsed_on_a_diverse_simulator():
@@ -74,12 +154,12 @@ def test_bias_aware_estimate_moves_away_from_collapsed_on_a_diverse_simulator():
 
 
 def test_per_state_batch_equals_one_at_a_time():
-    cs = [[5, 4, 3, 3, 2, 2, 1], [12, 8], [20], [1] * 20]
+    cs = [[5, 4, 3, 3, 2, 2, 1], [11, 9], [20], [1] * 20, [11, 9]]  # a repeated state: the same interval
     batch = est.collapse_error_intervals(cs)
     for c, b in zip(cs, batch, strict=True):
         one = est.collapse_error_interval(c)
         assert b.ci95 == pytest.approx(one.ci95) and b.plugin == one.plugin
-    assert batch[3].ci95[1] > 0.9  # 20 distinct replies: nearly no mode
+    assert batch[3].ci95[1] == 1.0  # 20 distinct replies: possibly no mode at all
 
 
 def test_low_confidence_flag_and_mixed_sample_sizes():
@@ -95,6 +175,8 @@ def test_bad_input_names_the_argument():
         est.mean_collapse_error_interval([[1, 2], [-1, 3]])
     with pytest.raises(ConfigError, match="level"):
         est.collapse_error_interval([3, 2], level=1.5)
+    with pytest.raises(ConfigError, match="seed must be a non-negative integer"):
+        est.collapse_error_interval([3, 2], seed=-1)
 
 
 @pytest.mark.parametrize(
@@ -104,9 +186,29 @@ def test_bad_input_names_the_argument():
 )
 def test_mean_interval_holds_its_level_where_the_old_one_failed(p, n, s):
     cover, width = _coverage(lambda cs, rep: est.mean_collapse_error_interval(cs, seed=rep), p, n, s, reps=150)
-    # nominal 0.95, measured 0.92-0.99 over 400 reps (docs/estimator-coverage.md); 150 reps: slack ±0.04
+    # nominal 0.95; docs/estimator-coverage.md has these cells (60 reps there); 150 reps here: slack ±0.04
     assert cover >= 0.90, cover
     assert width < (0.45 if s == 1 else 0.3), width
+
+
+def test_mean_interval_holds_on_a_mix_of_collapsed_and_tied_states():
+    # point mass / [.5, .5] alternating over 32 states (truth 0.25): the least-favourable interval
+    # assumed one common modal probability and covered 0.15 here; the pooled binomial bounds need none
+    mix = [POINT_MASS, HALVES]
+    cover, width = _coverage(lambda cs, rep: est.mean_collapse_error_interval(cs, seed=rep), mix, 20, 32, reps=200)
+    assert cover >= 0.93, cover  # measured 1.00; P(cover < 0.93 | true coverage 0.95) < 0.1
+    assert width < 0.2, width  # measured 0.11
+    old, _ = _coverage(lambda cs, rep: iv.mean_collapse_error_least_favourable(cs, seed=rep), mix, 20, 32, reps=40)
+    assert old < 0.5, old
+
+
+def test_per_state_interval_covers_nearly_all_distinct_replies():
+    # uniform over 1000 at N = 20 (ε = 0.999): the earlier upper end stopped at 1 − 0.5/N and covered 0
+    p = np.full(1000, 1e-3)
+    cover, _ = _coverage(lambda cs, rep: est.collapse_error_interval(cs[0], seed=rep), p, 20, 1, reps=200)
+    assert cover >= 0.95, cover
+    old, _ = _coverage(lambda cs, rep: iv.mean_collapse_error_least_favourable(cs, seed=rep), p, 20, 1, reps=20)
+    assert old == 0.0
 
 
 def test_old_two_level_bootstrap_fails_on_uniform_which_is_why_it_is_replaced():
@@ -178,8 +280,40 @@ def test_entropy_interval_holds_its_level_where_the_old_one_failed(p, n, s, reps
     for rep in range(reps):
         cs = [x[x > 0] for x in rng.multinomial(n, p, size=s)]
         r = est.mean_entropy_interval(cs, seed=rep)
-        hits += r.ci95[0] <= truth <= r.ci95[1]
+        hits += r.ci95[0] <= truth and (r.ci95[1] is None or truth <= r.ci95[1])
     assert hits / reps >= floor
+
+
+def test_entropy_of_all_distinct_replies_is_a_lower_bound_only():
+    r = est.entropy_interval([1] * 20)
+    assert r.lower_bound_only and r.ci95[1] is None and len(r.ci95) == 2
+    assert "lower bound only" in r.note and r.estimate >= r.ci95[0]
+    # the collision bound: no pair of 20 replies collides, so Σp² ≤ χ²(0.975, 2)/2 / C(20, 2)
+    assert r.ci95[0] == pytest.approx(-math.log(3.6888794541139354 / 190), abs=1e-6)
+    # uniform over 57 classes (4.04 nats) shows 20 distinct replies 2.5 % of the time: the bound holds it
+    assert r.ci95[0] < math.log(57)
+    assert r.to_dict()["ci95"] == [r.ci95[0], None] and r.to_dict()["lower_bound_only"] is True
+
+
+def test_entropy_mean_is_a_lower_bound_only_when_one_state_is():
+    well_sampled = est.mean_entropy_interval([[12, 8], [15, 5]])
+    assert not well_sampled.lower_bound_only and well_sampled.ci95[1] is not None
+    mixed = est.mean_entropy_interval([[12, 8], [15, 5], [1] * 20])
+    assert mixed.lower_bound_only and mixed.ci95[1] is None
+    assert mixed.ci95[0] <= mixed.estimate
+
+
+def test_entropy_lower_bound_holds_for_nearly_all_distinct_replies():
+    # uniform over 57 at N = 20: mostly distinct replies; the bootstrap's lower end missed 0.14 here
+    p = np.full(57, 1 / 57)
+    rng = np.random.default_rng(6)
+    misses = only_lower = 0
+    for rep in range(100):
+        x = rng.multinomial(20, p)
+        r = est.entropy_interval(x[x > 0], seed=rep)
+        misses += r.ci95[0] > math.log(57)
+        only_lower += r.lower_bound_only
+    assert misses <= 5 and only_lower >= 80
 
 
 def test_coverage_benchmark_script_prints_the_table(capsys):
@@ -191,6 +325,7 @@ def test_coverage_benchmark_script_prints_the_table(capsys):
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod.main(["--reps", "4", "--n", "20", "--states", "4", "--panel", "uniform-10"]) == 0
+    assert mod.main(["--reps", "4", "--n", "20", "--states", "4", "--panel", "uniform-10", "point mass / [.5,.5]"]) == 0
     out = capsys.readouterr().out
     assert "| uniform-10 | 20 | 4 | 0.900 |" in out and "| uniform-10 | 20 | 4 | 2.303 |" in out
+    assert "| point mass / [.5,.5] | 20 | 4 | 0.250 |" in out  # a mix: the truth is the mean of the states' ε

@@ -20,6 +20,10 @@ def test_monitor_view_shows_the_figures_and_the_alarms(tmp_path, monkeypatch):
         m.end_step(k)
     m.close()
     assert json.loads((tmp_path / "runs" / "grpo-monitor" / "monitor.jsonl").read_text().splitlines()[1])["alarms"]
+    from collapse_probe.report.runs import discover_runs
+
+    # a closed monitor is a finished run (it writes no results.json: its rows are the result)
+    assert [(r.kind, r.status) for r in discover_runs(tmp_path / "runs")] == [("monitor", "complete")]
     monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path / "runs"))
     at = st_testing.AppTest.from_file(str(APP), default_timeout=60)
     at.run()

@@ -16,7 +16,8 @@ DONOR = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "scrip
 
 
 def _notes(fig) -> str:
-    return " ".join(a.text for a in fig.layout.annotations)
+    """The figure's notes as one line (a note is wrapped to the figure's width by ``<br>``)."""
+    return " ".join(a.text.replace("<br>", " ") for a in fig.layout.annotations)
 
 
 def test_play_writes_a_report(tmp_path) -> None:
@@ -53,3 +54,31 @@ def test_training_axes_are_whole_steps_with_short_tick_labels() -> None:
         assert fig.layout.yaxis.tickformat == TICK_FORMAT
     long = {"run": [{"step": s, "train_reward": 0.5} for s in range(0, 201)]}
     assert reward_curves_figure(long).layout.xaxis.dtick == 20
+
+
+def test_people_beside_the_simulator_with_their_intervals() -> None:
+    from collapse_probe.audit._human import people_epsilon
+    from collapse_probe.benchmarks.p4g import HumanDialogue
+    from collapse_probe.benchmarks.p4g_stance import StanceReader
+    from collapse_probe.report.audit_plots import people_vs_simulator_figure
+
+    ask, replies = ["proposition-of-donation"], [["agree-donation"], ["disagree-donation"], ["ask-org-info"]]
+    annotated = [
+        HumanDialogue(f"d{i}", [("policy", "Hi"), ("simulator", "Hey"), ("policy", "Donate?"), ("simulator", "...")],
+                      acts=[["greeting"], ["greeting"], ask, r])
+        for i, r in enumerate(replies)
+    ]  # fmt: skip
+    recs = [{"state_id": f"human:d{i}:3", "status": "ok", "source": "human", "responses": ["Sure, I'll donate $1."] * 10}
+            for i in range(2)]  # fmt: skip
+    pe = people_epsilon(recs, annotated, StanceReader("rules"))
+    assert pe is not None
+    fig = people_vs_simulator_figure({"human_reference": {"people_epsilon": pe}})
+    people, sim = fig.data
+    (g,) = pe["groups"]
+    assert list(people.y) == [pe["people"]["estimate"], g["people"]["collapse_error"]]
+    assert list(sim.y) == [pe["simulator_pooled"]["estimate"], g["simulator_pooled"]["collapse_error"]]
+    assert sim.y[1] == 0 < people.y[1]  # one stance from the simulator, three from the people
+    lo, hi = g["people"]["ci95"]
+    assert abs(people.y[1] - people.error_y.arrayminus[1] - lo) < 1e-12
+    assert abs(people.y[1] + people.error_y.array[1] - hi) < 1e-12
+    assert people_vs_simulator_figure({"human_reference": {}}) is None
