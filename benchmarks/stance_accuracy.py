@@ -10,7 +10,9 @@ Prints, for the rule reader and the fitted model, each read through
 macro-F1 and accuracy over {donate, refuse, no decision}, on sentences and on whole persuadee turns
 (a turn's gold stance is the last decision its sentences state, none if none does; the reader reads the
 joined turn as it reads a simulator reply), a 95 % interval of the sentence macro-F1 over dialogues resampled with replacement (13 held-out
-refusals make that F1 noisy), and each reader's speed.
+refusals make that F1 noisy), and each reader's cost per reply. Every sentence and turn is read with
+the persuader's sentences just before it as context (as the audit reads a state's replies, see
+``StanceReader.keys``); the scores without it are printed beside them.
 
     python benchmarks/stance_accuracy.py [--data DIR] [--json]
 """
@@ -21,6 +23,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
@@ -37,20 +40,53 @@ from collapse_probe.benchmarks.p4g_stance import (
 )
 
 
-def held_out(data: str) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
-    """Held-out persuadee sentences and turns with their gold stances, and each sentence's dialogue."""
-    rows = [r for r in load_annotated_p4g(data) if r.speaker == "simulator" and heldout_dialogue(r.dialogue_id)]
-    turns: dict[tuple[str, int], list[tuple[str, str]]] = {}
-    for r in rows:
-        turns.setdefault((r.dialogue_id, r.turn), []).append((r.text, act_stance(r.act)))
-    turn_texts = [" ".join(t for t, _ in v) for v in turns.values()]
-    turn_gold = [next((s for _, s in reversed(v) if s != NO_DECISION), NO_DECISION) for v in turns.values()]
-    return (
-        [r.text for r in rows],
-        [act_stance(r.act) for r in rows],
-        turn_texts,
-        turn_gold,
-        [r.dialogue_id for r in rows],
+@dataclass
+class HeldOut:
+    """Held-out persuadee sentences and turns, their gold stances, and what each answers."""
+
+    sentences: list[str]
+    gold: list[str]
+    contexts: list[str | None]
+    """The persuader's sentences just before the sentence's turn, joined: the message it answers."""
+    dialogues: list[str]
+    turns: list[str]
+    turn_gold: list[str]
+    turn_contexts: list[str | None]
+
+
+def held_out(data: str) -> HeldOut:
+    """The held-out persuadee sentences and turns (consecutive persuadee sentences) of ``data``."""
+    rows = load_annotated_p4g(data)
+    contexts: list[str | None] = []
+    turns: list[list[int]] = []
+    persuader: list[str] = []
+    keep: list[int] = []
+    for i, r in enumerate(rows):
+        if i and rows[i - 1].dialogue_id != r.dialogue_id:
+            persuader = []
+        if r.speaker == "policy":
+            persuader = [] if i and rows[i - 1].speaker != "policy" else persuader
+            persuader.append(r.text)
+            continue
+        if not heldout_dialogue(r.dialogue_id):
+            continue
+        prev = rows[i - 1] if i else None
+        if prev is not None and prev.speaker == "simulator" and prev.dialogue_id == r.dialogue_id and turns:
+            turns[-1].append(len(keep))
+        else:
+            turns.append([len(keep)])
+        keep.append(i)
+        contexts.append(" ".join(persuader) or None)
+    sents = [rows[i] for i in keep]
+    gold = [act_stance(r.act) for r in sents]
+    return HeldOut(
+        sentences=[r.text for r in sents],
+        gold=gold,
+        contexts=contexts,
+        dialogues=[r.dialogue_id for r in sents],
+        turns=[" ".join(sents[j].text for j in t) for t in turns],
+        turn_gold=[next((gold[j] for j in reversed(t) if gold[j] != NO_DECISION), NO_DECISION) for t in turns],
+        turn_contexts=[contexts[t[0]] for t in turns],
     )
 
 
@@ -98,37 +134,61 @@ def table(name: str, s: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def read(reader: StanceReader, h: HeldOut, encode: bool) -> dict[str, object]:
+    """One reader's scores on ``h``, with the persuader's message as context (as the audit reads a
+    state's replies) and without it, and its cost per reply."""
+    emb_s = emb_t = None
+    out: dict[str, object] = {"reader": reader.describe()}
+    if encode:  # the audit's embedding partition encodes every reply anyway and hands the rows over
+        from collapse_probe.metrics.partitioners import EmbeddingPartitioner
+
+        part = EmbeddingPartitioner()
+        t0 = time.perf_counter()
+        emb_t = part.embed(h.turns)
+        out["encode_ms_per_reply"] = 1000 * (time.perf_counter() - t0) / len(h.turns)
+        emb_s = part.embed(h.sentences)
+    t0 = time.perf_counter()
+    turn_keys = reader.keys(h.turns, emb_t, h.turn_contexts)
+    out["reader_ms_per_reply"] = 1000 * (time.perf_counter() - t0) / len(h.turns)
+    pred = [key_stance(k) for k in reader.keys(h.sentences, emb_s, h.contexts)]
+    out["sentences"] = {**scores(h.gold, pred), "macro_f1_ci95": dialogue_bootstrap(h.gold, pred, h.dialogues)}
+    out["turns"] = scores(h.turn_gold, [key_stance(k) for k in turn_keys])
+    bare = [key_stance(k) for k in reader.keys(h.sentences, emb_s)]
+    out["without_context"] = {
+        "sentences": scores(h.gold, bare),
+        "turns": scores(h.turn_gold, [key_stance(k) for k in reader.keys(h.turns, emb_t)]),
+    }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=default_annotated_dir(), help="directory with annotated_dialog.csv")
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = ap.parse_args()
-    sents, gold, turn_texts, turn_gold, dialogues = held_out(args.data)
-    n_dialogues = len(set(dialogues))
+    h = held_out(args.data)
+    n_dialogues = len(set(h.dialogues))
     out: dict[str, object] = {"held_out_dialogues": n_dialogues}
     for name in ("rules", "model"):
         reader = StanceReader(name)
         reader.keys(["warm-up: load the encoder before timing."])
-        t0 = time.perf_counter()
-        pred = [key_stance(k) for k in reader.keys(sents)]
-        seconds = time.perf_counter() - t0
-        out[name] = {
-            "reader": reader.describe(),
-            "sentences": {**scores(gold, pred), "macro_f1_ci95": dialogue_bootstrap(gold, pred, dialogues)},
-            "turns": scores(turn_gold, [key_stance(k) for k in reader.keys(turn_texts)]),
-            "sentences_per_second": len(sents) / seconds,
-        }
+        out[name] = read(reader, h, encode=name == "model")
     if args.json:
         print(json.dumps(out, indent=1))
         return
-    print(f"held-out: {n_dialogues} annotated dialogues (the shipped model was fitted on the others)\n")
+    print(f"held-out: {n_dialogues} annotated dialogues (the shipped model was fitted on the others)")
+    print("each reply read with the persuader's message before it as context, as the audit reads a state\n")
     for name in ("rules", "model"):
         r = out[name]
         assert isinstance(r, dict)
-        print(f"{r['reader']}  ({r['sentences_per_second']:.0f} sentences/s, encoding included)")
+        enc = f", encoding {r['encode_ms_per_reply']:.1f} ms" if "encode_ms_per_reply" in r else ""
+        print(f"{r['reader']}  ({r['reader_ms_per_reply']:.2f} ms per reply{enc})")
         print(table("  sentences", r["sentences"]))
         print(table("  turns", r["turns"]))
-        print()
+        bare = r["without_context"]
+        assert isinstance(bare, dict)
+        print(f"  without context: sentences macro-F1 {bare['sentences']['macro_f1']:.3f}, "
+              f"turns macro-F1 {bare['turns']['macro_f1']:.3f}\n")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ keywords) and returning its result::
 
     import collapse_probe
 
-    res = collapse_probe.audit(simulator="smollm2", benchmark="p4g", out="runs/audit")
+    res = collapse_probe.audit(sim="smollm2", samples=20, out="runs/audit")
     matrix = collapse_probe.crossplay(policies=["smollm2"], simulators=["smollm2", "vs:smollm2"], out="runs/x")
     verdict = collapse_probe.gate("runs/x", "smollm2", min_transfer=0.8)
     trained = collapse_probe.train(TrainConfig(...), out="runs/train")

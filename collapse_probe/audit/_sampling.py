@@ -20,6 +20,7 @@ from collapse_probe.audit._views import reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
+from collapse_probe.metrics.partitioners import apartition_states
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.models._batch import batch_chunk
@@ -114,6 +115,13 @@ async def exact_donation_distribution(model: Any, request: GenerationRequest) ->
     from collapse_probe.benchmarks.p4g import donation_answers
 
     return await exact_closed_set_distribution(model, request, donation_answers())
+
+
+def state_context(state: ProbeState) -> str | None:
+    """The message every reply at ``state`` answers: the policy's last message (``None`` before it
+    spoke). A short reply's meaning is in it ("Yes." after "Would you donate?" agrees to give)."""
+    return next((str(m.get("content") or "") for m in reversed(state.episode.messages) if m["role"] == "policy"),
+                None)  # fmt: skip
 
 
 def state_header(state: ProbeState, mode: str, simulator: str) -> dict[str, Any]:
@@ -230,7 +238,8 @@ class _Sampler:
         if not ok:
             return
         try:
-            labels = await self.partitioner.apartition_many([t for _, _, t, _, _ in ok])
+            labels = await apartition_states(self.partitioner, [t for _, _, t, _, _ in ok],
+                                             [state_context(s) for s, *_ in ok])  # fmt: skip
         except InfraError as exc:
             for state, *_ in ok:
                 self._finish(state, {"status": "infra_error", "error": f"partitioner {self.partitioner.name}: {exc}"})

@@ -76,7 +76,7 @@ SCORE_FIELDS = BIG_FIVE + MORAL + SCHWARTZ + DECISION
 PERSONA_FIELDS = SCORE_FIELDS + DEMOGRAPHICS
 
 
-def donor_stance(text: str) -> Any:
+def donor_stance(text: str, context: str | None = None) -> Any:
     """The decision a donor reply states, read from free text: ``"donate:$X"`` (an amount in a tag, in
     figures or in words), ``"donate"`` (a commitment without an amount), ``"refuse"`` (including a $0
     donation), ``"undecided"``, a question (``KeyFamily("question")``: never the same meaning as a decision, but two
@@ -94,7 +94,9 @@ def donor_stance(text: str) -> Any:
     acts when the ``embed`` extra is installed, by rules otherwise
     (:class:`~collapse_probe.benchmarks.p4g_stance.StanceReader`; measured on held-out annotated
     dialogues by ``python benchmarks/stance_accuracy.py``, see ``docs/stance-reader.md``). A reply of
-    several sentences states its strongest decision. For many replies at once use
+    several sentences states its strongest decision. ``context``, the persuader's last message, settles
+    what a bare "No." means: a refusal after talk of giving, an answer after "Have you heard of Save the
+    Children?" (without it, a refusal). For many replies at once use
     :func:`~collapse_probe.benchmarks.p4g_stance.stance_keys` (one encoder batch).
 
     Example:
@@ -103,7 +105,7 @@ def donor_stance(text: str) -> Any:
     """
     from collapse_probe.benchmarks.p4g_stance import default_stance_reader
 
-    return default_stance_reader()(text)
+    return default_stance_reader()(text, context)
 
 
 def donation_answers() -> list[tuple[str, str]]:

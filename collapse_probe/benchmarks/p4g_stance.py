@@ -131,6 +131,11 @@ _STRONG_REFUSAL = re.compile(
 """Refusals no reading of the context can turn into anything else ("No, I'm keeping my payment",
 "I'm going to say no this time"): they refuse whatever the model says (every one of the 4 training
 sentences they match is an annotated refusal, so cross-validation is unchanged)."""
+_GIVING_TALK = re.compile(
+    r"(donat|contribut|\bgiv(?:e|ing)\b|pledge|amount|money|payment|\bpay\b|\bcents?\b|dollars?|\$|bonus|earnings|"
+    r"count you in|any little bit|chip in|spare)"
+)
+"""A persuader message that talks of giving: only after one is a bare "no" a refusal."""
 _YES_START = re.compile(r"^(yes|yeah|yep|yup|sure|ok|okay|definitely|absolutely|of course|alright|all right)\b")
 _NO_START = re.compile(r"^(no|nope|nah)\b")
 
@@ -139,11 +144,19 @@ def _norm(text: str) -> str:
     return " ".join(text.casefold().replace("’", "'").split())
 
 
-def rule_stance(text: str) -> Any:
+def answers_giving(context: str | None) -> bool:
+    """Whether a reply to ``context`` (the persuader's last message) can refuse with a bare "no": the
+    message talks of giving (:data:`_GIVING_TALK`), or there is no context to tell. "No." after "Have
+    you heard of Save the Children?" answers the question; after "Could you give $0.25?" it refuses."""
+    return context is None or bool(_GIVING_TALK.search(_norm(context)))
+
+
+def rule_stance(text: str, context: str | None = None) -> Any:
     """The stance key a reply states, by rules (the reader without the ``embed`` extra).
 
     Rules, in order: a ``[DONATE $N]`` tag (``$0``: refuse); an explicit refusal (:data:`_REFUSAL`,
-    or a reply that is only "no"), unless the reply also commits to a named amount ("No thanks, but
+    or a reply that is only "no" to a ``context`` that talks of giving, or to no known context:
+    :func:`answers_giving`), unless the reply also commits to a named amount ("No thanks, but
     I'll give $1" donates); explicit indecision ("not sure", "sleep on it") → ``undecided``; a
     question (ends in "?", so "$2?" asks rather than gives) → ``KeyFamily("question")``; a named
     amount → ``donate:$X``; a first-person commitment to give → ``donate``; a hedge ("maybe",
@@ -161,7 +174,7 @@ def rule_stance(text: str) -> Any:
         return None
     amount = spoken_donation(t)
     commit = bool(_COMMIT.search(t)) and not _ELSEWHERE.search(t)
-    if (_REFUSAL.search(t) or _BARE_NO.match(t)) and not (commit and amount):
+    if (_REFUSAL.search(t) or (_BARE_NO.match(t) and answers_giving(context))) and not (commit and amount):
         return "refuse"
     if _UNDECIDED.search(t):
         return "undecided"
@@ -430,15 +443,22 @@ class StanceReader:
             return "P4G stance by rules (install the embed extra for the fitted stance model)"
         return f"P4G stance by a logistic regression on {self.model_.encoder} (model {self.model_.sha256[:12]})"
 
-    def __call__(self, text: str) -> Any:
-        return self.keys([text])[0]
+    def __call__(self, text: str, context: str | None = None) -> Any:
+        return self.keys([text], context=[context])[0]
 
-    def keys(self, texts: Sequence[str], embeddings: np.ndarray | None = None) -> list[Any]:
+    def keys(
+        self,
+        texts: Sequence[str],
+        embeddings: np.ndarray | None = None,
+        context: str | Sequence[str | None] | None = None,
+    ) -> list[Any]:
         """The key of each reply; ``embeddings``: the packaged encoder's unit-norm embeddings of
-        ``texts`` (row i of text i), or ``None`` to encode here."""
+        ``texts`` (row i of text i), or ``None`` to encode here; ``context``: the message the replies
+        answer (the persuader's last message: one string for all, one per reply, or ``None``)."""
         texts = list(texts)
+        contexts = _contexts(context, len(texts))
         if self.model_ is None:
-            return [self._rules_reply_key(t) for t in texts]
+            return [self._rules_reply_key(t, c) for t, c in zip(texts, contexts, strict=True)]
         out: list[Any] = [None] * len(texts)
         todo: list[tuple[int, list[str]]] = []
         for i, t in enumerate(texts):
@@ -471,34 +491,39 @@ class StanceReader:
         for i, sents in todo:
             sc = scores[k : k + len(sents)]
             k += len(sents)
-            out[i] = self._reply_key(texts[i], sents, sc)
+            out[i] = self._reply_key(texts[i], sents, sc, contexts[i])
         return out
 
     @staticmethod
-    def _rules_reply_key(text: str) -> Any:
+    def _rules_reply_key(text: str, context: str | None = None) -> Any:
         """The rules have no confidence to rank sentences by: the last decision stated wins."""
-        whole = rule_stance(text)
+        whole = rule_stance(text, context)
         sentences = split_sentences(text)
         if parse_donation(text) is not None:
             return whole
         if len(sentences) == 1:
             return _strong(text, whole)
-        decided = [_strong(s, rule_stance(s)) for s in sentences]
+        decided = [_strong(s, rule_stance(s, context)) for s in sentences]
         decided = [k for k in decided if key_stance(k) != NO_DECISION]
         if decided:
             return decided[-1]
         return whole if key_stance(whole) == NO_DECISION else None
 
     @staticmethod
-    def _reply_key(text: str, sentences: list[str], scores: np.ndarray) -> Any:
+    def _reply_key(text: str, sentences: list[str], scores: np.ndarray, context: str | None = None) -> Any:
         d, r, n = STANCES.index(DONATE), STANCES.index(REFUSE), STANCES.index(NO_DECISION)
         best: tuple[float, int, str] | None = None
         for s, sc in zip(sentences, scores, strict=True):
             rule = rule_stance(s)
             if rule == "undecided":
                 continue  # explicit indecision ("not sure", "let me think") decides nothing
+            bare_no = context is not None and bool(_BARE_NO.match(_norm(s)))
+            if bare_no and not answers_giving(context):
+                continue  # "No." to "Have you heard of them?" answers the question (alone, the model decides)
             cls = d if sc[d] >= sc[r] else r
             margin = float(sc[cls] - sc[n])
+            if bare_no:
+                cls, margin = r, math.inf  # "No." to "Could you give $0.25?" refuses
             if isinstance(rule, str) and rule.startswith("donate:"):
                 cls, margin = d, math.inf  # a named amount, not refused, is the strongest statement there is
             elif _STRONG_REFUSAL.search(_norm(s)):
@@ -510,7 +535,7 @@ class StanceReader:
             if best is None or margin > best[0]:
                 best = (margin, cls, s)
         if best is None:
-            fine = rule_stance(text)
+            fine = rule_stance(text, context)
             return fine if key_stance(fine) == NO_DECISION else None
         if best[1] == r:
             return "refuse"
@@ -535,9 +560,26 @@ def default_stance_reader() -> StanceReader:
     return StanceReader()
 
 
-def stance_keys(texts: Sequence[str], embeddings: np.ndarray | None = None) -> list[Hashable | None]:
+def stance_keys(
+    texts: Sequence[str],
+    embeddings: np.ndarray | None = None,
+    context: str | Sequence[str | None] | None = None,
+) -> list[Hashable | None]:
     """:func:`~collapse_probe.benchmarks.p4g.donor_stance` of many replies at once (one encoder batch)."""
-    return default_stance_reader().keys(texts, embeddings)
+    return default_stance_reader().keys(texts, embeddings, context)
+
+
+def _contexts(context: str | Sequence[str | None] | None, n: int) -> list[str | None]:
+    """One context per reply from ``None``, one string for all, or one per reply."""
+    if context is None or isinstance(context, str):
+        return [context] * n
+    out = list(context)
+    if len(out) != n:
+        raise ConfigError(f"context: expected one per reply ({n}), got {len(out)}")
+    bad = next((c for c in out if c is not None and not isinstance(c, str)), None)
+    if bad is not None:
+        raise ConfigError(f"context: expected strings or None, got {type(bad).__name__}")
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- annotated data

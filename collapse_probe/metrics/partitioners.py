@@ -309,22 +309,34 @@ class EmbeddingPartitioner:
         row = {t: i for i, t in enumerate(unique)}
         return np.asarray(emb)[[row[t] for t in texts]]
 
-    def _keys(self, texts: list[str], emb: np.ndarray) -> list[Hashable | None] | None:
+    def _keys(
+        self, texts: list[str], emb: np.ndarray, contexts: list[str | None] | None
+    ) -> list[Hashable | None] | None:
         """The key of each text. A key that reads many texts at once (``key.keys(texts, embeddings)``,
         e.g. the P4G stance reader) is called once for all states and, when this partition uses the
-        packaged encoder its embeddings come from, is handed them, so no reply is encoded twice."""
+        packaged encoder its embeddings come from, is handed them, so no reply is encoded twice; one
+        that also takes ``context`` gets each text's state context (the message it answers)."""
         if self.key is None:
             return None
         batch = getattr(self.key, "keys", None)
         if callable(batch):
-            return list(batch(texts, emb if self.model is None else None))
+            given = emb if self.model is None else None
+            if contexts is not None and takes_keyword(batch, "context"):
+                return list(batch(texts, given, context=contexts))
+            return list(batch(texts, given))
         return [self.key(t) for t in texts]
 
     def partition(self, texts: Sequence[str]) -> list[int]:
         return self.partition_many([texts])[0]
 
-    def partition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
+    def partition_many(
+        self, groups: Sequence[Sequence[str]], contexts: Sequence[str | None] | None = None
+    ) -> list[list[int]]:
+        """Labels for many states at once; ``contexts``: one per group, the message the state's replies
+        answer (the persuader's last message), handed to a key that reads it (``None``: no context)."""
         groups = [_check_texts(g, f"groups[{i}]") for i, g in enumerate(groups)]
+        if contexts is not None and len(contexts) != len(groups):
+            raise ConfigError(f"contexts: expected one per group ({len(groups)}), got {len(contexts)}")
         flat = [t for g in groups for t in g]
         if not flat:
             return [[] for _ in groups]
@@ -333,7 +345,8 @@ class EmbeddingPartitioner:
         reps = [[first[gi][u] for u in us] for gi, us in enumerate(distinct)]
         flat_reps = [t for r in reps for t in r]
         emb = self.embed(flat_reps)
-        all_keys = self._keys(flat_reps, emb)
+        flat_ctx = None if contexts is None else [c for c, r in zip(contexts, reps, strict=True) for _ in r]
+        all_keys = self._keys(flat_reps, emb, flat_ctx)
         out: list[list[int]] = []
         start = 0
         for g, us in zip(groups, distinct, strict=True):
@@ -347,8 +360,31 @@ class EmbeddingPartitioner:
             out.append(canonical_labels([of[normalize_text(t)] for t in g]))
         return out
 
-    async def apartition_many(self, groups: Sequence[Sequence[str]]) -> list[list[int]]:
-        return await asyncio.to_thread(self.partition_many, groups)
+    async def apartition_many(
+        self, groups: Sequence[Sequence[str]], contexts: Sequence[str | None] | None = None
+    ) -> list[list[int]]:
+        return await asyncio.to_thread(self.partition_many, groups, contexts)
+
+
+def takes_keyword(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` accepts the keyword argument ``name`` (a hook written before it existed does not)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+async def apartition_states(
+    partitioner: Any, groups: Sequence[Sequence[str]], contexts: Sequence[str | None] | None
+) -> list[list[int]]:
+    """``partitioner.apartition_many(groups)``, with each state's context where the partitioner takes
+    one (the embedding partition hands it to its meaning key; the others class replies without it)."""
+    if contexts is not None and takes_keyword(partitioner.apartition_many, "contexts"):
+        return list(await partitioner.apartition_many(groups, contexts=contexts))
+    return list(await partitioner.apartition_many(groups))
 
 
 @dataclass(frozen=True)

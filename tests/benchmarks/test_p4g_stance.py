@@ -109,6 +109,70 @@ def test_reader_keys(reader, text, key):
     assert StanceReader(reader)(text) == key
 
 
+@pytest.mark.parametrize("reader", READERS)
+def test_a_bare_no_is_read_against_the_message_it_answers(reader):
+    """ "No." refuses after talk of giving and answers a question otherwise; without a context the
+    rules refuse, as before, and the model reads it alone (on the training dialogues the context
+    changes 3 rule readings, all to the gold)."""
+    r = StanceReader(reader)
+    alone = r("No.")
+    assert alone == "refuse" or reader == "model"
+    assert r("No.", "Could you give just $0.25?") == "refuse"
+    assert r("No.", "Have you heard of Save the Children?") is None
+    assert key_stance(r("No. I haven't heard of them.", "Have you heard of Save the Children?")) == NO_DECISION
+    assert r("No thanks.", "Have you heard of Save the Children?") == "refuse"  # not bare: refuses anyway
+    asked = ["Would you donate some of your payment?", "Have you heard of them?", None]
+    assert r.keys(["No.", "No.", "No."], context=asked) == ["refuse", None, alone]
+    assert r.keys(["No.", "no"], context="Have you heard of them?") == [None, None]
+    assert donor_stance("No.", "Have you heard of Save the Children?") is None
+    with pytest.raises(ConfigError, match="context: expected one per reply"):
+        r.keys(["No.", "Yes."], context=["Would you donate?"])
+
+
+def test_the_embedding_partition_hands_each_state_its_context():
+    from collapse_probe.audit._sampling import state_context
+    from collapse_probe.metrics import partitioners
+
+    seen = []
+
+    class Key:
+        def __call__(self, text):
+            return None
+
+        def keys(self, texts, embeddings, context=None):
+            seen.append((list(texts), context))
+            ctx = context or [None] * len(texts)
+            return [
+                ("no" if c and "heard" in c else "refuse") if t == "No." else None
+                for t, c in zip(texts, ctx, strict=True)
+            ]
+
+    texts = ["No.", "No thanks, maybe later"]
+    emb = np.array([[1.0, 0.0], [0.0, 1.0]])
+    part = partitioners.EmbeddingPartitioner(key=Key())
+    part.embed = lambda ts: np.stack([emb[texts.index(t)] for t in ts])  # type: ignore[method-assign]
+    part.partition_many([texts, texts], contexts=["Have you heard of them?", "Would you donate?"])
+    assert seen[-1] == (texts + texts, ["Have you heard of them?"] * 2 + ["Would you donate?"] * 2)
+    part.partition_many([texts])  # no contexts: the key is called as before
+    assert seen[-1] == (texts, None)
+    with pytest.raises(ConfigError, match="contexts: expected one per group"):
+        part.partition_many([texts], contexts=[])
+    # partitioners without contexts (exact, label, judge) class the replies as before
+    import asyncio
+
+    exact = partitioners.get_partitioner("exact")
+    assert asyncio.run(partitioners.apartition_states(exact, [["a", "a", "b"]], ["ctx"])) == [[0, 0, 1]]
+    assert asyncio.run(partitioners.apartition_states(part, [texts], ["Would you donate?"])) == [[0, 1]]
+
+    class State:
+        episode = type("E", (), {"messages": [{"role": "policy", "content": "Hi"}, {"role": "simulator",
+                       "content": "Hello"}, {"role": "policy", "content": "Would you donate $1?"}]})()  # fmt: skip
+
+    assert state_context(State()) == "Would you donate $1?"  # type: ignore[arg-type]
+    State.episode.messages = []
+    assert state_context(State()) is None  # type: ignore[arg-type]
+
+
 def test_split_sentences():
     assert split_sentences("No thanks. I'd rather keep my money! Why?") == [
         "No thanks.",
