@@ -290,11 +290,10 @@ def write_inspect_log(run: RunData, out: str | Path) -> list[Path]:
     """Write the run as an inspect eval log at ``out`` (``.eval``, or ``.json`` for inspect's JSON
     format); an audit compared with Verbalized Sampling also gets ``STEM-MODE.SUFFIX`` for the other
     mode. Returns the files written."""
-    from inspect_ai.log import write_eval_log
-
     p = Path(out)
     if p.suffix not in (".eval", ".json"):
         raise ConfigError(f"--out {out}: an inspect log is a .eval or .json file; give a path ending in one")
+    write_eval_log = require("inspect_ai.log", "inspect", "export --to inspect", package="inspect-ai").write_eval_log
     written = [p]
     write_eval_log(build_eval_log(run), str(p), format="eval" if p.suffix == ".eval" else "json")
     if run.kind == "audit":
