@@ -512,19 +512,24 @@ def test_dashboard_file_reads_of_every_type(entries):
             else:
                 (run / name).write_bytes(_as_file(what))
         done: list[str] = []
+        errors: list[BaseException] = []
 
         def read() -> None:
-            for r in rd.discover_runs(d / "runs"):
-                _ = r.status, r.label, r.schema, r.problems
-                for name in ("samples.jsonl", "conversations.jsonl", "metrics.jsonl"):
-                    rd.audit_records(r.jsonl(name).records)
-                rd.training_curves(r)
-                done.append(repr(rd.read_usage(r)) + repr(r.results))
+            try:
+                for r in rd.discover_runs(d / "runs"):
+                    _ = r.status, r.label, r.schema, r.problems
+                    for name in ("samples.jsonl", "conversations.jsonl", "metrics.jsonl"):
+                        rd.audit_records(r.jsonl(name).records)
+                    rd.training_curves(r)
+                    done.append(repr(rd.read_usage(r)) + repr(r.results))
+            except BaseException as exc:  # an exception in the thread is a page that fails to draw
+                errors.append(exc)
 
         t = threading.Thread(target=read, daemon=True)
         t.start()
         t.join(timeout=30)
         assert not t.is_alive(), "a dashboard read blocked or ran away"
+        assert not errors, f"a dashboard read raised {errors[0]!r}"
         assert "leaked-model" not in "".join(done)  # nothing outside RUNS_DIR is read
     finally:
         shutil.rmtree(d, ignore_errors=True)
