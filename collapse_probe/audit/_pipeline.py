@@ -145,6 +145,7 @@ async def run_audit_async(
 
         policy = make_participant(config.policy, vs_k=config.vs_k, cache=cache)
     run_dir = None
+    usage = None
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if out is not None:
         from collapse_probe._identity import participant_fingerprints
@@ -297,15 +298,21 @@ async def run_audit_async(
         from collapse_probe.metrics.rewards import summarize_rewards
 
         results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
-    if run_dir is not None:
-        results["usage"] = usage.finish()
+    return finish_audit(results, recs, run_dir, usage)
+
+
+def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir: Any, usage: Any) -> dict[str, Any]:
+    """The end of an audit, live or of published trajectories: its spend, the results checked
+    through the typed model and written with the report (when there is a run directory)."""
     from collapse_probe.results import AuditResults
 
+    if run_dir is not None:
+        results["usage"] = usage.finish()
     typed = AuditResults.build(results)
     results = typed.to_json()
     if run_dir is not None:
         run_dir.write_results(typed)
-        write_audit_report(run_dir.path / "report.html", results, recs)
+        write_audit_report(run_dir.path / "report.html", results, records)
     return results
 
 

@@ -217,7 +217,7 @@ async def run_audit_from_async(
         ConfigError: the file cannot be read, holds several simulators and none was chosen, or no
             prefix has two replies.
     """
-    from collapse_probe.audit._pipeline import _make_partitioner, audit_results, resolve_partition
+    from collapse_probe.audit._pipeline import _make_partitioner, audit_results, finish_audit, resolve_partition
     from collapse_probe.benchmarks import declared_reward_range
     from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
     from collapse_probe.metrics.rewards import summarize_rewards
@@ -327,16 +327,4 @@ async def run_audit_from_async(
           "task_id": c.task_id} for c in convs],
         reward_range=declared_reward_range(arena),
     )  # fmt: skip
-    if run_dir is not None:
-        assert usage is not None
-        results["usage"] = usage.finish()
-    from collapse_probe.results import AuditResults
-
-    typed = AuditResults.build(results)
-    results = typed.to_json()
-    if run_dir is not None:
-        from collapse_probe.audit._presentation import write_audit_report
-
-        run_dir.write_results(typed)
-        write_audit_report(run_dir.path / "report.html", results, recs)
-    return results
+    return finish_audit(results, recs, run_dir, usage)
