@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import types
 import typing
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -45,6 +47,10 @@ def _add_option_flags(
             )
         elif choices:
             group.add_argument(f"--{dashed}", choices=choices, default=env(dashed, None), help=help_text)
+        elif (parse := _structured_parser(info.annotation)) is not None:
+            group.add_argument(
+                f"--{dashed}", type=parse, default=env(dashed, None), help=help_text, metavar=parse.metavar
+            )
         else:
             kind = _scalar_kind(info.annotation)
             group.add_argument(f"--{dashed}", type=kind, default=env(dashed, None, kind), help=help_text)
@@ -56,6 +62,59 @@ def _literal_choices(annotation: Any) -> tuple[str, ...] | None:
     for a in (annotation, *typing.get_args(annotation)):
         if typing.get_origin(a) is typing.Literal and all(isinstance(v, str) for v in typing.get_args(a)):
             return typing.get_args(a)
+    return None
+
+
+class ListValue:
+    """Parser of a list option's text: comma-separated items (``--topics math,art``) or a JSON array
+    (``--topics '["a,b", "c"]'``); items of an ``int`` / ``float`` list are converted (argparse names the
+    flag and the value it could not read)."""
+
+    metavar = "A,B,..."
+
+    def __init__(self, item: type) -> None:
+        self.item = item
+        self.__name__ = f"list of {item.__name__}"  # argparse: "invalid list of int value: 'x'"
+
+    def __call__(self, text: str) -> list[Any]:
+        text = text.strip()
+        if text.startswith("["):
+            value = JsonValue()(text)
+            if not isinstance(value, list):
+                raise argparse.ArgumentTypeError(f"expected a JSON array or comma-separated values, got {text!r}")
+            return value
+        return [self.item(t.strip()) for t in text.split(",") if t.strip()]
+
+
+class JsonValue:
+    """Parser of a structured option's text (a mapping or a nested model): JSON."""
+
+    metavar = "JSON"
+    __name__ = "JSON"
+
+    def __call__(self, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"expected JSON ({exc.msg} at position {exc.pos}), got {text!r}") from None
+
+
+def _structured_parser(annotation: Any) -> ListValue | JsonValue | None:
+    """The parser of an option whose type is a list, tuple or set (:class:`ListValue`) or a mapping or
+    model (:class:`JsonValue`); ``None`` for scalars (``X | None`` counts as ``X``)."""
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        if len(args) != 1:
+            return None
+        annotation = args[0]
+    origin = typing.get_origin(annotation) or annotation
+    if origin in (list, tuple, set, frozenset) or origin in (Sequence, typing.Sequence):
+        items = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        item = items[0] if len(set(items)) == 1 and items[0] in (int, float) else str
+        return ListValue(item)
+    if origin is dict or (isinstance(origin, type) and hasattr(origin, "model_fields")):
+        return JsonValue()
     return None
 
 

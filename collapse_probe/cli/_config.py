@@ -24,6 +24,7 @@ import ast
 import dataclasses
 import difflib
 import inspect
+import json
 import os
 import sys
 import textwrap
@@ -386,7 +387,8 @@ def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
         value = float(value)
     elif callable(kind):  # a custom parser function: give it the text the command line would have
         try:
-            value = kind(str(value))
+            # a list or mapping in the file reaches a list / JSON option's parser as JSON text
+            value = kind(json.dumps(value) if isinstance(value, list | dict) else str(value))
         except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
             bad(f"a value accepted by --{key.replace('_', '-')} ({exc})")
     if action.choices is not None and value not in action.choices:
@@ -395,8 +397,6 @@ def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
 
 
 def _yaml_scalar(v: Any) -> str:
-    import json
-
     if isinstance(v, str):
         return v
     return json.dumps(v)
