@@ -36,6 +36,8 @@ def make_callable(module_name: str, entry: Callable[..., Any]) -> None:
     module = sys.modules[module_name]
     module.__class__ = CallableModule
     module.__call_entry__ = entry  # type: ignore[attr-defined]
+    # ``inspect.signature(collapse_probe.audit)`` and ``help`` show the entry's parameters, not ``*args``
+    module.__signature__ = inspect.signature(entry)  # type: ignore[attr-defined]
 
 
 def config_and_options(

@@ -38,7 +38,7 @@ from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
-from collapse_probe.results import Cell
+from collapse_probe.results import Cell, CrossplayResults
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant, vs_setting
@@ -491,7 +491,7 @@ def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[floa
 
 def crossplay(
     config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
-) -> dict[str, Any]:
+) -> CrossplayResults:
     """The cross-play matrix as one call (``collapse_probe.crossplay(...)``): :func:`run_crossplay`.
 
     Args:
@@ -501,22 +501,24 @@ def crossplay(
             :func:`run_crossplay_async` (``arena``, ``participants``, ``vs_k``, ``cache``, ``report``, ...).
 
     Returns:
-        The content of ``results.json`` (today a dict; the typed results model takes its place).
+        The typed results (:class:`~collapse_probe.results.CrossplayResults`, what ``results.json``
+        holds): ``m.cells[0].mean_reward``; ``m["cells"]`` reads it as the JSON object, and
+        ``m.to_json()`` gives the dictionary :func:`run_crossplay` returns.
     """
     cfg, options = config_and_options(
         CrossplayConfig, config, kwargs, what="collapse_probe.crossplay", options_of=run_crossplay_async
     )
-    return run_crossplay(cfg, out=out, **options)
+    return CrossplayResults.build(run_crossplay(cfg, out=out, **options))
 
 
 async def crossplay_async(
     config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
-) -> dict[str, Any]:
+) -> CrossplayResults:
     """:func:`crossplay` for async code: ``await collapse_probe.crossplay_async(...)``."""
     cfg, options = config_and_options(
         CrossplayConfig, config, kwargs, what="collapse_probe.crossplay_async", options_of=run_crossplay_async
     )
-    return await run_crossplay_async(cfg, out=out, **options)
+    return CrossplayResults.build(await run_crossplay_async(cfg, out=out, **options))
 
 
 make_callable(__name__, crossplay)

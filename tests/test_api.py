@@ -25,6 +25,8 @@ SPEC = f"scripted:{DONOR}"
 
 def _strip(results):
     """Results without what differs between two identical runs (wall-clock fields)."""
+    if hasattr(results, "to_json"):  # the public API's typed results
+        results = results.to_json()
     drop = {"seconds", "created", "usage"}
     if isinstance(results, dict):
         return {k: _strip(v) for k, v in results.items() if k not in drop}
@@ -76,6 +78,10 @@ def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
     awaited = asyncio.run(collapse_probe.crossplay_async(config, out=tmp_path / "c", **opts))
     assert _strip(by_config) == _strip(by_fields) == _strip(by_override) == _strip(awaited) == _strip(base)
     assert (tmp_path / "a" / "results.json").exists()
+    from collapse_probe.results import CrossplayResults
+
+    assert isinstance(by_config, CrossplayResults) and isinstance(awaited, CrossplayResults)
+    assert by_config.cells[0].mean_reward == base["cells"][0]["mean_reward"] == by_config["cells"][0].mean_reward
 
     verdict = collapse_probe.gate(base, SPEC, min_transfer=0.5)
     assert verdict.to_dict() == evaluate_gate(base, SPEC, min_transfer=0.5).to_dict()
@@ -94,6 +100,18 @@ def test_audit_call_equals_run_audit(tmp_path):
     awaited = asyncio.run(collapse_probe.audit_async(config, out=None, progress=False))
     assert _strip(called) == _strip(base) == _strip(awaited)
     assert (tmp_path / "a" / "report.html").exists()  # the run directory still gets its report
+    from collapse_probe.results import AuditResults
+
+    assert isinstance(called, AuditResults) and isinstance(awaited, AuditResults)
+    assert called.summary.n_states == base["summary"]["n_states"] == called["summary"].n_states
+    assert called.verdicts.reward.label == base["verdicts"]["reward"]["label"]
+
+
+def test_the_calls_show_their_parameters():
+    import inspect
+
+    for name, param in (("audit", "out"), ("crossplay", "out"), ("gate", "policy"), ("train", "out"), ("lab", "config")):
+        assert param in inspect.signature(getattr(collapse_probe, name)).parameters, name
 
 
 def test_lab_call_equals_run_lab():

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._callable import config_and_options
 from collapse_probe.audit._config import AuditConfig
 
+if TYPE_CHECKING:
+    from collapse_probe.results import AuditResults
+
 
 def audit(
     config: AuditConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
-) -> dict[str, Any]:
+) -> AuditResults:
     """Audit a simulator's collapse error (:func:`~collapse_probe.audit.run_audit`) and return its results.
 
     Args:
@@ -23,27 +26,33 @@ def audit(
             ``participants``, ``policy``, ``fresh``, ``keep_failed``).
 
     Returns:
-        The content of ``results.json`` (today a dict; the typed results model takes its place).
+        The typed results (:class:`~collapse_probe.results.AuditResults`, what ``results.json`` holds):
+        ``r.summary.collapse_error.estimate``; ``r["summary"]`` reads it as the JSON object, and
+        ``r.to_json()`` gives the dictionary :func:`~collapse_probe.audit.run_audit` returns.
 
     Example:
         >>> import collapse_probe
-        >>> r = collapse_probe.audit(simulator="scripted:uniform", n=8, max_states=2, progress=False)  # doctest: +SKIP
+        >>> r = collapse_probe.audit(sim="scripted:uniform", samples=8, states=2, progress=False)  # doctest: +SKIP
+        >>> r.verdicts.reward.label  # doctest: +SKIP
     """
     from collapse_probe.audit._pipeline import run_audit, run_audit_async
 
     cfg, options = config_and_options(
         AuditConfig, config, kwargs, what="collapse_probe.audit", options_of=run_audit_async
     )
-    return run_audit(cfg, out, **options)
+    from collapse_probe.results import AuditResults
+
+    return AuditResults.build(run_audit(cfg, out, **options))
 
 
 async def audit_async(
     config: AuditConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
-) -> dict[str, Any]:
+) -> AuditResults:
     """:func:`audit` for async code: ``await collapse_probe.audit_async(...)``."""
     from collapse_probe.audit._pipeline import run_audit_async
+    from collapse_probe.results import AuditResults
 
     cfg, options = config_and_options(
         AuditConfig, config, kwargs, what="collapse_probe.audit_async", options_of=run_audit_async
     )
-    return await run_audit_async(cfg, out, **options)
+    return AuditResults.build(await run_audit_async(cfg, out, **options))

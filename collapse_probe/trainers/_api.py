@@ -5,31 +5,34 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._callable import config_and_options
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import LabConfig, LabResult
 
+if TYPE_CHECKING:
+    from collapse_probe.results import TrainResults
 
-def train(
-    config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any
-) -> dict[str, Any]:
+
+def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any) -> TrainResults:
     """Train a policy (:func:`~collapse_probe.trainers.run_train`) in run directory ``out``.
 
     ``kwargs`` are fields of :class:`~collapse_probe.trainers.TrainConfig` (overriding ``config``'s)
-    and ``arena``. Returns the content of ``results.json`` (today a dict; the typed results model
-    takes its place).
+    and ``arena``. Returns the typed results (:class:`~collapse_probe.results.TrainResults`, what
+    ``results.json`` holds; ``r["steps"]`` reads it as the JSON object, ``r.to_json()`` gives the
+    dictionary :func:`~collapse_probe.trainers.run_train` returns).
     """
+    from collapse_probe.results import TrainResults
     from collapse_probe.trainers.llm import run_train
 
     cfg, options = config_and_options(TrainConfig, config, kwargs, what="collapse_probe.train", options_of=run_train)
-    return run_train(cfg, out, **options)
+    return TrainResults.build(run_train(cfg, out, **options))
 
 
 async def train_async(
     config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any
-) -> dict[str, Any]:
+) -> TrainResults:
     """:func:`train` for async code (training runs in a worker thread; the event loop stays free)."""
     return await asyncio.to_thread(train, config, out=out, **kwargs)
 
