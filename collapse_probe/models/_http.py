@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from collapse_probe._retry import RetryPolicy
+from collapse_probe._state import on_reset
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
 from collapse_probe.models._usage import check_budget, record_usage
@@ -287,6 +288,14 @@ in ~4 s on two cores, sixteen clients of four in ~0.65 s. So the concurrency slo
 several SDK clients, each wrapping a small pool."""
 
 _SSL_CONTEXT: Any = None
+
+
+def _forget_ssl_context() -> None:
+    global _SSL_CONTEXT
+    _SSL_CONTEXT = None
+
+
+on_reset("models.tls_context", _forget_ssl_context)
 
 
 def _ssl_context() -> Any:
