@@ -12,8 +12,10 @@ upward, and a module not yet imported has nothing cached.
 :func:`reset_caches` (``collapse_probe.reset_caches()``) empties them all: the next call builds,
 loads and reads again. A notebook that edited a scripted model, a test that points the same spec at a
 new local server, a long process that wants the memory back call it. What is not a cache is not
-here: the run's reliability tally, the locks and flush hooks of runs open in this process, a
-pending message (their modules keep them, and ``tests/test_state.py`` lists each with its reason).
+here: the run's reliability tally and usage ledger, the locks and flush hooks of runs open in this
+process, a pending message, the model provider a Ray session installs for the length of its ``with``
+block (their modules keep them; ``tests/test_state.py`` lists the containers among them with the
+reason each stays out).
 """
 
 from __future__ import annotations
