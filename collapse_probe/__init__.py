@@ -15,6 +15,8 @@ and ``await collapse_probe.audit_async(...)`` (``crossplay_async``, ``gate_async
 ``train_async``, ``lab_async``) in async code. ``collapse_probe.audit``, ``.crossplay`` and
 ``.gate`` are also the modules they always were (``from collapse_probe.audit import run_audit``).
 Everything loads on first use: ``import collapse_probe`` imports no benchmark, model or torch.
+``collapse_probe.reset_caches()`` empties what the process built once and keeps (backends, loaded
+weights, encoders, file fingerprints, benchmark data): the next run builds and reads them anew.
 
 Subpackages, one per concept, bottom layer first (docs/architecture.md):
 
@@ -48,6 +50,7 @@ __all__ = [
     "gate_async",
     "lab",
     "lab_async",
+    "reset_caches",
     "train",
     "train_async",
 ]
@@ -72,6 +75,10 @@ def __getattr__(name: str) -> Any:
         from collapse_probe.trainers import _api
 
         return getattr(_api, name)
+    if name == "reset_caches":
+        from collapse_probe._state import reset_caches
+
+        return reset_caches
     raise AttributeError(f"module 'collapse_probe' has no attribute {name!r}")
 
 

@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._state import process_cache
+
 logger = logging.getLogger(__name__)
 
 CACHE_FILE = "responses.sqlite"
@@ -55,9 +57,11 @@ def default_cache_path() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collapse-probe" / CACHE_FILE
 
 
-_MEMO: dict[tuple[str, int, int], str] = {}
+_MEMO: dict[tuple[str, int, int], str] = process_cache("identity.file_hashes", {})
+"""``(resolved path, size, mtime_ns)`` -> sha256 of that file version."""
 _MEMO_LOCK = threading.Lock()
-_DISK_MEMO_LOADED: set[str] = set()
+_DISK_MEMO_LOADED: set[str] = process_cache("identity.disk_memos_read", set())
+"""On-disk memo files already merged into :data:`_MEMO` (emptied with it, so they are read again)."""
 
 
 def _memo_path() -> Path | None:

@@ -97,10 +97,11 @@ def test_cached_rerun_is_identical_and_cached_samples_are_independent_draws(writ
     a = _audit(spec, tmp_path / "a", samples=400, states=1, partition="exact")
     b = _audit(spec, tmp_path / "b", samples=400, states=1, partition="exact")
     assert a["states"] == b["states"] and a["summary"] == b["summary"]
+    from collapse_probe._state import process_caches
     from collapse_probe.models import default_cache_path
-    from collapse_probe.simulators._participant import _WRAPPED
 
-    [cached] = [m for m in _WRAPPED.values() if m.spec == spec and str(m.cache.path) == str(default_cache_path())]
+    wrappers = process_caches()["simulators.cached"].values()
+    [cached] = [m for m in wrappers if m.spec == spec and str(m.cache.path) == str(default_cache_path())]
     assert cached.hits >= 800 and cached.misses == 800  # second run served entirely from the cache
     assert len(cached.cache) >= 800  # one cache entry per sample index
     recs = [json.loads(line) for line in (tmp_path / "b" / "samples.jsonl").read_text().splitlines()]

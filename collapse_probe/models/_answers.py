@@ -18,14 +18,12 @@ never stores a blank reply, so the re-ask and the rerun reach the model instead 
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from collapse_probe._retry import RetryPolicy
 from collapse_probe.models._http import CallFailure
 
-logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -43,16 +41,5 @@ class EmptyAnswer(CallFailure):
 
 async def retry_empty(model: Any, call: Callable[[], Awaitable[T]]) -> T:
     """Run ``call`` again while it raises :class:`EmptyAnswer`, by ``model.retry``'s policy."""
-    attempt = 0
-    while True:
-        try:
-            return await call()
-        except EmptyAnswer as exc:
-            if attempt >= model.retry.max_retries:
-                if attempt > 0:
-                    exc.args = (f"{exc} (gave up after {attempt + 1} attempts)",)
-                raise
-            wait = model.retry.delay(attempt, None, model._rng)
-            logger.info("%s: %s; retry %d/%d in %.2f s", model.spec, exc, attempt + 1, model.retry.max_retries, wait)
-            attempt += 1
-            await asyncio.sleep(wait)
+    policy: RetryPolicy = model.retry
+    return await policy.call(call, retry_on=lambda exc: isinstance(exc, EmptyAnswer), label=model.spec, rng=model._rng)

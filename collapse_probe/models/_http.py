@@ -8,7 +8,8 @@ errors. What the SDKs do not do lives here, once for all providers:
 * at most ``concurrency`` calls of one model are in flight per event loop (a queue of slots over
   a few SDK clients, each with a small connection pool); a call waiting to be retried does not hold
   a slot;
-* **one retry policy**, ours, with the SDKs' own retries switched off (``max_retries=0``): a call
+* **one retry policy**, ours (:mod:`collapse_probe._retry`, on tenacity, which every retried call in
+  the package goes through), with the SDKs' own retries switched off (``max_retries=0``): a call
   that fails with HTTP 408/409/425/429/500/502/503/504/529, a timeout or a connection error is
   retried up to ``max_retries`` times with exponential backoff and jitter, never sooner than the
   server's ``Retry-After`` (or ``retry-after-ms``) asks, and not at all when it answers
@@ -44,6 +45,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from collapse_probe._retry import RetryPolicy
+from collapse_probe._state import on_reset
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
 from collapse_probe.models._usage import check_budget, record_usage
@@ -149,6 +152,11 @@ def positive_float(value: Any, option: str, allow_zero: bool = True) -> float:
 # --------------------------------------------------------------------------------------------- retries
 
 
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed call is worth another attempt (a :class:`CallFailure` classified so)."""
+    return isinstance(exc, CallFailure) and exc.retryable
+
+
 class CallFailure(Exception):
     """One failed API call, classified as retryable or not."""
 
@@ -159,29 +167,6 @@ class CallFailure(Exception):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with jitter; the server's ``Retry-After`` is a lower bound on the wait."""
-
-    max_retries: int = 6
-    """Retries after the first attempt (so ``max_retries + 1`` attempts in all)."""
-    backoff_base: float = 0.5
-    """Wait before the first retry, doubled at each further retry (before jitter)."""
-    backoff_max: float = 30.0
-    """Upper bound of the exponential wait."""
-    max_retry_after: float = 120.0
-    """Longest ``Retry-After`` honoured; a server asking for longer makes the call fail at once."""
-
-    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
-        backoff = min(self.backoff_max, self.backoff_base * (2**attempt))
-        # Jitter in [backoff/2, backoff]: spreads synchronized retries of a batch apart.
-        wait = backoff * (0.5 + 0.5 * rng.random())
-        if retry_after is not None:
-            wait = max(wait, retry_after)
-        return wait
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -303,6 +288,14 @@ in ~4 s on two cores, sixteen clients of four in ~0.65 s. So the concurrency slo
 several SDK clients, each wrapping a small pool."""
 
 _SSL_CONTEXT: Any = None
+
+
+def _forget_ssl_context() -> None:
+    global _SSL_CONTEXT
+    _SSL_CONTEXT = None
+
+
+on_reset("models.tls_context", _forget_ssl_context)
 
 
 def _ssl_context() -> Any:
@@ -601,30 +594,10 @@ class APIChatModel:
             return await self._retrying(once)
 
     async def _retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T:
-        """Run ``attempt_once`` until it returns, retrying the :class:`CallFailure` it raises by the policy."""
-        attempt = 0
-        while True:
-            try:
-                return await attempt_once()
-            except CallFailure as failure:
-                if failure.retry_after is not None and failure.retry_after > self.retry.max_retry_after:
-                    failure.retryable = False
-                    failure.args = (f"{failure} (the server asks to retry after {failure.retry_after:.0f} s)",)
-                if not failure.retryable or attempt >= self.retry.max_retries:
-                    if attempt > 0:
-                        failure.args = (f"{failure} (gave up after {attempt + 1} attempts)",)
-                    raise
-                wait = self.retry.delay(attempt, failure.retry_after, self._rng)
-                logger.info(
-                    "%s: %s; retry %d/%d in %.2f s",
-                    self.spec,
-                    self.redact(str(failure)),
-                    attempt + 1,
-                    self.retry.max_retries,
-                    wait,
-                )
-            attempt += 1
-            await asyncio.sleep(wait)
+        """Run ``attempt_once`` until it returns, retrying the retryable :class:`CallFailure` it raises."""
+        return await self.retry.call(
+            attempt_once, retry_on=is_retryable, label=self.spec, rng=self._rng, redact=self.redact
+        )
 
     def classify_error(self, exc: BaseException) -> CallFailure:
         """Map an SDK exception to a :class:`CallFailure` with a message that says what to check.

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models._types import ChatModel
 
@@ -63,7 +64,7 @@ ALIASES: dict[str, Alias] = {
 
 DEFAULT_MODEL = "smollm2"
 
-_INSTANCES: dict[tuple[str, str], ChatModel] = {}
+_INSTANCES: dict[tuple[str, str], ChatModel] = process_cache("models.instances", {})
 """(spec key, options key) -> the backend built for them (:func:`get_model`)."""
 
 ModelProvider = Callable[[str, dict[str, Any]], ChatModel]

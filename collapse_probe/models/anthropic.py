@@ -38,6 +38,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
@@ -132,7 +133,7 @@ def parse_messages_response(data: dict[str, Any]) -> Completion:
     )
 
 
-_KEY_HEADER_CLASSES: dict[type, type] = {}
+_KEY_HEADER_CLASSES: dict[type, type] = process_cache("models.anthropic_key_clients", {})
 
 
 def _with_key_header(cls: type) -> type:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe._proc import pid_alive
+from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
@@ -123,7 +124,7 @@ LOCAL_MODELS: dict[str, LocalModelSource] = {
 }
 """Names accepted after ``local/``."""
 
-_LOADED: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+_LOADED: dict[tuple[str, str, str], tuple[Any, Any]] = process_cache("models.local_weights", {})
 _LOAD_LOCK = threading.Lock()
 _TORCH_LOCK = threading.Lock()
 """Serialises decoding and scoring in this process: backends may share one torch model (a trainer's
@@ -912,7 +913,7 @@ class LocalModel:
         return out.logits[0, -1].float()
 
 
-_PREALLOCATED: dict[type, type] = {}
+_PREALLOCATED: dict[type, type] = process_cache("models.preallocated_layers", {})
 
 
 def _preallocated_layer(dynamic: type) -> type:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._retry import RetryPolicy
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
 from collapse_probe.models._types import GenerationRequest, GenerationResult
 
@@ -72,6 +73,8 @@ ACTOR_MAX_TASK_RETRIES = 2
 """How often Ray re-runs a call whose actor died while it was in flight."""
 MAX_ATTEMPTS = 4
 """Calls of one split tried on (possibly different) replicas before its requests fail as infra errors."""
+REPLICA_RETRY = RetryPolicy(max_retries=MAX_ATTEMPTS - 1, backoff_base=0.5, backoff_max=4.0)
+"""The wait before the next replica is tried: gives a restarting or replacement actor a moment."""
 
 
 # ---- the actor --------------------------------------------------------------------------------
@@ -515,12 +518,10 @@ class RayReplicaModel:
 
     async def _call(self, weight: int, method: str, *args: Any) -> Any:
         ray = self._ray
-        avoid: _Replica | None = None
-        last = ""
-        for attempt in range(MAX_ATTEMPTS):
-            if attempt:  # give a restarting or replacement actor a moment before the next try
-                await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 4.0))
-            rep = self._pick(weight, avoid)
+        avoid: list[_Replica] = []  # the replica that failed last: the next try goes elsewhere
+
+        async def attempt() -> Any:
+            rep = self._pick(weight, avoid[0] if avoid else None)
             handle = rep.handle
             try:
                 self.stats_.calls += 1
@@ -535,19 +536,21 @@ class RayReplicaModel:
                     raise cause from None
                 raise InfraError(f"{self.spec}: {_first_line(exc)}") from None
             except ray.exceptions.RayError as exc:  # the actor, its worker or its node failed
-                last = _first_line(exc)
                 self.stats_.retries += 1
-                logger.warning(
-                    "%s: replica %d failed (%s); retrying (attempt %d)", self.spec, rep.index, last, attempt + 1
-                )
+                logger.warning("%s: replica %d failed (%s)", self.spec, rep.index, _first_line(exc))
                 self._check_cluster(exc)
                 if isinstance(exc, ray.exceptions.ActorDiedError) and rep.handle is handle:
                     self._replace(rep)  # dead for good (restarts used up): a fresh actor takes its place
-                avoid = rep
+                avoid[:] = [rep]
+                raise _TryAgain(_first_line(exc)) from None
             finally:
                 with self._lock:
-                    rep.in_flight -= weight
-        raise _ReplicasFailed(f"{self.spec}: replicas kept failing ({MAX_ATTEMPTS} attempts): {last}")
+                    rep.in_flight -= weight  # a call waiting to be retried holds no replica
+
+        try:
+            return await REPLICA_RETRY.call(attempt, retry_on=lambda e: isinstance(e, _TryAgain), label=self.spec)
+        except _TryAgain as exc:
+            raise _ReplicasFailed(f"{self.spec}: replicas kept failing ({MAX_ATTEMPTS} attempts): {exc.last}") from None
 
     def _replace(self, rep: _Replica) -> None:
         with contextlib.suppress(Exception):
@@ -590,6 +593,15 @@ class ReplicaLoraView:
 
     def wake_up(self) -> None:
         self.base.wake_up()
+
+
+class _TryAgain(Exception):
+    """A transient Ray failure (a replica's actor, worker or node died; a local cluster missed its
+    start-up window): retried by the policy; ``last`` is the one-line cause for the final error."""
+
+    def __init__(self, last: str) -> None:
+        super().__init__(last)
+        self.last = last
 
 
 class _ReplicasFailed(InfraError):
@@ -742,19 +754,23 @@ def start_ray(ray: Any, address: str, num_cpus: int | None = None) -> None:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address == "local":
         kwargs.update(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=100 * 1024**2)
-    attempts = LOCAL_START_ATTEMPTS if address == "local" else 1
-    for attempt in range(1, attempts + 1):
+
+    def attempt() -> None:
         try:
             ray.init(address=address, **kwargs)
-            return
         except ConnectionError as exc:
             raise InfraError(f"--ray-address {address}: cannot reach a Ray cluster: {_first_line(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception when a node misses its start-up window
             with contextlib.suppress(Exception):
                 ray.shutdown()  # stops whatever part of the local cluster did start
-            if attempt == attempts:
-                raise InfraError(f"--ray-address {address}: cannot start or join Ray: {_first_line(exc)}") from None
-            logger.warning("starting the local Ray cluster failed (%s); trying again", _first_line(exc))
+            raise _TryAgain(_first_line(exc)) from None
+
+    retries = LOCAL_START_ATTEMPTS - 1 if address == "local" else 0
+    policy = RetryPolicy(max_retries=retries, backoff_base=0.0, backoff_max=0.0)
+    try:
+        policy.call_sync(attempt, retry_on=lambda e: isinstance(e, _TryAgain), label="starting the local Ray cluster")
+    except _TryAgain as exc:
+        raise InfraError(f"--ray-address {address}: cannot start or join Ray: {exc.last}") from None
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import ChatModel, Completion, get_model
 
@@ -95,20 +96,24 @@ def make_participant(spec: str, *, vs_k: int = 5, cache: bool = True, **model_op
     return Participant(label=spec, model=model, mode=mode, vs_k=vs_k)
 
 
-_CACHES: dict[str, Any] = {}
-_METERED: dict[int, Any] = {}
+_CACHES: dict[str, Any] = process_cache("simulators.response_caches", {})
+"""Cache file path -> the open :class:`~collapse_probe.models.ResponseCache` on it."""
+_METERED: dict[int, Any] = process_cache("simulators.metered", {})
+"""``id(model)`` -> the usage-counting wrapper of that uncached model (checked to be that model)."""
 
 
 def _metered(model: ChatModel) -> ChatModel:
     """One usage-counting wrapper per uncached model (participants sharing a model share a batch)."""
     from collapse_probe.models._usage import MeteredModel
 
-    if id(model) not in _METERED:
-        _METERED[id(model)] = MeteredModel(model)
-    return _METERED[id(model)]
+    wrapper = _METERED.get(id(model))
+    if wrapper is None or wrapper.inner is not model:  # an id outlives its object: check it is this model
+        wrapper = _METERED[id(model)] = MeteredModel(model)
+    return wrapper
 
 
-_WRAPPED: dict[tuple[int, str], Any] = {}
+_WRAPPED: dict[tuple[int, str], Any] = process_cache("simulators.cached", {})
+"""``(id(model), cache file)`` -> the cache wrapper of that model (checked to be that model)."""
 
 
 def _cached(model: ChatModel) -> ChatModel:
@@ -119,6 +124,7 @@ def _cached(model: ChatModel) -> ChatModel:
     if path not in _CACHES:
         _CACHES[path] = ResponseCache(path)
     key = (id(model), path)
-    if key not in _WRAPPED:
-        _WRAPPED[key] = CachedModel(model, _CACHES[path])
-    return _WRAPPED[key]
+    wrapper = _WRAPPED.get(key)
+    if wrapper is None or wrapper.inner is not model:  # an id outlives its object: check it is this model
+        wrapper = _WRAPPED[key] = CachedModel(model, _CACHES[path])
+    return wrapper

@@ -197,6 +197,11 @@ def test_merge_only_path_is_fast_and_deterministic(tmp_path):
     task = _task("demo_inventory_task/task2")
     base = base_repo(task)
     assert base_repo(task).sha == base.sha
+    import collapse_probe
+
+    collapse_probe.reset_caches()  # built again in a directory of its own, with the same commit
+    again = base_repo(task)
+    assert again.sha == base.sha and again.path != base.path and base.path.is_dir()
     m = merge_patches(base, clean_patch(_gold(task, 1)), clean_patch(_gold(task, 2)), tmp_path)
     assert m.strategy == "union" and "total_value" in m.merged and "low_stock" in m.merged
 

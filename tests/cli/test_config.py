@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import collapse_probe
 from collapse_probe.cli import build_parser, main
 from collapse_probe.cli._config import parse_args, parse_model_args
 
@@ -172,25 +173,25 @@ def test_model_args_parse_by_role_with_typed_values() -> None:
     }
 
 
-def test_model_args_reach_the_backend(monkeypatch, capsys) -> None:
+def test_model_args_reach_the_backend(capsys) -> None:
     from collapse_probe.cli._common import load_models_with_options
-    from collapse_probe.models import _registry
+    from collapse_probe.models import get_model
 
-    monkeypatch.setattr(_registry, "_INSTANCES", {})
+    collapse_probe.reset_caches()
     spec = "openai-compatible/m@http://127.0.0.1:9/v1"
     args = parse_args(
         build_parser(), ["play", "--sim", spec, "-M", "sim.concurrency=3", "-M", "sim.max_retries=1", "-M", "timeout=7"]
     )
     load_models_with_options(args, {"policy": [], "sim": [args.sim]})
-    model = _registry.get_model(spec)
+    model = get_model(spec)
     assert (model.concurrency, model.retry.max_retries, model.timeout) == (3, 1, 7)
 
     # one model in two roles is one backend: the options of its roles merge, a different value conflicts
-    monkeypatch.setattr(_registry, "_INSTANCES", {})
+    collapse_probe.reset_caches()
     args = parse_args(build_parser(), ["play", "--sim", spec, "--policy", spec, "-M", "sim.concurrency=3"])
     load_models_with_options(args, {"policy": [args.policy], "sim": [args.sim]})
-    assert _registry.get_model(spec).concurrency == 3
-    monkeypatch.setattr(_registry, "_INSTANCES", {})
+    assert get_model(spec).concurrency == 3
+    collapse_probe.reset_caches()
     argv = ["play", "--sim", spec, "--policy", spec, "-M", "sim.concurrency=3", "-M", "policy.concurrency=4"]
     assert main([*argv, "--out", "x"]) == 2
     assert "different values of concurrency" in capsys.readouterr().err

@@ -6,13 +6,12 @@ import pytest
 
 
 @pytest.fixture
-def fresh_models(monkeypatch):
+def fresh_models():
     """Backends are built once per process and spec; tests that point the same specs at new local
-    servers start from an empty registry (and participant and cache wrappers)."""
-    from collapse_probe.models import _registry
-    from collapse_probe.simulators import _participant
+    servers start from empty process caches (registry, participant and cache wrappers), and leave
+    none of their backends behind for the tests after them."""
+    import collapse_probe
 
-    monkeypatch.setattr(_registry, "_INSTANCES", {})
-    monkeypatch.setattr(_participant, "_WRAPPED", {})
-    monkeypatch.setattr(_participant, "_CACHES", {})
-    monkeypatch.setattr(_participant, "_METERED", {})
+    collapse_probe.reset_caches()
+    yield
+    collapse_probe.reset_caches()

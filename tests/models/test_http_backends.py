@@ -519,6 +519,24 @@ def test_retry_after_parsing_and_backoff_bounds():
     assert policy.delay(0, 5.0, rng) == 5.0
 
 
+def test_a_call_waiting_to_be_retried_holds_no_concurrency_slot(keys):
+    """concurrency=1: while the first request waits out its Retry-After, the second one is sent."""
+    told = []
+
+    def first_waits(rec: Recorded) -> Reply:
+        text = rec.body["messages"][-1]["content"]
+        told.append(text)
+        if text == "first" and told.count("first") == 1:
+            return Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "0.5"})
+        return openai_chat(rec)
+
+    with WireServer(first_waits) as srv:
+        model = make_openai_model("openai/gpt-test", "gpt-test", base_url=srv.url + "/v1", concurrency=1, **FAST)
+        first, second = run(model, [req("first"), req("second")])
+    assert first.ok and second.ok and len(srv.requests) == 3
+    assert told == ["first", "second", "first"]  # holding the slot while waiting would send first twice, then second
+
+
 def test_retry_after_beyond_the_limit_fails_at_once(keys):
     with WireServer(lambda rec: Reply(429, {"error": {"message": "quota"}}, {"retry-after": "3600"})) as srv:
         model = make_openai_model("openai/gpt-test", "gpt-test", base_url=srv.url + "/v1", max_retry_after=10, **FAST)

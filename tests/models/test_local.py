@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import collapse_probe
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, SamplingParams, get_model
 
@@ -344,14 +345,14 @@ def test_hf_directory_runs_the_same_code_path(smollm2):
 @needs_smollm2
 def test_conversion_is_cached_atomically(tmp_path, monkeypatch):
     monkeypatch.setenv("COLLAPSE_PROBE_HOME", str(tmp_path))
-    monkeypatch.setattr(local, "_LOADED", {})
+    collapse_probe.reset_caches()
     t0 = time.perf_counter()
     model, _ = local.load_local_model("smollm2-135m")
     convert_s = time.perf_counter() - t0
     final = tmp_path / "models" / "smollm2-135m"
     assert (final / "config.json").is_file() and (final / "model.safetensors").is_file()
     assert not list((tmp_path / "models").glob(".*tmp-*"))  # no scratch left behind
-    monkeypatch.setattr(local, "_LOADED", {})
+    collapse_probe.reset_caches()
     t0 = time.perf_counter()
     again, _ = local.load_local_model("smollm2-135m")
     cached_s = time.perf_counter() - t0

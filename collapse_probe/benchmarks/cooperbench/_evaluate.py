@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from collapse_probe._state import process_cache
 from collapse_probe.benchmarks.cooperbench._data import CooperTask, load_task
 from collapse_probe.benchmarks.cooperbench._patch import clean_patch, preimage_blobs
 from collapse_probe.benchmarks.cooperbench._sandbox import Limits, run_command
@@ -142,7 +143,7 @@ class BaseRepo:
         return dest
 
 
-_BASES: dict[tuple[str, str], BaseRepo] = {}
+_BASES: dict[tuple[str, str], BaseRepo] = process_cache("benchmarks.cooperbench_bases", {})
 _BASE_ROOT: list[Path] = []
 
 
@@ -166,8 +167,10 @@ def base_repo(task: CooperTask, repos: str | Path | None = None) -> BaseRepo:
     key = (str(task.path), str(tree.resolve()))
     if key in _BASES and _BASES[key].path.is_dir():
         return _BASES[key]
-    dest = _scratch_root() / f"{task.repo}-task{task.task_id}-{len(_BASES)}"
-    shutil.copytree(tree, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".venv"), symlinks=True)
+    # a fresh directory, also after reset_caches() emptied _BASES (the old ones stay until exit)
+    dest = Path(tempfile.mkdtemp(prefix=f"{task.repo}-task{task.task_id}-", dir=_scratch_root()))
+    ignore = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".venv")
+    shutil.copytree(tree, dest, ignore=ignore, symlinks=True, dirs_exist_ok=True)
     git(dest, "init", "--quiet")
     git(dest, "add", "-A")
     git(dest, "commit", "--quiet", "--allow-empty", "-m", f"BASE of {task.name}")

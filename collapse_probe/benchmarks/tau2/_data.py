@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe._resources import dataset_path
+from collapse_probe._state import process_cache
 from collapse_probe.benchmarks.tau2._db import CANONICALISERS, Tables
 from collapse_probe.errors import ConfigError
 
@@ -177,7 +178,7 @@ def _guidelines(domain_dir: Path) -> str:
     return DEFAULT_GUIDELINES
 
 
-_CACHE: dict[tuple[str, str, float], DomainData] = {}
+_CACHE: dict[tuple[str, str, float], DomainData] = process_cache("benchmarks.tau2_domains", {})
 
 
 def load_domain(domain: str, data_dir: str | os.PathLike[str] | None = None) -> DomainData:
