@@ -110,7 +110,8 @@ def test_audit_call_equals_run_audit(tmp_path):
 def test_the_calls_show_their_parameters():
     import inspect
 
-    for name, param in (("audit", "out"), ("crossplay", "out"), ("gate", "policy"), ("train", "out"), ("lab", "config")):
+    wanted = {"audit": "out", "crossplay": "out", "gate": "policy", "train": "out", "lab": "config"}
+    for name, param in wanted.items():
         assert param in inspect.signature(getattr(collapse_probe, name)).parameters, name
 
 
