@@ -115,7 +115,8 @@ class TrainConfig:
     """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
     partitioner: str = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
-    for ``policy_entropy`` (``exact`` or ``embedding``)."""
+    for ``policy_entropy`` (``exact``, ``embedding`` or an installed partitioner that needs no judge
+    model and no benchmark hook)."""
     entropy_turns: str = "first"
     """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
     save_every: int = 1
@@ -230,8 +231,9 @@ class TrainConfig:
             raise ConfigError(
                 f"--cotrain-reward must be one of {', '.join(SIMULATOR_REWARD_MODES)}, got {self.cotrain_reward!r}"
             )
-        if self.partitioner not in ("exact", "embedding"):
-            raise ConfigError(f"--partitioner must be 'exact' or 'embedding', got {self.partitioner!r}")
+        from collapse_probe.metrics.partitioners import check_partitioner  # metrics load scipy: not at import
+
+        check_partitioner(self.partitioner, "--partitioner", "the policy entropy and the simulator's collapse error")
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
         if self.rollout_backend not in ROLLOUT_BACKENDS:
