@@ -150,3 +150,22 @@ def test_no_method_name_comparisons_outside_the_registry() -> None:
         if p.name != "methods.py" and (lines := method_name_comparisons(p.read_text(encoding="utf-8"), set(REGISTRY)))
     }
     assert len(paths) > 5 and not found, found
+
+
+def test_asking_the_registries_costs_the_configs_no_import_time() -> None:
+    """The trainer's and the monitor's configs read the partitioner registry when they validate, not
+    when imported: importing the metrics loads scipy (seconds), which a trainer's monitor hook and the
+    command line must not pay for."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys, collapse_probe.trainers.config, collapse_probe.monitor._config, collapse_probe.cli.lab\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy' or m == 'collapse_probe.metrics'))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=repo, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
