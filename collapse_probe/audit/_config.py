@@ -41,10 +41,11 @@ class AuditConfig:
     samples: int = 20
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
     partition: str | None = None
-    """``exact | embedding | judge | label`` or an installed partitioner; ``None``: by meaning, i.e. ``judge`` when ``judge`` is
-    given, else ``embedding`` (constrained by the benchmark's ``meaning_key``) when the embedding extra
-    is installed, else the benchmark's ``fallback_partition`` (P4G: ``label``; others: ``exact``)
-    with a notice, and no meaning verdict (those classes are not meanings)."""
+    """``exact | embedding | judge | label`` or an installed partitioner; ``None``: by meaning, i.e.
+    ``judge`` when ``judge`` is given, else ``embedding`` (constrained by the benchmark's
+    ``meaning_key``) when the embedding extra is installed, else the benchmark's ``fallback_partition``
+    (P4G: ``label``; others: ``exact``) with a notice, and no meaning verdict (those classes are not
+    meanings)."""
     judge: str | None = None
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
