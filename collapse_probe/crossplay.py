@@ -34,6 +34,7 @@ from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
+from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
 from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
@@ -44,8 +45,10 @@ from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant, vs_setting
 
 SCHEMA = "collapse-probe/crossplay/v1"
-STRATEGY_PARTITIONERS = ("exact", "embedding")
-"""Partitioners of policy messages that need no model of their own (``judge`` needs one)."""
+STRATEGY_PARTITIONERS = usable_partitioners(model=False, benchmark=False)
+"""Registered partitioners of policy messages: they need no model of their own (``judge`` needs one)
+and no benchmark hook (``label`` reads simulator replies); an installed one that needs neither is
+accepted too."""
 
 
 @dataclass
@@ -109,11 +112,7 @@ class CrossplayConfig:
             if name == "max_turns" and v is None:
                 continue  # the benchmark's own cap (P4G: 3; tau2: none, max steps end an episode)
             check_int(v, flag)
-        if self.partitioner not in STRATEGY_PARTITIONERS:
-            raise ConfigError(
-                f"--partitioner must be one of {', '.join(STRATEGY_PARTITIONERS)} for the policy strategy entropy, "
-                f"got {self.partitioner!r}"
-            )
+        check_partitioner(self.partitioner, "--partitioner", "the policy strategy entropy")
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
         from collapse_probe.limits import (

@@ -102,6 +102,19 @@ class FirstWordPartitioner:
     def partition(self, texts):
         firsts = [(t.split() or [""])[0] for t in texts]
         return [sorted(set(firsts), key=firsts.index).index(f) for f in firsts]
+
+
+class AskJudgePartitioner:
+    """Asks a judge model: only a caller with a judge (the audit) can build it."""
+
+    name = "ask-judge"
+    needs_model = True
+
+    def __init__(self, model):
+        self.model = model
+
+    def partition(self, texts):
+        return list(range(len(texts)))
 '''
 
 PYPROJECT = """
@@ -124,6 +137,7 @@ replay = "hotel_survey:make_replay_model"
 
 [project.entry-points."collapse_probe.partitioners"]
 first-word = "hotel_survey:FirstWordPartitioner"
+ask-judge = "hotel_survey:AskJudgePartitioner"
 """
 
 
@@ -224,7 +238,10 @@ import json, sys
 from collapse_probe.audit import AuditConfig, run_audit
 from collapse_probe.benchmarks import benchmark_names
 from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.errors import ConfigError
 from collapse_probe.metrics import get_partitioner
+from collapse_probe.monitor import MonitorConfig
+from collapse_probe.trainers import TrainConfig
 from collapse_probe.models import get_model
 from collapse_probe.play import PlayConfig, run_play
 from collapse_probe.runspec import ArenaSpec
@@ -242,9 +259,17 @@ xp = run_crossplay(CrossplayConfig(policies=[hotel], simulators=[guest], benchma
                                    rollouts=1, extra={"room_type": "suite"}), out=out + "/xp", progress=False,
                    cache=False, report=False)
 replay = get_model("replay/" + guest.split(":", 1)[1])
+TrainConfig(partitioner="first-word")
+MonitorConfig(partition="first-word", strategy_partition="first-word").validate()
+try:
+    MonitorConfig(partition="ask-judge").validate()
+    refused = ""
+except ConfigError as exc:
+    refused = str(exc)
 print(json.dumps({"tasks": sorted({r["task_id"] for r in records}), "n_states": audit["summary"]["n_states"],
                   "cells": len(xp["cells"]), "xp_n": xp["cells"][0]["n"], "replay": type(replay).__name__,
-                  "classes": get_partitioner("first-word").partition(["[YES] a", "[NO] b", "[YES] c"])}))
+                  "classes": get_partitioner("first-word").partition(["[YES] a", "[NO] b", "[YES] c"]),
+                  "monitor_refuses_a_judge": "needs a judge model" in refused}))
 """
 
 
@@ -263,6 +288,7 @@ def test_the_plugin_runs_from_the_python_api(plugin_path, models, tmp_path):
         "cells": 1,
         "xp_n": 2,
         "classes": [0, 1, 0],
+        "monitor_refuses_a_judge": True,
     }
 
 
@@ -276,3 +302,40 @@ def test_installed_model_backends_are_found_by_their_prefix(plugin_path, models,
     assert {r["messages"][-1]["content"] for r in rows} <= {"[YES] Lovely.", "[NO] Noisy."}
     typo = _cli(plugin_path, "play", "--sim", "replai/x.json", "--out", "typo", cwd=tmp_path)
     assert typo.returncode == 2 and "replay/" in typo.stderr
+
+
+def test_an_installed_partitioner_is_chosen_by_audit_and_crossplay_flags_where_its_needs_allow(
+    plugin_path, models, tmp_path
+):
+    hotel, guest = models
+    audit = _cli(plugin_path, "audit", "--benchmark", "hotel-survey", "--sim", guest, "--states", "2",
+                 "--samples", "40", "--partition", "first-word", "--no-cache", "--out", "audit", cwd=tmp_path)  # fmt: skip
+    assert audit.returncode == 0, audit.stderr
+    res = json.loads((tmp_path / "audit" / "results.json").read_text())
+    assert res["partitioner"] == "first-word"
+    assert res["verdicts"]["meaning"]["classes"] == "first-word (not by meaning)"  # judged: it was asked for
+    # "[YES] Lovely." 0.6 / "[NO] Noisy." 0.4: two first words, ε = 0.4 at every state
+    assert res["summary"]["collapse_error"]["estimate"] == pytest.approx(0.4, abs=0.2)
+
+    xp = _cli(plugin_path, "crossplay", "--benchmark", "hotel-survey", "--policies", hotel, "--sims", guest,
+              "--tasks", "2", "--rollouts", "2", "--partitioner", "first-word", "--no-cache", "--out", "xp",
+              cwd=tmp_path)  # fmt: skip
+    assert xp.returncode == 0, xp.stderr
+    xres = json.loads((tmp_path / "xp" / "results.json").read_text())
+    [diversity] = xres["policy_diversity"]
+    assert diversity["partitioner"] == "first-word" and diversity["n_classes"] == 1  # "Hello, ..." every time
+    assert json.loads((tmp_path / "xp" / "config.json").read_text())["partitioner"] == "first-word"
+
+    # a partitioner that needs a judge model is refused where there is none, in one line naming why
+    judged = _cli(plugin_path, "crossplay", "--benchmark", "hotel-survey", "--policies", hotel, "--sims", guest,
+                  "--partitioner", "ask-judge", "--no-cache", "--out", "xp2", cwd=tmp_path)  # fmt: skip
+    assert judged.returncode == 2 and "Traceback" not in judged.stderr
+    line = judged.stderr.strip().splitlines()[-1]
+    assert "--partitioner must be one of exact, embedding, first-word" in line and "'ask-judge'" in line
+    assert "needs a judge model" in line
+    typo = _cli(plugin_path, "audit", "--benchmark", "hotel-survey", "--sim", guest, "--partition", "first-wrd",
+                "--no-cache", "--out", "typo", cwd=tmp_path)  # fmt: skip
+    assert typo.returncode == 2 and "Traceback" not in typo.stderr
+    line = typo.stderr.strip().splitlines()[-1]
+    assert "--partition must be one of exact, embedding, judge, label, ask-judge, first-word" in line
+    assert "Did you mean 'first-word'" in line

@@ -10,10 +10,13 @@ from collapse_probe.benchmarks import Episode
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
-PARTITIONS = ("exact", "embedding", "judge", "label")
+PARTITIONS = usable_partitioners()
+"""The registered partitions an audit can use (every one: it has a judge and a benchmark); an installed
+partitioner (entry point ``collapse_probe.partitioners``) is accepted too."""
 P4G_OPENINGS = OPENINGS
 """Fixed human-style persuader openings of the P4G probe states (:data:`collapse_probe.benchmarks.p4g.OPENINGS`)."""
 P4G_AMOUNTS = DONATION_GRID
@@ -38,10 +41,11 @@ class AuditConfig:
     samples: int = 20
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
     partition: str | None = None
-    """``exact | embedding | judge | label``; ``None``: by meaning, i.e. ``judge`` when ``judge`` is
-    given, else ``embedding`` (constrained by the benchmark's ``meaning_key``) when the embedding extra
-    is installed, else the benchmark's ``fallback_partition`` (P4G: ``label``; others: ``exact``)
-    with a notice, and no meaning verdict (those classes are not meanings)."""
+    """``exact | embedding | judge | label`` or an installed partitioner; ``None``: by meaning, i.e.
+    ``judge`` when ``judge`` is given, else ``embedding`` (constrained by the benchmark's
+    ``meaning_key``) when the embedding extra is installed, else the benchmark's ``fallback_partition``
+    (P4G: ``label``; others: ``exact``) with a notice, and no meaning verdict (those classes are not
+    meanings)."""
     judge: str | None = None
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
@@ -104,8 +108,8 @@ class AuditConfig:
             least = 2 if name in ("vs_k", "variance_sims") else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer >= {least}, got {v!r}")
-        if self.partition is not None and self.partition not in PARTITIONS:
-            raise ConfigError(f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}")
+        if self.partition is not None:
+            check_partitioner(self.partition, "--partition", model=True, benchmark=True)
         if not 0 < self.epsilon_star < 1:
             raise ConfigError(f"--epsilon-star must be in (0, 1), got {self.epsilon_star}")
         for name in ("bound_b", "r_max"):

@@ -55,16 +55,14 @@ def resolve_partition(config: AuditConfig, arena: Arena) -> tuple[str, str | Non
 
 
 def _make_partitioner(config: AuditConfig, arena: Arena, name: str, cache: bool = True) -> Any:
-    from collapse_probe.metrics.partitioners import get_partitioner
+    from collapse_probe.metrics.partitioners import partitioner_for, partitioner_needs_model
 
-    if name == "judge":
+    if partitioner_needs_model(name):
         from collapse_probe.simulators import make_participant, parse_participant_spec
 
         # through the response cache: the judge answers greedily with a fixed seed, so a rerun asks nothing again
         judge = make_participant(f"direct:{parse_participant_spec(config.judge or config.sim)[1]}", cache=cache)
-        return get_partitioner("judge", model=judge.model)
-    from collapse_probe.metrics.partitioners import partitioner_for
-
+        return partitioner_for(name, arena, model=judge.model)
     return partitioner_for(name, arena)
 
 

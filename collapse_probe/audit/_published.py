@@ -220,6 +220,7 @@ async def run_audit_from_async(
     from collapse_probe.audit._pipeline import _make_partitioner, audit_results, finish_audit, resolve_partition
     from collapse_probe.benchmarks import declared_reward_range
     from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
+    from collapse_probe.metrics.partitioners import partitioner_needs_model
     from collapse_probe.metrics.rewards import summarize_rewards
     from collapse_probe.rollout import RunDir
 
@@ -236,8 +237,10 @@ async def run_audit_from_async(
             f"{len(infra)} infrastructure failures, {singletons} prefixes answered once); an audit of published "
             "trajectories needs several trials of a task (e.g. tau2-bench --num-trials 4)"
         )
-    if (config.partition == "judge" or config.judge) and not config.judge:
-        raise ConfigError("--partition judge with --from needs --judge SPEC (the file's simulator is not a model here)")
+    if config.partition is not None and partitioner_needs_model(config.partition) and not config.judge:
+        raise ConfigError(
+            f"--partition {config.partition} with --from needs --judge SPEC (the file's simulator is not a model here)"
+        )
     benchmark = run.benchmark or config.benchmark
     tasks = {c.task_id for c in convs}
     sizes = [len(s.replies) for s in states]
@@ -285,7 +288,7 @@ async def run_audit_from_async(
         from collapse_probe.models._usage import start_run_usage
 
         fps: dict[str, str] = {config.sim: f"published:sha256:{run.sha256}"}
-        if partition == "judge" and config.judge:
+        if partitioner_needs_model(partition) and config.judge:
             from collapse_probe._identity import participant_fingerprints
             from collapse_probe.simulators import make_participant
 

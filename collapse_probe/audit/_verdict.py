@@ -15,11 +15,12 @@ import math
 from typing import Any
 
 from collapse_probe.audit._config import AuditConfig
+from collapse_probe.metrics.partitioners import groups_by_meaning, meaning_partitions
 
 COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED = "COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"
 VIEW_LABELS = (COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED)
-MEANING_PARTITIONS = ("embedding", "judge")
-"""Partitions whose classes are meanings."""
+MEANING_PARTITIONS = meaning_partitions()
+"""Registered partitions whose classes are meanings (each partitioner says so: ``by_meaning``)."""
 PROBE_SOURCES = ("opening", "elicitation")
 _SOURCE_WORDS = {
     "on_policy": "on-policy simulator turn",
@@ -75,8 +76,9 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
     on_policy = config.policy is not None if policy is None else policy
     low = bool(summary.get("low_confidence"))
     ce = summary["collapse_error"]
-    fallback = partition not in MEANING_PARTITIONS and config.partition != partition
-    classes = f"{partition} (by meaning)" if partition in MEANING_PARTITIONS else f"{partition} (not by meaning)"
+    by_meaning = groups_by_meaning(partition)
+    fallback = not by_meaning and config.partition != partition
+    classes = f"{partition} (by meaning)" if by_meaning else f"{partition} (not by meaning)"
     meaning: dict[str, Any] = {"label": view_label(ce["estimate"], ce["ci95"], star), "estimate": ce["estimate"],
                                "ci95": ce["ci95"], "n_states": int(summary.get("n_states") or 0), "classes": classes,
                                "over": states_text(summary, on_policy), "reason": None, "low_confidence": low}  # fmt: skip

@@ -46,8 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("samples", 20),
         help="N, responses per state (default 20; N < 20 is flagged low-confidence)",
     )
-    p.add_argument("--partition", default=env("partition", None), choices=["exact", "embedding", "judge", "label"],
-                   help="equivalence classes of replies. Default: by meaning, i.e. judge (LLM judge of "
+    p.add_argument("--partition", default=env("partition", None), metavar="NAME",
+                   help="equivalence classes of replies: exact, embedding, judge, label or an installed "
+                   "partitioner. Default: by meaning, i.e. judge (LLM judge of "
                    "bidirectional equivalence) when --judge SPEC is given, else embedding (sentence encoder, "
                    "constrained by the benchmark's decision key; needs the embed extra, else the benchmark's "
                    "fallback with a notice and no meaning verdict). exact: equal text; label: the benchmark's "

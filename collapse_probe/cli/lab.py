@@ -147,12 +147,11 @@ def parse_sweep(spec: str) -> tuple[str, list[float]]:
 
 def _validate(args: argparse.Namespace) -> None:
     from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES as COTRAIN_REWARDS
-    from collapse_probe.trainers.lab import METHODS
+    from collapse_probe.trainers.methods import get_method
 
     if not args.out:
         raise ConfigError("--out: a run directory is required (or set $COLLAPSE_PROBE_OUT)")
-    if args.method not in METHODS:
-        raise ConfigError(f"--method: expected one of {', '.join(METHODS)}; got {args.method!r}")
+    get_method(args.method, "--method", lab=True)
     if args.cotrain_reward not in COTRAIN_REWARDS:
         raise ConfigError(
             f"--cotrain-reward: expected one of {', '.join(COTRAIN_REWARDS)}; got {args.cotrain_reward!r}"

@@ -12,7 +12,17 @@ TRACKERS = ("wandb", "mlflow", "tensorboard", "trackio")
 """Experiment trackers the monitor can log its per-step figures to (each only when installed)."""
 
 BATCHING = ("auto", "joint", "separate")
-PARTITIONS = ("embedding", "exact", "label", "judge")
+
+
+def __getattr__(name: str) -> Any:
+    # ``PARTITIONS``: the registered partitions the monitor can build (it has a benchmark, no judge
+    # model; an installed partitioner that needs no judge is accepted too), read from the partitioner
+    # registry on use: importing the metrics loads scipy, which a trainer's monitor hook must not pay for
+    if name == "PARTITIONS":
+        from collapse_probe.metrics.partitioners import usable_partitioners
+
+        return usable_partitioners(model=False)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -103,8 +113,10 @@ class MonitorConfig:
             raise ConfigError(f"monitor batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
         for name in ("partition", "strategy_partition"):
             v = getattr(self, name)
-            if v is not None and v not in PARTITIONS:
-                raise ConfigError(f"monitor {name} must be one of {', '.join(PARTITIONS)} or None, got {v!r}")
+            if v is not None:
+                from collapse_probe.metrics.partitioners import check_partitioner
+
+                check_partitioner(v, f"monitor {name}", model=False, benchmark=True)
         self.alarm_views = tuple(self.alarm_views)
         bad = [v for v in self.alarm_views if v not in ("meaning", "reward")]
         if bad:

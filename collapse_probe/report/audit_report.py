@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.audit._verdict import NOT_MEASURED, states_text, verdict
+from collapse_probe.metrics.partitioners import groups_by_meaning
 from collapse_probe.report.audit_plots import effective_modes_text, fmt_interval, fmt_value, view_text
 
 __all__ = ["summary_table", "verdict", "write_audit_report"]
@@ -58,7 +59,7 @@ def summary_table(results: dict[str, Any]) -> str:
         ("samples per state", f"{n}" + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")),
         ("threshold ε*", f"{star:g}  (--epsilon-star: a view is COLLAPSED when its interval lies below ε*)"),
         ("infra failures excluded", str(s["infra_failures"])),
-        ("meaning view: classes by", part + ("  (by meaning)" if part in ("embedding", "judge") else "  (not by meaning)")),
+        ("meaning view: classes by", part + ("  (by meaning)" if groups_by_meaning(part) else "  (not by meaning)")),
         *([("  meaning key", results["meaning_key"])] if results.get("meaning_key") else []),
         ("  collapse error ε̂ (mean)", f"{f(ce['estimate'])} {ci(ce['ci95'])}"
          + (f"  no meaning verdict: {meaning['reason']}" if meaning.get("label") == NOT_MEASURED else "")

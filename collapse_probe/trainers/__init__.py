@@ -8,22 +8,27 @@ from collapse_probe.trainers.config import METHODS as TRAIN_METHODS
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import METHODS, LabConfig, LabResult, run_compare, run_lab
 from collapse_probe.trainers.llm import LLMTrainer, TrainedModel, run_train, train_results
+from collapse_probe.trainers.methods import REGISTRY as METHOD_REGISTRY
+from collapse_probe.trainers.methods import TrainMethod, get_method
 from collapse_probe.trainers.population import PopulationPool
 from collapse_probe.trainers.reinforce import TrainingExample, build_sequence, collate, reinforce_objective
 
 __all__ = [
     "METHODS",
+    "METHOD_REGISTRY",
     "TRAIN_METHODS",
     "LLMTrainer",
     "LabConfig",
     "LabResult",
     "PopulationPool",
     "TrainConfig",
+    "TrainMethod",
     "TrainedModel",
     "TrainingExample",
     "build_sequence",
     "collate",
     "curriculum_reward",
+    "get_method",
     "group_relative_advantages",
     "reinforce_objective",
     "run_compare",

@@ -25,6 +25,9 @@ FROZEN_SIMULATOR_METHODS = tuple(n for n, m in REGISTRY.items() if m.simulator =
 TRAINABLE_SIMULATOR_METHODS = tuple(n for n, m in REGISTRY.items() if m.simulator == "trained")
 """Methods whose simulator is its own LoRA model, updated on its own turns."""
 
+VLLM_METHODS = tuple(n for n in METHODS if REGISTRY[n].vllm_rollouts)
+"""Methods the trainer can roll out through vLLM."""
+
 ROLLOUT_BACKENDS = ("torch", "vllm")
 """``torch``: rollouts decode with the model being trained (current LoRA weights, CPU or GPU).
 ``vllm``: rollouts through a vLLM engine with the current adapter per request (GPU)."""
@@ -115,7 +118,8 @@ class TrainConfig:
     """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
     partitioner: str = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
-    for ``policy_entropy`` (``exact`` or ``embedding``)."""
+    for ``policy_entropy`` (``exact``, ``embedding`` or an installed partitioner that needs no judge
+    model and no benchmark hook)."""
     entropy_turns: str = "first"
     """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
     save_every: int = 1
@@ -155,8 +159,6 @@ class TrainConfig:
         Raises:
             ConfigError: naming the flag, the allowed values and the value received.
         """
-        if not isinstance(self.method, str) or self.method not in REGISTRY:
-            raise ConfigError(f"--method must be one of {', '.join(REGISTRY)}; got {self.method!r}")
         method = get_method(self.method)
         if not isinstance(self.policy, str) or not self.policy.strip():
             raise ConfigError(f"--policy: expected a model spec, got {self.policy!r}")
@@ -168,7 +170,7 @@ class TrainConfig:
                 if not isinstance(s, str) or not s.strip():
                     raise ConfigError(f"{flag}: every spec must be a non-empty string, got {s!r}")
         method.check_sims(self.sims)
-        if method.simulator == "trained" and self.sims[0].split(":", 1)[0] in ("vs", "direct"):
+        if method.simulator == "trained" and _has_mode_prefix(self.sims[0]):
             raise ConfigError(
                 f"--sim: method {self.method!r} trains the simulator model itself; give a plain model spec "
                 f"(local/..., hf/... or an alias), got {self.sims[0]!r}"
@@ -230,18 +232,19 @@ class TrainConfig:
             raise ConfigError(
                 f"--cotrain-reward must be one of {', '.join(SIMULATOR_REWARD_MODES)}, got {self.cotrain_reward!r}"
             )
-        if self.partitioner not in ("exact", "embedding"):
-            raise ConfigError(f"--partitioner must be 'exact' or 'embedding', got {self.partitioner!r}")
+        from collapse_probe.metrics.partitioners import check_partitioner  # metrics load scipy: not at import
+
+        check_partitioner(self.partitioner, "--partitioner", "the policy entropy and the simulator's collapse error")
         if self.entropy_turns not in ("first", "all"):
             raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
         if self.rollout_backend not in ROLLOUT_BACKENDS:
             raise ConfigError(
                 f"--rollout-backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {self.rollout_backend!r}"
             )
-        if self.rollout_backend == "vllm" and self.method != "single" and self.method != "vs":
+        if self.rollout_backend == "vllm" and not method.vllm_rollouts:
             raise ConfigError(
                 f"--rollout-backend vllm: supported for the methods with one trained model and a frozen simulator "
-                f"(single, vs); got method {self.method!r}"
+                f"({', '.join(VLLM_METHODS)}); got method {self.method!r}"
             )
         if not isinstance(self.vllm_options, dict):
             raise ConfigError(f"vllm_options: expected a mapping of vllm.LLM options, got {self.vllm_options!r}")
@@ -281,6 +284,13 @@ class TrainConfig:
         if extra:
             raise ConfigError(f"train config: unknown field(s) {', '.join(extra)}; known: {', '.join(sorted(known))}")
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _has_mode_prefix(spec: str) -> bool:
+    """``spec`` names a sampling mode (``vs:``, ``direct:``) before its model."""
+    from collapse_probe.simulators import parse_participant_spec
+
+    return parse_participant_spec(spec)[1] != spec.strip()
 
 
 DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?|xpu(:\d+)?"

@@ -82,13 +82,15 @@ from collapse_probe.trainers.advantages import (
     group_relative_advantages,
     simulator_advantages,
 )
+from collapse_probe.trainers.methods import BASELINE, LAB_METHODS, TrainMethod, get_method
 
 SCHEMA = "collapse-probe/lab/v1"
 COMPARE_SCHEMA = "collapse-probe/lab-compare/v2"
 SWEEP_SCHEMA = "collapse-probe/lab-sweep/v1"
 
-METHODS: tuple[str, ...] = ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
-"""Training methods of the lab, in the order ``--compare`` runs them (the one definition; the CLI imports it)."""
+METHODS: tuple[str, ...] = LAB_METHODS
+"""Training methods of the lab, in the order ``--compare`` runs them (from the one registry,
+:mod:`collapse_probe.trainers.methods`)."""
 
 SWEEP_PARAMS: dict[str, str] = {"sim-temperature": "sim_temperature", "vs-error": "vs_error", "delta": "delta"}
 """``--sweep`` parameter names and the :class:`LabConfig` field each sets."""
@@ -168,8 +170,7 @@ class LabConfig:
     """Deprecated and ignored: held-out simulators are the held-out families' aligned simulators."""
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
+        get_method(self.method, "method", lab=True)
         if self.cotrain_reward not in SIMULATOR_REWARD_MODES:
             raise ConfigError(
                 f"cotrain_reward must be one of {', '.join(SIMULATOR_REWARD_MODES)}; got {self.cotrain_reward!r}"
@@ -457,34 +458,41 @@ class SimulatorSide:
 
     def __init__(self, config: LabConfig, families: SimulatorFamilies, n_strategies: int, horizon: int) -> None:
         self.config = config
+        self.method: TrainMethod = get_method(config.method, "method", lab=True)
         self.n_strategies = n_strategies
         self.horizon = horizon
         tau = config.sim_temperature
-        method = config.method
+        m = self.method
         s, h = n_strategies, horizon
         self.logits: np.ndarray | None = None
         self.pool: deque[np.ndarray] = deque(maxlen=config.pool_size)
         self.snapshot: np.ndarray | None = None
         self.members: list[TabularSimulator] = []
         self.frozen: TabularSimulator | None = None
-        if method == "vs":
-            self.frozen = TabularSimulator.from_task_distribution(families.verbalized(0, tau, config.vs_error), s, h)
-        elif method == "ensemble":
-            self.members = [
-                TabularSimulator.from_task_distribution(families.aligned(k, tau), s, h)
-                for k in range(config.ensemble_size)
-            ]
-        elif method == "persona":
-            personas = families.personas(0, tau)  # [N, P, X, B]
-            n, p, x, _ = personas.shape
-            weights = np.broadcast_to(families.persona_prior[:, 0, None, :], (n, x, p)).copy()
-            self.frozen = TabularSimulator.from_components(personas, weights, s, h)
-        elif method in ("cotrain", "population", "selfplay"):
+        if m.trains_simulator:  # a table initialised at phi_0, trained on its own turns
+            if m.verbalized or m.personas or m.schedule == "rotate":
+                raise ConfigError(f"method {m.name!r}: the lab trains only a plain simulator table")
             phi = families.aligned_logits(0, tau)  # [N, X, B]
             n, x, b = phi.shape
             self.logits = np.broadcast_to(phi[:, :, None, None, :], (n, x, s, h, b)).copy()
             self.pool.append(self.logits.copy())
             self.snapshot = self.logits.copy()
+        elif m.schedule == "rotate":
+            if m.verbalized or m.personas:
+                raise ConfigError(f"method {m.name!r}: the lab rotates aligned simulators only")
+            self.members = [
+                TabularSimulator.from_task_distribution(families.aligned(k, tau), s, h)
+                for k in range(config.ensemble_size)
+            ]
+        elif m.schedule == "pool" or (m.verbalized and m.personas):
+            raise ConfigError(f"method {m.name!r}: the lab has no such frozen simulator")
+        elif m.verbalized:
+            self.frozen = TabularSimulator.from_task_distribution(families.verbalized(0, tau, config.vs_error), s, h)
+        elif m.personas:
+            personas = families.personas(0, tau)  # [N, P, X, B]
+            n, p, x, _ = personas.shape
+            weights = np.broadcast_to(families.persona_prior[:, 0, None, :], (n, x, p)).copy()
+            self.frozen = TabularSimulator.from_components(personas, weights, s, h)
         else:
             self.frozen = TabularSimulator.from_task_distribution(families.aligned(0, tau), s, h)
 
@@ -496,32 +504,32 @@ class SimulatorSide:
 
     def effective(self) -> TabularSimulator:
         """The user distribution a rollout of the next batch is drawn from (marginalised)."""
-        method = self.config.method
-        if method == "ensemble":
-            return TabularSimulator.mixture(self.members)
-        if method == "cotrain":
-            return self._table(self.logits)
-        if method == "population":
-            return TabularSimulator.mixture([self._table(p) for p in self.pool])
-        if method == "selfplay":
+        m = self.method
+        if m.simulator == "self":  # the lagged copy plays the user
             return self._table(self.snapshot)
+        if m.schedule == "pool":
+            return TabularSimulator.mixture([self._table(p) for p in self.pool])
+        if m.trains_simulator:
+            return self._table(self.logits)
+        if m.schedule == "rotate":
+            return TabularSimulator.mixture(self.members)
         assert self.frozen is not None
         return self.frozen
 
     def played(self, step: int, rngs: Sequence[np.random.Generator]) -> tuple[TabularSimulator, np.ndarray | None]:
         """Simulator that plays the batch of ``step`` and its logits when it is a table."""
-        method = self.config.method
-        if method == "ensemble":
-            return self.members[step % len(self.members)], None
-        if method == "cotrain":
-            return self._table(self.logits), self.logits
-        if method == "population":
+        m = self.method
+        if m.simulator == "self":
+            return self._table(self.snapshot), self.snapshot
+        if m.schedule == "pool":
             stacked = np.stack(list(self.pool), axis=1)  # [N, K, X, S, H, B]
             pick = np.array([int(g.integers(len(self.pool))) for g in rngs])
             chosen = stacked[np.arange(len(rngs)), pick]
             return self._table(chosen), chosen
-        if method == "selfplay":
-            return self._table(self.snapshot), self.snapshot
+        if m.trains_simulator:
+            return self._table(self.logits), self.logits
+        if m.schedule == "rotate":
+            return self.members[step % len(self.members)], None
         assert self.frozen is not None
         return self.frozen, None
 
@@ -542,7 +550,8 @@ class SimulatorSide:
         if self.logits is None:
             return
         config = self.config
-        mode = "cooperative" if config.method == "selfplay" else config.cotrain_reward
+        mode = self.method.simulator_reward(config.cotrain_reward)
+        assert mode is not None  # a trained simulator has a reward
         n, x, g = rewards.shape
         if mode == "curriculum":  # credited across the groups of one seed's batch
             adv = np.stack([simulator_advantages(r, mode, eps=config.adv_eps)[0] for r in rewards])  # [N, X, G]
@@ -564,7 +573,7 @@ class SimulatorSide:
         np.put_along_axis(score, pick, np.take_along_axis(score, pick, -1) + 1.0, -1)
         contrib = (adv[..., None] * weight)[..., None] * score / config.group_size
         np.add.at(self.logits, (ns, xs, ys, turns), config.sim_lr * contrib)
-        if config.method in ("population", "selfplay") and (step + 1) % config.snapshot_every == 0:
+        if self.method.snapshots and (step + 1) % config.snapshot_every == 0:
             self.pool.append(self.logits.copy())
             self.snapshot = self.logits.copy()
 
@@ -801,8 +810,15 @@ class CompareRun:
 def compare_runs(cotrain_reward: str = "adversarial") -> list[CompareRun]:
     """The rows of ``--compare``: every method (co-trained ones with ``cotrain_reward``), then
     ``cotrain`` with each other simulator reward."""
-    rows = [CompareRun(m, cotrain_reward if m in ("cotrain", "population") else None) for m in METHODS]
-    rows += [CompareRun("cotrain", r) for r in SIMULATOR_REWARD_MODES if r != cotrain_reward]
+    methods = [get_method(m, lab=True) for m in METHODS]
+    rows = [CompareRun(m.name, cotrain_reward if m.takes_cotrain_reward else None) for m in methods]
+    rows += [
+        CompareRun(m.name, r)
+        for m in methods
+        if m.compare_rewards
+        for r in SIMULATOR_REWARD_MODES
+        if r != cotrain_reward
+    ]
     return rows
 
 
@@ -843,7 +859,9 @@ def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> d
         {
             "method": method,
             "label": label,
-            "cotrain_reward": results[0].config.cotrain_reward if method in ("cotrain", "population") else None,
+            "cotrain_reward": results[0].config.cotrain_reward
+            if get_method(method, lab=True).takes_cotrain_reward
+            else None,
             "heldout_final": stat("heldout_reward_end"),
             "heldout_peak": stat("heldout_reward_peak"),
             "heldout_start": stat("heldout_reward_start"),
@@ -885,18 +903,19 @@ PAIRED_KEYS = {
     "heldout_sim_final": "heldout_sim_reward_end",
     "train_final": "train_reward_end",
 }
-"""Numbers also reported as a paired difference to ``single`` in the same worlds (``*_vs_single``)."""
+"""Numbers also reported as a paired difference to the baseline method (``single``,
+:data:`~collapse_probe.trainers.methods.BASELINE`) in the same worlds (``*_vs_single``)."""
 
 
 def paired_vs_single(results: dict[str, list[LabResult]], label: str) -> dict[str, Any]:
-    """``{key_vs_single: mean, ci95, n_seeds}`` of ``label`` minus ``single``, seed by seed.
+    """``{key_vs_single: mean, ci95, n_seeds}`` of ``label`` minus the baseline ``single``, seed by seed.
 
     Every row of a comparison trains in the same worlds (same seeds), so the per-seed difference
     removes the world-to-world spread that dominates each row's own interval.
     """
-    if "single" not in results:
+    if BASELINE not in results:
         return {}
-    base = {r.config.seed: r.summary() for r in results["single"]}
+    base = {r.config.seed: r.summary() for r in results[BASELINE]}
     out = {}
     for key, field_name in PAIRED_KEYS.items():
         diffs = [r.summary()[field_name] - base[r.config.seed][field_name] for r in results[label]]

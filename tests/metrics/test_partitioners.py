@@ -340,3 +340,108 @@ def test_keys_are_constraints_on_the_clusters():
         ["Who runs it?", "How much reaches the kids?", "I'll give $1"]
     )
     assert labels[2] not in labels[:2]
+
+
+# ---------------------------------------------------------------------------------------------- registry
+
+
+def test_every_caller_list_is_read_from_the_one_registry():
+    from collapse_probe.audit import PARTITIONS as AUDIT_PARTITIONS
+    from collapse_probe.audit._verdict import MEANING_PARTITIONS
+    from collapse_probe.crossplay import STRATEGY_PARTITIONERS
+    from collapse_probe.metrics.partitioners import PARTITIONERS, usable_partitioners
+    from collapse_probe.monitor._config import PARTITIONS as MONITOR_PARTITIONS
+
+    assert AUDIT_PARTITIONS == tuple(PARTITIONERS) == ("exact", "embedding", "judge", "label")
+    assert MEANING_PARTITIONS == ("embedding", "judge")  # each class says so: by_meaning
+    assert STRATEGY_PARTITIONERS == ("exact", "embedding")  # policy messages: no judge, no benchmark hook
+    assert MONITOR_PARTITIONS == ("exact", "embedding", "label")  # the monitor has a benchmark, no judge
+    assert usable_partitioners(model=True, benchmark=False) == ("exact", "embedding", "judge")
+
+
+def test_check_partitioner_names_the_flag_the_allowed_names_the_value_and_why():
+    from collapse_probe.metrics.partitioners import check_partitioner
+
+    check_partitioner("label", "--partition", model=True, benchmark=True)
+    with pytest.raises(ConfigError) as exc:
+        check_partitioner("judge", "--partitioner", "the policy strategy entropy")
+    msg = str(exc.value)
+    assert msg.startswith("--partitioner must be one of exact, embedding for the policy strategy entropy, got 'judge'")
+    assert "needs a judge model" in msg and "\n" not in msg
+    with pytest.raises(
+        ConfigError, match=r"got 'label' \(it classes a benchmark's replies by the benchmark's decision_label\)"
+    ):
+        check_partitioner("label", "--partitioner")
+    with pytest.raises(
+        ConfigError,
+        match=r"--partition must be one of exact, embedding, judge, label, got 'lable'\. Did you mean 'label'\?",
+    ):
+        check_partitioner("lable", "--partition", model=True, benchmark=True)
+    with pytest.raises(ConfigError, match="got 3"):
+        check_partitioner(3, "--partition", model=True, benchmark=True)
+
+
+def test_partitioner_for_fills_the_declared_arena_hooks():
+    from collapse_probe.metrics.partitioners import partitioner_for
+
+    class Arena:
+        name = "toy"
+
+        @staticmethod
+        def meaning_key(text):
+            return text[:1]
+
+        @staticmethod
+        def decision_label(text):
+            return text.split()[0]
+
+    assert partitioner_for("embedding", Arena()).key is Arena.meaning_key
+    assert partitioner_for("embedding", None).key is None  # optional hook
+    assert partitioner_for("label", Arena()).partition(["yes a", "no b", "yes c"]) == [0, 1, 0]
+    bare = type("Bare", (), {"name": "bare"})()
+    with pytest.raises(ConfigError, match="partition 'label': benchmark bare has no decision label; use one of exact"):
+        partitioner_for("label", bare)
+
+
+def test_a_partitioner_with_only_partition_gets_the_batch_forms_and_its_labels_are_checked(monkeypatch):
+    from collapse_probe.metrics import partitioners
+
+    class Length:
+        name = "length"
+
+        def __init__(self, broken: bool = False):
+            self.broken = broken
+
+        def partition(self, texts):
+            return [len(t) + 10 for t in texts][: -1 if self.broken else None]
+
+    monkeypatch.setitem(partitioners.PARTITIONERS, "length", Length)
+    part = get_partitioner("length")
+    assert part.name == "length" and part.broken is False
+    assert part.partition(["ab", "c", "de"]) == [0, 1, 0]  # renumbered by first appearance
+    assert asyncio.run(part.apartition_many([["a", "b"], ["cc"]])) == [[0, 0], [0]]
+    assert not partitioners.groups_by_meaning("length") and partitioners.groups_by_meaning("judge")
+    assert not partitioners.groups_by_meaning("not-installed")  # a report read where the plugin is missing
+    with pytest.raises(ConfigError, match="partitioner 'length' returned 1 labels for 2 texts"):
+        get_partitioner("length", broken=True).partition(["a", "b"])
+
+
+def test_no_list_of_partitioner_names_outside_the_registry():
+    """Callers ask the registry (``usable_partitioners``, ``groups_by_meaning``); a literal tuple of two or
+    more partitioner names anywhere else in the package is a second copy of the registry."""
+    import ast
+    from pathlib import Path
+
+    from collapse_probe.metrics.partitioners import PARTITIONERS
+
+    root = Path(__file__).resolve().parents[2] / "collapse_probe"
+    found = []
+    for path in root.rglob("*.py"):
+        if path.name == "partitioners.py" and path.parent.name == "metrics":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Tuple | ast.List | ast.Set):
+                names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in PARTITIONERS]
+                if len(names) >= 2:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {names}")
+    assert not found, found
