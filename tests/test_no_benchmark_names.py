@@ -14,14 +14,20 @@ LITERAL = re.compile("[\"'](?:" + "|".join(NAMES) + ")")
 ALLOWED = (PACKAGE / "benchmarks", PACKAGE / "data")
 
 
-def test_no_benchmark_name_literal_outside_the_benchmarks_and_the_registry() -> None:
+def _lines_matching(pattern: re.Pattern[str]) -> list[str]:
+    """``path:line: text`` of every line outside :data:`ALLOWED` that ``pattern`` finds."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if any(path.is_relative_to(a) for a in ALLOWED):
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if LITERAL.search(line):
+            if pattern.search(line):
                 found.append(f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}")
+    return found
+
+
+def test_no_benchmark_name_literal_outside_the_benchmarks_and_the_registry() -> None:
+    found = _lines_matching(LITERAL)
     assert not found, "benchmark names outside benchmarks/ and the registry:\n" + "\n".join(found)
 
 
@@ -46,13 +52,7 @@ the list may only shrink (the audit's states, verdict and pipeline ask the arena
 
 
 def test_no_pipeline_writes_a_benchmarks_episode_state() -> None:
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if any(path.is_relative_to(a) for a in ALLOWED):
-            continue
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if STATE_WRITE.search(line):
-                found.append(f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}")
+    found = _lines_matching(STATE_WRITE)
     assert not found, "an episode's state is the arena's own (its episode_at hook rebuilds it):\n" + "\n".join(found)
 
 
