@@ -98,3 +98,24 @@ def test_an_earlier_audit_without_the_newer_optional_fields_loads_and_renders(au
     traces = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
     drawn = {x: y for t in traces if t["name"].startswith("direct:") for x, y in zip(t["x"], t["y"], strict=True)}
     assert drawn == {s["state_id"]: s["collapse_error"] for s in data["states"]}
+
+
+def test_the_terminal_table_reads_the_model_and_an_earlier_file(audit_dir):
+    from collapse_probe.report.audit_report import summary_table
+
+    data = json.loads((audit_dir / "results.json").read_text())
+    table = summary_table(data)
+    assert summary_table(load(audit_dir)) == table  # the pipeline's JSON and the file read back print alike
+    estimate = f"{data['summary']['collapse_error']['estimate']:.3f}"
+
+    def row(text: str, name: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith(name)).removeprefix(name).strip()
+
+    assert row(table, "  collapse error ε̂ (mean)").startswith(estimate)
+    for k in NEWER_TOP:
+        data.pop(k, None)
+    for k in NEWER_SUMMARY:
+        data["summary"].pop(k, None)
+    earlier = summary_table(data)
+    assert row(earlier, "reward view") == "none (the benchmark declares no reward_class hook)"
+    assert row(earlier, "  collapse error ε̂ (mean)").startswith(f"{estimate} [")  # no verdict: estimate and interval
