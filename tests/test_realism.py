@@ -144,3 +144,26 @@ def test_audit_with_human_reports_realism(p4g_dir, write_scripted, tmp_path):
     assert "matched_states" in ref and ref["matched_states"]["length_words"]["difference_ci95"] is not None
     html = (out / "report.html").read_text()
     assert "Realism: the human" in html and "Realism: the simulator next to the people" in html
+
+
+def test_grounding_intervals_are_scipys_bca_and_the_wilson_interval():
+    from scipy import stats
+
+    from collapse_probe.audit._human import _mean_ci, _share_ci
+
+    v = np.array([0.0, 0.0, 0.1, 0.0, 0.5, 0.2, 0.0, 0.05, 0.0, 0.3])
+    got = _mean_ci(v, 1000, seed=3)
+    ref = stats.bootstrap((v,), np.mean, n_resamples=1000, method="BCa", random_state=np.random.default_rng(3))
+    assert got["estimate"] == pytest.approx(v.mean())
+    assert got["ci95"] == [ref.confidence_interval.low, ref.confidence_interval.high] and "BCa" in got["method"]
+    assert _mean_ci([0.4] * 7, 1000, 0)["ci95"] == pytest.approx(
+        [0.4, 0.4]
+    )  # every resample is 0.4 (BCa's acceleration is 0/0)
+    assert _mean_ci([], 1000, 0) == {"estimate": None, "ci95": None, "n": 0}
+    # a share of 0 of 12 yes/no states is not a point: Wilson's upper end, as scipy computes it
+    none = _share_ci([False] * 12)
+    w = stats.binomtest(0, 12).proportion_ci(method="wilson")
+    assert none["estimate"] == 0 and none["ci95"] == pytest.approx([w.low, w.high]) and none["ci95"][1] > 0.2
+    assert _share_ci([True, False, True, True])["ci95"] == pytest.approx(
+        list(stats.binomtest(3, 4).proportion_ci(method="wilson"))
+    )

@@ -53,7 +53,7 @@ from collapse_probe.audit._pipeline import run_audit, run_audit_async
 from collapse_probe.audit._presentation import summary_table, write_audit_report
 from collapse_probe.audit._published import read_published, run_audit_from, run_audit_from_async
 from collapse_probe.audit._sampling import exact_donation_distribution
-from collapse_probe.audit._states import human_probe_states, on_policy_states
+from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._states import p4g_probe_states as p4g_probe_states  # noqa: F401 - former export
 from collapse_probe.audit._summary import (
     collapse_error_difference,
@@ -75,6 +75,7 @@ __all__ = [
     "VIEW_LABELS",
     "AuditConfig",
     "audit_verdicts",
+    "benchmark_probe_states",
     "collapse_error_difference",
     "ProbeState",
     "donation_comparison",

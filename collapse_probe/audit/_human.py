@@ -18,12 +18,21 @@ human data comes in; the project ships none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from collapse_probe.audit._config import DONATION_BINS
+
+BCA = "BCa bootstrap over states (scipy.stats.bootstrap)"
+"""The interval of a mean over states (the mean share of the human's class)."""
+WILSON = "Wilson score interval over states"
+"""The interval of a share of states (human outside the simulator's classes, human is the mode)."""
+PERCENTILE = "percentile bootstrap (scipy.stats.bootstrap)"
+"""The interval of a distance between two samples and of a paired difference of set statistics."""
+Z95 = 1.959963984540054
+"""The normal quantile of a two-sided 95 % interval."""
 
 DONATION_BIN_LABELS = ("$0", "($0, $0.5]", "($0.5, $1]", "($1, $1.5]", "($1.5, $2]")
 """Right-closed donation bins, labelled as they are: $1 exactly falls in ($0.5, $1]."""
@@ -61,12 +70,36 @@ def _donation_stats(s: np.ndarray, h: np.ndarray) -> dict[str, float]:
     }
 
 
-def _percentile_ci(boot: np.ndarray) -> list[float] | None:
-    boot = boot[np.isfinite(boot)]
-    if boot.size < 2:
-        return None
-    lo, hi = np.quantile(boot, [0.025, 0.975])
-    return [float(lo), float(hi)]
+def _percentile_ci(
+    samples: Sequence[np.ndarray], statistic: Callable[..., float], n_boot: int, seed: int, paired: bool = False
+) -> list[float] | None:
+    """95 % percentile bootstrap interval of ``statistic(*samples)`` (:func:`scipy.stats.bootstrap`).
+
+    The percentile method, not BCa: the statistics are distances between two samples (KS is a
+    supremum, the binned L1 and W1 are kinked at 0) and set statistics of resampled replies
+    (distinct-n, Vendi), where the jackknife that BCa's acceleration comes from is not consistent.
+    A sample of one value is held fixed (every resample of it is itself; scipy resamples two or
+    more). ``None`` when the interval is not defined (a resample where the statistic is not).
+    """
+    from scipy.stats import bootstrap
+
+    free = [i for i, x in enumerate(samples) if len(x) >= 2]
+    if not free:
+        point = statistic(*samples)
+        return [float(point), float(point)]
+
+    def resampled(*xs: np.ndarray) -> float:
+        full = list(samples)
+        for i, x in zip(free, xs, strict=True):
+            full[i] = x
+        return statistic(*full)
+
+    ci = bootstrap(
+        [samples[i] for i in free], resampled, n_resamples=n_boot, method="percentile", paired=paired,
+        vectorized=False, random_state=np.random.default_rng(seed),
+    ).confidence_interval  # fmt: skip
+    lo, hi = float(ci.low), float(ci.high)
+    return [lo, hi] if np.isfinite(lo) and np.isfinite(hi) else None
 
 
 def donation_comparison(
@@ -76,8 +109,8 @@ def donation_comparison(
 
     Wasserstein-1, the two-sample KS statistic with its p-value, the L1 distance Σ|p − q| over the
     right-closed bins :data:`DONATION_BIN_LABELS` (in [0, 2]) and the shares of $0; each distance
-    with a percentile bootstrap interval that resamples the simulated donations and the people
-    independently. Values are clipped to [0, 2] (the task paid $2).
+    with a percentile bootstrap interval (:func:`scipy.stats.bootstrap`) that resamples the simulated
+    donations and the people independently. Values are clipped to [0, 2] (the task paid $2).
     """
     s = np.clip(np.asarray(simulated, dtype=np.float64), 0, 2)
     h = np.clip(np.asarray(human, dtype=np.float64), 0, 2)
@@ -88,14 +121,13 @@ def donation_comparison(
             "n_human": int(h.size),
         }
     point = _donation_stats(s, h)
-    rng = np.random.default_rng(seed)
-    boots: dict[str, list[float]] = {k: [] for k in point}
-    for _ in range(n_boot):
-        b = _donation_stats(rng.choice(s, s.size), rng.choice(h, h.size))
-        for k, v in b.items():
-            boots[k].append(v)
     out: dict[str, Any] = dict(point)
-    out["ci95"] = {k: _percentile_ci(np.array(v)) for k, v in boots.items() if k != "ks_pvalue"}
+    # one bootstrap per distance, each with the same seed: all four see the same resamples
+    out["ci95"] = {
+        k: _percentile_ci((s, h), lambda a, b, k=k: _donation_stats(a, b)[k], n_boot, seed)
+        for k in point
+        if k != "ks_pvalue"
+    }
     out.update(
         {
             "bins": list(DONATION_BIN_LABELS),
@@ -152,23 +184,56 @@ async def human_grounding(records: Sequence[dict[str, Any]], partitioner: Any) -
     return out
 
 
-def _mean_ci(values: Sequence[float], n_boot: int, rng: np.random.Generator) -> dict[str, Any]:
+def _mean_ci(values: Sequence[float] | np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
+    """Mean over states with a 95 % BCa bootstrap interval (:func:`scipy.stats.bootstrap`).
+
+    BCa rather than the percentile bootstrap: the shares are bounded and skewed (most states give the
+    human's class little mass), where BCa's bias and skew corrections cover better at the state
+    counts of an audit (``benchmarks/human_reference_coverage.py``, ``docs/estimator-coverage.md``).
+    When every state has the same value, each resample does too: the interval is that value (BCa's
+    acceleration is 0/0 there, and scipy returns no interval).
+    """
+    from scipy.stats import bootstrap
+
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return {"estimate": None, "ci95": None, "n": 0}
-    idx = rng.integers(0, v.size, size=(n_boot, v.size))
-    return {"estimate": float(v.mean()), "ci95": _percentile_ci(v[idx].mean(axis=1)), "n": int(v.size)}
+    est = float(v.mean())
+    if np.ptp(v) == 0:
+        return {"estimate": est, "ci95": [est, est], "n": int(v.size), "method": BCA}
+    ci = bootstrap(
+        (v,), np.mean, n_resamples=n_boot, method="BCa", random_state=np.random.default_rng(seed), vectorized=True
+    ).confidence_interval
+    return {"estimate": est, "ci95": [float(ci.low), float(ci.high)], "n": int(v.size), "method": BCA}
+
+
+def _share_ci(flags: Sequence[bool]) -> dict[str, Any]:
+    """The share of states where ``flags`` holds, with its 95 % Wilson score interval.
+
+    A share of yes/no states is a binomial proportion: the Wilson interval stays honest where a
+    bootstrap cannot, at a share of 0 or 1 (every resample is then 0 or 1 too, and the interval is a
+    point however few the states).
+    """
+    from collapse_probe.metrics._intervals import wilson
+
+    n = len(flags)
+    if n == 0:
+        return {"estimate": None, "ci95": None, "n": 0}
+    k = sum(bool(f) for f in flags)
+    lo, hi = wilson(np.float64(k / n), n, Z95)
+    return {"estimate": k / n, "ci95": [float(lo), float(hi)], "n": n, "method": WILSON}
 
 
 def grounding_summary(rows: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Means over human-grounded states, with bootstrap intervals over states."""
-    rng = np.random.default_rng(seed)
+    """Means over human-grounded states with intervals over states: the mean share of the human's
+    class with a BCa bootstrap interval, the shares of states where the human is outside the
+    simulator's classes or its mode with Wilson intervals."""
     ranks = [r["human_class_rank"] for r in rows if r["human_class_rank"] is not None]
     return {
         "n_states": len(rows),
-        "human_class_share": _mean_ci([r["human_class_share"] for r in rows], n_boot, rng),
-        "outside_share": _mean_ci([float(r["outside"]) for r in rows], n_boot, rng),
-        "human_is_mode_share": _mean_ci([float(r["human_class_rank"] == 1) for r in rows], n_boot, rng),
+        "human_class_share": _mean_ci([r["human_class_share"] for r in rows], n_boot, seed),
+        "outside_share": _share_ci([r["outside"] for r in rows]),
+        "human_is_mode_share": _share_ci([r["human_class_rank"] == 1 for r in rows]),
         "mean_rank_when_inside": float(np.mean(ranks)) if ranks else None,
     }
 
@@ -188,41 +253,46 @@ def matched_state_comparison(
     hs = [r for r in records if r.get("status") == "ok" and r.get("human_reply") and r.get("responses")]
     if not hs:
         return None
-    rng = np.random.default_rng(seed)
     human = [r["human_reply"] for r in hs]
     sim = [r["responses"][0] for r in hs]  # one draw per state: like with like
     sim_len = np.array([np.mean([_words(t) for t in r["responses"]]) for r in hs])
     hum_len = np.array([_words(t) for t in human], dtype=np.float64)
-    idx = rng.integers(0, len(hs), size=(n_boot, len(hs)))
+    length = _mean_ci(sim_len - hum_len, n_boot, seed)
     out: dict[str, Any] = {
         "n_states": len(hs),
         "length_words": {
             "simulator": float(sim_len.mean()),
             "human": float(hum_len.mean()),
             "difference": float(sim_len.mean() - hum_len.mean()),
-            "difference_ci95": _percentile_ci((sim_len[idx] - hum_len[idx]).mean(axis=1)),
+            "difference_ci95": length["ci95"],
+            "method": f"{BCA}, paired",
         },
     }
+    # paired: the same resampled states on both sides, so the bootstrap resamples state indices
+    states = (np.arange(len(hs)),)
     small = min(n_boot, 200)  # distinct-n and Vendi are set statistics: fewer replicates suffice
     for n in (1, 2):
-        d_sim, d_hum = distinct_n(sim, n), distinct_n(human, n)
-        boot = []
-        for ix in idx[:small]:
+
+        def distinct_gap(ix: np.ndarray, n: int = n) -> float:
             a, b = distinct_n([sim[i] for i in ix], n), distinct_n([human[i] for i in ix], n)
-            boot.append(np.nan if a is None or b is None else a - b)
+            return np.nan if a is None or b is None else a - b
+
         out[f"distinct_{n}"] = {
-            "simulator": d_sim,
-            "human": d_hum,
-            "difference_ci95": _percentile_ci(np.array(boot)),
+            "simulator": distinct_n(sim, n),
+            "human": distinct_n(human, n),
+            "difference_ci95": _percentile_ci(states, distinct_gap, small, seed),
+            "method": f"{PERCENTILE}, paired",
         }
     if embedder is not None and len(hs) >= 2:
         emb = np.asarray(embedder.embed(sim + human))
         es, eh = emb[: len(hs)], emb[len(hs) :]
-        boot = [vendi_score(es[ix]) - vendi_score(eh[ix]) for ix in idx[: min(small, 100)]]
         out["vendi"] = {
             "simulator": vendi_score(es),
             "human": vendi_score(eh),
-            "difference_ci95": _percentile_ci(np.array(boot)),
+            "difference_ci95": _percentile_ci(
+                states, lambda ix: vendi_score(es[ix]) - vendi_score(eh[ix]), min(small, 100), seed
+            ),
+            "method": f"{PERCENTILE}, paired",
         }
     return out
 

@@ -14,18 +14,19 @@ from collapse_probe.errors import ConfigError
 # ----------------------------------------------------------------------------------------------- states
 
 
-def _episode(arena: Arena, task: Task, messages: list[dict[str, Any]], elicited: bool = False) -> Episode:
+def _episode(arena: Arena, task: Task, messages: Sequence[dict[str, Any]]) -> Episode:
+    """The arena's episode at a state whose conversation so far is ``messages``: its ``episode_at``
+    hook (which rebuilds the arena's own turn-taking state), else a new episode holding them."""
+    hook = audit_hook(arena, "episode_at")
+    if hook is not None:
+        return hook(task, messages)
     ep = arena.new_episode(task, 0)
     ep.messages = [dict(m) for m in messages]
-    if "rounds" in ep.state:
-        ep.state["rounds"] = sum(1 for m in messages if m["role"] == "simulator")
-    if "elicited" in ep.state:
-        ep.state["elicited"] = elicited
     return ep
 
 
-def benchmark_probe_states(arena: Arena, tasks: Sequence[Task]) -> list[ProbeState]:
-    """The benchmark's probe states (its ``probe_states`` hook), one :class:`ProbeState` each.
+def benchmark_probe_states(arena: Arena, tasks: Sequence[Task], **options: Any) -> list[ProbeState]:
+    """The benchmark's probe states (its ``probe_states`` hook, given ``options``), one :class:`ProbeState` each.
 
     Raises:
         ConfigError: the benchmark offers no probe states (audit its on-policy states with ``--policy``).
@@ -37,32 +38,32 @@ def benchmark_probe_states(arena: Arena, tasks: Sequence[Task]) -> list[ProbeSta
             "the on-policy states of rollouts on it"
         )
     states = []
-    for spec in hook(tasks):
+    for spec in hook(tasks, **options):
         suffix = f":{spec.index}" if spec.index else ""
         states.append(ProbeState(
             f"{spec.kind}:{spec.task.task_id}{suffix}", spec.kind,
             sum(1 for m in spec.messages if m["role"] == "simulator"),
-            _episode(arena, spec.task, spec.messages, spec.asks_decision), closed_set=spec.asks_decision,
-            kind=spec.kind,
+            _episode(arena, spec.task, spec.messages), closed_set=spec.asks_decision, kind=spec.kind,
         ))  # fmt: skip
     return states
 
 
 def p4g_probe_states(arena: Arena, tasks: Sequence[Task], openings: dict[str, str] | None = None) -> list[ProbeState]:
-    """P4G probe states per persona: the reply to the opening, and the donation decision.
+    """Deprecated: :func:`benchmark_probe_states` (the arena's ``probe_states`` hook builds the states;
+    pass ``openings=`` through it).
 
-    Args:
-        arena: the P4G arena.
-        tasks: donor personas.
-        openings: task id -> persuader opening (e.g. written by the policy); default: the fixed
-            human-style :data:`P4G_OPENINGS`, one per persona in turn.
+    Kept so that code written against the former export still runs: the same states, built by the
+    benchmark, with a :class:`DeprecationWarning`.
     """
-    states = benchmark_probe_states(arena, tasks)
-    for s in states:
-        opening = (openings or {}).get(s.episode.task.task_id)
-        if opening:
-            s.episode.messages[0] = {**s.episode.messages[0], "content": opening}
-    return states
+    import warnings
+
+    warnings.warn(
+        "collapse_probe.audit.p4g_probe_states is deprecated; use "
+        "collapse_probe.audit.benchmark_probe_states(arena, tasks, openings=...)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return benchmark_probe_states(arena, tasks, **({"openings": openings} if openings else {}))
 
 
 def human_probe_states(
@@ -108,11 +109,10 @@ def on_policy_states(arena: Arena, records: Sequence[dict[str, Any]], tasks: dic
             if m["role"] != "simulator":
                 continue
             prefix = msgs[:m_idx]
-            elicit = any((p.get("meta") or {}).get("elicitation") for p in prefix)
             last_is_elicitation = bool(prefix and (prefix[-1].get("meta") or {}).get("elicitation"))
             turn = sum(1 for p in prefix if p["role"] == "simulator")
             states.append(ProbeState(
-                f"on_policy:{rec['key']}:{m_idx}", "on_policy", turn, _episode(arena, task, prefix, elicit),
+                f"on_policy:{rec['key']}:{m_idx}", "on_policy", turn, _episode(arena, task, prefix),
                 closed_set=last_is_elicitation, conversation=rec["key"],
             ))  # fmt: skip
     return states

@@ -119,8 +119,13 @@ class AuditHooks(Protocol):
     """Optional arena hooks the audit uses; an arena implements any subset (each is looked up with
     ``getattr`` and has a neutral default, see :func:`audit_hook`).
 
-    - ``probe_states(tasks) -> list[ProbeSpec]``: the benchmark's own probe states (without a
-      policy the audit samples these; default: none, so ``--policy`` is needed).
+    - ``probe_states(tasks, **options) -> list[ProbeSpec]``: the benchmark's own probe states (without a
+      policy the audit samples these; default: none, so ``--policy`` is needed); ``options`` are the
+      benchmark's own (P4G: ``openings``), passed through :func:`~collapse_probe.audit.benchmark_probe_states`.
+    - ``episode_at(task, messages) -> Episode``: the episode at a state whose conversation so far is
+      ``messages`` (a probe state, or a prefix of a recorded rollout), with the arena's own episode
+      state rebuilt from them (P4G: the rounds answered and whether the donation question was asked).
+      Default: a new episode holding the messages.
     - ``reward_class(episode, text) -> Hashable | None``: the class of what the benchmark's *reward*
       pays for the simulator reply ``text`` at the state ``episode`` (the conversation before the
       reply): replies the reward pays the same share a class. ``None`` where the reward does not read

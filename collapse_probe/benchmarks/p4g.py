@@ -16,7 +16,7 @@ import csv
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -442,15 +442,33 @@ class P4GArena:
     fallback_partition: str = "label"
     """Partition of an audit without the embedding extra: the donation decision the reward reads."""
 
-    def probe_states(self, tasks: Sequence[Task]) -> list[ProbeSpec]:
-        """Per persona: the reply to a fixed human-style opening, and the donation decision."""
+    def probe_states(self, tasks: Sequence[Task], openings: Mapping[str, str] | None = None) -> list[ProbeSpec]:
+        """Per persona: the reply to a persuader's opening, and the donation decision.
+
+        Args:
+            tasks: donor personas.
+            openings: task id -> the persuader's opening (e.g. written by a policy); default, and for a
+                task it does not name: the fixed human-style :data:`OPENINGS`, one per persona in turn.
+        """
         specs = []
         for i, task in enumerate(tasks):
-            first = [{"role": "policy", "content": OPENINGS[i % len(OPENINGS)]}]
+            opening = (openings or {}).get(task.task_id) or OPENINGS[i % len(OPENINGS)]
+            first = [{"role": "policy", "content": opening}]
             specs.append(ProbeSpec(task, "opening", first))
             elicit = first + [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
             specs.append(ProbeSpec(task, "elicitation", elicit, asks_decision=True))
         return specs
+
+    def episode_at(self, task: Task, messages: Sequence[dict[str, Any]]) -> Episode:
+        """The audit hook ``episode_at``: the episode whose conversation so far is ``messages``, with the
+        turn-taking state :meth:`next_side` keeps (persuasion rounds answered, whether the donation
+        question was asked) rebuilt from them, so the reward view reads a probe or on-policy state as
+        the rollout that reached it would."""
+        ep = self.new_episode(task, 0)
+        ep.messages = [dict(m) for m in messages]
+        ep.state["rounds"] = ep.turns("simulator")
+        ep.state["elicited"] = any((m.get("meta") or {}).get("elicitation") for m in messages)
+        return ep
 
     def decision_label(self, text: str) -> str:
         """The decision the reward reads: ``donate:$X`` from a tag, ``refuse`` or ``undecided``."""

@@ -23,6 +23,7 @@ if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
     sys.path.insert(0, str(_REPO))
 
 from collapse_probe.report import runs as rd  # noqa: E402
+from collapse_probe.results import AuditResults, AuditSummary, CrossplayResults, LabRunResults  # noqa: E402
 
 VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare")
 AUDIT_KINDS = ("audit",)
@@ -85,15 +86,6 @@ def fmt_ci(ci: Any, digits: int = 3) -> str:
     return "n/a"
 
 
-def get(d: Any, *keys: str, default: Any = None) -> Any:
-    """``d[k1][k2]...`` or ``default`` when any level is missing or not a mapping."""
-    for k in keys:
-        if not isinstance(d, dict) or k not in d:
-            return default
-        d = d[k]
-    return d
-
-
 def show_figure(fig: Any) -> None:
     st.plotly_chart(fig, width="stretch")
 
@@ -110,7 +102,11 @@ def figure_or_note(make: Any, *args: Any) -> None:
 
 
 def in_progress_note(run: rd.RunInfo) -> None:
-    """Explain a run without usable results: what has been recorded so far."""
+    """Explain a run without usable results: what has been recorded so far, or the one line saying
+    why its results file does not read as its results model."""
+    if run.invalid is not None:
+        st.error(md_text(f"{run.name}: {run.invalid}"))
+        return
     counts = []
     for name in ("samples.jsonl", "conversations.jsonl", "metrics.jsonl"):
         if name in run.files:
@@ -239,33 +235,37 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
         in_progress_note(run)
         partial_audit(by_mode)
         return
-    res = run.results or {}  # a complete run has parsed results
-    st.info(md_text(res["verdict"]))
-    audit_summary(res)
+    res = run.results or {}  # a complete run has parsed results, in the JSON the figures read
+    typed = run.typed
+    if not isinstance(typed, AuditResults):
+        st.error(md_text(f"{run.name}: results.json is not an audit's results ({run.schema})"))
+        return
+    st.info(md_text(typed.verdict))
+    audit_summary(typed)
     show_table(ap.summary_table(res), expander="all summary quantities")
     figure_or_note(ap.collapse_map_figure, res)
     st.markdown("**ε per state (95% CI)**")
     figure_or_note(ap.collapse_error_per_state_figure, res)
-    if res.get("trajectory"):
+    if typed.trajectory is not None:
         st.markdown("**ε by turn along the on-policy rollouts**")
         figure_or_note(ap.collapse_error_by_turn_figure, res)
-    if res.get("compare_vs"):
-        c = res["compare_vs"]
+    if typed.compare_vs is not None:
+        c = typed.compare_vs
         st.markdown("**Direct vs Verbalized Sampling**")
         left, right = st.columns(2)
         with left:
             st.caption("direct")
-            audit_summary(res, c["direct"], compact=True)
+            audit_summary(typed, c.direct, compact=True)
         with right:
             st.caption("verbalized sampling")
-            audit_summary(res, c["verbalized"], compact=True)
+            audit_summary(typed, c.verbalized, compact=True)
         figure_or_note(ap.compare_vs_figure, res)
-    if res.get("variance_share"):
+    if typed.variance_share is not None:
         st.markdown("**Simulator share of reward variance (Lemma 3.3)**")
         show_table(ap.variance_share_table(res))
-    if res.get("human_reference"):
+    if typed.human_reference:
         st.markdown("**Simulator vs the human P4G data**")
-        donations = res["human_reference"]["donations"]
+        donations = typed.human_reference["donations"]
         if "bins" in donations:
             figure_or_note(ap.donation_comparison_figure, res)
         else:
@@ -273,7 +273,7 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
                 f"donations: {donations.get('note')} ({donations.get('n_simulated')} simulated, "
                 f"{donations.get('n_human')} human); simulated donations come from the states that ask for an amount"
             )
-        if (res["human_reference"] or {}).get("people_epsilon"):
+        if typed.human_reference.get("people_epsilon"):
             figure_or_note(ap.people_vs_simulator_figure, res)
         for caption, table in (
             ("every realism measure with its 95 % bootstrap interval", ap.realism_table(res)),
@@ -287,7 +287,7 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
                 st.caption(caption)
                 show_table(table)
     show_table(ap.states_table(res), expander="per-state table")
-    state_detail(res, by_mode)
+    state_detail(typed, by_mode)
 
 
 def partial_audit(by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
@@ -315,65 +315,63 @@ def show_table(table: dict[str, Any] | None, expander: str | None = None) -> Non
         st.dataframe(frame, width="stretch", hide_index=True)
 
 
-def audit_summary(res: dict[str, Any], summary: dict[str, Any] | None = None, compact: bool = False) -> None:
+def audit_summary(res: AuditResults, summary: AuditSummary | None = None, compact: bool = False) -> None:
     """Headline metrics of an audit (of ``summary``, default the primary mode's)."""
     from collapse_probe.report import audit_plots as ap
 
-    s = res["summary"] if summary is None else summary
-    ce, ent, rv = s["collapse_error"], s["entropy"], s.get("reward_view") or {}
-    verdicts = (res.get("verdicts") or {}) if summary is None else {}
+    s = res.summary if summary is None else summary
+    ce, ent, rv = s.collapse_error, s.entropy, s.reward_view
+    verdicts = res.verdicts if summary is None else None
 
     def label(view: str) -> str | None:
         """The view's verdict, shown under its number (a label beside the name would be cut in a column)."""
-        return verdicts[view]["label"] if view in verdicts else None
+        return None if verdicts is None else getattr(verdicts, view).label
 
     cols = st.columns(3 if compact else 5)
-    cols[0].metric("meaning ε̂", fmt(ce.get("estimate")), label("meaning"), delta_color="off", delta_arrow="off",
-                   help=f"classes by {res.get('partitioner')}; 95% CI {fmt_ci(ce.get('ci95'))}; 0 = collapsed")  # fmt: skip
-    cols[1].metric("reward-view ε̂", fmt(rv.get("estimate")), label("reward"), delta_color="off", delta_arrow="off",
-                   help=f"95% CI {fmt_ci(rv.get('ci95'))}; {rv.get('classes') or 'no reward view'}")  # fmt: skip
+    cols[0].metric("meaning ε̂", fmt(ce.estimate), label("meaning"), delta_color="off", delta_arrow="off",
+                   help=f"classes by {res.partitioner}; 95% CI {fmt_ci(ce.ci95)}; 0 = collapsed")  # fmt: skip
+    cols[1].metric("reward-view ε̂", fmt(rv and rv.estimate), label("reward"), delta_color="off", delta_arrow="off",
+                   help=f"95% CI {fmt_ci(rv and rv.ci95)}; {(rv and rv.classes) or 'no reward view'}")  # fmt: skip
     cols[2].metric(
-        "entropy (nats)", fmt(ent.get("estimate")), help=f"{ent.get('estimator', '')} 95% CI {fmt_ci(ent.get('ci95'))}"
+        "entropy (nats)",
+        fmt(ent and ent.estimate),
+        help=f"{(ent and ent.estimator) or ''} 95% CI {fmt_ci(ent and ent.ci95)}",
     )
     if compact:
-        v = s.get("vs_parse_failures")
+        v = s.vs_parse_failures
         st.caption(
-            f"meaning ε 95% CI {fmt_ci(ce.get('ci95'))}, {s.get('n_states')} states; reward-view ε 95% CI "
-            f"{fmt_ci(rv.get('ci95'))}, {rv.get('n_states', 0)} states"
-            + (f"; VS parse failures {v['count']} of {v['of']}" if v else "")
+            f"meaning ε 95% CI {fmt_ci(ce.ci95)}, {s.n_states} states; reward-view ε 95% CI "
+            f"{fmt_ci(rv and rv.ci95)}, {rv.n_states if rv else 0} states"
+            + (f"; VS parse failures {v.count} of {v.of}" if v else "")
         )
         return
-    modes = s.get("effective_modes")
-    cols[3].metric("effective modes", fmt(modes, 2) if not s.get("effective_modes_lower_bound_only")
-                   else f"≥ {fmt(s.get('effective_modes_lower_bound'), 1)}",
-                   help=ap.effective_modes_text(s, int(res.get("samples_per_state") or 0)))  # fmt: skip
-    cols[4].metric("accumulated ε̄_H", fmt(s.get("accumulated_collapse_error")))
+    cols[3].metric("effective modes", fmt(s.effective_modes, 2) if not s.effective_modes_lower_bound_only
+                   else f"≥ {fmt(s.effective_modes_lower_bound, 1)}",
+                   help=ap.effective_modes_text(s.to_json(), res.samples_per_state or 0))  # fmt: skip
+    cols[4].metric("accumulated ε̄_H", fmt(s.accumulated_collapse_error))
     st.caption(
-        f"simulator **{res.get('simulator')}** ({res.get('mode')}) on **{res.get('benchmark')}**, "
-        f"partitioner {res.get('partitioner')}, {res.get('samples_per_state')} samples per state, "
-        f"{s.get('n_states')} states measured, {s.get('infra_failures')} infrastructure failures excluded; "
-        f"ε 95% CI {fmt_ci(ce.get('ci95'))}"
+        f"simulator **{res.simulator}** ({res.mode}) on **{res.benchmark}**, "
+        f"partitioner {res.partitioner}, {res.samples_per_state} samples per state, "
+        f"{s.n_states} states measured, {s.infra_failures} infrastructure failures excluded; "
+        f"ε 95% CI {fmt_ci(ce.ci95)}"
     )
 
 
-def state_detail(res: dict[str, Any], by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
+def state_detail(res: AuditResults, by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
     """The classes of one state (recounted from its responses in samples.jsonl), in every sampling mode."""
     import pandas as pd
 
     from collapse_probe.report import audit_plots as ap
 
-    states = [s for s in res["states"] if s.get("status") == "ok"]
+    states = [s for s in res.states if s.status == "ok"]
     if not states:
         return
     st.markdown("**Equivalence classes of one state**")
-    states = sorted(states, key=lambda s: (ap.state_estimate(s), s["state_id"]))
-    labels = [
-        f"{s['state_id']} ({s.get('source')}, turn {s.get('turn')}, ε̂={fmt(ap.state_estimate(s))}, n={s.get('n')})"
-        for s in states
-    ]
+    est = {s.state_id: ap.state_estimate(s.to_json()) for s in states}  # ε̂ as the audit prints it
+    states = sorted(states, key=lambda s: (est[s.state_id], s.state_id))
+    labels = [f"{s.state_id} ({s.source}, turn {s.turn}, ε̂={fmt(est[s.state_id])}, n={s.n})" for s in states]
     choice = st.selectbox("State", labels, key="sim_state")
-    state = states[labels.index(choice)]
-    sid = state["state_id"]
+    sid = states[labels.index(choice)].state_id
     found = [(mode, recs[sid]) for mode, recs in by_mode.items() if sid in recs]
     if not found:
         st.caption("no responses recorded for this state in samples.jsonl")
@@ -433,19 +431,23 @@ def view_crossplay(runs: list[rd.RunInfo]) -> None:
             st.dataframe(pd.DataFrame(progress), width="stretch", hide_index=True)
     else:
         res = run.results or {}
+        typed = run.typed
+        if not isinstance(typed, CrossplayResults):
+            st.error(md_text(f"{run.name}: results.json is not a cross-play's results ({run.schema})"))
+            return
         st.caption(
-            f"benchmark **{res.get('benchmark')}**, training simulator **{res.get('train_simulator') or 'none'}**; "
+            f"benchmark **{typed.benchmark}**, training simulator **{typed.train_simulator or 'none'}**; "
             "hover a cell for its 95% CI, n and infrastructure failures (excluded from every mean)"
         )
         figure_or_note(cp.reward_heatmap, res)
         labels = cp.labels_table(res)
         if labels:
             show_table(labels, expander="the full spec behind each label")
-        if res.get("train_simulator"):
+        if typed.train_simulator:
             figure_or_note(cp.train_heldout_figure, res)
-        if res.get("transfer"):
+        if typed.transfer:
             figure_or_note(cp.transfer_bars, res)
-        if res.get("policy_diversity"):
+        if typed.policy_diversity:
             figure_or_note(cp.strategy_entropy_bars, res)
         table = cp.crossplay_table(res)
         st.dataframe(pd.DataFrame(table["rows"], columns=table["columns"]), width="stretch", hide_index=True)
@@ -519,6 +521,9 @@ def view_training(runs: list[rd.RunInfo]) -> None:
     for r in trains:
         if r.label not in chosen:
             continue
+        if r.invalid is not None:
+            st.error(md_text(f"{r.name}: {r.invalid}"))
+            continue
         if "metrics.jsonl" in r.files:
             curves[r.name] = rd.training_curve_from_records(jsonl(r, "metrics.jsonl").records)
         else:
@@ -532,8 +537,9 @@ def view_training(runs: list[rd.RunInfo]) -> None:
     alarms = [{**a, "run": r.name} for r in trains if r.label in chosen for a in rd.monitor_alarms(r)]
     for _, fig in tp.training_figures(curves, alarms):
         show_figure(fig)
-    lab_checks = [(r.name, get(r.results, "bound_checks")) for r in trains if r.label in chosen and r.kind == "lab"]
-    lab_checks = [(n, b) for n, b in lab_checks if isinstance(b, dict)]
+    lab_checks = [
+        (r.name, r.typed.bound_checks) for r in trains if r.label in chosen and isinstance(r.typed, LabRunResults)
+    ]
     if lab_checks:
         import pandas as pd
 
@@ -566,7 +572,8 @@ def view_monitor(runs: list[rd.RunInfo]) -> None:
     if not rows:
         st.info("This monitor has recorded no step yet.")
         return
-    eps_star = get(run.config, "monitor", "epsilon_star")
+    monitor = (run.config or {}).get("monitor")
+    eps_star = monitor.get("epsilon_star") if isinstance(monitor, dict) else None
     for _, fig in monitor_figures(rows, eps_star if isinstance(eps_star, int | float) else None):
         show_figure(fig)
     alarms = [a for r in rows for a in r.get("alarms", []) if isinstance(a, dict)]
@@ -603,10 +610,12 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
         if run is None:
             continue
         with col:
-            res = run.results or {}
-            audit_summary(res, compact=True)
-            st.caption(f"simulator {res.get('simulator')} ({res.get('mode')})")
-            figure_or_note(ap.collapse_error_per_state_figure, res)
+            if not isinstance(run.typed, AuditResults):
+                st.error(md_text(run.invalid or f"{run.name}: results.json is not an audit's results"))
+                continue
+            audit_summary(run.typed, compact=True)
+            st.caption(f"simulator {run.typed.simulator} ({run.typed.mode})")
+            figure_or_note(ap.collapse_error_per_state_figure, run.results or {})
     a, b = picked
     if a is not None and b is not None:
         figure_or_note(ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}})

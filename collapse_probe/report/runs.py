@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe.results import BY_SCHEMA, Results, read_results
+
 __all__ = [
     "KINDS",
     "audit_records",
@@ -102,7 +104,7 @@ class RunInfo:
     config: dict[str, Any] | None
     """Parsed ``config.json``, ``None`` when missing or unreadable."""
     results: dict[str, Any] | None
-    """Parsed ``results.json``, ``None`` while the run is in progress (or when unreadable)."""
+    """Parsed ``results.json``, ``None`` while the run is in progress (or when unreadable or invalid)."""
     files: tuple[str, ...]
     """Names of the files in the directory (not recursive)."""
     problems: list[str] = field(default_factory=list)
@@ -111,6 +113,13 @@ class RunInfo:
     """Latest modification time among the run's marker files (for caching and sorting)."""
     verdicts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``(file name, verdict)`` for each gate verdict JSON in the directory."""
+    typed: Results | None = None
+    """``results.json`` (or ``compare.json``) read through its results model
+    (:mod:`collapse_probe.results`); ``None`` without results, or for a schema no model reads (a
+    ``lab-compare/v1`` file of an earlier version), which the views read as JSON."""
+    invalid: str | None = None
+    """Why the results file does not read as its model, in one line naming the file and the field
+    (``results.json field summary.n_states is 'x'; expected an integer``); the views show that line."""
 
     @property
     def schema(self) -> str | None:
@@ -137,7 +146,10 @@ class RunInfo:
 
     @property
     def status(self) -> str:
-        """``"complete"``, ``"failed"`` (see :attr:`failed`) or ``"in progress"`` (being written)."""
+        """``"complete"``, ``"failed"`` (see :attr:`failed`), ``"invalid"`` (a results file its model does
+        not read: :attr:`invalid`) or ``"in progress"`` (being written)."""
+        if self.invalid is not None:
+            return "invalid"
         if self.failed:
             return "failed"
         return "complete" if self.complete else "in progress"
@@ -387,6 +399,11 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
     if results is not None and not (isinstance(results, dict) and isinstance(results.get("schema"), str)):
         problems.append(f"{results_file} has no 'schema' key (being written or not a collapse-probe result)")
         results = None
+    typed, invalid = None, None
+    if results is not None and results["schema"] in BY_SCHEMA:
+        typed, invalid = read_results(results, results_file)
+        if invalid is not None:
+            problems.append(invalid)
     verdicts = _verdict_files(entries)
     verdict_names = {n for n, _ in verdicts}
     mtime = 0.0
@@ -411,11 +428,13 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
         name=name,
         kind=_kind_of(config, results, files, verdicts),
         config=config,
-        results=results,
+        results=None if invalid is not None else results,
         files=tuple(sorted(files)),
         problems=problems,
         mtime=mtime,
         verdicts=verdicts,
+        typed=typed,
+        invalid=invalid,
     )
 
 

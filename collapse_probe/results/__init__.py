@@ -130,9 +130,51 @@ def read_json(path: str | Path, what: str = "results.json") -> Any:
     return parse_json(read_bytes(p, max_bytes=1 << 30, expected=what), p, expected=what)
 
 
+Results = (
+    PlayResults
+    | AuditResults
+    | CrossplayResults
+    | TrainResults
+    | LabRunResults
+    | LabCompareResults
+    | LabSweepResults
+    | GateResults
+)
+"""Any typed results file (what :func:`load` returns): the model of its ``schema``."""
+
+
 def load_results(path: str | Path) -> ResultsModel:
-    """Read and parse a results file (or a run directory's ``results.json``) through its model."""
-    return parse_results(read_json(path), str(path))
+    """Read and parse a results file (or a run directory's ``results.json``) through its model; a
+    problem names the file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    return parse_results(read_json(p), str(p))
+
+
+def load(path: str | Path) -> Results:
+    """The typed results of a file or a run directory (its ``results.json``), by the file's ``schema``.
+
+    Example:
+        ``collapse_probe.results.load("runs/audit").summary.collapse_error.estimate``
+
+    Raises:
+        ConfigError: one line naming the file: missing or not JSON (:func:`read_json`), an unknown
+            schema, or a known field of the wrong type (naming the field and what was expected).
+    """
+    return load_results(path)  # type: ignore[return-value]  # BY_SCHEMA holds exactly the members of Results
+
+
+def read_results(data: Any, where: str = "results.json") -> tuple[Results | None, str | None]:
+    """``(typed results, None)`` of loaded JSON data, or ``(None, the one-line problem)``; never raises.
+
+    For readers that must keep going over files another process is writing or that another program
+    wrote (the dashboard): the problem is the line :func:`parse_results` would raise.
+    """
+    try:
+        return parse_results(data, where), None  # type: ignore[return-value]
+    except ConfigError as exc:
+        return None, str(exc)
 
 
 __all__ = [
@@ -163,7 +205,10 @@ __all__ = [
     "json_schema",
     "load_results",
     "parse_results",
+    "Results",
+    "load",
     "read_crossplay",
+    "read_results",
     "read_json",
     "schema_text",
 ]

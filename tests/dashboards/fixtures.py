@@ -146,6 +146,7 @@ def write_train_run(root: Path, name: str, method: str = "single", steps: int = 
         "method": method,
         "steps": steps,
         "final": {"train_reward": res.train_reward[-1], "heldout_reward": res.heldout_reward[-1]},
+        "first": {"step": res.steps[0], "train_reward": res.train_reward[0]},
     }
     (d / "results.json").write_text(json.dumps(results, indent=2))
     return d

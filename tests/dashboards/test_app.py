@@ -242,15 +242,16 @@ def test_half_written_runs_do_not_crash(half_written_root, monkeypatch, view):
         assert len(_plotly(at)) == 4  # the steps recorded before the torn line are drawn
 
 
-def test_off_schema_results_are_a_warning_not_a_crash(tmp_path, monkeypatch):
+def test_off_schema_results_are_one_line_not_a_crash(tmp_path, monkeypatch):
     d = tmp_path / "odd"
     d.mkdir()
     (d / "results.json").write_text(json.dumps({"schema": "collapse-probe/audit/v1", "summary": [1], "states": "x"}))
     monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path))
     at = _app(tmp_path)
     at.sidebar.radio(key="view").set_value("Simulator").run()
-    assert not at.exception
-    assert at.warning and "expected schema" in at.warning[0].value
+    assert not at.exception and not at.warning
+    # the audit results model's first complaint, naming the file and the field
+    assert [e.value for e in at.error] == ["odd: results.json field 'simulator' is missing"]
 
 
 def test_missing_runs_dir_is_an_error_box(tmp_path, monkeypatch):

@@ -70,8 +70,17 @@ def test_failed_runs_are_shown_as_failed(tmp_path, monkeypatch):
     xp = tmp_path / "xp"
     xp.mkdir()
     (xp / "config.json").write_text(json.dumps({"kind": "crossplay"}))
+    cell = {"policy": "p", "simulator": "s", "n": 0, "mean_reward": None, "task_rewards": {}, "infra_failures": 4}
     (xp / "results.json").write_text(
-        json.dumps({"schema": "collapse-probe/crossplay/v1", "cells": [{"mean_reward": None, "infra_failures": 4}]})
+        json.dumps(
+            {
+                "schema": "collapse-probe/crossplay/v1",
+                "benchmark": "b",
+                "policies": ["p"],
+                "simulators": ["s"],
+                "cells": [cell],
+            }
+        )  # fmt: skip
     )
     dead = tmp_path / "killed"
     dead.mkdir()
