@@ -47,16 +47,20 @@ def read_wandb_offline(run_dir: Path) -> tuple[dict[str, float], dict[int, dict[
     ``Record``s). wandb's service writes the file after ``finish()`` returns: wait for the exit record."""
     import time
 
+    from google.protobuf.message import DecodeError
     from wandb.proto import wandb_internal_pb2 as pb
 
     (f,) = list(run_dir.glob("run-*.wandb"))
     records: list = []
     for _ in range(240):
         records = []
-        for r in _wandb_records(f):
-            rec = pb.Record()
-            rec.ParseFromString(r)
-            records.append(rec)
+        try:
+            for r in _wandb_records(f):
+                rec = pb.Record()
+                rec.ParseFromString(r)
+                records.append(rec)
+        except DecodeError:  # the service is still writing the last record: read the file again
+            records = []
         if any(rec.WhichOneof("record_type") == "exit" for rec in records):
             break
         time.sleep(0.25)
