@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe._callable import config_and_options, make_callable
+from collapse_probe._constraints import AtMost, Integer, Number, OneOf, Specs, param, rule, validate
 from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int
+from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, MAX_TURNS, check_at_most, check_n_boot
 from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
@@ -52,30 +53,35 @@ STRATEGY_PARTITIONERS = ("exact", "embedding")
 class CrossplayConfig:
     """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it)."""
 
-    policies: list[str] = field(default_factory=lambda: ["smollm2"])
+    policies: list[str] = param(
+        None, Specs(1, distinct=True, name="policies"), flag="--policies", factory=lambda: ["smollm2"]
+    )
     """Policy (agent / persuader) specs, one matrix row each."""
-    simulators: list[str] = field(default_factory=lambda: ["smollm2", "vs:smollm2"])
+    simulators: list[str] = param(
+        None, Specs(1, distinct=True, name="simulators"), flag="--sims", factory=lambda: ["smollm2", "vs:smollm2"]
+    )
     """Simulator (user / persuadee) specs, one matrix column each; ``vs:SPEC`` for Verbalized Sampling."""
-    train_simulator: str | None = None
+    train_simulator: str | None = param(None, flag="--train-sim")
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
     benchmark: str = DEFAULT_BENCHMARK
     """Benchmark name (a registered benchmark, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
-    tasks: int = 4
+    tasks: int = param(4, Integer(1), AtMost(MAX_STATES, "tasks"))
     """Number of tasks (P4G: donor personas), the same in every cell."""
-    rollouts: int = 2
+    rollouts: int = param(2, Integer(1))
     """Conversations per task and cell."""
-    max_turns: int | None = 3
-    """Conversation rounds (P4G: persuader + persuadee exchanges)."""
-    seed: int = 0
+    max_turns: int | None = param(3, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation"))
+    """Conversation rounds (P4G: persuader + persuadee exchanges); ``None``: the benchmark's own cap
+    (P4G: 3; tau2: none, max steps end an episode)."""
+    seed: int = param(0, Integer(None))
     """Seed of the task order and of every conversation (shared by all cells)."""
-    temperature: float = 1.0
+    temperature: float = param(1.0, Number(ge=0))
     """Sampling temperature of both sides."""
     partitioner: str = "exact"
     """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
-    entropy_turns: EntropyTurns = "first"
+    entropy_turns: EntropyTurns = param("first", OneOf(("first", "all")))
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
-    n_boot: int = 2000
+    n_boot: int = param(2000, Integer(100))
     """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
     became analytic (MOVER-R over tasks)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -83,54 +89,32 @@ class CrossplayConfig:
     model, e.g. a persona file or a data directory) build the default arena (see :func:`arena_spec`)."""
 
     def validate(self) -> None:
-        """Check the configuration once, at the boundary.
+        """Check the configuration once, at the boundary (the fields' declared constraints and the rules below).
 
         Raises:
             ConfigError: naming the field (flag), what was expected and what was received.
         """
-        for name, specs, flag in (("policies", self.policies, "--policies"), ("simulators", self.simulators, "--sims")):
-            if isinstance(specs, str) or not isinstance(specs, Sequence):
-                raise ConfigError(f"{flag} ({name}): expected a list of specs, got {specs!r}")
-            if not specs:
-                raise ConfigError(f"{flag} ({name}): expected at least one spec, got an empty list")
-            for s in specs:
-                if not isinstance(s, str) or not s.strip():
-                    raise ConfigError(f"{flag} ({name}): every spec must be a non-empty string, got {s!r}")
-            dup = sorted({s for s in specs if list(specs).count(s) > 1})
-            if dup:
-                raise ConfigError(f"{flag} ({name}): duplicate specs {dup}; each row/column must be distinct")
-        if self.train_simulator is not None and self.train_simulator not in self.simulators:
-            raise ConfigError(
-                f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
-                "the training simulator must be one of the matrix columns"
-            )
-        for name, flag in (("tasks", "--tasks"), ("rollouts", "--rollouts"), ("max_turns", "--max-turns")):
-            v = getattr(self, name)
-            if name == "max_turns" and v is None:
-                continue  # the benchmark's own cap (P4G: 3; tau2: none, max steps end an episode)
-            check_int(v, flag)
+        validate(self)
         if self.partitioner not in STRATEGY_PARTITIONERS:
             raise ConfigError(
                 f"--partitioner must be one of {', '.join(STRATEGY_PARTITIONERS)} for the policy strategy entropy, "
                 f"got {self.partitioner!r}"
             )
-        if self.entropy_turns not in ("first", "all"):
-            raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
-        from collapse_probe.limits import (
-            MAX_CONVERSATIONS,
-            MAX_STATES,
-            MAX_TURNS,
-            check_at_most,
-            check_finite,
-            check_n_boot,
-        )
 
-        check_n_boot(self.n_boot, self.tasks if isinstance(self.tasks, int) else 1)  # tasks are what it resamples
+    @rule
+    def _train_simulator_among_simulators(self) -> None:
+        if self.train_simulator is not None and self.train_simulator not in self.simulators:
+            raise ConfigError(
+                f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
+                "the training simulator must be one of the matrix columns"
+            )
 
-        check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
+    @rule
+    def _bootstrap_fits_in_memory(self) -> None:
+        check_n_boot(self.n_boot, self.tasks)  # tasks are what it resamples
 
-        check_finite(self.temperature, "--temperature")
-        check_at_most(self.tasks, MAX_STATES, "--tasks", "tasks")
+    @rule
+    def _conversations_per_run(self) -> None:
         n_conv = self.tasks * self.rollouts * len(self.policies) * len(self.simulators)
         check_at_most(n_conv, MAX_CONVERSATIONS, "--tasks x --rollouts x cells =", "conversations")
 

@@ -6,9 +6,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import AtMost, Integer, Number, param, rule, validate
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, MAX_TURNS, check_at_most
 from collapse_probe.metrics.rewards import summarize_rewards
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
@@ -25,16 +27,31 @@ class PlayConfig:
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
     benchmark: str = DEFAULT_BENCHMARK
-    tasks: int = 4
+    tasks: int = param(4, Integer(1), AtMost(MAX_STATES, "tasks"))
     """Number of tasks (P4G: donor personas)."""
-    rollouts: int = 2
+    rollouts: int = param(2, Integer(1))
     """Conversations per task."""
-    max_turns: int | None = 3
-    seed: int = 0
-    temperature: float = 1.0
-    max_live: int | None = None
+    max_turns: int | None = param(3, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation"))
+    """Conversation rounds (``None``: the benchmark's own cap)."""
+    seed: int = param(0, Integer(None))
+    """Seed of the task order and of every conversation."""
+    temperature: float = param(1.0, Number(ge=0))
+    """Sampling temperature of both sides."""
+    max_live: int | None = param(None, Integer(1, optional=True))
     """At most this many conversations in flight (``None``: all)."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Check every field once, at the boundary (the declared constraints and the rule below).
+
+        Raises:
+            ConfigError: naming the flag, the allowed values and the value received.
+        """
+        validate(self)
+
+    @rule
+    def _conversations_per_run(self) -> None:
+        check_at_most(self.tasks * self.rollouts, MAX_CONVERSATIONS, "--tasks x --rollouts =", "conversations")
 
 
 def run_play(
@@ -71,10 +88,8 @@ async def run_play_async(
     conversations that ended in an infrastructure failure on resume instead of running them again.
     """
     from collapse_probe._identity import participant_fingerprints
-    from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_finite
 
-    check_finite(config.temperature, "--temperature")
-    check_at_most(config.tasks * config.rollouts, MAX_CONVERSATIONS, "--tasks x --rollouts =", "conversations")
+    config.validate()
     run_dir = None
     if out is not None:
         run_dir = RunDir(out)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from collapse_probe._constraints import AtMost, Integer, Number, param, rule, validate
 from collapse_probe.benchmarks import Episode
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_n_boot
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
@@ -32,10 +33,14 @@ class AuditConfig:
     policy: str | None = None
     """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
     the policy's own). ``None``: probe states with fixed human-style openings."""
-    states: int = 2
+    states: int = param(2, Integer(1), AtMost(MAX_STATES, "states"))
     """Number of tasks (P4G personas) probed; each gives an opening and an elicitation state, or
     the simulator turns of ``rollouts`` on-policy conversations."""
-    samples: int = 20
+    samples: int = param(
+        20,
+        Integer(2, why="a collapse error needs at least 2 responses per state"),
+        AtMost(MAX_SAMPLES_PER_STATE, "responses per state"),
+    )
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
     partition: str | None = None
     """``exact | embedding | judge | label``; ``None``: by meaning, i.e. ``judge`` when ``judge`` is
@@ -46,37 +51,38 @@ class AuditConfig:
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
     """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
-    vs_k: int = 5
+    vs_k: int = param(5, Integer(2))
     human: str | None = None
     """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
     ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
     ``human_reference.people_epsilon`` reports people's own ε at them."""
-    rollouts: int = 1
+    rollouts: int = param(1, Integer(1))
     """On-policy conversations per task."""
-    max_turns: int | None = 3
-    temperature: float = 1.0
-    top_p: float = 1.0
-    seed: int = 0
-    epsilon_star: float = 0.2
+    max_turns: int | None = param(3, Integer(1, optional=True))
+    """Conversation rounds (``None``: the benchmark's own cap; tau2 has none by default)."""
+    temperature: float = param(1.0, Number(ge=0))
+    top_p: float = param(1.0, Number(gt=0, le=1))
+    seed: int = param(0, Integer(None))
+    epsilon_star: float = param(0.2, Number(gt=0, lt=1))
     """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
     CI of its mean ε̂ is below it, NOT COLLAPSED when the lower end is above it."""
-    bound_b: float = 1.0
+    bound_b: float = param(1.0, Number(gt=0))
     """B, bound on the norm of the trajectory score function, for the gradient-bias bound."""
-    r_max: float = 1.0
+    r_max: float = param(1.0, Number(gt=0))
     """R_max, bound on |R| (P4G rewards lie in [0, 1])."""
     variance_share: bool = False
     """Measure the simulator's share of reward variance by nested resampling (extra rollouts)."""
-    variance_agents: int = 3
+    variance_agents: int = param(3, Integer(1))
     """Agent prefixes (agent seeds) per task for the variance share."""
-    variance_sims: int = 4
+    variance_sims: int = param(4, Integer(2))
     """Simulator continuations per agent prefix for the variance share."""
     exact: bool = True
     """Compute the exact class distribution where the model scores a closed answer set."""
     vendi: bool = False
     """Embed responses for the Vendi score (always on with ``partition="embedding"``)."""
-    n_boot: int = 1000
+    n_boot: int = param(1000, Integer(100), flag="n_boot")
     """Bootstrap resamples for the summary CIs."""
-    batch_states: int | None = None
+    batch_states: int | None = param(None, Integer(1, optional=True))
     """States sampled per ``generate`` call (each state's record is appended as its call finishes);
     ``None``: about 64 responses per call (``max(1, 64 // samples)``), which fills the local
     backend's micro-batches and still moves the progress bar often."""
@@ -88,39 +94,25 @@ class AuditConfig:
     options where the benchmark takes them."""
 
     def validate(self) -> None:
-        """Check every field once, naming the flag, the allowed values and the value received."""
+        """Check every field once (the declared constraints and the rules below), naming the flag, the
+        allowed values and the value received."""
+        validate(self)
+        if self.partition is not None and self.partition not in PARTITIONS:
+            raise ConfigError(f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}")
+
+    @rule
+    def _arena_options_mapping(self) -> None:
         if self.arena_options is not None and not isinstance(self.arena_options, dict):
             raise ConfigError(
                 f"arena_options: expected a mapping of the benchmark's options, got {self.arena_options!r}"
             )
-        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 2:
-            raise ConfigError(
-                f"--samples must be an integer >= 2 (a collapse error needs at least 2 responses per state), got {self.samples!r}"
-            )
-        for name in ("states", "rollouts", "max_turns", "vs_k", "batch_states", "variance_agents", "variance_sims"):
-            v = getattr(self, name)
-            if v is None and name in ("batch_states", "max_turns"):
-                continue  # no turn cap: the benchmark's own (tau2 has none by default)
-            least = 2 if name in ("vs_k", "variance_sims") else 1
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise ConfigError(f"--{name.replace('_', '-')} must be an integer >= {least}, got {v!r}")
-        if self.partition is not None and self.partition not in PARTITIONS:
-            raise ConfigError(f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}")
-        if not 0 < self.epsilon_star < 1:
-            raise ConfigError(f"--epsilon-star must be in (0, 1), got {self.epsilon_star}")
-        for name in ("bound_b", "r_max"):
-            v = getattr(self, name)
-            if not math.isfinite(v) or v <= 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
-        if self.n_boot < 100:
-            raise ConfigError(f"n_boot must be >= 100, got {self.n_boot}")
-        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite, check_n_boot
 
+    @rule
+    def _bootstrap_fits_in_memory(self) -> None:
         check_n_boot(self.n_boot, 1, "n_boot")
 
-        check_finite(self.temperature, "--temperature")
-        check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")
-        check_at_most(self.states, MAX_STATES, "--states", "states")
+    @rule
+    def _rollouts_per_run(self) -> None:
         check_at_most(self.rollouts * self.states, MAX_STATES, "--states x --rollouts =", "rollouts")
 
     @property
