@@ -23,25 +23,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from collapse_probe._callable import config_and_options, make_callable
-from collapse_probe._constraints import AtMost, Integer, Number, OneOf, Specs, param, rule, validate
+from collapse_probe._constraints import Integer, OneOf, Specs, param, rule, validate
 from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
-from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_CONVERSATIONS, MAX_STATES, MAX_TURNS, check_at_most, check_n_boot
+from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_n_boot
 from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.results import Cell
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
-from collapse_probe.runspec import ArenaSpec, arena_record
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    FlatRolloutFields,
+    RolloutConfig,
+    arena_record,
+    check_options,
+    nest_rollout_and_arena,
+)
 from collapse_probe.simulators import Participant, vs_setting
 
 SCHEMA = "collapse-probe/crossplay/v1"
@@ -49,9 +56,14 @@ STRATEGY_PARTITIONERS = ("exact", "embedding")
 """Partitioners of policy messages that need no model of their own (``judge`` needs one)."""
 
 
-@dataclass
-class CrossplayConfig:
-    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it)."""
+@dataclass(init=False)
+class CrossplayConfig(FlatRolloutFields):
+    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it).
+
+    ``rollout`` and ``arena`` are nested; the flat keywords and attributes of earlier versions
+    (``tasks``, ``rollouts``, ``max_turns``, ``seed``, ``temperature``, ``benchmark``, ``extra``) read
+    and write them, and ``config.json`` records them flat (:meth:`to_dict`).
+    """
 
     policies: list[str] = param(
         None, Specs(1, distinct=True, name="policies"), flag="--policies", factory=lambda: ["smollm2"]
@@ -64,19 +76,13 @@ class CrossplayConfig:
     train_simulator: str | None = param(None, flag="--train-sim")
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    benchmark: str = DEFAULT_BENCHMARK
-    """Benchmark name (a registered benchmark, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
-    tasks: int = param(4, Integer(1), AtMost(MAX_STATES, "tasks"))
-    """Number of tasks (P4G: donor personas), the same in every cell."""
-    rollouts: int = param(2, Integer(1))
-    """Conversations per task and cell."""
-    max_turns: int | None = param(3, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation"))
-    """Conversation rounds (P4G: persuader + persuadee exchanges); ``None``: the benchmark's own cap
-    (P4G: 3; tau2: none, max steps end an episode)."""
-    seed: int = param(0, Integer(None))
-    """Seed of the task order and of every conversation (shared by all cells)."""
-    temperature: float = param(1.0, Number(ge=0))
-    """Sampling temperature of both sides."""
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Tasks (the same in every cell), conversations per task and cell, turns, the seed of the task order
+    and of every conversation (shared by all cells), the temperature of both sides."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark (a registered one, see :func:`~collapse_probe.benchmarks.benchmark_names`) and its
+    options (the fields of its ``Options`` model, e.g. a persona file or a data directory), which build
+    the default arena (see :func:`arena_spec`); ``extra`` of earlier versions."""
     partitioner: str = "exact"
     """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
     entropy_turns: EntropyTurns = param("first", OneOf(("first", "all")))
@@ -84,9 +90,51 @@ class CrossplayConfig:
     n_boot: int = param(2000, Integer(100))
     """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
     became analytic (MOVER-R over tasks)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Options recorded with the run; the benchmark's options among them (the fields of its ``Options``
-    model, e.g. a persona file or a data directory) build the default arena (see :func:`arena_spec`)."""
+
+    def __init__(
+        self,
+        policies: list[str] | None = None,
+        simulators: list[str] | None = None,
+        train_simulator: str | None = None,
+        benchmark: str = UNSET,
+        tasks: int = UNSET,
+        rollouts: int = UNSET,
+        max_turns: int | None = UNSET,
+        seed: int = UNSET,
+        temperature: float = UNSET,
+        partitioner: str = "exact",
+        entropy_turns: EntropyTurns = "first",
+        n_boot: int = 2000,
+        extra: dict[str, Any] = UNSET,
+        *,
+        max_live: int | None = UNSET,
+        rollout: RolloutConfig | None = None,
+        arena: ArenaSpec | None = None,
+    ) -> None:
+        self.policies = ["smollm2"] if policies is None else policies
+        self.simulators = ["smollm2", "vs:smollm2"] if simulators is None else simulators
+        self.train_simulator = train_simulator
+        self.partitioner, self.entropy_turns, self.n_boot = partitioner, entropy_turns, n_boot
+        flat: dict[str, Any] = dict(tasks=tasks, rollouts=rollouts, max_turns=max_turns, seed=seed)
+        flat.update(temperature=temperature, max_live=max_live, benchmark=benchmark, extra=extra)
+        nest_rollout_and_arena(self, flat, rollout, arena)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``max_live``, an
+        execution setting, is recorded beside it by :func:`run_crossplay_async`)."""
+        rollout = self.flat_rollout()
+        del rollout["max_live"]
+        return {
+            "policies": self.policies,
+            "simulators": self.simulators,
+            "train_simulator": self.train_simulator,
+            "benchmark": self.benchmark,
+            **rollout,
+            "partitioner": self.partitioner,
+            "entropy_turns": self.entropy_turns,
+            "n_boot": self.n_boot,
+            "extra": self.extra,
+        }
 
     def validate(self) -> None:
         """Check the configuration once, at the boundary (the fields' declared constraints and the rules below).
@@ -108,6 +156,10 @@ class CrossplayConfig:
                 f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
                 "the training simulator must be one of the matrix columns"
             )
+
+    @rule
+    def _options_mapping(self) -> None:
+        check_options(self.extra)
 
     @rule
     def _bootstrap_fits_in_memory(self) -> None:
@@ -172,7 +224,8 @@ async def run_crossplay_async(
             in ``config.json``; a run may resume with another value (cached answers are keyed on the
             model's fingerprint and the request, so they are the answers the run would get).
         report: write ``report.html`` (needs ``out``).
-        max_live: at most this many conversations in flight (``None``: the whole matrix at once). An
+        max_live: at most this many conversations in flight (``None``: ``config.max_live``, whose own
+            ``None`` is the whole matrix at once). An
             execution setting, recorded in ``config.json``: a run may resume with another value (every
             conversation has its own seed).
         fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
@@ -186,6 +239,7 @@ async def run_crossplay_async(
         ConfigError: bad configuration, an unknown spec, or a run directory of another configuration.
     """
     config.validate()
+    max_live = config.max_live if max_live is None else max_live
     labels = list(dict.fromkeys([*config.policies, *config.simulators]))
     if participants is None:
         from collapse_probe.simulators import make_participant
@@ -204,7 +258,7 @@ async def run_crossplay_async(
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})
         record = {
-            **asdict(config),
+            **config.to_dict(),
             "arena": arena_record(arena),
             "version": __version__,
             "vs_k": vs_setting(participants[s] for s in labels),
@@ -321,7 +375,7 @@ def crossplay_results(
         "heldout_reward": heldout,
         "transfer": transfer,
         "policy_diversity": diversity,
-        "config": asdict(config),
+        "config": config.to_dict(),
         "fingerprints": record_fingerprints(records),
     }
 

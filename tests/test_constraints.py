@@ -36,10 +36,11 @@ from collapse_probe.limits import check_at_most, check_finite, check_int
 from collapse_probe.monitor import MonitorConfig
 from collapse_probe.play import PlayConfig
 from collapse_probe.rollout import EngineConfig
+from collapse_probe.runspec import RolloutConfig
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import LabConfig
 
-CONFIGS = [PlayConfig, CrossplayConfig, AuditConfig, TrainConfig, LabConfig, MonitorConfig, EngineConfig]
+CONFIGS = [RolloutConfig, PlayConfig, CrossplayConfig, AuditConfig, TrainConfig, LabConfig, MonitorConfig, EngineConfig]
 """Every pipeline config: a new one belongs here."""
 
 
