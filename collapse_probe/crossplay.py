@@ -46,7 +46,6 @@ from collapse_probe.runspec import (
     FlatRolloutFields,
     RolloutConfig,
     arena_record,
-    check_options,
     nest_rollout_and_arena,
 )
 from collapse_probe.simulators import Participant, vs_setting
@@ -115,9 +114,10 @@ class CrossplayConfig(FlatRolloutFields):
         self.simulators = ["smollm2", "vs:smollm2"] if simulators is None else simulators
         self.train_simulator = train_simulator
         self.partitioner, self.entropy_turns, self.n_boot = partitioner, entropy_turns, n_boot
-        flat: dict[str, Any] = dict(tasks=tasks, rollouts=rollouts, max_turns=max_turns, seed=seed)
-        flat.update(temperature=temperature, max_live=max_live, benchmark=benchmark, extra=extra)
-        nest_rollout_and_arena(self, flat, rollout, arena)
+        nest_rollout_and_arena(
+            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
+            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``max_live``, an
@@ -156,10 +156,6 @@ class CrossplayConfig(FlatRolloutFields):
                 f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
                 "the training simulator must be one of the matrix columns"
             )
-
-    @rule
-    def _options_mapping(self) -> None:
-        check_options(self.extra)
 
     @rule
     def _bootstrap_fits_in_memory(self) -> None:

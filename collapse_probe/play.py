@@ -19,7 +19,6 @@ from collapse_probe.runspec import (
     FlatRolloutFields,
     RolloutConfig,
     arena_record,
-    check_options,
     nest_rollout_and_arena,
 )
 from collapse_probe.simulators import Participant, vs_setting
@@ -60,9 +59,10 @@ class PlayConfig(FlatRolloutFields):
         arena: ArenaSpec | None = None,
     ) -> None:
         self.policy, self.sim = policy, sim
-        flat: dict[str, Any] = dict(tasks=tasks, rollouts=rollouts, max_turns=max_turns, seed=seed)
-        flat.update(temperature=temperature, max_live=max_live, benchmark=benchmark, extra=extra)
-        nest_rollout_and_arena(self, flat, rollout, arena)
+        nest_rollout_and_arena(
+            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
+            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it."""
@@ -81,10 +81,6 @@ class PlayConfig(FlatRolloutFields):
             ConfigError: naming the flag, the allowed values and the value received.
         """
         validate(self)
-
-    @rule
-    def _options_mapping(self) -> None:
-        check_options(self.extra)
 
     @rule
     def _conversations_per_run(self) -> None:

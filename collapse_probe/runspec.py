@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collapse_probe.benchmarks import Arena
     from collapse_probe.benchmarks._plugin import Benchmark
-from collapse_probe._constraints import AtMost, Integer, Number, param
+from collapse_probe._constraints import AtMost, Integer, Number, param, rule
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, FORMER_FLAT_FIELDS, get_benchmark
 from collapse_probe.limits import MAX_STATES, MAX_TURNS, check_int
@@ -231,9 +231,9 @@ ROLLOUT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutConfig))
 
 def nest_rollout_and_arena(
     config: Any,
-    flat: Mapping[str, Any],
     rollout: RolloutConfig | Mapping[str, Any] | None,
     arena: ArenaSpec | Mapping[str, Any] | None,
+    **flat: Any,
 ) -> None:
     """Set ``config.rollout`` and ``config.arena`` from the nested values and the flat keywords
     (``tasks=``, ..., ``benchmark=``, ``extra=``; a flat keyword given wins over the nested value,
@@ -283,6 +283,10 @@ class FlatRolloutFields:
 
     FLAT_FIELDS = (*ROLLOUT_FIELDS, "benchmark", "extra")
     """Keywords the config takes besides its fields (the flat form of earlier versions)."""
+
+    @rule
+    def _options_mapping(self) -> None:
+        check_options(self.extra)
 
     def flat_rollout(self) -> dict[str, Any]:
         """The rollout fields as ``config.json`` records them (flat, beside the config's own)."""
@@ -349,7 +353,7 @@ class FlatRolloutFields:
 
     @benchmark.setter
     def benchmark(self, value: str) -> None:
-        nest_rollout_and_arena(self, {"benchmark": value}, self.rollout, self.arena)
+        nest_rollout_and_arena(self, self.rollout, self.arena, benchmark=value)
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -359,4 +363,4 @@ class FlatRolloutFields:
 
     @extra.setter
     def extra(self, value: dict[str, Any]) -> None:
-        nest_rollout_and_arena(self, {"extra": value}, self.rollout, self.arena)
+        nest_rollout_and_arena(self, self.rollout, self.arena, extra=value)
