@@ -242,18 +242,28 @@ def nest_rollout_and_arena(
     if isinstance(rollout, Mapping):  # e.g. dataclasses.asdict of a config
         rollout = RolloutConfig(**rollout)
     config.rollout = replace(rollout or RolloutConfig(), **given)
+    benchmark, extra = flat.get("benchmark", UNSET), flat.get("extra", UNSET)
+    config.arena = nested_arena(
+        arena, None if benchmark is UNSET else benchmark, None if extra is UNSET else {} if extra is None else extra
+    )
+
+
+def nested_arena(arena: ArenaSpec | Mapping[str, Any] | None, benchmark: str | None, options: Any) -> ArenaSpec:
+    """``arena`` (a spec, its ``dataclasses.asdict`` form, or ``None``: the default) with ``benchmark``
+    and ``options`` put in where given (not ``None``). The spec holds the given options mapping
+    itself, not a copy, so ``config.extra[k] = v`` still records ``k``; a value that is not a mapping
+    is kept for the config's rule to refuse by name."""
     if isinstance(arena, Mapping):
         arena = ArenaSpec(str(arena.get("benchmark") or DEFAULT_BENCHMARK), arena.get("options") or {})
     base = arena or ArenaSpec()
-    benchmark = base.benchmark if flat.get("benchmark", UNSET) is UNSET else flat["benchmark"]
-    extra = flat.get("extra", UNSET)
-    options = base.options if extra is UNSET else (extra if extra is not None else {})
-    spec = ArenaSpec.__new__(ArenaSpec)  # the options mapping itself, not a copy: config.extra[k] = v still records
-    object.__setattr__(spec, "benchmark", benchmark)
-    object.__setattr__(
-        spec, "options", dict(options) if isinstance(options, Mapping) and not isinstance(options, dict) else options
-    )
-    config.arena = spec
+    if options is None:
+        options = base.options
+    elif isinstance(options, Mapping) and not isinstance(options, dict):
+        options = dict(options)
+    spec = ArenaSpec.__new__(ArenaSpec)
+    object.__setattr__(spec, "benchmark", base.benchmark if benchmark is None else benchmark)
+    object.__setattr__(spec, "options", options)
+    return spec
 
 
 def check_options(options: Any, flag: str = "extra") -> None:

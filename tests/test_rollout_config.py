@@ -1,4 +1,5 @@
-"""One shared rollout config and the arena spec, nested in the play and cross-play configs.
+"""One shared rollout config and the arena spec, nested in the play and cross-play configs (the audit
+nests the arena spec).
 
 The flat form of earlier versions keeps working: constructor keywords, attributes, and the flat
 fields of ``config.json`` / ``results.json``. A run directory written before the nesting (its
@@ -12,6 +13,7 @@ import json
 
 import pytest
 
+from collapse_probe.audit import AuditConfig, run_audit
 from collapse_probe.crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.errors import ConfigError
 from collapse_probe.play import PlayConfig, run_play
@@ -68,6 +70,42 @@ CROSSPLAY_CONFIG_BEFORE = {
 }
 """``config.json`` of ``run_crossplay(CrossplayConfig(policies=[P], simulators=[S], tasks=2, rollouts=1,
 extra={"max_tokens": 40}), ...)`` as the version before the nesting wrote it."""
+
+AUDIT_CONFIG_BEFORE = {
+    "kind": "audit",
+    "sim": "scripted:sim.json",
+    "benchmark": "p4g",
+    "policy": None,
+    "states": 1,
+    "samples": 4,
+    "partition": "label",
+    "judge": None,
+    "compare_vs": False,
+    "vs_k": 5,
+    "human": None,
+    "rollouts": 1,
+    "max_turns": 3,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "seed": 0,
+    "epsilon_star": 0.2,
+    "bound_b": 1.0,
+    "r_max": 1.0,
+    "variance_share": False,
+    "variance_agents": 3,
+    "variance_sims": 4,
+    "exact": True,
+    "vendi": False,
+    "n_boot": 200,
+    "batch_states": None,
+    "personas": None,
+    "arena_options": {"max_tokens": 40},
+    "arena": {"benchmark": "p4g", "max_turns": 3, "max_tokens": 40, "personas": None},
+    "version": "0.1.0",
+    "fingerprints": {"scripted:sim.json": "sha256:345746d764c48cf3889dd2edf004d6ce28ee6561b67ab6f8b3f8a7037027c4bf"},
+}
+"""``config.json`` of ``run_audit(AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label",
+arena_options={"max_tokens": 40}), ...)`` as the version before the nesting wrote it."""
 
 POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
 SIM = {"responses": [{"text": "[DONATE $2]", "p": 0.5}, {"text": "[DONATE $0]", "p": 0.5}]}
@@ -149,3 +187,25 @@ def test_a_crossplay_run_of_the_former_version_resumes_and_a_changed_option_is_r
     with pytest.raises(ConfigError, match=r"differs in: arena, extra"):
         run_crossplay(changed, participants=models, out=_stored(tmp_path, "xp2", CROSSPLAY_CONFIG_BEFORE),
                       progress=False, report=False)  # fmt: skip
+
+
+def test_the_audit_nests_the_arena_and_keeps_its_keywords():
+    c = AuditConfig(benchmark="tau2-demo", arena_options={"data": "d"})
+    assert c.arena == ArenaSpec("tau2-demo", {"data": "d"}) and c.benchmark == "tau2-demo"
+    assert AuditConfig().arena_options is None and AuditConfig().to_dict()["arena_options"] is None
+    c.benchmark, c.arena_options = "p4g", None
+    assert c.arena == ArenaSpec("p4g", {}) and c == AuditConfig()
+    assert dataclasses.replace(c, sim="x").arena == c.arena and dataclasses.replace(c, benchmark="b").benchmark == "b"
+    with pytest.raises(ConfigError, match=r"^arena_options: expected a mapping"):
+        AuditConfig(arena_options=["max_tokens"]).validate()
+
+
+def test_an_audit_run_of_the_former_version_resumes_and_a_changed_option_is_refused(tmp_path, models):
+    def config(**options):
+        return AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label", arena_options=options)
+
+    run = _stored(tmp_path, "au", AUDIT_CONFIG_BEFORE)
+    res = run_audit(config(max_tokens=40), run, progress=False)
+    assert res["config"]["arena_options"] == {"max_tokens": 40} and res["config"]["benchmark"] == "p4g"
+    with pytest.raises(ConfigError, match=r"differs in: arena, arena_options"):
+        run_audit(config(max_tokens=41), _stored(tmp_path, "au2", AUDIT_CONFIG_BEFORE), progress=False)

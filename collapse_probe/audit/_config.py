@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
 from collapse_probe._constraints import AtMost, Integer, Number, param, rule, validate
@@ -11,6 +11,7 @@ from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_n_boot
+from collapse_probe.runspec import ArenaSpec, check_options, nested_arena
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
@@ -29,7 +30,8 @@ class AuditConfig:
 
     sim: str = "smollm2"
     """Simulator spec; ``vs:SPEC`` audits the Verbalized-Sampling mode."""
-    benchmark: str = DEFAULT_BENCHMARK
+    benchmark: InitVar[str] = DEFAULT_BENCHMARK
+    """Benchmark name: ``arena.benchmark`` (a keyword and a read/write attribute, as before)."""
     policy: str | None = None
     """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
     the policy's own). ``None``: probe states with fixed human-style openings."""
@@ -88,10 +90,22 @@ class AuditConfig:
     backend's micro-batches and still moves the progress bar often."""
     personas: str | None = None
     """P4G persona file (JSONL); default: the shipped personas."""
-    arena_options: dict[str, Any] | None = None
-    """The benchmark's own options (fields of its ``Options``, e.g. a data directory) for the arena the
-    audit builds when none is given; ``max_turns``, ``personas`` and ``judge`` above count as such
+    arena_options: InitVar[dict[str, Any] | None] = None
+    """``arena.options`` (``None`` when there are none; a keyword and a read/write attribute, as before)."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark and its own options (fields of its ``Options``, e.g. a data directory) for the arena
+    the audit builds when none is given; ``max_turns``, ``personas`` and ``judge`` above count as such
     options where the benchmark takes them."""
+
+    def __post_init__(self, benchmark: str | None, arena_options: dict[str, Any] | None) -> None:
+        self.arena = nested_arena(self.arena, benchmark, arena_options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``benchmark`` and
+        ``arena_options`` beside the other fields)."""
+        d = asdict(self)
+        del d["arena"]
+        return {**d, "benchmark": self.arena.benchmark, "arena_options": _arena_options(self)}
 
     def validate(self) -> None:
         """Check every field once (the declared constraints and the rules below), naming the flag, the
@@ -102,10 +116,7 @@ class AuditConfig:
 
     @rule
     def _arena_options_mapping(self) -> None:
-        if self.arena_options is not None and not isinstance(self.arena_options, dict):
-            raise ConfigError(
-                f"arena_options: expected a mapping of the benchmark's options, got {self.arena_options!r}"
-            )
+        check_options(self.arena.options, "arena_options")
 
     @rule
     def _bootstrap_fits_in_memory(self) -> None:
@@ -120,6 +131,28 @@ class AuditConfig:
         """The partition asked for: ``partition``, else ``judge`` with a judge, else ``embedding``
         (the audit falls back, with a notice, when the embedding extra is not installed)."""
         return self.partition or ("judge" if self.judge else "embedding")
+
+
+def _benchmark(config: AuditConfig) -> str:
+    return config.arena.benchmark
+
+
+def _set_benchmark(config: AuditConfig, value: str) -> None:
+    config.arena = nested_arena(config.arena, value, None)
+
+
+def _arena_options(config: AuditConfig) -> dict[str, Any] | None:
+    return config.arena.options or None  # type: ignore[return-value]  # the dict nested_arena keeps
+
+
+def _set_arena_options(config: AuditConfig, value: dict[str, Any] | None) -> None:
+    config.arena = nested_arena(config.arena, None, {} if value is None else value)
+
+
+# the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
+# (setattr: to a type checker these names are the dataclass's init-only keywords, not attributes)
+setattr(AuditConfig, "benchmark", property(_benchmark, _set_benchmark, doc="``arena.benchmark``."))  # noqa: B010
+setattr(AuditConfig, "arena_options", property(_arena_options, _set_arena_options, doc="``arena.options`` or None."))  # noqa: B010
 
 
 @dataclass
