@@ -196,6 +196,9 @@ def test_the_audit_nests_the_arena_and_keeps_its_keywords():
     c.benchmark, c.arena_options = "p4g", None
     assert c.arena == ArenaSpec("p4g", {}) and c == AuditConfig()
     assert dataclasses.replace(c, sim="x").arena == c.arena and dataclasses.replace(c, benchmark="b").benchmark == "b"
+    assert AuditConfig(arena_options={}).to_dict()["arena_options"] == {}  # as given: both forms resume
+    assert dataclasses.replace(AuditConfig(arena_options={}), sim="x").arena_options == {}
+    assert dataclasses.replace(AuditConfig(), sim="x").arena_options is None
     with pytest.raises(ConfigError, match=r"^arena_options: expected a mapping"):
         AuditConfig(arena_options=["max_tokens"]).validate()
 

@@ -99,6 +99,8 @@ class AuditConfig:
 
     def __post_init__(self, benchmark: str | None, arena_options: dict[str, Any] | None) -> None:
         self.arena = nested_arena(self.arena, benchmark, arena_options)
+        # None and {} were recorded apart in config.json: keep which was given, so either resumes
+        self._options_none = arena_options is None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``benchmark`` and
@@ -142,11 +144,14 @@ def _set_benchmark(config: AuditConfig, value: str) -> None:
 
 
 def _arena_options(config: AuditConfig) -> dict[str, Any] | None:
-    return config.arena.options or None  # type: ignore[return-value]  # the dict nested_arena keeps
+    if config.arena.options or not config._options_none:
+        return config.arena.options  # type: ignore[return-value]  # the dict nested_arena keeps
+    return None
 
 
 def _set_arena_options(config: AuditConfig, value: dict[str, Any] | None) -> None:
     config.arena = nested_arena(config.arena, None, {} if value is None else value)
+    config._options_none = value is None
 
 
 # the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
