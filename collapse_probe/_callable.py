@@ -59,6 +59,7 @@ def config_and_options(
             keyword is neither a field nor an option; the message lists both.
     """
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names |= set(getattr(cls, "FLAT_FIELDS", ()))  # the flat keywords a config that nests others also takes
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
     allowed = set()
     if options_of is not None:

@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from collapse_probe._callable import config_and_options, make_callable
+from collapse_probe._constraints import Integer, OneOf, Specs, param, rule, validate
 from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
-from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int
+from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_n_boot
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
 from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
@@ -41,7 +41,14 @@ from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.results import Cell, CrossplayResults
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
-from collapse_probe.runspec import ArenaSpec, arena_record
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    FlatRolloutFields,
+    RolloutConfig,
+    arena_record,
+    nest_rollout_and_arena,
+)
 from collapse_probe.simulators import Participant, vs_setting
 
 SCHEMA = "collapse-probe/crossplay/v1"
@@ -51,85 +58,110 @@ and no benchmark hook (``label`` reads simulator replies); an installed one that
 accepted too."""
 
 
-@dataclass
-class CrossplayConfig:
-    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it)."""
+@dataclass(init=False)
+class CrossplayConfig(FlatRolloutFields):
+    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it).
 
-    policies: list[str] = field(default_factory=lambda: ["smollm2"])
+    ``rollout`` and ``arena`` are nested; the flat keywords and attributes of earlier versions
+    (``tasks``, ``rollouts``, ``max_turns``, ``seed``, ``temperature``, ``benchmark``, ``extra``) read
+    and write them, and ``config.json`` records them flat (:meth:`to_dict`).
+    """
+
+    policies: list[str] = param(
+        None, Specs(1, distinct=True, name="policies"), flag="--policies", factory=lambda: ["smollm2"]
+    )
     """Policy (agent / persuader) specs, one matrix row each."""
-    simulators: list[str] = field(default_factory=lambda: ["smollm2", "vs:smollm2"])
+    simulators: list[str] = param(
+        None, Specs(1, distinct=True, name="simulators"), flag="--sims", factory=lambda: ["smollm2", "vs:smollm2"]
+    )
     """Simulator (user / persuadee) specs, one matrix column each; ``vs:SPEC`` for Verbalized Sampling."""
-    train_simulator: str | None = None
+    train_simulator: str | None = param(None, flag="--train-sim")
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    benchmark: str = DEFAULT_BENCHMARK
-    """Benchmark name (a registered benchmark, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
-    tasks: int = 4
-    """Number of tasks (P4G: donor personas), the same in every cell."""
-    rollouts: int = 2
-    """Conversations per task and cell."""
-    max_turns: int | None = 3
-    """Conversation rounds (P4G: persuader + persuadee exchanges)."""
-    seed: int = 0
-    """Seed of the task order and of every conversation (shared by all cells)."""
-    temperature: float = 1.0
-    """Sampling temperature of both sides."""
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Tasks (the same in every cell), conversations per task and cell, turns, the seed of the task order
+    and of every conversation (shared by all cells), the temperature of both sides."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark (a registered one, see :func:`~collapse_probe.benchmarks.benchmark_names`) and its
+    options (the fields of its ``Options`` model, e.g. a persona file or a data directory), which build
+    the default arena (see :func:`arena_spec`); ``extra`` of earlier versions."""
     partitioner: str = "exact"
     """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
-    entropy_turns: EntropyTurns = "first"
+    entropy_turns: EntropyTurns = param("first", OneOf(("first", "all")))
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
-    n_boot: int = 2000
+    n_boot: int = param(2000, Integer(100))
     """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
     became analytic (MOVER-R over tasks)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Options recorded with the run; the benchmark's options among them (the fields of its ``Options``
-    model, e.g. a persona file or a data directory) build the default arena (see :func:`arena_spec`)."""
+
+    def __init__(
+        self,
+        policies: list[str] | None = None,
+        simulators: list[str] | None = None,
+        train_simulator: str | None = None,
+        benchmark: str = UNSET,
+        tasks: int = UNSET,
+        rollouts: int = UNSET,
+        max_turns: int | None = UNSET,
+        seed: int = UNSET,
+        temperature: float = UNSET,
+        partitioner: str = "exact",
+        entropy_turns: EntropyTurns = "first",
+        n_boot: int = 2000,
+        extra: dict[str, Any] = UNSET,
+        *,
+        max_live: int | None = UNSET,
+        rollout: RolloutConfig | None = None,
+        arena: ArenaSpec | None = None,
+    ) -> None:
+        self.policies = ["smollm2"] if policies is None else policies
+        self.simulators = ["smollm2", "vs:smollm2"] if simulators is None else simulators
+        self.train_simulator = train_simulator
+        self.partitioner, self.entropy_turns, self.n_boot = partitioner, entropy_turns, n_boot
+        nest_rollout_and_arena(
+            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
+            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``max_live``, an
+        execution setting, is recorded beside it by :func:`run_crossplay_async`)."""
+        rollout = self.flat_rollout()
+        del rollout["max_live"]
+        return {
+            "policies": self.policies,
+            "simulators": self.simulators,
+            "train_simulator": self.train_simulator,
+            "benchmark": self.benchmark,
+            **rollout,
+            "partitioner": self.partitioner,
+            "entropy_turns": self.entropy_turns,
+            "n_boot": self.n_boot,
+            "extra": self.extra,
+        }
 
     def validate(self) -> None:
-        """Check the configuration once, at the boundary.
+        """Check the configuration once, at the boundary (the fields' declared constraints and the rules below).
 
         Raises:
             ConfigError: naming the field (flag), what was expected and what was received.
         """
-        for name, specs, flag in (("policies", self.policies, "--policies"), ("simulators", self.simulators, "--sims")):
-            if isinstance(specs, str) or not isinstance(specs, Sequence):
-                raise ConfigError(f"{flag} ({name}): expected a list of specs, got {specs!r}")
-            if not specs:
-                raise ConfigError(f"{flag} ({name}): expected at least one spec, got an empty list")
-            for s in specs:
-                if not isinstance(s, str) or not s.strip():
-                    raise ConfigError(f"{flag} ({name}): every spec must be a non-empty string, got {s!r}")
-            dup = sorted({s for s in specs if list(specs).count(s) > 1})
-            if dup:
-                raise ConfigError(f"{flag} ({name}): duplicate specs {dup}; each row/column must be distinct")
+        validate(self)
+        check_partitioner(self.partitioner, "--partitioner", "the policy strategy entropy")
+
+    @rule
+    def _train_simulator_among_simulators(self) -> None:
         if self.train_simulator is not None and self.train_simulator not in self.simulators:
             raise ConfigError(
                 f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
                 "the training simulator must be one of the matrix columns"
             )
-        for name, flag in (("tasks", "--tasks"), ("rollouts", "--rollouts"), ("max_turns", "--max-turns")):
-            v = getattr(self, name)
-            if name == "max_turns" and v is None:
-                continue  # the benchmark's own cap (P4G: 3; tau2: none, max steps end an episode)
-            check_int(v, flag)
-        check_partitioner(self.partitioner, "--partitioner", "the policy strategy entropy")
-        if self.entropy_turns not in ("first", "all"):
-            raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
-        from collapse_probe.limits import (
-            MAX_CONVERSATIONS,
-            MAX_STATES,
-            MAX_TURNS,
-            check_at_most,
-            check_finite,
-            check_n_boot,
-        )
 
-        check_n_boot(self.n_boot, self.tasks if isinstance(self.tasks, int) else 1)  # tasks are what it resamples
+    @rule
+    def _bootstrap_fits_in_memory(self) -> None:
+        check_n_boot(self.n_boot, self.tasks)  # tasks are what it resamples
 
-        check_at_most(self.max_turns, MAX_TURNS, "--max-turns", "rounds of a conversation")
-
-        check_finite(self.temperature, "--temperature")
-        check_at_most(self.tasks, MAX_STATES, "--tasks", "tasks")
+    @rule
+    def _conversations_per_run(self) -> None:
         n_conv = self.tasks * self.rollouts * len(self.policies) * len(self.simulators)
         check_at_most(n_conv, MAX_CONVERSATIONS, "--tasks x --rollouts x cells =", "conversations")
 
@@ -187,7 +219,8 @@ async def run_crossplay_async(
             in ``config.json``; a run may resume with another value (cached answers are keyed on the
             model's fingerprint and the request, so they are the answers the run would get).
         report: write ``report.html`` (needs ``out``).
-        max_live: at most this many conversations in flight (``None``: the whole matrix at once). An
+        max_live: at most this many conversations in flight (``None``: ``config.max_live``, whose own
+            ``None`` is the whole matrix at once). An
             execution setting, recorded in ``config.json``: a run may resume with another value (every
             conversation has its own seed).
         fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
@@ -201,6 +234,7 @@ async def run_crossplay_async(
         ConfigError: bad configuration, an unknown spec, or a run directory of another configuration.
     """
     config.validate()
+    max_live = config.max_live if max_live is None else max_live
     labels = list(dict.fromkeys([*config.policies, *config.simulators]))
     if participants is None:
         from collapse_probe.simulators import make_participant
@@ -219,7 +253,7 @@ async def run_crossplay_async(
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in labels})
         record = {
-            **asdict(config),
+            **config.to_dict(),
             "arena": arena_record(arena),
             "version": __version__,
             "vs_k": vs_setting(participants[s] for s in labels),
@@ -336,7 +370,7 @@ def crossplay_results(
         "heldout_reward": heldout,
         "transfer": transfer,
         "policy_diversity": diversity,
-        "config": asdict(config),
+        "config": config.to_dict(),
         "fingerprints": record_fingerprints(records),
     }
 

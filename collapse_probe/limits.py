@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from collapse_probe._constraints import AtMost, Integer, Number
 from collapse_probe.errors import ConfigError
 
 MAX_SAMPLES_PER_STATE = 100_000
@@ -28,8 +29,7 @@ MAX_BOOT_DRAWS = 50_000_000
 
 def check_at_most(value: Any, limit: int, flag: str, what: str) -> None:
     """Raise :class:`ConfigError` naming ``flag`` when ``value`` exceeds ``limit``."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > limit:
-        raise ConfigError(f"{flag} {value}: at most {limit:,} {what} per run; split the work into several runs")
+    AtMost(limit, what).check(value, flag)
 
 
 def check_n_boot(n_boot: Any, units: int, flag: str = "--n-boot", least: int = 100) -> None:
@@ -50,20 +50,13 @@ def check_n_boot(n_boot: Any, units: int, flag: str = "--n-boot", least: int = 1
 
 def check_finite(value: Any, flag: str, least: float | None = 0.0) -> None:
     """Raise :class:`ConfigError` naming ``flag`` unless ``value`` is a finite number ``>= least``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{flag}: expected a finite number, got {value!r}")
-    if least is not None and value < least:
-        raise ConfigError(f"{flag} must be >= {least:g}, got {value}")
+    Number(ge=least).check(value, flag)
 
 
 def check_int(value: Any, flag: str, least: int | None = 1, *, optional: bool = False) -> None:
     """Raise :class:`ConfigError` naming ``flag`` unless ``value`` is an integer ``>= least`` (a bool is not
     an integer here; ``optional`` also accepts ``None``)."""
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or (least is not None and value < least):
-        bound = f" >= {least}" if least is not None else ""
-        raise ConfigError(f"{flag} must be an integer{bound}, got {value!r}")
+    Integer(least, optional=optional).check(value, flag)
 
 
 def check_range(value: Any, name: str) -> tuple[float, float]:

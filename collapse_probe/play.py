@@ -2,39 +2,89 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import rule, validate
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
-from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most
 from collapse_probe.metrics.rewards import summarize_rewards
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
-from collapse_probe.runspec import arena_record
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    FlatRolloutFields,
+    RolloutConfig,
+    arena_record,
+    nest_rollout_and_arena,
+)
 from collapse_probe.simulators import Participant, vs_setting
 
 
-@dataclass
-class PlayConfig:
-    """Configuration of a ``play`` run (the CLI, the API and ``config.json`` share it)."""
+@dataclass(init=False)
+class PlayConfig(FlatRolloutFields):
+    """Configuration of a ``play`` run (the CLI, the API and ``config.json`` share it).
+
+    ``rollout`` and ``arena`` are nested; the flat keywords and attributes of earlier versions
+    (``tasks``, ``rollouts``, ``max_turns``, ``seed``, ``temperature``, ``max_live``, ``benchmark``,
+    ``extra``) read and write them, and ``config.json`` records them flat (:meth:`to_dict`).
+    """
 
     policy: str = "smollm2"
     """Policy (persuader / agent) model spec."""
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
-    benchmark: str = DEFAULT_BENCHMARK
-    tasks: int = 4
-    """Number of tasks (P4G: donor personas)."""
-    rollouts: int = 2
-    """Conversations per task."""
-    max_turns: int | None = 3
-    seed: int = 0
-    temperature: float = 1.0
-    max_live: int | None = None
-    """At most this many conversations in flight (``None``: all)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Tasks, rollouts per task, turns, seed, temperature, conversations in flight."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark and its options, as recorded (the arena itself is given to :func:`run_play`)."""
+
+    def __init__(
+        self,
+        policy: str = "smollm2",
+        sim: str = "smollm2",
+        benchmark: str = UNSET,
+        tasks: int = UNSET,
+        rollouts: int = UNSET,
+        max_turns: int | None = UNSET,
+        seed: int = UNSET,
+        temperature: float = UNSET,
+        max_live: int | None = UNSET,
+        extra: dict[str, Any] = UNSET,
+        *,
+        rollout: RolloutConfig | None = None,
+        arena: ArenaSpec | None = None,
+    ) -> None:
+        self.policy, self.sim = policy, sim
+        nest_rollout_and_arena(
+            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
+            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it."""
+        return {
+            "policy": self.policy,
+            "sim": self.sim,
+            "benchmark": self.benchmark,
+            **self.flat_rollout(),
+            "extra": self.extra,
+        }
+
+    def validate(self) -> None:
+        """Check every field once, at the boundary (the declared constraints and the rules below).
+
+        Raises:
+            ConfigError: naming the flag, the allowed values and the value received.
+        """
+        validate(self)
+
+    @rule
+    def _conversations_per_run(self) -> None:
+        check_at_most(self.tasks * self.rollouts, MAX_CONVERSATIONS, "--tasks x --rollouts =", "conversations")
 
 
 def run_play(
@@ -71,16 +121,14 @@ async def run_play_async(
     conversations that ended in an infrastructure failure on resume instead of running them again.
     """
     from collapse_probe._identity import participant_fingerprints
-    from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_finite
 
-    check_finite(config.temperature, "--temperature")
-    check_at_most(config.tasks * config.rollouts, MAX_CONVERSATIONS, "--tasks x --rollouts =", "conversations")
+    config.validate()
     run_dir = None
     if out is not None:
         run_dir = RunDir(out)
         fps = participant_fingerprints({s: participants[s] for s in (config.policy, config.sim)})
         record = {
-            **asdict(config),
+            **config.to_dict(),
             "arena": arena_record(arena),
             "version": __version__,
             "vs_k": vs_setting(participants[s] for s in (config.policy, config.sim)),
@@ -106,7 +154,7 @@ async def run_play_async(
         results = PlayResults.build(
             {
                 "schema": "collapse-probe/play/v1",
-                **asdict(config),
+                **config.to_dict(),
                 "summary": summary,
                 "fingerprints": record_fingerprints(records),
                 "usage": usage.finish(),

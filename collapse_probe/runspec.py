@@ -18,17 +18,26 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collapse_probe.benchmarks import Arena
     from collapse_probe.benchmarks._plugin import Benchmark
+from collapse_probe._constraints import AtMost, Integer, Number, param, rule
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, FORMER_FLAT_FIELDS, get_benchmark
-from collapse_probe.limits import check_int
+from collapse_probe.limits import MAX_STATES, MAX_TURNS, check_int
 
-__all__ = ["LOCAL_PREFIXES", "ArenaSpec", "arena_record", "is_local", "upgrade_arena_record"]
+__all__ = [
+    "LOCAL_PREFIXES",
+    "ROLLOUT_FIELDS",
+    "ArenaSpec",
+    "RolloutConfig",
+    "arena_record",
+    "is_local",
+    "upgrade_arena_record",
+]
 
 _SPEC_ATTR = "_collapse_probe_arena_spec"
 
@@ -189,3 +198,179 @@ def upgrade_arena_record(record: Any) -> Any:
     if "data_fingerprints" in record:
         out["data_fingerprints"] = record["data_fingerprints"]
     return out
+
+
+@dataclass
+class RolloutConfig:
+    """What every pipeline that rolls out conversations on tasks shares: how many, how long, how sampled.
+
+    Nested as ``rollout`` in :class:`~collapse_probe.play.PlayConfig` and
+    :class:`~collapse_probe.crossplay.CrossplayConfig`, whose flat fields (``config.tasks``, the
+    ``tasks=`` keyword, ``tasks`` in ``config.json``) read and write it.
+    """
+
+    tasks: int = param(4, Integer(1), AtMost(MAX_STATES, "tasks"))
+    """Number of tasks (P4G: donor personas), the first of the benchmark's seeded order."""
+    rollouts: int = param(2, Integer(1))
+    """Conversations per task (and per cell of a cross-play matrix)."""
+    max_turns: int | None = param(3, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation"))
+    """Conversation rounds (P4G: persuader + persuadee exchanges); ``None``: the benchmark's own cap
+    (P4G: 3; tau2: none, max steps end an episode)."""
+    seed: int = param(0, Integer(None))
+    """Seed of the task order and of every conversation."""
+    temperature: float = param(1.0, Number(ge=0))
+    """Sampling temperature of both sides."""
+    max_live: int | None = param(None, Integer(1, optional=True))
+    """At most this many conversations in flight (``None``: all). An execution setting: a run may
+    resume with another value (every conversation has its own seed)."""
+
+
+ROLLOUT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutConfig))
+"""The fields of :class:`RolloutConfig`, which a config that nests it also takes flat."""
+
+
+def nest_rollout_and_arena(
+    config: Any,
+    rollout: RolloutConfig | Mapping[str, Any] | None,
+    arena: ArenaSpec | Mapping[str, Any] | None,
+    **flat: Any,
+) -> None:
+    """Set ``config.rollout`` and ``config.arena`` from the nested values and the flat keywords
+    (``tasks=``, ..., ``benchmark=``, ``extra=``; a flat keyword given wins over the nested value,
+    as :func:`dataclasses.replace` needs). ``extra`` is the arena's options, as recorded."""
+    given = {k: v for k, v in flat.items() if k in ROLLOUT_FIELDS and v is not UNSET}
+    if isinstance(rollout, Mapping):  # e.g. dataclasses.asdict of a config
+        rollout = RolloutConfig(**rollout)
+    config.rollout = replace(rollout or RolloutConfig(), **given)
+    benchmark, extra = flat.get("benchmark", UNSET), flat.get("extra", UNSET)
+    config.arena = nested_arena(
+        arena, None if benchmark is UNSET else benchmark, None if extra is UNSET else {} if extra is None else extra
+    )
+
+
+def nested_arena(arena: ArenaSpec | Mapping[str, Any] | None, benchmark: str | None, options: Any) -> ArenaSpec:
+    """``arena`` (a spec, its ``dataclasses.asdict`` form, or ``None``: the default) with ``benchmark``
+    and ``options`` put in where given (not ``None``). The spec holds the given options mapping
+    itself, not a copy, so ``config.extra[k] = v`` still records ``k``; a value that is not a mapping
+    is kept for the config's rule to refuse by name."""
+    if isinstance(arena, Mapping):
+        arena = ArenaSpec(str(arena.get("benchmark") or DEFAULT_BENCHMARK), arena.get("options") or {})
+    base = arena or ArenaSpec()
+    if options is None:
+        options = base.options
+    elif isinstance(options, Mapping) and not isinstance(options, dict):
+        options = dict(options)
+    spec = ArenaSpec.__new__(ArenaSpec)
+    object.__setattr__(spec, "benchmark", base.benchmark if benchmark is None else benchmark)
+    object.__setattr__(spec, "options", options)
+    return spec
+
+
+def check_options(options: Any, flag: str = "extra") -> None:
+    """Refuse benchmark options that are not a mapping of option names, naming ``flag``."""
+    from collapse_probe.errors import ConfigError
+
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise ConfigError(f"{flag}: expected a mapping of the benchmark's options (name -> value), got {options!r}")
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""A flat keyword not given (``None`` is a value: ``max_turns=None`` is the benchmark's own cap)."""
+
+
+class FlatRolloutFields:
+    """The flat fields of a config that nests ``rollout`` (:class:`RolloutConfig`) and ``arena``
+    (:class:`ArenaSpec`), as read/write properties: ``config.tasks`` is ``config.rollout.tasks``,
+    ``config.benchmark`` is ``config.arena.benchmark`` and ``config.extra`` the arena's options."""
+
+    rollout: RolloutConfig
+    arena: ArenaSpec
+
+    FLAT_FIELDS = (*ROLLOUT_FIELDS, "benchmark", "extra")
+    """Keywords the config takes besides its fields (the flat form of earlier versions)."""
+
+    @rule
+    def _options_mapping(self) -> None:
+        check_options(self.extra)
+
+    def flat_rollout(self) -> dict[str, Any]:
+        """The rollout fields as ``config.json`` records them (flat, beside the config's own)."""
+        return {name: getattr(self.rollout, name) for name in ROLLOUT_FIELDS}
+
+    @property
+    def tasks(self) -> int:
+        """``rollout.tasks``."""
+        return self.rollout.tasks
+
+    @tasks.setter
+    def tasks(self, value: int) -> None:
+        self.rollout.tasks = value
+
+    @property
+    def rollouts(self) -> int:
+        """``rollout.rollouts``."""
+        return self.rollout.rollouts
+
+    @rollouts.setter
+    def rollouts(self, value: int) -> None:
+        self.rollout.rollouts = value
+
+    @property
+    def max_turns(self) -> int | None:
+        """``rollout.max_turns``."""
+        return self.rollout.max_turns
+
+    @max_turns.setter
+    def max_turns(self, value: int | None) -> None:
+        self.rollout.max_turns = value
+
+    @property
+    def seed(self) -> int:
+        """``rollout.seed``."""
+        return self.rollout.seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self.rollout.seed = value
+
+    @property
+    def temperature(self) -> float:
+        """``rollout.temperature``."""
+        return self.rollout.temperature
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        self.rollout.temperature = value
+
+    @property
+    def max_live(self) -> int | None:
+        """``rollout.max_live``."""
+        return self.rollout.max_live
+
+    @max_live.setter
+    def max_live(self, value: int | None) -> None:
+        self.rollout.max_live = value
+
+    @property
+    def benchmark(self) -> str:
+        """``arena.benchmark``."""
+        return self.arena.benchmark
+
+    @benchmark.setter
+    def benchmark(self, value: str) -> None:
+        nest_rollout_and_arena(self, self.rollout, self.arena, benchmark=value)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """``arena.options``: the benchmark's options, as recorded (the mapping itself, so
+        ``config.extra[k] = v`` records ``k``)."""
+        return self.arena.options  # type: ignore[return-value]  # always the dict nest_rollout_and_arena set
+
+    @extra.setter
+    def extra(self, value: dict[str, Any]) -> None:
+        nest_rollout_and_arena(self, self.rollout, self.arena, extra=value)

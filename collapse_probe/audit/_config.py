@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
+from collapse_probe._constraints import AtMost, Integer, Number, param, rule, validate
 from collapse_probe.benchmarks import Episode
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
-from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_n_boot
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
+from collapse_probe.runspec import ArenaSpec, check_options, nested_arena
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
@@ -31,14 +32,19 @@ class AuditConfig:
 
     sim: str = "smollm2"
     """Simulator spec; ``vs:SPEC`` audits the Verbalized-Sampling mode."""
-    benchmark: str = DEFAULT_BENCHMARK
+    benchmark: InitVar[str] = DEFAULT_BENCHMARK
+    """Benchmark name: ``arena.benchmark`` (a keyword and a read/write attribute, as before)."""
     policy: str | None = None
     """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
     the policy's own). ``None``: probe states with fixed human-style openings."""
-    states: int = 2
+    states: int = param(2, Integer(1), AtMost(MAX_STATES, "states"))
     """Number of tasks (P4G personas) probed; each gives an opening and an elicitation state, or
     the simulator turns of ``rollouts`` on-policy conversations."""
-    samples: int = 20
+    samples: int = param(
+        20,
+        Integer(2, why="a collapse error needs at least 2 responses per state"),
+        AtMost(MAX_SAMPLES_PER_STATE, "responses per state"),
+    )
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
     partition: str | None = None
     """``exact | embedding | judge | label`` or an installed partitioner; ``None``: by meaning, i.e.
@@ -50,81 +56,79 @@ class AuditConfig:
     """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
     compare_vs: bool = False
     """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
-    vs_k: int = 5
+    vs_k: int = param(5, Integer(2))
     human: str | None = None
     """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
     ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
     ``human_reference.people_epsilon`` reports people's own ε at them."""
-    rollouts: int = 1
+    rollouts: int = param(1, Integer(1))
     """On-policy conversations per task."""
-    max_turns: int | None = 3
-    temperature: float = 1.0
-    top_p: float = 1.0
-    seed: int = 0
-    epsilon_star: float = 0.2
+    max_turns: int | None = param(3, Integer(1, optional=True))
+    """Conversation rounds (``None``: the benchmark's own cap; tau2 has none by default)."""
+    temperature: float = param(1.0, Number(ge=0))
+    top_p: float = param(1.0, Number(gt=0, le=1))
+    seed: int = param(0, Integer(None))
+    epsilon_star: float = param(0.2, Number(gt=0, lt=1))
     """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
     CI of its mean ε̂ is below it, NOT COLLAPSED when the lower end is above it."""
-    bound_b: float = 1.0
+    bound_b: float = param(1.0, Number(gt=0))
     """B, bound on the norm of the trajectory score function, for the gradient-bias bound."""
-    r_max: float = 1.0
+    r_max: float = param(1.0, Number(gt=0))
     """R_max, bound on |R| (P4G rewards lie in [0, 1])."""
     variance_share: bool = False
     """Measure the simulator's share of reward variance by nested resampling (extra rollouts)."""
-    variance_agents: int = 3
+    variance_agents: int = param(3, Integer(1))
     """Agent prefixes (agent seeds) per task for the variance share."""
-    variance_sims: int = 4
+    variance_sims: int = param(4, Integer(2))
     """Simulator continuations per agent prefix for the variance share."""
     exact: bool = True
     """Compute the exact class distribution where the model scores a closed answer set."""
     vendi: bool = False
     """Embed responses for the Vendi score (always on with ``partition="embedding"``)."""
-    n_boot: int = 1000
+    n_boot: int = param(1000, Integer(100), flag="n_boot")
     """Bootstrap resamples for the summary CIs."""
-    batch_states: int | None = None
+    batch_states: int | None = param(None, Integer(1, optional=True))
     """States sampled per ``generate`` call (each state's record is appended as its call finishes);
     ``None``: about 64 responses per call (``max(1, 64 // samples)``), which fills the local
     backend's micro-batches and still moves the progress bar often."""
     personas: str | None = None
     """P4G persona file (JSONL); default: the shipped personas."""
-    arena_options: dict[str, Any] | None = None
-    """The benchmark's own options (fields of its ``Options``, e.g. a data directory) for the arena the
-    audit builds when none is given; ``max_turns``, ``personas`` and ``judge`` above count as such
+    arena_options: InitVar[dict[str, Any] | None] = None
+    """``arena.options`` (``None`` when there are none; a keyword and a read/write attribute, as before)."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark and its own options (fields of its ``Options``, e.g. a data directory) for the arena
+    the audit builds when none is given; ``max_turns``, ``personas`` and ``judge`` above count as such
     options where the benchmark takes them."""
 
+    def __post_init__(self, benchmark: str | None, arena_options: dict[str, Any] | None) -> None:
+        self.arena = nested_arena(self.arena, benchmark, arena_options)
+        # None and {} were recorded apart in config.json: keep which was given, so either resumes
+        self._options_none = arena_options is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``benchmark`` and
+        ``arena_options`` beside the other fields)."""
+        d = asdict(self)
+        del d["arena"]
+        return {**d, "benchmark": self.arena.benchmark, "arena_options": _arena_options(self)}
+
     def validate(self) -> None:
-        """Check every field once, naming the flag, the allowed values and the value received."""
-        if self.arena_options is not None and not isinstance(self.arena_options, dict):
-            raise ConfigError(
-                f"arena_options: expected a mapping of the benchmark's options, got {self.arena_options!r}"
-            )
-        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 2:
-            raise ConfigError(
-                f"--samples must be an integer >= 2 (a collapse error needs at least 2 responses per state), got {self.samples!r}"
-            )
-        for name in ("states", "rollouts", "max_turns", "vs_k", "batch_states", "variance_agents", "variance_sims"):
-            v = getattr(self, name)
-            if v is None and name in ("batch_states", "max_turns"):
-                continue  # no turn cap: the benchmark's own (tau2 has none by default)
-            least = 2 if name in ("vs_k", "variance_sims") else 1
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise ConfigError(f"--{name.replace('_', '-')} must be an integer >= {least}, got {v!r}")
+        """Check every field once (the declared constraints and the rules below), naming the flag, the
+        allowed values and the value received."""
+        validate(self)
         if self.partition is not None:
             check_partitioner(self.partition, "--partition", model=True, benchmark=True)
-        if not 0 < self.epsilon_star < 1:
-            raise ConfigError(f"--epsilon-star must be in (0, 1), got {self.epsilon_star}")
-        for name in ("bound_b", "r_max"):
-            v = getattr(self, name)
-            if not math.isfinite(v) or v <= 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
-        if self.n_boot < 100:
-            raise ConfigError(f"n_boot must be >= 100, got {self.n_boot}")
-        from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_finite, check_n_boot
 
+    @rule
+    def _arena_options_mapping(self) -> None:
+        check_options(self.arena.options, "arena_options")
+
+    @rule
+    def _bootstrap_fits_in_memory(self) -> None:
         check_n_boot(self.n_boot, 1, "n_boot")
 
-        check_finite(self.temperature, "--temperature")
-        check_at_most(self.samples, MAX_SAMPLES_PER_STATE, "--samples", "responses per state")
-        check_at_most(self.states, MAX_STATES, "--states", "states")
+    @rule
+    def _rollouts_per_run(self) -> None:
         check_at_most(self.rollouts * self.states, MAX_STATES, "--states x --rollouts =", "rollouts")
 
     @property
@@ -132,6 +136,31 @@ class AuditConfig:
         """The partition asked for: ``partition``, else ``judge`` with a judge, else ``embedding``
         (the audit falls back, with a notice, when the embedding extra is not installed)."""
         return self.partition or ("judge" if self.judge else "embedding")
+
+
+def _benchmark(config: AuditConfig) -> str:
+    return config.arena.benchmark
+
+
+def _set_benchmark(config: AuditConfig, value: str) -> None:
+    config.arena = nested_arena(config.arena, value, None)
+
+
+def _arena_options(config: AuditConfig) -> dict[str, Any] | None:
+    if config.arena.options or not config._options_none:
+        return config.arena.options  # type: ignore[return-value]  # the dict nested_arena keeps
+    return None
+
+
+def _set_arena_options(config: AuditConfig, value: dict[str, Any] | None) -> None:
+    config.arena = nested_arena(config.arena, None, {} if value is None else value)
+    config._options_none = value is None
+
+
+# the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
+# (setattr: to a type checker these names are the dataclass's init-only keywords, not attributes)
+setattr(AuditConfig, "benchmark", property(_benchmark, _set_benchmark, doc="``arena.benchmark``."))  # noqa: B010
+setattr(AuditConfig, "arena_options", property(_arena_options, _set_arena_options, doc="``arena.options`` or None."))  # noqa: B010
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +134,7 @@ async def run_audit_async(
         from collapse_probe.runspec import ArenaSpec
 
         given = {"max_turns": config.max_turns, "personas": config.personas, "judge": config.judge}
-        spec = ArenaSpec.from_dict({**(config.arena_options or {}), **given, "benchmark": config.benchmark})
+        spec = ArenaSpec.from_dict({**(config.arena.options), **given, "benchmark": config.arena.benchmark})
         arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
     sims = participants or _sim_participants(config, cache)
     if config.policy is not None and policy is None:
@@ -152,7 +151,7 @@ async def run_audit_async(
         fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
         from collapse_probe.runspec import arena_record
 
-        record = {**asdict(config), "arena": arena_record(arena), "version": __version__}
+        record = {**config.to_dict(), "arena": arena_record(arena), "version": __version__}
         run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
@@ -346,7 +345,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "version": __version__,
         "simulator": config.sim,
         "mode": mode,
-        "benchmark": config.benchmark,
+        "benchmark": config.arena.benchmark,
         "policy": config.policy,
         "partitioner": partition,
         "states_audited": states_audited or default_over,
@@ -354,7 +353,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "notices": notices,
         "samples_per_state": config.samples,
         "epsilon_star": config.epsilon_star,
-        "config": asdict(config),
+        "config": config.to_dict(),
         "summary": summary,
         "verdicts": verdicts,
         "verdict": verdict_line(verdicts, config, summary["infra_failures"], first_infra_error(summary)),

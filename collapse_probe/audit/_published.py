@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import statistics
 import sys
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +241,7 @@ async def run_audit_from_async(
         raise ConfigError(
             f"--partition {config.partition} with --from needs --judge SPEC (the file's simulator is not a model here)"
         )
-    benchmark = run.benchmark or config.benchmark
+    benchmark = run.benchmark or config.arena.benchmark
     tasks = {c.task_id for c in convs}
     sizes = [len(s.replies) for s in states]
     config = replace(config, sim=str(sim or "published simulator"), benchmark=str(benchmark),
@@ -296,8 +296,8 @@ async def run_audit_from_async(
             fps.update(participant_fingerprints({config.judge: judge}))
         run_dir = RunDir(out)
         # the file is named by its content: the same trajectories at another path resume the same run
-        record = {**asdict(config), "source": {k: source[k] for k in ("format", "sha256", "simulator")},
-                  "sim_role": sim_role, "arena": {"benchmark": config.benchmark, "custom": True},
+        record = {**config.to_dict(), "source": {k: source[k] for k in ("format", "sha256", "simulator")},
+                  "sim_role": sim_role, "arena": {"benchmark": config.arena.benchmark, "custom": True},
                   "version": __version__}  # fmt: skip
         run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
         run_dir.repair(SAMPLES)

@@ -4,7 +4,6 @@ many seeds, or sweep one simulator parameter."""
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import Any
 
@@ -110,13 +109,11 @@ def _config_from_args(args: argparse.Namespace, method: str) -> Any:
 
 
 def _check_value(flag: str, value: float) -> None:
-    ok = isinstance(value, int | float) and math.isfinite(value)
-    if flag == "--sim-temperature" and not (ok and value > 0):
-        raise ConfigError(f"--sim-temperature: expected a number > 0; got {value!r}")
-    if flag == "--vs-error" and not (ok and 0 <= value <= 1):
-        raise ConfigError(f"--vs-error: expected a number in [0, 1]; got {value!r}")
-    if flag == "--delta" and not (ok and value >= 0):
-        raise ConfigError(f"--delta: expected a number >= 0; got {value!r}")
+    """``value`` of a lab flag (or of one of its sweep values), checked by the field's declared constraints."""
+    from collapse_probe._constraints import check_field
+    from collapse_probe.trainers.lab import LabConfig
+
+    check_field(LabConfig, flag[2:].replace("-", "_"), value, flag)
 
 
 def parse_sweep(spec: str) -> tuple[str, list[float]]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from collapse_probe._constraints import Integer, Number, OneOf, param, validate
 from collapse_probe.errors import ConfigError
 
 TRACKERS = ("wandb", "mlflow", "tensorboard", "trackio")
@@ -33,13 +33,13 @@ class MonitorConfig:
     :meth:`validate` checks them once, naming the field, what is allowed and what was given.
     """
 
-    shadow_fraction: float = 0.1
+    shadow_fraction: float = param(0.1, Number(gt=0, le=1))
     """Share of simulator turns that are shadow-sampled, in (0, 1]. Turns are chosen by systematic
     sampling from a random start drawn from the monitor's own seed: every turn has inclusion
     probability exactly ``shadow_fraction`` and the count per step varies by at most one."""
-    shadow_samples: int = 8
+    shadow_samples: int = param(8, Integer(2))
     """N: replies per shadow-sampled state, the training reply included (N - 1 extra draws), >= 2."""
-    epsilon_star: float = 0.2
+    epsilon_star: float = param(0.2, Number(gt=0, le=1))
     """ε*: the collapse alarm fires at a step whose ε interval lies entirely below it."""
     alarm_views: tuple[str, ...] = ("meaning",)
     """Which views' ε intervals raise the collapse alarm: the headline ``meaning`` view by default; add
@@ -53,28 +53,28 @@ class MonitorConfig:
     strategy_partition: str | None = None
     """Classes of the policy's messages for its strategy entropy: ``None`` is ``embedding`` (no
     meaning key: the key reads donor replies) when installed, else ``exact``."""
-    level: float = 0.95
+    level: float = param(0.95, Number(gt=0, lt=1))
     """Confidence level of every interval."""
-    seed: int = 0
+    seed: int = param(0, Integer(None))
     """Seed of the monitor's own random stream: which turns are shadowed and the shadow replies' seeds.
     Nothing the monitor does draws from the training stream (torch, ``random``, numpy, sampler seeds)."""
-    batching: str = "auto"
+    batching: str = param("auto", OneOf(BATCHING))
     """``joint``: shadow requests ride in the same ``generate`` call as the training requests (cheapest;
     exact for backends whose samples depend only on their own seed, which every backend here is);
     ``separate``: a second call after the training call, under an RNG guard (for callables and
     backends that draw from global random state); ``auto``: joint for model specs and ChatModels,
     separate for plain callables."""
-    entropy_window: int = 6
+    entropy_window: int = param(6, Integer(2))
     """Steps the strategy-entropy alarm looks back over (>= 2): it compares the mean of the window's
     later half with its earlier half."""
-    entropy_drop: float = 0.25
+    entropy_drop: float = param(0.25, Number(gt=0, le=1))
     """Relative fall of strategy entropy (later half vs earlier half of the window) that, together
     with ``reward_rise``, raises the policy alarm; in (0, 1]. The fall must also clear the sampling
     noise: the later half's mean upper interval end lies below the earlier half's mean lower end."""
-    reward_rise: float = 0.05
+    reward_rise: float = param(0.05, Number(ge=0))
     """Absolute rise of mean train reward over the same halves that, with ``entropy_drop``, raises the
     policy alarm (>= 0)."""
-    r_max: float = 1.0
+    r_max: float = param(1.0, Number(gt=0))
     """R_max of the Lemma 3.3 bound Var_sim(R) <= R_max² · ε_H printed beside the variance share."""
     trackers: tuple[str, ...] = ()
     """Also log every step's figures to these trackers (``wandb``, ``mlflow``, ``tensorboard``,
@@ -85,32 +85,16 @@ class MonitorConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     """Free-form facts recorded in the run directory's ``config.json`` (e.g. the simulator spec)."""
 
+    FLAG_FORMAT = "monitor {name}"
+    """The monitor is configured in Python (or a trainer's config), by field name."""
+
     def validate(self) -> MonitorConfig:
-        def number(name: str, lo: float, hi: float, lo_open: bool, hi_open: bool = False) -> None:
-            v = getattr(self, name)
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            ok = ok and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-            if not ok:
-                lo_s, hi_s = ("(" if lo_open else "["), (")" if hi_open else "]")
-                raise ConfigError(f"monitor {name} must be a number in {lo_s}{lo:g}, {hi:g}{hi_s}, got {v!r}")
+        """Check every field once (the declared constraints, then the set-valued fields); returns ``self``.
 
-        def integer(name: str, lo: int) -> None:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ConfigError(f"monitor {name} must be an integer >= {lo}, got {v!r}")
-
-        number("shadow_fraction", 0.0, 1.0, lo_open=True)
-        integer("shadow_samples", 2)
-        number("epsilon_star", 0.0, 1.0, lo_open=True)
-        number("level", 0.0, 1.0, lo_open=True, hi_open=True)
-        integer("entropy_window", 2)
-        number("entropy_drop", 0.0, 1.0, lo_open=True)
-        number("reward_rise", 0.0, math.inf, lo_open=False, hi_open=True)
-        number("r_max", 0.0, math.inf, lo_open=True, hi_open=True)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"monitor seed must be an integer, got {self.seed!r}")
-        if self.batching not in BATCHING:
-            raise ConfigError(f"monitor batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
+        Raises:
+            ConfigError: naming the field, what is allowed and what was given.
+        """
+        validate(self)
         for name in ("partition", "strategy_partition"):
             v = getattr(self, name)
             if v is not None:

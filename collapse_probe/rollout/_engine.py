@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collapse_probe._constraints import Integer, Number, param, validate
 from collapse_probe._observe import note_infra_failure
 from collapse_probe._records import conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
@@ -55,14 +56,14 @@ class ConversationSpec:
 class EngineConfig:
     """Sampling settings the engine applies to every turn."""
 
-    temperature: float = 1.0
+    temperature: float = param(1.0, Number(ge=0))
     """Sampling temperature of both sides (override per side below)."""
-    policy_temperature: float | None = None
-    simulator_temperature: float | None = None
-    top_p: float = 1.0
+    policy_temperature: float | None = param(None, Number(ge=0, optional=True))
+    simulator_temperature: float | None = param(None, Number(ge=0, optional=True))
+    top_p: float = param(1.0, Number(gt=0, le=1))
     progress: bool = True
     """Show a progress bar over conversations."""
-    max_live: int | None = None
+    max_live: int | None = param(None, Integer(1, optional=True))
     """At most this many conversations in flight (``None``: all). New ones start as others finish;
     this bounds memory and batch size, and makes finished conversations land in waves."""
 
@@ -145,6 +146,7 @@ async def run_conversations(
         One record per spec (including those loaded from a previous run), in spec order.
     """
     config = config or EngineConfig()
+    validate(config)
     for s in specs:
         for label in (s.policy, s.simulator):
             if label not in participants:
@@ -184,8 +186,6 @@ async def run_conversations(
                 continue
             done[key] = rec
     todo = [s for s in specs if s.key not in done]
-    if config.max_live is not None and config.max_live < 1:
-        raise ConfigError(f"max_live must be >= 1, got {config.max_live}")
 
     bar = None
     if config.progress and todo:

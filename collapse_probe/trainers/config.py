@@ -7,13 +7,12 @@ expected and what was received.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from collapse_probe._constraints import Integer, Number, OneOf, Specs, param, rule, validate
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
 
@@ -35,6 +34,11 @@ ROLLOUT_BACKENDS = ("torch", "vllm")
 RESUMABLE_FIELDS = frozenset({"steps", "eval_every", "save_every", "keep_checkpoints", "progress"})
 """Fields that may differ when a run directory is resumed (e.g. ``--steps`` raised to train longer)."""
 
+GROUP_WHY = (
+    "advantages are relative to the group of G rollouts of a task, and with one rollout every advantage is 0, "
+    "so nothing would be learned"
+)
+
 TRAINABLE_PREFIXES = ("local/", "hf/")
 """Model spec prefixes the trainers can put LoRA adapters on (after alias expansion)."""
 
@@ -47,56 +51,56 @@ class TrainConfig:
     """One of :data:`METHODS` (see :mod:`collapse_probe.trainers.methods`)."""
     policy: str = "smollm2"
     """Policy model spec; must be trainable (``local/<name>``, ``hf/<dir>`` or an alias of one)."""
-    sims: list[str] = field(default_factory=lambda: ["smollm2"])
+    sims: list[str] = param(None, Specs(), flag="--sim", factory=lambda: ["smollm2"])
     """Training simulator spec(s). ``single``/``persona``: one frozen simulator. ``vs``: one simulator,
     run in Verbalized-Sampling mode (``vs:`` is prefixed when missing). ``ensemble``: two or more frozen
     simulators, rotated one per step. ``cotrain``/``population``: one trainable model (``local/``,
     ``hf/``) that gets its own LoRA adapter. ``selfplay``: empty (the policy model plays both sides)."""
     benchmark: str = DEFAULT_BENCHMARK
     """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo``)."""
-    heldout: list[str] = field(default_factory=list)
+    heldout: list[str] = param(None, Specs(), factory=list)
     """Held-out simulator specs for the periodic cross-play evaluation (empty: no evaluation)."""
-    steps: int = 10
+    steps: int = param(10, Integer(1))
     """Training steps (one rollout batch and one update each). May be raised when resuming."""
-    group_size: int = 4
+    group_size: int = param(4, Integer(2, why=GROUP_WHY))
     """Rollouts ``G`` per task per step: one group-relative advantage group."""
-    tasks: int = 4
+    tasks: int = param(4, Integer(1))
     """Training tasks ``T`` (the first ``T`` of the benchmark's seeded order); every step rolls out
     ``G`` conversations of each, so a step's batch is ``T x G`` conversations."""
-    max_turns: int = 3
+    max_turns: int = param(3, Integer(1))
     """Conversation rounds (P4G: persuader + persuadee exchanges)."""
-    max_tokens: int = 48
+    max_tokens: int = param(48, Integer(1))
     """Token budget of every turn, both sides."""
-    temperature: float = 1.0
+    temperature: float = param(1.0, Number(gt=0, why="REINFORCE needs a sampling policy"))
     """Sampling temperature of both sides; log-probabilities are recomputed at the same temperature,
     so the update is on-policy for the distribution that sampled."""
-    lr: float = 1e-4
+    lr: float = param(1e-4, Number(gt=0))
     """AdamW learning rate of the policy's LoRA adapter."""
-    sim_lr: float | None = None
+    sim_lr: float | None = param(None, Number(gt=0, optional=True))
     """AdamW learning rate of a trainable simulator's adapter (``None``: ``lr``)."""
-    lora_r: int = 8
+    lora_r: int = param(8, Integer(1))
     """LoRA rank."""
-    lora_alpha: int = 16
+    lora_alpha: int = param(16, Integer(1))
     """LoRA scaling numerator (scale = alpha / r)."""
-    lora_dropout: float = 0.0
+    lora_dropout: float = param(0.0, Number(ge=0, lt=1))
     """Dropout on the LoRA path."""
     lora_target_modules: list[str] | None = None
     """Modules that get adapters (``None``: peft's default for the architecture, e.g. ``q_proj``, ``v_proj``)."""
-    kl_coef: float = 0.0
+    kl_coef: float = param(0.0, Number(ge=0))
     """Weight of the KL penalty to the reference model (the same model with its adapter disabled),
     estimated per trained token with ``k3 = exp(ref - logp) - (ref - logp) - 1``; 0 disables it."""
-    adv_eps: float = 1e-6
+    adv_eps: float = param(1e-6, Number(ge=0))
     """``eps`` of the group-relative advantage ``A = (R - mean) / (std + eps)`` (population std)."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = param(1.0, Number(ge=0))
     """Gradient clipping norm per update (0 disables clipping)."""
-    train_batch: int = 8
+    train_batch: int = param(8, Integer(1))
     """Turns (sequences) per forward/backward micro-batch of the update."""
-    cotrain_reward: str = "adversarial"
+    cotrain_reward: str = param("adversarial", OneOf(SIMULATOR_REWARD_MODES))
     """Simulator reward of ``cotrain``/``population``: adversarial ``1 - R`` (persuasion default),
     cooperative ``R``, or curriculum ``exp(-(Var_g(R) - 0.25)^2 / 0.02)``."""
-    pool_size: int = 5
+    pool_size: int = param(5, Integer(1))
     """``population``: FIFO pool of the K most recent simulator adapter snapshots."""
-    snapshot_every: int = 1
+    snapshot_every: int = param(1, Integer(1))
     """``population``: push a snapshot of the co-trained simulator into the pool every this many steps."""
     pool_dir: str | None = None
     """``population``: pool directory (default ``OUT/pool``); its ``manifest.json`` lists the members."""
@@ -104,29 +108,29 @@ class TrainConfig:
     """P4G persona file (``persona`` method draws from it; default: the shipped one)."""
     tau2_data: str | None = None
     """Official tau2 data directory for the tau2 benchmarks."""
-    vs_k: int = 5
+    vs_k: int = param(5, Integer(2))
     """Candidates per Verbalized-Sampling turn."""
-    eval_every: int = 5
+    eval_every: int = param(5, Integer(1))
     """Cross-play evaluation over ``heldout`` every this many steps (and at the last step)."""
-    eval_tasks: int | None = None
+    eval_tasks: int | None = param(None, Integer(1, optional=True))
     """Tasks of the held-out evaluation (``None``: ``tasks``)."""
-    eval_rollouts: int = 2
+    eval_rollouts: int = param(2, Integer(1))
     """Conversations per task and held-out simulator in the evaluation."""
-    collapse_states: int = 2
+    collapse_states: int = param(2, Integer(0))
     """Visited simulator states per step at which the simulator's collapse error is measured."""
-    collapse_samples: int = 8
+    collapse_samples: int = param(8, Integer(2))
     """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
     partitioner: str = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
     for ``policy_entropy`` (``exact``, ``embedding`` or an installed partitioner that needs no judge
     model and no benchmark hook)."""
-    entropy_turns: str = "first"
+    entropy_turns: str = param("first", OneOf(("first", "all")))
     """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
-    save_every: int = 1
+    save_every: int = param(1, Integer(1))
     """Write a checkpoint every this many steps (and at the last step)."""
-    keep_checkpoints: int = 2
+    keep_checkpoints: int = param(2, Integer(1))
     """Most recent checkpoints kept on disk."""
-    rollout_backend: str = "torch"
+    rollout_backend: str = param("torch", OneOf(ROLLOUT_BACKENDS))
     """One of :data:`ROLLOUT_BACKENDS`."""
     vllm_options: dict[str, Any] = field(default_factory=dict)
     """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``).
@@ -134,7 +138,7 @@ class TrainConfig:
     ``gpu_memory_utilization=0.45`` (the learner and its optimizer keep the rest),
     ``logprobs_mode="processed_logprobs"`` (log-probabilities at the sampling temperature, as the
     learner computes them) and ``max_lora_rank`` = the smallest rank vLLM accepts that holds ``lora_r``."""
-    tis_cap: float | None = 2.0
+    tis_cap: float | None = param(2.0, Number(gt=0, optional=True))
     """Truncated importance sampling for vLLM rollouts: each token's loss is weighted by
     ``min(pi_learner / pi_vllm, tis_cap)``, correcting the mismatch between vLLM's bf16 sampler and the
     learner; ``None`` turns the correction off (the mismatch is still logged as ``logprob_mismatch``).
@@ -145,7 +149,7 @@ class TrainConfig:
     """Weights dtype of trained models (``None``: float32 for ``local/``, ``auto`` for ``hf/``)."""
     cache: bool = True
     """Serve frozen simulators through the response cache (trained models never are)."""
-    seed: int = 0
+    seed: int = param(0, Integer(None))
     """Seed of the task order, every conversation, LoRA initialisation and pool draws."""
     progress: bool = False
     """Show progress bars."""
@@ -162,13 +166,7 @@ class TrainConfig:
         method = get_method(self.method)
         if not isinstance(self.policy, str) or not self.policy.strip():
             raise ConfigError(f"--policy: expected a model spec, got {self.policy!r}")
-        for name, flag in (("sims", "--sim"), ("heldout", "--heldout")):
-            value = getattr(self, name)
-            if isinstance(value, str) or not isinstance(value, list):
-                raise ConfigError(f"{flag}: expected a list of specs, got {value!r}")
-            for s in value:
-                if not isinstance(s, str) or not s.strip():
-                    raise ConfigError(f"{flag}: every spec must be a non-empty string, got {s!r}")
+        validate(self)
         method.check_sims(self.sims)
         if method.simulator == "trained" and _has_mode_prefix(self.sims[0]):
             raise ConfigError(
@@ -177,32 +175,6 @@ class TrainConfig:
             )
         if len(set(self.heldout)) != len(self.heldout):
             raise ConfigError(f"--heldout: duplicate simulators {self.heldout}")
-        if self.group_size == 1:
-            raise ConfigError(
-                "--group-size must be >= 2, got 1: advantages are relative to the group of G rollouts of a task, "
-                "and with one rollout every advantage is 0, so nothing would be learned"
-            )
-        for name, flag, lo in (
-            ("steps", "--steps", 1),
-            ("group_size", "--group-size", 2),
-            ("tasks", "--tasks", 1),
-            ("max_turns", "--max-turns", 1),
-            ("max_tokens", "--max-tokens", 1),
-            ("lora_r", "--lora-r", 1),
-            ("lora_alpha", "--lora-alpha", 1),
-            ("train_batch", "--train-batch", 1),
-            ("pool_size", "--pool-size", 1),
-            ("snapshot_every", "--snapshot-every", 1),
-            ("vs_k", "--vs-k", 2),
-            ("eval_every", "--eval-every", 1),
-            ("eval_rollouts", "--eval-rollouts", 1),
-            ("collapse_states", "--collapse-states", 0),
-            ("collapse_samples", "--collapse-samples", 2),
-            ("save_every", "--save-every", 1),
-            ("keep_checkpoints", "--keep-checkpoints", 1),
-        ):
-            check_int(getattr(self, name), flag, lo)
-        check_int(self.eval_tasks, "--eval-tasks", optional=True)
         _check_device(self.device)
         from collapse_probe.models import resolve_spec
 
@@ -211,52 +183,27 @@ class TrainConfig:
                 f"--policy {self.policy!r} cannot be trained: LoRA training needs a local transformers model "
                 f"(local/<name>, hf/<dir> or an alias of one such as smollm2), got {resolve_spec(self.policy)!r}"
             )
-        check_int(self.seed, "--seed", None)
-        for name, flag in (("lr", "--lr"), ("sim_lr", "--sim-lr")):
-            v = getattr(self, name)
-            if v is None and name == "sim_lr":
-                continue
-            if not _finite(v) or v <= 0:
-                raise ConfigError(f"{flag} must be a finite number > 0, got {v!r}")
-        for name, flag in (("kl_coef", "--kl-coef"), ("adv_eps", "--adv-eps"), ("max_grad_norm", "--max-grad-norm")):
-            v = getattr(self, name)
-            if not _finite(v) or v < 0:
-                raise ConfigError(f"{flag} must be a finite number >= 0, got {v!r}")
-        if not _finite(self.temperature) or self.temperature <= 0:
-            raise ConfigError(
-                f"--temperature must be > 0 for training (REINFORCE needs a sampling policy), got {self.temperature!r}"
-            )
-        if not _finite(self.lora_dropout) or not 0 <= self.lora_dropout < 1:
-            raise ConfigError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout!r}")
-        if self.cotrain_reward not in SIMULATOR_REWARD_MODES:
-            raise ConfigError(
-                f"--cotrain-reward must be one of {', '.join(SIMULATOR_REWARD_MODES)}, got {self.cotrain_reward!r}"
-            )
         from collapse_probe.metrics.partitioners import check_partitioner  # metrics load scipy: not at import
 
         check_partitioner(self.partitioner, "--partitioner", "the policy entropy and the simulator's collapse error")
-        if self.entropy_turns not in ("first", "all"):
-            raise ConfigError(f"--entropy-turns must be 'first' or 'all', got {self.entropy_turns!r}")
-        if self.rollout_backend not in ROLLOUT_BACKENDS:
-            raise ConfigError(
-                f"--rollout-backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {self.rollout_backend!r}"
-            )
-        if self.rollout_backend == "vllm" and not method.vllm_rollouts:
+
+    @rule
+    def _vllm_rollouts(self) -> None:
+        if self.rollout_backend == "vllm" and not get_method(self.method).vllm_rollouts:
             raise ConfigError(
                 f"--rollout-backend vllm: supported for the methods with one trained model and a frozen simulator "
                 f"({', '.join(VLLM_METHODS)}); got method {self.method!r}"
             )
         if not isinstance(self.vllm_options, dict):
             raise ConfigError(f"vllm_options: expected a mapping of vllm.LLM options, got {self.vllm_options!r}")
-        if self.tis_cap is not None and (
-            isinstance(self.tis_cap, bool) or not isinstance(self.tis_cap, (int, float)) or not self.tis_cap > 0
-        ):
-            raise ConfigError(f"--tis-cap: expected a number > 0 (or none), got {self.tis_cap!r}")
         if self.rollout_backend == "vllm":
             from collapse_probe.models.vllm import lora_rank_for_vllm, validate_engine_options
 
             lora_rank_for_vllm(self.lora_r)
             validate_engine_options(self.vllm_options)
+
+    @rule
+    def _lora_targets(self) -> None:
         if self.lora_target_modules is not None and (
             not isinstance(self.lora_target_modules, list)
             or not all(isinstance(m, str) and m for m in self.lora_target_modules)
@@ -304,7 +251,3 @@ def _check_device(device: Any) -> None:
         return
     if not isinstance(device, str) or re.fullmatch(DEVICE_PATTERN, device) is None:
         raise ConfigError(f"--device: expected auto, cpu, cuda, cuda:N, mps or xpu, got {device!r}")
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from collapse_probe._constraints import Integer, Number, OneOf, param, rule, validate
 from collapse_probe.errors import ConfigError
 from collapse_probe.trainers._lab_world import (
     REWARD_FAMILY,
@@ -115,112 +116,70 @@ class LabConfig:
 
     method: str = "single"
     """One of :data:`METHODS`."""
-    n_tasks: int = 8
+    n_tasks: int = param(8, Integer(1))
     """Number of tasks ``x``."""
-    n_strategies: int = 8
+    n_strategies: int = param(8, Integer(2))
     """Number of agent strategies ``y``."""
-    n_behaviours: int = 4
+    n_behaviours: int = param(4, Integer(2))
     """Number of user behaviours ``b``."""
-    horizon: int = 3
+    horizon: int = param(3, Integer(1))
     """User turns ``H`` per conversation (exact analysis enumerates ``n_behaviours**horizon`` sequences)."""
-    group_size: int = 8
+    group_size: int = param(8, Integer(1))
     """Rollouts ``G`` per task per step (one group-relative advantage group)."""
-    lr: float = 0.1
+    lr: float = param(0.1, Number(gt=0))
     """Step size of the policy's REINFORCE update on the logit table."""
-    sim_lr: float = 0.5
+    sim_lr: float = param(0.5, Number(gt=0))
     """Step size of a trainable simulator's REINFORCE update (cotrain, population, selfplay)."""
-    steps: int = 300
+    steps: int = param(300, Integer(1))
     """Policy updates."""
-    seed: int = 0
+    seed: int = param(0, Integer(None))
     """Seed of the world and of all sampling (one run)."""
-    cotrain_reward: str = "adversarial"
+    cotrain_reward: str = param("adversarial", OneOf(SIMULATOR_REWARD_MODES))
     """Simulator reward for ``cotrain``/``population``: adversarial, cooperative or curriculum."""
-    pool_size: int = 5
+    pool_size: int = param(5, Integer(1))
     """FIFO pool size of ``population`` (the K most recent co-trained snapshots)."""
-    snapshot_every: int = 10
+    snapshot_every: int = param(10, Integer(1))
     """Steps between simulator snapshots (population pool, self-play user copy)."""
-    sim_temperature: float = 0.3
+    sim_temperature: float = param(0.3, Number(gt=0))
     """``tau``: aligned simulators are ``softmax(log P_ref / tau)``; 1 is the base model (no collapse)."""
-    vs_error: float = 0.3
+    vs_error: float = param(0.3, Number(ge=0, le=1))
     """``eta``: Verbalized Sampling returns ``(1 - eta) P_ref + eta phi`` (0: the base model, 1: ``phi``)."""
-    delta: float = 0.5
+    delta: float = param(0.5, Number(ge=0))
     """Family noise: ``log P_ref,k = log q* + delta * xi_k`` (how far a base model is from people)."""
-    user_spread: float = 1.0
+    user_spread: float = param(1.0, Number(ge=0))
     """Real users ``q*(.|x) = softmax(user_spread * z)``: 0 is uniform, large is near-deterministic."""
-    n_families: int = 6
+    n_families: int = param(6, Integer(1))
     """Simulator families ``K``; the first ``ensemble_size`` are trained on, the rest are held out."""
-    ensemble_size: int = 3
+    ensemble_size: int = param(3, Integer(1))
     """Families rotated by ``ensemble``."""
-    n_personas: int = 8
+    n_personas: int = param(8, Integer(1))
     """Personas in each family's persona prior."""
-    persona_scale: float = 1.0
+    persona_scale: float = param(1.0, Number(ge=0))
     """Standard deviation of a persona's logit shift (the same scale as ``user_spread``)."""
-    eval_every: int = 5
+    eval_every: int = param(5, Integer(1))
     """Log the exact metrics every this many steps (and at step 0 and the last step)."""
-    tv_samples: int = 256
+    tv_samples: int = param(256, Integer(1))
     """Fresh rollouts per logged step for the sampled TV estimate."""
-    adv_eps: float = 1e-6
+    adv_eps: float = param(1e-6, Number(ge=0))
     """``eps`` of the group-relative advantage."""
-    vs_mixture: float | None = None
+    vs_mixture: float | None = param(None, Number(ge=0, le=1, optional=True))
     """Deprecated alias of :attr:`vs_error` (the share of the collapsed simulator left in VS)."""
-    mode_concentration: float | None = None
+    mode_concentration: float | None = param(None, Number(optional=True))
     """Deprecated and ignored: simulators are no longer a sharpened copy of the real users; use
     :attr:`sim_temperature`."""
-    heldout_concentration: float | None = None
+    heldout_concentration: float | None = param(None, Number(optional=True))
     """Deprecated and ignored: held-out simulators are the held-out families' aligned simulators."""
+
+    FLAG_FORMAT = "{name}"
+    """The lab's configuration is named by its fields (the CLI sets a few, named like them)."""
 
     def __post_init__(self) -> None:
         get_method(self.method, "method", lab=True)
-        if self.cotrain_reward not in SIMULATOR_REWARD_MODES:
-            raise ConfigError(
-                f"cotrain_reward must be one of {', '.join(SIMULATOR_REWARD_MODES)}; got {self.cotrain_reward!r}"
-            )
-        for name in (
-            "n_tasks",
-            "n_behaviours",
-            "horizon",
-            "group_size",
-            "steps",
-            "pool_size",
-            "snapshot_every",
-            "ensemble_size",
-            "n_families",
-            "n_personas",
-            "eval_every",
-            "tv_samples",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1; got {value!r}")
-        if self.n_behaviours < 2:
-            raise ConfigError(f"n_behaviours must be >= 2; got {self.n_behaviours}")
-        if isinstance(self.n_strategies, bool) or not isinstance(self.n_strategies, int) or self.n_strategies < 2:
-            raise ConfigError(f"n_strategies must be an integer >= 2; got {self.n_strategies!r}")
-        if self.n_behaviours**self.horizon > 4096:
-            raise ConfigError(
-                f"n_behaviours**horizon must be <= 4096 for exact enumeration; got {self.n_behaviours}**{self.horizon}"
-            )
-        if self.ensemble_size >= self.n_families:
-            raise ConfigError(
-                f"ensemble_size must be < n_families ({self.n_families}) so some families stay held out; "
-                f"got {self.ensemble_size}"
-            )
-        for name in ("lr", "sim_lr", "sim_temperature"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a finite number > 0; got {value!r}")
-        for name in ("delta", "user_spread", "persona_scale", "adv_eps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{name} must be a finite number >= 0; got {value!r}")
+        validate(self)
         if self.vs_mixture is not None:
-            if not (isinstance(self.vs_mixture, int | float) and 0.0 <= self.vs_mixture <= 1.0):
-                raise ConfigError(f"vs_mixture must be in [0, 1]; got {self.vs_mixture!r}")
             warnings.warn("LabConfig.vs_mixture is deprecated; use vs_error", DeprecationWarning, stacklevel=3)
             self.vs_error = float(self.vs_mixture)
             self.vs_mixture = None  # applied once; a copy with another vs_error keeps that value
-        if isinstance(self.vs_error, bool) or not (isinstance(self.vs_error, int | float) and 0 <= self.vs_error <= 1):
-            raise ConfigError(f"vs_error must be in [0, 1]; got {self.vs_error!r}")
         for name in _DEPRECATED_FIELDS:
             if getattr(self, name) is not None:
                 warnings.warn(
@@ -228,8 +187,21 @@ class LabConfig:
                     DeprecationWarning,
                     stacklevel=3,
                 )
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise ConfigError(f"seed must be an integer; got {self.seed!r}")
+
+    @rule
+    def _exact_enumeration(self) -> None:
+        if self.n_behaviours**self.horizon > 4096:
+            raise ConfigError(
+                f"n_behaviours**horizon must be <= 4096 for exact enumeration; got {self.n_behaviours}**{self.horizon}"
+            )
+
+    @rule
+    def _some_families_held_out(self) -> None:
+        if self.ensemble_size >= self.n_families:
+            raise ConfigError(
+                f"ensemble_size must be < n_families ({self.n_families}) so some families stay held out; "
+                f"got {self.ensemble_size}"
+            )
 
     @property
     def heldout_families(self) -> range:

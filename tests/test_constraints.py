@@ -1,0 +1,216 @@
+"""The one validation mechanism of every pipeline config (``collapse_probe._constraints``).
+
+Two promises are checked over every config at once, so a new field cannot slip past them: every
+numeric field declares a constraint, and any bad value of such a field is refused with one line that
+names its flag and the value received.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collapse_probe._constraints import (
+    AtMost,
+    Constraint,
+    Integer,
+    Number,
+    OneOf,
+    Specs,
+    check_field,
+    constraints_of,
+    flag_of,
+    param,
+    rule,
+    validate,
+)
+from collapse_probe.audit import AuditConfig
+from collapse_probe.crossplay import CrossplayConfig
+from collapse_probe.errors import ConfigError
+from collapse_probe.limits import check_at_most, check_finite, check_int
+from collapse_probe.monitor import MonitorConfig
+from collapse_probe.play import PlayConfig
+from collapse_probe.rollout import EngineConfig
+from collapse_probe.runspec import RolloutConfig
+from collapse_probe.trainers.config import TrainConfig
+from collapse_probe.trainers.lab import LabConfig
+
+CONFIGS = [RolloutConfig, PlayConfig, CrossplayConfig, AuditConfig, TrainConfig, LabConfig, MonitorConfig, EngineConfig]
+"""Every pipeline config: a new one belongs here."""
+
+
+def _numeric(f: dataclasses.Field[Any]) -> bool:
+    words = str(f.type).replace("|", " ").replace("[", " ").replace("]", " ").replace(",", " ").split()
+    return any(w in ("int", "float") for w in words)
+
+
+def _check(cls: type, **values: Any) -> None:
+    """Build ``cls`` from ``values`` and validate it the way its pipeline does."""
+    config = cls(**values)  # TrainConfig and LabConfig validate on construction
+    if hasattr(config, "validate"):
+        config.validate()
+    else:
+        validate(config)
+
+
+NUMERIC_FIELDS = [(cls, f) for cls in CONFIGS for f in dataclasses.fields(cls) if _numeric(f)]
+
+
+@pytest.mark.parametrize(("cls", "f"), NUMERIC_FIELDS, ids=[f"{c.__name__}.{f.name}" for c, f in NUMERIC_FIELDS])
+def test_every_numeric_field_declares_its_constraint(cls, f):
+    numeric = [c for c in constraints_of(f) if c.numeric]
+    assert numeric, f"{cls.__name__}.{f.name} ({f.type}) declares no constraint: give it param(..., Integer/Number)"
+    # None passes exactly where the type says it may
+    optional = "None" in str(f.type)
+    bounds = [c for c in numeric if isinstance(c, (Integer, Number))]
+    assert bounds and all(c.optional == optional for c in bounds), (cls.__name__, f.name, f.type, bounds)
+
+
+def test_defaults_are_valid():
+    for cls in CONFIGS:
+        _check(cls)
+
+
+def _bad_values(constraints: tuple[Constraint, ...]) -> st.SearchStrategy[Any]:
+    """Values every one of which some constraint in ``constraints`` must refuse."""
+    bad: list[st.SearchStrategy[Any]] = [
+        st.booleans(),  # a bool is not a number here
+        st.text(max_size=5),
+        st.integers(0, 99).map(str),  # "3" is not 3: nothing is coerced
+        st.lists(st.integers(), max_size=2),
+    ]
+    for c in constraints:
+        if isinstance(c, Integer):
+            bad.append(st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not float(v).is_integer()))
+            if c.least is not None:
+                bad.append(st.integers(max_value=c.least - 1))
+            if not c.optional:
+                bad.append(st.none())
+        elif isinstance(c, Number):
+            bad.append(st.sampled_from([math.nan, math.inf, -math.inf]))
+            for lo, closed in ((c.ge, True), (c.gt, False)):
+                if lo is not None:
+                    bad.append(st.floats(max_value=lo, exclude_max=closed, allow_nan=False, allow_infinity=False))
+            for hi, closed in ((c.le, True), (c.lt, False)):
+                if hi is not None:
+                    bad.append(st.floats(min_value=hi, exclude_min=closed, allow_nan=False, allow_infinity=False))
+            if not c.optional:
+                bad.append(st.none())
+        elif isinstance(c, AtMost):
+            bad.append(st.integers(min_value=c.limit + 1, max_value=c.limit * 10))
+    return st.one_of(bad)
+
+
+@pytest.mark.parametrize(("cls", "f"), NUMERIC_FIELDS, ids=[f"{c.__name__}.{f.name}" for c, f in NUMERIC_FIELDS])
+def test_a_bad_value_is_one_line_naming_the_flag_and_the_value(cls, f):
+    flag = flag_of(cls, f.name)
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+    @given(_bad_values(constraints_of(f)))
+    def bad(value: Any) -> None:
+        with pytest.raises(ConfigError) as err:
+            _check(cls, **{f.name: value})
+        message = str(err.value)
+        assert "\n" not in message and flag in message, message
+        assert repr(value) in message or str(value) in message, message
+
+    bad()
+
+
+def test_nothing_is_coerced_and_none_only_where_declared():
+    with pytest.raises(ConfigError, match=r"--tasks must be an integer >= 1, got '3'"):
+        _check(PlayConfig, tasks="3")
+    with pytest.raises(ConfigError, match=r"--rollouts must be an integer >= 1, got True"):
+        _check(CrossplayConfig, rollouts=True)
+    with pytest.raises(ConfigError, match=r"--temperature must be a finite number >= 0, got None"):
+        _check(AuditConfig, temperature=None)
+    _check(AuditConfig, max_turns=None, batch_states=None)  # declared optional
+    with pytest.raises(ConfigError, match=r"monitor level must be a number in \(0, 1\), got 1"):
+        _check(MonitorConfig, level=1)
+
+
+def test_messages_name_flag_allowed_values_and_value():
+    assert Number(gt=0).allowed == "a finite number > 0"
+    assert Number(ge=0, lt=1).allowed == "a number in [0, 1)"
+    assert Number(le=2).allowed == "a finite number <= 2"
+    assert Number().allowed == "a finite number"
+    with pytest.raises(ConfigError, match=r"^--samples must be an integer >= 2 \(a collapse error needs"):
+        _check(AuditConfig, samples=1)
+    with pytest.raises(ConfigError, match=r"^--tasks 100001: at most 100,000 tasks per run"):
+        _check(CrossplayConfig, tasks=100_001)
+    with pytest.raises(ConfigError, match=r"^--tis-cap must be a finite number > 0 \(or none\), got 0"):
+        _check(TrainConfig, tis_cap=0)
+    with pytest.raises(ConfigError, match=r"^--entropy-turns must be one of first, all, got 'some'"):
+        _check(CrossplayConfig, entropy_turns="some")
+    with pytest.raises(ConfigError, match=r"^--sims \(simulators\): duplicate specs \['x'\]"):
+        _check(CrossplayConfig, simulators=["x", "x"])
+
+
+def test_cross_field_rules_run_after_the_fields():
+    with pytest.raises(ConfigError, match="--train-sim 'y' is not among --sims"):
+        _check(CrossplayConfig, simulators=["x"], train_simulator="y")
+    with pytest.raises(ConfigError, match=r"--tasks x --rollouts x cells = 1000002: at most 1,000,000"):
+        _check(CrossplayConfig, policies=["a"], simulators=["x", "y"], tasks=1, rollouts=500_001)
+    with pytest.raises(ConfigError, match=r"--n-boot 100000: x 1,000 resampled units"):
+        _check(CrossplayConfig, n_boot=100_000, tasks=1000)
+    with pytest.raises(ConfigError, match="ensemble_size must be < n_families"):
+        _check(LabConfig, ensemble_size=6)
+    with pytest.raises(ConfigError, match=r"--states x --rollouts = 100002"):
+        _check(AuditConfig, states=50_001, rollouts=2)
+
+
+def test_the_mechanism_on_a_config_of_its_own():
+    calls: list[str] = []
+
+    @dataclasses.dataclass
+    class Config:
+        FLAG_FORMAT = "option {name}"
+        count: int = param(1, Integer(0), AtMost(10, "things"))
+        share: float | None = param(None, Number(gt=0, le=1, optional=True), flag="--share")
+        mode: str = param("a", OneOf(("a", "b")))
+        names: list[str] = param(None, Specs(1), factory=lambda: ["x"])
+
+        @rule
+        def _first(self) -> None:
+            calls.append("first")
+            if self.count > 5 and self.mode == "a":
+                raise ConfigError("option count above 5 needs mode b")
+
+        @rule
+        def _second(self) -> None:
+            calls.append("second")
+
+    validate(Config())
+    assert calls == ["first", "second"]
+    assert flag_of(Config, "count") == "option count" and flag_of(Config, "share") == "--share"
+    for values, message in (
+        ({"count": 11}, "option count 11: at most 10 things per run"),
+        ({"count": -1}, "option count must be an integer >= 0, got -1"),
+        ({"share": 0.0}, r"--share must be a number in \(0, 1\] \(or none\), got 0.0"),
+        ({"mode": "c"}, "option mode must be one of a, b, got 'c'"),
+        ({"names": []}, "option names: expected at least 1 spec"),
+        ({"count": 6}, "needs mode b"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            validate(Config(**values))
+    check_field(Config, "count", 3)
+    with pytest.raises(ConfigError, match="--count must be an integer >= 0"):
+        check_field(Config, "count", -3, "--count")
+
+
+def test_limits_helpers_go_through_the_mechanism():
+    check_int(None, "--x", optional=True)
+    with pytest.raises(ConfigError, match=r"^--x must be an integer >= 1, got None$"):
+        check_int(None, "--x")
+    with pytest.raises(ConfigError, match=r"^--x must be an integer, got 1.5$"):
+        check_int(1.5, "--x", None)
+    with pytest.raises(ConfigError, match=r"^--t must be a finite number >= 0, got nan$"):
+        check_finite(math.nan, "--t")
+    check_at_most("not a number", 3, "--n", "things")  # left to the integer check
+    with pytest.raises(ConfigError, match=r"^--n 4: at most 3 things per run"):
+        check_at_most(4, 3, "--n", "things")

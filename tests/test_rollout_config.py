@@ -1,0 +1,214 @@
+"""One shared rollout config and the arena spec, nested in the play and cross-play configs (the audit
+nests the arena spec).
+
+The flat form of earlier versions keeps working: constructor keywords, attributes, and the flat
+fields of ``config.json`` / ``results.json``. A run directory written before the nesting (its
+``config.json`` is kept here as that version wrote it) resumes, and a changed option is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from collapse_probe.audit import AuditConfig, run_audit
+from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.errors import ConfigError
+from collapse_probe.play import PlayConfig, run_play
+from collapse_probe.runspec import ROLLOUT_FIELDS, ArenaSpec, RolloutConfig
+from collapse_probe.simulators import make_participant
+
+PLAY_CONFIG_BEFORE = {
+    "kind": "play",
+    "policy": "scripted:pol.json",
+    "sim": "scripted:sim.json",
+    "benchmark": "p4g",
+    "tasks": 2,
+    "rollouts": 1,
+    "max_turns": 3,
+    "seed": 0,
+    "temperature": 1.0,
+    "max_live": None,
+    "extra": {"note": "recorded"},
+    "arena": {"benchmark": "p4g", "max_turns": 3, "max_tokens": None, "personas": None},
+    "version": "0.1.0",
+    "vs_k": None,
+    "fingerprints": {
+        "scripted:pol.json": "sha256:50bcba0dc3dabf3353d7d885b87c38d96a78c36de97de3e5c4fa259e2c5d4717",
+        "scripted:sim.json": "sha256:345746d764c48cf3889dd2edf004d6ce28ee6561b67ab6f8b3f8a7037027c4bf",
+    },
+}
+"""``config.json`` of ``run_play(PlayConfig(policy=P, sim=S, tasks=2, rollouts=1, extra={"note": "recorded"}), ...)``
+as the version before the nesting wrote it."""
+
+CROSSPLAY_CONFIG_BEFORE = {
+    "kind": "crossplay",
+    "policies": ["scripted:pol.json"],
+    "simulators": ["scripted:sim.json"],
+    "train_simulator": None,
+    "benchmark": "p4g",
+    "tasks": 2,
+    "rollouts": 1,
+    "max_turns": 3,
+    "seed": 0,
+    "temperature": 1.0,
+    "partitioner": "exact",
+    "entropy_turns": "first",
+    "n_boot": 2000,
+    "extra": {"max_tokens": 40},
+    "arena": {"benchmark": "p4g", "max_turns": 3, "max_tokens": 40, "personas": None},
+    "version": "0.1.0",
+    "vs_k": None,
+    "max_live": None,
+    "cache": True,
+    "fingerprints": {
+        "scripted:pol.json": "sha256:50bcba0dc3dabf3353d7d885b87c38d96a78c36de97de3e5c4fa259e2c5d4717",
+        "scripted:sim.json": "sha256:345746d764c48cf3889dd2edf004d6ce28ee6561b67ab6f8b3f8a7037027c4bf",
+    },
+}
+"""``config.json`` of ``run_crossplay(CrossplayConfig(policies=[P], simulators=[S], tasks=2, rollouts=1,
+extra={"max_tokens": 40}), ...)`` as the version before the nesting wrote it."""
+
+AUDIT_CONFIG_BEFORE = {
+    "kind": "audit",
+    "sim": "scripted:sim.json",
+    "benchmark": "p4g",
+    "policy": None,
+    "states": 1,
+    "samples": 4,
+    "partition": "label",
+    "judge": None,
+    "compare_vs": False,
+    "vs_k": 5,
+    "human": None,
+    "rollouts": 1,
+    "max_turns": 3,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "seed": 0,
+    "epsilon_star": 0.2,
+    "bound_b": 1.0,
+    "r_max": 1.0,
+    "variance_share": False,
+    "variance_agents": 3,
+    "variance_sims": 4,
+    "exact": True,
+    "vendi": False,
+    "n_boot": 200,
+    "batch_states": None,
+    "personas": None,
+    "arena_options": {"max_tokens": 40},
+    "arena": {"benchmark": "p4g", "max_turns": 3, "max_tokens": 40, "personas": None},
+    "version": "0.1.0",
+    "fingerprints": {"scripted:sim.json": "sha256:345746d764c48cf3889dd2edf004d6ce28ee6561b67ab6f8b3f8a7037027c4bf"},
+}
+"""``config.json`` of ``run_audit(AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label",
+arena_options={"max_tokens": 40}), ...)`` as the version before the nesting wrote it."""
+
+POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
+SIM = {"responses": [{"text": "[DONATE $2]", "p": 0.5}, {"text": "[DONATE $0]", "p": 0.5}]}
+P, S = "scripted:pol.json", "scripted:sim.json"
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    """The two scripted models, at the relative paths the stored runs name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pol.json").write_text(json.dumps(POLICY))
+    (tmp_path / "sim.json").write_text(json.dumps(SIM))
+    return {s: make_participant(s) for s in (P, S)}
+
+
+def _stored(tmp_path, name, config):
+    run = tmp_path / name
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(config))
+    return run
+
+
+@pytest.mark.parametrize("cls", [PlayConfig, CrossplayConfig])
+def test_flat_keywords_and_attributes_are_the_nested_fields(cls):
+    c = cls(
+        tasks=3, rollouts=1, max_turns=None, seed=7, temperature=0.5, benchmark="p4g", extra={"personas": "p.jsonl"}
+    )
+    assert c.rollout == RolloutConfig(tasks=3, rollouts=1, max_turns=None, seed=7, temperature=0.5)
+    assert c.arena == ArenaSpec("p4g", {"personas": "p.jsonl"})
+    assert (c.tasks, c.rollouts, c.max_turns, c.seed, c.temperature) == (3, 1, None, 7, 0.5)
+    c.tasks, c.benchmark = 5, "tau2-demo"
+    c.extra["judge"] = "smollm2"  # the options mapping itself
+    assert c.rollout.tasks == 5 and c.arena == ArenaSpec("tau2-demo", {"personas": "p.jsonl", "judge": "smollm2"})
+    nested = cls(rollout=RolloutConfig(tasks=5, rollouts=1, max_turns=None, seed=7, temperature=0.5), arena=c.arena)
+    assert nested == c
+    assert dataclasses.replace(c, tasks=9).rollout.tasks == 9 and c.tasks == 5  # a flat keyword wins
+    assert cls() == cls(rollout=RolloutConfig(), arena=ArenaSpec())
+
+
+def test_config_json_fields_stay_flat():
+    play = PlayConfig(policy=P, sim=S, tasks=2, rollouts=1, extra={"note": "recorded"}).to_dict()
+    assert play == {k: v for k, v in PLAY_CONFIG_BEFORE.items() if k in play}
+    assert set(play) == set(PLAY_CONFIG_BEFORE) - {"kind", "arena", "version", "vs_k", "fingerprints"}
+    xp = CrossplayConfig(policies=[P], simulators=[S], tasks=2, rollouts=1, extra={"max_tokens": 40}).to_dict()
+    assert xp == {k: v for k, v in CROSSPLAY_CONFIG_BEFORE.items() if k in xp}
+    before = set(CROSSPLAY_CONFIG_BEFORE) - {"kind", "arena", "version", "vs_k", "max_live", "cache", "fingerprints"}
+    assert set(xp) == before
+    assert set(ROLLOUT_FIELDS) <= set(PLAY_CONFIG_BEFORE)
+
+
+def test_bad_options_are_one_line_naming_the_field():
+    with pytest.raises(ConfigError, match=r"^extra: expected a mapping of the benchmark's options"):
+        PlayConfig(extra=["personas"]).validate()
+    with pytest.raises(ConfigError, match=r"^--max-turns must be an integer >= 1, got 0$"):
+        CrossplayConfig(rollout=RolloutConfig(max_turns=0)).validate()
+
+
+def test_a_play_run_of_the_former_version_resumes_and_a_changed_option_is_refused(tmp_path, models):
+    arena = ArenaSpec("p4g").build([P, S])
+    run = _stored(tmp_path, "play", PLAY_CONFIG_BEFORE)
+    records, _ = run_play(
+        PlayConfig(policy=P, sim=S, tasks=2, rollouts=1, extra={"note": "recorded"}), arena, models, run, progress=False
+    )
+    assert len(records) == 2
+    assert json.loads((run / "results.json").read_text())["extra"] == {"note": "recorded"}
+    changed = PlayConfig(policy=P, sim=S, tasks=2, rollouts=1, extra={"note": "other"})
+    with pytest.raises(ConfigError, match=r"different configuration \(differs in: extra\)"):
+        run_play(changed, arena, models, _stored(tmp_path, "play2", PLAY_CONFIG_BEFORE), progress=False)
+    with pytest.raises(ConfigError, match=r"differs in: tasks"):
+        run_play(dataclasses.replace(changed, tasks=3, extra={"note": "recorded"}), arena, models, run, progress=False)
+
+
+def test_a_crossplay_run_of_the_former_version_resumes_and_a_changed_option_is_refused(tmp_path, models):
+    config = CrossplayConfig(policies=[P], simulators=[S], tasks=2, rollouts=1, extra={"max_tokens": 40})
+    run = _stored(tmp_path, "xp", CROSSPLAY_CONFIG_BEFORE)
+    results = run_crossplay(config, participants=models, out=run, progress=False, report=False)
+    assert results["config"]["tasks"] == 2 and results["config"]["extra"] == {"max_tokens": 40}
+    changed = dataclasses.replace(config, extra={"max_tokens": 41})
+    with pytest.raises(ConfigError, match=r"differs in: arena, extra"):
+        run_crossplay(changed, participants=models, out=_stored(tmp_path, "xp2", CROSSPLAY_CONFIG_BEFORE),
+                      progress=False, report=False)  # fmt: skip
+
+
+def test_the_audit_nests_the_arena_and_keeps_its_keywords():
+    c = AuditConfig(benchmark="tau2-demo", arena_options={"data": "d"})
+    assert c.arena == ArenaSpec("tau2-demo", {"data": "d"}) and c.benchmark == "tau2-demo"
+    assert AuditConfig().arena_options is None and AuditConfig().to_dict()["arena_options"] is None
+    c.benchmark, c.arena_options = "p4g", None
+    assert c.arena == ArenaSpec("p4g", {}) and c == AuditConfig()
+    assert dataclasses.replace(c, sim="x").arena == c.arena and dataclasses.replace(c, benchmark="b").benchmark == "b"
+    assert AuditConfig(arena_options={}).to_dict()["arena_options"] == {}  # as given: both forms resume
+    assert dataclasses.replace(AuditConfig(arena_options={}), sim="x").arena_options == {}
+    assert dataclasses.replace(AuditConfig(), sim="x").arena_options is None
+    with pytest.raises(ConfigError, match=r"^arena_options: expected a mapping"):
+        AuditConfig(arena_options=["max_tokens"]).validate()
+
+
+def test_an_audit_run_of_the_former_version_resumes_and_a_changed_option_is_refused(tmp_path, models):
+    def config(**options):
+        return AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label", arena_options=options)
+
+    run = _stored(tmp_path, "au", AUDIT_CONFIG_BEFORE)
+    res = run_audit(config(max_tokens=40), run, progress=False)
+    assert res["config"]["arena_options"] == {"max_tokens": 40} and res["config"]["benchmark"] == "p4g"
+    with pytest.raises(ConfigError, match=r"differs in: arena, arena_options"):
+        run_audit(config(max_tokens=41), _stored(tmp_path, "au2", AUDIT_CONFIG_BEFORE), progress=False)
