@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -61,6 +62,12 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_numpy_number(value: Any) -> bool:
+    """A Python or numpy real number (``numpy.int64``, ``numpy.float32``), not a bool (``numpy.bool_``
+    is no ``numbers.Real``)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 class Constraint:
     """What one field accepts. :meth:`check` raises :class:`ConfigError` naming ``flag``."""
 
@@ -76,17 +83,20 @@ class Constraint:
 class Integer(Constraint):
     """An integer (not a bool) ``>= least`` (``None``: any integer); ``optional`` also accepts ``None``.
 
-    ``why`` is appended to the message in parentheses (why the bound is what it is)."""
+    ``why`` is appended to the message in parentheses (why the bound is what it is). ``numpy`` also
+    accepts numpy integers (an argument of a metrics function, often taken from an array)."""
 
     least: int | None = 1
     optional: bool = False
     why: str = ""
+    numpy: bool = False
     numeric = True
 
     def check(self, value: Any, flag: str) -> None:
         if self.optional and value is None:
             return
-        if not _is_integer(value) or (self.least is not None and value < self.least):
+        integer = isinstance(value, numbers.Integral if self.numpy else int) and not isinstance(value, bool)
+        if not integer or (self.least is not None and value < self.least):
             bound = f" >= {self.least}" if self.least is not None else ""
             why = f" ({self.why})" if self.why else ""
             raise ConfigError(f"{flag} must be an integer{bound}{why}, got {value!r}")
@@ -111,7 +121,10 @@ class AtMost(Constraint):
 @dataclass(frozen=True)
 class Number(Constraint):
     """A finite number (an int or a float, not a bool) within the given bounds (``ge``/``gt`` below,
-    ``le``/``lt`` above; ``None``: unbounded); ``optional`` also accepts ``None``."""
+    ``le``/``lt`` above; ``None``: unbounded); ``optional`` also accepts ``None``.
+
+    ``inf`` also accepts ``+inf`` (a limit: the Hill number of order infinity); ``numpy`` also accepts
+    numpy numbers (an argument of a metrics function, often taken from an array)."""
 
     ge: float | None = None
     gt: float | None = None
@@ -119,6 +132,8 @@ class Number(Constraint):
     lt: float | None = None
     optional: bool = False
     why: str = ""
+    inf: bool = False
+    numpy: bool = False
     numeric = True
 
     @property
@@ -126,16 +141,21 @@ class Number(Constraint):
         """The allowed values in words: ``a finite number``, ``a finite number > 0``, ``a number in (0, 1]``."""
         low = ("(", self.gt) if self.gt is not None else ("[", self.ge) if self.ge is not None else None
         high = (")", self.lt) if self.lt is not None else ("]", self.le) if self.le is not None else None
+        number, inf = ("a number", " or inf") if self.inf else ("a finite number", "")
         if low is not None and high is not None:
-            return f"a number in {low[0]}{low[1]:g}, {high[1]:g}{high[0]}"
+            return f"a number in {low[0]}{low[1]:g}, {high[1]:g}{high[0]}{inf}"
         if low is not None:
-            return f"a finite number {'>' if low[0] == '(' else '>='} {low[1]:g}"
+            return f"{number} {'>' if low[0] == '(' else '>='} {low[1]:g}{inf}"
         if high is not None:
-            return f"a finite number {'<' if high[0] == ')' else '<='} {high[1]:g}"
-        return "a finite number"
+            return f"{number} {'<' if high[0] == ')' else '<='} {high[1]:g}{inf}"
+        return f"{number}{inf}"
 
     def accepts(self, value: Any) -> bool:
-        if not _is_number(value) or not math.isfinite(value):
+        if not (_is_number(value) or (self.numpy and _is_numpy_number(value))):
+            return False
+        if self.inf and value == math.inf:
+            return True
+        if not math.isfinite(value):
             return False
         return (
             (self.ge is None or value >= self.ge)

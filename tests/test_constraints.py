@@ -214,3 +214,27 @@ def test_limits_helpers_go_through_the_mechanism():
     check_at_most("not a number", 3, "--n", "things")  # left to the integer check
     with pytest.raises(ConfigError, match=r"^--n 4: at most 3 things per run"):
         check_at_most(4, 3, "--n", "things")
+
+
+def test_numpy_numbers_and_inf_only_where_declared():
+    import numpy as np
+
+    from collapse_probe._constraints import check_value
+
+    check_value(np.int64(12), "n_boot", [Integer(10, numpy=True)])
+    check_value(np.float32(0.5), "x", [Number(ge=0, numpy=True)])
+    check_value(math.inf, "q", [Number(ge=0, inf=True)])
+    for value, constraint, message in (
+        (np.int64(12), Integer(10), r"^n must be an integer >= 10, got np.int64\(12\)$"),
+        (np.float64(2.0), Integer(1, numpy=True), r"^n must be an integer >= 1, got np.float64\(2.0\)$"),
+        (np.bool_(True), Integer(0, numpy=True), r"^n must be an integer >= 0, got np.True_$"),
+        (np.int64(3), Integer(10, numpy=True), r"^n must be an integer >= 10, got np.int64\(3\)$"),
+        (np.float32(0.5), Number(ge=0), r"^n must be a finite number >= 0, got np.float32\(0.5\)$"),
+        (math.inf, Number(ge=0), r"^n must be a finite number >= 0, got inf$"),
+        (-math.inf, Number(ge=0, inf=True), r"^n must be a number >= 0 or inf, got -inf$"),
+        (math.nan, Number(ge=0, inf=True, numpy=True), r"^n must be a number >= 0 or inf, got nan$"),
+        (-1, Number(ge=0, inf=True), r"^n must be a number >= 0 or inf, got -1$"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            check_value(value, "n", [constraint])
+    assert Number(inf=True).allowed == "a number or inf"
