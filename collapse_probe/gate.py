@@ -36,6 +36,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from collapse_probe._callable import make_callable
+from collapse_probe._constraints import Number, check_value
 from collapse_probe.crossplay import SCHEMA, transfer_estimate
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
@@ -329,8 +330,7 @@ def resolve_decision(strict: bool, decision: str | None, level: float | None) ->
     rule: Decision = "strict" if strict else (decision or "interval")
     if level is None:
         level = STRICT_LEVEL if rule in ("strict", "point") else DEFAULT_LEVEL
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ConfigError(f"--level must be a number in (0, 1), got {level!r}")
+    check_value(level, "--level", [Number(gt=0, lt=1)])
     return rule, float(level)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import betainc
 from scipy.stats import beta, chi2, norm, poisson
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._counts import (
     MIN_CONFIDENT_SAMPLES,
@@ -119,10 +120,8 @@ def _counts_matrix(counts_list: Sequence[Any], name: str) -> tuple[list[np.ndarr
 
 
 def _check(level: float, seed: int) -> None:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ConfigError(f"level must be a number in (0, 1), got {level!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    check_value(level, "level", [Number(gt=0, lt=1)])
+    check_value(seed, "seed", [Integer(0, numpy=True)])
 
 
 def _padded(cs: Sequence[np.ndarray]) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import digamma, logsumexp
 from scipy.stats import norm
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._counts import MIN_CONFIDENT_SAMPLES, Counts, as_counts, entropy_plugin, sample_coverage
 from collapse_probe.metrics._counts import cwj_a as _cwj_a
@@ -85,14 +86,17 @@ __all__ = [
 # input validation
 
 
+HILL_ORDER = Number(ge=0, inf=True, numpy=True)
+"""What the order ``q`` of a Hill number (and of a Vendi score) accepts: a number >= 0, or inf."""
+
+
 def _check_level(level: float) -> None:
     if not 0 < level < 1:
         raise ConfigError(f"level must be in (0, 1), got {level}")
 
 
 def _check_n_boot(n_boot: int) -> None:
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ConfigError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    check_value(n_boot, "n_boot", [Integer(10, numpy=True)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -261,8 +265,7 @@ def low_confidence(n: int) -> bool:
         >>> low_confidence(10), low_confidence(20)
         (True, False)
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ConfigError(f"n must be a non-negative integer number of samples, got {n!r}")
+    check_value(n, "n", [Integer(0, numpy=True, why="a number of samples")])
     return int(n) < MIN_CONFIDENT_SAMPLES
 
 
@@ -401,8 +404,7 @@ def hill_number(counts: Counts, q: float) -> float:
         (4.0, 1.6666666666666667)
     """
     c = as_counts(counts)
-    if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) or math.isnan(q) or q < 0:
-        raise ConfigError(f"q must be a number >= 0 or inf, got {q!r}")
+    check_value(q, "q", [HILL_ORDER])
     p = c / c.sum()
     if q == 0:
         return float(c.size)

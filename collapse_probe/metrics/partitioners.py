@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._meaning import KeyFamily
 from collapse_probe._resources import package_path
 from collapse_probe.errors import ConfigError, InfraError, require
@@ -294,10 +295,8 @@ class EmbeddingPartitioner:
     ) -> None:
         if key is not None and not callable(key):
             raise ConfigError(f"key must be a callable text -> hashable or None, got {type(key).__name__}")
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 2:
-            raise ConfigError(f"threshold must be a cosine distance in (0, 2), got {threshold!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check_value(threshold, "threshold", [Number(gt=0, lt=2, why="a cosine distance")])
+        check_value(batch_size, "batch_size", [Integer(1)])
         self.threshold = float(threshold)
         self.model = model
         self.device = device

@@ -10,13 +10,13 @@ reward variance.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 
 __all__ = [
@@ -30,8 +30,7 @@ __all__ = [
 
 
 def _finite_nonneg(x: float, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not math.isfinite(x) or x < 0:
-        raise ConfigError(f"{name} must be a finite number >= 0, got {x!r}")
+    check_value(x, name, [Number(ge=0, numpy=True)])
     return float(x)
 
 
@@ -173,8 +172,7 @@ def simulator_variance_share(
         raise ConfigError(f"estimator must be 'plugin' or 'anova', got {estimator!r}")
     if not 0 < level < 1:
         raise ConfigError(f"level must be in (0, 1), got {level}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 10:
-        raise ConfigError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    check_value(n_boot, "n_boot", [Integer(10)])
     if isinstance(rewards_by_prefix, (str, bytes)) or len(rewards_by_prefix) == 0:
         raise ConfigError("rewards_by_prefix: expected a non-empty list of per-prefix reward lists")
     min_inner = 2 if estimator == "anova" else 1

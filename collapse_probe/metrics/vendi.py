@@ -12,7 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from collapse_probe._constraints import Integer, check_value
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics.estimators import HILL_ORDER
 
 __all__ = ["distinct_n", "mean_pairwise_cosine", "normalize_rows", "vendi_eigenvalues", "vendi_score"]
 
@@ -76,8 +78,7 @@ def vendi_score(X: np.ndarray | Sequence[Sequence[float]], q: float = 1, method:
         >>> round(vendi_score([[1.0, 0.0], [0.0, 1.0]], q=2), 6)
         2.0
     """
-    if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) or math.isnan(q) or q < 0:
-        raise ConfigError(f"q must be a number >= 0 or inf, got {q!r}")
+    check_value(q, "q", [HILL_ORDER])
     lam = vendi_eigenvalues(X, method=method)
     lam = lam[lam > 1e-12]
     lam = lam / lam.sum()
@@ -122,8 +123,7 @@ def distinct_n(texts: Sequence[str], n: int = 2) -> float | None:
         >>> distinct_n(["I will donate", "I will not"], 1)
         0.6666666666666666
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
+    check_value(n, "n", [Integer(1)])
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise ConfigError("texts: expected a sequence of strings")
     total = 0

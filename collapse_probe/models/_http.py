@@ -45,6 +45,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe._state import on_reset
 from collapse_probe.errors import ConfigError, require
@@ -137,15 +138,12 @@ def check_base_url(url: str, where: str) -> str:
 
 def positive_int(value: Any, option: str, minimum: int = 1) -> int:
     """Validate an integer option at the boundary."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"option {option!r}: expected an integer >= {minimum}, got {value!r}")
+    check_value(value, f"option {option!r}", [Integer(minimum)])
     return value
 
 
 def positive_float(value: Any, option: str, allow_zero: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(f"option {option!r}: expected a number {bound}, got {value!r}")
+    check_value(value, f"option {option!r}", [Number(ge=0) if allow_zero else Number(gt=0)])
     return float(value)
 
 

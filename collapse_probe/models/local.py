@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._proc import pid_alive
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
@@ -412,12 +413,8 @@ class LocalModel:
     ) -> None:
         if prompt_style not in PROMPT_STYLES:
             raise ConfigError(f"option prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {prompt_style!r}")
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise ConfigError(f"option max_batch must be a positive integer, got {max_batch!r}")
-        if tie_tolerance is not None and (
-            isinstance(tie_tolerance, bool) or not isinstance(tie_tolerance, (int, float)) or not tie_tolerance >= 0
-        ):
-            raise ConfigError(f"option tie_tolerance must be a number >= 0, got {tie_tolerance!r}")
+        check_value(max_batch, "option max_batch", [Integer(1)])
+        check_value(tie_tolerance, "option tie_tolerance", [Number(ge=0, optional=True)])
         if prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
             raise ConfigError(
                 f"{spec}: prompt_style='chat' needs a tokenizer with a chat template, and this one has none "

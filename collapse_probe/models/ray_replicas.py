@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
 from collapse_probe.models._types import GenerationRequest, GenerationResult
@@ -209,8 +210,7 @@ def replica_plan(
     cpus = options.get("replica_cpus")
     gpus = options.get("replica_gpus")
     for name, value in (("replica_cpus", cpus), ("replica_gpus", gpus)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise ConfigError(f"{spec}: option {name} must be a number >= 0, got {value!r}")
+        check_value(value, f"{spec}: option {name}", [Number(ge=0, optional=True)])
 
     def pick(value: Any, default: float) -> float:
         return float(default if value is None else value)
@@ -218,8 +218,7 @@ def replica_plan(
     per_replica = [dict(opts) for _ in range(replicas)]
     if prefix in HTTP_PREFIXES:
         budget = opts.get("concurrency", DEFAULT_HTTP_CONCURRENCY)
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ConfigError(f"{spec}: option concurrency must be a positive integer, got {budget!r}")
+        check_value(budget, f"{spec}: option concurrency", [Integer(1)])
         if budget < replicas:
             raise ConfigError(
                 f"{spec}: {replicas} replicas cannot share a concurrency budget of {budget}; "
@@ -304,8 +303,7 @@ class RayReplicaModel:
     def __init__(
         self, spec: str, options: Mapping[str, Any], replicas: int, *, startup_timeout: float | None = None
     ) -> None:
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
-            raise ConfigError(f"{spec}: replicas must be a positive integer, got {replicas!r}")
+        check_value(replicas, f"{spec}: replicas", [Integer(1)])
         self.spec = spec
         self._ray = require("ray", "ray", "model replicas on Ray")
         gpus = float(self._ray.cluster_resources().get("GPU", 0.0)) if self._ray.is_initialized() else 0.0

@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, find_stop
 
@@ -107,22 +108,22 @@ def lora_rank_for_vllm(rank: int) -> int:
     >>> lora_rank_for_vllm(8), lora_rank_for_vllm(12), lora_rank_for_vllm(300)
     (8, 16, 320)
     """
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-        raise ConfigError(f"LoRA rank: expected an integer >= 1, got {rank!r}")
+    check_value(rank, "LoRA rank", [Integer(1)])
     for allowed in LORA_RANKS:
         if rank <= allowed:
             return allowed
     raise ConfigError(f"LoRA rank {rank} is above the largest rank vLLM serves ({LORA_RANKS[-1]}); use --lora-r <= 512")
 
 
-def _as_number(name: str, value: Any, kind: type) -> Any:
+def _as_number(name: str, value: Any, constraint: Integer | Number) -> Any:
+    """``value`` (or the number its text reads as) checked against ``constraint``."""
     if isinstance(value, str):
+        kind = int if isinstance(constraint, Integer) else float
         try:
             value = kind(value)
         except ValueError:
             raise ConfigError(f"vllm option {name!r}: expected {kind.__name__}, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-        raise ConfigError(f"vllm option {name!r}: expected {kind.__name__}, got {value!r}")
+    check_value(value, f"vllm option {name!r}", [constraint])
     return value
 
 
@@ -142,23 +143,15 @@ def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
     """
     out = dict(options)
     if "gpu_memory_utilization" in out:
-        v = float(_as_number("gpu_memory_utilization", out["gpu_memory_utilization"], float))
-        if not 0.0 < v <= 1.0:
-            raise ConfigError(f"vllm option 'gpu_memory_utilization': expected a fraction in (0, 1], got {v}")
-        out["gpu_memory_utilization"] = v
+        v = _as_number("gpu_memory_utilization", out["gpu_memory_utilization"], Number(gt=0, le=1, why="a fraction"))
+        out["gpu_memory_utilization"] = float(v)
     for name in ("tensor_parallel_size", "max_model_len", "max_loras", "max_num_seqs", "pipeline_parallel_size"):
         if name in out and out[name] is not None:
-            v = _as_number(name, out[name], int)
-            if v < 1:
-                raise ConfigError(f"vllm option {name!r}: expected an integer >= 1, got {v}")
-            out[name] = v
+            out[name] = _as_number(name, out[name], Integer(1))
     if out.get("seed") is not None:
-        v = _as_number("seed", out["seed"], int)
-        if v < 0:
-            raise ConfigError(f"vllm option 'seed': expected an integer >= 0, got {v}")
-        out["seed"] = v
+        out["seed"] = _as_number("seed", out["seed"], Integer(0))
     if "max_lora_rank" in out and out["max_lora_rank"] is not None:
-        v = _as_number("max_lora_rank", out["max_lora_rank"], int)
+        v = _as_number("max_lora_rank", out["max_lora_rank"], Integer(None))
         if v not in LORA_RANKS:
             raise ConfigError(
                 f"vllm option 'max_lora_rank': vLLM accepts only {', '.join(map(str, LORA_RANKS))}; got {v} "

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from collapse_probe._constraints import Integer, check_value
 from collapse_probe._sync import run_sync
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, derive_seed
@@ -352,8 +353,7 @@ class CollapseMonitor:
                 of each rollout reported through :meth:`on_turn`).
             extra: more fields for the row (e.g. ``{"simulator": spec}``).
         """
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise ConfigError(f"monitor step must be an integer >= 0, got {step!r}")
+        check_value(step, "monitor step", [Integer(0)])
         if self.worker:
             raise ConfigError("a worker monitor spools its records; close steps with the trainer-side monitor")
         t0 = time.perf_counter()

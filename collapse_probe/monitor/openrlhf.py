@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import Integer, check_value
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models import derive_seed
@@ -40,8 +41,7 @@ class ArenaSession:
                  feedback: str = "\n{reply}\n") -> None:  # fmt: skip
         from collapse_probe.runspec import ArenaSpec
 
-        if isinstance(rollouts_per_step, bool) or not isinstance(rollouts_per_step, int) or rollouts_per_step < 1:
-            raise ConfigError(f"rollouts_per_step must be an integer >= 1, got {rollouts_per_step!r}")
+        check_value(rollouts_per_step, "rollouts_per_step", [Integer(1)])
         self.arena = ArenaSpec.from_dict({"benchmark": benchmark, "max_turns": max_turns}).build([sim])
         self.by_id = {str(t.task_id): t for t in self.arena.load_tasks(None, seed=seed)}
         where = Path(out) / f"actor-{os.getpid()}" if out is not None else None

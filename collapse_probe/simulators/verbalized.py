@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from collapse_probe.errors import ConfigError
+from collapse_probe._constraints import Integer, check_value
 
 VS_PRIME = "1. (p="
 """The primed start of the first candidate line at the end of a transcript prompt."""
@@ -111,8 +111,7 @@ def verbalized_prompt(prompt: Any, k: int) -> Any:
     Raises:
         ConfigError: ``k`` < 2.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise ConfigError(f"Verbalized Sampling needs k >= 2 candidates (--vs-k), got {k!r}")
+    check_value(k, "--vs-k", [Integer(2, why="Verbalized Sampling needs at least 2 candidates")])
     speaker = None
     new_prompt = prompt.prompt
     if new_prompt is not None:
@@ -354,8 +353,7 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
         k: the number of candidates asked for.
         rng: the turn's random generator (the draw is reproducible from it).
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    check_value(k, "k", [Integer(1)])
     issues: list[str] = []
     if not text or not text.strip():
         return VSChoice("", [], [], False, "empty output")

@@ -175,7 +175,7 @@ def test_bad_input_names_the_argument():
         est.mean_collapse_error_interval([[1, 2], [-1, 3]])
     with pytest.raises(ConfigError, match="level"):
         est.collapse_error_interval([3, 2], level=1.5)
-    with pytest.raises(ConfigError, match="seed must be a non-negative integer"):
+    with pytest.raises(ConfigError, match="seed must be an integer >= 0, got -1"):
         est.collapse_error_interval([3, 2], seed=-1)
 
 

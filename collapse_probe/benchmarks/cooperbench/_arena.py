@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import Integer, check_value
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks.cooperbench._data import (
     PairRef,
@@ -234,8 +235,7 @@ class CooperBenchArena:
             )
         for opt, value in (("max_steps", max_steps), ("max_turns", max_turns), ("max_agent_tokens", max_agent_tokens),
                            ("turn_max_tokens", turn_max_tokens), ("output_chars", output_chars)):  # fmt: skip
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"cooperbench option {opt}: expected an integer >= 1, got {value!r}")
+            check_value(value, f"cooperbench option {opt}", [Integer(1, optional=True)])
         self.name = name
         self.root = resolve_data_dir(data_dir, demo=name == "cooperbench-demo")
         self.repos = repos

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from collapse_probe._constraints import Integer, check_value
 from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks.tau2._data import DomainData, load_domain, normalize_domain, render_user_scenario
 from collapse_probe.benchmarks.tau2._evaluate import (
@@ -123,8 +124,7 @@ class Tau2Arena:
         for opt, value in (("max_steps", max_steps), ("max_errors", max_errors), ("policy_max_tokens", policy_max_tokens),
                            ("simulator_max_tokens", simulator_max_tokens), ("judge_max_tokens", judge_max_tokens),
                            ("policy_chars", policy_chars), ("tool_result_chars", tool_result_chars), ("history_chars", history_chars)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"tau2 option {opt}: expected an integer >= 1, got {value!r}")
+            check_value(value, f"tau2 option {opt}", [Integer(1)])
         if tool_protocol not in _PROTOCOLS:
             raise ConfigError(
                 f"tau2 option tool_protocol: expected one of {', '.join(_PROTOCOLS)}, got {tool_protocol!r}"
@@ -134,8 +134,7 @@ class Tau2Arena:
 
             judge = get_model(judge)
         self.judge = judge
-        if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1):
-            raise ConfigError(f"tau2 option max_turns: expected an integer >= 1 or None, got {max_turns!r}")
+        check_value(max_turns, "tau2 option max_turns", [Integer(1, optional=True)])
         self.max_turns = max_turns
         self.max_steps = max_steps
         self.max_errors = max_errors
