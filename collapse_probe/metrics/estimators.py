@@ -91,8 +91,7 @@ HILL_ORDER = Number(ge=0, inf=True, numpy=True)
 
 
 def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise ConfigError(f"level must be in (0, 1), got {level}")
+    check_value(level, "level", [Number(gt=0, lt=1, numpy=True)])
 
 
 def _check_n_boot(n_boot: int) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from collapse_probe._constraints import Integer, check_value
+from collapse_probe._constraints import Integer, OneOf, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.estimators import HILL_ORDER
 
@@ -51,8 +51,7 @@ def vendi_eigenvalues(X: np.ndarray | Sequence[Sequence[float]], method: str = "
     """
     Xn = normalize_rows(X)
     n, d = Xn.shape
-    if method not in ("auto", "dual", "naive"):
-        raise ConfigError(f"method must be 'auto', 'dual' or 'naive', got {method!r}")
+    check_value(method, "method", [OneOf(("auto", "dual", "naive"))])
     use_dual = method == "dual" or (method == "auto" and d < n)
     gram = (Xn.T @ Xn) / n if use_dual else (Xn @ Xn.T) / n
     lam = np.linalg.eigvalsh(gram)

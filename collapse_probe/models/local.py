@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe._constraints import Integer, Number, OneOf, check_value
 from collapse_probe._proc import pid_alive
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
@@ -411,8 +411,7 @@ class LocalModel:
         max_batch: int = DEFAULT_MAX_BATCH,
         tie_tolerance: float | None = None,
     ) -> None:
-        if prompt_style not in PROMPT_STYLES:
-            raise ConfigError(f"option prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {prompt_style!r}")
+        check_value(prompt_style, "option prompt_style", [OneOf(PROMPT_STYLES)])
         check_value(max_batch, "option max_batch", [Integer(1)])
         check_value(tie_tolerance, "option tie_tolerance", [Number(ge=0, optional=True)])
         if prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
@@ -1109,8 +1108,7 @@ def _check_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
             f"{spec}: unknown option(s) {', '.join(unknown)}; the local backend takes {', '.join(_OPTIONS)}"
         )
     style = options.get("prompt_style")
-    if style is not None and style not in PROMPT_STYLES:
-        raise ConfigError(f"{spec}: option prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
+    check_value(style, f"{spec}: option prompt_style", [OneOf(PROMPT_STYLES, optional=True)])
     kwargs = {k: options[k] for k in ("max_batch", "tie_tolerance") if options.get(k) is not None}
     LocalModel(spec, None, None, prompt_style="transcript", **kwargs)  # validates the numbers
     return kwargs
