@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.cli._common import (
     add_benchmark,
@@ -22,6 +24,9 @@ from collapse_probe.cli._common import (
     positive,
     split_specs,
 )
+
+if TYPE_CHECKING:
+    from collapse_probe.results import CrossplayResults
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -117,74 +122,79 @@ def run(args: argparse.Namespace) -> int:
         fresh=getattr(args, "fresh", False),
         keep_failed=getattr(args, "keep_failed", False),
     )
-    print(format_matrix(results))
+    from collapse_probe.results import CrossplayResults
+
+    typed = CrossplayResults.typed(results)
+    print(format_matrix(typed))
     print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
-    if not any(c.get("mean_reward") is not None for c in results["cells"]):
+    if not any(c.mean_reward is not None for c in typed.cells):
         from collapse_probe._observe import no_result_reason
 
-        failures = sum(int(c.get("infra_failures") or 0) for c in results["cells"])
-        first = next((str(e) for c in results["cells"] for e in (c.get("infra_errors") or {})), None)
+        failures = sum(c.infra_failures for c in typed.cells)
+        first = next((str(e) for c in typed.cells for e in c.infra_errors), None)
         print(f"NO RESULT: no cell has a scored conversation {no_result_reason(failures, first)}", file=sys.stderr)
         return 1
     return 0
 
 
-def format_matrix(results: dict) -> str:
+def format_matrix(results: CrossplayResults | Mapping[str, Any]) -> str:
     """The reward matrix, transfer ratios and strategy entropies as a terminal table.
 
     Long specs are shown by short labels (the report's), with a legend of the full specs under the
     matrix, so a row of eight simulators fits a terminal.
+
+    Args:
+        results: the run's typed results, or its ``results.json`` object.
     """
+    from collapse_probe.metrics.notes import entropy_note
     from collapse_probe.report._layout import display_width, pad
     from collapse_probe.report.crossplay_plots import matrix_labels
+    from collapse_probe.results import CrossplayResults
 
-    sims = results["simulators"]
-    cells = {(c["policy"], c["simulator"]): c for c in results["cells"]}
-    plabels, slabels = matrix_labels(results)
+    r = CrossplayResults.typed(results)
+    sims = r.simulators
+    cells = {(c.policy, c.simulator): c for c in r.cells}
+    plabels, slabels = matrix_labels(r.to_json())
     slabels = [lab.replace(" (train)", "*") for lab in slabels]
-    rr = results.get("reward_range")
+    rr = r.reward_range
     inside = f", inside [{rr[0]:g}, {rr[1]:g}]" if rr else ""
     table = []
-    for p in results["policies"]:
+    for p in r.policies:
         row = []
         for s in sims:
             c = cells[(p, s)]
-            m, ci = c["mean_reward"], c.get("ci95")
+            m, ci = c.mean_reward, c.ci95
             val = "n/a" if m is None else f"{m:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-            row.append(f"{val} ({c['n']},{c['infra_failures']})")
+            row.append(f"{val} ({c.n},{c.infra_failures})")
         table.append(row)
-    width = max(12, *(display_width(s) + 2 for s in slabels), *(display_width(v) + 2 for r in table for v in r))
+    width = max(12, *(display_width(s) + 2 for s in slabels), *(display_width(v) + 2 for line in table for v in line))
     pw = max(8, *(display_width(p) + 2 for p in plabels))
     head = pad("policy", pw) + "".join(pad(s, width, right=True) for s in slabels)
     lines = [
-        f"mean reward [95% CI over tasks{inside}] ({results['benchmark']}; * = training simulator; "
-        "(n, infra failures))",
+        f"mean reward [95% CI over tasks{inside}] ({r.benchmark}; * = training simulator; (n, infra failures))",
         head,
     ]
     for plabel, row in zip(plabels, table, strict=True):
         lines.append(pad(plabel, pw) + "".join(pad(v, width, right=True) for v in row))
-    legend = [(lab, name) for lab, name in zip([*plabels, *slabels], [*results["policies"], *sims], strict=True)
+    legend = [(lab, name) for lab, name in zip([*plabels, *slabels], [*r.policies, *sims], strict=True)
               if lab.removesuffix("*") != name]  # fmt: skip
     if legend:
         lw = max(display_width(lab) for lab, _ in legend)
         lines += ["labels:"] + [f"  {pad(lab, lw)}  {name}" for lab, name in legend]
-    label = dict(zip(results["policies"], plabels, strict=True))
-    for t in results.get("transfer") or []:
-        ci = t.get("ci95")
-        r = t.get("transfer_ratio")
-        ci_s = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
-        if not ci and t.get("ci95_lower") is not None:
-            ci_s = f" (95% CI {t['ci95_lower']:.3f}-unbounded: {t.get('note')})"
+    label = dict(zip(r.policies, plabels, strict=True))
+    for t in r.transfer:
+        ci_s = f" (95% CI {t.ci95[0]:.3f}-{t.ci95[1]:.3f})" if t.ci95 else ""
+        if not t.ci95 and t.ci95_lower is not None:
+            ci_s = f" (95% CI {t.ci95_lower:.3f}-unbounded: {t.note})"
+        ratio = t.transfer_ratio
         lines.append(
-            f"transfer {label.get(t['policy'], t['policy'])}: "
-            + (f"{r:.3f}{ci_s}" if r is not None else f"undefined ({t.get('note')})")
+            f"transfer {label.get(t.policy, t.policy)}: "
+            + (f"{ratio:.3f}{ci_s}" if ratio is not None else f"undefined ({t.note})")
         )
-    from collapse_probe.metrics.notes import entropy_note
-
-    for d in results.get("policy_diversity") or []:
-        h = d.get("strategy_entropy")
+    for d in r.policy_diversity:
+        h = d.strategy_entropy
         lines.append(
-            f"strategy entropy {label.get(d['policy'], d['policy'])}: "
-            + ("n/a" if h is None else entropy_note(h, d["n_classes"], d["n_messages"]))
+            f"strategy entropy {label.get(d.policy, d.policy)}: "
+            + ("n/a" if h is None else entropy_note(h, d.n_classes, d.n_messages))
         )
     return "\n".join(lines)

@@ -4,11 +4,16 @@ many seeds, or sweep one simulator parameter."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.cli._common import AutoOut, add_seed, env, positive
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.results import LabCompareResults, LabRunResults, LabSweepResults
+    from collapse_probe.results._lab import Stat
 
 DEFAULT_SEEDS = 20
 """Seeds of ``--compare`` and ``--sweep`` unless ``--seeds`` says otherwise."""
@@ -166,44 +171,85 @@ def _validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--seed must be an integer >= 0 (the lab's worlds are seeded by numpy), got {args.seed}")
 
 
-def _summary_table(rows: dict[str, dict[str, float]], bounds: dict[str, dict[str, bool]]) -> str:
+def summary_text(results: LabRunResults | LabCompareResults | LabSweepResults | Mapping[str, Any]) -> str:
+    """The terminal table of a lab output: one run's end-of-run numbers, a comparison's means over seeds,
+    or a sweep's real-user reward at each value.
+
+    Args:
+        results: a typed lab output, or its ``results.json`` / ``compare.json`` / ``sweep.json`` object
+            (told apart by its ``schema``).
+    """
+    from collapse_probe.results import LabCompareResults, LabRunResults, LabSweepResults, parse_results
+
+    r = results if isinstance(results, LabRunResults | LabCompareResults | LabSweepResults) else None
+    if r is None:
+        r = parse_results(results)  # type: ignore[assignment]  # a lab schema, checked below
+    if isinstance(r, LabRunResults):
+        return run_text(r)
+    if isinstance(r, LabCompareResults):
+        return compare_text(r)
+    if isinstance(r, LabSweepResults):
+        return sweep_text(r)
+    raise ConfigError(f"results: expected a lab output, got schema {type(r).__name__}")
+
+
+def run_text(result: LabRunResults) -> str:
+    """Terminal table of one run: rewards at start, peak and end, entropy ratio, collapse error, bounds."""
     header = (
         f"{'method':<11} {'train end':>9} {'held start':>10} {'held peak':>9} {'@step':>5} {'held end':>8} "
         f"{'families end':>12} {'entropy end/start':>17} {'collapse err':>12} {'bounds':>6}"
     )
-    lines = [header, "-" * len(header)]
-    for method, s in rows.items():
-        ok = "ok" if all(bounds[method].values()) else "FAIL"
-        lines.append(
-            f"{method:<11} {s['train_reward_end']:>9.3f} {s['heldout_reward_start']:>10.3f} "
-            f"{s['heldout_reward_peak']:>9.3f} {int(s['heldout_reward_peak_step']):>5d} {s['heldout_reward_end']:>8.3f} "
-            f"{s['heldout_sim_reward_end']:>12.3f} {s['entropy_ratio']:>17.3f} {s['collapse_error_end']:>12.3f} {ok:>6}"
-        )
-    return "\n".join(lines)
+    s = result.summary
+    ok = "ok" if all(result.bound_checks.values()) else "FAIL"
+    row = (
+        f"{result.method:<11} {s['train_reward_end']:>9.3f} {s['heldout_reward_start']:>10.3f} "
+        f"{s['heldout_reward_peak']:>9.3f} {int(s['heldout_reward_peak_step'] or 0):>5d} {s['heldout_reward_end']:>8.3f} "
+        f"{s['heldout_sim_reward_end']:>12.3f} {s['entropy_ratio']:>17.3f} {s['collapse_error_end']:>12.3f} {ok:>6}"
+    )
+    return "\n".join([header, "-" * len(header), row])
 
 
-def compare_text(payload: dict[str, Any]) -> str:
-    """Terminal table of a comparison: mean ± 95% half-width over seeds."""
+def _stat(stat: Stat | None) -> str:
     from collapse_probe.report.lab_plots import fmt_stat
 
+    return fmt_stat(stat.to_json() if stat is not None else None)
+
+
+def compare_text(payload: LabCompareResults | Mapping[str, Any]) -> str:
+    """Terminal table of a comparison: mean ± 95% half-width over seeds."""
+    from collapse_probe.results import LabCompareResults
+
+    r = LabCompareResults.typed(payload)
     header = (
         f"{'method':<26} {'train final':>15} {'real users final':>17} {'real users peak':>16} "
         f"{'families final':>15} {'users - single':>16} {'entropy end/start':>17} {'bounds':>6}"
     )
     lines = [
-        f"{payload['n_seeds']} seeds, mean ± 95% half-width; 'users - single': paired difference in the same worlds",
+        f"{r.n_seeds} seeds, mean ± 95% half-width; 'users - single': paired difference in the same worlds",
         header,
         "-" * len(header),
     ]
-    for m in payload["methods"]:
-        b = m["bounds"]
+    for m in r.methods:
+        b = m.bounds
         ok = b["tv_exact_holds_all"] and b["grad_holds_all"] and b["tv_sampled_holds"] == b["tv_sampled_n_seeds"]
         lines.append(
-            f"{m['label']:<26} {fmt_stat(m['train_final']):>15} {fmt_stat(m['heldout_final']):>17} "
-            f"{fmt_stat(m['heldout_peak']):>16} {fmt_stat(m['heldout_sim_final']):>15} "
-            f"{fmt_stat(m.get('heldout_final_vs_single')):>16} "
-            f"{fmt_stat(m['entropy_ratio']):>17} {'ok' if ok else 'FAIL':>6}"
+            f"{m.label:<26} {_stat(m.train_final):>15} {_stat(m.heldout_final):>17} "
+            f"{_stat(m.heldout_peak):>16} {_stat(m.heldout_sim_final):>15} "
+            f"{_stat(m.heldout_final_vs_single):>16} "
+            f"{_stat(m.entropy_ratio):>17} {'ok' if ok else 'FAIL':>6}"
         )
+    return "\n".join(lines)
+
+
+def sweep_text(payload: LabSweepResults | Mapping[str, Any]) -> str:
+    """Terminal lines of a sweep: each method's real-user reward at each value of the parameter."""
+    from collapse_probe.results import LabSweepResults
+
+    r = LabSweepResults.typed(payload)
+    lines = []
+    for m in r.methods:
+        cells = "  ".join(f"{p.value:g}: {_stat(p.heldout_final)}" for p in m.points)
+        lines.append(f"{m.label:<26} real users  {cells}")
     return "\n".join(lines)
 
 
@@ -242,11 +288,7 @@ def run(args: argparse.Namespace) -> int:
         )
         write_json_atomic(out / "sweep.json", payload)
         write_sweep_report(payload, out / "sweep.html")
-        from collapse_probe.report.lab_plots import fmt_stat
-
-        for m in payload["methods"]:
-            cells = "  ".join(f"{p['value']:g}: {fmt_stat(p['heldout_final'])}" for p in m["points"])
-            print(f"{m['label']:<26} real users  {cells}")
+        print(sweep_text(payload))
         print(f"wrote {out / 'sweep.json'} and {out / 'sweep.html'}")
         return 0
     if args.compare:
@@ -270,6 +312,6 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(out / "config.json", {"kind": "lab", **data["config"]})
     write_json_atomic(out / "results.json", data)
     write_report(result, out / "report.html")
-    print(_summary_table({config.method: result.summary()}, {config.method: data["bound_checks"]}))
+    print(summary_text(data))
     print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.cli._common import (
     add_benchmark,
@@ -19,6 +21,9 @@ from collapse_probe.cli._common import (
     positive,
 )
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.results import PlayResults
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         max_live=args.max_live,
     )
     participants = participants_from_specs([args.policy, args.sim], args)
-    records, summary = run_play(
+    records, _ = run_play(
         config,
         arena,
         participants,
@@ -86,17 +91,37 @@ def run(args: argparse.Namespace) -> int:
             who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(role, role.upper())
             print(f"{who:>9}: {m.get('content')}")
     print()
-    if summary["mean_reward"] is None:
-        from collapse_probe._observe import no_result_reason
+    from collapse_probe.results import PlayResults, load
 
-        first = next((str(r["infra_error"]) for r in records if r.get("infra_error")), None)
-        print(f"NO RESULT: no scored conversations {no_result_reason(summary['infra_failures'], first)}")
+    results = load(args.out)  # the run's results.json, read through its model
+    if not isinstance(results, PlayResults):  # another kind of run in --out is refused before the run
+        raise ConfigError(f"{args.out}/results.json: expected play results, got schema {results.schema_!r}")
+    first = next((str(r["infra_error"]) for r in records if r.get("infra_error")), None)
+    print(summary_text(results, first_error=first))
+    if results.summary.mean_reward is None:
         return 1
-    ci = summary["ci95"]
-    ci_s = f"95% CI over tasks {ci[0]:.3f}-{ci[1]:.3f}, " if ci else "no CI from one task, "
-    print(
-        f"{args.policy} vs {args.sim} on {args.benchmark}: mean reward {summary['mean_reward']:.3f} "
-        f"({ci_s}n={summary['n']}, infra failures {summary['infra_failures']})"
-    )
     print(f"conversations: {args.out}/conversations.jsonl  report: {args.out}/report.html")
     return 0
+
+
+def summary_text(results: PlayResults | Mapping[str, Any], first_error: str | None = None) -> str:
+    """The result line of a play run: the mean reward with its interval over tasks, or why there is none.
+
+    Args:
+        results: the run's typed results, or its ``results.json`` object.
+        first_error: the first infrastructure error of the conversations, named when nothing was scored.
+    """
+    from collapse_probe.results import PlayResults
+
+    r = PlayResults.typed(results)
+    s = r.summary
+    if s.mean_reward is None:
+        from collapse_probe._observe import no_result_reason
+
+        return f"NO RESULT: no scored conversations {no_result_reason(s.infra_failures, first_error)}"
+    ci = s.ci95
+    ci_s = f"95% CI over tasks {ci[0]:.3f}-{ci[1]:.3f}, " if ci else "no CI from one task, "
+    return (
+        f"{r.policy} vs {r.sim} on {r.benchmark}: mean reward {s.mean_reward:.3f} "
+        f"({ci_s}n={s.n}, infra failures {s.infra_failures})"
+    )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.cli._common import (
     add_benchmark,
@@ -21,6 +22,7 @@ from collapse_probe.errors import ConfigError
 from collapse_probe.trainers.methods import METHODS, get_method
 
 if TYPE_CHECKING:
+    from collapse_probe.results import TrainResults
     from collapse_probe.trainers.config import TrainConfig
 
 METHOD_CHOICES = METHODS
@@ -174,15 +176,27 @@ def run(args: argparse.Namespace) -> int:
     frozen = [] if config.method in TRAINABLE_SIMULATOR_METHODS else config.sims
     load_models_with_options(args, {"sim": frozen + config.heldout}, handled=("policy",))
     results = run_train(config, args.out)
-    final = results["final"]
+    print(summary_text(results))
+    print(f"metrics: {args.out}/metrics.jsonl  report: {args.out}/report.html")
+    return 0
+
+
+def summary_text(results: TrainResults | Mapping[str, Any]) -> str:
+    """The result line of a training run: the last step's rewards, zero-std share, entropy and simulator ε.
+
+    Args:
+        results: the run's typed results, or its ``results.json`` object.
+    """
+    from collapse_probe.results import TrainResults
+
+    r = TrainResults.typed(results)
+    final = r.final
 
     def fmt(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
-    print(
-        f"{results['method']}: {results['steps']} steps; final train reward {fmt(final.get('train_reward'))}, "
-        f"held-out reward {fmt(final.get('heldout_reward'))}, zero-std share {fmt(final.get('zero_std_share'))}, "
-        f"policy entropy {fmt(final.get('policy_entropy'))} (estimate incl. unseen classes), simulator ε {fmt(final.get('sim_collapse_error'))}"
+    return (
+        f"{r.method}: {r.steps} steps; final train reward {fmt(final.train_reward)}, "
+        f"held-out reward {fmt(final.heldout_reward)}, zero-std share {fmt(final.zero_std_share)}, "
+        f"policy entropy {fmt(final.policy_entropy)} (estimate incl. unseen classes), simulator ε {fmt(final.sim_collapse_error)}"
     )
-    print(f"metrics: {args.out}/metrics.jsonl  report: {args.out}/report.html")
-    return 0

@@ -23,7 +23,12 @@ if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
     sys.path.insert(0, str(_REPO))
 
 from collapse_probe.report import runs as rd  # noqa: E402
-from collapse_probe.results import AuditResults, AuditSummary, CrossplayResults, LabRunResults  # noqa: E402
+from collapse_probe.results import (  # noqa: E402
+    AuditResults,
+    AuditSummary,
+    CrossplayResults,
+    LabRunResults,
+)
 
 VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare")
 AUDIT_KINDS = ("audit",)
@@ -475,20 +480,25 @@ def verdicts_section(runs: list[rd.RunInfo], selected: rd.RunInfo | None) -> Non
     icon = {"pass": "✅", "fail": "❌", "error": "⚠️"}
     for where, v in found:
         here = selected is not None and where.startswith(selected.name + "/")
-        head = f"{icon.get(str(v.get('outcome')), '⚠️')} "
-        head += f"**{v.get('policy')}**: {v.get('outcome')} ({where})" + (" — this run" if here else "")
+        typed, problem = rd.read_gate_verdict(v, where)
+        # an older ``gate --json`` file still says whose verdict it is and what it was
+        policy, outcome = (typed.policy, typed.outcome) if typed is not None else (v.get("policy"), v.get("outcome"))
+        head = f"{icon.get(str(outcome), '⚠️')} "
+        head += f"**{policy}**: {outcome} ({where})" + (" — this run" if here else "")
         st.markdown(head)
+        if typed is None:
+            st.warning(md_text(f"checks not shown: {problem}"))
+            continue
         rows = [
             {
-                "check": c.get("name"),
-                "status": f"{icon.get(str(c.get('status')), '')} {c.get('status')}",
-                "value": c.get("value"),
-                "threshold": c.get("threshold"),
-                "95% CI": fmt_ci(c.get("ci95")),
-                "message": c.get("message"),
+                "check": c.name,
+                "status": f"{icon.get(c.status, '')} {c.status}",
+                "value": c.value,
+                "threshold": c.threshold,
+                "95% CI": fmt_ci(c.ci95),
+                "message": c.message,
             }
-            for c in v.get("checks") or []
-            if isinstance(c, dict)
+            for c in typed.checks
         ]
         if rows:
             import pandas as pd

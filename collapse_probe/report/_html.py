@@ -10,13 +10,47 @@ full bundle of the plotly package (4.8 MB). Either way the page needs no network
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from collapse_probe.results import ResultsModel
+
+M = TypeVar("M", bound=ResultsModel)
 
 Section = tuple[str, Any]
 """``(heading, content)`` where content is a plotly figure, an HTML string, or a table
 ``{"columns": [...], "rows": [[...], ...]}``."""
+
+
+def report_results(model: type[M], results: Any, path: str | Path, name: str = "results.json") -> M:
+    """The results a report reads, parsed through their model before anything is drawn.
+
+    Args:
+        model: the results model of the report's run kind.
+        results: the typed results, or the JSON object the run wrote (parsed strictly, as a reader of
+            the file would).
+        path: the report being written; the results file named in a problem is ``name`` beside it.
+        name: the results file of the run (``compare.json`` and ``sweep.json`` for the lab's).
+
+    Raises:
+        ConfigError: one line naming the results file and the field that does not hold what its
+            model declares (not a traceback from inside a figure).
+    """
+    from pydantic import ValidationError
+
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.results import describe_error
+
+    if isinstance(results, model):
+        return results
+    where = str(Path(path).with_name(name))
+    if not isinstance(results, Mapping):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(results).__name__}")
+    try:
+        return model.parse(dict(results))
+    except ValidationError as exc:
+        raise ConfigError(describe_error(exc, model, where)) from None
 
 
 def table_html(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -16,13 +16,24 @@ from collapse_probe.results._audit import AuditSummary, CompareVS
 __all__ = ["summary_table", "verdict", "write_audit_report"]
 
 
-def write_audit_report(path: str | Path, results: dict[str, Any], records: Sequence[dict[str, Any]]) -> Path:
-    """``report.html``: ε per state with CIs, class histograms with examples, ε by turn, direct vs VS."""
+def write_audit_report(
+    path: str | Path, results: AuditResults | dict[str, Any], records: Sequence[dict[str, Any]]
+) -> Path:
+    """``report.html``: ε per state with CIs, class histograms with examples, ε by turn, direct vs VS.
+
+    The results (typed, or the ``results.json`` object) are parsed through
+    :class:`~collapse_probe.results.AuditResults` first; the sections draw the validated JSON.
+
+    Raises:
+        ConfigError: the results do not hold what their model declares (one line naming the field).
+    """
     from collapse_probe.report import write_html_report
+    from collapse_probe.report._html import report_results
     from collapse_probe.report.audit_plots import audit_sections
 
-    return write_html_report(path, f"Collapse audit: {results['simulator']} on {results['benchmark']}",
-                             audit_sections(results, records), subtitle=results["verdict"])  # fmt: skip
+    r = report_results(AuditResults, results, path)
+    return write_html_report(path, f"Collapse audit: {r.simulator} on {r.benchmark}",
+                             audit_sections(r.to_json(), records), subtitle=r.verdict or "")  # fmt: skip
 
 
 def _audit(results: AuditResults | dict[str, Any]) -> AuditResults:

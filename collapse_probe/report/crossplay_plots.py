@@ -6,11 +6,15 @@ Every function takes the ``results.json`` dictionary of :mod:`collapse_probe.cro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.report._html import TICK_FORMAT
 from collapse_probe.report._layout import LABEL_CHARS, rows_height, short_labels, titled
+
+if TYPE_CHECKING:
+    from collapse_probe.results import CrossplayResults
 
 MAX_CI_COLUMNS = 10
 """Above this many simulators a cell is too narrow for its interval; the hover still has it."""
@@ -238,24 +242,14 @@ def train_heldout_figure(results: dict[str, Any]) -> Any:
     return titled(fig, "Reward on the training simulator vs the held-out simulators", note)
 
 
-def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
+def crossplay_table(results: CrossplayResults | Mapping[str, Any]) -> dict[str, Any]:
     """The cells as a ``{"columns", "rows"}`` table for reports (the CI is over tasks)."""
+    from collapse_probe.results import CrossplayResults
+
     rows = []
-    for c in results["cells"]:
-        ci = c.get("ci95") or [None, None]
-        rows.append(
-            [
-                c["policy"],
-                c["simulator"],
-                c.get("n"),
-                c.get("n_tasks"),
-                c.get("mean_reward"),
-                ci[0],
-                ci[1],
-                c.get("success_rate"),
-                c.get("infra_failures"),
-            ]
-        )
+    for c in CrossplayResults.typed(results).cells:
+        low, high = c.ci95 if c.ci95 else (None, None)
+        rows.append([c.policy, c.simulator, c.n, c.n_tasks, c.mean_reward, low, high, c.success_rate, c.infra_failures])
     return {
         "columns": [
             "policy",
@@ -272,23 +266,32 @@ def crossplay_table(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_crossplay_report(results: dict[str, Any], path: str | Path) -> Path:
-    """Write the self-contained ``report.html`` of a cross-play run."""
-    from collapse_probe.report._html import write_html_report
+def write_crossplay_report(results: CrossplayResults | Mapping[str, Any], path: str | Path) -> Path:
+    """Write the self-contained ``report.html`` of a cross-play run (its typed results or its
+    ``results.json`` object, parsed through :class:`~collapse_probe.results.CrossplayResults` first;
+    the figures draw the validated JSON).
 
-    sections: list[tuple[str, Any]] = [("Reward matrix", reward_heatmap(results))]
-    labels = labels_table(results)
+    Raises:
+        ConfigError: the results do not hold what their model declares (one line naming the field).
+    """
+    from collapse_probe.report._html import report_results, write_html_report
+    from collapse_probe.results import CrossplayResults
+
+    r = report_results(CrossplayResults, results, path)
+    data = r.to_json()
+    sections: list[tuple[str, Any]] = [("Reward matrix", reward_heatmap(data))]
+    labels = labels_table(data)
     if labels:
         sections.append(("Labels", labels))
-    if results.get("transfer") or results.get("train_simulator"):
-        sections.append(("Training vs held-out simulators", train_heldout_figure(results)))
-        sections.append(("Transfer", transfer_bars(results)))
-    if results.get("policy_diversity"):
-        sections.append(("Policy strategy entropy", strategy_entropy_bars(results)))
-    sections.append(("Cells", crossplay_table(results)))
-    infra = sum(c.get("infra_failures", 0) for c in results["cells"])
+    if r.transfer or r.train_simulator:
+        sections.append(("Training vs held-out simulators", train_heldout_figure(data)))
+        sections.append(("Transfer", transfer_bars(data)))
+    if r.policy_diversity:
+        sections.append(("Policy strategy entropy", strategy_entropy_bars(data)))
+    sections.append(("Cells", crossplay_table(r)))
+    infra = sum(c.infra_failures for c in r.cells)
     subtitle = (
-        f"{results['benchmark']}: {len(results['policies'])} policies x {len(results['simulators'])} simulators, "
-        f"training simulator {results.get('train_simulator') or 'none'}, {infra} infrastructure failures (excluded)"
+        f"{r.benchmark}: {len(r.policies)} policies x {len(r.simulators)} simulators, "
+        f"training simulator {r.train_simulator or 'none'}, {infra} infrastructure failures (excluded)"
     )
     return write_html_report(path, "collapse-probe cross-play", sections, subtitle=subtitle)

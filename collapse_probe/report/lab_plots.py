@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collapse_probe.results import LabCompareResults, LabRunResults, LabSweepResults
 
 PALETTE = (
     "#1f77b4",
@@ -82,14 +85,21 @@ def run_figure(result: Mapping[str, Any]) -> Any:
     return fig
 
 
-def write_run_report(result: Mapping[str, Any], path: str | Path) -> Path:
-    """Self-contained ``report.html`` of one lab run (``results.json`` object)."""
-    from collapse_probe.report._html import write_html_report
+def write_run_report(result: LabRunResults | Mapping[str, Any], path: str | Path) -> Path:
+    """Self-contained ``report.html`` of one lab run (its typed results or its ``results.json`` object,
+    parsed through :class:`~collapse_probe.results.LabRunResults` first; the figure draws the validated JSON).
 
-    s = result["summary"]
-    checks = result["bound_checks"]
-    tv = result["tv_sampled_check"]
-    fit = result["corollary_3_5"]
+    Raises:
+        ConfigError: the results do not hold what their model declares (one line naming the field).
+    """
+    from collapse_probe.report._html import report_results, write_html_report
+    from collapse_probe.results import LabRunResults
+
+    r = report_results(LabRunResults, result, path)
+    s = r.summary
+    checks = r.bound_checks
+    tv = r.tv_sampled_check
+    fit = r.corollary_3_5
     rows = [
         ["train reward start → end", f"{s['train_reward_start']:.3f} → {s['train_reward_end']:.3f}"],
         [
@@ -116,14 +126,14 @@ def write_run_report(result: Mapping[str, Any], path: str | Path) -> Path:
             else f"{fit['slope']:.4f} per step, R² = {fit['r2']:.3f} ({fit['n_points']} points)",
         ],
     ]
-    cfg = result["config"]
+    cfg = r.config
     subtitle = (
-        f"method={result['method']}, seed={cfg['seed']}, steps={cfg['steps']}, sim temperature={cfg['sim_temperature']}, "
+        f"method={r.method}, seed={cfg['seed']}, steps={cfg['steps']}, sim temperature={cfg['sim_temperature']}, "
         f"VS error={cfg['vs_error']}, delta={cfg['delta']}"
     )
     sections: list[tuple[str, Any]] = [
         ("Summary", {"columns": ["quantity", "value"], "rows": rows}),
-        ("Curves", run_figure(result)),
+        ("Curves", run_figure(r.to_json())),
     ]
     return write_html_report(path, "collapse-probe lab run", sections, subtitle=subtitle)
 
@@ -255,37 +265,46 @@ def curves_figure(payload: Mapping[str, Any], key: str, title: str) -> Any:
     return fig
 
 
-def write_compare_report(payload: Mapping[str, Any], path: str | Path) -> Path:
-    """Self-contained ``compare.html``: tables and figures with 95% intervals over seeds."""
-    from collapse_probe.report._html import write_html_report
+def write_compare_report(payload: LabCompareResults | Mapping[str, Any], path: str | Path) -> Path:
+    """Self-contained ``compare.html``: tables and figures with 95% intervals over seeds (the comparison,
+    typed or its ``compare.json`` object, is parsed through :class:`~collapse_probe.results.LabCompareResults`
+    first; the tables and figures draw the validated JSON).
 
-    cfg = payload["config"]
+    Raises:
+        ConfigError: the comparison does not hold what its model declares (one line naming the field).
+    """
+    from collapse_probe.report._html import report_results, write_html_report
+    from collapse_probe.results import LabCompareResults
+
+    r = report_results(LabCompareResults, payload, path, "compare.json")
+    data = r.to_json()
+    cfg = r.config
     intro = (
         "<p>Every number is a mean over seeds with a 95% Student-t interval (± half-width). Every method "
         "trains in the same worlds (one per seed), so its difference to <i>single</i> is also given seed by seed "
         "(paired), which removes the world-to-world spread. "
         "<b>Real users</b> are the people the simulators were built from; <b>held-out families</b> are the "
-        f"aligned simulators of families {payload['heldout_families']}, which no method trains on. "
-        f"Reward table: <code>{payload['reward_family']}</code>.</p>"
+        f"aligned simulators of families {r.heldout_families}, which no method trains on. "
+        f"Reward table: <code>{r.reward_family}</code>.</p>"
     )
     sections: list[tuple[str, Any]] = [
         ("About", intro),
-        ("Final and peak rewards", compare_table(payload)),
-        ("Final reward by method", final_bars_figure(payload)),
+        ("Final and peak rewards", compare_table(data)),
+        ("Final reward by method", final_bars_figure(data)),
         (
             "Held-out reward on real users over training",
-            curves_figure(payload, "heldout_reward", "reward on real users"),
+            curves_figure(data, "heldout_reward", "reward on real users"),
         ),
         (
             "Held-out reward on held-out families over training",
-            curves_figure(payload, "heldout_sim_reward", "reward on held-out families"),
+            curves_figure(data, "heldout_sim_reward", "reward on held-out families"),
         ),
-        ("Training reward over training", curves_figure(payload, "train_reward", "reward on the training simulator")),
-        ("Policy entropy over training", curves_figure(payload, "policy_entropy", "policy entropy (nats)")),
-        ("Theorem 3.2 and Corollary 3.5", bounds_table(payload)),
+        ("Training reward over training", curves_figure(data, "train_reward", "reward on the training simulator")),
+        ("Policy entropy over training", curves_figure(data, "policy_entropy", "policy entropy (nats)")),
+        ("Theorem 3.2 and Corollary 3.5", bounds_table(data)),
     ]
     subtitle = (
-        f"{payload['n_seeds']} seeds, {payload['steps']} steps; sim temperature {cfg['sim_temperature']}, "
+        f"{r.n_seeds} seeds, {r.steps} steps; sim temperature {cfg['sim_temperature']}, "
         f"VS error {cfg['vs_error']}, family noise delta {cfg['delta']}"
     )
     return write_html_report(path, "collapse-probe lab: methods compared", sections, subtitle=subtitle)
@@ -323,24 +342,34 @@ def sweep_table(payload: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
 
 
-def write_sweep_report(payload: Mapping[str, Any], path: str | Path) -> Path:
-    """Self-contained ``sweep.html``: each method's held-out reward over the grid, 95% intervals."""
-    from collapse_probe.report._html import write_html_report
+def write_sweep_report(payload: LabSweepResults | Mapping[str, Any], path: str | Path) -> Path:
+    """Self-contained ``sweep.html``: each method's held-out reward over the grid, 95% intervals (the sweep,
+    typed or its ``sweep.json`` object, is parsed through :class:`~collapse_probe.results.LabSweepResults`
+    first; the tables and figures draw the validated JSON).
+
+    Raises:
+        ConfigError: the sweep does not hold what its model declares (one line naming the field).
+    """
+    from collapse_probe.report._html import report_results, write_html_report
+    from collapse_probe.results import LabSweepResults
+
+    r = report_results(LabSweepResults, payload, path, "sweep.json")
+    data = r.to_json()
 
     sections: list[tuple[str, Any]] = [
-        ("Held-out reward on real users", sweep_figure(payload, "heldout_final", "final reward on real users")),
-        ("Real users (mean ± 95% half-width)", sweep_table(payload, "heldout_final")),
+        ("Held-out reward on real users", sweep_figure(data, "heldout_final", "final reward on real users")),
+        ("Real users (mean ± 95% half-width)", sweep_table(data, "heldout_final")),
         (
             "Real users: difference to single in the same worlds",
-            sweep_figure(payload, "heldout_final_vs_single", "final reward on real users − single (paired)"),
+            sweep_figure(data, "heldout_final_vs_single", "final reward on real users − single (paired)"),
         ),
-        ("Real users − single (paired; mean ± 95% half-width)", sweep_table(payload, "heldout_final_vs_single")),
+        ("Real users − single (paired; mean ± 95% half-width)", sweep_table(data, "heldout_final_vs_single")),
         (
             "Held-out reward on held-out families",
-            sweep_figure(payload, "heldout_sim_final", "final reward on held-out families"),
+            sweep_figure(data, "heldout_sim_final", "final reward on held-out families"),
         ),
-        ("Held-out families (mean ± 95% half-width)", sweep_table(payload, "heldout_sim_final")),
-        ("Training reward", sweep_figure(payload, "train_final", "final reward on the training simulator")),
+        ("Held-out families (mean ± 95% half-width)", sweep_table(data, "heldout_sim_final")),
+        ("Training reward", sweep_figure(data, "train_final", "final reward on the training simulator")),
     ]
-    subtitle = f"sweep of {payload['param']} over {payload['values']}, {payload['n_seeds']} seeds each"
+    subtitle = f"sweep of {r.param} over {r.values}, {r.n_seeds} seeds each"
     return write_html_report(path, "collapse-probe lab: parameter sweep", sections, subtitle=subtitle)

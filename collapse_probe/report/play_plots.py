@@ -5,9 +5,12 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.report._html import TICK_FORMAT, note_figure
+
+if TYPE_CHECKING:
+    from collapse_probe.results import PlayResults
 
 SHOWN_CONVERSATIONS = 6
 """Conversations printed in full in the report."""
@@ -56,12 +59,21 @@ def _conversation_html(record: Mapping[str, Any]) -> str:
     return "".join(lines)
 
 
-def write_play_report(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
-    """Write the self-contained ``report.html`` of a play run (``results`` as in its ``results.json``)."""
-    from collapse_probe.report._html import write_html_report
+def write_play_report(
+    results: PlayResults | Mapping[str, Any], records: Sequence[Mapping[str, Any]], path: str | Path
+) -> Path:
+    """Write the self-contained ``report.html`` of a play run (its typed results or its ``results.json``
+    object, parsed through :class:`~collapse_probe.results.PlayResults` first).
 
-    s = results.get("summary") or {}
-    ci = s.get("ci95") or [None, None]
+    Raises:
+        ConfigError: the results do not hold what their model declares (one line naming the field).
+    """
+    from collapse_probe.report._html import report_results, write_html_report
+    from collapse_probe.results import PlayResults
+
+    r = report_results(PlayResults, results, path)
+    s = r.summary
+    ci = s.ci95 or [None, None]
     summary = {
         "columns": [
             "policy",
@@ -73,18 +85,7 @@ def write_play_report(results: Mapping[str, Any], records: Sequence[Mapping[str,
             "CI high",
             "infra failures",
         ],
-        "rows": [
-            [
-                results.get("policy"),
-                results.get("sim"),
-                results.get("benchmark"),
-                s.get("n"),
-                s.get("mean_reward"),
-                ci[0],
-                ci[1],
-                s.get("infra_failures"),
-            ]
-        ],
+        "rows": [[r.policy, r.sim, r.benchmark, s.n, s.mean_reward, ci[0], ci[1], s.infra_failures]],
     }
     ordered = sorted(records, key=lambda r: (str(r.get("task_id")), int(r.get("rollout") or 0)))
     shown = "".join(_conversation_html(r) for r in ordered[:SHOWN_CONVERSATIONS]) or "<p>no conversations</p>"
@@ -93,10 +94,8 @@ def write_play_report(results: Mapping[str, Any], records: Sequence[Mapping[str,
         ("Reward per task", reward_by_task_figure(records)),
         (f"Conversations (first {min(len(ordered), SHOWN_CONVERSATIONS)} of {len(ordered)})", shown),
     ]
-    mean = s.get("mean_reward")
+    mean = s.mean_reward
     subtitle = (
-        f"mean reward {mean:.3f} over {s.get('n')} scored conversations"
-        if isinstance(mean, float)
-        else "no scored conversations"
+        f"mean reward {mean:.3f} over {s.n} scored conversations" if mean is not None else "no scored conversations"
     )
     return write_html_report(path, "collapse-probe play", sections, subtitle=subtitle)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.results import BY_SCHEMA, Results, read_results
+from collapse_probe.results import BY_SCHEMA, GateResults, Results, read_results
 
 __all__ = [
     "KINDS",
@@ -35,6 +35,7 @@ __all__ = [
     "is_gate_verdict",
     "load_run",
     "monitor_alarms",
+    "read_gate_verdict",
     "read_json",
     "read_jsonl",
     "read_run_file",
@@ -333,6 +334,23 @@ def read_usage(run: RunInfo) -> tuple[dict[str, Any] | None, str | None]:
 def is_gate_verdict(obj: Any) -> bool:
     """A gate verdict as ``GateVerdict.to_dict`` writes it: ``{"policy", "outcome", "checks": [...]}``."""
     return isinstance(obj, dict) and isinstance(obj.get("checks"), list) and isinstance(obj.get("outcome"), str)
+
+
+def read_gate_verdict(obj: dict[str, Any], where: str) -> tuple[GateResults | None, str | None]:
+    """``(the gate's typed verdict, None)``, or ``(None, the one-line problem)`` for a verdict file its model
+    refuses (an older ``gate --json`` without ``level`` or ``exit_code``, a hand-edited check); never raises.
+
+    A verdict file carries no ``schema`` in older versions, so it is read by :class:`GateResults` directly
+    rather than by :func:`~collapse_probe.results.read_results`.
+    """
+    from pydantic import ValidationError
+
+    from collapse_probe.results import describe_error
+
+    try:
+        return GateResults.parse(obj), None
+    except ValidationError as exc:
+        return None, describe_error(exc, GateResults, where)
 
 
 def _verdict_files(entries: list[os.DirEntry]) -> list[tuple[str, dict[str, Any]]]:

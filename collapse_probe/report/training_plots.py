@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collapse_probe.results import TrainResults
 
 __all__ = [
     "Curves",
@@ -208,24 +211,33 @@ def training_figures(curves: Curves, alarms: Alarms = ()) -> list[tuple[str, Any
 
 
 def write_train_report(
-    results: dict[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
+    results: TrainResults | Mapping[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
 ) -> Path:
-    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table."""
-    from collapse_probe.report._html import write_html_report
+    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table.
 
-    final = results.get("final", {})
+    The results (typed, or the ``results.json`` object) are parsed through
+    :class:`~collapse_probe.results.TrainResults` first; the figures draw the per-step ``metrics``.
+
+    Raises:
+        ConfigError: the results do not hold what their model declares (one line naming the field).
+    """
+    from collapse_probe.report._html import report_results, write_html_report
+    from collapse_probe.results import TrainResults
+
+    r = report_results(TrainResults, results, path)
     rows = [
-        [k, final.get(k)]
+        [k, getattr(r.final, k)]
         for k in ("step", "train_reward", "heldout_reward", "zero_std_share", "policy_entropy", "sim_collapse_error")
     ]
     sections: list[tuple[str, Any]] = [("Final step", {"columns": ["quantity", "value"], "rows": rows})]
     sections += training_figures({label: list(metrics)})
-    sections.append(("Advantage convention", results["advantage"]["convention"]))
-    cfg = results["config"]
+    if r.advantage is not None:
+        sections.append(("Advantage convention", r.advantage.convention))
+    cfg = r.config
     return write_html_report(
         path,
-        f"collapse-probe train: {results['method']}",
+        f"collapse-probe train: {r.method}",
         sections,
         subtitle=f"policy {cfg['policy']} vs {', '.join(cfg['sims']) or 'itself'} on {cfg['benchmark']}; "
-        f"{results['steps']} steps, G={cfg['group_size']}, T={cfg['tasks']}",
+        f"{r.steps} steps, G={cfg['group_size']}, T={cfg['tasks']}",
     )

@@ -75,6 +75,12 @@ class ResultsModel(BaseModel):
         """Build from a pipeline's values (tuples, numpy numbers are accepted and converted)."""
         return cls.model_validate(data)
 
+    @classmethod
+    def typed(cls: type[M], results: Any) -> M:
+        """The typed results a reader was given: the model itself, or a pipeline's JSON object read
+        through it (what :meth:`to_json` wrote, so the readers of both print the same)."""
+        return results if isinstance(results, cls) else cls.build(results)
+
     def _key(self, key: str) -> str | None:
         """The attribute of a JSON key (``schema`` -> ``schema_``), when the key is in the file."""
         if self.model_extra and key in self.model_extra:

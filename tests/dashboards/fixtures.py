@@ -399,7 +399,7 @@ def write_train_report_run(root: Path, name: str, steps: int = 40) -> Path:
     metrics = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
     write_monitor_rows(d / "monitor", steps=steps, collapse_at=steps // 2)
     results = json.loads((d / "results.json").read_text())
-    results.update(final={"step": steps - 1, **metrics[-1]}, advantage={"convention": "z-score within the group"},
+    results.update(final={"step": steps - 1, **metrics[-1]}, advantage={"convention": "z-score within the group", "std_ddof": 0, "eps": 1e-6},
                    config={"policy": "scripted:models/pol_a.json", "sims": ["scripted:models/sim_mode.json"],
                            "benchmark": "p4g", "group_size": 4, "tasks": 4})  # fmt: skip
     write_train_report(results, metrics, d / "report.html", label=name)
