@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -106,6 +107,12 @@ AUDIT_CONFIG_BEFORE = {
 }
 """``config.json`` of ``run_audit(AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label",
 arena_options={"max_tokens": 40}), ...)`` as the version before the nesting wrote it."""
+
+PERSONAS = Path(__file__).parents[1] / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
+PERSONAS_FINGERPRINT = "sha256:7ddbb9fd01f010601e8aaf45924af30cc3dfc7540cdc75db2fec2b39bb800307"
+"""The shipped persona file, and its fingerprint as the version before the nesting recorded it: the
+stored audit run with ``personas="personas.jsonl"`` is AUDIT_CONFIG_BEFORE with ``personas``, ``arena_options:
+None`` and that arena record (written by that version)."""
 
 POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
 SIM = {"responses": [{"text": "[DONATE $2]", "p": 0.5}, {"text": "[DONATE $0]", "p": 0.5}]}
@@ -212,3 +219,45 @@ def test_an_audit_run_of_the_former_version_resumes_and_a_changed_option_is_refu
     assert res["config"]["arena_options"] == {"max_tokens": 40} and res["config"]["benchmark"] == "p4g"
     with pytest.raises(ConfigError, match=r"differs in: arena, arena_options"):
         run_audit(config(max_tokens=41), _stored(tmp_path, "au2", AUDIT_CONFIG_BEFORE), progress=False)
+
+
+def test_the_audit_nests_the_rollout_config_and_its_personas_are_an_arena_option():
+    c = AuditConfig(states=3, rollouts=2, max_turns=None, temperature=0.5, seed=7, personas="p.jsonl")
+    assert c.rollout == RolloutConfig(tasks=3, rollouts=2, max_turns=None, seed=7, temperature=0.5)
+    assert (c.states, c.rollouts, c.max_turns, c.temperature, c.seed) == (3, 2, None, 0.5, 7)
+    assert c.arena == ArenaSpec("p4g", {"personas": "p.jsonl"}) and c.personas == "p.jsonl"
+    flat = c.to_dict()
+    assert (flat["personas"], flat["arena_options"], flat["states"], flat["seed"]) == ("p.jsonl", None, 3, 7)
+    assert "rollout" not in flat and "arena" not in flat
+    assert AuditConfig(**{k: v for k, v in flat.items()}) == c  # config.json rebuilds the same config
+    assert AuditConfig(rollout=RolloutConfig(tasks=3, rollouts=2, max_turns=None, seed=7, temperature=0.5)).states == 3
+    assert AuditConfig().rollout == RolloutConfig(tasks=2, rollouts=1)  # the audit's own defaults
+    copy = dataclasses.replace(c, personas=None)
+    assert copy.personas is None and c.personas == "p.jsonl"  # the copy does not share the options
+    assert dataclasses.replace(c, states=5).rollout.tasks == 5 and c.states == 3
+    c.states, c.personas = 4, "q.jsonl"
+    assert c.rollout.tasks == 4 and c.arena.options == {"personas": "q.jsonl"}
+    # a persona file given as an arena option is recorded there, as before
+    opt = AuditConfig(arena_options={"personas": "p.jsonl"}).to_dict()
+    assert (opt["personas"], opt["arena_options"]) == (None, {"personas": "p.jsonl"})
+    with pytest.raises(ConfigError, match=r"^--states must be an integer >= 1, got 0$"):
+        AuditConfig(states=0).validate()
+    with pytest.raises(ConfigError, match=r"^--temperature must be a finite number >= 0, got -1$"):
+        AuditConfig(temperature=-1).validate()
+
+
+def test_an_audit_run_with_a_persona_file_of_the_former_version_resumes(tmp_path, models):
+    (tmp_path / "personas.jsonl").write_text(PERSONAS.read_text())
+    stored = {**AUDIT_CONFIG_BEFORE, "personas": "personas.jsonl", "arena_options": None}
+    stored["arena"] = {
+        **stored["arena"],
+        "max_tokens": None,
+        "personas": "personas.jsonl",
+        "data_fingerprints": {"personas": PERSONAS_FINGERPRINT},
+    }
+    config = AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label", personas="personas.jsonl")
+    run = _stored(tmp_path, "au", stored)
+    res = run_audit(config, run, progress=False)
+    assert res["config"]["personas"] == "personas.jsonl" and res["config"]["arena_options"] is None
+    with pytest.raises(ConfigError, match=r"differs in: states"):
+        run_audit(dataclasses.replace(config, states=2), run, progress=False)
