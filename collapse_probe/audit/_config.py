@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import InitVar, asdict, dataclass, field, replace
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
 from collapse_probe._constraints import AtMost, Integer, Number, param, rule, validate
@@ -11,7 +11,15 @@ from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_n_boot
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
-from collapse_probe.runspec import UNSET, ArenaSpec, RolloutConfig, check_options, nested_arena
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    RolloutConfig,
+    check_options,
+    nested_arena,
+    nested_rollout,
+    rollout_property,
+)
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
@@ -123,11 +131,9 @@ class AuditConfig:
         personas: str | None,
         arena_options: dict[str, Any] | None,
     ) -> None:
-        given: dict[str, Any] = {"tasks": states, "rollouts": rollouts, "max_turns": max_turns, "seed": seed}
-        given["temperature"] = temperature
-        if isinstance(self.rollout, dict):  # dataclasses.asdict of a config
-            self.rollout = RolloutConfig(**self.rollout)
-        self.rollout = replace(self.rollout, **{k: v for k, v in given.items() if v is not UNSET})
+        self.rollout = nested_rollout(
+            self.rollout, tasks=states, rollouts=rollouts, max_turns=max_turns, seed=seed, temperature=temperature
+        )
         self.arena = nested_arena(self.arena, benchmark, arena_options)
         # None and {} were recorded apart in config.json: keep which was given, so either resumes
         self._options_none = arena_options is None
@@ -217,16 +223,6 @@ def _set_personas(config: AuditConfig, value: str | None) -> None:
     config._personas_flat = value is not None
 
 
-def _rollout_property(name: str, attr: str) -> property:
-    def get(config: AuditConfig) -> Any:
-        return getattr(config.rollout, attr)
-
-    def set_(config: AuditConfig, value: Any) -> None:
-        setattr(config.rollout, attr, value)
-
-    return property(get, set_, doc=f"``rollout.{attr}``.")
-
-
 # the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
 # (setattr: to a type checker these names are the dataclass's init-only keywords, not attributes)
 setattr(AuditConfig, "benchmark", property(_benchmark, _set_benchmark, doc="``arena.benchmark``."))  # noqa: B010
@@ -234,7 +230,7 @@ setattr(AuditConfig, "arena_options", property(_arena_options, _set_arena_option
 setattr(AuditConfig, "personas", property(_personas, _set_personas, doc="``arena.options['personas']``."))  # noqa: B010
 for _name, _attr in (("states", "tasks"), ("rollouts", "rollouts"), ("max_turns", "max_turns"),
                      ("temperature", "temperature"), ("seed", "seed")):  # fmt: skip
-    setattr(AuditConfig, _name, _rollout_property(_name, _attr))
+    setattr(AuditConfig, _name, rollout_property(_attr))
 
 
 @dataclass
