@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -270,18 +270,21 @@ def _rules(cls: type) -> list[Callable[[Any], None]]:
     return list(seen.values())
 
 
-def validate(config: Any) -> None:
+def validate(config: Any, flags: Mapping[str, str] | None = None) -> None:
     """Check every declared constraint of the dataclass ``config``, then its :func:`rule` methods.
 
-    A field whose value is itself a config with declared constraints is validated too.
+    A field whose value is itself a config with declared constraints is validated too, its fields
+    named as the outer config's ``NESTED_FLAGS[field]`` maps them (the audit's ``rollout.tasks`` is
+    its ``--states``); ``flags`` is that mapping for ``config``'s own fields.
 
     Raises:
         ConfigError: the first violation, one line naming the flag, the allowed values and the value.
     """
+    nested = getattr(config, "NESTED_FLAGS", {})
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        check_value(value, flag_of(config, f.name), constraints_of(f))
+        check_value(value, (flags or {}).get(f.name) or flag_of(config, f.name), constraints_of(f))
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            validate(value)
+            validate(value, nested.get(f.name))
     for method in _rules(type(config)):
         method(config)

@@ -238,14 +238,32 @@ def nest_rollout_and_arena(
     """Set ``config.rollout`` and ``config.arena`` from the nested values and the flat keywords
     (``tasks=``, ..., ``benchmark=``, ``extra=``; a flat keyword given wins over the nested value,
     as :func:`dataclasses.replace` needs). ``extra`` is the arena's options, as recorded."""
-    given = {k: v for k, v in flat.items() if k in ROLLOUT_FIELDS and v is not UNSET}
-    if isinstance(rollout, Mapping):  # e.g. dataclasses.asdict of a config
-        rollout = RolloutConfig(**rollout)
-    config.rollout = replace(rollout or RolloutConfig(), **given)
+    config.rollout = nested_rollout(rollout, **{k: v for k, v in flat.items() if k in ROLLOUT_FIELDS})
     benchmark, extra = flat.get("benchmark", UNSET), flat.get("extra", UNSET)
     config.arena = nested_arena(
         arena, None if benchmark is UNSET else benchmark, None if extra is UNSET else {} if extra is None else extra
     )
+
+
+def nested_rollout(rollout: RolloutConfig | Mapping[str, Any] | None, **given: Any) -> RolloutConfig:
+    """A new ``rollout`` (a config, its ``dataclasses.asdict`` form, or ``None``: the defaults) with the
+    ``given`` fields that are not :data:`UNSET` put in (the flat keywords of a config that nests it)."""
+    if isinstance(rollout, Mapping):
+        rollout = RolloutConfig(**rollout)
+    return replace(rollout or RolloutConfig(), **{k: v for k, v in given.items() if v is not UNSET})
+
+
+def rollout_property(name: str) -> property:
+    """A read/write attribute that is ``config.rollout.<name>`` (the flat attribute of a config whose
+    keyword of earlier versions is a field of the nested :class:`RolloutConfig`)."""
+
+    def get(config: Any) -> Any:
+        return getattr(config.rollout, name)
+
+    def set_(config: Any, value: Any) -> None:
+        setattr(config.rollout, name, value)
+
+    return property(get, set_, doc=f"``rollout.{name}``.")
 
 
 def nested_arena(arena: ArenaSpec | Mapping[str, Any] | None, benchmark: str | None, options: Any) -> ArenaSpec:

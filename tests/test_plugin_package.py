@@ -292,6 +292,36 @@ def test_the_plugin_runs_from_the_python_api(plugin_path, models, tmp_path):
     }
 
 
+TRAIN = """
+import json, sys
+from collapse_probe.cli import build_parser
+from collapse_probe.cli._config import parse_args
+from collapse_probe.cli.train import config_from_args
+from collapse_probe.trainers import TrainConfig
+from collapse_probe.trainers.llm import build_arena
+
+config = config_from_args(parse_args(build_parser(), ["train", "--benchmark", "hotel-survey", *sys.argv[1:]]))
+arena = build_arena(config)
+again = TrainConfig.from_dict(config.to_dict())
+print(json.dumps({"options": config.arena.options, "recorded": config.to_dict().get("arena_options"),
+                  "tasks": [t.task_id for t in arena.load_tasks(config.tasks, seed=config.seed)],
+                  "resumes": again == config}))
+"""
+
+
+def test_the_plugin_options_reach_the_trainers_arena_from_flags_and_environment(plugin_path, tmp_path):
+    def run(*args: str, **env: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(TRAIN), *args], capture_output=True, text=True,
+                              env=_env(plugin_path, **env), cwd=tmp_path, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    got = run("--room-type", "suite", "--guests", "2", "--tasks", "3")
+    assert got["options"] == got["recorded"] == {"room_type": "suite", "guests": 2}
+    assert got["tasks"] == ["suite-guest-0", "suite-guest-1"] and got["resumes"]
+    assert run(COLLAPSE_PROBE_ROOM_TYPE="suite")["options"] == {"room_type": "suite"}
+
+
 def test_installed_model_backends_are_found_by_their_prefix(plugin_path, models, tmp_path):
     hotel, guest = models
     replay = "replay/" + guest.split(":", 1)[1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -106,6 +107,12 @@ AUDIT_CONFIG_BEFORE = {
 }
 """``config.json`` of ``run_audit(AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label",
 arena_options={"max_tokens": 40}), ...)`` as the version before the nesting wrote it."""
+
+PERSONAS = Path(__file__).parents[1] / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
+PERSONAS_FINGERPRINT = "sha256:7ddbb9fd01f010601e8aaf45924af30cc3dfc7540cdc75db2fec2b39bb800307"
+"""The shipped persona file, and its fingerprint as the version before the nesting recorded it: the
+stored audit run with ``personas="personas.jsonl"`` is AUDIT_CONFIG_BEFORE with ``personas``, ``arena_options:
+None`` and that arena record (written by that version)."""
 
 POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
 SIM = {"responses": [{"text": "[DONATE $2]", "p": 0.5}, {"text": "[DONATE $0]", "p": 0.5}]}
@@ -212,3 +219,113 @@ def test_an_audit_run_of_the_former_version_resumes_and_a_changed_option_is_refu
     assert res["config"]["arena_options"] == {"max_tokens": 40} and res["config"]["benchmark"] == "p4g"
     with pytest.raises(ConfigError, match=r"differs in: arena, arena_options"):
         run_audit(config(max_tokens=41), _stored(tmp_path, "au2", AUDIT_CONFIG_BEFORE), progress=False)
+
+
+def test_the_audit_nests_the_rollout_config_and_its_personas_are_an_arena_option():
+    c = AuditConfig(states=3, rollouts=2, max_turns=None, temperature=0.5, seed=7, personas="p.jsonl")
+    assert c.rollout == RolloutConfig(tasks=3, rollouts=2, max_turns=None, seed=7, temperature=0.5)
+    assert (c.states, c.rollouts, c.max_turns, c.temperature, c.seed) == (3, 2, None, 0.5, 7)
+    assert c.arena == ArenaSpec("p4g", {"personas": "p.jsonl"}) and c.personas == "p.jsonl"
+    flat = c.to_dict()
+    assert (flat["personas"], flat["arena_options"], flat["states"], flat["seed"]) == ("p.jsonl", None, 3, 7)
+    assert "rollout" not in flat and "arena" not in flat
+    assert AuditConfig(**{k: v for k, v in flat.items()}) == c  # config.json rebuilds the same config
+    assert AuditConfig(rollout=RolloutConfig(tasks=3, rollouts=2, max_turns=None, seed=7, temperature=0.5)).states == 3
+    assert AuditConfig().rollout == RolloutConfig(tasks=2, rollouts=1)  # the audit's own defaults
+    copy = dataclasses.replace(c, personas=None)
+    assert copy.personas is None and c.personas == "p.jsonl"  # the copy does not share the options
+    assert dataclasses.replace(c, states=5).rollout.tasks == 5 and c.states == 3
+    c.states, c.personas = 4, "q.jsonl"
+    assert c.rollout.tasks == 4 and c.arena.options == {"personas": "q.jsonl"}
+    # a persona file given as an arena option is recorded there, as before
+    opt = AuditConfig(arena_options={"personas": "p.jsonl"}).to_dict()
+    assert (opt["personas"], opt["arena_options"]) == (None, {"personas": "p.jsonl"})
+    with pytest.raises(ConfigError, match=r"^--states must be an integer >= 1, got 0$"):
+        AuditConfig(states=0).validate()
+    with pytest.raises(ConfigError, match=r"^--temperature must be a finite number >= 0, got -1$"):
+        AuditConfig(temperature=-1).validate()
+
+
+def test_an_audit_run_with_a_persona_file_of_the_former_version_resumes(tmp_path, models):
+    (tmp_path / "personas.jsonl").write_text(PERSONAS.read_text())
+    stored = {**AUDIT_CONFIG_BEFORE, "personas": "personas.jsonl", "arena_options": None}
+    stored["arena"] = {
+        **stored["arena"],
+        "max_tokens": None,
+        "personas": "personas.jsonl",
+        "data_fingerprints": {"personas": PERSONAS_FINGERPRINT},
+    }
+    config = AuditConfig(sim=S, states=1, samples=4, n_boot=200, partition="label", personas="personas.jsonl")
+    run = _stored(tmp_path, "au", stored)
+    res = run_audit(config, run, progress=False)
+    assert res["config"]["personas"] == "personas.jsonl" and res["config"]["arena_options"] is None
+    with pytest.raises(ConfigError, match=r"differs in: states"):
+        run_audit(dataclasses.replace(config, states=2), run, progress=False)
+
+
+TRAIN_CONFIG_BEFORE = {
+    "kind": "train", "method": "single", "policy": "smollm2", "sims": ["smollm2"], "benchmark": "p4g", "heldout": [],
+    "steps": 1, "group_size": 2, "tasks": 2, "max_turns": 2, "max_tokens": 12, "temperature": 0.7, "lr": 0.0001,
+    "sim_lr": None, "lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "lora_target_modules": None, "kl_coef": 0.0,
+    "adv_eps": 1e-06, "max_grad_norm": 1.0, "train_batch": 8, "cotrain_reward": "adversarial", "pool_size": 5,
+    "snapshot_every": 1, "pool_dir": None, "personas": "personas.jsonl", "tau2_data": None, "vs_k": 5, "eval_every": 5,
+    "eval_tasks": None, "eval_rollouts": 2, "collapse_states": 2, "collapse_samples": 8, "partitioner": "exact",
+    "entropy_turns": "first", "save_every": 1, "keep_checkpoints": 2, "rollout_backend": "torch", "vllm_options": {},
+    "tis_cap": 2.0, "device": None, "dtype": None, "cache": True, "seed": 3, "progress": False, "version": "0.1.0",
+    "arena": {"benchmark": "p4g", "max_turns": 2, "max_tokens": 12, "personas": "personas.jsonl",
+              "data_fingerprints": {"personas": PERSONAS_FINGERPRINT}},
+}  # fmt: skip
+"""``config.json`` of a train run of ``TrainConfig(sims=["smollm2"], steps=1, group_size=2, tasks=2, max_turns=2,
+max_tokens=12, personas="personas.jsonl", seed=3, temperature=0.7)`` as the version before the nesting wrote it
+(``LLMTrainer(config, out, arena=build_arena(config))._prepare_dir()``)."""
+
+
+def _train_config(**changes):
+    from collapse_probe.trainers import TrainConfig
+
+    flat = dict(sims=["smollm2"], steps=1, group_size=2, tasks=2, max_turns=2, max_tokens=12, seed=3, temperature=0.7)
+    return TrainConfig(**{**flat, "personas": "personas.jsonl", **changes})
+
+
+def test_the_train_config_nests_the_rollout_config_and_the_arena():
+    from collapse_probe.trainers import TrainConfig
+
+    c = _train_config()
+    assert c.rollout == RolloutConfig(tasks=2, rollouts=2, max_turns=2, seed=3, temperature=0.7)  # G = rollouts
+    assert c.arena == ArenaSpec("p4g", {"personas": "personas.jsonl"}) and c.personas == "personas.jsonl"
+    assert (c.benchmark, c.group_size, c.tasks, c.max_turns, c.seed, c.temperature) == ("p4g", 2, 2, 2, 3, 0.7)
+    stored = {k: v for k, v in TRAIN_CONFIG_BEFORE.items() if k not in ("kind", "version", "arena")}
+    assert c.to_dict() == stored  # config.json and results.json stay flat, key for key
+    assert TrainConfig.from_dict(TRAIN_CONFIG_BEFORE) == c == TrainConfig(**c.to_dict())
+    assert dataclasses.replace(c, group_size=3).rollout.rollouts == 3 and c.group_size == 2
+    assert dataclasses.replace(c, personas=None).arena.options == {} and c.personas == "personas.jsonl"
+    c.tasks, c.benchmark, c.tau2_data = 5, "tau2-demo", "d"
+    assert c.rollout.tasks == 5 and c.arena == ArenaSpec("tau2-demo", {"personas": "personas.jsonl", "tau2_data": "d"})
+    plugin = _train_config(arena_options={"room_type": "x"})
+    assert plugin.to_dict()["arena_options"] == {"room_type": "x"} and plugin.arena_options == {"room_type": "x"}
+    assert TrainConfig.from_dict(plugin.to_dict()) == plugin
+    assert TrainConfig().rollout == RolloutConfig(tasks=4, rollouts=4, max_turns=3)  # the trainer's defaults
+    # the trainer's own bounds on the shared fields, named by its flags
+    with pytest.raises(ConfigError, match=r"^--group-size must be an integer >= 2 \(advantages"):
+        TrainConfig(group_size=1)
+    with pytest.raises(ConfigError, match=r"^--temperature must be a finite number > 0 \(REINFORCE"):
+        TrainConfig(temperature=0)
+    with pytest.raises(ConfigError, match=r"^--max-turns must be an integer >= 1, got None$"):
+        TrainConfig(max_turns=None)
+    with pytest.raises(ConfigError, match=r"^arena_options: expected a mapping"):
+        TrainConfig(arena_options=["room_type"])
+
+
+def test_a_train_run_of_the_former_version_resumes_and_a_changed_option_is_refused(tmp_path, monkeypatch):
+    from collapse_probe.trainers.llm import LLMTrainer, build_arena
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "personas.jsonl").write_text(PERSONAS.read_text())
+    run = _stored(tmp_path, "tr", TRAIN_CONFIG_BEFORE)
+    config = _train_config()
+    arena = build_arena(config)
+    LLMTrainer(config, run, arena=arena)._prepare_dir()
+    assert json.loads((run / "config.json").read_text())["arena"] == TRAIN_CONFIG_BEFORE["arena"]
+    with pytest.raises(ConfigError, match=r"differs in: group_size\)"):
+        changed = _train_config(group_size=3)
+        LLMTrainer(changed, _stored(tmp_path, "tr2", TRAIN_CONFIG_BEFORE), arena=build_arena(changed))._prepare_dir()

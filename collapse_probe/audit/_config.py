@@ -11,7 +11,15 @@ from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
 from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, check_at_most, check_n_boot
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
-from collapse_probe.runspec import ArenaSpec, check_options, nested_arena
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    RolloutConfig,
+    check_options,
+    nested_arena,
+    nested_rollout,
+    rollout_property,
+)
 
 SCHEMA = "collapse-probe/audit/v1"
 SAMPLES = "samples.jsonl"
@@ -37,9 +45,9 @@ class AuditConfig:
     policy: str | None = None
     """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
     the policy's own). ``None``: probe states with fixed human-style openings."""
-    states: int = param(2, Integer(1), AtMost(MAX_STATES, "states"))
-    """Number of tasks (P4G personas) probed; each gives an opening and an elicitation state, or
-    the simulator turns of ``rollouts`` on-policy conversations."""
+    states: InitVar[int] = UNSET
+    """Number of tasks (P4G personas) probed, ``rollout.tasks``; each gives an opening and an
+    elicitation state, or the simulator turns of ``rollouts`` on-policy conversations."""
     samples: int = param(
         20,
         Integer(2, why="a collapse error needs at least 2 responses per state"),
@@ -61,13 +69,15 @@ class AuditConfig:
     """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
     ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
     ``human_reference.people_epsilon`` reports people's own ε at them."""
-    rollouts: int = param(1, Integer(1))
-    """On-policy conversations per task."""
-    max_turns: int | None = param(3, Integer(1, optional=True))
-    """Conversation rounds (``None``: the benchmark's own cap; tau2 has none by default)."""
-    temperature: float = param(1.0, Number(ge=0))
+    rollouts: InitVar[int] = UNSET
+    """On-policy conversations per task (``rollout.rollouts``)."""
+    max_turns: InitVar[int | None] = UNSET
+    """Conversation rounds (``rollout.max_turns``; ``None``: the benchmark's own cap; tau2 has none by default)."""
+    temperature: InitVar[float] = UNSET
+    """Sampling temperature of the audited responses and the on-policy rollouts (``rollout.temperature``)."""
     top_p: float = param(1.0, Number(gt=0, le=1))
-    seed: int = param(0, Integer(None))
+    seed: InitVar[int] = UNSET
+    """Seed of the task order and of every sample (``rollout.seed``)."""
     epsilon_star: float = param(0.2, Number(gt=0, lt=1))
     """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
     CI of its mean ε̂ is below it, NOT COLLAPSED when the lower end is above it."""
@@ -91,26 +101,62 @@ class AuditConfig:
     """States sampled per ``generate`` call (each state's record is appended as its call finishes);
     ``None``: about 64 responses per call (``max(1, 64 // samples)``), which fills the local
     backend's micro-batches and still moves the progress bar often."""
-    personas: str | None = None
-    """P4G persona file (JSONL); default: the shipped personas."""
+    personas: InitVar[str | None] = UNSET
+    """P4G persona file (JSONL); default: the shipped personas. The arena's ``personas`` option (a
+    keyword and a read/write attribute, as before)."""
     arena_options: InitVar[dict[str, Any] | None] = None
     """``arena.options`` (``None`` when there are none; a keyword and a read/write attribute, as before)."""
     arena: ArenaSpec = field(default_factory=ArenaSpec)
-    """The benchmark and its own options (fields of its ``Options``, e.g. a data directory) for the arena
-    the audit builds when none is given; ``max_turns``, ``personas`` and ``judge`` above count as such
-    options where the benchmark takes them."""
+    """The benchmark and its own options (fields of its ``Options``, e.g. a data directory, P4G's
+    ``personas``) for the arena the audit builds when none is given; ``max_turns`` and ``judge``
+    count as such options where the benchmark takes them."""
+    rollout: RolloutConfig = param(None, factory=lambda: RolloutConfig(tasks=2, rollouts=1))
+    """The tasks (``states``), the on-policy rollouts per task and their turns, seed and temperature:
+    the rollout config ``play`` and ``crossplay`` nest, with the audit's defaults (2 tasks, 1 rollout)."""
 
-    def __post_init__(self, benchmark: str | None, arena_options: dict[str, Any] | None) -> None:
+    NESTED_FLAGS = {"rollout": {"tasks": "--states"}}
+    """How the audit names the nested fields whose flag differs from the field (``validate``)."""
+
+    FLAT_FIELDS = ("benchmark", "states", "rollouts", "max_turns", "temperature", "seed", "personas", "arena_options")
+    """Keywords the config takes besides its fields (the flat form of earlier versions)."""
+
+    def __post_init__(
+        self,
+        benchmark: str | None,
+        states: int,
+        rollouts: int,
+        max_turns: int | None,
+        temperature: float,
+        seed: int,
+        personas: str | None,
+        arena_options: dict[str, Any] | None,
+    ) -> None:
+        self.rollout = nested_rollout(
+            self.rollout, tasks=states, rollouts=rollouts, max_turns=max_turns, seed=seed, temperature=temperature
+        )
         self.arena = nested_arena(self.arena, benchmark, arena_options)
         # None and {} were recorded apart in config.json: keep which was given, so either resumes
         self._options_none = arena_options is None
+        # a persona file given as the keyword of earlier versions is recorded there, not in arena_options
+        self._personas_flat = False
+        if personas is not UNSET:
+            _set_personas(self, personas)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``benchmark`` and
-        ``arena_options`` beside the other fields)."""
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``benchmark``, the
+        rollout fields, ``personas`` and ``arena_options`` beside the other fields)."""
         d = asdict(self)
-        del d["arena"]
-        return {**d, "benchmark": self.arena.benchmark, "arena_options": _arena_options(self)}
+        del d["arena"], d["rollout"]
+        r = self.rollout
+        flat = {"states": r.tasks, "rollouts": r.rollouts, "max_turns": r.max_turns, "temperature": r.temperature}
+        return {
+            **d,
+            **flat,
+            "seed": r.seed,
+            "benchmark": self.arena.benchmark,
+            "personas": _personas(self) if self._personas_flat else None,
+            "arena_options": _arena_options(self),
+        }
 
     def validate(self) -> None:
         """Check every field once (the declared constraints and the rules below), naming the flag, the
@@ -129,7 +175,7 @@ class AuditConfig:
 
     @rule
     def _rollouts_per_run(self) -> None:
-        check_at_most(self.rollouts * self.states, MAX_STATES, "--states x --rollouts =", "rollouts")
+        check_at_most(self.rollout.rollouts * self.rollout.tasks, MAX_STATES, "--states x --rollouts =", "rollouts")
 
     @property
     def partitioner_name(self) -> str:
@@ -147,20 +193,44 @@ def _set_benchmark(config: AuditConfig, value: str) -> None:
 
 
 def _arena_options(config: AuditConfig) -> dict[str, Any] | None:
-    if config.arena.options or not config._options_none:
-        return config.arena.options  # type: ignore[return-value]  # the dict nested_arena keeps
+    options: Any = config.arena.options
+    if config._personas_flat and isinstance(options, dict):  # recorded as ``personas``, as before
+        options = {k: v for k, v in options.items() if k != "personas"}
+    if options or not config._options_none:
+        return options  # the dict nested_arena keeps
     return None
 
 
 def _set_arena_options(config: AuditConfig, value: dict[str, Any] | None) -> None:
+    personas = _personas(config) if config._personas_flat else None
     config.arena = nested_arena(config.arena, None, {} if value is None else value)
     config._options_none = value is None
+    if personas is not None:
+        _set_personas(config, personas)
+
+
+def _personas(config: AuditConfig) -> str | None:
+    options = config.arena.options
+    return options.get("personas") if isinstance(options, dict) else None
+
+
+def _set_personas(config: AuditConfig, value: str | None) -> None:
+    options = config.arena.options
+    if isinstance(options, dict):  # anything else is refused by name by the options rule
+        # a new mapping: a config copied by dataclasses.replace shares the old one
+        options = {k: v for k, v in options.items() if k != "personas"}
+        config.arena = nested_arena(config.arena, None, options if value is None else {**options, "personas": value})
+    config._personas_flat = value is not None
 
 
 # the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
 # (setattr: to a type checker these names are the dataclass's init-only keywords, not attributes)
 setattr(AuditConfig, "benchmark", property(_benchmark, _set_benchmark, doc="``arena.benchmark``."))  # noqa: B010
 setattr(AuditConfig, "arena_options", property(_arena_options, _set_arena_options, doc="``arena.options`` or None."))  # noqa: B010
+setattr(AuditConfig, "personas", property(_personas, _set_personas, doc="``arena.options['personas']``."))  # noqa: B010
+for _name, _attr in (("states", "tasks"), ("rollouts", "rollouts"), ("max_turns", "max_turns"),
+                     ("temperature", "temperature"), ("seed", "seed")):  # fmt: skip
+    setattr(AuditConfig, _name, rollout_property(_attr))
 
 
 @dataclass

@@ -133,7 +133,7 @@ async def run_audit_async(
     if arena is None:
         from collapse_probe.runspec import ArenaSpec
 
-        given = {"max_turns": config.max_turns, "personas": config.personas, "judge": config.judge}
+        given = {"max_turns": config.rollout.max_turns, "judge": config.judge}  # personas: an arena option already
         spec = ArenaSpec.from_dict({**(config.arena.options), **given, "benchmark": config.arena.benchmark})
         arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
     sims = participants or _sim_participants(config, cache)
@@ -170,14 +170,16 @@ async def run_audit_async(
 
         embedder = partitioner if partition == "embedding" else EmbeddingPartitioner()
 
-    tasks = _load_tasks(arena, config.states, config.seed)
+    tasks = _load_tasks(arena, config.rollout.tasks, config.rollout.seed)
     states: list[ProbeState] = []
     conv_records: list[dict[str, Any]] = []
     if policy is not None:
-        specs = make_specs(tasks, [policy.label], [sims[0].label], config.rollouts, config.seed)
+        specs = make_specs(tasks, [policy.label], [sims[0].label], config.rollout.rollouts, config.rollout.seed)
         conv_records = await run_conversations(
             arena, specs, {policy.label: policy, sims[0].label: sims[0]}, run_dir=run_dir,
-            config=EngineConfig(temperature=config.temperature, top_p=config.top_p, progress=progress),
+            config=EngineConfig(
+                temperature=config.rollout.temperature, top_p=config.top_p, max_live=config.rollout.max_live, progress=progress
+            ),
             retry_infra_failures=not keep_failed,
         )  # fmt: skip
         states += on_policy_states(arena, conv_records, {t.task_id: t for t in tasks})
@@ -195,11 +197,11 @@ async def run_audit_async(
         dialogues, annotated = load_human(config.human)
         if annotated:
             # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
-            states += human_probe_states(arena, annotated, config.states, None, config.seed)
+            states += human_probe_states(arena, annotated, config.rollout.tasks, None, config.rollout.seed)
         else:
             # the arena's own conversation length (resolved when it was built)
-            turns = getattr(arena, "max_turns", None) or config.max_turns
-            states += human_probe_states(arena, dialogues, config.states, turns, config.seed)
+            turns = getattr(arena, "max_turns", None) or config.rollout.max_turns
+            states += human_probe_states(arena, dialogues, config.rollout.tasks, turns, config.rollout.seed)
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
@@ -227,7 +229,7 @@ async def run_audit_async(
         for r in mode_recs:
             if r.get("status") == "ok" and "reward_view" not in r and r["state_id"] in by_id and r.get("responses"):
                 rv = reward_view_of_state(
-                    read, by_id[r["state_id"]], r["responses"], _state_seed(config.seed, r["state_id"])
+                    read, by_id[r["state_id"]], r["responses"], _state_seed(config.rollout.seed, r["state_id"])
                 )
                 if rv is not None:
                     r["reward_view"] = rv
@@ -248,9 +250,9 @@ async def run_audit_async(
         results["compare_vs"] = {
             "direct": summary if primary.mode == "direct" else other_summary,
             "verbalized": other_summary if primary.mode == "direct" else summary,
-            "difference_vs_minus_direct": paired_difference(direct, vsr, config.n_boot, config.seed),
+            "difference_vs_minus_direct": paired_difference(direct, vsr, config.n_boot, config.rollout.seed),
             "reward_view_difference_vs_minus_direct": paired_difference(
-                direct, vsr, config.n_boot, config.seed, view="reward_view"
+                direct, vsr, config.n_boot, config.rollout.seed, view="reward_view"
             ),  # fmt: skip
             "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
             "states": [_state_row(r) for r in by_mode[other.mode]],
@@ -279,11 +281,11 @@ async def run_audit_async(
                 embedder,
                 await human_grounding(mode_recs, partitioner),
                 config.n_boot,
-                config.seed,
+                config.rollout.seed,
             )
             if annotated:
                 ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
-                                                       config.seed)  # fmt: skip
+                                                       config.rollout.seed)  # fmt: skip
             if mode == primary.mode:
                 results["human_reference"] = ref
             else:

@@ -163,7 +163,7 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
     for st, labs in zip(states, labels, strict=True):
         ps = _probe_state(st)
         rec = {**state_header(ps, "published", simulator),
-               **measured_state(ps, list(st.replies), labs, partitioner, config.seed, decide, reward_read)}  # fmt: skip
+               **measured_state(ps, list(st.replies), labs, partitioner, config.rollout.seed, decide, reward_read)}  # fmt: skip
         rec["n_empty"] = 0
         rec["conversations"] = list(st.conversations)
         if embeddings is not None:
@@ -323,7 +323,7 @@ async def run_audit_from_async(
     # a published file cannot be sampled again: the live audit's "rerun with --states/--samples" becomes what can help
     results["verdict"] = _RERUN.sub("more trials per task (or more tasks) narrow the interval", results["verdict"])
     results["source"] = source
-    results["variance_share"] = _variance_across_trials(convs, run.agent_greedy, config.seed)
+    results["variance_share"] = _variance_across_trials(convs, run.agent_greedy, config.rollout.seed)
     results["simulator_errors"] = simulator_error_summary(convs)
     results["rollouts"] = summarize_rewards(
         [{"reward": c.reward, "status": "infra_error" if c.infra_error else "done", "infra_error": c.infra_error,

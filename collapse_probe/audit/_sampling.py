@@ -197,9 +197,9 @@ class _Sampler:
 
     def request(self, state: ProbeState) -> GenerationRequest:
         prompt = self.participant.transform_prompt(self.arena.prompt_for(state.episode, "simulator"))
-        params = SamplingParams(temperature=self.config.temperature, top_p=self.config.top_p,
+        params = SamplingParams(temperature=self.config.rollout.temperature, top_p=self.config.top_p,
                                 max_tokens=prompt.max_tokens, stop=tuple(prompt.stop),
-                                seed=_state_seed(self.config.seed, state.state_id))  # fmt: skip
+                                seed=_state_seed(self.config.rollout.seed, state.state_id))  # fmt: skip
         return GenerationRequest(messages=tuple(prompt.messages), prompt=prompt.prompt, n=self.config.samples,
                                  params=params, tools=tuple(prompt.tools) if prompt.tools else None)  # fmt: skip
 
@@ -312,7 +312,7 @@ class _Sampler:
 
     async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
                        vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
-        rec = measured_state(state, texts, labels, self.partitioner, self.config.seed,
+        rec = measured_state(state, texts, labels, self.partitioner, self.config.rollout.seed,
                              audit_hook(self.arena, "decision_label"), reward_reader(self.arena)[0])  # fmt: skip
         if vs_records:
             fails = [r for r in vs_records if not r.get("parse_ok")]

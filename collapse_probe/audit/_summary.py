@@ -103,8 +103,8 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
 
     ok = [r for r in records if r.get("status") == "ok"]
     infra = [r for r in records if r.get("status") == "infra_error"]
-    eps = mean_collapse_error([r["class_counts"] for r in ok], n_boot=config.n_boot, seed=config.seed)
-    ent = mean_entropy([r["class_counts"] for r in ok], seed=config.seed)
+    eps = mean_collapse_error([r["class_counts"] for r in ok], n_boot=config.n_boot, seed=config.rollout.seed)
+    ent = mean_entropy([r["class_counts"] for r in ok], seed=config.rollout.seed)
     exact = [r["exact"]["collapse_error"] for r in ok if (r.get("exact") or {}).get("collapse_error") is not None]
     summary: dict[str, Any] = {
         "collapse_error": {
@@ -153,11 +153,11 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
     by_source: dict[str, Any] = {}
     for src in sorted({r["source"] for r in ok}):
         rs = [r for r in ok if r["source"] == src]
-        e = mean_collapse_error([r["class_counts"] for r in rs], n_boot=config.n_boot, seed=config.seed)
+        e = mean_collapse_error([r["class_counts"] for r in rs], n_boot=config.n_boot, seed=config.rollout.seed)
         by_source[src] = {"collapse_error": e["estimate"], "ci95": e["ci95"], "n_states": len(rs),
                           "collapse_error_plugin": e["plugin"], "method": e["method"],
                           "entropy": float(np.mean([r["entropy"] for r in rs])),
-                          "entropy_ci95": mean_entropy([r["class_counts"] for r in rs], seed=config.seed)["ci95"]}  # fmt: skip
+                          "entropy_ci95": mean_entropy([r["class_counts"] for r in rs], seed=config.rollout.seed)["ci95"]}  # fmt: skip
     summary["by_source"] = by_source
     return summary
 

@@ -87,12 +87,12 @@ async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participan
     specs = []
     for g in range(config.variance_agents):
         label = f"{policy.label}#agent{g}"
-        participants[label] = Participant(label, _SeedOverride(policy.model, derive_seed(config.seed, 7919 + g)),
+        participants[label] = Participant(label, _SeedOverride(policy.model, derive_seed(config.rollout.seed, 7919 + g)),
                                           policy.mode, policy.vs_k)  # fmt: skip
-        specs += make_specs(tasks, [label], [sim.label], config.variance_sims, config.seed + 1 + g)
+        specs += make_specs(tasks, [label], [sim.label], config.variance_sims, config.rollout.seed + 1 + g)
     sub = RunDir(run_dir.path / "variance") if run_dir is not None else None
     records = await run_conversations(arena, specs, participants, run_dir=sub,
-                                      config=EngineConfig(temperature=config.temperature, progress=progress))  # fmt: skip
+                                      config=EngineConfig(temperature=config.rollout.temperature, progress=progress))  # fmt: skip
     groups: dict[tuple[str, str], list[float]] = {}
     infra = 0
     for rec in records:
@@ -103,7 +103,7 @@ async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participan
     groups = {k: v for k, v in groups.items() if len(v) >= 2}
     if not groups:
         return {"share": None, "note": "no agent prefix had 2 scored continuations", "infra_failures": infra}
-    vs = simulator_variance_share(list(groups.values()), seed=config.seed, estimator="anova")
+    vs = simulator_variance_share(list(groups.values()), seed=config.rollout.seed, estimator="anova")
     out = vs.to_dict()
     out.update(infra_failures=infra, agents=config.variance_agents, sims=config.variance_sims,
                n_conversations=len(records))  # fmt: skip

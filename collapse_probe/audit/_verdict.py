@@ -107,7 +107,7 @@ def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float) -> str:
     half = (hi - lo) / 2
     gap = max(abs(est - config.epsilon_star), 0.02)
     factor = min(16, max(2, math.ceil((half / gap) ** 2)))
-    flags = [f"--states {config.states * factor}"]
+    flags = [f"--states {config.rollout.tasks * factor}"]
     if config.samples < 50:
         flags.append(f"--samples {max(50, config.samples)}")
     return " ".join(flags)

@@ -49,6 +49,10 @@ FORMER_FLAT_FIELDS: dict[str, Any] = {
 defaults: ``config.json`` files of earlier versions record all of them under ``"arena"``; a field the
 run's benchmark does not take never reached its arena and is dropped when such a record is read."""
 
+FORMER_TRAIN_OPTIONS: tuple[str, ...] = ("personas", "tau2_data")
+"""Arena options the train config took as fields of its own before it nested the arena: still its
+keywords and attributes, and recorded beside its other fields in ``config.json``."""
+
 PUBLISHED_FORMATS: dict[str, str] = {"tau2": "collapse_probe.interop._tau2:read_tau2_results"}
 """Benchmark formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``
 and ``jsonl``): name -> ``"module:reader"``, the reader taking the path."""

@@ -13,6 +13,7 @@ from collapse_probe.cli._common import (
     add_ray,
     add_seed,
     add_trackers,
+    arena_spec_from_args,
     env,
     load_models_with_options,
     split_specs,
@@ -56,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     from collapse_probe.trainers.config import TrainConfig
 
-    add_benchmark(p, only={f.name for f in dataclasses.fields(TrainConfig)})  # the arena options a run records
+    # the arena options a run records (a chosen plugin benchmark's own options are added when it is named)
+    add_benchmark(p, only={f.name for f in dataclasses.fields(TrainConfig)} | set(TrainConfig.FLAT_FIELDS))
     p.add_argument(
         "--eval-every", type=int, default=env("eval-every", 5), help="held-out evaluation period (default 5)"
     )
@@ -139,6 +141,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         pool_dir=args.pool_dir,
         personas=args.personas,
         tau2_data=args.tau2_data,
+        arena_options=_arena_options(args),
         vs_k=args.vs_k,
         eval_every=args.eval_every,
         eval_tasks=args.eval_tasks,
@@ -155,6 +158,15 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         vllm_options=_vllm_options(args),
         **dataclass_values(args, getattr(args, "_generated_fields", [])),
     )
+
+
+def _arena_options(args: argparse.Namespace) -> dict[str, object]:
+    """The chosen benchmark's other options the command line gives (e.g. a plugin benchmark's own);
+    the turn and token budgets and the persona and tau2 data flags are fields of the config."""
+    from collapse_probe.trainers.config import ARENA_KEYWORDS
+
+    options = dict(arena_spec_from_args(args).options)
+    return {k: v for k, v in options.items() if k not in {"max_turns", "max_tokens", *ARENA_KEYWORDS}}
 
 
 def _vllm_options(args: argparse.Namespace) -> dict[str, object]:

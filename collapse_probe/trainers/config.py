@@ -7,12 +7,21 @@ expected and what was received.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import InitVar, asdict, dataclass, field, fields
 from typing import Any
 
-from collapse_probe._constraints import Integer, Number, OneOf, Specs, param, rule, validate
-from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+from collapse_probe._constraints import Integer, Number, OneOf, Specs, check_value, param, rule, validate
+from collapse_probe.benchmarks._registry import FORMER_TRAIN_OPTIONS
 from collapse_probe.errors import ConfigError
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    RolloutConfig,
+    check_options,
+    nested_arena,
+    nested_rollout,
+    rollout_property,
+)
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
 
@@ -39,13 +48,24 @@ GROUP_WHY = (
     "so nothing would be learned"
 )
 
+ARENA_KEYWORDS = FORMER_TRAIN_OPTIONS
+"""Options of the arena the config also takes as keywords and attributes (the flat form of earlier
+versions); ``config.json`` records them beside the other fields, as before."""
+
 TRAINABLE_PREFIXES = ("local/", "hf/")
 """Model spec prefixes the trainers can put LoRA adapters on (after alias expansion)."""
 
 
 @dataclass
 class TrainConfig:
-    """Configuration of one LLM training run. Validated by :meth:`validate` (called on construction)."""
+    """Configuration of one LLM training run. Validated by :meth:`validate` (called on construction).
+
+    ``rollout`` (the rollout config ``play`` and ``crossplay`` nest) and ``arena`` (the benchmark and its
+    options) are nested; the flat keywords and attributes of earlier versions (``benchmark``,
+    ``group_size`` = ``rollout.rollouts``, ``tasks``, ``max_turns``, ``temperature``, ``seed``,
+    ``personas`` and ``tau2_data`` = arena options) read and write them, and ``config.json`` records
+    them flat (:meth:`to_dict`).
+    """
 
     method: str = "single"
     """One of :data:`METHODS` (see :mod:`collapse_probe.trainers.methods`)."""
@@ -56,24 +76,26 @@ class TrainConfig:
     run in Verbalized-Sampling mode (``vs:`` is prefixed when missing). ``ensemble``: two or more frozen
     simulators, rotated one per step. ``cotrain``/``population``: one trainable model (``local/``,
     ``hf/``) that gets its own LoRA adapter. ``selfplay``: empty (the policy model plays both sides)."""
-    benchmark: str = DEFAULT_BENCHMARK
-    """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo``)."""
+    benchmark: InitVar[str] = UNSET
+    """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo`` or an installed one):
+    ``arena.benchmark``."""
     heldout: list[str] = param(None, Specs(), factory=list)
     """Held-out simulator specs for the periodic cross-play evaluation (empty: no evaluation)."""
     steps: int = param(10, Integer(1))
     """Training steps (one rollout batch and one update each). May be raised when resuming."""
-    group_size: int = param(4, Integer(2, why=GROUP_WHY))
-    """Rollouts ``G`` per task per step: one group-relative advantage group."""
-    tasks: int = param(4, Integer(1))
+    group_size: InitVar[int] = UNSET
+    """Rollouts ``G`` per task per step: one group-relative advantage group (``rollout.rollouts``,
+    at least 2)."""
+    tasks: InitVar[int] = UNSET
     """Training tasks ``T`` (the first ``T`` of the benchmark's seeded order); every step rolls out
-    ``G`` conversations of each, so a step's batch is ``T x G`` conversations."""
-    max_turns: int = param(3, Integer(1))
-    """Conversation rounds (P4G: persuader + persuadee exchanges)."""
+    ``G`` conversations of each, so a step's batch is ``T x G`` conversations (``rollout.tasks``)."""
+    max_turns: InitVar[int] = UNSET
+    """Conversation rounds (P4G: persuader + persuadee exchanges; ``rollout.max_turns``, required)."""
     max_tokens: int = param(48, Integer(1))
     """Token budget of every turn, both sides."""
-    temperature: float = param(1.0, Number(gt=0, why="REINFORCE needs a sampling policy"))
-    """Sampling temperature of both sides; log-probabilities are recomputed at the same temperature,
-    so the update is on-policy for the distribution that sampled."""
+    temperature: InitVar[float] = UNSET
+    """Sampling temperature of both sides (``rollout.temperature``, above 0); log-probabilities are
+    recomputed at the same temperature, so the update is on-policy for the distribution that sampled."""
     lr: float = param(1e-4, Number(gt=0))
     """AdamW learning rate of the policy's LoRA adapter."""
     sim_lr: float | None = param(None, Number(gt=0, optional=True))
@@ -104,10 +126,10 @@ class TrainConfig:
     """``population``: push a snapshot of the co-trained simulator into the pool every this many steps."""
     pool_dir: str | None = None
     """``population``: pool directory (default ``OUT/pool``); its ``manifest.json`` lists the members."""
-    personas: str | None = None
-    """P4G persona file (``persona`` method draws from it; default: the shipped one)."""
-    tau2_data: str | None = None
-    """Official tau2 data directory for the tau2 benchmarks."""
+    personas: InitVar[str | None] = UNSET
+    """P4G persona file (``persona`` method draws from it; default: the shipped one): an arena option."""
+    tau2_data: InitVar[str | None] = UNSET
+    """Official tau2 data directory for the tau2 benchmarks: an arena option."""
     vs_k: int = param(5, Integer(2))
     """Candidates per Verbalized-Sampling turn."""
     eval_every: int = param(5, Integer(1))
@@ -149,12 +171,59 @@ class TrainConfig:
     """Weights dtype of trained models (``None``: float32 for ``local/``, ``auto`` for ``hf/``)."""
     cache: bool = True
     """Serve frozen simulators through the response cache (trained models never are)."""
-    seed: int = param(0, Integer(None))
-    """Seed of the task order, every conversation, LoRA initialisation and pool draws."""
+    seed: InitVar[int] = UNSET
+    """Seed of the task order, every conversation, LoRA initialisation and pool draws (``rollout.seed``)."""
     progress: bool = False
     """Show progress bars."""
+    arena_options: InitVar[dict[str, Any] | None] = UNSET
+    """The arena's other options (a plugin benchmark's own), beside ``personas`` and ``tau2_data``."""
+    rollout: RolloutConfig = param(None, factory=lambda: RolloutConfig(tasks=4, rollouts=4, max_turns=3))
+    """Tasks, rollouts per task (the group ``G``), turns, seed and temperature of the training rollouts."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark and its options (``max_turns`` and ``max_tokens`` above reach it where it takes them)."""
 
-    def __post_init__(self) -> None:
+    NESTED_FLAGS = {"rollout": {"rollouts": "--group-size"}}
+    """How the trainer names the nested fields whose flag differs from the field (``validate``)."""
+
+    FLAT_FIELDS = (
+        "benchmark",
+        "group_size",
+        "tasks",
+        "max_turns",
+        "temperature",
+        "seed",
+        *ARENA_KEYWORDS,
+        "arena_options",
+    )
+    """Keywords the config takes besides its fields (the flat form of earlier versions)."""
+
+    def __post_init__(
+        self,
+        benchmark: str,
+        group_size: int,
+        tasks: int,
+        max_turns: int,
+        temperature: float,
+        personas: str | None,
+        tau2_data: str | None,
+        seed: int,
+        arena_options: dict[str, Any] | None,
+    ) -> None:
+        self.rollout = nested_rollout(
+            self.rollout, tasks=tasks, rollouts=group_size, max_turns=max_turns, seed=seed, temperature=temperature
+        )
+        if isinstance(self.arena, dict):
+            self.arena = ArenaSpec(str(self.arena.get("benchmark") or ArenaSpec().benchmark), self.arena.get("options"))
+        options: Any = self.arena.options
+        if isinstance(options, dict):
+            options = dict(options)  # a copy: a config copied by dataclasses.replace shares the old one
+        if arena_options is not UNSET:
+            kept = {k: v for k, v in options.items() if k in ARENA_KEYWORDS} if isinstance(options, dict) else {}
+            options = {**arena_options, **kept} if isinstance(arena_options, dict) else arena_options
+        for name, value in zip(ARENA_KEYWORDS, (personas, tau2_data), strict=True):
+            if value is not UNSET:
+                options = _with_option(options, name, value)
+        self.arena = nested_arena(self.arena, None if benchmark is UNSET else benchmark, options)
         self.validate()
 
     def validate(self) -> None:
@@ -166,6 +235,10 @@ class TrainConfig:
         method = get_method(self.method)
         if not isinstance(self.policy, str) or not self.policy.strip():
             raise ConfigError(f"--policy: expected a model spec, got {self.policy!r}")
+        # the trainer's own bounds on the shared rollout fields, first: they name the flag as before
+        check_value(self.rollout.rollouts, "--group-size", (Integer(2, why=GROUP_WHY),))
+        check_value(self.rollout.max_turns, "--max-turns", (Integer(1),))
+        check_value(self.rollout.temperature, "--temperature", (Number(gt=0, why="REINFORCE needs a sampling policy"),))
         validate(self)
         method.check_sims(self.sims)
         if method.simulator == "trained" and _has_mode_prefix(self.sims[0]):
@@ -210,27 +283,42 @@ class TrainConfig:
         ):
             raise ConfigError(f"--lora-targets: expected a list of module names, got {self.lora_target_modules!r}")
 
+    @rule
+    def _options_mapping(self) -> None:
+        check_options(self.arena.options, "arena_options")
+
     @property
     def simulator_lr(self) -> float:
         """Learning rate of a trainable simulator."""
         return self.lr if self.sim_lr is None else self.sim_lr
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy of every field."""
-        return asdict(self)
+        """JSON-ready copy of every field, flat as ``config.json`` and ``results.json`` record it: the
+        rollout fields, ``benchmark``, ``personas`` and ``tau2_data`` beside the others, and
+        ``arena_options`` with the arena's other options (only when there are any)."""
+        d = asdict(self)
+        del d["rollout"], d["arena"]
+        r, options = self.rollout, dict(self.arena.options)
+        flat = {"benchmark": self.arena.benchmark, "group_size": r.rollouts, "tasks": r.tasks}
+        flat.update(max_turns=r.max_turns, temperature=r.temperature, seed=r.seed)
+        flat.update({name: options.pop(name, None) for name in ARENA_KEYWORDS})
+        return {**d, **flat, **({"arena_options": options} if options else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Build from a mapping (e.g. a run's ``config.json``); unknown keys are rejected by name.
+        """Build from a mapping (e.g. a run's ``config.json``, of this version or an earlier one);
+        unknown keys are rejected by name.
 
         Raises:
             ConfigError: a key that is not a field, or a field that fails validation.
         """
-        known = {f.name for f in fields(cls)}
-        extra = sorted(set(data) - known - {"kind", "version", "schema"})
+        known = {f.name for f in fields(cls)} | set(cls.FLAT_FIELDS)
+        # what a run directory's config.json adds (its resolved "arena" record follows from the fields)
+        recorded = {"kind", "version", "schema", "arena", "fingerprints"}
+        extra = sorted(set(data) - known - recorded)
         if extra:
             raise ConfigError(f"train config: unknown field(s) {', '.join(extra)}; known: {', '.join(sorted(known))}")
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{k: v for k, v in data.items() if k in known and k not in recorded})
 
 
 def _has_mode_prefix(spec: str) -> bool:
@@ -251,3 +339,47 @@ def _check_device(device: Any) -> None:
         return
     if not isinstance(device, str) or re.fullmatch(DEVICE_PATTERN, device) is None:
         raise ConfigError(f"--device: expected auto, cpu, cuda, cuda:N, mps or xpu, got {device!r}")
+
+
+def _flat_property(name: str, get: Any, set_: Any) -> property:
+    return property(get, set_, doc=f"The flat ``{name}`` of earlier versions.")
+
+
+def _with_option(options: Any, name: str, value: Any) -> Any:
+    """A copy of ``options`` with option ``name`` set (``None``: removed); not a mapping: as it is."""
+    if not isinstance(options, dict):
+        return options  # refused by name by the options rule
+    options = {k: v for k, v in options.items() if k != name}
+    return options if value is None else {**options, name: value}
+
+
+def _set_option(name: str) -> Any:
+    def set_(config: TrainConfig, value: Any) -> None:
+        config.arena = nested_arena(config.arena, None, _with_option(config.arena.options, name, value))
+
+    return set_
+
+
+def _other_options(config: TrainConfig) -> dict[str, Any]:
+    return {k: v for k, v in config.arena.options.items() if k not in ARENA_KEYWORDS}
+
+
+def _set_other_options(config: TrainConfig, value: dict[str, Any] | None) -> None:
+    kept = {k: v for k, v in config.arena.options.items() if k in ARENA_KEYWORDS}
+    config.arena = nested_arena(config.arena, None, {**(value or {}), **kept})
+
+
+# the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
+for _name, _attr in (("group_size", "rollouts"), ("tasks", "tasks"), ("max_turns", "max_turns"),
+                     ("temperature", "temperature"), ("seed", "seed")):  # fmt: skip
+    setattr(TrainConfig, _name, rollout_property(_attr))
+for _name in ARENA_KEYWORDS:
+    setattr(TrainConfig, _name, _flat_property(_name, lambda c, n=_name: c.arena.options.get(n), _set_option(_name)))
+setattr(TrainConfig, "arena_options", property(_other_options, _set_other_options, doc="The arena's other options."))  # noqa: B010
+setattr(  # noqa: B010
+    TrainConfig,
+    "benchmark",
+    _flat_property(
+        "benchmark", lambda c: c.arena.benchmark, lambda c, v: setattr(c, "arena", nested_arena(c.arena, v, None))
+    ),
+)

@@ -79,7 +79,7 @@ import numpy as np
 
 from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks import Arena, Task, get_benchmark
+from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.errors import ConfigError, InfraError, require
 from collapse_probe.models import derive_seed
 from collapse_probe.models._usage import start_run_usage
@@ -244,8 +244,9 @@ def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, s
 def arena_spec(config: TrainConfig) -> ArenaSpec:
     """The run's arena: the benchmark with the run's turn and token budgets (resolve it against
     :func:`arena_participants`)."""
-    fields = get_benchmark(config.benchmark).options.model_fields  # the benchmark's options the config names
-    return ArenaSpec(config.benchmark, {k: v for k in fields if (v := getattr(config, k, None)) is not None})
+    # the run's budgets where the benchmark takes them (a former flat option it does not take is dropped)
+    budgets = {"max_turns": config.rollout.max_turns, "max_tokens": config.max_tokens}
+    return ArenaSpec.from_dict({**config.arena.options, **budgets, "benchmark": config.arena.benchmark})
 
 
 def arena_participants(config: TrainConfig) -> list[str]:
@@ -332,19 +333,19 @@ class LLMTrainer:
             if not pool:
                 raise ConfigError(
                     f"--method persona draws a persona per rollout and needs a benchmark whose arena has a persona "
-                    f"pool (p4g); {c.benchmark!r} has none"
+                    f"pool (p4g); {c.arena.benchmark!r} has none"
                 )
             self.personas = list(pool)
-        self.tasks = self.arena.load_tasks(c.tasks, seed=c.seed)
+        self.tasks = self.arena.load_tasks(c.rollout.tasks, seed=c.rollout.seed)
         from collapse_probe.simulators import make_participant
 
         if m.simulator == "frozen":
             self.frozen = {label: make_participant(label, vs_k=c.vs_k, cache=c.cache) for label in self.sim_labels}
         self.heldout = {s: make_participant(s, vs_k=c.vs_k, cache=c.cache) for s in c.heldout}
-        self.policy = _trained("policy", c.policy, self.policy_label, c, c.lr, derive_seed(c.seed, 1))
+        self.policy = _trained("policy", c.policy, self.policy_label, c, c.lr, derive_seed(c.rollout.seed, 1))
         if m.simulator == "trained":
             self.simulator = _trained(
-                "simulator", c.sims[0], self.sim_labels[0], c, c.simulator_lr, derive_seed(c.seed, 2)
+                "simulator", c.sims[0], self.sim_labels[0], c, c.simulator_lr, derive_seed(c.rollout.seed, 2)
             )
         else:
             self.simulator = None
@@ -371,9 +372,9 @@ class LLMTrainer:
         c = self.config
         rounds = getattr(self.arena, "max_turns", None)
         rounds = rounds if isinstance(rounds, int) and rounds > 0 else 1
-        share = min(1.0, c.collapse_states / max(1, len(self.tasks) * c.group_size * rounds))
+        share = min(1.0, c.collapse_states / max(1, len(self.tasks) * c.rollout.rollouts * rounds))
         config = MonitorConfig(shadow_fraction=share, shadow_samples=c.collapse_samples, partition=c.partitioner,
-                               strategy_partition=c.partitioner, seed=derive_seed(c.seed, 0x3D0))  # fmt: skip
+                               strategy_partition=c.partitioner, seed=derive_seed(c.rollout.seed, 0x3D0))  # fmt: skip
         return CollapseMonitor(config, arena=self.arena, out=self.out / "monitor")
 
     def _monitored_participant(self, part: Participant) -> Participant:
@@ -558,7 +559,7 @@ class LLMTrainer:
             assert self.simulator is not None
             info: dict[str, Any] = {}
             if self.pool is not None:
-                member = self.pool.sample(random.Random(derive_seed(c.seed, hash_str(f"pool|{step}"))))
+                member = self.pool.sample(random.Random(derive_seed(c.rollout.seed, hash_str(f"pool|{step}"))))
                 info = {"pool_member": member["step"], "pool_size": len(self.pool)}
             return self.sim_labels[0], self.simulator.participant, info
         if m.schedule == "rotate":
@@ -569,10 +570,10 @@ class LLMTrainer:
 
     def _specs(self, step: int, sim_label: str) -> tuple[list[ConversationSpec], dict[str, str]]:
         c, draw_persona = self.config, self.method.personas
-        seed_k = derive_seed(c.seed, step)
+        seed_k = derive_seed(c.rollout.seed, step)
         specs, personas = [], {}
         for t in self.tasks:
-            for g in range(c.group_size):
+            for g in range(c.rollout.rollouts):
                 task = t
                 if draw_persona:
                     rng = random.Random(derive_seed(seed_k, hash_str(f"persona|{t.task_id}|{g}")))
@@ -625,7 +626,9 @@ class LLMTrainer:
                 specs,
                 participants,
                 # top_p = 1: the vLLM rollouts' processed log-probabilities are then the learner's
-                config=EngineConfig(temperature=c.temperature, top_p=1.0, progress=c.progress),
+                config=EngineConfig(
+                    temperature=c.rollout.temperature, top_p=1.0, max_live=c.rollout.max_live, progress=c.progress
+                ),
                 on_turn=on_turn,
             )
         )
@@ -658,7 +661,7 @@ class LLMTrainer:
                     self.simulator.model,  # type: ignore[union-attr]
                     examples["simulator"],
                     pad_id=self.simulator.pad_id,  # type: ignore[union-attr]
-                    temperature=c.temperature,
+                    temperature=c.rollout.temperature,
                     micro_batch=c.train_batch,
                 )
         finally:
@@ -671,7 +674,7 @@ class LLMTrainer:
                 self.simulator.model,
                 examples["simulator"],
                 pad_id=self.simulator.pad_id,
-                temperature=c.temperature,
+                temperature=c.rollout.temperature,
                 micro_batch=c.train_batch,
             )
             for e, lp_live, lp_played in zip(examples["simulator"], live, played, strict=True):
@@ -765,7 +768,9 @@ class LLMTrainer:
         if self.simulator is None:
             return {}
         full = [
-            keys for keys in groups.values() if len(keys) == self.config.group_size and all(k in rewards for k in keys)
+            keys
+            for keys in groups.values()
+            if len(keys) == self.config.rollout.rollouts and all(k in rewards for k in keys)
         ]
         if not full:
             return {}
@@ -803,7 +808,7 @@ class LLMTrainer:
             m.model,
             used,
             pad_id=m.pad_id,
-            temperature=c.temperature,
+            temperature=c.rollout.temperature,
             kl_coef=c.kl_coef,
             micro_batch=c.train_batch,
             reference=m.model.disable_adapter if c.kl_coef > 0 else None,
@@ -853,12 +858,12 @@ class LLMTrainer:
         cfg = CrossplayConfig(
             policies=[self.policy_label],
             simulators=list(c.heldout),
-            benchmark=c.benchmark,
-            tasks=c.eval_tasks or c.tasks,
+            benchmark=c.arena.benchmark,
+            tasks=c.eval_tasks or c.rollout.tasks,
             rollouts=c.eval_rollouts,
-            max_turns=c.max_turns,
-            seed=c.seed,
-            temperature=c.temperature,
+            max_turns=c.rollout.max_turns,
+            seed=c.rollout.seed,
+            temperature=c.rollout.temperature,
             partitioner=c.partitioner,
             entropy_turns=c.entropy_turns,  # type: ignore[arg-type]
         )
