@@ -374,7 +374,7 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
     if rec.get("turn") is not None and not whole(rec["turn"]):
         return field_problem("turn", "a whole number >= 0 or null", rec["turn"])
     if rec["status"] != "ok":
-        return None
+        return _row_problem(rec)
     n, counts, responses = rec.get("n"), rec.get("class_counts"), rec.get("responses")
     if not isinstance(n, int) or not whole(n) or n < 1:
         return field_problem("n", "a whole number >= 1", n)
@@ -411,4 +411,20 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
     for field in ("hill", "exact", "decision", "vs"):
         if rec.get(field) is not None and not isinstance(rec[field], dict):
             return field_problem(field, "an object", rec[field])
+    return _row_problem(rec)
+
+
+def _row_problem(rec: dict[str, Any]) -> str | None:
+    """What keeps the record's per-state row of ``results.json`` from its typed model (a field the
+    checks above do not read, e.g. ``task_id`` or ``low_confidence`` of the wrong type), or ``None``."""
+    from pydantic import ValidationError
+
+    from collapse_probe.audit._rows import state_row
+    from collapse_probe.results import StateRow
+    from collapse_probe.results._base import describe_error
+
+    try:
+        StateRow.parse(state_row(rec))
+    except ValidationError as exc:
+        return describe_error(exc, StateRow, "the record's")
     return None
