@@ -228,6 +228,20 @@ class CollapseMonitor:
                 picks.append(i)
         return picks
 
+    def sampling_state(self) -> dict[str, Any]:
+        """Where the shadow sampling stands (the systematic-sampling phase and the shadow seed counter):
+        a trainer stores it with its checkpoint so that a resumed run shadows the same turns with the
+        same seeds as the run that was not interrupted (see :meth:`restore_sampling_state`)."""
+        return {"phase": self._phase, "shadow_counter": self._shadow_counter}
+
+    def restore_sampling_state(self, state: dict[str, Any]) -> None:
+        """Continue the shadow sampling from a :meth:`sampling_state` taken at a checkpoint."""
+        phase, counter = state.get("phase"), state.get("shadow_counter")
+        if not isinstance(phase, float) or not 0 <= phase < 1:
+            raise ConfigError(f"monitor sampling state: phase must be a number in [0, 1), got {phase!r}")
+        check_value(counter, "monitor sampling state: shadow_counter", [Integer(0)])
+        self._phase, self._shadow_counter = phase, int(counter)  # type: ignore[arg-type]  # checked above
+
     def _shadow_request(self, request: GenerationRequest) -> GenerationRequest:
         self._shadow_counter += 1
         seed = derive_seed(derive_seed(self.config.seed, 0x5EED), self._shadow_counter)

@@ -354,9 +354,12 @@ class LLMTrainer:
             self.pool = PopulationPool.open(Path(c.pool_dir) if c.pool_dir else self.out / "pool", c.pool_size)
         if c.rollout_backend == "vllm":
             self._setup_vllm()
+        self._monitor_state = None
         self._restore()
         if c.collapse_states > 0:
             self.monitor = self._make_monitor()
+            if self._monitor_state is not None:
+                self.monitor.restore_sampling_state(self._monitor_state)
 
     def _make_monitor(self) -> Any:
         """The collapse monitor of the run: the same one the framework adapters use (one code path).
@@ -470,6 +473,8 @@ class LLMTrainer:
         state["python_random"] = [py_state[0], list(py_state[1]), py_state[2]]
         if self.pool is not None:
             state["pool"] = self.pool.state()
+        if self.monitor is not None:  # a resumed run shadows the same turns with the same seeds
+            state["monitor"] = self.monitor.sampling_state()
         write_json_atomic(tmp / "trainer_state.json", state)
         if final.exists():
             shutil.rmtree(final)
@@ -513,6 +518,7 @@ class LLMTrainer:
             self.pool.restore(state.get("pool", {"members": []}))
             self.pool.prune()
         self.step_ = step
+        self._monitor_state = state.get("monitor")
         self._trim_records(step)
         logger.info("resumed %s from checkpoint step %d", self.out, step)
 

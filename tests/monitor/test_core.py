@@ -280,3 +280,19 @@ def test_a_failed_shadow_call_costs_the_measurement_not_the_rollout(arena):
     row = m.end_step(0)
     assert row["shadow_states"] == 0 and row["shadow_failures"] == 2
     assert isinstance(GenerationResult([]), GenerationResult)
+
+
+def test_the_sampling_state_round_trips_and_is_checked():
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.monitor import CollapseMonitor
+
+    m = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact")
+    for _ in range(5):
+        m._pick_turns(4)
+    state = m.sampling_state()
+    other = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact")
+    other.restore_sampling_state(state)
+    assert other.sampling_state() == state and other._pick_turns(7) == m._pick_turns(7)
+    for bad in ({"phase": 1.5, "shadow_counter": 0}, {"phase": 0.2, "shadow_counter": -1}, {}):
+        with pytest.raises(ConfigError, match="monitor sampling state"):
+            other.restore_sampling_state(bad)
