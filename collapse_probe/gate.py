@@ -7,7 +7,11 @@ A verdict is a list of checks, each ``pass``, ``fail`` or ``error`` (could not j
 - ``infra:<policy>|<simulator>``: the share of conversations lost to infrastructure failures in each
   cell the verdict reads is at most ``max_infra_rate`` (else the cell cannot be judged: error);
 - ``transfer`` (``min_transfer``): the candidate's transfer ratio (held-out / training-simulator
-  reward) is at least ``min_transfer``;
+  reward, the held-out simulators pooled) is at least ``min_transfer``;
+- ``transfer:<simulator>`` (``min_transfer_each``): each held-out simulator's own transfer ratio is at
+  least ``min_transfer_each``, under the same rule (a policy that fails one kind of user fails here even
+  where the pooled ratio passes). Beside the pooled check, every held-out simulator's own ratio and
+  interval is listed (``per_simulator``) whether or not it is required;
 - ``regression`` (``baseline_policy`` + ``max_drop``): the candidate's held-out reward is at most
   ``max_drop`` below the baseline's, paired by task.
 
@@ -23,7 +27,9 @@ How a threshold check decides is the *rule* (``decision``):
 
 The intervals are recomputed from the cells' per-task rewards (tasks are the independent units),
 inside the run's declared ``reward_range`` (:mod:`collapse_probe.metrics.transfer`). Exit code: 2 if
-any check could not be judged, else 1 if any failed, else 0.
+the run itself could not be judged (``results`` or an ``infra:`` check), else 1 if any check failed (a
+threshold that fails decides the verdict whatever another, undecided one would say), else 2 if any
+could not be judged, else 0.
 """
 
 from __future__ import annotations
@@ -67,13 +73,18 @@ class GateVerdict:
     decision: Decision = "interval"
     level: float = DEFAULT_LEVEL
 
+    per_simulator: list[dict[str, Any]] = field(default_factory=list)
+    """Each held-out simulator's own transfer ratio: ``{"simulator", "value", "ci95", "interval", "n_tasks", "note"}``."""
+
     @property
     def exit_code(self) -> int:
-        """2 if any check could not be judged, 1 if any failed, 0 if all passed."""
-        if any(c.status == "error" for c in self.checks):
+        """2 if the run could not be judged, else 1 if any check failed, else 2 if any could not be judged, else 0."""
+        if any(c.status == "error" and (c.name == "results" or c.name.startswith("infra:")) for c in self.checks):
             return EXIT_CANNOT_JUDGE
         if any(c.status == "fail" for c in self.checks):
             return EXIT_FAIL
+        if any(c.status == "error" for c in self.checks):
+            return EXIT_CANNOT_JUDGE
         return EXIT_PASS
 
     @property
@@ -92,6 +103,7 @@ class GateVerdict:
             "outcome": self.outcome,
             "exit_code": self.exit_code,
             "checks": [c.model_dump() for c in self.checks],
+            "per_simulator": self.per_simulator,
         })  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +166,17 @@ class GateVerdict:
             lines.append(
                 f"| `{name}` | {icon[c.status]} {c.status} | {_f(c.value)} | {ci} | {_f(c.threshold)} | {detail} |"
             )
+        if self.per_simulator:
+            lines += ["", f"Transfer per held-out simulator ({self._ci_level():.0%} CI):", "",
+                      "| held-out simulator | transfer | CI | tasks | required |", "|---|---|---|---|---|"]  # fmt: skip
+            for row in self.per_simulator:
+                shown = row.get("interval") or row.get("ci95")
+                need = next((c for c in self.checks if c.name == f"transfer:{row['simulator']}"), None)
+                req = f"{icon[need.status]} >= {_f(need.threshold)}" if need is not None else "not required"
+                sim = str(row["simulator"]).replace("|", "\\|")
+                lines.append(
+                    f"| `{sim}` | {_f(row['value'])} | {_ci(shown) if shown else ''} | {row['n_tasks']} | {req} |"
+                )
         return "\n".join(lines) + "\n"
 
     def _ci_level(self) -> float:
@@ -214,6 +237,7 @@ def evaluate_gate(
     baseline_policy: str | None = None,
     max_drop: float | None = None,
     max_infra_rate: float = DEFAULT_MAX_INFRA_RATE,
+    min_transfer_each: float | None = None,
     strict: bool = False,
     decision: Decision | None = None,
     level: float | None = None,
@@ -228,6 +252,7 @@ def evaluate_gate(
             wrong type in it is a ``results`` check that could not judge, naming the cell and field.
         policy: the candidate policy spec (a row of the matrix).
         min_transfer: smallest acceptable transfer ratio (needs a training simulator in the run).
+        min_transfer_each: smallest acceptable transfer ratio of every held-out simulator on its own.
         baseline_policy: the policy to compare against (another row of the same run).
         max_drop: largest acceptable drop of held-out reward below the baseline (reward units).
         max_infra_rate: largest acceptable share of infrastructure failures in a cell the gate reads.
@@ -245,7 +270,7 @@ def evaluate_gate(
         ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
     """
     del n_boot, seed
-    _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate)
+    _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate, min_transfer_each)
     rule, lvl = resolve_decision(strict, decision, level)
     verdict = GateVerdict(
         policy=policy, strict=rule == "strict", baseline_policy=baseline_policy, decision=rule, level=lvl
@@ -301,12 +326,24 @@ def evaluate_gate(
     judge = _Judge(rule, lvl)
     # --- transfer ratio
     if min_transfer is not None:
-        checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds))
+        checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds)[0])
+    if min_transfer is not None or min_transfer_each is not None:
+        for s in heldout if train_sim in sims else []:
+            check, n_tasks = _transfer_check(
+                typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s
+            )
+            verdict.per_simulator.append({
+                "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
+                "n_tasks": n_tasks, "status": check.status if min_transfer_each is not None else None,
+                "note": None if check.value is not None else check.message,
+            })  # fmt: skip
+            if min_transfer_each is not None:
+                checks.append(check)
 
     # --- regression against a baseline on the held-out simulators
     if baseline_policy is not None and max_drop is not None:
         checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, judge, bounds))
-    if min_transfer is None and max_drop is None:
+    if min_transfer is None and max_drop is None and min_transfer_each is None:
         # Without a threshold the gate is a health check of the run (complete, scored, infra failures
         # under the limit), as it always was; say so in the verdict, since such a gate passes any policy.
         checks.append(GateCheck(
@@ -335,12 +372,15 @@ def resolve_decision(strict: bool, decision: str | None, level: float | None) ->
 
 
 def _check_options(
-    policy: str, min_transfer: float | None, baseline_policy: str | None, max_drop: float | None, max_infra_rate: float
-) -> None:
+    policy: str, min_transfer: float | None, baseline_policy: str | None, max_drop: float | None, max_infra_rate: float,
+    min_transfer_each: float | None = None,
+) -> None:  # fmt: skip
     if not isinstance(policy, str) or not policy.strip():
         raise ConfigError(f"--policy: expected a policy spec of the run, got {policy!r}")
     if min_transfer is not None and (not math.isfinite(min_transfer) or min_transfer < 0):
         raise ConfigError(f"--min-transfer must be a number >= 0, got {min_transfer}")
+    if min_transfer_each is not None and (not math.isfinite(min_transfer_each) or min_transfer_each < 0):
+        raise ConfigError(f"--min-transfer-each must be a number >= 0, got {min_transfer_each}")
     if (baseline_policy is None) != (max_drop is None):
         raise ConfigError("--baseline-policy and --max-drop go together: give both or neither")
     if max_drop is not None and (not math.isfinite(max_drop) or max_drop < 0):
@@ -442,32 +482,36 @@ def _transfer_check(
     min_transfer: float,
     judge: _Judge,
     bounds: tuple[float, float] | None,
-) -> GateCheck:
-    name = "transfer"
+    only: str | None = None,
+) -> tuple[GateCheck, int | None]:
+    """The pooled transfer check, or with ``only`` the transfer to that one held-out simulator; and its tasks."""
+    name = "transfer" if only is None else f"transfer:{only}"
     if train_sim is None:
         return GateCheck(
             name,
             "error",
             "the run names no training simulator (--train-sim), so it has no transfer ratio",
             threshold=min_transfer,
-        )
+        ), None
     if train_sim not in results.simulators:
         return GateCheck(name, "error", f"the training simulator {train_sim!r} is not a column of the run",
-                         threshold=min_transfer)  # fmt: skip
-    heldout = [cells[(policy, s)] for s in results.simulators if s != train_sim]
+                         threshold=min_transfer), None  # fmt: skip
+    heldout = [cells[(policy, s)] for s in results.simulators if s != train_sim and (only is None or s == only)]
     if not heldout:
-        return GateCheck(name, "error", "the run has no held-out simulator", threshold=min_transfer)
+        return GateCheck(name, "error", "the run has no held-out simulator", threshold=min_transfer), None
     train = cells[(policy, train_sim)]
     report, info = transfer_estimate(train, heldout, level=STRICT_LEVEL, reward_range=bounds)
     decide, _ = transfer_estimate(train, heldout, level=judge.level, reward_range=bounds)
     if report is None or decide is None or report.value is None:
         why = info["note"] or "unknown reason"
-        return GateCheck(name, "error", f"transfer ratio undefined: {why}", threshold=min_transfer)
+        return GateCheck(name, "error", f"transfer ratio undefined: {why}", threshold=min_transfer), info[
+            "n_tasks"
+        ] or None
     desc = (
-        f"held-out reward {_f(info['heldout_reward'])} / training reward {_f(info['train_reward'])} "
-        f"on {train_sim} = {_f(report.value)} over {info['n_tasks']} tasks"
+        f"{'held-out' if only is None else only} reward {_f(info['heldout_reward'])} / training reward "
+        f"{_f(info['train_reward'])} on {train_sim} = {_f(report.value)} over {info['n_tasks']} tasks"
     )
-    return judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True)
+    return judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True), info["n_tasks"]
 
 
 def _regression_check(
@@ -520,6 +564,7 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdic
         options.get("baseline_policy"),
         options.get("max_drop"),
         options.get("max_infra_rate", DEFAULT_MAX_INFRA_RATE),
+        options.get("min_transfer_each"),
     )
     rule, lvl = resolve_decision(bool(options.get("strict")), options.get("decision"), options.get("level"))
     try:

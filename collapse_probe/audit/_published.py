@@ -11,8 +11,8 @@ per-state estimates, summary, verdict, ``results.json`` (schema ``collapse-probe
 
 - ``source``: the file (path, format, SHA-256), what was read and left out (infrastructure failures,
   records without text, prefixes answered once);
-- ``variance_share``: the share of reward variance that lies across the trials of a task (ANOVA
-  components; the simulator's share when the agent is greedy, an upper bound on it otherwise);
+- ``variance``: the reward variance split into task, simulator, agent and judge shares with intervals,
+  the flip rate and pass^k (:mod:`collapse_probe.metrics.variance`; ``docs/variance-decomposition.md``);
 - ``simulator_errors``: the user-simulator errors the records flag, and the share of failed
   trajectories that carry one;
 - ``rollouts``: the mean reward over the file's scored conversations, with its interval.
@@ -105,30 +105,21 @@ def _hooks_arena(benchmark: str | None) -> Any:
         return None
 
 
-def _variance_across_trials(convs: list[Any], agent_greedy: bool | None, seed: int) -> dict[str, Any]:
-    """Within-task (across trials) share of reward variance over the tasks with >= 2 scored trials."""
-    from collapse_probe.metrics.trajectory import simulator_variance_share
+def _variance(convs: list[Any], reward_range: tuple[float, float] | None, seed: int,
+              agent_greedy: bool | None) -> dict[str, Any]:  # fmt: skip
+    """``results.json``'s ``variance``: the reward variance of the file's scored conversations split into task,
+    simulator, agent and judge (:func:`~collapse_probe.metrics.variance.decompose_variance`), flip rate, pass^k."""
+    from collapse_probe.metrics.variance import Trial, decompose_variance, variance_notes
 
-    groups: dict[tuple[Any, ...], list[float]] = {}
-    for c in convs:
-        if c.infra_error is None and c.reward is not None:
-            groups.setdefault((c.task_id, c.group), []).append(float(c.reward))
-    kept = [v for v in groups.values() if len(v) >= 2]
-    who = (
-        "the simulator's share (the agent samples greedily, so trials differ by the simulator's draws; Lemma 3.3)"
-        if agent_greedy
-        else "an upper bound on the simulator's share: trials also differ by the agent's own sampling"
-        + ("" if agent_greedy is False else " (the file does not say whether the agent was greedy)")
-    )
-    if not kept:
-        return {"share": None, "n_tasks": 0, "across": "trials of a task", "agent_greedy": agent_greedy,
-                "note": "no task has 2 scored trials"}  # fmt: skip
-    out = simulator_variance_share(kept, seed=seed, estimator="anova").to_dict()
-    note = f"variance across the trials of a task / total: {who}"
-    if out.get("note"):
-        note = f"{out['note']}; {note}"
-    out.update(n_tasks=len(kept), n_conversations=sum(len(v) for v in kept), across="trials of a task",
-               agent_greedy=agent_greedy, note=note)  # fmt: skip
+    trials = [
+        Trial((c.task_id, c.group), tuple(("simulator" if m.role == "simulator" else "agent", m.identity())
+                                          for m in c.messages), (float(c.reward),))
+        for c in convs if c.infra_error is None and c.reward is not None
+    ]  # fmt: skip
+    success = reward_range[1] if reward_range is not None else 1.0
+    out = decompose_variance(trials, seed=seed, success=success).to_dict()
+    out["success"] = f"reward >= {success:g}"
+    out["notes"] = variance_notes(out, agent_greedy)
     return out
 
 
@@ -323,7 +314,7 @@ async def run_audit_from_async(
     # a published file cannot be sampled again: the live audit's "rerun with --states/--samples" becomes what can help
     results["verdict"] = _RERUN.sub("more trials per task (or more tasks) narrow the interval", results["verdict"])
     results["source"] = source
-    results["variance_share"] = _variance_across_trials(convs, run.agent_greedy, config.rollout.seed)
+    results["variance"] = _variance(convs, declared_reward_range(arena), config.rollout.seed, run.agent_greedy)
     results["simulator_errors"] = simulator_error_summary(convs)
     results["rollouts"] = summarize_rewards(
         [{"reward": c.reward, "status": "infra_error" if c.infra_error else "done", "infra_error": c.infra_error,

@@ -161,6 +161,10 @@ def run_from(args: argparse.Namespace) -> int:
     src = results["source"]
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
           f"states, {src['infra_failures']} infrastructure failures excluded")  # fmt: skip
+    if results.get("variance"):
+        from collapse_probe.metrics.variance import variance_lines
+
+        print("\n".join(variance_lines(results["variance"])))
     return _report(args, results)
 
 

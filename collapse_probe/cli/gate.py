@@ -42,6 +42,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="fail below this transfer ratio (held-out / training-simulator reward)",
     )
     p.add_argument(
+        "--min-transfer-each",
+        type=float,
+        default=_opt_float("min-transfer-each"),
+        metavar="X",
+        help="fail when any one held-out simulator's own transfer ratio is below X (same rule as --min-transfer)",
+    )
+    p.add_argument(
         "--baseline-policy",
         default=env("baseline-policy", None),
         help="compare the candidate's held-out reward with this policy of the same run",
@@ -129,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
             if path:
                 check_output_path(path, flag, args.run_dir)
         verdict = gate_run_dir(
-            args.run_dir, args.policy, min_transfer=args.min_transfer, baseline_policy=args.baseline_policy,
+            args.run_dir, args.policy, min_transfer=args.min_transfer, min_transfer_each=args.min_transfer_each,
+            baseline_policy=args.baseline_policy,
             max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict, n_boot=args.n_boot,
             seed=args.seed, decision=args.decision, level=args.level,
         )  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from collapse_probe.results._base import JSON, Count, Interval, ResultsModel
+from collapse_probe.results._base import JSON, Count, FiniteInterval, Interval, ResultsModel
 from collapse_probe.results._common import RewardSummary, Usage
 
 AUDIT_SCHEMA: Final = "collapse-probe/audit/v1"
@@ -274,6 +274,43 @@ class VarianceShare(ResultsModel):
     note: str | None = None
 
 
+class VarianceComponent(ResultsModel):
+    """One share of reward variance with its interval."""
+
+    estimate: float
+    ci95: FiniteInterval | None = None
+
+
+class VarianceShares(ResultsModel):
+    """The reward variance split four ways; ``null`` where the data cannot identify a share."""
+
+    task: VarianceComponent | None = None
+    simulator: VarianceComponent | None = None
+    agent: VarianceComponent | None = None
+    judge: VarianceComponent | None = None
+
+
+class VarianceDecomposition(ResultsModel):
+    """Whose noise the reward's variance is: task, simulator, agent, judge (``docs/variance-decomposition.md``),
+    the flip rate and pass^k."""
+
+    shares: VarianceShares
+    flip_rate: float | None = None
+    """Share of tasks with ≥ 2 trials whose success differs between trials."""
+    pass_k: dict[str, float] = {}
+    """``k`` -> τ-bench's pass^k, the mean over tasks of C(c, k) / C(n, k), for k = 1 … the fewest trials."""
+    n_tasks: Count = 0
+    """Tasks with ≥ 2 scored trials (the decomposition's units)."""
+    n_trials: Count = 0
+    divergence: dict[str, Count] = {}
+    """Trial pairs by the side of their first differing message (``identical``: the same transcript)."""
+    identical_prefixes: dict[str, dict[str, Count]] = {}
+    """side -> ``{"prefixes", "varied"}``: prefixes that side answered in ≥ 2 trials, and at how many its replies differed."""
+    judge_source: str | None = None
+    """Where the judge's share comes from (``repeated judgements``, ``identical transcripts``) or ``null``."""
+    notes: list[str] = []
+
+
 class AuditResults(ResultsModel):
     """One audit of one simulator (its primary sampling mode)."""
 
@@ -308,6 +345,9 @@ class AuditResults(ResultsModel):
     """Which reader gave the partition's meaning key."""
     compare_vs: CompareVS | None = None
     variance_share: VarianceShare | None = None
+    """A live audit's ``--variance-share`` (nested resampling with the agent's prefixes fixed)."""
+    variance: VarianceDecomposition | None = None
+    """``audit --from``: the reward variance split into task, simulator, agent and judge shares."""
     human_reference: dict[str, JSON] | None = None
     """Realism against people (``--human DIR``): donations, grounding, diversity, people's own ε."""
     rollouts: RewardSummary | None = None

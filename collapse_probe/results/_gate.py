@@ -21,7 +21,8 @@ class GateCheck(ResultsModel):
     """One check of the gate (``GateCheck(name, status, message, value=...)``)."""
 
     name: str
-    """``results``, ``infra:<policy>|<simulator>``, ``transfer``, ``regression`` or ``thresholds``."""
+    """``results``, ``infra:<policy>|<simulator>``, ``transfer``, ``transfer:<simulator>``, ``regression`` or
+    ``thresholds``."""
     status: Status
     message: str
     """Why it passed, failed or could not be judged (shown in the summary and JUnit)."""
@@ -41,6 +42,20 @@ class GateCheck(ResultsModel):
         super().__init__(**data)
 
 
+class SimulatorTransfer(ResultsModel):
+    """One held-out simulator's own transfer ratio (listed beside the pooled check)."""
+
+    simulator: str
+    value: float | None = None
+    ci95: Interval | None = None
+    interval: Interval | None = None
+    """The interval the rule read, at ``level`` (``None`` for the point rule)."""
+    n_tasks: int | None = None
+    status: Status | None = None
+    """The ``transfer:<simulator>`` check's status with ``--min-transfer-each``; ``None``: listed, not required."""
+    note: str | None = None
+
+
 class GateResults(ResultsModel):
     """Every check of one gate evaluation and what they add up to."""
 
@@ -57,3 +72,5 @@ class GateResults(ResultsModel):
     exit_code: Literal[0, 1, 2]
     """0 pass, 1 fail, 2 could not judge."""
     checks: list[GateCheck]
+    per_simulator: list[SimulatorTransfer] = []
+    """Each held-out simulator's own transfer ratio and interval (with ``--min-transfer`` or ``--min-transfer-each``)."""

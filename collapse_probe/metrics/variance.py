@@ -1,0 +1,465 @@
+"""Whose noise is it: reward variance split into task, simulator, agent and judge, with intervals; flip
+rates and pass^k (the estimator and its assumptions: ``docs/variance-decomposition.md``).
+
+Input: the trials of a run, each a :class:`Trial` — its task, its conversation as a sequence of
+``(side, message identity)`` steps (``side`` is ``"simulator"`` or ``"agent"``) and one or more
+judgements of its reward (several when the judge was rerun on the same transcript).
+
+Estimator (first divergence, by pairs). The variance of one judged reward is split by the law of
+total variance into the variance of the task means and the mean within-task variance. Within a
+task, every pair of trials ``(j, j')`` gives ``d = (R̄_j − R̄_j')² / 2`` (on the mean judgement of each
+trial), whose mean over pairs is the unbiased within-task variance of ``R̄``. The pair's conversations
+agree up to their first differing step; the side that drew that step *set the difference off*, and the
+pair's ``d`` (less the judge noise it carries) is credited to that side. Pairs whose transcripts are
+identical carry judge noise only. The judge's variance ``J`` is the pooled variance between repeated
+judgements of one transcript, or, without repeats, the mean ``d`` of identical-transcript pairs; the
+judge noise a pair carries, ``J (1/m_j + 1/m_j') / 2``, is taken off its ``d`` before crediting it.
+The task component is the one-way ANOVA (method of moments) variance of the task means. Every
+component is an equal-weight mean over tasks (tasks are the independent units); the intervals are
+percentile bootstraps over tasks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtr, stdtrit
+
+from collapse_probe.errors import ConfigError
+
+__all__ = [
+    "COMPONENTS",
+    "SIDES",
+    "Trial",
+    "VarianceDecomposition",
+    "decompose_variance",
+    "flip_rate",
+    "pass_hat_k",
+    "variance_lines",
+    "variance_notes",
+    "zero_std_by_cause",
+]
+
+SIDES = ("simulator", "agent")
+"""The two sides whose draws make a conversation."""
+COMPONENTS = ("task", "simulator", "agent", "judge")
+SUCCESS_ATOL = 1e-9
+MIN_IDENTICAL_PAIRS = 20
+"""Without repeated judgements, the judge's variance is read from pairs of trials with the same transcript only
+when there are at least this many of them, in at least :data:`MIN_IDENTICAL_TASKS` tasks (a handful of
+pass/fail pairs cannot bound it)."""
+MIN_IDENTICAL_TASKS = 3
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial of a task: its conversation and its reward's judgements."""
+
+    task: Hashable
+    steps: tuple[tuple[str, Hashable], ...]
+    """``(side, identity)`` per message in order; ``side`` is ``"simulator"`` or ``"agent"``."""
+    rewards: tuple[float, ...]
+    """One judgement per judge run of this transcript (at least one)."""
+
+    @property
+    def reward(self) -> float:
+        """The mean judgement."""
+        return float(np.mean(self.rewards))
+
+
+@dataclass
+class VarianceDecomposition:
+    """The decomposition of one run's rewards (``results.json``'s ``variance`` block)."""
+
+    shares: dict[str, dict[str, Any] | None]
+    """component -> ``{"estimate", "ci95"}``, ``None`` where not identifiable."""
+    components: dict[str, float | None]
+    """component -> its variance (reward units squared)."""
+    total: float | None
+    flip_rate: float | None
+    pass_k: dict[str, float]
+    """``"1"``, ``"2"``, … -> pass^k."""
+    n_tasks: int
+    n_trials: int
+    n_pairs: int
+    divergence: dict[str, int]
+    """Trial pairs by the side of their first differing step (``identical``: same transcript)."""
+    identical_prefixes: dict[str, dict[str, int]]
+    """side -> ``{"prefixes", "varied"}``: prefixes answered by that side in ≥ 2 trials, and how many of
+    them got ≥ 2 different replies (the side itself varies at identical prefixes)."""
+    judge_source: str | None
+    """``repeated judgements``, ``identical transcripts`` or ``None`` (the judge's share is not identified)."""
+    level: float = 0.95
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shares": self.shares,
+            "components": self.components,
+            "total": self.total,
+            "flip_rate": self.flip_rate,
+            "pass_k": self.pass_k,
+            "n_tasks": self.n_tasks,
+            "n_trials": self.n_trials,
+            "n_pairs": self.n_pairs,
+            "divergence": self.divergence,
+            "identical_prefixes": self.identical_prefixes,
+            "judge_source": self.judge_source,
+            "level": self.level,
+            "estimator": "first divergence of trial pairs; one-way ANOVA across tasks; percentile bootstrap over tasks",
+            "notes": self.notes,
+        }
+
+
+def _first_divergence(a: Sequence[tuple[str, Hashable]], b: Sequence[tuple[str, Hashable]]) -> str:
+    """The side of the first step where two conversations differ (``identical`` when they do not).
+
+    Where the two steps at the first difference belong to different sides (one side went on, the
+    other handed the turn over), the side of the last shared step made the difference; where one
+    conversation stops and the other goes on, the side of the step that goes on."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return x[0] if x[0] == y[0] or i == 0 else a[i - 1][0]
+    if len(a) == len(b):
+        return "identical"
+    return (a[len(b)] if len(a) > len(b) else b[len(a)])[0]
+
+
+_COLS = ("n", "mean", "pair_var", "inv_m", "d_simulator", "im_simulator", "d_agent", "im_agent", "d_identical",
+         "im_identical", "judge_ss", "judge_df", "ident_d", "ident_pairs")  # fmt: skip
+_C = {k: i for i, k in enumerate(_COLS)}
+
+
+def _task_stats(trials: Sequence[Trial]) -> np.ndarray:
+    """One task's sufficient statistics (a row of :data:`_COLS`): per side, the mean over the task's pairs of
+    ``d · 1{side}`` and of ``(1/m_j + 1/m_j')/2 · 1{side}``; the spread of repeated judgements; identical pairs."""
+    r = np.array([t.reward for t in trials])
+    m = np.array([len(t.rewards) for t in trials], dtype=np.float64)
+    n = r.size
+    n_pairs = n * (n - 1) // 2
+    row = dict.fromkeys(_COLS, 0.0)
+    for i in range(n):
+        for j in range(i + 1, n):
+            side = _first_divergence(trials[i].steps, trials[j].steps)
+            d = (r[i] - r[j]) ** 2 / 2
+            row[f"d_{side}"] += d / n_pairs
+            row[f"im_{side}"] += (1 / m[i] + 1 / m[j]) / 2 / n_pairs
+            if side == "identical":
+                row["ident_d"] += d
+                row["ident_pairs"] += 1
+    row.update(n=n, mean=float(r.mean()), pair_var=float(np.var(r, ddof=1)),
+               inv_m=row["im_simulator"] + row["im_agent"] + row["im_identical"],
+               judge_ss=sum(float(np.sum((np.array(t.rewards) - np.mean(t.rewards)) ** 2)) for t in trials),
+               judge_df=sum(len(t.rewards) - 1 for t in trials))  # fmt: skip
+    return np.array([row[k] for k in _COLS], dtype=np.float64)
+
+
+def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> dict[str, np.ndarray]:
+    """Variance components for each resample of the tasks (``idx`` ``[B, T]`` rows of ``stats``); ``_total``:
+    the variance of one judgement. A resample without the task component (one task) has no ``task``."""
+    s = stats[idx]  # [B, T, cols]
+
+    def col(k: str) -> np.ndarray:
+        return s[..., _C[k]]
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if judge_from == "repeated judgements":
+            judge = np.nan_to_num(col("judge_ss").sum(-1) / col("judge_df").sum(-1))
+        elif judge_from == "identical transcripts":
+            judge = np.nan_to_num(col("ident_d").sum(-1) / col("ident_pairs").sum(-1))
+        else:
+            judge = np.zeros(s.shape[0])
+    j = judge[:, None]
+    out = {side: (col(f"d_{side}") - j * col(f"im_{side}")).mean(-1) for side in SIDES}
+    out["judge"] = judge + (col("d_identical") - j * col("im_identical")).mean(-1)
+    # the within-task variance of one judgement: the trials' spread less the judge noise in their means, plus J
+    within_one = (col("pair_var") - j * col("inv_m")).mean(-1) + judge
+    total = within_one
+    if s.shape[1] >= 2:
+        out["task"] = col("mean").var(axis=-1, ddof=1) - (col("pair_var") / col("n")).mean(-1)
+        total = total + out["task"]
+    out["_total"] = total
+    return out
+
+
+def decompose_variance(
+    trials: Iterable[Trial],
+    *,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    success: float | None = 1.0,
+) -> VarianceDecomposition:
+    """Split the reward variance of ``trials`` into task, simulator, agent and judge shares.
+
+    Args:
+        trials: every scored trial (tasks with one trial enter pass^k only).
+        level: the intervals' level.
+        n_boot: bootstrap resamples of the tasks.
+        seed: the bootstrap's seed.
+        success: a trial succeeds when its mean judgement is at least this (for the flip rate and
+            pass^k); ``None``: rewards are not pass/fail and neither is computed.
+
+    Returns:
+        The decomposition; a share is ``None`` where the data cannot identify it (the task share with
+        fewer than 2 tasks of ≥ 2 trials; the judge's without repeated judgements or identical transcripts).
+
+    Raises:
+        ConfigError: a trial without a judgement, a non-finite reward, a side that is neither
+            ``simulator`` nor ``agent``, or an option out of range.
+    """
+    if not 0 < level < 1:
+        raise ConfigError(f"level must be in (0, 1), got {level}")
+    if not isinstance(n_boot, int) or n_boot < 10:
+        raise ConfigError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    by_task: dict[Hashable, list[Trial]] = {}
+    for t in trials:
+        if not t.rewards or not all(isinstance(x, int | float) and math.isfinite(x) for x in t.rewards):
+            raise ConfigError(f"trial of task {t.task!r}: expected one or more finite rewards, got {t.rewards!r}")
+        bad = next((s for s, _ in t.steps if s not in SIDES), None)
+        if bad is not None:
+            raise ConfigError(f"trial of task {t.task!r}: a step's side must be 'simulator' or 'agent', got {bad!r}")
+        by_task.setdefault(t.task, []).append(t)
+    all_trials = [t for v in by_task.values() for t in v]
+    notes: list[str] = []
+    multi = {k: v for k, v in by_task.items() if len(v) >= 2}
+    stats = [_task_stats(v) for v in multi.values()]
+    divergence = {s: 0 for s in (*SIDES, "identical")}
+    for v in multi.values():
+        for i in range(len(v)):
+            for j in range(i + 1, len(v)):
+                divergence[_first_divergence(v[i].steps, v[j].steps)] += 1
+    if any(len(t.rewards) >= 2 for v in multi.values() for t in v):
+        judge_from: str | None = "repeated judgements"
+    elif (
+        divergence["identical"] >= MIN_IDENTICAL_PAIRS
+        and sum(1 for st in stats if st[_C["ident_pairs"]] > 0) >= MIN_IDENTICAL_TASKS
+    ):
+        judge_from = "identical transcripts"
+    else:
+        judge_from = None
+        notes.append(
+            "the judge's share is not identified (no transcript was judged twice, and fewer than "
+            f"{MIN_IDENTICAL_PAIRS} pairs of trials in {MIN_IDENTICAL_TASKS} tasks have the same transcript): any judge "
+            "noise is counted in the share of the side that set each pair off"
+        )
+    ok = [k for k, v in by_task.items() if v]
+    fr = flip_rate([[t.reward for t in by_task[k]] for k in ok], success) if success is not None else None
+    pk = pass_hat_k([[t.reward for t in by_task[k]] for k in ok], success) if success is not None and ok else {}
+    shares: dict[str, dict[str, Any] | None] = dict.fromkeys(COMPONENTS)
+    comps: dict[str, float | None] = dict.fromkeys(COMPONENTS)
+    result = VarianceDecomposition(shares, comps, None, fr, pk, len(multi), len(all_trials), sum(divergence.values()),
+                                   divergence, _identical_prefixes(list(multi.values())), judge_from, level, notes)  # fmt: skip
+    if not stats:
+        notes.append("no task has 2 scored trials: no decomposition")
+        return result
+    table = np.stack(stats)
+    point = {k: float(v[0]) for k, v in _components(table, np.arange(len(stats))[None, :], judge_from).items()}
+    total = point.pop("_total")
+    result.total = total
+    for k, v in point.items():
+        comps[k] = v
+    if total <= 0:
+        notes.append("the rewards do not vary: every share is undefined")
+        return result
+    if len(stats) < 2:
+        split = ", ".join(f"{k} {point[k] / total:.3f}" for k in ("simulator", "agent", "judge") if k in point)
+        notes.append(
+            f"only {len(stats)} task has 2 or more scored trials: the shares need 2 tasks (tasks are the units of the "
+            f"interval, and the task share is the variance between them); within that task: {split}"
+        )
+        return result
+    rng = np.random.default_rng(seed)
+    boot = _components(table, rng.integers(0, len(stats), (n_boot, len(stats))), judge_from)
+    bt = boot.pop("_total")
+    # the expanded percentile bootstrap (Hesterberg 2015): the percentile interval under-covers with few units;
+    # its tail probability is taken where a t interval with T - 1 degrees of freedom would put its ends
+    t_count = len(stats)
+    alpha = float(ndtr(math.sqrt(t_count / (t_count - 1)) * stdtrit(t_count - 1, (1 - level) / 2)))
+    for k, v in point.items():
+        if k == "judge" and judge_from is None:
+            continue
+        ci = None
+        ok_b = bt > 0
+        if ok_b.sum() >= n_boot / 2:
+            lo, hi = np.quantile(boot[k][ok_b] / bt[ok_b], [alpha, 1 - alpha])
+            ci = [_unit(float(lo)), _unit(float(hi))]
+        shares[k] = {"estimate": _unit(v / total), "ci95": ci}
+    if shares["task"] is None and len(stats) >= 2:
+        notes.append("the task share is not identified")
+    return result
+
+
+def variance_notes(d: dict[str, Any], agent_greedy: bool | None = None) -> list[str]:
+    """The decomposition's notes, and what the identical prefixes say about each side (``d``: its ``to_dict()``)."""
+    notes = list(d.get("notes") or [])
+    for side in SIDES:
+        ip = (d.get("identical_prefixes") or {}).get(side) or {}
+        if ip.get("varied"):
+            said = " although the file says it samples greedily" if side == "agent" and agent_greedy else ""
+            notes.append(
+                f"the {side}'s replies differ at {ip['varied']} of the {ip['prefixes']} prefixes that 2 or more "
+                f"trials share{said}: the {side} itself varies at identical prefixes"
+            )
+    return notes
+
+
+def variance_lines(d: dict[str, Any]) -> list[str]:
+    """The decomposition in a few lines of text (the terminal of ``audit --from``)."""
+    shares = d.get("shares") or {}
+
+    def one(k: str) -> str:
+        sh = shares.get(k)
+        if sh is None:
+            return f"{k} n/a"
+        ci = sh.get("ci95")
+        return f"{k} {sh['estimate']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+    div = d.get("divergence") or {}
+    lines = [
+        f"reward variance over {d.get('n_tasks', 0)} tasks with 2+ trials ({d.get('n_trials', 0)} trials): "
+        + ", ".join(one(k) for k in COMPONENTS),
+        f"  trial pairs by first divergence: simulator {div.get('simulator', 0)}, agent {div.get('agent', 0)}, "
+        f"identical {div.get('identical', 0)}",
+    ]
+    fr, pk = d.get("flip_rate"), d.get("pass_k") or {}
+    if fr is not None or pk:
+        lines.append(
+            "  flip rate "
+            + (f"{fr:.3f}" if fr is not None else "n/a")
+            + " (tasks whose success differs between trials)"
+            + (
+                "; " + ", ".join(f"pass^{k} {v:.3f}" for k, v in pk.items() if int(k) <= 4 or k == max(pk, key=int))
+                if pk
+                else ""
+            )
+        )
+    lines += [f"  note: {n}" for n in d.get("notes") or []]
+    return lines
+
+
+def _unit(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def _identical_prefixes(groups: Sequence[Sequence[Trial]]) -> dict[str, dict[str, int]]:
+    out = {s: {"prefixes": 0, "varied": 0} for s in SIDES}
+    for trials in groups:
+        ids: dict[tuple[int, tuple[str, Hashable]], int] = {}  # (prefix id, next step) -> the longer prefix's id
+        nexts: dict[int, tuple[str, set[Hashable], int]] = {}  # prefix id -> (side, replies seen, times answered)
+        for t in trials:
+            prefix = 0
+            for step in t.steps:
+                side_, seen, n = nexts.get(prefix, (step[0], set(), 0))
+                seen.add(step)
+                nexts[prefix] = (side_, seen, n + 1)
+                prefix = ids.setdefault((prefix, step), len(ids) + 1)
+        for side, seen, n in nexts.values():
+            if n >= 2:
+                out[side]["prefixes"] += 1
+                out[side]["varied"] += int(len(seen) >= 2)
+    return out
+
+
+def _successes(rewards: Sequence[float], success: float) -> list[bool]:
+    return [r >= success - SUCCESS_ATOL for r in rewards]
+
+
+def flip_rate(rewards_by_task: Sequence[Sequence[float]], success: float = 1.0) -> float | None:
+    """Share of tasks with ≥ 2 trials whose success differs between trials (``None``: no such task).
+
+    Example:
+        >>> flip_rate([[1.0, 0.0], [1.0, 1.0], [0.0]])
+        0.5
+    """
+    multi = [_successes(v, success) for v in rewards_by_task if len(v) >= 2]
+    if not multi:
+        return None
+    return sum(1 for s in multi if len(set(s)) > 1) / len(multi)
+
+
+def pass_hat_k(rewards_by_task: Sequence[Sequence[float]], success: float = 1.0) -> dict[str, float]:
+    """τ-bench's pass^k for k = 1 … the fewest trials of a task: the mean over tasks of C(c, k) / C(n, k)
+    (``c`` successes in ``n`` trials), the chance that k trials drawn without replacement all succeed.
+
+    Example:
+        >>> pass_hat_k([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+        {'1': 0.8333333333333333, '2': 0.6666666666666666, '3': 0.5}
+    """
+    tasks = [v for v in rewards_by_task if len(v) >= 1]
+    if not tasks:
+        return {}
+    kmax = min(len(v) for v in tasks)
+    out = {}
+    for k in range(1, kmax + 1):
+        vals = [math.comb(sum(_successes(v, success)), k) / math.comb(len(v), k) for v in tasks]
+        out[str(k)] = float(np.mean(vals))
+    return out
+
+
+def zero_std_by_cause(
+    rewards_by_group: Sequence[Sequence[float]],
+    sim_classes_by_group: Sequence[Sequence[Sequence[Hashable]] | None] | None = None,
+    *,
+    success: float = 1.0,
+    failure: float = 0.0,
+    atol: float = 1e-12,
+) -> dict[str, Any]:
+    """Groups with no reward variance, by cause: all-success, all-fail, and simulator-caused.
+
+    Args:
+        rewards_by_group: the scored rewards of each group (the rollouts of one task at one step).
+        sim_classes_by_group: per group, per rollout, the class of the simulator's reply at each of its
+            turns (``None`` for a group whose replies were not recorded). A zero-std group is
+            *simulator-caused* when at every turn its rollouts reached together, the simulator's
+            replies fell in one class: the simulator gave the group one conversation, so nothing on
+            its side could have made the rewards differ.
+        success: a reward at least this is a success; ``failure``: a reward at most this is a failure.
+        atol: a group is zero-std when ``max − min <= atol`` (groups with one scored reward count too).
+
+    Returns:
+        ``{"zero_std_share", "all_success_share", "all_fail_share", "simulator_caused_share", "groups",
+        "zero_std_groups", "zero_std_with_replies"}``: the first three over all groups with a scored
+        reward, ``simulator_caused_share`` over the zero-std groups whose replies were recorded
+        (``None`` when none were).
+
+    Example:
+        >>> d = zero_std_by_cause([[1, 1], [0, 0], [0, 1]], [[["a"], ["a"]], [["a"], ["b"]], None])
+        >>> d["zero_std_share"], d["all_success_share"], d["all_fail_share"], d["simulator_caused_share"]
+        (0.6666666666666666, 0.3333333333333333, 0.3333333333333333, 0.5)
+    """
+    if sim_classes_by_group is not None and len(sim_classes_by_group) != len(rewards_by_group):
+        raise ConfigError(
+            f"zero_std_by_cause: {len(sim_classes_by_group)} groups of replies for {len(rewards_by_group)} reward groups"
+        )
+    groups = zero = succ = fail = with_replies = caused = 0
+    for i, rewards in enumerate(rewards_by_group):
+        vals = [float(r) for r in rewards if r is not None and math.isfinite(float(r))]
+        if not vals:
+            continue
+        groups += 1
+        if max(vals) - min(vals) > atol:
+            continue
+        zero += 1
+        succ += int(vals[0] >= success - SUCCESS_ATOL)
+        fail += int(vals[0] <= failure + SUCCESS_ATOL)
+        classes = sim_classes_by_group[i] if sim_classes_by_group is not None else None
+        if classes is None:
+            continue
+        with_replies += 1
+        depth = max((len(c) for c in classes), default=0)
+        one = all(len({c[t] for c in classes if len(c) > t}) <= 1 for t in range(depth))
+        caused += int(one and len(classes) >= 1)
+    return {
+        "zero_std_share": zero / groups if groups else None,
+        "all_success_share": succ / groups if groups else None,
+        "all_fail_share": fail / groups if groups else None,
+        "simulator_caused_share": caused / with_replies if with_replies else None,
+        "groups": groups,
+        "zero_std_groups": zero,
+        "zero_std_with_replies": with_replies,
+    }
