@@ -12,7 +12,9 @@ state (:mod:`~collapse_probe.monitor._shadow`); with the training reply they are
   (turns stratified: every visited simulator turn has the same chance of being shadowed);
 - the simulator-side share of reward variance at the shadowed states (Lemma 3.3: the N replies of
   one state share the agent's prefix, so their reward variance is the simulator's);
-- the zero-std group share and the mean train reward of the step's groups;
+- the zero-std group share and the mean train reward of the step's groups, and the zero-std groups by
+  cause (``zero_std``: all-success, all-fail, and simulator-caused: the simulator's training replies of
+  the group fell in one meaning class at every turn);
 - the policy's strategy entropy over its own messages;
 
 and two alarms: **collapse** — the ε interval of a view lies entirely below ε*; **strategy entropy** —
@@ -85,6 +87,8 @@ class _Step:
     rewards: list[float | None] = field(default_factory=list)
     groups: list[Hashable | None] = field(default_factory=list)
     results_texts: list[str] = field(default_factory=list)
+    replies: dict[str, dict[int, str]] = field(default_factory=dict)
+    """rollout -> simulator turn -> the training reply (for the zero-std groups' causes)."""
 
 
 def _interval_dict(iv: Any) -> dict[str, Any]:
@@ -276,6 +280,8 @@ class CollapseMonitor:
         st = self._step
         t = st.turns.get(rollout, 0) if turn is None else turn
         st.turns[rollout] = max(st.turns.get(rollout, 0), t + 1)
+        if isinstance(reply, str):
+            st.replies.setdefault(rollout, {})[t] = reply.strip()
         if failed:
             st.shadow_failures += 1
             return
@@ -343,10 +349,12 @@ class CollapseMonitor:
         groups: Sequence[Hashable] | None = None,
         policy_texts: Sequence[str] | None = None,
         extra: dict[str, Any] | None = None,
+        rollouts: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Close training step ``step`` (counted from 0): compute its row, check the alarms, write
         the row to ``monitor.jsonl`` and the trackers, and start the next step. See :meth:`aend_step`."""
-        return run_sync(self.aend_step(step, rewards=rewards, groups=groups, policy_texts=policy_texts, extra=extra))
+        return run_sync(self.aend_step(step, rewards=rewards, groups=groups, policy_texts=policy_texts, extra=extra,
+                                       rollouts=rollouts))  # fmt: skip
 
     async def aend_step(
         self,
@@ -356,6 +364,7 @@ class CollapseMonitor:
         groups: Sequence[Hashable] | None = None,
         policy_texts: Sequence[str] | None = None,
         extra: dict[str, Any] | None = None,
+        rollouts: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Async form of :meth:`end_step`.
 
@@ -366,6 +375,8 @@ class CollapseMonitor:
             policy_texts: the policy's strategy messages of the step (default: the first policy message
                 of each rollout reported through :meth:`on_turn`).
             extra: more fields for the row (e.g. ``{"simulator": spec}``).
+            rollouts: the rollout (as reported to :meth:`record_turn`) of each reward: with it, the row's
+                ``zero_std`` says which zero-std groups the simulator caused (its replies one class).
         """
         check_value(step, "monitor step", [Integer(0)])
         if self.worker:
@@ -378,8 +389,12 @@ class CollapseMonitor:
             groups = st.groups if all(g is not None for g in st.groups) else None
         if policy_texts is None and st.results_texts:
             policy_texts = st.results_texts
+        if rollouts is not None and (rewards is None or len(rollouts) != len(rewards)):
+            raise ConfigError(f"monitor end_step: rollouts must give one rollout per reward, got {len(rollouts)}")
         with rng_isolated():
             row = await self._row(step, st, rewards, groups, policy_texts)
+            if rewards is not None and groups is not None:
+                row["zero_std"] = await self._zero_std(st, rewards, groups, rollouts)
         row["alarms"] = self._alarms(row)
         row["monitor_seconds"] = round(time.perf_counter() - t0, 4)
         if extra:
@@ -472,6 +487,49 @@ class CollapseMonitor:
                     zero = sum(1 for v in by_group.values() if len(v) < 2 or float(np.std(v)) == 0.0)
                     row["zero_std_share"] = zero / len(by_group)
         return row
+
+    async def _zero_std(self, st: _Step, rewards: Sequence[float | None], groups: Sequence[Hashable],
+                        rollouts: Sequence[str] | None) -> dict[str, Any]:  # fmt: skip
+        """The step's zero-std groups by cause: all-success, all-fail, and those where the simulator's training
+        replies fell in one meaning class at every turn the group's rollouts reached (simulator-caused)."""
+        from collapse_probe.metrics.variance import zero_std_by_cause
+
+        by_group: dict[Hashable, tuple[list[float], list[str]]] = {}
+        for i, (g, r) in enumerate(zip(groups, rewards, strict=True)):
+            if r is not None and _finite(r):
+                vals, keys = by_group.setdefault(g, ([], []))
+                vals.append(float(r))
+                if rollouts is not None:
+                    keys.append(str(rollouts[i]))
+        lo, hi = (0.0, 1.0)
+        if self.arena is not None:
+            from collapse_probe.benchmarks import declared_reward_range
+
+            lo, hi = declared_reward_range(self.arena) or (0.0, 1.0)
+        classes: list[Any] = [None] * len(by_group)
+        if rollouts is not None:
+            ask: list[list[str]] = []
+            where: list[tuple[int, int]] = []  # (group, turn) of each list of replies partitioned
+            for gi, (vals, keys) in enumerate(by_group.values()):
+                seqs = [st.replies.get(k, {}) for k in keys]
+                if not seqs or any(not q for q in seqs) or max(vals) - min(vals) > 1e-12:
+                    continue
+                for t in range(max(len(q) for q in seqs)):
+                    texts = [q[t] for q in seqs if t in q]
+                    if len(texts) >= 2:
+                        ask.append(texts)
+                        where.append((gi, t))
+                classes[gi] = [[] for _ in keys]
+            labels = await self._meaning().apartition_many(ask) if ask else []
+            for (gi, t), labs in zip(where, labels, strict=True):
+                seqs = [st.replies.get(k, {}) for k in list(by_group.values())[gi][1]]
+                it = iter(labs)
+                for j, q in enumerate(seqs):
+                    if t in q:
+                        classes[gi][j].append(next(it))
+        out = zero_std_by_cause([v for v, _ in by_group.values()], classes, success=hi, failure=lo)
+        out["classes"] = f"the simulator's training replies by {self.partition_} partition, turn by turn"
+        return out
 
     async def _reward_view(self, states: list[ShadowState], step: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
         from collapse_probe.metrics import class_counts, mean_collapse_error_interval, simulator_variance_share
@@ -629,6 +687,10 @@ class CollapseMonitor:
         put("accumulated_epsilon", (row.get("accumulated_collapse_error") or {}).get("estimate"))
         put("sim_variance_share", (row.get("sim_variance_share") or {}).get("share"))
         put("zero_std_share", row.get("zero_std_share"))
+        zs = row.get("zero_std") or {}
+        put("zero_std_all_success", zs.get("all_success_share"))
+        put("zero_std_all_fail", zs.get("all_fail_share"))
+        put("zero_std_sim_caused", zs.get("simulator_caused_share"))
         put("train_reward", row.get("train_reward"))
         put("shadow_states", row.get("shadow_states"))
         put("alarms", len(row.get("alarms", [])))

@@ -194,9 +194,11 @@ def zero_std_share_figure(curves: Curves) -> Any:
     Lab runs name it ``zero_std_fraction``; that key is used when ``zero_std_share`` is absent.
     """
     merged = _with_alias(curves, "zero_std_share", "zero_std_fraction")
-    return metric_over_steps_figure(
-        merged, {"zero_std_share": "zero-std groups"}, "Groups with zero reward variance", "share of groups", (0, 1)
-    )
+    keys = {"zero_std_share": "zero-std groups"}
+    causes = {"zero_std_all_success_share": "all success", "zero_std_all_fail_share": "all fail",
+              "zero_std_sim_caused_share": "simulator-caused (of zero-std)"}  # fmt: skip
+    keys.update({k: v for k, v in causes.items() if any(r.get(k) is not None for rs in merged.values() for r in rs)})
+    return metric_over_steps_figure(merged, keys, "Groups with zero reward variance", "share of groups", (0, 1))
 
 
 def training_figures(curves: Curves, alarms: Alarms = ()) -> list[tuple[str, Any]]:

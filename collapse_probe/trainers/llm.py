@@ -717,6 +717,7 @@ class LLMTrainer:
             "step": step,
             "train_reward": float(np.mean(scored)) if scored else None,
             "zero_std_share": zero,
+            **zero_std_causes(groups, rewards, {r["key"]: r for r in data.records}),
             "policy_entropy": entropy["strategy_entropy"],
             "sim_collapse_error": (row or {}).get("collapse_error", {}).get("plugin"),
             "loss": losses["policy"]["loss"],
@@ -854,7 +855,8 @@ class LLMTrainer:
 
         rewards = [None if r.get("status") == INFRA_ERROR else r.get("reward") for r in data.records]
         groups = [str(r["task_id"]) for r in data.records]
-        return self.monitor.end_step(step - 1, rewards=rewards, groups=groups, extra={"simulator": data.sim_label})
+        return self.monitor.end_step(step - 1, rewards=rewards, groups=groups, extra={"simulator": data.sim_label},
+                                     rollouts=[str(r["key"]) for r in data.records])  # fmt: skip
 
     def evaluate_heldout(self) -> float | None:
         """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""
@@ -965,6 +967,35 @@ def group_advantages_by_key(
         n_zero += int(z[0])
         adv.update(zip(scored, (float(v) for v in a[0]), strict=True))
     return adv, (n_zero / n_groups if n_groups else None)
+
+
+def zero_std_causes(
+    groups: dict[str, list[str]], rewards: dict[str, float], records: dict[str, dict[str, Any]]
+) -> dict[str, float | None]:
+    """The step's zero-std groups by cause, as flat metrics: ``zero_std_all_success_share`` and
+    ``zero_std_all_fail_share`` (of all groups) and ``zero_std_sim_caused_share`` (of the zero-std groups:
+    the simulator's messages of the group's conversations were the same text, turn by turn).
+
+    Example:
+        >>> recs = {k: {"messages": [{"role": "simulator", "content": c}]} for k, c in
+        ...         [("a0", "hi"), ("a1", "hi"), ("b0", "no"), ("b1", "yes")]}
+        >>> zero_std_causes({"a": ["a0", "a1"], "b": ["b0", "b1"]}, {"a0": 1.0, "a1": 1.0, "b0": 0.0, "b1": 0.0}, recs)
+        {'zero_std_all_success_share': 0.5, 'zero_std_all_fail_share': 0.5, 'zero_std_sim_caused_share': 0.5}
+    """
+    from collapse_probe.metrics.variance import zero_std_by_cause
+
+    reward_groups, classes = [], []
+    for keys in groups.values():
+        scored = [k for k in keys if k in rewards]
+        reward_groups.append([rewards[k] for k in scored])
+        classes.append([[m.get("content") for m in records.get(k, {}).get("messages", []) if m.get("role") == "simulator"]
+                        for k in scored])  # fmt: skip
+    out = zero_std_by_cause(reward_groups, classes)
+    return {
+        "zero_std_all_success_share": out["all_success_share"],
+        "zero_std_all_fail_share": out["all_fail_share"],
+        "zero_std_sim_caused_share": out["simulator_caused_share"],
+    }
 
 
 def train_results(config: TrainConfig, metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:

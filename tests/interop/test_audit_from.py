@@ -91,8 +91,9 @@ def test_run_directory_is_a_normal_audit_with_report_samples_and_published_block
     assert "rerun with --states" not in res["verdict"]  # a published file cannot be sampled again
     errs = res["simulator_errors"]
     assert errs["flagged"] == 2 and errs["flagged_critical"] == 2 and errs["conversations"] == 3 * 6 - 1
-    vs = res["variance_share"]
-    assert vs["agent_greedy"] is True and vs["n_tasks"] == 3 and "simulator's share" in vs["note"]
+    var = res["variance"]
+    assert var["n_tasks"] == 3 and set(var["shares"]) == {"task", "simulator", "agent", "judge"}
+    assert "variance_share" not in res  # the decomposition replaces the single across-trials share
     # the dashboard reads it like any audit run
     from collapse_probe.report.runs import discover_runs
 
