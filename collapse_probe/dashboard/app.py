@@ -268,6 +268,11 @@ def view_simulator(runs: list[rd.RunInfo]) -> None:
     if typed.variance_share is not None:
         st.markdown("**Simulator share of reward variance (Lemma 3.3)**")
         show_table(ap.variance_share_table(res))
+    if typed.variance is not None:
+        st.markdown("**Reward variance: task, simulator, agent, judge**")
+        figure_or_note(ap.variance_figure, res)
+        for note in typed.variance.notes:
+            st.caption(note)
     if typed.human_reference:
         st.markdown("**Simulator vs the human P4G data**")
         donations = typed.human_reference["donations"]

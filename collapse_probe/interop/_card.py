@@ -189,6 +189,12 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
     b.add("variance", "simulator share of reward variance", i, res, ["variance_share", "share"],
           ["variance_share", "ci"])  # fmt: skip
     b.add("variance", "variance share: what it is", i, res, ["variance_share", "note"])
+    for k in ("task", "simulator", "agent", "judge"):
+        b.add("variance", f"{k} share of reward variance", i, res, ["variance", "shares", k, "estimate"],
+              ["variance", "shares", k, "ci95"])  # fmt: skip
+    b.add("variance", "flip rate (tasks whose success differs between trials)", i, res, ["variance", "flip_rate"])
+    for k in sorted((res.get("variance") or {}).get("pass_k") or {}, key=int):
+        b.add("variance", f"pass^{k}", i, res, ["variance", "pass_k", k])
     for k in ("flagged", "flagged_critical", "failed", "failed_flagged", "failed_flagged_share"):
         b.add("published", f"simulator errors flagged: {k}", i, res, ["simulator_errors", k])
     for k in ("conversations", "infra_failures", "prefixes_answered_once", "states", "sha256", "format", "path"):

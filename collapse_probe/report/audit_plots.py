@@ -50,6 +50,7 @@ __all__ = [
     "state_estimate",
     "states_table",
     "summary_table",
+    "variance_figure",
     "variance_share_table",
     "view_text",
 ]
@@ -598,6 +599,45 @@ def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:
                       v.get("note") or ""]]}  # fmt: skip
 
 
+def variance_figure(results: Mapping[str, Any]) -> Any:
+    """Whose noise the reward's variance is: the task, simulator, agent and judge shares with their 95 %
+    intervals (a share the data cannot identify is drawn as a gap and named n/a), and the flip rate and
+    pass^k in the title."""
+    import plotly.graph_objects as go
+
+    v = results.get("variance") or {}
+    shares = v.get("shares") or {}
+    if not any(shares.get(k) for k in ("task", "simulator", "agent", "judge")):
+        note = "; ".join(v.get("notes") or []) or "no decomposition"
+        return empty_figure("Reward variance: task, simulator, agent, judge", note[:200])
+    names, ys, lo, hi, text = [], [], [], [], []
+    for k in ("task", "simulator", "agent", "judge"):
+        sh = shares.get(k)
+        names.append(k)
+        est = None if sh is None else sh.get("estimate")
+        ci = (sh or {}).get("ci95") or [est, est]
+        ys.append(est)
+        lo.append(0.0 if est is None or ci[0] is None else max(est - ci[0], 0.0))
+        hi.append(0.0 if est is None or ci[1] is None else max(ci[1] - est, 0.0))
+        text.append("n/a (not identified)" if est is None else f"{est:.3f} {fmt_interval(ci)}")
+    fig = go.Figure(go.Bar(x=names, y=ys, text=text, textposition="outside", marker_color=list(_PALETTE[:4]),
+                           error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))  # fmt: skip
+    pk = v.get("pass_k") or {}
+    extra = []
+    if v.get("flip_rate") is not None:
+        extra.append(f"flip rate {v['flip_rate']:.3f}")
+    if pk:
+        last = max(pk, key=int)
+        extra.append(f"pass^1 {pk['1']:.3f}" + (f", pass^{last} {pk[last]:.3f}" if last != "1" else ""))
+    title = f"Share of reward variance over {v.get('n_tasks', 0)} tasks (95% CI)" + (
+        f"; {'; '.join(extra)}" if extra else ""
+    )
+    fig.update_layout(title=title, yaxis={"range": [0, 1.15], "title": "share of reward variance"},
+                      height=380, margin={"t": 60})  # fmt: skip
+    return fig
+
+
 def human_diversity_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """Diversity of the simulator's vs the human persuadees' replies at the same prefixes (``None``
     when the run has no human-prefix states)."""
@@ -746,6 +786,8 @@ def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, An
         sections.append(("Direct vs Verbalized Sampling", compare_vs_figure(results)))
     if results.get("variance_share"):
         sections.append(("Simulator share of reward variance (Lemma 3.3)", variance_share_table(results)))
+    if results.get("variance"):
+        sections.append(("Reward variance: task, simulator, agent, judge", variance_figure(results)))
     if results.get("human_reference"):
         sections.append(("Realism: donations, simulator vs people", donation_comparison_figure(results)))
         if people_vs_simulator_figure(results) is not None:

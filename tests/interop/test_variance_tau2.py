@@ -43,7 +43,7 @@ def _independent(path):
         pairs = list(combinations(v, 2))
         for (a, ra), (b, rb) in pairs:
             side = "identical"
-            for i, (x, y) in enumerate(zip(a, b)):
+            for i, (x, y) in enumerate(zip(a, b, strict=False)):
                 if x != y:
                     side = x[0] if x[0] == y[0] or i == 0 else a[i - 1][0]
                     break
@@ -64,7 +64,7 @@ def _independent(path):
     if len(multi) >= 2:
         t = len(means)
         mbar = sum(means) / t
-        task = sum((m - mbar) ** 2 for m in means) / (t - 1) - sum(w / n for w, n in zip(within, sizes)) / t
+        task = sum((m - mbar) ** 2 for m in means) / (t - 1) - sum(w / n for w, n in zip(within, sizes, strict=True)) / t
         total = sum(within) / t + task
         if total > 0:
             out["shares"] = {"simulator": sum(comp["simulator"]) / t / total, "agent": sum(comp["agent"]) / t / total,
