@@ -105,6 +105,16 @@ def run_play(
     )
 
 
+def _play_variance(records: list[dict[str, Any]], arena: Arena, seed: int) -> dict[str, Any]:
+    """``results.json``'s ``variance`` of a play run (its tasks' rollouts are the trials)."""
+    from collapse_probe.metrics.variance import decompose_variance, trials_from_records, variance_notes
+
+    bounds = declared_reward_range(arena)
+    out = decompose_variance(trials_from_records(records), seed=seed, success=bounds[1] if bounds else 1.0).to_dict()
+    out["notes"] = variance_notes(out)
+    return out
+
+
 async def run_play_async(
     config: PlayConfig,
     arena: Arena,
@@ -157,6 +167,7 @@ async def run_play_async(
                 **config.to_dict(),
                 "summary": summary,
                 "fingerprints": record_fingerprints(records),
+                "variance": _play_variance(records, arena, config.seed),
                 "usage": usage.finish(),
             }
         )

@@ -39,6 +39,7 @@ __all__ = [
     "decompose_variance",
     "flip_rate",
     "pass_hat_k",
+    "trials_from_records",
     "variance_lines",
     "variance_notes",
     "zero_std_by_cause",
@@ -361,6 +362,25 @@ def variance_lines(d: dict[str, Any]) -> list[str]:
         )
     lines += [f"  note: {n}" for n in d.get("notes") or []]
     return lines
+
+
+def trials_from_records(records: Iterable[dict[str, Any]]) -> list[Trial]:
+    """The scored conversations of a run (``play``, ``crossplay`` records: ``task_id``, ``messages`` with
+    ``role`` ``policy`` / ``simulator`` / ``tool``, ``reward``; infrastructure failures left out) as trials,
+    grouped by policy, simulator and task."""
+    import json
+
+    out = []
+    for r in records:
+        if r.get("status") == "infra_error" or not isinstance(r.get("reward"), int | float):
+            continue
+        steps = tuple(
+            ("simulator" if m.get("role") == "simulator" else "agent",
+             (m.get("role"), m.get("content"), json.dumps(m.get("tool_calls"), sort_keys=True, default=str)))
+            for m in r.get("messages") or []
+        )  # fmt: skip
+        out.append(Trial((r.get("policy"), r.get("simulator"), str(r.get("task_id"))), steps, (float(r["reward"]),)))
+    return out
 
 
 def _unit(x: float) -> float:

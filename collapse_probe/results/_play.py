@@ -6,6 +6,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
+from collapse_probe.results._audit import VarianceDecomposition
 from collapse_probe.results._base import JSON, ResultsModel
 from collapse_probe.results._common import Fingerprints, RewardSummary, Usage
 
@@ -43,6 +44,8 @@ class PlayResults(ResultsModel):
     """Options recorded with the run."""
     summary: RewardSummary
     """Mean reward with its 95 % CI over tasks."""
+    variance: VarianceDecomposition | None = None
+    """The reward variance split into task, simulator, agent and judge shares, the flip rate and pass^k."""
     fingerprints: Fingerprints = {}
     """Model spec -> content fingerprint of the model its conversations ran with."""
     usage: Usage = {}
