@@ -46,6 +46,15 @@ PANEL: dict[str, VarianceWorld] = {
         (Turn("simulator", 0.3, 1.0), Turn("agent", 0.9, 0.2), Turn("agent", 0.5, 0.8), Turn("simulator", 0.7, 0.3)),
         tasks=40, trials=5, judge_sd=0.3,
     ),
+    "small: 8 tasks x 4 trials, binary": VarianceWorld(
+        alternating(6, sim=(0.5, 0.8), agent=(0.8, 0.5)), tasks=8, trials=4
+    ),
+    "small: 12 tasks x 3 trials, judged twice": VarianceWorld(
+        alternating(4, sim=(0.4, 0.8), agent=(0.6, 0.6)), tasks=12, trials=3, judge_sd=0.6, judgements=2
+    ),
+    "wide: 100 tasks x 2 trials, binary": VarianceWorld(
+        alternating(6, sim=(0.3, 0.8), agent=(0.9, 0.5)), tasks=100, trials=2
+    ),
 }  # fmt: skip
 
 

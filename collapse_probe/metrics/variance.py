@@ -54,6 +54,8 @@ MIN_IDENTICAL_PAIRS = 20
 when there are at least this many of them, in at least :data:`MIN_IDENTICAL_TASKS` tasks (a handful of
 pass/fail pairs cannot bound it)."""
 MIN_IDENTICAL_TASKS = 3
+BOOTSTRAP_T_TASKS = 40
+"""With at most this many tasks the interval is also never narrower than the bootstrap-t interval."""
 
 
 @dataclass(frozen=True)
@@ -288,6 +290,7 @@ def decompose_variance(
     jack = _components(table, loo, judge_from)
     jt = jack.pop("_total")
     ok_b = bt > 0
+    studentized = _bootstrap_t(table, judge_from, point, total, rng, n_boot) if t_count <= BOOTSTRAP_T_TASKS else {}
     for k, val in point.items():
         if k == "judge" and judge_from is None:
             continue
@@ -298,16 +301,22 @@ def decompose_variance(
             z0 = float(ndtri(min(max((np.sum(b < est) + 0.5 * np.sum(b == est)) / b.size, 1e-6), 1 - 1e-6)))
             with np.errstate(invalid="ignore", divide="ignore"):
                 th = np.where(jt > 0, jack[k] / jt, est) if k in jack else np.full(t_count, est)
+            th = np.where(np.isfinite(th), th, est)
             dev = th.mean() - th
             den = 6 * float(np.sum(dev**2)) ** 1.5
             acc = float(np.sum(dev**3)) / den if den > 0 else 0.0
             q = [float(ndtr(z0 + (z0 + z) / (1 - acc * (z0 + z)))) for z in (z_lo, z_hi)]
+            if not all(math.isfinite(x) for x in q):  # a degenerate jackknife (e.g. one task carries everything)
+                q = [alpha, 1 - alpha]
             lo, hi = np.quantile(b, q)
             # and never narrower than the jackknife t interval, est ± t_{T-1} · SE_jack (a second-order check on the
             # bootstrap where a few tasks carry the component)
             se = math.sqrt((t_count - 1) / t_count * float(np.sum(dev**2)))
-            half = float(stdtrit(t_count - 1, 1 - (1 - level) / 2)) * se
+            half = float(stdtrit(t_count - 1, 1 - (1 - level) / 2)) * se * math.sqrt(t_count / (t_count - 1))
             lo, hi = min(float(lo), est - half), max(float(hi), est + half)
+            if k in studentized and se > 0:  # with few tasks, also the bootstrap-t interval (its skew is the data's)
+                q_lo, q_hi = np.quantile(studentized[k], [(1 - level) / 2, 1 - (1 - level) / 2])
+                lo, hi = min(lo, est - float(q_hi) * se), max(hi, est - float(q_lo) * se)
             # the ends are rounded outward to the 0.001 the tables print (below it a share reads as 0)
             ci = [_unit(math.floor(float(lo) * 1000) / 1000 - 0.001), _unit(math.ceil(float(hi) * 1000) / 1000 + 0.001)]
         shares[k] = {"estimate": _unit(est), "ci95": ci}
@@ -381,6 +390,30 @@ def trials_from_records(records: Iterable[dict[str, Any]]) -> list[Trial]:
         )  # fmt: skip
         out.append(Trial((r.get("policy"), r.get("simulator"), str(r.get("task_id"))), steps, (float(r["reward"]),)))
     return out
+
+
+def _bootstrap_t(table: np.ndarray, judge_from: str | None, point: dict[str, float], total: float,
+                 rng: np.random.Generator, n_boot: int) -> dict[str, np.ndarray]:  # fmt: skip
+    """Per share, the studentized bootstrap statistics ``(θ* − θ̂) / SE*_jack`` (SE*: the jackknife over the
+    resample's tasks), for the bootstrap-t interval ``[θ̂ − q_hi SE, θ̂ − q_lo SE]``."""
+    t = table.shape[0]
+    loo = np.array([[j for j in range(t) if j != i] for i in range(t)])  # [T, T-1]
+    out: dict[str, list[np.ndarray]] = {k: [] for k in point}
+    for start in range(0, n_boot, 100):
+        idx = rng.integers(0, t, (min(100, n_boot - start), t))  # [b, T]
+        full = _components(table, idx, judge_from)
+        jack = _components(table, idx[:, loo].reshape(-1, t - 1), judge_from)  # [b*T]
+        ft, jt = full.pop("_total"), jack.pop("_total").reshape(-1, t)
+        for k in point:
+            if k not in full or k not in jack:
+                continue
+            with np.errstate(invalid="ignore", divide="ignore"):
+                th = full[k] / ft
+                tj = jack[k].reshape(-1, t) / jt
+                se = np.sqrt((t - 1) / t * np.sum((tj - tj.mean(axis=1, keepdims=True)) ** 2, axis=1))
+                z = (th - point[k] / total) / se
+            out[k].append(z[np.isfinite(z)])
+    return {k: np.concatenate(v) for k, v in out.items() if v and sum(x.size for x in v) >= n_boot / 2}
 
 
 def _unit(x: float) -> float:
