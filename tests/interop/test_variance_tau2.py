@@ -109,3 +109,11 @@ def test_audit_from_prints_the_decomposition(tmp_path, capsys):
     res = json.loads((tmp_path / "a" / "results.json").read_text())
     assert set(res["variance"]["shares"]) == {"task", "simulator", "agent", "judge"}
     assert res["variance"]["shares"]["judge"] is None and "variance_share" not in res
+    assert "Reward variance: task, simulator, agent, judge" in (tmp_path / "a" / "report.html").read_text()
+    from collapse_probe.report.audit_plots import variance_figure
+
+    fig = variance_figure(res)
+    (bar,) = fig.data
+    assert list(bar.x) == ["task", "simulator", "agent", "judge"]
+    assert bar.y[1] == pytest.approx(res["variance"]["shares"]["simulator"]["estimate"]) and bar.y[3] is None
+    assert f"flip rate {want['flip_rate']:.3f}" in fig.layout.title.text
