@@ -214,6 +214,11 @@ class GateVerdict:
             out.text = f"value={_f(c.value)} ci95={c.ci95} threshold={_f(c.threshold)}" + (
                 f" rule={c.rule} interval={c.interval} level={c.level}" if c.rule else ""
             )
+            if c.name == "transfer" and self.per_simulator:
+                out.text += "".join(
+                    f"\nheld-out {r['simulator']}: transfer={_f(r['value'])} ci95={r['ci95']} interval={r['interval']}"
+                    for r in self.per_simulator
+                )
         ET.indent(suites)
         return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
