@@ -64,7 +64,9 @@ def _independent(path):
     if len(multi) >= 2:
         t = len(means)
         mbar = sum(means) / t
-        task = sum((m - mbar) ** 2 for m in means) / (t - 1) - sum(w / n for w, n in zip(within, sizes, strict=True)) / t
+        task = (
+            sum((m - mbar) ** 2 for m in means) / (t - 1) - sum(w / n for w, n in zip(within, sizes, strict=True)) / t
+        )
         total = sum(within) / t + task
         if total > 0:
             out["shares"] = {"simulator": sum(comp["simulator"]) / t / total, "agent": sum(comp["agent"]) / t / total,
