@@ -54,6 +54,8 @@ MIN_IDENTICAL_PAIRS = 20
 when there are at least this many of them, in at least :data:`MIN_IDENTICAL_TASKS` tasks (a handful of
 pass/fail pairs cannot bound it)."""
 MIN_IDENTICAL_TASKS = 3
+MIN_VARYING_TASKS = 3
+"""With fewer tasks whose trials' rewards differ, a note says the intervals understate the uncertainty."""
 BOOTSTRAP_T_TASKS = 40
 """With at most this many tasks the interval is also never narrower than the bootstrap-t interval."""
 
@@ -276,6 +278,12 @@ def decompose_variance(
             f"interval, and the task share is the variance between them); within that task: {split}"
         )
         return result
+    varying = int(np.sum(table[:, _C["pair_var"]] > 0))
+    if varying < MIN_VARYING_TASKS:
+        notes.append(
+            f"only {varying} of {len(stats)} tasks have trials whose rewards differ: the within-task shares rest on "
+            f"{'that task' if varying == 1 else 'those tasks'}, and their intervals understate the uncertainty"
+        )
     rng = np.random.default_rng(seed)
     boot = _components(table, rng.integers(0, len(stats), (n_boot, len(stats))), judge_from)
     bt = boot.pop("_total")
