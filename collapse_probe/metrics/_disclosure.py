@@ -99,7 +99,7 @@ CONCEPTS: tuple[tuple[str, str], ...] = (
     ("remove", r"\b(remov\w*|take \w+ off|drop \w+ from)\b"),
     ("add", r"\b(add|adding)\b"),
     ("exchange", r"\b(exchang\w*|replace\w*|swap\w*)\b"),
-    ("return_item", r"\breturn(ing)? (the|an|my|this|these|those|it|them|\w+ (item|order)s?)\b"),
+    ("return_item", r"\breturn(ing)? (the|an|my|this|these|those|it|them|\w+ (item|order)s?)\b|\bsend(ing)? (\w+ ){0,3}back\b"),
     ("baggage", r"\b(bag|bags|baggage|luggage|suitcases?)\b"),
     ("insurance", r"\binsur\w*"),
     ("nonstop", r"\b(non-?stop|direct flights?)\b"),

@@ -166,3 +166,46 @@ def test_exact_and_meaning_verdicts_that_flip_make_the_meaning_view_inconclusive
     assert checked_meaning_view(view, checks, judged=True)["label"] == "COLLAPSED"  # the judge applies the rubric
     agree = {**checks, "exact": {"label": "INCONCLUSIVE", "estimate": 0.2, "ci95": [0.1, 0.3]}}
     assert checked_meaning_view(view, agree, judged=False)["label"] == "COLLAPSED"
+
+
+def test_a_judge_server_classes_by_the_rubric_batched_and_cached(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from _servers import Reply, WireServer
+
+    ids = re.compile(r"[a-z]+_[a-z]+_\d+")
+
+    def judge(rec):  # a rubric-following judge: the same meaning iff the same user ids are disclosed
+        if rec.method != "POST":
+            return Reply(status=404, body={})
+        msgs = rec.body["messages"]
+        a, b = re.findall(r'Reply [AB]: "(.*)"', msgs[-1]["content"])
+        text = "YES" if set(ids.findall(a)) == set(ids.findall(b)) else "NO"
+        if "BLANK" in a or "BLANK" in b:
+            text = ""
+        return Reply(body={"id": "x", "object": "chat.completion", "created": 1, "model": rec.body["model"],
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51}})  # fmt: skip
+
+    replies = ["I don't remember my user ID.", "My user ID is sophia_taylor_9065.", "I forgot my user id, sorry."]
+    f = tmp_path / "c.jsonl"
+    f.write_text("\n".join(json.dumps(_chat("1", k, replies[k % 3])) for k in range(6)) + "\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with WireServer(judge) as srv:
+        spec = f"openai-compatible/judge-model@{srv.url}/v1"
+        res = run_audit_from(f, "jsonl", AuditConfig(judge=spec), tmp_path / "run", progress=False)
+        posts = [r for r in srv.requests if r.method == "POST"]
+        assert res["partitioner"] == "judge"
+        assert res["states"][0]["class_counts"] == [4, 2]
+        assert "task-relevant facts" in posts[0].body["messages"][0]["content"]  # the rubric's definition
+        again = run_audit_from(f, "jsonl", AuditConfig(judge=spec), tmp_path / "run2", progress=False)
+        assert again["states"][0]["class_counts"] == [4, 2]
+        assert len([r for r in srv.requests if r.method == "POST"]) == len(posts)  # answered from the cache
+        usage = json.loads((tmp_path / "run" / "usage.json").read_text())
+        assert "judge-model" in json.dumps(usage)  # the judge's calls are costed with the run
+        f.write_text("\n".join(json.dumps(_chat("2", k, ["BLANK one", "other"][k % 2])) for k in range(4)) + "\n")
+        blank = run_audit_from(f, "jsonl", AuditConfig(judge=spec), None, progress=False)
+        assert blank["states"][0]["status"] == "infra_error" and "empty answers" in blank["states"][0]["error"]
