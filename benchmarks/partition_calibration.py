@@ -15,13 +15,22 @@ on the shipped labelled pairs (``data/calibration/paraphrase_pairs.jsonl`` plus 
    groups, so a threshold that classifies single pairs best can still merge a group of questions
    into a decision class.
 
-    python benchmarks/partition_calibration.py [--json]
+3. on real user-simulator replies (``--states``, default ``../shared/datasets/tau2-real/states.jsonl``:
+   τ2-bench and τ-bench airline runs, meaning classes labelled against the customer-service rubric):
+   per domain and per simulator, the mean |ε̂ − ε_label|, the mean adjusted Rand index and the share of
+   states read more than 0.2 too collapsed, for exact text, the embedding partition (P4G threshold) and
+   the ``disclosure`` partition. The disclosure model is refitted on the other folds for every fold
+   (cross-validation grouped by source file, at the shipped model's C and cut), so its rows are held
+   out; the shipped model's own nested figures are printed beside them.
+
+    python benchmarks/partition_calibration.py [--json] [--states FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -40,6 +49,45 @@ from collapse_probe.metrics.partitioners import (
 )
 
 PROBS = (0.6, 0.25, 0.1, 0.05)
+DEFAULT_STATES = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "tau2-real" / "states.jsonl"
+
+
+def real_text_table(path: Path) -> dict:
+    """Per-simulator figures of every partition on the labelled real states (see the module docstring)."""
+    from collapse_probe.metrics._service import (
+        _fit_lr,
+        _grouped_folds,
+        _predict,
+        evaluate,
+        labelled_states,
+        load_service_model,
+    )
+
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    part = EmbeddingPartitioner()
+    states = labelled_states(records, part.embed)
+    shipped = load_service_model()
+    c = float(shipped.info.get("C") or 1.0)
+    held: dict[int, list[int]] = {}
+    for a, b in _grouped_folds(states, 5):
+        coef, icpt = _fit_lr([states[i] for i in a], c)
+        for i, lab in zip(b, _predict([states[i] for i in b], coef, icpt, shipped.cut), strict=True):
+            held[i] = lab
+    exact = ExactPartitioner()
+    preds = {
+        "exact": [exact.partition(r["replies"]) for r in records],
+        "embedding": part.partition_many([r["replies"] for r in records]),
+        "disclosure (held-out folds)": [held[i] for i in range(len(states))],
+    }
+    truth = [st.labels for st in states]
+    rows = []
+    for sim in [None, *sorted({st.simulator for st in states})]:
+        idx = [i for i, st in enumerate(states) if sim is None or st.simulator == sim]
+        for name, pred in preds.items():
+            ev = evaluate([pred[i] for i in idx], [truth[i] for i in idx])
+            rows.append({"domain": "customer service (airline)", "simulator": sim or "all", "partition": name, **ev})
+    return {"states": len(states), "rows": rows,
+            "shipped_nested_cv": shipped.info.get("cv", {}).get("nested_grouped_by_source")}  # fmt: skip
 
 
 def _eps(labels: list[int], meaning: list[int]) -> float:
@@ -52,6 +100,7 @@ def _eps(labels: list[int], meaning: list[int]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    ap.add_argument("--states", default=str(DEFAULT_STATES), help="labelled real states (tau2-real states.jsonl)")
     args = ap.parse_args()
 
     calib = load_paraphrase_pairs(CALIBRATION_PAIRS) + paraphrase_set_pairs("calibration")
@@ -92,6 +141,8 @@ def main() -> None:
             "embedding+key": _eps(with_key.partition(texts), meaning),
             "embedding+key@calibrated": _eps(with_key_calibrated.partition(texts), meaning),
         })  # fmt: skip
+    if Path(args.states).is_file():
+        out["real_text"] = real_text_table(Path(args.states))
     if args.json:
         print(json.dumps(out, indent=2))
         return
@@ -108,6 +159,21 @@ def main() -> None:
     for r in out["sets"]:
         print(f"{r['set']:<18}{r['split']:<13}{r['exact']:>7.3f}{r['embedding']:>11.3f}{r['embedding+key']:>9.3f}"
               f"{r['embedding+key@calibrated']:>20.3f}")  # fmt: skip
+
+    real = out.get("real_text")
+    if real is None:
+        print(f"\n(no labelled real states at {args.states}: the real-text table is skipped)")
+        return
+    print()
+    print(f"real user-simulator replies: {real['states']} labelled states (per-state means)")
+    print(f"{'simulator':<40}{'partition':<29}{'|Δε|':>7}{'ARI':>7}{'too collapsed':>15}{'states':>8}")
+    for r in real["rows"]:
+        print(f"{r['simulator'][:39]:<40}{r['partition']:<29}{r['mean_abs_error']:>7.3f}{r['mean_ari']:>7.3f}"
+              f"{r['too_collapsed_share']:>15.3f}{r['n_states']:>8}")  # fmt: skip
+    nested = real.get("shipped_nested_cv") or {}
+    if nested:
+        print(f"shipped disclosure model, nested grouped CV (C and cut chosen inside each fold): |Δε| "
+              f"{nested['mean_abs_error']:.3f}, ARI {nested['mean_ari']:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -30,8 +30,10 @@ from collapse_probe.simulators import Participant
 def resolve_partition(config: AuditConfig, arena: Arena) -> tuple[str, str | None]:
     """The partition the audit uses and, when it is not the one asked for, a one-line notice.
 
-    By meaning unless exact text or labels are asked for: ``judge`` with ``--judge``; otherwise the
-    embedding partition when the ``embed`` extra is installed, else the benchmark's
+    By meaning unless exact text or labels are asked for: ``judge`` with ``--judge``; otherwise, when the
+    ``embed`` extra is installed, the embedding partition constrained by the benchmark's meaning key
+    where the benchmark has one (P4G's stance, CooperBench's), else the customer-service
+    ``disclosure`` partition (requests and disclosed facts); without the extra the benchmark's
     ``fallback_partition`` (P4G: the donation decision label; others: exact text).
     """
     asked = config.partitioner_name
@@ -50,6 +52,9 @@ def resolve_partition(config: AuditConfig, arena: Arena) -> tuple[str, str | Non
             f"notice: classes by {fallback}, not by meaning: the embedding partition needs {', '.join(missing)} "
             '(pip install "collapse-probe[embed]"), or give --judge SPEC'
         )
+    if config.partition is None and audit_hook(arena, "meaning_key") is None:
+        # no benchmark says what a reply decides: the customer-service partition (requests and facts)
+        return "disclosure", None
     return "embedding", None
 
 
@@ -61,7 +66,12 @@ def _make_partitioner(config: AuditConfig, arena: Arena, name: str, cache: bool 
 
         # through the response cache: the judge answers greedily with a fixed seed, so a rerun asks nothing again
         judge = make_participant(f"direct:{parse_participant_spec(config.judge or config.sim)[1]}", cache=cache)
-        return partitioner_for(name, arena, model=judge.model)
+        extra: dict[str, Any] = {}
+        if name == "judge" and audit_hook(arena, "meaning_key") is None:
+            from collapse_probe.metrics._disclosure import RUBRIC
+
+            extra["rubric"] = RUBRIC  # no benchmark says what a reply decides: the customer-service definition
+        return partitioner_for(name, arena, model=judge.model, **extra)
     return partitioner_for(name, arena)
 
 
@@ -165,10 +175,10 @@ async def run_audit_async(
     notices = [notice] if notice else []  # printed once, by the CLI, after the table
     partitioner = _make_partitioner(config, arena, partition, cache)
     embedder = None
-    if config.vendi or partition == "embedding":
+    if config.vendi or partition in ("embedding", "disclosure"):
         from collapse_probe.metrics.partitioners import EmbeddingPartitioner
 
-        embedder = partitioner if partition == "embedding" else EmbeddingPartitioner()
+        embedder = partitioner if partition in ("embedding", "disclosure") else EmbeddingPartitioner()
 
     tasks = _load_tasks(arena, config.rollout.tasks, config.rollout.seed)
     states: list[ProbeState] = []
@@ -341,6 +351,9 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         if traj.get("note"):
             notices.append(traj["note"])
     default_over = "on-policy simulator turns (Definition 3.1)" if on_policy else "probe states"
+    from collapse_probe.audit._meaning_checks import meaning_checks
+
+    summary["meaning_checks"] = meaning_checks(records, partition, config.rollout.seed, config.epsilon_star)
     verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
     return {
         "schema": SCHEMA,

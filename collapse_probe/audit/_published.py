@@ -39,7 +39,7 @@ from collapse_probe.audit._config import SAMPLES, AuditConfig, ProbeState
 from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 
-FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl")
+FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
 _RERUN = re.compile(r"sample more states or responses: rerun with [^\[]*?(?=( \[|$))")
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
 EXACT_TOO_FINE = (
@@ -49,7 +49,7 @@ EXACT_TOO_FINE = (
 
 
 def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:
-    """Read a published-trajectory file (``tau2``, ``inspect`` or ``jsonl``) into a
+    """Read a published-trajectory file (``tau2``, ``inspect``, ``jsonl`` or ``taubench``) into a
     :class:`~collapse_probe.interop.PublishedRun`.
 
     Raises:
@@ -69,6 +69,10 @@ def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:
         from collapse_probe.interop._jsonl import read_jsonl_conversations
 
         return read_jsonl_conversations(path, sim_role)
+    if fmt == "taubench":
+        from collapse_probe.interop._taubench import read_taubench
+
+        return read_taubench(path)
     raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
 
 
@@ -143,7 +147,10 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
     reward_read = reward_reader(arena)[0] if arena is not None else None
     out = []
     try:
-        labels = await partitioner.apartition_many([s.replies for s in states])
+        from collapse_probe.metrics.partitioners import apartition_states
+
+        contexts = [" ".join(m.text for m in s.prefix) or None for s in states]
+        labels = await apartition_states(partitioner, [s.replies for s in states], contexts)
     except InfraError as exc:  # the judge failed: these states are infrastructure failures, sampled on resume
         return [{**state_header(_probe_state(s), "published", simulator), "status": "infra_error",
                  "error": f"partitioner {partitioner.name}: {exc}"} for s in states]  # fmt: skip
@@ -163,6 +170,8 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
             emb = embeddings[offset : offset + len(st.replies)]
             rec["vendi"] = vendi_score(emb)
             rec["mean_pairwise_cosine"] = mean_pairwise_cosine(emb)
+            if hasattr(partitioner, "domain_similarity"):
+                rec["domain_similarity"] = round(partitioner.domain_similarity(emb), 4)
         offset += len(st.replies)
         out.append(rec)
     return out
@@ -185,6 +194,7 @@ async def run_audit_from_async(
     *,
     simulator: str | None = None,
     sim_role: str = "user",
+    benchmark: str | None = None,
     cache: bool = True,
     progress: bool = True,
     fresh: bool = False,
@@ -200,6 +210,9 @@ async def run_audit_from_async(
         out: run directory (``None``: nothing is written).
         simulator: which simulator of the file to audit (default: the file's only one).
         sim_role: for inspect and generic JSONL chats: the role the simulator speaks as.
+        benchmark: the benchmark whose audit hooks (meaning key, reward view) apply, when the file names
+            none; ``None``: none is guessed (a generic chat file gets no benchmark's reward view, and its
+            meaning classes are the customer-service ``disclosure`` partition's).
         cache: serve the judge's answers through the response cache.
         progress: print notices to stderr.
         fresh: start over in ``out`` (old files move to ``out/.previous/``).
@@ -232,10 +245,10 @@ async def run_audit_from_async(
         raise ConfigError(
             f"--partition {config.partition} with --from needs --judge SPEC (the file's simulator is not a model here)"
         )
-    benchmark = run.benchmark or config.arena.benchmark
+    benchmark = run.benchmark or benchmark
     tasks = {c.task_id for c in convs}
     sizes = [len(s.replies) for s in states]
-    config = replace(config, sim=str(sim or "published simulator"), benchmark=str(benchmark),
+    config = replace(config, sim=str(sim or "published simulator"), benchmark=str(benchmark or "none"),
                      policy=str(run.policy or "published policy"), states=max(1, len(tasks)), samples=min(sizes),
                      exact=False, max_turns=None)  # fmt: skip
     config.validate()
@@ -253,7 +266,7 @@ async def run_audit_from_async(
         if progress:
             print(n, file=sys.stderr)
     partitioner = _make_partitioner(config, arena, partition, cache)
-    embedder = partitioner if partition == "embedding" else None
+    embedder = partitioner if partition in ("embedding", "disclosure") else None
 
     source = {
         "path": str(path),

@@ -257,6 +257,8 @@ class _Sampler:
                 emb = embeddings[offset : offset + len(texts)]
                 rec["vendi"] = vendi_score(emb)
                 rec["mean_pairwise_cosine"] = mean_pairwise_cosine(emb)
+                if hasattr(self.partitioner, "domain_similarity"):
+                    rec["domain_similarity"] = round(self.partitioner.domain_similarity(emb), 4)
             offset += len(texts)
             self._finish(state, rec)
 

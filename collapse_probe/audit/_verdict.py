@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from collapse_probe.audit._config import AuditConfig
+from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners import groups_by_meaning, meaning_partitions
 
 COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED = "COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"
@@ -91,6 +92,15 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
             ci95=None,
             reason=f"the classes fell back to {partition}, not meanings (no sentence encoder installed)",
         )
+    from collapse_probe.audit._meaning_checks import checked_meaning_view
+    from collapse_probe.metrics.partitioners import partitioner_needs_model
+
+    try:
+        judged = partitioner_needs_model(partition)
+    except ConfigError:  # a plugin partition that cannot be loaded is not a judge
+        judged = False
+    if by_meaning and not fallback:
+        meaning = checked_meaning_view(meaning, summary.get("meaning_checks"), judged)
     rv = summary.get("reward_view") or {}
     reward: dict[str, Any] = {"label": view_label(rv.get("estimate"), rv.get("ci95"), star), "estimate": rv.get("estimate"),
                               "ci95": rv.get("ci95"), "n_states": int(rv.get("n_states") or 0),
@@ -175,7 +185,10 @@ def verdict_line(
     for k, v in views.items():
         if v["label"] == NOT_MEASURED:
             line += f"; {k} view not measured: {v['reason']}"
-    inconclusive = [v for v in measured.values() if v["label"] == INCONCLUSIVE]
+    for k, v in views.items():
+        if v["label"] == INCONCLUSIVE and v.get("reason"):
+            line += f"; {k} view inconclusive: {v['reason']}"
+    inconclusive = [v for v in measured.values() if v["label"] == INCONCLUSIVE and not v.get("partition_label")]
     if inconclusive:
         flags = [_rerun_flags(config, v["estimate"], *v["ci95"]) for v in inconclusive]
         line += f"; sample more states or responses: rerun with {max(flags, key=lambda f: int(f.split()[1]))}"

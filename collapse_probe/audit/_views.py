@@ -78,14 +78,19 @@ def _states_text(records: Sequence[dict[str, Any]]) -> str:
     return f"{len(records)} state{'s' if len(records) != 1 else ''} the reward reads: {', '.join(parts)}"
 
 
-def reward_view_summary(records: Sequence[dict[str, Any]], config: AuditConfig, note: str | None) -> dict[str, Any]:
+NO_BENCHMARK = "no benchmark named: a generic file has no reward classes (--benchmark NAME gives its reward view)"
+
+
+def reward_view_summary(records: Sequence[dict[str, Any]], config: AuditConfig, note: str | None,
+                        no_benchmark: bool = False) -> dict[str, Any]:  # fmt: skip
     """``summary.reward_view``: the mean collapse error of the reward's classes over the states where the
     reward reads the reply, with the headline's interval method; ``estimate`` is ``None`` (and
     ``reason`` says why) where no state has a reward reading."""
     rs = [r for r in records if r.get("status") == "ok" and r.get("reward_view")]
     out: dict[str, Any] = {"classes": note, "n_states": len(rs)}
     if not rs:
-        reason = ("the benchmark declares no reward_class (or decision_label) hook" if note is None
+        reason = (NO_BENCHMARK if no_benchmark and note is None
+                  else "the benchmark declares no reward_class (or decision_label) hook" if note is None
                   else "no audited state is one where the reward reads the reply")  # fmt: skip
         return {**out, "estimate": None, "ci95": None, "states": "none", "reason": reason}
     e = mean_collapse_error(
@@ -156,6 +161,7 @@ def kind_views(records: Sequence[dict[str, Any]], config: AuditConfig, arena: An
     if note is None and any(r.get("reward_view") for r in ok):
         note = "classes: the benchmark's reward_class hook"
     exact = exact_summary(ok)
-    return {"by_kind": by_kind, "reward_view": reward_view_summary(ok, config, note),
+    no_benchmark = arena is None and config.arena.benchmark == "none"
+    return {"by_kind": by_kind, "reward_view": reward_view_summary(ok, config, note, no_benchmark),
             "decision_collapse_error": decision, "exact": exact,
             "exact_outside_mass": exact["outside_mass"] if exact else None}  # fmt: skip

@@ -260,13 +260,18 @@ def benchmark_help() -> str:
     )
 
 
+class DefaultName(str):
+    """A flag's default, told apart from the same value given by the user (a flag, an environment
+    variable or a config-file key): ``audit --from`` takes a benchmark's hooks only from a named one."""
+
+
 def add_benchmark(p: argparse.ArgumentParser, only: Collection[str] | None = None) -> None:
     """``--benchmark``, ``--judge`` and a flag for every option of the registered benchmarks' ``Options``
     (of those in ``only`` when given); a plugin benchmark's own options are added by
     :func:`add_benchmark_options` once the command line names it."""
     from collapse_probe.benchmarks._registry import BENCHMARKS, DEFAULT_BENCHMARK, get_benchmark
 
-    p.add_argument("--benchmark", default=env("benchmark", DEFAULT_BENCHMARK), help=benchmark_help())
+    p.add_argument("--benchmark", default=env("benchmark", DefaultName(DEFAULT_BENCHMARK), str), help=benchmark_help())
     if only is None or "judge" in only:
         p.add_argument(
             "--judge",

@@ -119,7 +119,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_trackers(p)
 
 
-FROM_FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl")
+FROM_FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
 
 
 class _DefaultSim(str):
@@ -156,7 +156,11 @@ def run_from(args: argparse.Namespace) -> int:
         bound_b=args.bound_b, r_max=args.r_max, seed=args.seed, vendi=args.vendi,
     )  # fmt: skip
     simulator = None if isinstance(args.sim, _DefaultSim) else args.sim
+    from collapse_probe.cli._common import DefaultName
+
+    named = None if isinstance(args.benchmark, DefaultName) else str(args.benchmark)
     results = run_audit_from(args.from_file, fmt, config, args.out, simulator=simulator, sim_role=args.sim_role,
+                             benchmark=named,
                              cache=not args.no_cache, progress=not args.no_progress, fresh=args.fresh)  # fmt: skip
     src = results["source"]
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "

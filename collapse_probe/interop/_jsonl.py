@@ -40,29 +40,59 @@ def _number(value: Any, where: str, name: str) -> float | None:
     raise ConfigError(f"{where}: {name}: expected a finite number or null, got {value!r}")
 
 
+def _records(p: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every non-blank line; a line that is not a JSON object (a torn
+    last line included: a published file is complete or it is not that file) is one error naming it,
+    and a JSON array given as JSON lines is named as such."""
+    import json
+
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not UTF-8 text; expected a JSONL file of conversations") from None
+    if text.lstrip().startswith("["):
+        try:
+            whole = json.loads(text)
+        except ValueError:
+            whole = None
+        if isinstance(whole, list):
+            hint = (" (τ-bench's historical trajectories: --format taubench)"
+                    if whole and isinstance(whole[0], dict) and "traj" in whole[0] else "")  # fmt: skip
+            raise ConfigError(f"{p}: is one JSON array, not JSON lines (one conversation object per line){hint}")
+    out = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            torn = " (the last line is cut off: the file is incomplete)" if i == len(lines) else ""
+            raise ConfigError(f"{p}: line {i}: not valid JSON ({exc}){torn}") from None
+        if not isinstance(rec, dict):
+            raise ConfigError(f"{p}: line {i}: expected a JSON object (one conversation), got {type(rec).__name__}")
+        out.append((i, rec))
+    return out
+
+
 def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
     """Read a JSONL file of conversations into a :class:`PublishedRun`.
 
     Raises:
         ConfigError: the file is missing or a line is not a conversation (naming the line and field).
     """
-    from collapse_probe.interop._published import (
-        PublishedConversation,
-        PublishedMessage,
-        PublishedRun,
-        canonical_arguments,
-        file_sha256,
-    )
-    from collapse_probe.rollout import iter_jsonl
+    from collapse_probe.interop._published import PublishedConversation, PublishedMessage, PublishedRun, file_sha256
+    from collapse_probe.interop._taubench import tool_calls_of
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"--from {path}: no such file; expected a JSONL file of conversations")
     by_key: dict[str, PublishedConversation] = {}
+    first_line: dict[str, int] = {}
     policies: set[str] = set()
     simulators: set[str] = set()
-    for i, rec in enumerate(iter_jsonl(p), start=1):
-        where = f"{p}: record {i}"
+    for i, rec in _records(p):
+        where = f"{p}: line {i}"
         msgs = rec.get("messages")
         if not isinstance(msgs, list):
             raise ConfigError(
@@ -82,11 +112,7 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
                 raise ConfigError(
                     f"{where}: messages[{j}].content: expected a string or null, got {type(content).__name__}"
                 )
-            calls = tuple(
-                (str(c.get("name")), canonical_arguments(c.get("arguments", {})))
-                for c in (m.get("tool_calls") or [])
-                if isinstance(c, dict)
-            )
+            calls = tool_calls_of(m.get("tool_calls"), f"{where}: messages[{j}]")
             meta: dict[str, Any] = m["meta"] if isinstance(m.get("meta"), dict) else {}
             role = str(roles.get(m["role"], m["role"]))
             messages.append(PublishedMessage(role, content or "", calls, meta))
@@ -100,9 +126,17 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
             else ([{"flag": "simulator_errors", "critical": False}] if flags is True else [])
         )
         group = tuple(f"{k}={rec[k]}" for k in ("step", "persona_id") if rec.get(k) is not None)
-        key = str(rec.get("key") or rec.get("id") or f"line-{i}")
+        ident = rec.get("key") if native else rec.get("id")
+        if ident is not None and (isinstance(ident, bool) or not isinstance(ident, str | int)):
+            raise ConfigError(f"{where}: {'key' if native else 'id'}: expected a string or integer, got {ident!r}")
+        key = str(ident) if ident is not None and ident != "" else f"line-{i}"
         if rec.get("step") is not None:
             key = f"step-{rec['step']}|{key}"  # a training run reuses conversation keys at every step
+        if not native and key in first_line:
+            # a resumed collapse-probe run repeats a key on purpose (its retry wins); a chat file does not
+            raise ConfigError(f"{where}: id {ident!r} repeats line {first_line[key]}'s; each conversation of a "
+                              "JSONL file needs its own id (or none)")  # fmt: skip
+        first_line.setdefault(key, i)
         conv = PublishedConversation(
             conversation_id=key,
             task_id=str(task),

@@ -9,6 +9,9 @@ Partitioners (``get_partitioner(name, **kw)``):
 - ``exact`` — :class:`ExactPartitioner`: equal after :func:`normalize_text`.
 - ``embedding`` — :class:`EmbeddingPartitioner`: sentence embeddings (packaged all-MiniLM-L6-v2,
   offline) clustered by average-linkage agglomerative clustering with a calibrated cosine threshold.
+- ``disclosure`` — :class:`DisclosurePartitioner`: customer-service replies by the request they make and
+  the task facts they disclose (a pairwise model fitted on real user-simulator replies); the default
+  meaning partition where no benchmark meaning key applies.
 - ``judge`` — :class:`JudgeEquivalencePartitioner`: an LLM judge answers "same meaning?" for
   (class representative, response) pairs, batched one ``generate()`` call per round.
 - ``label`` — :class:`LabelPartitioner`: a benchmark's decision labeller (by default the default
@@ -47,6 +50,7 @@ __all__ = [
     "partitioner_names",
     "partitioner_needs_model",
     "usable_partitioners",
+    "DisclosurePartitioner",
     "EmbeddingPartitioner",
     "ExactPartitioner",
     "JudgeEquivalencePartitioner",
@@ -279,6 +283,7 @@ class EmbeddingPartitioner:
     """
 
     name = "embedding"
+    validated_on = "P4G persuadee replies (threshold calibrated on labelled reply pairs)"
     by_meaning = True
     needs_model = False
     needs_benchmark = False
@@ -379,6 +384,92 @@ class EmbeddingPartitioner:
         self, groups: Sequence[Sequence[str]], contexts: Sequence[str | None] | None = None
     ) -> list[list[int]]:
         return await asyncio.to_thread(self.partition_many, groups, contexts)
+
+
+# --------------------------------------------------------------------------------------------------
+# customer-service meaning: requests and disclosed facts
+
+
+class DisclosurePartitioner(EmbeddingPartitioner):
+    """Customer-service replies classed by the request they make and the task facts they disclose.
+
+    A pairwise equivalence model (:mod:`collapse_probe.metrics._service`, fitted on labelled states
+    of real τ2-bench / τ-bench user simulators) reads each pair of a state's distinct replies: which
+    facts (ids, names, reservation or order numbers, dates, times, amounts, places) and which
+    requests or preferences (cancel, refund, nonstop, a reason, ending the call …) differ between
+    what the two disclose beyond the conversation so far, and their cosine distance under the
+    packaged all-MiniLM-L6-v2. Replies are clustered by average linkage on ``1 − P(same)``. A
+    state's context (the conversation so far) is subtracted from what its replies disclose:
+    restating what the agent said discloses nothing.
+
+    The default meaning partition where no benchmark meaning key applies. Validated on
+    :data:`~collapse_probe.metrics._service.SERVICE_DOMAIN` only: :meth:`domain_similarities` says how
+    far a state's replies are from that domain, and the audit's meaning view is INCONCLUSIVE outside it.
+
+    Args:
+        model: sentence-transformers model directory; ``None`` for the packaged all-MiniLM-L6-v2 (the
+            fitted model's features assume it).
+        device: torch device.
+        batch_size: encoder batch size.
+        model_file: another fitted model file (default: the shipped one).
+    """
+
+    name = "disclosure"
+    by_meaning = True
+    needs_model = False
+    needs_benchmark = False
+    arena_hooks: ClassVar[Mapping[str, str]] = {}
+    validated_on = "customer-service user replies (τ2-bench / τ-bench airline user simulators)"
+
+    def __init__(self, model: str | None = None, device: str | None = None, batch_size: int = 64,
+                 model_file: str | None = None) -> None:  # fmt: skip
+        super().__init__(model=model, device=device, batch_size=batch_size)
+        from collapse_probe.metrics._service import load_service_model
+
+        self.model_file = model_file
+        self.service = load_service_model(model_file)
+
+    def partition_many(
+        self, groups: Sequence[Sequence[str]], contexts: Sequence[str | None] | None = None
+    ) -> list[list[int]]:
+        """Labels for many states at once; ``contexts``: one per group, the conversation so far."""
+        from collapse_probe.metrics._service import service_labels, state_disclosures
+
+        groups = [_check_texts(g, f"groups[{i}]") for i, g in enumerate(groups)]
+        if contexts is not None and len(contexts) != len(groups):
+            raise ConfigError(f"contexts: expected one per group ({len(groups)}), got {len(contexts)}")
+        reps = []
+        for g in groups:
+            first = {normalize_text(t): t for t in reversed(g)}
+            reps.append([first[u] for u in dict.fromkeys(normalize_text(t) for t in g)])
+        flat = [t for r in reps for t in r]
+        emb = self.embed(flat) if flat else np.zeros((0, 0))
+        out: list[list[int]] = []
+        start = 0
+        for gi, (g, r) in enumerate(zip(groups, reps, strict=True)):
+            if not g:
+                out.append([])
+                continue
+            e = emb[start : start + len(r)]
+            start += len(r)
+            found = state_disclosures(r, None if contexts is None else contexts[gi])
+            lab = service_labels(found, e, self.service)
+            of = {normalize_text(t): x for t, x in zip(r, lab, strict=True)}
+            out.append(canonical_labels([of[normalize_text(t)] for t in g]))
+        return out
+
+    def domain_similarity(self, embeddings: np.ndarray) -> float:
+        """Cosine between a state's mean reply embedding (of this partition's encoder) and the domain's centroid."""
+        from collapse_probe.metrics._service import domain_similarity
+
+        return domain_similarity(embeddings, self.service.centroid)
+
+    @classmethod
+    def domain_threshold(cls) -> float:
+        """A state whose :meth:`domain_similarity` is below this lies outside the validated domain."""
+        from collapse_probe.metrics._service import load_service_model
+
+        return load_service_model().domain_threshold
 
 
 def takes_keyword(fn: Callable[..., Any], name: str) -> bool:
@@ -642,15 +733,19 @@ class JudgeEquivalencePartitioner:
     (temperature 0) with a fixed seed, so through the response cache (``make_participant(spec).model``)
     a rerun asks nothing again. A verdict that is neither YES nor NO is a parse failure: counted in
     ``n_parse_failures_`` (raw answers kept in ``parse_failure_examples_``) and treated as NO, which
-    can only split classes (ε̂ biased up, never faked down). A request the backend failed on raises
-    :class:`~collapse_probe.errors.InfraError`: the state is an infrastructure failure, not a
-    measurement.
+    can only split classes (ε̂ biased up, never faked down). A request the backend failed on, an empty
+    answer, or a round where most answers are neither YES nor NO raises
+    :class:`~collapse_probe.errors.InfraError`: the states are infrastructure failures (sampled again on
+    resume), not measurements.
 
     Args:
         model: a :class:`~collapse_probe.models.ChatModel` or a model spec string.
         max_tokens: tokens allowed for a verdict.
         seed: sampling seed of the judge requests.
         bidirectional: ask both orders (``False``: only "does the response mean the representative").
+        rubric: the definition of a meaning class added to the judge's instruction (the audit gives the
+            customer-service rubric, :data:`~collapse_probe.metrics._disclosure.RUBRIC`, where no
+            benchmark meaning key applies).
 
     Attributes:
         n_questions_: judge questions asked so far.
@@ -665,7 +760,11 @@ class JudgeEquivalencePartitioner:
     needs_benchmark = False
     arena_hooks: ClassVar[Mapping[str, str]] = {}
 
-    def __init__(self, model: Any, max_tokens: int = 8, seed: int = 0, bidirectional: bool = True) -> None:
+    def __init__(self, model: Any, max_tokens: int = 8, seed: int = 0, bidirectional: bool = True,
+                 rubric: str | None = None) -> None:  # fmt: skip
+        if rubric is not None and (not isinstance(rubric, str) or not rubric.strip()):
+            raise ConfigError(f"rubric must be a non-empty string (the definition of a meaning class), got {rubric!r}")
+        self.rubric = rubric
         self.model = model
         self.max_tokens = max_tokens
         self.seed = seed
@@ -687,8 +786,9 @@ class JudgeEquivalencePartitioner:
     def _request(self, a: str, b: str) -> Any:
         from collapse_probe.models import GenerationRequest, SamplingParams
 
+        system = JUDGE_SYSTEM if self.rubric is None else f"{JUDGE_SYSTEM}\n\n{self.rubric}"
         messages = (
-            {"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "system", "content": system},
             {"role": "user", "content": JUDGE_TEMPLATE.format(a=a, b=b)},
         )
         return GenerationRequest(
@@ -763,6 +863,15 @@ class JudgeEquivalencePartitioner:
                     f"judge {getattr(model, 'spec', model)!r} failed on {len(failed)} of {len(reqs)} "
                     f"equivalence questions (first error: {failed[0]})"
                 )
+            blank = sum(1 for r in results if not r.completions[0].text.strip())
+            if blank:  # an empty answer is the backend's failure, not a NO: the states are sampled again
+                raise InfraError(f"judge {getattr(model, 'spec', model)!r} returned {blank} empty answers to "
+                                 f"{len(reqs)} equivalence questions")  # fmt: skip
+            unparsed = sum(1 for r in results if parse_yes_no(r.completions[0].text) is None)
+            if unparsed * 2 > len(reqs):
+                raise InfraError(f"judge {getattr(model, 'spec', model)!r} answered neither YES nor NO to {unparsed} "
+                                 f"of {len(reqs)} equivalence questions (e.g. {results[0].completions[0].text[:80]!r}): "
+                                 "its classes would be guesses; use a judge that follows the instruction")  # fmt: skip
             for q, (gi, i, cls) in enumerate(questions):
                 verdicts = [self._verdict(results[q * orders + k]) for k in range(orders)]
                 if all(verdicts):
@@ -835,6 +944,7 @@ class LabelPartitioner(_SyncPartitioner):
 PARTITIONERS: dict[str, type] = {
     "exact": ExactPartitioner,
     "embedding": EmbeddingPartitioner,
+    "disclosure": DisclosurePartitioner,
     "judge": JudgeEquivalencePartitioner,
     "label": LabelPartitioner,
 }

@@ -145,7 +145,7 @@ def test_meaning_partition_by_default_merges_paraphrases_that_exact_text_splits(
     make_results(f, {"1": para, "2": para}, 16, seed=7)
     by_meaning = run_audit_from(f, "tau2", AuditConfig(), None, progress=False)
     exact = run_audit_from(f, "tau2", AuditConfig(partition="exact"), None, progress=False)
-    assert by_meaning["partitioner"] == "embedding"
+    assert by_meaning["partitioner"] == "disclosure"  # τ2 has no meaning key: the customer-service partition
     opening = {s["task_id"]: s for s in by_meaning["states"] if s["kind"] == "opening"}
     opening_exact = {s["task_id"]: s for s in exact["states"] if s["kind"] == "opening"}
     for t in ("1", "2"):
