@@ -174,11 +174,11 @@ async def run_audit_async(
     partition, notice = resolve_partition(config, arena)
     notices = [notice] if notice else []  # printed once, by the CLI, after the table
     partitioner = _make_partitioner(config, arena, partition, cache)
-    embedder = None
-    if config.vendi or partition in ("embedding", "disclosure"):
-        from collapse_probe.metrics.partitioners import EmbeddingPartitioner
+    from collapse_probe.metrics.partitioners import EmbeddingPartitioner
 
-        embedder = partitioner if partition in ("embedding", "disclosure") else EmbeddingPartitioner()
+    embedder = None
+    if config.vendi or isinstance(partitioner, EmbeddingPartitioner):
+        embedder = partitioner if isinstance(partitioner, EmbeddingPartitioner) else EmbeddingPartitioner()
 
     tasks = _load_tasks(arena, config.rollout.tasks, config.rollout.seed)
     states: list[ProbeState] = []
@@ -351,7 +351,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         if traj.get("note"):
             notices.append(traj["note"])
     default_over = "on-policy simulator turns (Definition 3.1)" if on_policy else "probe states"
-    from collapse_probe.audit._meaning_checks import meaning_checks
+    from collapse_probe.audit._verdict import meaning_checks
 
     summary["meaning_checks"] = meaning_checks(records, partition, config.rollout.seed, config.epsilon_star)
     verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)

@@ -266,7 +266,9 @@ async def run_audit_from_async(
         if progress:
             print(n, file=sys.stderr)
     partitioner = _make_partitioner(config, arena, partition, cache)
-    embedder = partitioner if partition in ("embedding", "disclosure") else None
+    from collapse_probe.metrics.partitioners import EmbeddingPartitioner
+
+    embedder = partitioner if isinstance(partitioner, EmbeddingPartitioner) else None
 
     source = {
         "path": str(path),

@@ -100,11 +100,11 @@ def test_generic_chat_jsonl_with_user_as_simulator(tmp_path):
 @pytest.mark.parametrize(
     "line,match",
     [
-        ('{"task_id": "a", "messages": "hi"}', "record 1: messages: expected a list"),
-        ('{"messages": []}', "record 1: task_id: expected"),
+        ('{"task_id": "a", "messages": "hi"}', "line 1: messages: expected a list"),
+        ('{"messages": []}', "line 1: task_id: expected"),
         ('{"task_id": "a", "messages": [{"content": "x"}]}', r"messages\[0\]: expected an object with a string 'role'"),
         ('{"task_id": "a", "reward": "high", "messages": []}', "reward: expected a finite number"),
-        ("not json\n{}", "line 1 is not valid JSON"),
+        ("not json\n{}", "line 1: not valid JSON"),
     ],
 )
 def test_bad_jsonl_is_one_line_naming_the_record(tmp_path, capsys, line, match):

@@ -155,7 +155,7 @@ def test_replies_outside_the_validated_domain_make_the_meaning_view_inconclusive
 
 
 def test_exact_and_meaning_verdicts_that_flip_make_the_meaning_view_inconclusive():
-    from collapse_probe.audit._meaning_checks import checked_meaning_view
+    from collapse_probe.audit._verdict import checked_meaning_view
 
     view = {"label": "COLLAPSED", "estimate": 0.05, "ci95": [0.01, 0.12]}
     checks = {"partition": "disclosure", "validated_on": "x", "states_checked": 4, "states_in_domain": 4,

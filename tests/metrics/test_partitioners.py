@@ -171,18 +171,22 @@ def test_judge_partitioner_greedy_batched_rounds():
 
 
 def test_judge_parse_failures_are_counted_and_split_classes():
-    part = JudgeEquivalencePartitioner(BagOfWordsJudge(garble_every=1))
-    assert part.partition(["a b", "b a", "c"]) == [0, 1, 2]
-    assert part.n_parse_failures_ == part.n_questions_ == 6
-    assert part.parse_failure_examples_[0].startswith("I am not able")
+    # a few unparsed verdicts are counted and treated as NO (classes can only split)
+    part = JudgeEquivalencePartitioner(BagOfWordsJudge(garble_every=3))
+    labels = part.partition(["a b", "b a", "c", "d"])
+    assert part.n_parse_failures_ >= 1 and part.parse_failure_examples_[0].startswith("I am not able")
+    assert len(set(labels)) >= 3
+    # a judge that mostly answers neither YES nor NO is an infrastructure failure, not a partition
+    with pytest.raises(InfraError, match="neither YES nor NO"):
+        JudgeEquivalencePartitioner(BagOfWordsJudge(garble_every=1)).partition(["a b", "b a", "c"])
 
 
 def test_judge_with_scripted_backend(write_scripted):
     yes = JudgeEquivalencePartitioner(write_scripted([("YES", 1.0)], name="yes.json"))
     assert yes.partition(["one", "two", "three"]) == [0, 0, 0]
     unsure = JudgeEquivalencePartitioner(write_scripted([("Hard to say.", 1.0)], name="unsure.json"))
-    assert unsure.partition(["one", "two", "three"]) == [0, 1, 2]
-    assert unsure.n_parse_failures_ == 6  # 2 pairs in round 1, 1 in round 2, both orders each
+    with pytest.raises(InfraError, match="neither YES nor NO to 4 of 4"):
+        unsure.partition(["one", "two", "three"])
 
 
 class EntailmentJudge(BagOfWordsJudge):
@@ -366,7 +370,9 @@ def test_check_partitioner_names_the_flag_the_allowed_names_the_value_and_why():
     with pytest.raises(ConfigError) as exc:
         check_partitioner("judge", "--partitioner", "the policy strategy entropy")
     msg = str(exc.value)
-    assert msg.startswith("--partitioner must be one of exact, embedding for the policy strategy entropy, got 'judge'")
+    assert msg.startswith(
+        "--partitioner must be one of exact, embedding, disclosure for the policy strategy entropy, got 'judge'"
+    )
     assert "needs a judge model" in msg and "\n" not in msg
     with pytest.raises(
         ConfigError, match=r"got 'label' \(it classes a benchmark's replies by the benchmark's decision_label\)"
