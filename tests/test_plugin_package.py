@@ -367,5 +367,5 @@ def test_an_installed_partitioner_is_chosen_by_audit_and_crossplay_flags_where_i
                 "--no-cache", "--out", "typo", cwd=tmp_path)  # fmt: skip
     assert typo.returncode == 2 and "Traceback" not in typo.stderr
     line = typo.stderr.strip().splitlines()[-1]
-    assert "--partition must be one of exact, embedding, judge, label, ask-judge, first-word" in line
+    assert "--partition must be one of exact, embedding, disclosure, judge, label, ask-judge, first-word" in line
     assert "Did you mean 'first-word'" in line

@@ -32,6 +32,7 @@ from collapse_probe._resources import package_path
 from collapse_probe._state import on_reset
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._disclosure import disclosures, feature_names, pair_features
+from collapse_probe.metrics._text import normalize_text
 
 __all__ = [
     "MODEL_FILE",
@@ -172,8 +173,6 @@ class LabelledState:
     def distinct(self) -> tuple[list[int], list[int]]:
         """``(first index of each distinct reply, each reply's distinct index)``: replies equal after
         :func:`~collapse_probe.metrics.partitioners.normalize_text` are one reply, as the partition reads them."""
-        from collapse_probe.metrics.partitioners import normalize_text
-
         firsts: dict[str, int] = {}
         inverse = []
         for t in self.texts or [str(i) for i in range(len(self.labels))]:

@@ -170,20 +170,7 @@ class _SyncPartitioner:
 # --------------------------------------------------------------------------------------------------
 # exact match
 
-_WS = re.compile(r"\s+")
-_TRAILING_PUNCT = ".,!?;:…。！？"
-
-
-def normalize_text(text: str) -> str:
-    """Normalise a response for exact matching: casefold, strip, collapse whitespace to one space,
-    and strip trailing sentence punctuation (``.,!?;:…``).
-
-    Example:
-        >>> normalize_text("  No   thanks!! ")
-        'no thanks'
-    """
-    t = _WS.sub(" ", text.casefold()).strip()
-    return t.rstrip(_TRAILING_PUNCT + " ")
+from collapse_probe.metrics._text import normalize_text  # noqa: E402 - re-exported here
 
 
 class ExactPartitioner(_SyncPartitioner):

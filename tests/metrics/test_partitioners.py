@@ -356,11 +356,12 @@ def test_every_caller_list_is_read_from_the_one_registry():
     from collapse_probe.metrics.partitioners import PARTITIONERS, usable_partitioners
     from collapse_probe.monitor._config import PARTITIONS as MONITOR_PARTITIONS
 
-    assert AUDIT_PARTITIONS == tuple(PARTITIONERS) == ("exact", "embedding", "judge", "label")
-    assert MEANING_PARTITIONS == ("embedding", "judge")  # each class says so: by_meaning
-    assert STRATEGY_PARTITIONERS == ("exact", "embedding")  # policy messages: no judge, no benchmark hook
-    assert MONITOR_PARTITIONS == ("exact", "embedding", "label")  # the monitor has a benchmark, no judge
-    assert usable_partitioners(model=True, benchmark=False) == ("exact", "embedding", "judge")
+    assert AUDIT_PARTITIONS == tuple(PARTITIONERS) == ("exact", "embedding", "disclosure", "judge", "label")
+    assert MEANING_PARTITIONS == ("embedding", "disclosure", "judge")  # each class says so: by_meaning
+    # policy messages: no judge, no benchmark hook
+    assert STRATEGY_PARTITIONERS == ("exact", "embedding", "disclosure")
+    assert MONITOR_PARTITIONS == ("exact", "embedding", "disclosure", "label")  # a benchmark, no judge
+    assert usable_partitioners(model=True, benchmark=False) == ("exact", "embedding", "disclosure", "judge")
 
 
 def test_check_partitioner_names_the_flag_the_allowed_names_the_value_and_why():
@@ -380,7 +381,7 @@ def test_check_partitioner_names_the_flag_the_allowed_names_the_value_and_why():
         check_partitioner("label", "--partitioner")
     with pytest.raises(
         ConfigError,
-        match=r"--partition must be one of exact, embedding, judge, label, got 'lable'\. Did you mean 'label'\?",
+        match=r"--partition must be one of exact, embedding, disclosure, judge, label, got 'lable'\. Did you mean 'label'\?",
     ):
         check_partitioner("lable", "--partition", model=True, benchmark=True)
     with pytest.raises(ConfigError, match="got 3"):
