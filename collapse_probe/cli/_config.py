@@ -2,7 +2,7 @@
 generated from the typed config dataclasses.
 
 Precedence, highest first: command-line flags, ``$COLLAPSE_PROBE_<OPTION>``, the ``--config`` file,
-the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.toml``) holding one
+the built-in defaults. A config file is YAML (``.yaml``/``.yml``), TOML (``.toml``) or JSON (``.json``) holding one
 mapping whose keys are the subcommand's long option names, with dashes or underscores
 (``max-turns: 3`` or ``max_turns = 3``), or a positional argument's name (``run-dir`` of ``gate``);
 lists are accepted for the comma-separated spec options (``sims: [smollm2, vs:smollm2]``). A key that is not an option of the subcommand, or a value of the
@@ -200,7 +200,7 @@ def add_config_option(p: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         default=os.environ.get("COLLAPSE_PROBE_CONFIG"),
-        help="YAML or TOML file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override "
+        help="YAML, TOML or JSON file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override "
         "it; relative paths in it resolve against the working directory, as on the command line",
     )
 
@@ -213,30 +213,36 @@ bytes of nested aliases (``a: &a [x, x]``, ``b: &b [*a, *a]``, ...) otherwise ex
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The mapping in a YAML or TOML file.
+    """The mapping in a YAML, TOML or JSON file.
 
     Raises:
         ConfigError: the file is missing, not a regular file, larger than :data:`MAX_CONFIG_BYTES`,
             has another extension, does not parse, repeats a key, expands (YAML aliases) to more than
-            :data:`MAX_CONFIG_NODES` values, or is not a mapping.
+            :data:`MAX_CONFIG_NODES` values, is not a mapping, or holds a value no option can take (an
+            integer past :data:`~collapse_probe._files.MAX_INT_DIGITS` digits, a number that is not
+            finite, a lone surrogate, nesting past the cap), naming the key.
     """
     from collapse_probe._files import FileProblem, MissingFile, read_bytes
 
     p = Path(path)
     suffix = p.suffix.lower()
     try:
-        raw = read_bytes(p, max_bytes=MAX_CONFIG_BYTES, expected="a YAML or TOML file")
+        raw = read_bytes(p, max_bytes=MAX_CONFIG_BYTES, expected="a YAML, TOML or JSON file")
     except MissingFile:
         raise ConfigError(f"--config: file {str(p)!r} does not exist") from None
     except FileProblem as exc:
         raise ConfigError(f"--config {exc}") from None
-    if suffix not in (".yaml", ".yml", ".toml"):
-        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml or .toml")
+    if suffix not in (".yaml", ".yml", ".toml", ".json"):
+        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml, .toml or .json")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a YAML or TOML file") from None
-    if suffix in (".yaml", ".yml"):
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a YAML, TOML or JSON file") from None
+    if suffix == ".json":
+        from collapse_probe._files import parse_json
+
+        data = parse_json(text, p, expected="a JSON object of option values", nonfinite=False)
+    elif suffix in (".yaml", ".yml"):
         data = _load_yaml(text, p)
     else:
         if sys.version_info >= (3, 11):
@@ -249,11 +255,35 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{p}: not valid TOML ({exc})") from None
         except RecursionError:
             raise ConfigError(f"{p}: TOML nested too deeply") from None
+        except ValueError:  # an integer past Python's conversion limit
+            raise _long_integer(text, p) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of option names to values, got {type(data).__name__}")
+    from collapse_probe._files import check_values
+
+    # what the parser accepted but no option can hold: a 4,000-digit integer, 1e999, a lone surrogate
+    check_values(data, p, expected="option values (a config file)")
     return data
+
+
+def _long_integer(text: str, p: Path) -> ConfigError:
+    """The error for an integer too long for Python to convert, naming its line (and key) in ``text``."""
+    import re
+
+    from collapse_probe._files import MAX_INT_DIGITS
+
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = re.search(rf"\d{{{MAX_INT_DIGITS + 1},}}", line.replace("_", ""))
+        if m is not None:
+            key = re.match(r"\s*-?\s*([\w.\"'-]+)\s*[:=]", line)
+            at = f" {key.group(1).strip(chr(34) + chr(39))}:" if key else ""
+            return ConfigError(
+                f"{p}: line {n}:{at} an integer of {len(m.group(0)):,} digits (at most {MAX_INT_DIGITS}); "
+                "expected option values (a config file)"
+            )
+    return ConfigError(f"{p}: holds an integer too long to convert; expected option values (a config file)")
 
 
 def _load_yaml(text: str, p: Path) -> Any:
@@ -277,7 +307,9 @@ def _load_yaml(text: str, p: Path) -> Any:
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     except RecursionError:
-        raise ConfigError(f"{p}: YAML nested too deeply") from None
+        raise ConfigError(f"{p}: YAML nested deeper than the parser can follow") from None
+    except ValueError:  # an integer past Python's conversion limit
+        raise _long_integer(text, p) from None
     finally:
         loader.dispose()
 
