@@ -18,6 +18,7 @@ import json
 import math
 import os
 import stat
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -462,6 +463,76 @@ def check_zip(
             raise ConfigError(
                 f"{path}: members inflate to more than {_size(max_total_bytes)} together; expected {expected}"
             )
+    # the sizes above are what the central directory declares; a reader that inflates a member whole
+    # (inspect does) trusts the stream instead, so each stream is inflated here, in bounded chunks,
+    # and must end within its declared size
+    try:
+        with open(path, "rb") as f:
+            for m in members:
+                if _inflates_past(f, m):
+                    raise ConfigError(
+                        f"{path}: member {_printable(m.filename)} inflates past the {_size(m.file_size)} its "
+                        f"header declares (a zip bomb or a damaged file); expected {expected}"
+                    )
+    except (OSError, ValueError, EOFError, struct.error) as exc:
+        raise ConfigError(f"{path}: not a readable zip file ({exc}); expected {expected}") from None
+
+
+def _inflates_past(f: Any, m: Any) -> bool:
+    """Whether member ``m``'s compressed stream inflates to more than its declared ``file_size``
+    (deflate, zstd or stored; another method is left to the reader, which refuses it)."""
+    import zlib
+
+    f.seek(m.header_offset)
+    header = f.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise ValueError(f"member {m.filename!r} has no local header")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    f.seek(m.header_offset + 30 + name_len + extra_len)
+    left, limit, out = m.compress_size, m.file_size, 0
+    if m.compress_type == 0:  # stored
+        return m.compress_size > m.file_size
+    if m.compress_type == 8:  # deflate
+        d = zlib.decompressobj(-15)
+        while left > 0 or d.unconsumed_tail:
+            chunk = d.unconsumed_tail or f.read(min(left, 1 << 20))
+            if not d.unconsumed_tail:
+                if not chunk:
+                    break
+                left -= len(chunk)
+            out += len(d.decompress(chunk, 1 << 20))
+            if out > limit:
+                return True
+            if d.eof:
+                break
+        return False
+    if m.compress_type == 93:  # zstandard, as inspect writes its logs
+        try:
+            import zstandard
+        except ImportError:  # pragma: no cover - inspect installs it
+            return False
+        reader = zstandard.ZstdDecompressor().stream_reader(_Bounded(f, left), read_across_frames=True)
+        while True:
+            chunk = reader.read(1 << 20)
+            if not chunk:
+                return False
+            out += len(chunk)
+            if out > limit:
+                return True
+    return False
+
+
+class _Bounded:
+    """A file object reading at most ``left`` more bytes of ``f`` (one member's compressed data)."""
+
+    def __init__(self, f: Any, left: int) -> None:
+        self.f, self.left = f, left
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n)
+        self.left -= len(data)
+        return data
 
 
 class TornLastLine(ConfigError):

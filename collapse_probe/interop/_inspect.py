@@ -409,7 +409,7 @@ def _check_sample(sample: Any, meta: Any, where: str) -> None:
     if not isinstance(meta, dict):
         raise ConfigError(f"{where}: metadata: expected an object, got {type(meta).__name__}")
     expected = "an inspect eval log whose samples collapse-probe can read"
-    check_values(meta, f"{where}: metadata", expected=expected, nonfinite=True)
+    check_values({"metadata": meta}, where, expected=expected, nonfinite=True)
     for key in _META_TEXT:
         v = meta.get(key)
         ok = isinstance(v, str) or (key == "task_id" and isinstance(v, int) and not isinstance(v, bool))
@@ -430,7 +430,8 @@ def _check_sample(sample: Any, meta: Any, where: str) -> None:
                     f"{type(e).__name__}"
                 )
     for i, m in enumerate(sample.messages or []):
-        check_values([m.text, dict(m.metadata or {})], f"{where}: messages[{i}]", expected=expected, nonfinite=True)
+        check_values({"text": m.text, "metadata": dict(m.metadata or {})}, f"{where}: messages[{i}]",
+                     expected=expected, nonfinite=True)  # fmt: skip
 
 
 def _score_value(value: Any) -> float | None:

@@ -52,6 +52,9 @@ class Case:
     """Strings the one error line must contain (the file, field or flag at fault)."""
     timeout: float = 30.0
     env: dict[str, str] | None = None
+    report: str = "stderr"
+    """Where the refusal is: ``stderr`` (one ``error:`` line), or ``stdout`` for ``gate``, whose
+    verdict table names the error in an ``error`` row (exit 2: could not judge)."""
 
 
 def cli(*args: str) -> list[str]:
@@ -251,8 +254,17 @@ def tau2_tool_calls_int(d: Path) -> list[str]:
 # ------------------------------------------------------------------------------------------- inspect logs
 
 
+def _zstd() -> None:
+    """Let ``zipfile`` read the zstd members inspect writes (inspect's own patch, before Python 3.14)."""
+    try:
+        import zipfile_zstd  # noqa: F401
+    except ImportError:
+        pass
+
+
 def _eval_log(d: Path, edit: Callable[[dict], None] | None = None, name: str = "log.eval") -> Path:
-    """An inspect .eval log from a small scripted audit, its sample JSON edited by ``edit``."""
+    """An inspect .eval log from a small scripted play run, its samples' JSON edited by ``edit``."""
+    _zstd()
     run = CACHE / "inspect-base.eval"
     if not run.exists():
         run.parent.mkdir(exist_ok=True)
@@ -307,18 +319,22 @@ def inspect_bomb(d: Path) -> list[str]:
 
 
 def inspect_ratio(d: Path) -> list[str]:
-    base = _eval_log(d)
-    out = d / "ratio.eval"
-    with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst:
-        for info in src.infolist():
-            data = src.read(info)
-            if info.filename.startswith("samples/"):
-                sample = json.loads(data)
-                sample["metadata"]["pad"] = " " * (200 << 20)  # 200 MiB that deflate to 200 KB
-                data = json.dumps(sample).encode()
-            dst.writestr(info.filename, data)
-            break
-    return _inspect_from(out)
+    ratio = CACHE / "ratio.eval"
+    if not ratio.exists():
+        base = _eval_log(d)
+        tmp = ratio.with_suffix(".tmp")
+        with zipfile.ZipFile(base) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst:
+            padded = False
+            for info in src.infolist():
+                data = src.read(info)
+                if info.filename.startswith("samples/") and not padded:
+                    sample = json.loads(data)
+                    sample["metadata"]["pad"] = " " * (200 << 20)  # 200 MiB that deflate to 200 KB
+                    data, padded = json.dumps(sample).encode(), True
+                dst.writestr(info.filename, data)
+        tmp.replace(ratio)
+    shutil.copy(ratio, d / "ratio.eval")
+    return _inspect_from(d / "ratio.eval")
 
 
 def inspect_huge_json(d: Path) -> list[str]:
@@ -495,12 +511,14 @@ def gate_deep(d: Path) -> list[str]:
 def results_api_bigint(d: Path) -> list[str]:
     (d / "results.json").write_text('{"schema": "collapse-probe/audit/v1", "n": 1' + "0" * 5000 + "}")
     return py(f"""
+        import sys
         from collapse_probe.errors import ConfigError
         from collapse_probe.results import load_results
         try:
             load_results({str(d / "results.json")!r})
         except ConfigError as exc:
-            raise SystemExit("error: " + str(exc))
+            print("error: " + str(exc), file=sys.stderr)
+            sys.exit(2)
     """)
 
 
@@ -599,7 +617,8 @@ try:
     m = CollapseMonitor(shadow_samples=2, partition="exact")
 {body}
 except ConfigError as exc:
-    raise SystemExit("error: " + str(exc))
+    print("error: " + str(exc), file=sys.stderr)
+    sys.exit(2)
 """
 
 
@@ -689,15 +708,21 @@ CASES: list[Case] = [
     Case("τ2 tool arguments a 50000-deep JSON string", "tau2", tau2_deep_arguments_string, expect="accept"),
     Case("τ2 100000-deep JSON", "tau2", tau2_deep_json, names=("results.json", "nested")),
     Case("τ2 tool_calls: 5", "tau2", tau2_tool_calls_int, names=("tool_calls",)),
-    Case("inspect .eval member inflating to 3 GiB", "inspect", inspect_bomb, names=("bomb.eval", "header.json"),
-         timeout=30),  # fmt: skip
+    Case(
+        "inspect .eval member inflating to 3 GiB",
+        "inspect",
+        inspect_bomb,
+        names=("bomb.eval", "header.json"),
+        timeout=30,
+    ),  # fmt: skip
     Case("inspect .eval member of ratio 1000", "inspect", inspect_ratio, names=("ratio.eval", "compress")),
     Case("inspect .json of 2.5 GiB", "inspect", inspect_huge_json, names=("log.json", "GiB")),
     Case("inspect log a FIFO", "inspect", inspect_fifo, names=("log.eval", "FIFO")),
     Case("inspect log -> /dev/zero", "inspect", inspect_devzero, names=("log.eval", "device")),
     Case("inspect metadata simulator_errors: 5", "inspect", inspect_meta_errors_int, names=("simulator_errors",)),
-    Case("inspect metadata simulator_errors: [1, [2]]", "inspect", inspect_meta_errors_items,
-         names=("simulator_errors",)),  # fmt: skip
+    Case(
+        "inspect metadata simulator_errors: [1, [2]]", "inspect", inspect_meta_errors_items, names=("simulator_errors",)
+    ),  # fmt: skip
     Case("inspect metadata task_id an object", "inspect", inspect_meta_task_dict, names=("task_id",)),
     Case("inspect metadata simulator a list", "inspect", inspect_meta_simulator_list, names=("simulator",)),
     Case("inspect surrogate in a reply", "inspect", inspect_surrogate_reply, names=("surrogate",)),
@@ -713,89 +738,209 @@ CASES: list[Case] = [
     Case("--config YAML 4000-digit int", "config", config_yaml_bigint_4000, names=("temperature", "digits")),
     Case("--config YAML 1e999", "config", config_yaml_float_overflow, names=("states",)),
     Case("--config YAML surrogate", "config", config_yaml_surrogate, names=("sim", "surrogate")),
-    Case("--config TOML surrogate", "config", config_toml_surrogate, names=("sim", "surrogate")),
+    Case("--config TOML surrogate", "config", config_toml_surrogate, names=("c.toml", "line 1")),
     Case("--config JSON 5000-digit int", "config", config_json_bigint, names=("states", "digits")),
     Case("--config JSON file", "config", config_json_ok, expect="accept"),
     Case("--config a FIFO", "config", config_fifo, names=("c.yaml", "FIFO")),
     Case("--config -> /dev/zero", "config", config_devzero, names=("c.yaml", "device")),
     Case("--config YAML 50000 deep", "config", config_deep, names=("c.yaml", "nested")),
-    Case("gate results.json 5000-digit int", "results", gate_bigint, names=("results.json",)),
-    Case("gate results.json surrogate", "results", gate_surrogate, names=("results.json", "surrogate")),
-    Case("gate results.json -> /dev/zero", "results", gate_devzero, names=("results.json",)),
-    Case("gate results.json 900 deep", "results", gate_deep, names=("results.json", "nested")),
+    Case("gate results.json 5000-digit int", "results", gate_bigint, names=("results.json", "digits"), report="stdout"),
+    Case(
+        "gate results.json surrogate", "results", gate_surrogate, names=("results.json", "surrogate"), report="stdout"
+    ),
+    Case("gate results.json -> /dev/zero", "results", gate_devzero, names=("results.json", "device"), report="stdout"),
+    Case("gate results.json 900 deep", "results", gate_deep, names=("results.json", "nested"), report="stdout"),
     Case("load_results 5000-digit int", "results", results_api_bigint, names=("results.json", "n", "digits")),
     Case("plugin raising on import: --help", "plugins", _with_plugins("--help"), expect="accept", env=PLUGIN_ENV),
-    Case("plugin raising on import: audit --help", "plugins", _with_plugins("audit", "--help"), expect="accept",
-         env=PLUGIN_ENV),  # fmt: skip
-    Case("plugin raising on import: chosen with --help", "plugins",
-         _with_plugins("audit", "--benchmark", "raises-import", "--help"), expect="accept", env=PLUGIN_ENV),
-    Case("plugin raising on import", "plugins",
-         _with_plugins("audit", "--benchmark", "raises-import", "--sim", "scripted:donor.json", "--out", "o"),
-         names=("raises-import", "cp-hostile-plugins", "collapse_probe.benchmarks", "RuntimeError"), env=PLUGIN_ENV),
-    Case("plugin with a syntax error", "plugins",
-         _with_plugins("audit", "--benchmark", "syntax-error", "--sim", "scripted:donor.json", "--out", "o"),
-         names=("syntax-error", "cp-hostile-plugins", "collapse_probe.benchmarks", "SyntaxError"), env=PLUGIN_ENV),
-    Case("plugin recursing on import", "plugins",
-         _with_plugins("audit", "--benchmark", "recursion", "--sim", "scripted:donor.json", "--out", "o"),
-         names=("recursion", "cp-hostile-plugins", "RecursionError"), env=PLUGIN_ENV),
-    Case("plugin calling sys.exit(7) on import", "plugins",
-         _with_plugins("audit", "--benchmark", "exits", "--sim", "scripted:donor.json", "--out", "o"),
-         names=("exits", "cp-hostile-plugins", "exit"), env=PLUGIN_ENV),
-    Case("plugin calling sys.exit(7): --help", "plugins", _with_plugins("audit", "--benchmark", "exits", "--help"),
-         expect="accept", env=PLUGIN_ENV),  # fmt: skip
-    Case("plugin sleeping on import", "plugins",
-         _with_plugins("audit", "--benchmark", "sleeps", "--sim", "scripted:donor.json", "--out", "o"),
-         names=("sleeps", "cp-hostile-plugins", "s"), env=PLUGIN_ENV, timeout=30),
-    Case("plugin sleeping on import: --help", "plugins", _with_plugins("audit", "--benchmark", "sleeps", "--help"),
-         expect="accept", env=PLUGIN_ENV, timeout=30),  # fmt: skip
-    Case("plugin raising in build", "plugins",
-         _with_plugins("audit", "--benchmark", "build-raises", "--sim", "scripted:donor.json", "--out", "o"),
-         names=("build-raises", "RuntimeError"), env=PLUGIN_ENV),
-    Case("plugin partitioner raising", "plugins",
-         _with_plugins("audit", "--sim", "scripted:donor.json", "--partition", "raising", "--states", "1",
-                       "--samples", "4", "--no-cache", "--no-progress", "--out", "o"),
-         names=("raising", "RuntimeError"), env=PLUGIN_ENV),
-    Case("plugin partitioner exiting", "plugins",
-         _with_plugins("audit", "--sim", "scripted:donor.json", "--partition", "exits", "--states", "1",
-                       "--samples", "4", "--no-cache", "--no-progress", "--out", "o"),
-         names=("exits", "cp-hostile-plugins", "collapse_probe.partitioners"), env=PLUGIN_ENV),
-    Case("plugin model backend exiting", "plugins",
-         _with_plugins("audit", "--sim", "exits/m", "--states", "1", "--samples", "4", "--no-cache", "--out", "o"),
-         names=("exits", "cp-hostile-plugins", "collapse_probe.models"), env=PLUGIN_ENV),
+    Case(
+        "plugin raising on import: audit --help",
+        "plugins",
+        _with_plugins("audit", "--help"),
+        expect="accept",
+        env=PLUGIN_ENV,
+    ),  # fmt: skip
+    Case(
+        "plugin raising on import: chosen with --help",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "raises-import", "--help"),
+        expect="accept",
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin raising on import",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "raises-import", "--sim", "scripted:donor.json", "--out", "o"),
+        names=("raises-import", "cp-hostile-plugins", "collapse_probe.benchmarks", "RuntimeError"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin with a syntax error",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "syntax-error", "--sim", "scripted:donor.json", "--out", "o"),
+        names=("syntax-error", "cp-hostile-plugins", "collapse_probe.benchmarks", "SyntaxError"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin recursing on import",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "recursion", "--sim", "scripted:donor.json", "--out", "o"),
+        names=("recursion", "cp-hostile-plugins", "RecursionError"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin calling sys.exit(7) on import",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "exits", "--sim", "scripted:donor.json", "--out", "o"),
+        names=("exits", "cp-hostile-plugins", "exit"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin calling sys.exit(7): --help",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "exits", "--help"),
+        expect="accept",
+        env=PLUGIN_ENV,
+    ),  # fmt: skip
+    Case(
+        "plugin sleeping on import",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "sleeps", "--sim", "scripted:donor.json", "--out", "o"),
+        names=("sleeps", "cp-hostile-plugins", "s"),
+        env=PLUGIN_ENV,
+        timeout=30,
+    ),
+    Case(
+        "plugin sleeping on import: --help",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "sleeps", "--help"),
+        expect="accept",
+        env=PLUGIN_ENV,
+        timeout=30,
+    ),  # fmt: skip
+    Case(
+        "plugin raising in build",
+        "plugins",
+        _with_plugins("audit", "--benchmark", "build-raises", "--sim", "scripted:donor.json", "--out", "o"),
+        names=("build-raises", "RuntimeError"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin partitioner raising",
+        "plugins",
+        _with_plugins(
+            "audit",
+            "--sim",
+            "scripted:donor.json",
+            "--partition",
+            "raising",
+            "--states",
+            "1",
+            "--samples",
+            "4",
+            "--no-cache",
+            "--no-progress",
+            "--out",
+            "o",
+        ),
+        names=("raising", "RuntimeError"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin partitioner exiting",
+        "plugins",
+        _with_plugins(
+            "audit",
+            "--sim",
+            "scripted:donor.json",
+            "--partition",
+            "exits",
+            "--states",
+            "1",
+            "--samples",
+            "4",
+            "--no-cache",
+            "--no-progress",
+            "--out",
+            "o",
+        ),
+        names=("exits", "cp-hostile-plugins", "collapse_probe.partitioners"),
+        env=PLUGIN_ENV,
+    ),
+    Case(
+        "plugin model backend exiting",
+        "plugins",
+        _with_plugins("audit", "--sim", "exits/m", "--states", "1", "--samples", "4", "--no-cache", "--out", "o"),
+        names=("exits", "cp-hostile-plugins", "collapse_probe.models"),
+        env=PLUGIN_ENV,
+    ),
     Case("monitor NaN reward", "monitor", monitor("m.end_step(0, rewards=[1.0, float('nan')])"), names=("rewards",)),
     Case("monitor inf reward", "monitor", monitor("m.record_results([float('inf')])"), names=("rewards",)),
     Case("monitor string reward", "monitor", monitor("m.end_step(0, rewards=['0.5'])"), names=("rewards",)),
     Case("monitor dict reward", "monitor", monitor("m.record_results([{}])"), names=("rewards",)),
     Case("monitor rewards a string", "monitor", monitor("m.end_step(0, rewards='10')"), names=("rewards",)),
-    Case("monitor policy_texts='abc'", "monitor", monitor("m.end_step(0, policy_texts='abc')"),
-         names=("policy_texts",)),  # fmt: skip
-    Case("monitor record_results policy_texts='abc'", "monitor", monitor("m.record_results([1.0], policy_texts='abc')"),
-         names=("policy_texts",)),  # fmt: skip
-    Case("monitor record_turn shadows='abc'", "monitor", monitor("m.record_turn('r', 'x', shadows='abc')"),
-         names=("shadows",)),  # fmt: skip
+    Case(
+        "monitor policy_texts='abc'", "monitor", monitor("m.end_step(0, policy_texts='abc')"), names=("policy_texts",)
+    ),  # fmt: skip
+    Case(
+        "monitor record_results policy_texts='abc'",
+        "monitor",
+        monitor("m.record_results([1.0], policy_texts='abc')"),
+        names=("policy_texts",),
+    ),  # fmt: skip
+    Case(
+        "monitor record_turn shadows='abc'",
+        "monitor",
+        monitor("m.record_turn('r', 'x', shadows='abc')"),
+        names=("shadows",),
+    ),  # fmt: skip
     Case("monitor record_turn reply=5", "monitor", monitor("m.record_turn('r', 5, shadows=['a'])"), names=("reply",)),
     Case("monitor record_turn turn=-1", "monitor", monitor("m.record_turn('r', 'x', turn=-1)"), names=("turn",)),
     Case("monitor out=''", "monitor", monitor("CollapseMonitor(out='')"), names=("out",)),
-    Case("monitor spool= a file", "monitor", monitor("CollapseMonitor(spool='spool-file', worker=True)"),
-         names=("spool", "spool-file")),  # fmt: skip
-    Case("monitor unhashable groups", "monitor", monitor("m.end_step(0, rewards=[1.0, 0.0], groups=[[1], [2]])"),
-         names=("groups",)),  # fmt: skip
-    Case("monitor groups a string", "monitor", monitor("m.record_results([1.0, 0.0], groups='ab')"),
-         names=("groups",)),  # fmt: skip
-    Case("monitor extra={'step': ...}", "monitor", monitor("m.end_step(0, extra={'step': 9})"), names=("extra", "step")),
+    Case(
+        "monitor spool= a file",
+        "monitor",
+        monitor("CollapseMonitor(spool='spool-file', worker=True)"),
+        names=("spool", "spool-file"),
+    ),  # fmt: skip
+    Case(
+        "monitor unhashable groups",
+        "monitor",
+        monitor("m.end_step(0, rewards=[1.0, 0.0], groups=[[1], [2]])"),
+        names=("groups",),
+    ),  # fmt: skip
+    Case(
+        "monitor groups a string", "monitor", monitor("m.record_results([1.0, 0.0], groups='ab')"), names=("groups",)
+    ),  # fmt: skip
+    Case(
+        "monitor extra={'step': ...}", "monitor", monitor("m.end_step(0, extra={'step': 9})"), names=("extra", "step")
+    ),
     Case("monitor extra a list", "monitor", monitor("m.end_step(0, extra=[1])"), names=("extra",)),
     Case("monitor on_alarm not callable", "monitor", monitor("CollapseMonitor(on_alarm='x')"), names=("on_alarm",)),
     Case("monitor on_alarm raising", "monitor", monitor_on_alarm, expect="accept"),
     Case("audit --from ''", "cli", cli_from_empty, names=("--from",)),
-    Case("COLLAPSE_PROBE_FROM=''", "cli", cli_from_env_empty, names=("COLLAPSE_PROBE_FROM",),
-         env={"COLLAPSE_PROBE_FROM": ""}),  # fmt: skip
+    Case(
+        "COLLAPSE_PROBE_FROM=''",
+        "cli",
+        cli_from_env_empty,
+        names=("COLLAPSE_PROBE_FROM",),
+        env={"COLLAPSE_PROBE_FROM": ""},
+    ),  # fmt: skip
     Case("audit --format without --from", "cli", cli_format_without_from, names=("--format", "--from")),
     Case("audit --sim-role without --from", "cli", cli_sim_role_without_from, names=("--sim-role", "--from")),
-    Case("COLLAPSE_PROBE_FORMAT without --from", "cli", cli_format_env_without_from,
-         names=("COLLAPSE_PROBE_FORMAT", "--from"), env={"COLLAPSE_PROBE_FORMAT": "jsonl"}),
+    Case(
+        "COLLAPSE_PROBE_FORMAT without --from",
+        "cli",
+        cli_format_env_without_from,
+        names=("COLLAPSE_PROBE_FORMAT", "--from"),
+        env={"COLLAPSE_PROBE_FORMAT": "jsonl"},
+    ),
     Case("example --lora-r -1", "example", example_args("--lora-r", "-1"), names=("--lora-r",)),
-    Case("example --max-completion-length 0", "example", example_args("--max-completion-length", "0"),
-         names=("--max-completion-length",)),  # fmt: skip
+    Case(
+        "example --max-completion-length 0",
+        "example",
+        example_args("--max-completion-length", "0"),
+        names=("--max-completion-length",),
+    ),  # fmt: skip
     Case("example --shadow-samples 1", "example", example_args("--shadow-samples", "1"), names=("--shadow-samples",)),
     Case("example --sim-max-tokens -5", "example", example_args("--sim-max-tokens", "-5"), names=("--sim-max-tokens",)),
     Case("example --lr -1", "example", example_args("--lr", "-1"), names=("--lr",)),
@@ -813,7 +958,11 @@ def run_case(case: Case, tree: Path) -> tuple[str, str]:
     """Run one case with the code of ``tree``: (outcome, what it printed on stderr, shortened)."""
     d = Path(tempfile.mkdtemp(prefix="hostile-"))
     try:
-        argv = [a.replace(str(REPO), str(tree), 1) if a.startswith(str(REPO / "examples")) else a for a in case.build(d)]
+        try:
+            built = case.build(d)
+        except Exception as exc:  # noqa: BLE001 - a case that cannot be built here is reported, not run
+            return "harness-error", f"{type(exc).__name__}: {exc}"[:300]
+        argv = [a.replace(str(REPO), str(tree), 1) if a.startswith(str(REPO / "examples")) else a for a in built]
         paths = [str(tree)]
         if case.family == "plugins":
             paths.insert(0, str(_plugin_site()))
@@ -825,17 +974,19 @@ def run_case(case: Case, tree: Path) -> tuple[str, str]:
                                   timeout=case.timeout, preexec_fn=_limit_memory)  # fmt: skip
         except subprocess.TimeoutExpired:
             return "hang", f"still running after {case.timeout:g} s"
-        return classify(case, proc.returncode, proc.stderr)
+        return classify(case, proc.returncode, proc.stderr, proc.stdout)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def classify(case: Case, rc: int, err: str) -> tuple[str, str]:
+def classify(case: Case, rc: int, err: str, out: str = "") -> tuple[str, str]:
     lines = [line for line in err.splitlines() if line.strip()]
     short = " | ".join(lines[-3:])[:400]
-    if "Traceback (most recent call last)" in err or BACKSTOP in err or rc not in (0, 1, 2):
+    if any(BACKSTOP in t or "Traceback (most recent call last)" in t for t in (err, out)) or rc not in (0, 1, 2):
         return "traceback", f"exit {rc}: {short}"
     errors = [line for line in lines if "error:" in line or line.startswith("error")]
+    if case.report == "stdout" and not errors:
+        errors = [line for line in out.splitlines() if "error" in line]
     if case.expect == "accept":
         return ("clean", short) if rc in (0, 1) and not errors else ("silent-wrong", f"refused: {short}")
     if rc != 2 or len(errors) != 1:
