@@ -440,7 +440,7 @@ def check_zip(
         with zipfile.ZipFile(path) as z:
             members = z.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
-        raise ConfigError(f"{path}: not a readable zip file ({exc}); expected {expected}") from None
+        raise ConfigError(f"{path}: not {expected}: not a readable zip file ({exc})") from None
     if len(members) > MAX_ZIP_MEMBERS:
         raise ConfigError(f"{path}: holds {len(members):,} members, more than {MAX_ZIP_MEMBERS:,}; expected {expected}")
     total = 0

@@ -2,7 +2,7 @@
 generated from the typed config dataclasses.
 
 Precedence, highest first: command-line flags, ``$COLLAPSE_PROBE_<OPTION>``, the ``--config`` file,
-the built-in defaults. A config file is YAML (``.yaml``/``.yml``), TOML (``.toml``) or JSON (``.json``) holding one
+the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.toml``) holding one
 mapping whose keys are the subcommand's long option names, with dashes or underscores
 (``max-turns: 3`` or ``max_turns = 3``), or a positional argument's name (``run-dir`` of ``gate``);
 lists are accepted for the comma-separated spec options (``sims: [smollm2, vs:smollm2]``). A key that is not an option of the subcommand, or a value of the
@@ -200,7 +200,7 @@ def add_config_option(p: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         default=os.environ.get("COLLAPSE_PROBE_CONFIG"),
-        help="YAML, TOML or JSON file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override "
+        help="YAML or TOML file of option values (keys: long option names); flags and $COLLAPSE_PROBE_* override "
         "it; relative paths in it resolve against the working directory, as on the command line",
     )
 
@@ -213,7 +213,7 @@ bytes of nested aliases (``a: &a [x, x]``, ``b: &b [*a, *a]``, ...) otherwise ex
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The mapping in a YAML, TOML or JSON file.
+    """The mapping in a YAML or TOML file.
 
     Raises:
         ConfigError: the file is missing, not a regular file, larger than :data:`MAX_CONFIG_BYTES`,
@@ -227,22 +227,18 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     suffix = p.suffix.lower()
     try:
-        raw = read_bytes(p, max_bytes=MAX_CONFIG_BYTES, expected="a YAML, TOML or JSON file")
+        raw = read_bytes(p, max_bytes=MAX_CONFIG_BYTES, expected="a YAML or TOML file")
     except MissingFile:
         raise ConfigError(f"--config: file {str(p)!r} does not exist") from None
     except FileProblem as exc:
         raise ConfigError(f"--config {exc}") from None
-    if suffix not in (".yaml", ".yml", ".toml", ".json"):
-        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml, .toml or .json")
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise ConfigError(f"--config: {str(p)!r} must end in .yaml, .yml or .toml")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a YAML, TOML or JSON file") from None
-    if suffix == ".json":
-        from collapse_probe._files import parse_json
-
-        data = parse_json(text, p, expected="a JSON object of option values", nonfinite=False)
-    elif suffix in (".yaml", ".yml"):
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a YAML or TOML file") from None
+    if suffix in (".yaml", ".yml"):
         data = _load_yaml(text, p)
     else:
         if sys.version_info >= (3, 11):
@@ -277,8 +273,8 @@ def _long_integer(text: str, p: Path) -> ConfigError:
     for n, line in enumerate(text.splitlines(), start=1):
         m = re.search(rf"\d{{{MAX_INT_DIGITS + 1},}}", line.replace("_", ""))
         if m is not None:
-            key = re.match(r"\s*-?\s*([\w.\"'-]+)\s*[:=]", line)
-            at = f" {key.group(1).strip(chr(34) + chr(39))}:" if key else ""
+            key = re.search(rf"([\w.-]+)[\"']?\s*[:=]\s*[-+]?[\d_]{{{MAX_INT_DIGITS + 1},}}", line)
+            at = f" {key.group(1)}:" if key else ""
             return ConfigError(
                 f"{p}: line {n}:{at} an integer of {len(m.group(0)):,} digits (at most {MAX_INT_DIGITS}); "
                 "expected option values (a config file)"
