@@ -285,7 +285,7 @@ def check_values(
         raise ConfigError(f"{where}: {at or 'the value'}: {what}; expected {expected}")
 
 
-_INT_BITS = int(MAX_INT_DIGITS * math.log2(10))
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 
 def _value_problem(value: Any, *, max_depth: int, surrogates: bool, nonfinite: bool) -> tuple[str, str] | None:
@@ -313,7 +313,7 @@ def _value_problem(value: Any, *, max_depth: int, surrogates: bool, nonfinite: b
         elif isinstance(v, _NonFinite):  # only parsed as such with nonfinite=False
             return _printable(at), f"{v.text} is not a finite number"
         elif isinstance(v, int) and not isinstance(v, bool):
-            if v.bit_length() > _INT_BITS:
+            if abs(v) >= _INT_LIMIT:
                 return _printable(at), f"an integer of more than {MAX_INT_DIGITS} digits"
         elif isinstance(v, float) and not nonfinite and not math.isfinite(v):
             return _printable(at), f"{v} is not a finite number"

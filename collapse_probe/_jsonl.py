@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe._files import MAX_LINE_BYTES, MAX_RECORD_DEPTH, kind_of, parse_json
+from collapse_probe._files import _size as size_text
 from collapse_probe.errors import ConfigError
 
 _OPEN_RUNS: dict[str, Callable[[], None]] = {}
@@ -142,7 +143,7 @@ def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]
             i += 1
             if len(raw) > MAX_LINE_BYTES:
                 raise ConfigError(
-                    f"{p}: line {i} is longer than the {MAX_LINE_BYTES >> 20} MiB a record may hold; the file is "
+                    f"{p}: line {i} is longer than the {size_text(MAX_LINE_BYTES)} a record may hold; the file is "
                     "corrupt or not a run's record file"
                 )
             if prev is not None:
