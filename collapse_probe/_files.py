@@ -391,7 +391,9 @@ def read_json_file(
         ConfigError: one line naming the file (and the field) and what was expected.
     """
     raw = read_bytes(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks, label=label, expected=expected)
-    return parse_json(raw, path, expected=expected, max_depth=max_depth, surrogates=surrogates, nonfinite=nonfinite)
+    return parse_json(
+        raw, os.fspath(path), expected=expected, max_depth=max_depth, surrogates=surrogates, nonfinite=nonfinite
+    )
 
 
 def check_regular_file(
@@ -511,7 +513,7 @@ def _inflates_past(f: Any, m: Any) -> bool:
             import zstandard
         except ImportError:  # pragma: no cover - inspect installs it
             return False
-        reader = zstandard.ZstdDecompressor().stream_reader(_Bounded(f, left), read_across_frames=True)
+        reader = zstandard.ZstdDecompressor().stream_reader(_Bounded(f, left), read_across_frames=True)  # type: ignore[arg-type]  # has read()
         while True:
             chunk = reader.read(1 << 20)
             if not chunk:

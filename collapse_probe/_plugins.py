@@ -133,7 +133,7 @@ def _guarded(obj: Any, ep: EntryPoint, what: str) -> Any:
             for f in ("build", "resolve", "factory")
             if callable(getattr(obj, f, None))
         }
-        return dataclasses.replace(obj, **hooks)  # type: ignore[type-var]  # an instance, checked above
+        return dataclasses.replace(obj, **hooks)
     if ep.group in (BENCHMARKS_GROUP, MODELS_GROUP) and callable(obj) and not isinstance(obj, type):
         return guard_plugin_call(obj, ep, what, "building it")
     return obj
@@ -188,7 +188,7 @@ def guard_partitioner_class(cls: Any, ep: EntryPoint, what: str) -> Any:
         for m in PARTITIONER_METHODS
         if callable(getattr(cls, m, None))
     }
-    init = cls.__init__
+    init = cls.__dict__.get("__init__") or next(c.__dict__["__init__"] for c in cls.__mro__ if "__init__" in c.__dict__)
     if init is not object.__init__:
         methods["__init__"] = guard_plugin_call(init, ep, what, "building it")
     return type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__, "__qualname__": cls.__qualname__})

@@ -277,9 +277,11 @@ class CollapseMonitor:
         Raises:
             ConfigError: an argument of the wrong type (``shadows="abc"`` is not three replies), naming it.
         """
-        shadows = check_turn(rollout, reply, shadows, turn, failed)
+        shadow_texts = check_turn(rollout, reply, shadows, turn, failed)
         if self.worker:
-            self._spool_write("turn", (rollout, reply, shadows), {"context": context, "turn": turn, "failed": failed})
+            self._spool_write(
+                "turn", (rollout, reply, shadow_texts), {"context": context, "turn": turn, "failed": failed}
+            )
             return
         st = self._step
         t = st.turns.get(rollout, 0) if turn is None else turn
@@ -287,10 +289,10 @@ class CollapseMonitor:
         if failed:
             st.shadow_failures += 1
             return
-        if shadows is None:
+        if shadow_texts is None:
             return
-        texts = [x for x in [reply, *shadows] if isinstance(x, str) and x.strip()]
-        st.empty_replies += 1 + len(shadows) - len(texts)
+        texts = [x for x in [reply, *shadow_texts] if isinstance(x, str) and x.strip()]
+        st.empty_replies += 1 + len(shadow_texts) - len(texts)
         if len(texts) < 2:
             st.shadow_failures += 1
             return
