@@ -52,6 +52,8 @@ class Case:
     """Strings the one error line must contain (the file, field or flag at fault)."""
     timeout: float = 30.0
     env: dict[str, str] | None = None
+    pending: str | None = None
+    """Why the case is not clean yet (the reader it needs is elsewhere): reported, expected to fail."""
     report: str = "stderr"
     """Where the refusal is: ``stderr`` (one ``error:`` line), or ``stdout`` for ``gate``, whose
     verdict table names the error in an ``error`` row (exit 2: could not judge)."""
@@ -679,6 +681,11 @@ def example_args(*args: str) -> Callable[[Path], list[str]]:
 
 # ------------------------------------------------------------------------------------------------ the cases
 
+JSONL_READER = (
+    "the JSONL conversation reader checks is_file() first and says 'no such file' for a FIFO or a device; "
+    "collapse_probe._files.iter_json_lines names them"
+)
+
 CASES: list[Case] = [
     Case("τ2 FIFO in simulations/", "tau2", tau2_fifo, names=("zz-fifo.json", "FIFO")),
     Case("τ2 simulations/x.json -> /dev/zero", "tau2", tau2_devzero, names=("x.json", "device")),
@@ -725,8 +732,8 @@ CASES: list[Case] = [
     Case("inspect metadata 900 deep", "inspect", inspect_deep_meta, names=("nested",)),
     Case("JSONL one line of 2.5 GiB", "jsonl", jsonl_long_line, names=("c.jsonl", "line")),
     Case("JSONL 5000-digit task_id", "jsonl", jsonl_bigint, names=("c.jsonl", "task_id", "digits")),
-    Case("JSONL a FIFO", "jsonl", jsonl_fifo, names=("c.jsonl", "FIFO")),
-    Case("JSONL -> /dev/zero", "jsonl", jsonl_devzero, names=("c.jsonl", "device")),
+    Case("JSONL a FIFO", "jsonl", jsonl_fifo, names=("c.jsonl", "FIFO"), pending=JSONL_READER),
+    Case("JSONL -> /dev/zero", "jsonl", jsonl_devzero, names=("c.jsonl", "device"), pending=JSONL_READER),
     Case("JSONL a 100000-deep line", "jsonl", jsonl_deep, names=("c.jsonl", "nested")),
     Case("--config YAML 5000-digit int", "config", config_yaml_bigint, names=("c.yaml", "states", "digits")),
     Case("--config TOML 5000-digit int", "config", config_toml_bigint, names=("c.toml", "digits")),

@@ -18,4 +18,6 @@ pytestmark = pytest.mark.reliability
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.family}: {c.name}" for c in CASES])
 def test_hostile_case_is_clean(case):
     outcome, detail = run_case(case, REPO)
+    if case.pending and outcome != "clean":
+        pytest.xfail(f"{case.pending} ({outcome}: {detail})")
     assert outcome == "clean", f"{outcome}: {detail}"
