@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._files import kind_of
+from collapse_probe._files import MAX_LINE_BYTES, MAX_RECORD_DEPTH, kind_of, parse_json
+from collapse_probe._files import _size as size_text
 from collapse_probe.errors import ConfigError
 
 _OPEN_RUNS: dict[str, Callable[[], None]] = {}
@@ -133,7 +134,18 @@ def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]
         return
     with os.fdopen(fd, "rb") as f:
         prev: tuple[int, bytes] | None = None
-        for i, raw in enumerate(f, start=1):
+        i = 0
+        while True:
+            # bounded: a line without a newline (a damaged file, a link to a device) is never held whole
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            i += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise ConfigError(
+                    f"{p}: line {i} is longer than the {size_text(MAX_LINE_BYTES)} a record may hold; the file is "
+                    "corrupt or not a run's record file"
+                )
             if prev is not None:
                 rec = _record(p, *prev)
                 if rec is not None:
@@ -156,11 +168,17 @@ def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
     if not line:
         return None
     try:
-        rec = json.loads(line.decode("utf-8"))
+        text = line.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: line {i} is not UTF-8 text; the file is corrupt") from None
-    except (ValueError, RecursionError):  # also a number too long to convert
-        raise ConfigError(f"{p}: line {i} is not valid JSON; the file is corrupt") from None
+    try:
+        # a run's own record: a lone surrogate is kept (written as its escape), NaN as it was written
+        rec = parse_json(text, f"{p}: line {i}", expected="a run's record", max_depth=MAX_RECORD_DEPTH,
+                         surrogates=True, nonfinite=True)  # fmt: skip
+    except ConfigError as exc:
+        if f"{p}: line {i}: not valid JSON" in str(exc):
+            raise ConfigError(f"{p}: line {i} is not valid JSON; the file is corrupt") from None
+        raise ConfigError(f"{exc}; the file is corrupt or not a run's record file") from None
     if not isinstance(rec, dict):
         raise ConfigError(f"{p}: line {i}: expected a JSON object (one record per line), got {type(rec).__name__}")
     return rec

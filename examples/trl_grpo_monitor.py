@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -61,11 +62,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--sim-after and --switch-step go together")
     if a.switch_step is not None and a.switch_step < 0:
         p.error(f"--switch-step must be >= 0, got {a.switch_step}")
-    for name in ("steps", "tasks"):
+    for name in ("steps", "tasks", "max_completion_length", "sim_max_tokens"):
         if getattr(a, name) < 1:
-            p.error(f"--{name} must be >= 1, got {getattr(a, name)}")
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
+    if a.lora_r < 0:
+        p.error(f"--lora-r must be >= 0 (0: train every weight), got {a.lora_r}")
     if a.generations < 2:
         p.error(f"--generations must be >= 2 (GRPO compares completions within a group), got {a.generations}")
+    if a.shadow_samples < 2:
+        p.error(f"--shadow-samples must be >= 2 (the training reply and at least one shadow), got {a.shadow_samples}")
+    if not (math.isfinite(a.lr) and a.lr > 0):
+        p.error(f"--lr must be a finite number > 0, got {a.lr}")
+    if not (math.isfinite(a.shadow_fraction) and 0 < a.shadow_fraction <= 1):
+        p.error(f"--shadow-fraction must be in (0, 1], got {a.shadow_fraction}")
+    if not (math.isfinite(a.epsilon_star) and 0 < a.epsilon_star <= 1):
+        p.error(f"--epsilon-star must be in (0, 1], got {a.epsilon_star}")
     return a
 
 

@@ -218,7 +218,9 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: the file is missing, not a regular file, larger than :data:`MAX_CONFIG_BYTES`,
             has another extension, does not parse, repeats a key, expands (YAML aliases) to more than
-            :data:`MAX_CONFIG_NODES` values, or is not a mapping.
+            :data:`MAX_CONFIG_NODES` values, is not a mapping, or holds a value no option can take (an
+            integer past :data:`~collapse_probe._files.MAX_INT_DIGITS` digits, a number that is not
+            finite, a lone surrogate, nesting past the cap), naming the key.
     """
     from collapse_probe._files import FileProblem, MissingFile, read_bytes
 
@@ -249,11 +251,35 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{p}: not valid TOML ({exc})") from None
         except RecursionError:
             raise ConfigError(f"{p}: TOML nested too deeply") from None
+        except ValueError:  # an integer past Python's conversion limit
+            raise _long_integer(text, p) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of option names to values, got {type(data).__name__}")
+    from collapse_probe._files import check_values
+
+    # what the parser accepted but no option can hold: a 4,000-digit integer, 1e999, a lone surrogate
+    check_values(data, p, expected="option values (a config file)")
     return data
+
+
+def _long_integer(text: str, p: Path) -> ConfigError:
+    """The error for an integer too long for Python to convert, naming its line (and key) in ``text``."""
+    import re
+
+    from collapse_probe._files import MAX_INT_DIGITS
+
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = re.search(rf"\d{{{MAX_INT_DIGITS + 1},}}", line.replace("_", ""))
+        if m is not None:
+            key = re.search(rf"([\w.-]+)[\"']?\s*[:=]\s*[-+]?[\d_]{{{MAX_INT_DIGITS + 1},}}", line)
+            at = f" {key.group(1)}:" if key else ""
+            return ConfigError(
+                f"{p}: line {n}:{at} an integer of {len(m.group(0)):,} digits (at most {MAX_INT_DIGITS}); "
+                "expected option values (a config file)"
+            )
+    return ConfigError(f"{p}: holds an integer too long to convert; expected option values (a config file)")
 
 
 def _load_yaml(text: str, p: Path) -> Any:
@@ -277,7 +303,9 @@ def _load_yaml(text: str, p: Path) -> Any:
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     except RecursionError:
-        raise ConfigError(f"{p}: YAML nested too deeply") from None
+        raise ConfigError(f"{p}: YAML nested deeper than the parser can follow") from None
+    except ValueError:  # an integer past Python's conversion limit
+        raise _long_integer(text, p) from None
     finally:
         loader.dispose()
 

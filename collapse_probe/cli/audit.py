@@ -113,7 +113,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--format", dest="from_format", choices=FROM_FORMATS, default=env("format", None),
                    help="format of --from (default: from the name: .eval inspect, .jsonl jsonl, a directory or "
                    "results.json tau2)")  # fmt: skip
-    g.add_argument("--sim-role", choices=("user", "assistant"), default=env("sim-role", "user"),
+    g.add_argument("--sim-role", choices=("user", "assistant"), default=env("sim-role", None),
                    help="inspect and generic JSONL chats: the role the simulator speaks as (default user)")  # fmt: skip
     add_out(p, default="runs/audit")
     add_trackers(p)
@@ -159,8 +159,8 @@ def run_from(args: argparse.Namespace) -> int:
     from collapse_probe.cli._common import DefaultName
 
     named = None if isinstance(args.benchmark, DefaultName) else str(args.benchmark)
-    results = run_audit_from(args.from_file, fmt, config, args.out, simulator=simulator, sim_role=args.sim_role,
-                             benchmark=named,
+    results = run_audit_from(args.from_file, fmt, config, args.out, simulator=simulator,
+                             sim_role=args.sim_role or "user", benchmark=named,
                              cache=not args.no_cache, progress=not args.no_progress, fresh=args.fresh)  # fmt: skip
     src = results["source"]
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
@@ -186,8 +186,21 @@ def _report(args: argparse.Namespace, results: dict) -> int:
     return 0 if results["summary"]["n_states"] else 1
 
 
+def _check_from(args: argparse.Namespace) -> bool:
+    """Whether this is an audit of a published file (``--from``); an empty ``--from`` and the options
+    of ``--from`` without it are refused, never read as a live audit of the default simulator."""
+    if args.from_file is not None:
+        if not str(args.from_file).strip():
+            raise ConfigError("--from: expected a published file or directory, got an empty path")
+        return True
+    for flag, value in (("--format", args.from_format), ("--sim-role", args.sim_role)):
+        if value is not None:
+            raise ConfigError(f"{flag} {value}: applies only to --from FILE (an audit of published trajectories)")
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "from_file", None):
+    if _check_from(args):
         return run_from(args)
     from collapse_probe.audit import AuditConfig, run_audit
 

@@ -324,6 +324,7 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
     require("inspect_ai", "inspect", "audit --from FILE --format inspect", package="inspect-ai")
     from inspect_ai.log import read_eval_log
 
+    from collapse_probe._files import MissingFile, check_regular_file, check_zip
     from collapse_probe.interop._published import (
         PublishedConversation,
         PublishedMessage,
@@ -333,8 +334,15 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
     )
 
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"--from {path}: no such file; expected an inspect eval log (.eval or .json)")
+    expected = "an inspect eval log (.eval or .json)"
+    try:
+        # inspect reads the file itself: what it will read is checked first (a FIFO is refused, not waited
+        # on; a device, a file past 1 GiB or a zip member that inflates past the caps is refused, not read)
+        check_regular_file(p, expected=expected)
+    except MissingFile:
+        raise ConfigError(f"--from {path}: no such file; expected {expected}") from None
+    if p.suffix != ".json":
+        check_zip(p, expected=expected)
     try:
         log = read_eval_log(str(p))
     except Exception as exc:  # inspect raises its own and pydantic's errors for a file that is not a log
@@ -351,6 +359,8 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
                        policy=log.eval.model, simulator=sim_model)  # fmt: skip
     for s in log.samples or []:
         meta = s.metadata or {}
+        where = f"{p}: sample {s.id!r} epoch {s.epoch}"
+        _check_sample(s, meta, where)
         given = [s.input] if isinstance(s.input, str) else list(s.input)
         n_given = 0
         for g, m in zip(given, s.messages, strict=False):
@@ -377,12 +387,51 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
             trial=s.epoch,
             reward=None if s.error is not None else reward,
             infra_error=s.error.message if s.error is not None else None,
-            simulator_errors=list(meta.get("simulator_errors") or []),
+            simulator_errors=list(meta.get("simulator_errors") or []),  # checked by _check_sample
             policy=str(meta.get("policy") or log.eval.model),
             simulator=str(meta["simulator"]) if meta.get("simulator") else sim_model,
             group=tuple(f"step={meta['step']}" for _ in [0] if meta.get("step") is not None),
         ))  # fmt: skip
     return run
+
+
+_META_TEXT = ("task_id", "policy", "simulator")
+"""Metadata a sample's conversation takes as text: a string (or, for the task, a number)."""
+
+
+def _check_sample(sample: Any, meta: Any, where: str) -> None:
+    """Refuse, naming the sample and field, what the conversation cannot use: metadata of the wrong type
+    (``simulator_errors`` not a list of objects, ``task_id`` an object), an integer past
+    :data:`~collapse_probe._files.MAX_INT_DIGITS` digits, nesting past the cap, a lone surrogate in a
+    message or in the metadata (text that cannot be written back to the audit's UTF-8 files)."""
+    from collapse_probe._files import check_values
+
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{where}: metadata: expected an object, got {type(meta).__name__}")
+    expected = "an inspect eval log whose samples collapse-probe can read"
+    check_values({"metadata": meta}, where, expected=expected, nonfinite=True)
+    for key in _META_TEXT:
+        v = meta.get(key)
+        ok = isinstance(v, str) or (key == "task_id" and isinstance(v, int) and not isinstance(v, bool))
+        if v is not None and not ok:
+            kind = "a string or an integer" if key == "task_id" else "a string"
+            raise ConfigError(f"{where}: metadata.{key}: expected {kind}, got {type(v).__name__} {v!r}"[:400])
+    errors = meta.get("simulator_errors")
+    if errors is not None:
+        if not isinstance(errors, list):
+            raise ConfigError(
+                f"{where}: metadata.simulator_errors: expected a list of {{flag, critical}} objects, got "
+                f"{type(errors).__name__}"
+            )
+        for i, e in enumerate(errors):
+            if not isinstance(e, dict):
+                raise ConfigError(
+                    f"{where}: metadata.simulator_errors[{i}]: expected a {{flag, critical}} object, got "
+                    f"{type(e).__name__}"
+                )
+    for i, m in enumerate(sample.messages or []):
+        check_values({"text": m.text, "metadata": dict(m.metadata or {})}, f"{where}: messages[{i}]",
+                     expected=expected, nonfinite=True)  # fmt: skip
 
 
 def _score_value(value: Any) -> float | None:

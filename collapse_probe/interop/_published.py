@@ -125,7 +125,7 @@ def canonical_arguments(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON (or too deep to parse): the text is its own form
             return arguments
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 

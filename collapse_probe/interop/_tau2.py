@@ -23,7 +23,7 @@ class; they are skipped and counted.
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -152,23 +152,36 @@ def _validation_error(path: Path, exc: Any, prefix: str = "") -> ConfigError:
     )
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, label: str | None = None) -> Any:
+    """A file of the results, read with the limits of every user's file (a regular file of at most
+    1 GiB; no unusable integer, lone surrogate, NaN or nesting, each named by its field)."""
+    from collapse_probe._files import MissingFile, read_json_file
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; expected a τ2-bench results.json") from None
-    except json.JSONDecodeError as exc:
+        return read_json_file(path, label=label, expected="a τ2-bench results file (JSON)")
+    except MissingFile:
+        raise ConfigError(f"--from {path}: no such file; expected a τ2-bench results.json (or its directory)") from None
+
+
+def _temperature(info: Info | None, where: Path) -> float | None:
+    """The agent's sampling temperature (``info.agent_info.llm_args.temperature``), checked: a number or absent."""
+    args = info.agent_info.llm_args if info and info.agent_info else None
+    value = (args or {}).get("temperature")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise ConfigError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected a τ2-bench results.json"
-        ) from None
-    except RecursionError:
-        raise ConfigError(f"{path}: JSON nested too deeply; expected a τ2-bench results.json") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+            f"{where}: info.agent_info.llm_args.temperature: expected a number >= 0 (the agent's sampling "
+            f"temperature) or null, got {value!r}"
+        )
+    return float(value)
 
 
 def read_tau2_results(path: str | Path) -> Any:
     """Read a τ2-bench results file or results directory into a :class:`PublishedRun`.
+
+    Every file is read with the limits of :func:`collapse_probe._files.read_json_file`: a FIFO, a
+    device (a link to ``/dev/zero``) or a file past 1 GiB in the directory is refused, naming it.
 
     Raises:
         ConfigError: the file is missing, not JSON, or not in τ2-bench's results format (naming the field).
@@ -177,8 +190,6 @@ def read_tau2_results(path: str | Path) -> Any:
 
     p = Path(path)
     meta_path, sims_dir = (p / "results.json", p / "simulations") if p.is_dir() else (p, p.parent / "simulations")
-    if not meta_path.is_file():
-        raise ConfigError(f"--from {path}: no such file; expected a τ2-bench results.json (or its directory)")
     data = _read_json(meta_path)
     if not isinstance(data, dict):
         raise ConfigError(f"{meta_path}: expected a JSON object (τ2-bench Results), got {type(data).__name__}")
@@ -204,7 +215,7 @@ def read_tau2_results(path: str | Path) -> Any:
     user = info.user_info if info else None
     agent = info.agent_info if info else None
     domain = info.environment_info.domain_name if info and info.environment_info else None
-    temperature = (agent.llm_args or {}).get("temperature") if agent else None
+    temperature = _temperature(info, meta_path)
     run = PublishedRun(
         conversations=[],
         format=DIRECTORY_FORMAT,
@@ -213,7 +224,7 @@ def read_tau2_results(path: str | Path) -> Any:
         benchmark=f"{TAU2_BENCHMARK_PREFIX}{domain}" if domain else None,
         policy=(agent.llm or agent.implementation) if agent else None,
         simulator=(user.llm or user.implementation) if user else None,
-        agent_greedy=None if temperature is None else float(temperature) == 0.0,
+        agent_greedy=None if temperature is None else temperature == 0.0,
     )
     for sim in sims:
         conv = _conversation(sim, run)

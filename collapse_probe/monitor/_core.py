@@ -47,6 +47,7 @@ from collapse_probe._constraints import Integer, check_value
 from collapse_probe._sync import run_sync
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, derive_seed
+from collapse_probe.monitor._args import check_extra, check_groups, check_paths, check_rewards, check_texts, check_turn
 from collapse_probe.monitor._config import MonitorConfig
 from collapse_probe.monitor._rng import rng_isolated
 from collapse_probe.monitor._shadow import CallableSimulator, ShadowSimulator, shadow_request
@@ -146,6 +147,7 @@ class CollapseMonitor:
         elif fields:
             raise ConfigError("pass either a MonitorConfig or its fields as keywords, not both")
         self.config = config.validate()
+        check_paths(out, spool, on_alarm)
         if worker and spool is None:
             raise ConfigError("a worker monitor needs spool= (the directory the trainer-side monitor reads)")
         self.spool = Path(spool) if spool is not None else None
@@ -168,6 +170,8 @@ class CollapseMonitor:
         self.rows_: list[dict[str, Any]] = []
         """Every row written so far (this process), in step order."""
         self.alarms_: list[dict[str, Any]] = []
+        self.alarm_callback_errors_: list[dict[str, Any]] = []
+        """Each failure of the ``on_alarm`` callback: ``{"step", "alarm", "error"}``."""
         self._trackers: list[Any] | None = None
         self._run_dir: Any = None
         self._closed = False
@@ -273,9 +277,15 @@ class CollapseMonitor:
                 so pass a snapshot (the rollout engine and :func:`play_simulator_turns` do).
             turn: the turn's index among the rollout's simulator turns (default: counted here).
             failed: the shadow call failed (counted; the state is not measured).
+
+        Raises:
+            ConfigError: an argument of the wrong type (``shadows="abc"`` is not three replies), naming it.
         """
+        shadow_texts = check_turn(rollout, reply, shadows, turn, failed)
         if self.worker:
-            self._spool_write("turn", (rollout, reply, shadows), {"context": context, "turn": turn, "failed": failed})
+            self._spool_write(
+                "turn", (rollout, reply, shadow_texts), {"context": context, "turn": turn, "failed": failed}
+            )
             return
         st = self._step
         t = st.turns.get(rollout, 0) if turn is None else turn
@@ -285,10 +295,10 @@ class CollapseMonitor:
         if failed:
             st.shadow_failures += 1
             return
-        if shadows is None:
+        if shadow_texts is None:
             return
-        texts = [x for x in [reply, *shadows] if isinstance(x, str) and x.strip()]
-        st.empty_replies += 1 + len(shadows) - len(texts)
+        texts = [x for x in [reply, *shadow_texts] if isinstance(x, str) and x.strip()]
+        st.empty_replies += 1 + len(shadow_texts) - len(texts)
         if len(texts) < 2:
             st.shadow_failures += 1
             return
@@ -296,6 +306,7 @@ class CollapseMonitor:
 
     def record_policy(self, rollout: str, text: str) -> None:
         """Record the policy's strategy message of a rollout (its first message)."""
+        check_texts([text], "record_policy text")
         if self.worker:
             self._spool_write("policy", (rollout, text), {})
             return
@@ -309,9 +320,15 @@ class CollapseMonitor:
         policy_texts: Sequence[str] | None = None,
     ) -> None:
         """Add trajectory rewards of the current step (``None``: not scored), their groups (prompt / task),
-        and the policy's strategy messages; :meth:`end_step` uses them when not given its own."""
-        if groups is not None and len(groups) != len(rewards):
-            raise ConfigError(f"monitor record_results: {len(groups)} groups for {len(rewards)} rewards")
+        and the policy's strategy messages; :meth:`end_step` uses them when not given its own.
+
+        Raises:
+            ConfigError: a reward that is not a finite number or ``None`` (NaN, inf, a string), groups that
+                are unhashable or not one per reward, ``policy_texts`` that is not a list of strings.
+        """
+        rewards = check_rewards(rewards)
+        groups = check_groups(groups, len(rewards))
+        policy_texts = check_texts(policy_texts, "policy_texts")
         if self.worker:
             self._spool_write("results", (list(rewards),), {"groups": groups, "policy_texts": policy_texts})
             return
@@ -374,11 +391,22 @@ class CollapseMonitor:
             groups: the group (prompt / task) of each reward, for the zero-std group share.
             policy_texts: the policy's strategy messages of the step (default: the first policy message
                 of each rollout reported through :meth:`on_turn`).
-            extra: more fields for the row (e.g. ``{"simulator": spec}``).
+            extra: more fields for the row (e.g. ``{"simulator": spec}``; not the row's own fields).
             rollouts: the rollout (as reported to :meth:`record_turn`) of each reward: with it, the row's
                 ``zero_std`` says which zero-std groups the simulator caused (its replies one class).
+
+        Raises:
+            ConfigError: an argument of the wrong type or value (a NaN reward, ``policy_texts="abc"``,
+                unhashable groups, ``extra={"step": ...}``), naming it.
         """
         check_value(step, "monitor step", [Integer(0)])
+        if rewards is not None:
+            rewards = check_rewards(rewards)
+            groups = check_groups(groups, len(rewards))
+        elif groups is not None:
+            raise ConfigError("monitor groups: given without rewards (the groups are those of the rewards)")
+        policy_texts = check_texts(policy_texts, "policy_texts")
+        extra = check_extra(extra)
         if self.worker:
             raise ConfigError("a worker monitor spools its records; close steps with the trainer-side monitor")
         t0 = time.perf_counter()
@@ -403,8 +431,25 @@ class CollapseMonitor:
         for alarm in row["alarms"]:
             logger.warning("monitor alarm at step %d: %s", step, alarm["message"])
             if self.on_alarm is not None:
-                self.on_alarm(alarm, self)
+                self._call_on_alarm(alarm, step)
         return row
+
+    def _call_on_alarm(self, alarm: dict[str, Any], step: int) -> None:
+        """Run the ``on_alarm`` callback; one that raises neither stops the training loop nor passes
+        unseen: each failure is kept in :attr:`alarm_callback_errors_` and the first is logged."""
+        assert self.on_alarm is not None
+        try:
+            self.on_alarm(alarm, self)
+        except Exception as exc:  # the user's callback: the training loop goes on
+            detail = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}".rstrip(": ")
+            self.alarm_callback_errors_.append({"step": step, "alarm": alarm.get("kind"), "error": detail})
+            if len(self.alarm_callback_errors_) == 1:
+                logger.warning(
+                    "monitor: the on_alarm callback raised at step %d (%s); training goes on, later failures are "
+                    "kept in monitor.alarm_callback_errors_ without a message",
+                    step,
+                    detail,
+                )
 
     async def _row(
         self,
