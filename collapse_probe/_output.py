@@ -56,6 +56,7 @@ __all__ = [
     "encode_json",
     "json_default",
     "nonfinite_at",
+    "null_nonfinite",
     "write_output_dir",
     "write_outputs",
 ]
@@ -426,3 +427,25 @@ def append_line(path: str | os.PathLike[str], line: bytes, what: str = "a record
         raise _oserror("", p, exc, f"cannot be appended to as {what}") from None
     finally:
         os.close(fd)
+
+
+def null_nonfinite(value: Any) -> tuple[Any, dict[str, str]]:
+    """``value`` (JSON data) with each ``NaN``/infinity replaced by ``null``, and the reasons by path
+    (``{"train_reward": "was nan, which JSON cannot hold"}``), for a writer that records a row it was
+    given (the monitor's rows) rather than refusing it."""
+    reasons: dict[str, str] = {}
+
+    def walk(v: Any, at: str) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            reasons[at or "value"] = f"was {v!r}, which JSON cannot hold"
+            return None
+        if isinstance(v, Mapping):
+            return {k: walk(c, f"{at}.{k}" if at else str(k)) for k, c in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(c, f"{at}[{i}]") for i, c in enumerate(v)]
+        tolist = getattr(v, "tolist", None)
+        if callable(tolist) and type(v).__module__.startswith("numpy"):
+            return walk(tolist(), at)
+        return v
+
+    return walk(value, ""), reasons

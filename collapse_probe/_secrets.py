@@ -57,7 +57,10 @@ _VARIANTS: list[str] = []
 
 
 def _variants(secret: str) -> set[str]:
+    import html
+
     forms = {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1], repr(secret)[1:-1]}
+    forms.add(html.escape(secret))
     forms.add(urllib.parse.quote(secret, safe=""))
     forms.add(urllib.parse.quote_plus(secret, safe=""))
     try:
