@@ -180,10 +180,36 @@ def _kind(mode: int) -> str:
     return "a file"
 
 
-def is_run_dir(path: Path) -> bool:
-    """Whether ``path`` is a directory holding a collapse-probe run (a run file or the run lock)."""
+RUN_KINDS = ("play", "audit", "crossplay", "train", "lab", "monitor", "gate")
+"""``kind`` values of a run's ``config.json``."""
+
+
+def _json_object(p: Path) -> dict[str, Any] | None:
+    from collapse_probe._files import read_bytes
+
     try:
-        return path.is_dir() and (any(os.path.lexists(path / n) for n in RUN_FILES) or os.path.lexists(path / ".lock"))
+        value = json.loads(read_bytes(p, max_bytes=1 << 20, follow_symlinks=False))
+    except (ConfigError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory holding a collapse-probe run: its ``config.json`` names a run
+    kind, its ``results.json`` a collapse-probe schema, or it holds a run's lock and records (a
+    project folder with a ``config.json`` of its own is not one)."""
+    try:
+        if not path.is_dir():
+            return False
+        cfg = _json_object(path / "config.json") if os.path.lexists(path / "config.json") else None
+        if cfg is not None and cfg.get("kind") in RUN_KINDS:
+            return True
+        res = _json_object(path / "results.json") if os.path.lexists(path / "results.json") else None
+        if res is not None and str(res.get("schema", "")).startswith("collapse-probe/"):
+            return True
+        return os.path.lexists(path / ".lock") and any(
+            os.path.lexists(path / n) for n in RUN_FILES if n.endswith(".jsonl")
+        )
     except OSError:
         return False
 
