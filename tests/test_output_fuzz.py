@@ -159,13 +159,17 @@ def test_any_json_value_is_written_strictly_or_refused_naming_the_field(value):
 
 contents = st.recursive(
     st.none() | st.integers() | st.text(max_size=8) | st.booleans(),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "refusal", "x"]), c, max_size=3),
+    lambda c: (
+        st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "refusal", "x"]), c, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
 @SETTINGS
-@given(content=contents, tokens=st.one_of(st.none(), st.integers(-10, 10), st.floats(allow_nan=True), st.text(max_size=3)))
+@given(
+    content=contents, tokens=st.one_of(st.none(), st.integers(-10, 10), st.floats(allow_nan=True), st.text(max_size=3))
+)
 def test_any_content_or_token_count_is_read_or_a_call_failure(content, tokens):
     from collapse_probe.models._http import CallFailure
     from collapse_probe.models.openai import make_openai_compatible_model
@@ -179,6 +183,8 @@ def test_any_content_or_token_count_is_read_or_a_call_failure(content, tokens):
         assert "\n" not in str(exc)
         return
     assert all(isinstance(c.text, str) for c in comps)
-    assert tokens is None or (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0) or (
-        isinstance(tokens, float) and tokens.is_integer() and tokens >= 0
+    assert (
+        tokens is None
+        or (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0)
+        or (isinstance(tokens, float) and tokens.is_integer() and tokens >= 0)
     )

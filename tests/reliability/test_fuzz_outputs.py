@@ -87,7 +87,10 @@ def test_any_field_of_results_json_set_to_any_value(runs, capsys, kind, pick, va
         _set(doc, paths[pick % len(paths)], value)
         (run / "results.json").write_text(json.dumps(doc))
         before = _digest(run)
-        for cmd in (["card", str(run), "--out", f"{d}/c.md"], ["export", str(run), "--to", "parquet", "--out", f"{d}/t"]):
+        for cmd in (
+            ["card", str(run), "--out", f"{d}/c.md"],
+            ["export", str(run), "--to", "parquet", "--out", f"{d}/t"],
+        ):
             capsys.readouterr()
             code = main(cmd)
             _check(code, capsys.readouterr().err)
