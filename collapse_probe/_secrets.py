@@ -227,8 +227,8 @@ def scrubbed_terminal() -> Any:
     @contextlib.contextmanager
     def ctx() -> Any:
         out, err = sys.stdout, sys.stderr
-        sys.stdout = ScrubbingStream(out)  # type: ignore[assignment]
-        sys.stderr = ScrubbingStream(err)  # type: ignore[assignment]
+        sys.stdout = ScrubbingStream(out)
+        sys.stderr = ScrubbingStream(err)
         try:
             yield
         finally:

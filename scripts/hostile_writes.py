@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 LIMIT = 40.0
 PW, QK, KEY = "pw-SECRET-93af1c7e", "qk-SECRET-77b2e0d4", "sk-env-SECRET-5c1d9e0f2a"
@@ -71,7 +72,7 @@ def refused(code: int | None, text: str) -> str | None:
 # ---------------------------------------------------------------------------------------- a local server
 
 
-def serve(handler) -> tuple[ThreadingHTTPServer, str]:
+def serve(handler: Any) -> tuple[ThreadingHTTPServer, str]:
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -85,7 +86,7 @@ def serve(handler) -> tuple[ThreadingHTTPServer, str]:
             self.rfile.read(int(self.headers.get("content-length", 0)))
             handler(self)
 
-        def _send(self, body) -> None:
+        def _send(self, body: Any) -> None:
             data = json.dumps(body).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
@@ -100,8 +101,8 @@ def serve(handler) -> tuple[ThreadingHTTPServer, str]:
     return srv, f"http://127.0.0.1:{srv.server_address[1]}"
 
 
-def answer(text="Sure [DONATE $1]", usage=None, content=None):
-    def h(req) -> None:
+def answer(text: str = "Sure [DONATE $1]", usage: Any = None, content: Any = None) -> Any:
+    def h(req: Any) -> None:
         msg = {"role": "assistant", "content": text if content is None else content}
         req.send_json({"id": "c", "object": "chat.completion", "model": "m",
                        "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
@@ -110,11 +111,11 @@ def answer(text="Sure [DONATE $1]", usage=None, content=None):
     return h
 
 
-def echo(req) -> None:
+def echo(req: Any) -> None:
     answer(f"you sent {req.headers.get('authorization')}")(req)
 
 
-def trickle(req) -> None:
+def trickle(req: Any) -> None:
     body = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "slow"}}]}'
     req.send_response(200)
     req.send_header("content-type", "application/json")
@@ -336,7 +337,7 @@ def case_negative_usage(base: dict[str, Path], d: Path) -> str:
     return "ok" if c2 in (0, 1) else "silent-wrong"
 
 
-def case_content(base: dict[str, Path], d: Path, content) -> str:
+def case_content(base: dict[str, Path], d: Path, content: Any) -> str:
     srv, url = serve(answer(content=content))
     try:
         code, text = cli(["audit", "--sim", f"openai-compatible/m@{url}/v1", "--states", "1", "--samples", "2",
