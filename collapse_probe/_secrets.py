@@ -48,7 +48,8 @@ SECRET_PARAM = re.compile(
 
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#@\"'<>\\]+)@")
 _QUERY_SECRET = re.compile(r"([?&;]([^=&#\s\"'<>\\]*)=)([^&#\s\"'<>\\]+)")
-_BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=\-]{8,})")
+_BEARER = re.compile(r"\b([Bb]earer\s+)(?=[A-Za-z._~+/=\-]*[0-9])([A-Za-z0-9._~+/=\-]{8,})")
+"""A bearer token (letters and at least one digit: "the bearer instrument" in a reply is left alone)."""
 
 _LOCK = threading.Lock()
 _SECRETS: set[str] = set()
