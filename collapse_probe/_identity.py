@@ -150,15 +150,23 @@ def bytes_fingerprint(data: bytes) -> str:
 
 
 def clean_url(url: str) -> str:
-    """A base URL without credentials, query or fragment (safe to record in run directories)."""
+    """A base URL without credentials, secret query parameters or fragment (safe to record in run
+    directories). The other query parameters are kept, sorted: ``?deployment=a`` and
+    ``?deployment=b`` may be two models behind one host, and must not share cached samples."""
+    from collapse_probe._secrets import SECRET_PARAM
+
     try:
         parts = urllib.parse.urlsplit(url)
+        port = parts.port
     except ValueError:
         return "<unparseable url>"
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    if port:
+        host = f"{host}:{port}"
+    query = "&".join(
+        sorted(f for f in parts.query.split("&") if f and not SECRET_PARAM.search(f.partition("=")[0]))
+    )
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), query, ""))
 
 
 UNVERIFIED = " (unverified)"

@@ -23,6 +23,8 @@ from typing import Any
 
 from collapse_probe._files import MAX_LINE_BYTES, MAX_RECORD_DEPTH, kind_of, parse_json
 from collapse_probe._files import _size as size_text
+from collapse_probe._output import encode_json
+from collapse_probe._output import json_default as json_default  # where callers have always found it
 from collapse_probe.errors import ConfigError
 
 _OPEN_RUNS: dict[str, Callable[[], None]] = {}
@@ -62,7 +64,7 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
     empty or torn file behind), and a symbolic link in the file's place is refused, not followed.
     """
     p = Path(path)
-    line = dumps_line(record)
+    line = dumps_line(record, p)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd = open_record_file(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")
     with os.fdopen(fd, "ab") as f:
@@ -184,39 +186,18 @@ def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
     return rec
 
 
-def dumps_line(record: Any) -> bytes:
-    """One JSONL line, UTF-8: text a model wrote stays readable, and a lone surrogate that reached a
-    record anyway is written as its JSON escape (the line still reads back as the same record)."""
-    text = json.dumps(record, ensure_ascii=False, default=json_default)
-    try:
-        return (text + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (json.dumps(record, ensure_ascii=True, default=json_default) + "\n").encode("ascii")
+def dumps_line(record: Any, where: str | Path = "a record") -> bytes:
+    """One JSONL line, UTF-8, strict (:func:`collapse_probe._output.dumps_json`): text a model wrote
+    stays readable, and a lone surrogate that reached a record anyway is written as its JSON escape
+    (the line still reads back as the same record)."""
+    return encode_json(record, where=where) + b"\n"
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write JSON to a temp file and rename it over ``path`` (readers never see half a file)."""
+    """Write strict JSON (:func:`collapse_probe._output.dumps_json`: no NaN or Infinity, secrets
+    scrubbed) to a temp file and rename it over ``path`` (readers never see half a file)."""
     p = Path(path)
-    text = json.dumps(obj, indent=2, ensure_ascii=False, default=json_default) + "\n"
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: its JSON escape reads back as the same value
-        data = (json.dumps(obj, indent=2, ensure_ascii=True, default=json_default) + "\n").encode("ascii")
+    data = encode_json(obj, where=p, indent=2) + b"\n"
     tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, p)
-
-
-def json_default(o: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

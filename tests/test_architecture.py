@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "_version", "errors", "limits", "_files", "_proc", "_sync", "_observe", "_resources",
             "_jsonl", "_records", "_identity", "_lazy", "_meaning", "_reports", "_callable", "_plugins",
-            "_retry", "_state", "_constraints",
+            "_retry", "_state", "_constraints", "_secrets", "_output",
         },
     ),
     ("models", {"models"}),

@@ -168,8 +168,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit status: the subcommand's (``gate``: 0 pass, 1 fail, 2 could not judge); 2 for bad input,
     named in one line on stderr; 130 when interrupted. Any unexpected exception is also one line
-    (``-v`` shows the traceback), never a bare traceback.
+    (``-v`` shows the traceback), never a bare traceback. Nothing printed holds a configured secret
+    (an API key, the credentials of a base URL in a model spec: :mod:`collapse_probe._secrets`).
     """
+    from collapse_probe._secrets import scrubbed_terminal
+
+    with scrubbed_terminal():
+        return _main(argv)
+
+
+def _public_args(args: argparse.Namespace) -> None:
+    """Model specs given with URL credentials are held in their redacted form from here on (the
+    backend that connects gets the real URL back): nothing records or prints the credentials."""
+    from collapse_probe._secrets import public_spec
+
+    for name, value in vars(args).items():
+        if isinstance(value, str) and "://" in value:
+            setattr(args, name, public_spec(value))
+        elif isinstance(value, list) and any(isinstance(v, str) and "://" in v for v in value):
+            setattr(args, name, [public_spec(v) if isinstance(v, str) else v for v in value])
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     from collapse_probe.cli import _common
 
     words = list(sys.argv[1:] if argv is None else argv)
@@ -186,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    _public_args(args)
     import collapse_probe._observe as _observe
     from collapse_probe.cli._common import (
         BadEnv,

@@ -91,11 +91,14 @@ def fmt_ci(ci: Any, digits: int = 3) -> str:
     return "n/a"
 
 
-def show_figure(fig: Any) -> None:
-    st.plotly_chart(fig, width="stretch")
+def show_figure(fig: Any, key: str | None = None) -> None:
+    """Draw a plotly figure; ``key`` tells apart two identical figures on one page (Streamlit derives an
+    element's id from its content, so the same chart twice, as for two identical runs side by side, is
+    a StreamlitDuplicateElementId without one)."""
+    st.plotly_chart(fig, width="stretch", key=key)
 
 
-def figure_or_note(make: Any, *args: Any) -> None:
+def figure_or_note(make: Any, *args: Any, key: str | None = None) -> None:
     """Draw ``make(*args)``; a result that does not fit the figure (e.g. a run of an older schema) is a note."""
     try:
         fig = make(*args)
@@ -103,7 +106,7 @@ def figure_or_note(make: Any, *args: Any) -> None:
         st.warning(f"cannot draw {getattr(make, '__name__', 'figure')}: {type(exc).__name__}: {exc}")
         return
     if fig is not None:
-        show_figure(fig)
+        show_figure(fig, key=key)
 
 
 def in_progress_note(run: rd.RunInfo) -> None:
@@ -621,7 +624,7 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
     if a is not None and b is not None and a.path == b.path:
         st.info("Audit A and audit B are the same run; pick two different audits to compare them.")
         picked = [a, None]
-    for col, run in zip(cols, picked, strict=True):
+    for i, (col, run) in enumerate(zip(cols, picked, strict=True)):
         if run is None:
             continue
         with col:
@@ -630,10 +633,12 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
                 continue
             audit_summary(run.typed, compact=True)
             st.caption(f"simulator {run.typed.simulator} ({run.typed.mode})")
-            figure_or_note(ap.collapse_error_per_state_figure, run.results or {})
+            figure_or_note(ap.collapse_error_per_state_figure, run.results or {}, key=f"cmp_states_{i}")
     a, b = picked
     if a is not None and b is not None:
-        figure_or_note(ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}})
+        figure_or_note(
+            ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}}, key="cmp_audits"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ main

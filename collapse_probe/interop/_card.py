@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +74,18 @@ class _Builder:
         value = _get(results, parts)
         if value is None or isinstance(value, bool) or not isinstance(value, int | float | str):
             return
+        if isinstance(value, float) and not math.isfinite(value):  # a results.json written with NaN
+            note = f"results.json holds {value!r} here, which is not a number: no figure"
+            value = None
         fig: dict[str, Any] = {"section": section, "name": name, "value": value,
                                "source": {"run": run_i, "pointer": _pointer(parts)}}  # fmt: skip
         if ci_parts is not None:
             ci = _get(results, ci_parts)
-            if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, int | float) for x in ci):
+            if (
+                isinstance(ci, list)
+                and len(ci) == 2
+                and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in ci)
+            ):
                 fig["ci95"] = ci
                 fig["source"]["ci95_pointer"] = _pointer(ci_parts)
         if note:
@@ -163,14 +171,31 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
                     b.add("verdict", f"{view} view: {key.replace('_', ' ')}", i, res, ["verdicts", view, key])
     b.add("verdict", "meaning view ε̂ (mean over states)", i, res, ["summary", "collapse_error", "estimate"],
           ["summary", "collapse_error", "ci95"])  # fmt: skip
-    b.add("verdict", "reward view: decision ε", i, res, ["summary", "decision_collapse_error", "estimate"],
-          ["summary", "decision_collapse_error", "ci95"], note="the label the reward reads, at states that ask for a decision")  # fmt: skip
     b.add("verdict", "ε*", i, res, ["epsilon_star"])
+    # the same fields, under the same names, as the audit's terminal table and report
+    b.add("views", "decision-label ε (the benchmark's labels, not the reward's classes)", i, res,
+          ["summary", "decision_collapse_error", "estimate"], ["summary", "decision_collapse_error", "ci95"],
+          note="at the states that ask for a decision; the reward view is in the verdict")  # fmt: skip
+    b.add("views", "decision-label ε: states", i, res, ["summary", "decision_collapse_error", "n_states"])
+    b.add("views", "exact: P(the whole reply is a closed answer), format compliance", i, res,
+          ["summary", "exact", "closed_set_mass"], note="format compliance, not collapse")  # fmt: skip
+    b.add(
+        "views", "exact: ε of the answer given a closed answer", i, res, ["summary", "exact", "collapse_error_in_set"]
+    )
+    b.add("views", "exact: ε with 'outside the set' as one class", i, res,
+          ["summary", "exact", "collapse_error_with_outside"])  # fmt: skip
+    b.add("views", "exact: states", i, res, ["summary", "exact", "n_states"])
     b.add("entropy", "entropy, nats (Chao–Wang–Jost)", i, res, ["summary", "entropy", "estimate"],
           ["summary", "entropy", "ci95"])  # fmt: skip
-    b.add("entropy", "effective modes exp(H)", i, res, ["summary", "effective_modes"])
+    summary = res.get("summary") or {}
+    if summary.get("effective_modes_lower_bound_only"):
+        n = res.get("samples_per_state")
+        b.add("entropy", "effective modes exp(H): at least", i, res, ["summary", "effective_modes_lower_bound"],
+              note=f"lower bound only: {n} replies per state cannot resolve more classes")  # fmt: skip
+    else:
+        b.add("entropy", "effective modes exp(H)", i, res, ["summary", "effective_modes"],
+              note="estimate incl. unseen classes")  # fmt: skip
     b.add("entropy", "accumulated ε̄_H", i, res, ["summary", "accumulated_collapse_error"])
-    b.add("entropy", "exact ε (closed set)", i, res, ["summary", "exact_collapse_error"])
     hr = res.get("human_reference")
     if isinstance(hr, dict):
         for k in ("wasserstein", "ks_statistic", "ks_pvalue", "l1_binned", "simulated_mean", "human_mean"):
@@ -305,6 +330,11 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
         "sources": sources,
         "figures": b.figures,
     }
+    from collapse_probe._output import null_nonfinite
+
+    card, reasons = null_nonfinite(card)  # a results.json written with NaN: null here, with the reason
+    if reasons:
+        card["null_reasons"] = reasons
     card["card_fingerprint"] = _card_fingerprint(card)
     return card
 
@@ -315,6 +345,8 @@ def _card_fingerprint(card: dict[str, Any]) -> str:
 
 
 def _fmt(v: Any) -> str:
+    if v is None:
+        return "n/a"
     if isinstance(v, float):
         return f"{v:.3f}"
     return str(v)
@@ -338,6 +370,7 @@ def card_markdown(card: dict[str, Any]) -> str:
     titles = {
         "verdict": "Verdict: meaning and reward views", "states": "Benchmark and states", "entropy": "Entropy",
         "people": "Realism against people", "transfer": "Transfer and reward against this simulator",
+        "views": "Other views: decision labels and exact closed-set scores",
         "variance": "Reward variance", "published": "Published trajectories", "failures": "Failure handling",
         "cost": "Cost",
     }  # fmt: skip
@@ -370,18 +403,30 @@ def card_markdown(card: dict[str, Any]) -> str:
 
 
 def write_card(card: dict[str, Any], out: str | Path) -> tuple[Path, Path]:
-    """Write ``card.md`` at ``out`` and ``card.json`` beside it (same stem); returns both paths."""
-    from collapse_probe.rollout import write_json_atomic
+    """Write ``card.md`` at ``out`` and ``card.json`` beside it (same stem); returns both paths.
+
+    Both files are new: the JSON name comes from ``out`` (``--out package.md`` puts it at
+    ``package.json``), so an existing file at either name refuses the card before anything is
+    written, and neither is ever written through a link, into a FIFO or into a run's folder (see
+    :func:`collapse_probe._output.write_outputs`).
+
+    Raises:
+        ConfigError: ``out`` does not end in ``.md``, or one of the two paths may not be written
+            (naming it and why).
+    """
+    from collapse_probe._output import dumps_json, null_nonfinite, write_outputs
 
     md = Path(out)
     if md.suffix != ".md":
         raise ConfigError(
             f"--out {out}: a card is written as Markdown; give a path ending in .md (card.json goes beside it)"
         )
-    if md.is_dir():
-        raise ConfigError(f"--out {out}: is a directory; give a file path ending in .md")
-    md.parent.mkdir(parents=True, exist_ok=True)
     js = md.with_suffix(".json")
-    write_json_atomic(js, card)
-    md.write_text(card_markdown(card), encoding="utf-8")
-    return md, js
+    data, reasons = null_nonfinite(card)
+    if reasons:
+        data["null_reasons"] = reasons
+    written = write_outputs([
+        (md, card_markdown(card)),
+        (js, dumps_json(data, where=js, indent=2) + "\n"),
+    ])  # fmt: skip
+    return written[0], written[1]

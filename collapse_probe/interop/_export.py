@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,39 +13,35 @@ SCHEMA_FILE = "schema.json"
 """Written beside the parquet tables: each table's columns, their Arrow types and the JSON columns."""
 
 
-def _check_out_dir(out: Path, what: str) -> None:
-    """An export never writes over another export or a run: a non-empty directory is refused."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a directory; {what} is written to a directory")
-    if out.is_dir() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: directory is not empty; export to a new directory (nothing is overwritten)")
-
-
 def export_parquet(run: Any, out: str | Path) -> list[Path]:
-    """One parquet file per table (``conversations.parquet``, ...) and ``schema.json`` in ``out``."""
+    """One parquet file per table (``conversations.parquet``, ...) and ``schema.json`` in ``out``, a
+    new or empty directory (written aside and renamed into place: nothing is overwritten, and of
+    concurrent exports onto one ``out`` one wins)."""
     require("pyarrow", "parquet", "export --to parquet")
     import pyarrow.parquet as pq
 
+    from collapse_probe._output import check_output_path, dumps_json, write_output_dir
     from collapse_probe.interop._tables import json_columns, run_tables
 
+    check_output_path(out, directory=True)
     tables = run_tables(run)
-    p = Path(out)
-    _check_out_dir(p, "parquet")
-    p.mkdir(parents=True, exist_ok=True)
-    written = []
-    schema: dict[str, Any] = {}
-    for name, table in tables.items():
-        f = p / f"{name}.parquet"
-        pq.write_table(table, str(f))
-        written.append(f)
-        schema[name] = {
-            "rows": table.num_rows,
-            "columns": {fld.name: str(fld.type) for fld in table.schema},
-            "json_columns": json_columns(table.schema),
-        }
-    (p / SCHEMA_FILE).write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
-    written.append(p / SCHEMA_FILE)
-    return written
+    names: list[str] = []
+
+    def fill(d: Path) -> None:
+        schema: dict[str, Any] = {}
+        for name, table in tables.items():
+            pq.write_table(table, str(d / f"{name}.parquet"))
+            names.append(f"{name}.parquet")
+            schema[name] = {
+                "rows": table.num_rows,
+                "columns": {fld.name: str(fld.type) for fld in table.schema},
+                "json_columns": json_columns(table.schema),
+            }
+        (d / SCHEMA_FILE).write_text(dumps_json(schema, where=SCHEMA_FILE, indent=2) + "\n", encoding="utf-8")
+        names.append(SCHEMA_FILE)
+
+    p = write_output_dir(out, fill)
+    return [p / n for n in names]
 
 
 def hf_dataset(run: Any) -> Any:
@@ -63,14 +58,15 @@ def export_hf(run: Any, out: str | Path, push_to_hub: str | None = None, progres
     """Save the run's tables as a Hugging Face ``DatasetDict`` in ``out`` (``datasets.load_from_disk``
     reads it); with ``push_to_hub`` also push each table to that Hub repository as a configuration of
     the same name (needs a token: ``$HF_TOKEN`` or ``huggingface-cli login``; never in tests)."""
+    from collapse_probe._output import check_output_path, write_output_dir
+
+    check_output_path(out, directory=True)
     dd = hf_dataset(run)
-    p = Path(out)
-    _check_out_dir(p, "a Hugging Face dataset")
     if not progress:
         import datasets
 
         datasets.disable_progress_bars()
-    dd.save_to_disk(str(p))
+    p = write_output_dir(out, lambda d: dd.save_to_disk(str(d)))
     if push_to_hub:
         _push(dd, push_to_hub)
     return [p]
@@ -117,17 +113,13 @@ def export_run(run_dir: str | Path, to: str, out: str | Path, *, push_to_hub: st
         raise ConfigError(f"--to must be one of {', '.join(FORMATS)}, got {to!r}")
     if push_to_hub and to != "hf":
         raise ConfigError(f"--push-to-hub needs --to hf, got --to {to}")
+    from collapse_probe._output import check_output_path
+
+    check_output_path(out, directory=to != "inspect")  # before reading: a refused --out costs nothing
     run = load_run_data(run_dir)
-    if Path(out).resolve() == run.path.resolve() or run.path.resolve() in Path(out).resolve().parents:
-        raise ConfigError(
-            f"--out {out}: inside the run directory {run.path}; export elsewhere (runs are never written to)"
-        )
     if to == "inspect":
         from collapse_probe.interop._inspect import write_inspect_log
 
-        if Path(out).exists():
-            raise ConfigError(f"--out {out}: exists; export to a new file (nothing is overwritten)")
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
         return write_inspect_log(run, out)
     if to == "parquet":
         return export_parquet(run, out)

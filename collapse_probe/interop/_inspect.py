@@ -289,21 +289,28 @@ def build_eval_log(run: RunData, mode: str | None = None) -> Any:
 def write_inspect_log(run: RunData, out: str | Path) -> list[Path]:
     """Write the run as an inspect eval log at ``out`` (``.eval``, or ``.json`` for inspect's JSON
     format); an audit compared with Verbalized Sampling also gets ``STEM-MODE.SUFFIX`` for the other
-    mode. Returns the files written."""
+    mode. Every file is created exclusively, ``out`` first (:func:`collapse_probe._output.write_outputs`):
+    an existing name is refused before anything is written, and of concurrent exports onto one
+    ``out`` one writes the whole set. Returns the files written."""
+    from collapse_probe._output import check_output_path, write_outputs
+
     p = Path(out)
     if p.suffix not in (".eval", ".json"):
         raise ConfigError(f"--out {out}: an inspect log is a .eval or .json file; give a path ending in one")
+    check_output_path(p)
     write_eval_log = require("inspect_ai.log", "inspect", "export --to inspect", package="inspect-ai").write_eval_log
-    written = [p]
-    write_eval_log(build_eval_log(run), str(p), format="eval" if p.suffix == ".eval" else "json")
+    fmt = "eval" if p.suffix == ".eval" else "json"
+    modes: list[str | None] = [None]
     if run.kind == "audit":
         primary = str(run.results.get("mode") or "direct")
-        others = sorted({str(r.get("mode") or "direct") for r in run.samples} - {primary})
-        for mode in others:
-            q = p.with_name(f"{p.stem}-{mode}{p.suffix}")
-            write_eval_log(build_eval_log(run, mode), str(q), format="eval" if p.suffix == ".eval" else "json")
-            written.append(q)
-    return written
+        modes += sorted({str(r.get("mode") or "direct") for r in run.samples} - {primary})
+    logs = [build_eval_log(run, m) if m is not None else build_eval_log(run) for m in modes]
+    names = [p] + [p.with_name(f"{p.stem}-{m}{p.suffix}") for m in modes[1:]]
+
+    def writer(log: Any) -> Any:
+        return lambda tmp: write_eval_log(log, str(tmp), format=fmt)
+
+    return write_outputs([(q, writer(log)) for q, log in zip(names, logs, strict=True)])
 
 
 # ------------------------------------------------------------------------------------------------- reading

@@ -3,8 +3,11 @@ means that the transfer ratio and the gate compare."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from collapse_probe._records import INFRA_ERROR
 
@@ -45,8 +48,14 @@ def cell_summary(
                 f"reward {outside[0]:g} outside the declared range [{bounds[0]:g}, {bounds[1]:g}]: CI without the range"  # type: ignore[index]
             )
             bounds = None
-        est = cluster_mean_ci(by_task, reward_range=bounds)
+        with np.errstate(all="ignore"):
+            est = cluster_mean_ci(by_task, reward_range=bounds)
         mean, lo, hi, method, note = est.value, est.lo, est.hi, est.method, note or est.note
+        if not all(math.isfinite(x) for x in (mean, lo, hi) if x is not None):
+            # rewards near the float limit (±1e308): their sum overflows, their mean does not
+            mean = finite_mean([x for v in by_task.values() for x in v])
+            lo = hi = None
+            note = "rewards too large for a floating-point interval (their sums overflow): no interval"
     errors: dict[str, int] = {}
     for r in infra:
         msg = str(r.get("infra_error") or "unknown")[:200]
@@ -71,6 +80,19 @@ def cell_summary(
     }
 
 
+def finite_mean(values: Sequence[float]) -> float:
+    """The mean of finite numbers without overflow: rewards of ±1e308 sum to infinity, but their
+    mean, taken on values scaled by the largest magnitude, is finite.
+
+    >>> finite_mean([1e308, 1e308])
+    1e+308
+    """
+    top = max((abs(v) for v in values), default=0.0)
+    if top == 0.0:
+        return 0.0
+    return top * (math.fsum(v / top for v in values) / len(values))
+
+
 def summarize_rewards(
     records: list[dict[str, Any]], *, reward_range: tuple[float, float] | None = None
 ) -> dict[str, Any]:
@@ -82,7 +104,7 @@ def summarize_rewards(
 
 def task_means(cell: Any) -> dict[str, float]:
     """Per-task mean reward of a cell (tasks with no scored conversation left out)."""
-    return {t: sum(v) / len(v) for t, v in cell["task_rewards"].items() if v}
+    return {t: finite_mean(v) for t, v in cell["task_rewards"].items() if v}
 
 
 def heldout_task_rewards(cells: Sequence[Any]) -> dict[str, float]:
@@ -94,7 +116,7 @@ def heldout_task_rewards(cells: Sequence[Any]) -> dict[str, float]:
     if not per_cell:
         return {}
     common = [t for t in per_cell[0] if all(t in m for m in per_cell[1:])]
-    return {t: sum(m[t] for m in per_cell) / len(per_cell) for t in common}
+    return {t: finite_mean([m[t] for m in per_cell]) for t in common}
 
 
 def conversations(cells: Sequence[Any], tasks: Sequence[str]) -> int:

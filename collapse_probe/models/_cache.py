@@ -164,9 +164,12 @@ class CachedModel:
             if metered:  # local and scripted backends: count what they know (requests, generated tokens)
                 record_local_results(self.spec, (c for r in results for c in r.completions), len(todo))
             new: list[tuple[str, Completion]] = []
+            from collapse_probe.models._http import secret_in_reply
+
             for (ri, lo, _sub), res in zip(todo, results, strict=True):
-                if not res.ok:
-                    errors[ri] = res.error or "unknown error"
+                leak = secret_in_reply(res.completions) if res.ok else None
+                if not res.ok or leak is not None:
+                    errors[ri] = res.error or f"{self.spec}: {leak}" or "unknown error"
                     continue
                 for j, comp in enumerate(res.completions):
                     k = keys[ri][lo + j]

@@ -95,7 +95,10 @@ class Secret:
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
+        from collapse_probe._secrets import register_secret
+
         self._value = value
+        register_secret(value)  # scrubbed from every file and terminal line, and refused in replies
 
     def get(self) -> str:
         return self._value
@@ -130,9 +133,12 @@ def api_key_from_env(names: Sequence[str], *, provider: str, required: bool) -> 
 
 def check_base_url(url: str, where: str) -> str:
     """Validate a base URL (``http(s)://...``) and strip the trailing slash."""
+    from collapse_probe._secrets import redact_url
+
     url = url.strip()
+    shown = redact_url(url)  # registers the URL's credentials as secrets of this process
     if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: expected a base URL starting with http:// or https://, got {url!r}")
+        raise ConfigError(f"{where}: expected a base URL starting with http:// or https://, got {shown!r}")
     return url.rstrip("/")
 
 
@@ -205,6 +211,25 @@ def provider_error_message(body: Any, fallback: str = "") -> str:
             return str(body["message"])[:500]
         return json.dumps(body)[:500]
     return fallback[:500]
+
+
+def secret_in_reply(completions: Sequence[Completion]) -> str | None:
+    """Why these completions may not be kept (a reply that holds a configured API key or URL
+    credential: a server echoing the request's headers), or ``None``.
+
+    Such a reply is an infrastructure failure of its request: recorded, asked again on the next run,
+    never cached, stored or scored.
+    """
+    from collapse_probe._secrets import contains_secret
+
+    for c in completions:
+        parts = [c.text] + [json.dumps(tc, default=str) for tc in c.tool_calls or []]
+        if any(contains_secret(p) for p in parts):
+            return (
+                "the reply holds a configured secret (an API key or base-URL credential the server echoed); "
+                "refused: not cached, stored or scored"
+            )
+    return None
 
 
 # ------------------------------------------------------------------------------------- messages, tools
@@ -394,7 +419,9 @@ class APIChatModel:
         """Model names the server reported in its answers (``model`` / ``modelVersion``)."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(spec={self.spec!r}, base_url={self.base_url!r})"
+        from collapse_probe._secrets import redact_url
+
+        return f"{type(self).__name__}(spec={self.spec!r}, base_url={redact_url(self.base_url)!r})"
 
     # -- identity
 
@@ -472,6 +499,9 @@ class APIChatModel:
             return GenerationResult(
                 [], error=f"{self.spec}: asked for {request.n} samples, the API returned {len(completions)}"
             )
+        leak = secret_in_reply(completions)
+        if leak is not None:
+            return GenerationResult([], error=f"{self.spec}: {leak}")
         return GenerationResult(completions)
 
     # -- n samples: native, topped up, or emulated
@@ -583,7 +613,15 @@ class APIChatModel:
                 try:
                     async with state.slot() as client:
                         self.calls += 1
-                        return await send(client)
+                        # the timeout bounds the whole request: the transport's own timeout is per read,
+                        # so a server trickling a byte a second would otherwise hold the call forever
+                        return await asyncio.wait_for(send(client), self.timeout)
+                except asyncio.TimeoutError:
+                    raise CallFailure(
+                        f"no complete answer from {self.base_url} within {self.timeout:g} s (the whole request; "
+                        "raise it with -M ROLE.timeout=SECONDS)",
+                        retryable=True,
+                    ) from None
                 except CallFailure:
                     raise
                 except self._sdk_errors() as exc:
@@ -653,15 +691,36 @@ class APIChatModel:
         return CallFailure(msg, status=status, retryable=retryable, retry_after=parse_retry_after(headers))
 
     def redact(self, text: str) -> str:
-        """Remove the API key from ``text`` (a server may echo it back)."""
+        """Remove every configured secret from ``text`` (a server or the transport may echo the key,
+        raw, as ``Bearer ...``, escaped, or line by line for a key with an embedded newline) and the
+        credentials of any URL in it (:func:`collapse_probe._secrets.scrub`)."""
+        from collapse_probe._secrets import scrub
+
         if self._api_key is not None and self._api_key.get():
             text = text.replace(self._api_key.get(), "***")
-        return text
+        return scrub(text)
 
     def record_usage(
         self, input_tokens: int | None, output_tokens: int | None, served: str | None = None, *, batch: bool = False
     ) -> None:
-        """Report one answered call's token counts (as the server reported them) to the usage ledger."""
+        """Report one answered call's token counts (as the server reported them) to the usage ledger.
+
+        Raises:
+            CallFailure: a count that is not a whole number >= 0 (a server reporting ``-5`` tokens):
+                the call is an infrastructure failure, and nothing is recorded (a negative count in
+                ``usage.json`` would be refused when the run resumes).
+        """
+        for label, n in (("input", input_tokens), ("output", output_tokens)):
+            if n is None:
+                continue
+            if isinstance(n, bool) or not isinstance(n, int | float) or n != n or n < 0 or int(n) != n:
+                raise CallFailure(
+                    f"the server reported {n!r} {label} tokens; expected a whole number >= 0 (answer not used, "
+                    "usage not recorded)",
+                    retryable=True,
+                )
+        input_tokens = None if input_tokens is None else int(input_tokens)
+        output_tokens = None if output_tokens is None else int(output_tokens)
         if served:
             self.served_models.add(str(served))
         record_usage(self.spec, model=self.model, input_tokens=input_tokens, output_tokens=output_tokens, batch=batch)

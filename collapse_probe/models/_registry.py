@@ -117,7 +117,14 @@ def get_model(spec: str, **options: Any) -> ChatModel:
         spec: a spec string or alias (see :data:`ALIASES`, ``collapse-probe models``).
         **options: backend options.
     """
+    from collapse_probe._secrets import public_spec, real_spec
+
+    # a spec or option naming a base URL with credentials: connect with the real URL, and let the
+    # backend's ``spec`` (what runs record, the usage ledger's key) be the redacted one
+    spec = real_spec(spec)
+    options = {k: real_spec(v) if isinstance(v, str) else v for k, v in options.items()}
     canonical = resolve_spec(spec)
+    shown = public_spec(canonical)
     prefix = _prefix(canonical)
     name = canonical[len("scripted:") :] if prefix == "scripted" else canonical.split("/", 1)[1]
     if not name:
@@ -145,6 +152,11 @@ def get_model(spec: str, **options: Any) -> ChatModel:
 
     factory = load_target(_backend_target(prefix), f"model backend {prefix!r}")
     model: ChatModel = factory(canonical, name, **options)
+    if shown != canonical:
+        try:
+            model.spec = shown
+        except AttributeError:  # a plugin backend with a read-only spec: its outputs are still scrubbed
+            pass
     _INSTANCES[(key, opts)] = model
     return model
 

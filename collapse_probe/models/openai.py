@@ -96,13 +96,53 @@ def parse_chat_response(data: dict[str, Any]) -> list[Completion]:
         raise CallFailure(f"malformed response: no 'choices' list in {json.dumps(data)[:200]}")
     if not choices:
         raise EmptyAnswer("the server returned no choices")
+    try:
+        return _parse_choices(data, choices)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        raise CallFailure(
+            f"malformed response ({type(exc).__name__}: {exc}): {json.dumps(data, default=str)[:200]}"
+        ) from None
+
+
+def content_text(content: Any, where: str) -> str:
+    """A message's ``content``: a string, or a list of OpenAI content parts (their text joined).
+
+    Raises:
+        CallFailure: anything else, or a part that is not a text part, naming ``where``.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for i, part in enumerate(content):
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part, dict) and part.get("type") in ("refusal",) and isinstance(part.get("refusal"), str):
+                texts.append(part["refusal"])
+            else:
+                raise CallFailure(
+                    f"malformed response: {where}[{i}] is {json.dumps(part, default=str)[:80]}; expected a text part "
+                    '({"type": "text", "text": ...})'
+                )
+        return "".join(texts)
+    raise CallFailure(
+        f"malformed response: {where} is {type(content).__name__}; expected a string or a list of content parts"
+    )
+
+
+def _parse_choices(data: dict[str, Any], choices: list[Any]) -> list[Completion]:
     choices = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
     usage = data.get("usage") or {}
     out = []
-    for ch in choices:
+    for ci, ch in enumerate(choices):
         msg = (ch.get("message") if isinstance(ch, dict) else None) or {}
+        if not isinstance(msg, dict):
+            raise CallFailure(f"malformed response: choices[{ci}].message is {type(msg).__name__}; expected an object")
         if msg.get("content") is None and not msg.get("tool_calls"):
             raise EmptyAnswer("the server returned a choice with null content and no tool call")
+        text = "" if msg.get("content") is None else content_text(msg["content"], f"choices[{ci}].message.content")
         calls = [
             {
                 "name": (tc.get("function") or {}).get("name", ""),
@@ -114,11 +154,11 @@ def parse_chat_response(data: dict[str, Any]) -> list[Completion]:
         lp = ch.get("logprobs") or {}
         token_logprobs = [float(t["logprob"]) for t in lp["content"]] if lp.get("content") is not None else None
         n_tokens = len(token_logprobs) if token_logprobs is not None else None
-        if n_tokens is None and len(choices) == 1 and "completion_tokens" in usage:
-            n_tokens = int(usage["completion_tokens"])
+        if n_tokens is None and len(choices) == 1 and isinstance(usage.get("completion_tokens"), int):
+            n_tokens = max(0, int(usage["completion_tokens"]))
         out.append(
             Completion(
-                text=msg.get("content") or "",
+                text=text,
                 token_logprobs=token_logprobs,
                 finish_reason=normalize_finish_reason(ch.get("finish_reason")),
                 tool_calls=calls or None,
@@ -342,7 +382,12 @@ class OpenAIChatModel(APIChatModel):
     def parse_answer(self, data: dict[str, Any], transcript: bool, batch: bool = False) -> list[Completion]:
         """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""
         usage = data.get("usage") or {}
-        self.record_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), data.get("model"), batch=batch)
+        if not isinstance(usage, dict):
+            raise CallFailure(
+                f"malformed response: 'usage' is {type(usage).__name__}; expected an object", retryable=True
+            )
+        served = data.get("model") if isinstance(data.get("model"), str) else None
+        self.record_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), served, batch=batch)
         return parse_completions_response(data) if transcript else parse_chat_response(data)
 
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from collapse_probe._constraints import Integer, check_value
+from collapse_probe._jsonl import dumps_line
 from collapse_probe._sync import run_sync
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, derive_seed
@@ -624,18 +625,15 @@ class CollapseMonitor:
         import pickle
         import socket
 
+        from collapse_probe._output import append_line
+
         assert self.spool is not None
-        self.spool.mkdir(parents=True, exist_ok=True)
         # pickle, not JSON: a context is an arena's Episode with arena-private state; the spool is
         # written and read by this package on one machine for one run
         blob = base64.b64encode(pickle.dumps((op, args, kwargs))).decode()
         line = (json.dumps({"op": op, "data": blob}) + "\n").encode()
         path = self.spool / f"{socket.gethostname()}-{os.getpid()}-{id(self):x}.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line)  # one write per record: appends of concurrent workers never interleave
-        finally:
-            os.close(fd)
+        append_line(path, line, "the monitor's spool")  # one write per record: appends never interleave
 
     def _drain_spool(self) -> None:
         """Replay what worker monitors spooled since the last step into this step."""
@@ -756,6 +754,11 @@ class CollapseMonitor:
             self.rows_ = sorted(self._run_dir.read_jsonl(MONITOR_ROWS), key=lambda r: int(r.get("step", 0)))
 
     def _write(self, row: dict[str, Any]) -> None:
+        from collapse_probe._output import null_nonfinite
+
+        row, reasons = null_nonfinite(row)  # a NaN given in extra= or computed: null, with the reason
+        if reasons:
+            row["null_reasons"] = reasons
         if self.rows_ and int(self.rows_[-1]["step"]) >= row["step"]:
             # a resumed run repeats steps after its last checkpoint: its new rows replace the old ones
             self.rows_ = [r for r in self.rows_ if int(r["step"]) < row["step"]]
@@ -777,7 +780,7 @@ class CollapseMonitor:
         assert self.out is not None
         p = self.out / MONITOR_ROWS
         tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rows_), encoding="utf-8")
+        tmp.write_bytes(b"".join(dumps_line(r, p) for r in self.rows_))
         os.replace(tmp, p)
 
     def write_report(self) -> Path | None:

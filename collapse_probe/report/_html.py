@@ -193,7 +193,9 @@ section {{ margin-bottom: 2rem; }}
 <footer style="color:#888;font-size:0.8rem">collapse-probe report</footer>
 </body></html>
 """
+    from collapse_probe._secrets import scrub
+
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(doc, encoding="utf-8")
+    p.write_text(scrub(doc), encoding="utf-8")  # a spec's URL credentials, a key a reply quoted: never in a report
     return p

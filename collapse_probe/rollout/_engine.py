@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -391,6 +392,13 @@ async def _finish(
             # the judge could not judge: an infrastructure failure of this score, retried on resume
             c.infra_error = f"judge: {score.info['judge_error']}"
             ep.status = "infra_error"
+        reward, info = (score.reward, score.info) if score is not None else (None, {})
+        if reward is not None and (
+            isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward)
+        ):
+            # a reward that is not a finite number is not a score: recorded as null, with the reason
+            info = {**(info or {}), "reward_error": f"the arena's reward was {reward!r}, not a finite number; not scored"}
+            reward = None
         record: dict[str, Any] = {
             "key": spec.key,
             "task_id": spec.task.task_id,
@@ -399,12 +407,12 @@ async def _finish(
             "simulator": spec.simulator,
             "seed": spec.seed,
             "messages": ep.messages,
-            "reward": score.reward if score is not None else None,
+            "reward": reward,
             "success": score.success if score is not None else None,
             "status": ep.status,
             "infra_error": c.infra_error,
             "fingerprints": {"policy": fps[spec.policy], "simulator": fps[spec.simulator]},
-            "info": score.info if score is not None else {},
+            "info": info,
             "seconds": round(time.perf_counter() - c.started, 3),
         }
         done[spec.key] = record

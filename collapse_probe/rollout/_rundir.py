@@ -31,20 +31,12 @@ from collapse_probe._jsonl import (
 )
 from collapse_probe._jsonl import flush_config as flush_config  # where callers have always found them
 from collapse_probe._jsonl import iter_jsonl_numbered as iter_jsonl_numbered
+from collapse_probe._output import RUN_FILES as _RUN_FILES
 from collapse_probe._proc import pid_alive
+from collapse_probe._secrets import scrub_value
 from collapse_probe.errors import ConfigError
 
-RUN_FILES = (
-    "config.json",
-    "results.json",
-    "conversations.jsonl",
-    "samples.jsonl",
-    "metrics.jsonl",
-    "rollouts.jsonl",
-    "report.html",
-    "compare.json",
-    "usage.json",
-)
+RUN_FILES = _RUN_FILES
 """Files that mark a directory as holding a run (any of them, with or without ``config.json``)."""
 
 LOCK_FILE = ".lock"
@@ -52,9 +44,10 @@ PREVIOUS_DIR = ".previous"
 
 RUN_OWN_FILES = (*RUN_FILES, "batches.jsonl", "compare.html", "sweep.json", "sweep.html")
 """Regular files a run writes at the top of its directory."""
-RUN_OWN_DIRS = (PREVIOUS_DIR, "variance", "checkpoints", "adapters", "pool")
+RUN_OWN_DIRS = (PREVIOUS_DIR, "variance", "checkpoints", "adapters", "pool", "tensorboard")
 """Directories a run writes at the top of its directory (``variance``: an audit's variance-share
-rollouts; ``checkpoints``, ``adapters``, ``pool``: training)."""
+rollouts; ``checkpoints``, ``adapters``, ``pool``: training; ``tensorboard``: the event files
+``--log-to tensorboard`` writes there by default)."""
 
 MAX_JSON_BYTES = 256 << 20
 """A run's ``config.json`` and ``usage.json`` are a few KiB; anything past this is not one of them."""
@@ -125,6 +118,9 @@ class RunDir:
         full = {"kind": kind, **config}
         if fingerprints is not None:
             full["fingerprints"] = dict(fingerprints)
+        # as config.json holds it: a spec's URL credentials are never written, so a resume compares
+        # the scrubbed configuration with the scrubbed one on disk
+        full = scrub_value(full)
         self._lock = RunLock(self.path)
         self._lock.acquire()
         RunDir._open[_key(self.path)] = self
@@ -190,7 +186,9 @@ class RunDir:
         no empty or torn file behind), and a symbolic link in the file's place is refused, not
         followed: records are never appended to a file outside the run directory.
         """
-        line = dumps_line(record)  # before anything is written: a value that cannot be kept writes nothing
+        line = dumps_line(
+            record, self.path / name
+        )  # before anything is written: a value that cannot be kept writes nothing
         self._flush_config()
         self.path.mkdir(parents=True, exist_ok=True)
         fd = open_record_file(self.path / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append a record to")

@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from collapse_probe._jsonl import dumps_line
 from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, Task
@@ -551,7 +552,7 @@ class LLMTrainer:
             self.run_dir.repair(name)
             kept = [r for r in iter_jsonl(p, step_problem) if r["step"] <= step]
             tmp = p.with_name(p.name + ".tmp")
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+            tmp.write_bytes(b"".join(dumps_line(r, p) for r in kept))
             os.replace(tmp, p)
 
     # ---- one step -------------------------------------------------------------------------------

@@ -395,3 +395,18 @@ def test_audit_records_last_record_of_a_state_wins():
     recs = [{"state_id": "s0", "mode": "direct", "x": 1}, {"state_id": "s0", "mode": "verbalized", "x": 2},
             {"state_id": "s0", "mode": "direct", "x": 3}, {"mode": "direct"}]  # fmt: skip
     assert rd.audit_records(recs) == {"direct": {"s0": recs[2]}, "verbalized": {"s0": recs[1]}}
+
+
+def test_compare_view_of_two_identical_runs_draws_both(tmp_path, monkeypatch):
+    """Two copies of one audit side by side: the same charts twice, each drawn (Streamlit derives an
+    element's id from its content, so identical charts need keys of their own)."""
+    import shutil
+
+    root = tmp_path / "runs"
+    fixtures.write_audit_run(root, "audit_a", "sim_div", samples=30, states=3)
+    shutil.copytree(root / "audit_a", root / "audit_b")
+    monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(root))
+    at = _view(_app(root), "Compare")
+    charts = [_figure(c) for c in _plotly(at)]
+    assert len(charts) == 3
+    assert charts[0] == charts[1]  # the two runs' per-state charts are the same chart, both on the page

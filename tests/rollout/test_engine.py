@@ -161,3 +161,29 @@ def test_kill_9_mid_run_then_resume_completes_without_loss_or_duplicates(tmp_pat
     assert done.returncode == 0, done.stderr
     keys = [r["key"] for r in RunDir(out).read_jsonl("conversations.jsonl")]
     assert len(keys) == 40 and len(set(keys)) == 40
+
+
+def test_a_reward_that_is_not_a_finite_number_is_recorded_as_null_with_the_reason(write_scripted, tmp_path):
+    import math
+
+    from collapse_probe.benchmarks._base import Score
+
+    class OddRewards(P4GArena):
+        async def score(self, episodes):
+            odd = [math.nan, math.inf, -math.inf, "0.5", True, 1e308]
+            return [Score(odd[i % len(odd)]) for i in range(len(episodes))]
+
+    pol = write_scripted([("Please donate.", 1.0)], name="pol.json")
+    sim = write_scripted([("[DONATE $2]", 1.0)], name="sim.json")
+    arena = OddRewards(max_turns=1)
+    specs = make_specs(arena.load_tasks(3), [pol], [sim], rollouts=2, seed=0)
+    rd = RunDir(tmp_path / "run")
+    rd.create({"a": 1}, kind="play")
+    records = asyncio.run(run_conversations(arena, specs, _participants(pol, [sim], wrap=False), config=QUIET,
+                                            run_dir=rd))  # fmt: skip
+    rd.release()
+    rewards = sorted((r["reward"] for r in records), key=lambda v: (v is not None, v or 0))
+    assert rewards == [None] * 5 + [1e308]  # nan, ±inf, a string and a bool are not scores
+    assert all("not a finite number" in r["info"]["reward_error"] for r in records if r["reward"] is None)
+    text = (tmp_path / "run" / "conversations.jsonl").read_text()
+    assert "NaN" not in text and "Infinity" not in text

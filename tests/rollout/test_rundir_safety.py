@@ -187,3 +187,27 @@ def test_a_lock_file_naming_no_process_is_free(tmp_path, content):
     assert pid_alive(os.getpid()) and not pid_alive(2**70) and not pid_alive(0) and not pid_alive(-1)
     (tmp_path / LOCK_FILE).write_text(content)
     assert lock_held(tmp_path) is False
+
+
+def test_fresh_moves_the_tensorboard_folder_log_to_left_in_the_run(tmp_path):
+    run = tmp_path / "run"
+    rd = RunDir(run)
+    rd.create({"a": 1}, kind="audit")
+    rd.append_jsonl("samples.jsonl", {"state_id": "s"})
+    rd.release()
+    (run / "tensorboard").mkdir()  # what --log-to tensorboard writes by default
+    (run / "tensorboard" / "events.out.tfevents.1").write_bytes(b"x")
+    RunDir(run).create({"a": 2}, kind="audit", fresh=True)
+    (prev,) = (run / ".previous").iterdir()
+    assert (prev / "tensorboard" / "events.out.tfevents.1").exists() and not (run / "tensorboard").exists()
+
+
+def test_a_spec_with_url_credentials_resumes_against_its_redacted_config(tmp_path):
+    spec = "openai-compatible/m@http://u:pw-SECRET-1234@h:1/v1?api_key=qk-SECRET-5678"
+    rd = RunDir(tmp_path / "run")
+    rd.create({"sim": spec}, kind="audit")
+    rd.append_jsonl("samples.jsonl", {"state_id": "s", "simulator": spec})
+    rd.release()
+    text = (tmp_path / "run" / "config.json").read_text() + (tmp_path / "run" / "samples.jsonl").read_text()
+    assert "SECRET" not in text and "http://***@h:1/v1?api_key=***" in text
+    RunDir(tmp_path / "run").create({"sim": spec}, kind="audit")  # the same run: resumes
