@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import betainc
+from scipy.special import betainc, betaincinv, stdtrit
 from scipy.stats import beta, chi2, norm, poisson
 
 from collapse_probe._constraints import Integer, Number, check_value
@@ -282,21 +282,67 @@ def _mean_share_bound(total: float, ns: np.ndarray, alpha_half: float, upper: bo
     return float(theta[first - 1]) if first > 0 else 0.0
 
 
+_SMALL_N = 10
+"""Below this many replies a state's held-out share is credited with ⌊N/2⌋ trials, not N (see :func:`held_out_trials`)."""
+
+_DESIGN_CAP = 16.0
+"""The design-effect reference binomial has at most this many times the trials the states hold."""
+
+
+def held_out_trials(ns: np.ndarray) -> np.ndarray:
+    """Trials a state's held-out modal share is referred to: N, or ⌊N/2⌋ (one half-split's held-out
+    count) when N < 10, where the average over splits is measured to vary more than Binomial(N)'s share
+    (at N = 2 it is one Bernoulli draw, whether the two replies agree: twice the variance of a share of 2)."""
+    ns = np.asarray(ns, dtype=np.int64)
+    return np.where(ns < _SMALL_N, np.maximum(ns // 2, 1), ns)
+
+
+def _design_effect_bound(shares: np.ndarray, trials: np.ndarray, alpha_half: float, upper: bool) -> float:
+    """One end of a bound on the mean of per-state probabilities θ_s from shares whose means are θ_s
+    (upper: no less than θ_s in distribution; lower: no more), referring the mean share to a binomial
+    whose size is set by the states' own spread (a design effect, as in Korn & Graubard 1998).
+
+    The pooled Clopper–Pearson bound of :func:`_mean_share_bound` refers the mean share to
+    Binomial(S·N), the largest variance any mix with that mean can have (Hoeffding 1956). A mix of
+    collapsed and diverse states varies far less: a point mass contributes nothing. Here each state's
+    share variance is estimated without bias, ŝ_s(1 − ŝ_s)/(n_s − 1) for a binomial share of n_s
+    trials, the mean share p̂ gets the effective size n* = p̂(1 − p̂)/V̂ (V̂ the estimated variance of
+    the mean), shrunk by (z/t_ν)² for the ν Satterthwaite degrees of freedom of V̂, at most 16·Σ n_s,
+    and the Clopper–Pearson bound at n* is returned. One state, no spread (every share 0 or 1) or a
+    mean share of 0 or 1: the pooled exact bound. Not a theorem: measured
+    (``benchmarks/estimator_coverage.py``, ``docs/collapse-error-intervals.md``).
+    """
+    s = shares.size
+    total = float(np.sum(shares))
+    p = total / s
+    v = shares * (1.0 - shares) / np.maximum(trials - 1, 1)
+    var = float(v.sum()) / (s * s)
+    if s == 1 or var <= 0.0 or p <= 0.0 or p >= 1.0:
+        return _mean_share_bound(total, trials, alpha_half, upper)
+    df = float(v.sum() ** 2 / np.sum(v * v / np.maximum(trials - 1, 1)))
+    shrink = (float(norm.ppf(1.0 - alpha_half)) / float(stdtrit(max(df, 1.0), 1.0 - alpha_half))) ** 2
+    n_ref = min(max(p * (1.0 - p) / var * shrink, 1.0), _DESIGN_CAP * float(trials.sum()))
+    x = p * n_ref
+    if upper:
+        return float(betaincinv(x + 1.0, n_ref - x, 1.0 - alpha_half))
+    return float(betaincinv(x, n_ref - x + 1.0, alpha_half))
+
+
 def _collapse_error_bounds(maxes: np.ndarray, shares: np.ndarray, ns: np.ndarray, alpha: float) -> tuple[float, float]:
     """``(lo, hi)`` of the mean ε from the max counts and the held-out modal shares of the states.
 
     lower end: the true modal class's count X_s ≤ M_s (the max count) is Binomial(N_s, m_s), so an
-    upper bound on the mean m from Σ M_s/N_s bounds 1 − ε̄ from above whatever the states are.
+    upper bound on the mean m from the shares M_s/N_s bounds 1 − ε̄ from above whatever the states are.
     upper end: the held-out share of each state has mean p_k̂ ≤ m_s, so a lower bound on its mean bounds
     1 − ε̄ from below; at exact ties nothing is lost (every tied class is modal) and when every reply
-    differs the share is 0, so the upper end of ε reaches 1.
+    differs the share is 0, so the upper end of ε reaches 1. Both ends: :func:`_design_effect_bound`.
     """
-    hi_m = _mean_share_bound(float(np.sum(maxes / ns)), ns, alpha / 2, upper=True)
-    lo_m = _mean_share_bound(float(np.sum(shares)), ns, alpha / 2, upper=False)
+    hi_m = _design_effect_bound(maxes / ns, ns, alpha / 2, upper=True)
+    lo_m = _design_effect_bound(shares, held_out_trials(ns), alpha / 2, upper=False)
     plugin = 1.0 - float(np.mean(maxes / ns))
     # the held-out share averages to at most the max share, so 1 − lo_m ≥ plug-in up to the Monte Carlo
-    # noise of the splits; the guard keeps the plug-in inside the interval exactly
-    return max(0.0, 1.0 - hi_m), max(min(1.0, 1.0 - lo_m), plugin)
+    # noise of the splits; the guards keep the plug-in inside the interval exactly
+    return min(max(0.0, 1.0 - hi_m), plugin), max(min(1.0, 1.0 - lo_m), plugin)
 
 
 # --------------------------------------------------------------------------------------------------
