@@ -769,6 +769,11 @@ ENTROPY_LOWER_BOUND_NOTE = (
     "sample coverage below 0.5), which could be any number, so no finite upper end is honest; the lower "
     "end also holds by the collision bound H ≥ −log Σp²"
 )
+PARTLY_BOUNDED_NOTE = (
+    "{k} of {s} states (index {which}) have more than half of their mass in classes no reply showed "
+    "(sample coverage below 0.5): for them the upper end assumes at most the Chao1 upper limit of unseen "
+    "classes, and the lower end is their collision bound; the other states' part of the interval holds as measured"
+)
 MIN_ENTROPY_COVERAGE = 0.5
 """Estimated sample coverage (Chao–Jost) below which a state's entropy gets a lower bound only."""
 _ENTROPY_DRAWS = 300
@@ -921,7 +926,9 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
     is set and the note says why; the lower end is at most the collision bound H ≥ −log Σp² of
     :func:`_collision_entropy_floor`, which needs no guess of the unseen classes either (the bootstrap's
     lower end missed uniform over 57 at N = 20 in 0.14 of draws). A mean over states is a lower bound
-    only when any of its states is.
+    only when every one of its states is; where only some are, the statement narrows for those states
+    alone: the mean keeps its upper end, those states enter it through the richer assemblage (at most
+    the Chao1 upper limit of unseen classes) and their collision bound, and the note names them.
 
     Args:
         counts_list: class counts of each state.
@@ -932,8 +939,10 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
         >>> r = mean_entropy_interval([[20], [19, 1]])
         >>> r.ci95[0] <= r.estimate < r.ci95[1] and r.ci95[1] > 0
         True
-        >>> mean_entropy_interval([[20], [1] * 20]).ci95[1] is None
+        >>> mean_entropy_interval([[1] * 20, [1] * 20]).ci95[1] is None
         True
+        >>> mean_entropy_interval([[20], [1] * 20]).ci95[1] is None  # one state short: that state's statement narrows
+        False
     """
     return _entropy_interval(counts_list, level, seed, MIN_ENTROPY_COVERAGE)
 
@@ -963,7 +972,15 @@ def _entropy_interval(
     if unbounded.any():
         collision = [_collision_entropy_floor(c, int(n), alpha / 2) for c, n in zip(cs, ns, strict=True)]
         lo = min(lo, float(np.mean(np.where(unbounded, np.minimum(collision, ests), ests))))
-    only_lower = bool(unbounded.any())
+    # Only a mean whose every state is nearly all distinct loses its upper end; where some are, the upper
+    # end stands and the note says which states' share of it rests on the assemblage's unseen classes.
+    only_lower = bool(unbounded.all())
+    note = ENTROPY_NOTE
+    if only_lower:
+        note = f"{ENTROPY_NOTE}; {ENTROPY_LOWER_BOUND_NOTE}"
+    elif unbounded.any():
+        which = ", ".join(str(i) for i in np.nonzero(unbounded)[0][:10]) + (", …" if unbounded.sum() > 10 else "")
+        note = f"{ENTROPY_NOTE}; {PARTLY_BOUNDED_NOTE.format(k=int(unbounded.sum()), s=len(cs), which=which)}"
     return IntervalEstimate(
         estimate=est,
         ci95=[float(min(lo, est)), None if only_lower else float(max(hi, est))],
@@ -973,7 +990,7 @@ def _entropy_interval(
         n=int(ns.min()),
         n_states=len(cs),
         low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
-        note=f"{ENTROPY_NOTE}; {ENTROPY_LOWER_BOUND_NOTE}" if only_lower else ENTROPY_NOTE,
+        note=note,
         lower_bound_only=only_lower,
     )
 

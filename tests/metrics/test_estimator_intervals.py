@@ -295,12 +295,18 @@ def test_entropy_of_all_distinct_replies_is_a_lower_bound_only():
     assert r.to_dict()["ci95"] == [r.ci95[0], None] and r.to_dict()["lower_bound_only"] is True
 
 
-def test_entropy_mean_is_a_lower_bound_only_when_one_state_is():
+def test_entropy_mean_narrows_only_the_states_short_of_coverage():
     well_sampled = est.mean_entropy_interval([[12, 8], [15, 5]])
     assert not well_sampled.lower_bound_only and well_sampled.ci95[1] is not None
+    # one nearly all-distinct state: the mean keeps its upper end, the note names that state
     mixed = est.mean_entropy_interval([[12, 8], [15, 5], [1] * 20])
-    assert mixed.lower_bound_only and mixed.ci95[1] is None
-    assert mixed.ci95[0] <= mixed.estimate
+    assert not mixed.lower_bound_only and mixed.ci95[1] is not None
+    assert mixed.ci95[0] <= mixed.estimate <= mixed.ci95[1]
+    assert "1 of 3 states (index 2)" in mixed.note and "Chao1 upper limit" in mixed.note
+    assert "index" not in well_sampled.note
+    # every state nearly all distinct: no honest upper end for the mean
+    every = est.mean_entropy_interval([[1] * 20, [1] * 18 + [2]])
+    assert every.lower_bound_only and every.ci95[1] is None and "lower bound only" in every.note
 
 
 def test_entropy_lower_bound_holds_for_nearly_all_distinct_replies():
