@@ -45,6 +45,7 @@ __all__ = [
     "bootstrap_collapse_errors",
     "collapse_error_interval",
     "collapse_error_intervals",
+    "decisive_sample_size",
     "entropy_interval",
     "entropy_intervals",
     "held_out_modal_shares",
@@ -285,6 +286,10 @@ def _mean_share_bound(total: float, ns: np.ndarray, alpha_half: float, upper: bo
 _SMALL_N = 10
 """Below this many replies a state's held-out share is credited with ⌊N/2⌋ trials, not N (see :func:`held_out_trials`)."""
 
+_DESIGN_MIN = 1.5
+"""The design-effect size replaces the pooled exact one only when it is at least this many times the trials:
+alike states estimate a size near the trials, above or below it by chance, and their exact bound stays."""
+
 _DESIGN_CAP = 16.0
 """The design-effect reference binomial has at most this many times the trials the states hold."""
 
@@ -297,6 +302,14 @@ def held_out_trials(ns: np.ndarray) -> np.ndarray:
     return np.where(ns < _SMALL_N, np.maximum(ns // 2, 1), ns)
 
 
+def _clopper_pearson_at(p: float, n_ref: float, alpha_half: float, upper: bool) -> float:
+    """Clopper–Pearson bound of a mean share ``p`` credited with ``n_ref`` (fractional) trials."""
+    x = p * n_ref
+    if upper:
+        return 1.0 if x >= n_ref else float(betaincinv(x + 1.0, n_ref - x, 1.0 - alpha_half))
+    return 0.0 if x <= 0 else float(betaincinv(x, n_ref - x + 1.0, alpha_half))
+
+
 def _design_effect_bound(shares: np.ndarray, trials: np.ndarray, alpha_half: float, upper: bool) -> float:
     """One end of a bound on the mean of per-state probabilities θ_s from shares whose means are θ_s
     (upper: no less than θ_s in distribution; lower: no more), referring the mean share to a binomial
@@ -306,26 +319,30 @@ def _design_effect_bound(shares: np.ndarray, trials: np.ndarray, alpha_half: flo
     Binomial(S·N), the largest variance any mix with that mean can have (Hoeffding 1956). A mix of
     collapsed and diverse states varies far less: a point mass contributes nothing. Here each state's
     share variance is estimated without bias, ŝ_s(1 − ŝ_s)/(n_s − 1) for a binomial share of n_s
-    trials, the mean share p̂ gets the effective size n* = p̂(1 − p̂)/V̂ (V̂ the estimated variance of
-    the mean), shrunk by (z/t_ν)² for the ν Satterthwaite degrees of freedom of V̂, at most 16·Σ n_s,
-    and the Clopper–Pearson bound at n* is returned. One state, no spread (every share 0 or 1) or a
-    mean share of 0 or 1: the pooled exact bound. Not a theorem: measured
-    (``benchmarks/estimator_coverage.py``, ``docs/collapse-error-intervals.md``).
+    trials, and the mean share p̂ gets the effective size n* = p̂(1 − p̂)/V̂ (V̂ the estimated variance of
+    the mean), shrunk by (z/t_ν)² for the ν Satterthwaite degrees of freedom of V̂ and at most 16·Σ n_s.
+    An effective size below the trials held is noise (no mix varies more than that binomial), and one
+    near them is what alike states show by chance, so below 1.5 times the trials the pooled exact bound
+    stays; above, the narrower of the two is returned. One state, no spread
+    (every share 0 or 1) or a mean share of 0 or 1: the pooled exact bound. The narrowing is not a
+    theorem; its coverage is measured (``benchmarks/estimator_coverage.py``,
+    ``docs/collapse-error-intervals.md``).
     """
     s = shares.size
     total = float(np.sum(shares))
     p = total / s
+    exact = _mean_share_bound(total, trials, alpha_half, upper)
     v = shares * (1.0 - shares) / np.maximum(trials - 1, 1)
     var = float(v.sum()) / (s * s)
     if s == 1 or var <= 0.0 or p <= 0.0 or p >= 1.0:
-        return _mean_share_bound(total, trials, alpha_half, upper)
+        return exact
     df = float(v.sum() ** 2 / np.sum(v * v / np.maximum(trials - 1, 1)))
     shrink = (float(norm.ppf(1.0 - alpha_half)) / float(stdtrit(max(df, 1.0), 1.0 - alpha_half))) ** 2
-    n_ref = min(max(p * (1.0 - p) / var * shrink, 1.0), _DESIGN_CAP * float(trials.sum()))
-    x = p * n_ref
-    if upper:
-        return float(betaincinv(x + 1.0, n_ref - x, 1.0 - alpha_half))
-    return float(betaincinv(x, n_ref - x + 1.0, alpha_half))
+    n_ref = min(p * (1.0 - p) / var * shrink, _DESIGN_CAP * float(trials.sum()))
+    if n_ref < _DESIGN_MIN * float(trials.sum()):
+        return exact
+    design = _clopper_pearson_at(p, n_ref, alpha_half, upper)
+    return min(exact, design) if upper else max(exact, design)
 
 
 def _collapse_error_bounds(maxes: np.ndarray, shares: np.ndarray, ns: np.ndarray, alpha: float) -> tuple[float, float]:
@@ -550,6 +567,40 @@ def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, se
             )
         )
     return out
+
+
+DECISIVE_INFLATION = 1.25
+"""Variance of the interval's ends over the binomial ideal, measured (``benchmarks/verdict_error_rates.py
+--find``): the upper end's held-out share varies more than the max count and the choice of the modal
+class on half the replies costs a little more."""
+
+
+def decisive_sample_size(
+    epsilon_star: float, n_states: int, *, gap: float = 0.1, power: float = 0.8, level: float = 0.95
+) -> int:
+    """Replies per state at which an audit of ``n_states`` states decides (its interval excludes ε*) with
+    probability at least ``power`` when the true mean collapse error lies ``gap`` away from ε*.
+
+    The interval's end on the side of ε* moves with the mean modal share, whose standard deviation is at
+    most √(m(1 − m)/(S·N)) (m = 1 − ε̄; Hoeffding: a mix of states varies no more than one binomial). A
+    decision at distance ``gap`` needs ``gap`` ≥ (z_{1−α/2} + z_power)·σ, taken at the harder of ε* ± gap
+    and with the measured inflation :data:`DECISIVE_INFLATION` of the interval's variance; the result is
+    rounded up to whole replies (at least 2). Used by the audit's rerun advice.
+
+    Example:
+        >>> decisive_sample_size(0.2, 4)
+        52
+    """
+    check_value(epsilon_star, "epsilon_star", [Number(gt=0, lt=1)])
+    check_value(n_states, "n_states", [Integer(1)])
+    check_value(gap, "gap", [Number(gt=0, lt=1)])
+    check_value(power, "power", [Number(gt=0, lt=1)])
+    check_value(level, "level", [Number(gt=0, lt=1)])
+    z = float(norm.ppf(1.0 - (1.0 - level) / 2)) + float(norm.ppf(power))
+    sides = [e for e in (epsilon_star - gap, epsilon_star + gap) if 0.0 < e < 1.0] or [epsilon_star]
+    var = max(e * (1.0 - e) for e in sides)
+    total = DECISIVE_INFLATION * var * (z / gap) ** 2
+    return max(2, math.ceil(total / n_states))
 
 
 # --------------------------------------------------------------------------------------------------
