@@ -378,8 +378,11 @@ def _korn_graubard(
     n_eff = float(n_units)
     if var > 0 and 0 < p < 1:
         n_eff = min(p * (1 - p) / var, n_eff) if two_valued else p * (1 - p) / var
-    if n_units > 1:
-        n_eff *= (float(stdtrit(n_units - 1, 1 - alpha / 2)) / float(stdtrit(n_tasks - 1, 1 - alpha / 2))) ** 2
+    # the degrees of freedom of a between-task variance: a binary draw's worth per conversation at most
+    # (two-valued), else the effective size itself, so that a continuous reward's interval is Student t's
+    dof = n_units if two_valued or n_eff <= n_units else n_eff
+    if dof > 1:
+        n_eff *= (float(stdtrit(dof - 1, 1 - alpha / 2)) / float(stdtrit(n_tasks - 1, 1 - alpha / 2))) ** 2
     x = p * n_eff
     # Clopper–Pearson ends at a non-integer count: quantiles of Beta(x, n − x + 1) and Beta(x + 1, n − x)
     lo = 0.0 if x <= 0 else float(betaincinv(x, n_eff - x + 1, alpha / 2))
