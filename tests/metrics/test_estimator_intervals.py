@@ -335,3 +335,17 @@ def test_coverage_benchmark_script_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert "| uniform-10 | 20 | 4 | 0.900 |" in out and "| uniform-10 | 20 | 4 | 2.303 |" in out
     assert "| point mass / [.5,.5] | 20 | 4 | 0.250 |" in out  # a mix: the truth is the mean of the states' ε
+
+
+def test_the_advised_sample_size_decides_most_audits_a_tenth_from_epsilon_star():
+    n = est.decisive_sample_size(0.2, 4)
+    assert n > est.decisive_sample_size(0.2, 8) and n > 20  # 4 x 20 cannot reach 80 % at 0.3
+    rng = np.random.default_rng(3)
+    right = 0
+    for rep in range(60):
+        cs = [x[x > 0] for x in (rng.multinomial(n, [0.7, 0.3]) for _ in range(4))]
+        r = est.mean_collapse_error_interval(cs, seed=rep)
+        right += r.ci95[0] > 0.2  # NOT COLLAPSED: the interval lies above ε*
+    assert right >= 0.7 * 60
+    with pytest.raises(ConfigError, match="n_states"):
+        est.decisive_sample_size(0.2, 0)
