@@ -72,8 +72,15 @@ MIXES: dict[str, list[np.ndarray]] = {
     "Zipf-50 / [.95,.05]": [_zipf(50), PANEL["[.95,.05]"]],
     "mixed": list(PANEL.values()),
 }
-NEAR_DISTINCT = ("uniform-200", "uniform-500", "uniform-1000", "Zipf-1000", "point mass / uniform-1000",
-                 "point mass / uniform-500", "mixed")
+NEAR_DISTINCT = (
+    "uniform-200",
+    "uniform-500",
+    "uniform-1000",
+    "Zipf-1000",
+    "point mass / uniform-1000",
+    "point mass / uniform-500",
+    "mixed",
+)
 """Entries with states whose replies are nearly all distinct: left out of the median width ratio over the
 ordinary cells (the issue of the max count there is its overshoot, not its spread)."""
 
@@ -125,8 +132,11 @@ ESTIMATORS: dict[str, tuple[Callable[[np.ndarray], float], dict[str, Callable[..
     "entropy": (true_entropy, {"new": _ent_new, "old": _ent_old}),
 }
 METHODS = {
-    "eps": (iv.COLLAPSE_ERROR_METHOD, "the same bounds pooled over all S·N replies (one binomial), the held-out share "
-            "credited with N trials at every N (old bias column: the plug-in's)"),
+    "eps": (
+        iv.COLLAPSE_ERROR_METHOD,
+        "the same bounds pooled over all S·N replies (one binomial), the held-out share "
+        "credited with N trials at every N (old bias column: the plug-in's)",
+    ),
     "entropy": (iv.ENTROPY_METHOD + "; lower bound only below sample coverage 0.5", "the same, two-sided everywhere"),
 }
 
@@ -322,16 +332,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.panel or [*PANEL, *MIXES]
     quantities = [args.only] if args.only else list(ESTIMATORS)
     t0 = time.perf_counter()
-    print(f"level 0.95, {args.reps} simulated audits per cell, seed {args.seed}; target coverage >= 0.95; oracle "
-          "width: the 2.5-97.5 % spread of the plug-in's error over the same draws (ε only); widths in the ratios "
-          "are medians")
+    print(
+        f"level 0.95, {args.reps} simulated audits per cell, seed {args.seed}; target coverage >= 0.95; oracle "
+        "width: the 2.5-97.5 % spread of the plug-in's error over the same draws (ε only); widths in the ratios "
+        "are medians"
+    )
     for q in quantities:
         print(f"\n### {'collapse error ε = 1 − max p' if q == 'eps' else 'entropy (nats)'}\n")
         print(f"new: {METHODS[q][0]}; old: {METHODS[q][1]}\n")
         extra = " new lower bound only |" if q == "entropy" else " oracle width | new / oracle | old / oracle |"
         print(f"| distribution | N | states | truth | new coverage | new width |{extra} new bias | old coverage | "
               "old width | old bias |")  # fmt: skip
-        print("|---|---:|---:|---:|---:|---:|" + ("---:|" if q == "entropy" else "---:|---:|---:|") + "---:|---:|---:|---:|")
+        print(
+            "|---|---:|---:|---:|---:|---:|"
+            + ("---:|" if q == "entropy" else "---:|---:|---:|")
+            + "---:|---:|---:|---:|"
+        )
         ratios: list[float] = []
         worst = (2.0, "")
         for n in args.n:

@@ -44,7 +44,9 @@ def run(seed: int, steps: int, collapse_at: int | None, states: int, samples: in
     return fired
 
 
-def check(seeds: int, states: int, samples: int, collapse_at: int, stationary: int, within: int = 5) -> dict[str, float]:
+def check(
+    seeds: int, states: int, samples: int, collapse_at: int, stationary: int, within: int = 5
+) -> dict[str, float]:
     """Share of seeds alarmed within ``within`` steps of the collapse, and seeds with a false alarm."""
     logging.getLogger("collapse_probe.monitor._core").setLevel(logging.ERROR)
     delays, early, false = [], 0, 0

@@ -46,7 +46,10 @@ def family_states(family: str, eps: float, s: int) -> list[np.ndarray] | None:
     if family == "collapsed / diverse":
         if eps > 0.35 or s < 2:
             return None
-        return [np.array([1.0]) if i % 2 == 0 else np.concatenate([[1 - 2 * eps], np.full(5, 2 * eps / 5)]) for i in range(s)]
+        return [
+            np.array([1.0]) if i % 2 == 0 else np.concatenate([[1 - 2 * eps], np.full(5, 2 * eps / 5)])
+            for i in range(s)
+        ]
     raise ValueError(family)
 
 
@@ -54,7 +57,9 @@ FAMILIES = ("two classes", "mode + tail", "collapsed / diverse")
 GRID = [round(0.05 * k, 2) for k in range(1, 11)]
 
 
-def verdict_shares(family: str, eps: float, s: int, n: int, star: float, reps: int, seed: int) -> dict[str, float] | None:
+def verdict_shares(
+    family: str, eps: float, s: int, n: int, star: float, reps: int, seed: int
+) -> dict[str, float] | None:
     """Share of audits per verdict label."""
     states = family_states(family, eps, s)
     if states is None:
@@ -102,7 +107,9 @@ def find(s: int, star: float, reps: int, seed: int, gap: float = 0.1) -> None:
     """Replies per state at which ε* ± gap is decided in ≥ 80 % of audits, per family and side."""
     advice = decisive_sample_size(star, s, gap=gap)
     print(f"{s} states, ε* = {star:g}, |ε̄ − ε*| = {gap:g}: the rerun advice says {advice} replies per state\n")
-    print("| family | true ε̄ | replies per state | decisive | right | best possible (two classes) |\n|---|---:|---:|---:|---:|---:|")
+    print(
+        "| family | true ε̄ | replies per state | decisive | right | best possible (two classes) |\n|---|---:|---:|---:|---:|---:|"
+    )
     for family in FAMILIES[:2]:
         for eps in (round(star + gap, 3), round(star - gap, 3)):
             if not 0 < eps < 1:

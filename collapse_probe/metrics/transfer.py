@@ -342,7 +342,9 @@ def _arm(sums: np.ndarray, counts: np.ndarray, n_units: int, level: float, bound
     a, b = bounds
     width = b - a
     units = max(int(n_units), n)
-    lo, hi = _korn_graubard((est - a) / width, var / width**2, n, units, level, _two_valued(sums, counts, units, bounds))
+    lo, hi = _korn_graubard(
+        (est - a) / width, var / width**2, n, units, level, _two_valued(sums, counts, units, bounds)
+    )
     return _Arm(est, min(a + width * lo, est), max(a + width * hi, est), resid)
 
 

@@ -709,7 +709,10 @@ class CollapseMonitor:
             if d.get("ci95"):
                 put(name + "_lo", d["ci95"][0])
                 put(name + "_hi", d["ci95"][1])
-        for name, key in (("epsilon_pooled_hi", "collapse_error_pooled"), ("reward_epsilon_pooled_hi", "reward_collapse_error_pooled")):
+        for name, key in (
+            ("epsilon_pooled_hi", "collapse_error_pooled"),
+            ("reward_epsilon_pooled_hi", "reward_collapse_error_pooled"),
+        ):
             if (row.get(key) or {}).get("ci95"):
                 put(name, row[key]["ci95"][1])
         put("response_entropy", (row.get("response_entropy") or {}).get("estimate"))
