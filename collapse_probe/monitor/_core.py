@@ -112,7 +112,7 @@ _ALARM_MARGIN = 0.6
 def alarm_window(sizes: Sequence[Sequence[int]], epsilon_star: float, level: float = 0.95) -> int:
     """How many of the most recent steps the collapse alarm pools: the fewest whose shadowed states
     would, if every reply of each state agreed, give an upper end of ε at most 0.6 ε* — the exact
-    pooled bound 1 − (α/2)^(1/T) at the T trials their held-out modal shares are credited with
+    pooled bound 1 − (0.8 α/2)^(1/T) (the upper end's margin) at the T trials their held-out modal shares are credited with
     (:func:`~collapse_probe.metrics._intervals.held_out_trials`) — and all of ``sizes`` when even they
     fall short.
 
@@ -125,9 +125,9 @@ def alarm_window(sizes: Sequence[Sequence[int]], epsilon_star: float, level: flo
         >>> alarm_window([[8, 8]] * 10, 0.2), alarm_window([[8] * 16], 0.2)
         (4, 1)
     """
-    from collapse_probe.metrics._intervals import held_out_trials
+    from collapse_probe.metrics._intervals import _HELD_OUT_MARGIN, held_out_trials
 
-    need = math.log((1.0 - level) / 2) / math.log1p(-_ALARM_MARGIN * epsilon_star)
+    need = math.log(_HELD_OUT_MARGIN * (1.0 - level) / 2) / math.log1p(-_ALARM_MARGIN * epsilon_star)
     trials = 0
     for w, step in enumerate(reversed(sizes), start=1):
         trials += int(held_out_trials(np.asarray(step, dtype=np.int64)).sum()) if len(step) else 0

@@ -67,8 +67,8 @@ def test_fully_collapsed_state_hand_value():
 def test_all_distinct_replies_reach_an_upper_end_of_one():
     r = est.collapse_error_interval([1] * 20)
     assert r.ci95[1] == 1.0 and r.estimate <= 1.0
-    # the lower end bounds the modal share by Clopper–Pearson from a max count of 1 of 20
-    assert r.ci95[0] == pytest.approx(1 - float(beta.ppf(0.975, 2, 19)), abs=1e-9)
+    # the lower end bounds the modal share by Clopper–Pearson from a max count of 1 of 20 (one-sided 0.02)
+    assert r.ci95[0] == pytest.approx(1 - float(beta.ppf(0.98, 2, 19)), abs=1e-9)  # at 0.8 of α/2
     assert est.mean_collapse_error_interval([[1] * 20] * 8).ci95[1] == 1.0
 
 
