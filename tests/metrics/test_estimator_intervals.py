@@ -189,7 +189,7 @@ def test_mean_interval_holds_its_level_where_the_old_one_failed(p, n, s):
     cover, width = _coverage(lambda cs, rep: est.mean_collapse_error_interval(cs, seed=rep), p, n, s, reps=150)
     # nominal 0.95; docs/estimator-coverage.md has these cells (60 reps there); 150 reps here: slack ±0.04
     assert cover >= 0.90, cover
-    assert width < (0.45 if s == 1 else 0.3), width
+    assert width < (0.47 if s == 1 else 0.3), width  # one state: 0.454 with the 0.8 α/2 margin
 
 
 def test_mean_interval_holds_on_a_mix_of_collapsed_and_tied_states():
