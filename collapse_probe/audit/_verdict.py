@@ -111,16 +111,24 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
     return {"meaning": meaning, "reward": reward}
 
 
-def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float) -> str:
-    """Flags that should shrink the CI enough to exclude ε*: the half-width falls roughly as one over
-    the square root of the number of states, so ask for (half-width / distance to ε*)² times as many."""
-    half = (hi - lo) / 2
-    gap = max(abs(est - config.epsilon_star), 0.02)
-    factor = min(16, max(2, math.ceil((half / gap) ** 2)))
-    flags = [f"--states {config.rollout.tasks * factor}"]
-    if config.samples < 50:
-        flags.append(f"--samples {max(50, config.samples)}")
-    return " ".join(flags)
+_MAX_ADVISED_SAMPLES = 200
+"""Replies per state the rerun advice asks for at most; beyond, it asks for more states instead."""
+
+
+def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float, n_states: int | None = None) -> str:
+    """The flags of an audit whose verdict is decisive (its interval excludes ε*) in at least 80 % of runs
+    when the true mean ε lies 0.1 from ε* (:func:`~collapse_probe.metrics.decisive_sample_size`): the
+    replies per state for the audited states (default: the probe states, ``len(PROBE_SOURCES)`` per
+    ``--states``), never fewer than now, and more states where that would exceed 200 replies per state.
+    ``est``, ``lo`` and ``hi`` (the inconclusive interval) are not needed: the advice is the design's."""
+    from collapse_probe.metrics import decisive_sample_size
+
+    tasks = config.rollout.tasks
+    states = n_states or tasks * len(PROBE_SOURCES)
+    need = decisive_sample_size(config.epsilon_star, states)
+    factor = max(1, math.ceil(need / _MAX_ADVISED_SAMPLES))
+    samples = max(config.samples, decisive_sample_size(config.epsilon_star, states * factor))
+    return f"--states {tasks * factor} --samples {samples}"
 
 
 def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import betainc
+from scipy.special import betainc, betaincinv, stdtrit
 from scipy.stats import beta, chi2, norm, poisson
 
 from collapse_probe._constraints import Integer, Number, check_value
@@ -45,6 +45,7 @@ __all__ = [
     "bootstrap_collapse_errors",
     "collapse_error_interval",
     "collapse_error_intervals",
+    "decisive_sample_size",
     "entropy_interval",
     "entropy_intervals",
     "held_out_modal_shares",
@@ -70,8 +71,9 @@ _EXACT_CONVOLUTION_MAX = 6000
 COLLAPSE_ERROR_METHOD = (
     "exact binomial bounds, valid for any mix of states: upper ε from the held-out count of the modal "
     "class chosen on the other half of each state's replies (random half-splits used both ways, at least "
-    "100 per state), lower ε from the max counts (Clopper–Pearson, pooled over states by Hoeffding's "
-    "Poisson-binomial bound); iterated-bootstrap bias-corrected estimate"
+    "100 per state; half the replies credited below N = 10), lower ε from the max counts (Clopper–Pearson, "
+    "pooled over states by Hoeffding's Poisson-binomial bound); narrowed to the states' own spread where "
+    "it is well below one binomial's (a design effect); iterated-bootstrap bias-corrected estimate"
 )
 
 
@@ -282,21 +284,89 @@ def _mean_share_bound(total: float, ns: np.ndarray, alpha_half: float, upper: bo
     return float(theta[first - 1]) if first > 0 else 0.0
 
 
+_SMALL_N = 10
+"""Below this many replies a state's held-out share is credited with ⌊N/2⌋ trials, not N (see :func:`held_out_trials`)."""
+
+_HELD_OUT_MARGIN = 0.8
+"""Each end is computed at this share of its α/2: crediting the held-out average with N trials is
+measured, not proven (at exact ties it missed up to 0.030 against 0.025), the design-effect narrowing
+is measured, and at clear modes, where the max count has no slack, the two ends at α/2 covered
+0.955–0.96 (600 audits): at 0.8 α/2 each end misses at most about 0.02."""
+
+_DESIGN_MIN = 1.5
+"""The design-effect size replaces the pooled exact one only when it is at least this many times the trials:
+alike states estimate a size near the trials, above or below it by chance, and their exact bound stays."""
+
+_DESIGN_CAP = 16.0
+"""The design-effect reference binomial has at most this many times the trials the states hold."""
+
+
+def held_out_trials(ns: np.ndarray) -> np.ndarray:
+    """Trials a state's held-out modal share is referred to: N, or ⌊N/2⌋ (one half-split's held-out
+    count) when N < 10, where the average over splits is measured to vary more than Binomial(N)'s share
+    (at N = 2 it is one Bernoulli draw, whether the two replies agree: twice the variance of a share of 2)."""
+    ns = np.asarray(ns, dtype=np.int64)
+    return np.where(ns < _SMALL_N, np.maximum(ns // 2, 1), ns)
+
+
+def _clopper_pearson_at(p: float, n_ref: float, alpha_half: float, upper: bool) -> float:
+    """Clopper–Pearson bound of a mean share ``p`` credited with ``n_ref`` (fractional) trials."""
+    x = p * n_ref
+    if upper:
+        return 1.0 if x >= n_ref else float(betaincinv(x + 1.0, n_ref - x, 1.0 - alpha_half))
+    return 0.0 if x <= 0 else float(betaincinv(x, n_ref - x + 1.0, alpha_half))
+
+
+def _design_effect_bound(shares: np.ndarray, trials: np.ndarray, alpha_half: float, upper: bool) -> float:
+    """One end of a bound on the mean of per-state probabilities θ_s from shares whose means are θ_s
+    (upper: no less than θ_s in distribution; lower: no more), referring the mean share to a binomial
+    whose size is set by the states' own spread (a design effect, as in Korn & Graubard 1998).
+
+    The pooled Clopper–Pearson bound of :func:`_mean_share_bound` refers the mean share to
+    Binomial(S·N), the largest variance any mix with that mean can have (Hoeffding 1956). A mix of
+    collapsed and diverse states varies far less: a point mass contributes nothing. Here each state's
+    share variance is estimated without bias, ŝ_s(1 − ŝ_s)/(n_s − 1) for a binomial share of n_s
+    trials, and the mean share p̂ gets the effective size n* = p̂(1 − p̂)/V̂ (V̂ the estimated variance of
+    the mean), shrunk by (z/t_ν)² for the ν Satterthwaite degrees of freedom of V̂ and at most 16·Σ n_s.
+    An effective size below the trials held is noise (no mix varies more than that binomial), and one
+    near them is what alike states show by chance, so below 1.5 times the trials the pooled exact bound
+    stays; above, the narrower of the two is returned. One state, no spread
+    (every share 0 or 1) or a mean share of 0 or 1: the pooled exact bound. The narrowing is not a
+    theorem; its coverage is measured (``benchmarks/estimator_coverage.py``,
+    ``docs/collapse-error-intervals.md``).
+    """
+    s = shares.size
+    total = float(np.sum(shares))
+    p = total / s
+    exact = _mean_share_bound(total, trials, alpha_half, upper)
+    v = shares * (1.0 - shares) / np.maximum(trials - 1, 1)
+    var = float(v.sum()) / (s * s)
+    if s == 1 or var <= 0.0 or p <= 0.0 or p >= 1.0:
+        return exact
+    df = float(v.sum() ** 2 / np.sum(v * v / np.maximum(trials - 1, 1)))
+    shrink = (float(norm.ppf(1.0 - alpha_half)) / float(stdtrit(max(df, 1.0), 1.0 - alpha_half))) ** 2
+    n_ref = min(p * (1.0 - p) / var * shrink, _DESIGN_CAP * float(trials.sum()))
+    if n_ref < _DESIGN_MIN * float(trials.sum()):
+        return exact
+    design = _clopper_pearson_at(p, n_ref, alpha_half, upper)
+    return min(exact, design) if upper else max(exact, design)
+
+
 def _collapse_error_bounds(maxes: np.ndarray, shares: np.ndarray, ns: np.ndarray, alpha: float) -> tuple[float, float]:
     """``(lo, hi)`` of the mean ε from the max counts and the held-out modal shares of the states.
 
     lower end: the true modal class's count X_s ≤ M_s (the max count) is Binomial(N_s, m_s), so an
-    upper bound on the mean m from Σ M_s/N_s bounds 1 − ε̄ from above whatever the states are.
+    upper bound on the mean m from the shares M_s/N_s bounds 1 − ε̄ from above whatever the states are.
     upper end: the held-out share of each state has mean p_k̂ ≤ m_s, so a lower bound on its mean bounds
     1 − ε̄ from below; at exact ties nothing is lost (every tied class is modal) and when every reply
-    differs the share is 0, so the upper end of ε reaches 1.
+    differs the share is 0, so the upper end of ε reaches 1. Both ends: :func:`_design_effect_bound`.
     """
-    hi_m = _mean_share_bound(float(np.sum(maxes / ns)), ns, alpha / 2, upper=True)
-    lo_m = _mean_share_bound(float(np.sum(shares)), ns, alpha / 2, upper=False)
+    hi_m = _design_effect_bound(maxes / ns, ns, _HELD_OUT_MARGIN * alpha / 2, upper=True)
+    lo_m = _design_effect_bound(shares, held_out_trials(ns), _HELD_OUT_MARGIN * alpha / 2, upper=False)
     plugin = 1.0 - float(np.mean(maxes / ns))
     # the held-out share averages to at most the max share, so 1 − lo_m ≥ plug-in up to the Monte Carlo
-    # noise of the splits; the guard keeps the plug-in inside the interval exactly
-    return max(0.0, 1.0 - hi_m), max(min(1.0, 1.0 - lo_m), plugin)
+    # noise of the splits; the guards keep the plug-in inside the interval exactly
+    return min(max(0.0, 1.0 - hi_m), plugin), max(min(1.0, 1.0 - lo_m), plugin)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -397,9 +467,13 @@ def mean_collapse_error_interval(counts_list: Sequence[Any], level: float = 0.95
       and the upper end is 1; at an exact tie every tied class is modal and nothing is lost.
 
     The first bound holds by construction; the second does for one split, and the average over splits
-    is referred to the binomial of all S·N replies, which its measured spread stays within (at exact
-    ties its variance is 0.53–0.86 of that binomial's). With unequal N the reference binomial takes the
-    largest variance the states' shares could have (:func:`_mean_share_bound`).
+    is referred to the binomial of all S·N replies (from N = 10 on; below, of ⌊N/2⌋ per state, one
+    split's count, see :func:`held_out_trials`), which its measured spread stays within (at exact ties
+    its variance is 0.53–0.86 of that binomial's); it is computed at 0.8 of its α/2, a margin for that
+    measured step (the lower end too, for the design-effect step). With unequal N the reference binomial takes the largest variance the states' shares
+    could have (:func:`_mean_share_bound`). Where the states' own spread is well below one binomial's
+    (collapsed states beside diverse ones) both ends are narrowed to it (:func:`_design_effect_bound`):
+    measured, not proven (``docs/collapse-error-intervals.md``).
 
     Why not the earlier interval: its upper end assumed that states sharing one modal probability is
     the least favourable case, which is false for mixes: alternating point-mass and [.5, .5] states
@@ -465,7 +539,7 @@ def collapse_error_interval(counts: Any, level: float = 0.95, seed: int = 0) -> 
     Example:
         >>> r = collapse_error_interval([20])
         >>> r.estimate, r.ci95[0], round(r.ci95[1], 3)
-        (0.0, 0.0, 0.168)
+        (0.0, 0.0, 0.178)
         >>> collapse_error_interval([1] * 20).ci95[1]
         1.0
     """
@@ -504,6 +578,40 @@ def collapse_error_intervals(counts_list: Sequence[Any], level: float = 0.95, se
             )
         )
     return out
+
+
+DECISIVE_INFLATION = 1.25
+"""Variance of the interval's ends over the binomial ideal, measured (``benchmarks/verdict_error_rates.py
+--find``): the upper end's held-out share varies more than the max count and the choice of the modal
+class on half the replies costs a little more."""
+
+
+def decisive_sample_size(
+    epsilon_star: float, n_states: int, *, gap: float = 0.1, power: float = 0.8, level: float = 0.95
+) -> int:
+    """Replies per state at which an audit of ``n_states`` states decides (its interval excludes ε*) with
+    probability at least ``power`` when the true mean collapse error lies ``gap`` away from ε*.
+
+    The interval's end on the side of ε* moves with the mean modal share, whose standard deviation is at
+    most √(m(1 − m)/(S·N)) (m = 1 − ε̄; Hoeffding: a mix of states varies no more than one binomial). A
+    decision at distance ``gap`` needs ``gap`` ≥ (z_{1−α/2} + z_power)·σ, taken at the harder of ε* ± gap
+    and with the measured inflation :data:`DECISIVE_INFLATION` of the interval's variance; the result is
+    rounded up to whole replies (at least 2). Used by the audit's rerun advice.
+
+    Example:
+        >>> decisive_sample_size(0.2, 4)
+        52
+    """
+    check_value(epsilon_star, "epsilon_star", [Number(gt=0, lt=1)])
+    check_value(n_states, "n_states", [Integer(1)])
+    check_value(gap, "gap", [Number(gt=0, lt=1)])
+    check_value(power, "power", [Number(gt=0, lt=1)])
+    check_value(level, "level", [Number(gt=0, lt=1)])
+    z = float(norm.ppf(1.0 - (1.0 - level) / 2)) + float(norm.ppf(power))
+    sides = [e for e in (epsilon_star - gap, epsilon_star + gap) if 0.0 < e < 1.0] or [epsilon_star]
+    var = max(e * (1.0 - e) for e in sides)
+    total = DECISIVE_INFLATION * var * (z / gap) ** 2
+    return max(2, math.ceil(total / n_states))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -723,6 +831,11 @@ ENTROPY_LOWER_BOUND_NOTE = (
     "sample coverage below 0.5), which could be any number, so no finite upper end is honest; the lower "
     "end also holds by the collision bound H ≥ −log Σp²"
 )
+PARTLY_BOUNDED_NOTE = (
+    "{k} of {s} states (index {which}) have more than half of their mass in classes no reply showed "
+    "(sample coverage below 0.5): for them the upper end assumes at most the Chao1 upper limit of unseen "
+    "classes, and the lower end is their collision bound; the other states' part of the interval holds as measured"
+)
 MIN_ENTROPY_COVERAGE = 0.5
 """Estimated sample coverage (Chao–Jost) below which a state's entropy gets a lower bound only."""
 _ENTROPY_DRAWS = 300
@@ -875,7 +988,9 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
     is set and the note says why; the lower end is at most the collision bound H ≥ −log Σp² of
     :func:`_collision_entropy_floor`, which needs no guess of the unseen classes either (the bootstrap's
     lower end missed uniform over 57 at N = 20 in 0.14 of draws). A mean over states is a lower bound
-    only when any of its states is.
+    only when every one of its states is; where only some are, the statement narrows for those states
+    alone: the mean keeps its upper end, those states enter it through the richer assemblage (at most
+    the Chao1 upper limit of unseen classes) and their collision bound, and the note names them.
 
     Args:
         counts_list: class counts of each state.
@@ -886,8 +1001,10 @@ def mean_entropy_interval(counts_list: Sequence[Any], level: float = 0.95, seed:
         >>> r = mean_entropy_interval([[20], [19, 1]])
         >>> r.ci95[0] <= r.estimate < r.ci95[1] and r.ci95[1] > 0
         True
-        >>> mean_entropy_interval([[20], [1] * 20]).ci95[1] is None
+        >>> mean_entropy_interval([[1] * 20, [1] * 20]).ci95[1] is None
         True
+        >>> mean_entropy_interval([[20], [1] * 20]).ci95[1] is None  # one state short: that state's statement narrows
+        False
     """
     return _entropy_interval(counts_list, level, seed, MIN_ENTROPY_COVERAGE)
 
@@ -917,7 +1034,15 @@ def _entropy_interval(
     if unbounded.any():
         collision = [_collision_entropy_floor(c, int(n), alpha / 2) for c, n in zip(cs, ns, strict=True)]
         lo = min(lo, float(np.mean(np.where(unbounded, np.minimum(collision, ests), ests))))
-    only_lower = bool(unbounded.any())
+    # Only a mean whose every state is nearly all distinct loses its upper end; where some are, the upper
+    # end stands and the note says which states' share of it rests on the assemblage's unseen classes.
+    only_lower = bool(unbounded.all())
+    note = ENTROPY_NOTE
+    if only_lower:
+        note = f"{ENTROPY_NOTE}; {ENTROPY_LOWER_BOUND_NOTE}"
+    elif unbounded.any():
+        which = ", ".join(str(i) for i in np.nonzero(unbounded)[0][:10]) + (", …" if unbounded.sum() > 10 else "")
+        note = f"{ENTROPY_NOTE}; {PARTLY_BOUNDED_NOTE.format(k=int(unbounded.sum()), s=len(cs), which=which)}"
     return IntervalEstimate(
         estimate=est,
         ci95=[float(min(lo, est)), None if only_lower else float(max(hi, est))],
@@ -927,7 +1052,7 @@ def _entropy_interval(
         n=int(ns.min()),
         n_states=len(cs),
         low_confidence=bool(ns.min() < MIN_CONFIDENT_SAMPLES),
-        note=f"{ENTROPY_NOTE}; {ENTROPY_LOWER_BOUND_NOTE}" if only_lower else ENTROPY_NOTE,
+        note=note,
         lower_bound_only=only_lower,
     )
 

@@ -108,6 +108,40 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+MAX_ALARM_WINDOW = 20
+"""Most steps whose shadowed states the collapse alarm pools."""
+
+_ALARM_MARGIN = 0.6
+"""The alarm's window holds enough replies that identical ones would put the upper end at this share of ε*."""
+
+
+def alarm_window(sizes: Sequence[Sequence[int]], epsilon_star: float, level: float = 0.95) -> int:
+    """How many of the most recent steps the collapse alarm pools: the fewest whose shadowed states
+    would, if every reply of each state agreed, give an upper end of ε at most 0.6 ε* — the exact
+    pooled bound 1 − (0.8 α/2)^(1/T) (the upper end's margin) at the T trials their held-out modal shares are credited with
+    (:func:`~collapse_probe.metrics._intervals.held_out_trials`) — and all of ``sizes`` when even they
+    fall short.
+
+    Args:
+        sizes: per step, oldest first, the replies of each of its shadowed states.
+        epsilon_star: the alarm's ε*.
+        level: the interval's confidence level.
+
+    Example:
+        >>> alarm_window([[8, 8]] * 10, 0.2), alarm_window([[8] * 16], 0.2)
+        (4, 1)
+    """
+    from collapse_probe.metrics._intervals import _HELD_OUT_MARGIN, held_out_trials
+
+    need = math.log(_HELD_OUT_MARGIN * (1.0 - level) / 2) / math.log1p(-_ALARM_MARGIN * epsilon_star)
+    trials = 0
+    for w, step in enumerate(reversed(sizes), start=1):
+        trials += int(held_out_trials(np.asarray(step, dtype=np.int64)).sum()) if len(step) else 0
+        if trials >= need:
+            return w
+    return max(1, len(sizes))
+
+
 class CollapseMonitor:
     """Measures simulator collapse live during RL training (see the module docstring).
 
@@ -177,6 +211,10 @@ class CollapseMonitor:
         self._run_dir: Any = None
         self._closed = False
         self._shadowers: list[ShadowSimulator] = []
+        self._pool: dict[str, list[tuple[int, list[Any]]]] = {"meaning": [], "reward": []}
+        """Per view, (step, class counts of its shadowed states) of the recent steps the collapse alarm pools."""
+        self._step_counts: dict[str, list[Any]] = {}
+        self._design_warned = False
         """The shadow samplers made by :meth:`wrap` (where :meth:`on_turn` looks for shadow replies)."""
         if self.notice_:
             logger.warning(self.notice_)
@@ -491,6 +529,7 @@ class CollapseMonitor:
         if states:
             labels = await self._meaning().apartition_many([s.texts for s in states])
             counts = [class_counts(lab) for lab in labels]
+            self._step_counts["meaning"] = counts
             row["collapse_error"] = _interval_dict(
                 mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step)
             )
@@ -595,6 +634,7 @@ class CollapseMonitor:
             if len(v) >= 2:
                 by_prefix.append(v)
         view: dict[str, Any] = {"estimate": None, "ci95": None, "n_states": 0}
+        self._step_counts["reward"] = counts
         if counts:
             view = _interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step))
         share = None
@@ -669,18 +709,26 @@ class CollapseMonitor:
     def _alarms(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         c = self.config
         out = []
+        step_counts, self._step_counts = self._step_counts, {}
         for view, key in (("meaning", "collapse_error"), ("reward", "reward_collapse_error")):
-            ci = (row.get(key) or {}).get("ci95")
-            if view in c.alarm_views and ci and ci[1] < c.epsilon_star:
+            pooled = self._pooled_view(view, row["step"], step_counts.get(view) or [])
+            if pooled is None:
+                continue
+            row[key + "_pooled"] = pooled
+            ci = pooled["ci95"]
+            if view in c.alarm_views and ci[1] < c.epsilon_star:
+                steps = pooled["steps"]
+                over = f"step {steps[0]}" if steps[0] == steps[1] else f"steps {steps[0]}–{steps[1]}"
                 out.append({
                     "kind": "collapse",
                     "view": view,
                     "step": row["step"],
                     "value": ci[1],
                     "threshold": c.epsilon_star,
-                    "message": f"simulator collapsed ({view} view): ε̂ = {row[key]['estimate']:.3f}, {int(c.level * 100)}% CI "
-                               f"[{ci[0]:.3f}, {ci[1]:.3f}] lies below ε* = {c.epsilon_star:g} over {row[key]['n_states']} "
-                               "shadowed states",
+                    "window": pooled["window"],
+                    "message": f"simulator collapsed ({view} view): ε̂ = {pooled['estimate']:.3f}, {int(c.level * 100)}% CI "
+                               f"[{ci[0]:.3f}, {ci[1]:.3f}] lies below ε* = {c.epsilon_star:g} over {pooled['n_states']} "
+                               f"shadowed states of {over}",
                 })  # fmt: skip
         history = [*self.rows_, row][-c.entropy_window :]
         ent = [(r.get("strategy_entropy") or {}).get("estimate") for r in history]
@@ -708,6 +756,43 @@ class CollapseMonitor:
         self.alarms_.extend(out)
         return out
 
+    def _pooled_view(self, view: str, step: int, counts: list[Any]) -> dict[str, Any] | None:
+        """The collapse alarm's interval of one view: the shadowed states of the last steps, pooled.
+
+        One step may hold too few replies to decide: 2 states of 8 identical replies still give an
+        upper end of 0.37. The alarm therefore pools the states of the most recent steps, as few as
+        the evidence needs (:func:`alarm_window`: enough that identical replies would put the upper end
+        at most 0.6 ε*), up to :data:`MAX_ALARM_WINDOW` steps. The simulator may change over those
+        steps; the pooled states are then a mix of the steps' simulators, and the interval holds for
+        any mix of states, so it bounds the mean ε over the window: an alarm says the simulator was
+        collapsed on average over the steps named, and a short window is a collapse that is recent.
+        When one step alone can never reach a decision a warning says so, once.
+        """
+        from collapse_probe.metrics import mean_collapse_error_interval
+
+        c = self.config
+        pool = self._pool[view]
+        if counts:
+            pool.append((step, counts))
+        del pool[:-MAX_ALARM_WINDOW]
+        if not counts or not pool:
+            return None
+        sizes = [[int(np.sum(x)) for x in cs] for _, cs in pool]
+        window = alarm_window(sizes, c.epsilon_star, c.level)
+        if window > 1 and not self._design_warned and view in c.alarm_views:
+            self._design_warned = True
+            logger.warning(
+                "monitor: one step's %d shadowed states of %d replies cannot raise the collapse alarm alone (identical "
+                "replies give an upper end above ε* = %g); the alarm pools the shadowed states of the last %d steps",
+                len(counts), int(np.median(sizes[-1])), c.epsilon_star, window,
+            )  # fmt: skip
+        recent = pool[-window:]
+        states = [x for _, cs in recent for x in cs]
+        iv = mean_collapse_error_interval(states, level=c.level, seed=c.seed + step)
+        out = _interval_dict(iv)
+        out.update(window=len(recent), steps=[recent[0][0], recent[-1][0]])
+        return out
+
     # ---- output -------------------------------------------------------------------------------
 
     def scalars(self, row: dict[str, Any]) -> dict[str, float]:
@@ -725,6 +810,12 @@ class CollapseMonitor:
             if d.get("ci95"):
                 put(name + "_lo", d["ci95"][0])
                 put(name + "_hi", d["ci95"][1])
+        for name, key in (
+            ("epsilon_pooled_hi", "collapse_error_pooled"),
+            ("reward_epsilon_pooled_hi", "reward_collapse_error_pooled"),
+        ):
+            if (row.get(key) or {}).get("ci95"):
+                put(name, row[key]["ci95"][1])
         put("response_entropy", (row.get("response_entropy") or {}).get("estimate"))
         put("strategy_entropy", (row.get("strategy_entropy") or {}).get("estimate"))
         put("accumulated_epsilon", (row.get("accumulated_collapse_error") or {}).get("estimate"))
