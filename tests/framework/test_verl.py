@@ -217,3 +217,63 @@ def test_missing_settings_are_one_line_naming_the_key(tmp_path, tokenizer, donor
     cfg.collapse_monitor.spool, cfg.collapse_monitor.shadow = "x", 0.1
     with pytest.raises(ConfigError, match=r"collapse_monitor.shadow: unknown setting"):
         settings_from(cfg)
+
+
+def _blocks(kind: str) -> list[str]:
+    import re
+
+    docs = (Path(__file__).parents[2] / "docs" / "monitor-verl.md").read_text()
+    return re.findall(rf"```{kind}\n(.*?)```", docs, re.S)
+
+
+def test_the_documented_commands_make_the_dataset_and_the_agent_loop_config_verl_loads(tmp_path, tokenizer, donor):
+    import os
+    import subprocess
+    import sys
+
+    import hydra
+
+    setup = _blocks("bash")[0]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(Path(__file__).parents[2])}  # fmt: skip
+    subprocess.run(["bash", "-euo", "pipefail", "-c", setup], cwd=tmp_path, env=env, check=True, timeout=600)
+    import pyarrow.parquet as pq
+
+    train, val = (pq.read_table(tmp_path / f).to_pylist() for f in ("p4g.parquet", "p4g-val.parquet"))
+    assert {r["extra_info"]["split"] for r in train} == {"train"} and {r["extra_info"]["split"] for r in val} == {"val"}
+    # what AgentLoopWorker.__init__ does with agent_loop_config_path, then what _run_agent_loop does
+    entries = OmegaConf.load(tmp_path / "agent_loops.yaml")
+    registry = {e.name: e for e in entries}
+    tok, tok_dir = tokenizer
+    cfg = _config(tok_dir, tmp_path, sim=donor)
+
+    async def make() -> Any:
+        from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+
+        return hydra.utils.instantiate(config=registry["collapse_monitor"], trainer_config=DictConfigWrap(cfg),
+                                       server_manager=ScriptedServer(tok), tokenizer=tok, processor=None,
+                                       hf_model_type=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                       tools=ToolListWrap([]))  # fmt: skip
+
+    import collapse_probe.monitor.verl as adapter
+
+    assert isinstance(asyncio.run(make()), adapter.CollapseMonitorAgentLoop)
+
+
+def test_the_documented_run_sets_only_keys_of_verls_config():
+    import re
+
+    import verl
+
+    cfg = OmegaConf.load(Path(verl.__file__).parent / "trainer/config/_generated_ppo_trainer.yaml")
+    run = _blocks("bash")[1]
+    keys = [m.group(1) for m in re.finditer(r"(?:^|\s)([\w.]+)=", run)]
+    assert "reward.reward_manager.name" in keys and len(keys) > 10
+    for key in keys:
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        assert node is not None and leaf in list(node.keys()), f"{key} is not a key of verl's ppo_trainer config"
+    added = re.findall(r"\+(collapse_monitor\.[\w.]+)=", run)
+    from collapse_probe.monitor.verl import SETTINGS
+
+    assert {k.split(".")[1] for k in added} <= set(SETTINGS)
