@@ -8,7 +8,7 @@
 # verl and OpenRLHF go in with --no-deps: their full dependency sets do not install on CPU (OpenRLHF pins
 # flash-attn and deepspeed, which build CUDA kernels; both pull vLLM or SGLang). What is installed beside
 # them is what the adapters and the frameworks' modules they import need. ART 0.5.23 needs Python >= 3.12,
-# so it gets its own environment at DIR/art when a Python 3.12 or newer is found (PYTHON312=/path/to/python
+# so it gets its own environment at DIR/art when a Python 3.12 or newer is found (3.12 first; PYTHON312=/path/to/python
 # names one); without one it is left out, and said so.
 #
 # PYTHON names the interpreter of DIR (default python3). Set FRAMEWORK_ENV_SKIP_ART=1 to leave ART out.
@@ -38,9 +38,16 @@ if [ "${FRAMEWORK_ENV_SKIP_ART:-0}" = 1 ]; then
     exit 0
 fi
 PY312=${PYTHON312:-}
+is_312() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; }
 if [ -z "$PY312" ]; then
-    for cand in python3.13 python3.12; do
-        if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+    candidates=(python3.12 python3.13)
+    if command -v pyenv >/dev/null 2>&1; then  # pyenv's shims answer only for its selected versions
+        for v in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.(1[2-9])(\.[0-9]+)?$' | sort -V); do
+            candidates+=("$(pyenv root)/versions/$v/bin/python")
+        done
+    fi
+    for cand in "${candidates[@]}"; do
+        if command -v "$cand" >/dev/null 2>&1 && is_312 "$cand"; then
             PY312=$cand
             break
         fi
