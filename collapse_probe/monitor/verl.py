@@ -294,7 +294,7 @@ def _build() -> dict[str, type]:
         framework_error("verl", exc)
     check_version("verl")
 
-    class CollapseMonitorAgentLoop(ToolAgentLoop):  # type: ignore[misc, valid-type]
+    class CollapseMonitorAgentLoop(ToolAgentLoop):
         """verl's ``ToolAgentLoop`` in which the benchmark's simulator answers each policy turn."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -345,7 +345,7 @@ def _build() -> dict[str, type]:
             agent_data.user_turns += 1
             return AgentState.GENERATING
 
-    class CollapseMonitorRewardManager(RewardManagerBase):  # type: ignore[misc, valid-type]
+    class CollapseMonitorRewardManager(RewardManagerBase):
         """verl's reward manager for :class:`CollapseMonitorAgentLoop` samples: the arena's reward, and the
         monitor's step closed every ``rollouts_per_step`` samples."""
 
