@@ -4,8 +4,10 @@ ART rollouts are the user's own async functions; inside them the simulator answe
 :func:`~collapse_probe.monitor.simulator_reply` with a simulator from :meth:`CollapseMonitor.wrap`
 (shadow-sampled and recorded). :func:`after_each` is the gather hook that hands each finished group's
 rewards and opening moves to the monitor and writes the monitor's latest figures into every
-trajectory's ``metrics`` (ART averages trajectory metrics into ``model.log``); :func:`end_step` closes
-the step after the gather::
+trajectory's ``metrics`` (ART averages trajectory metrics into ``model.log``): the same ``collapse/…``
+keys in every trajectory, NaN before the first step has closed. :func:`end_step` closes the step after
+the gather (tested with ART 0.5.23, which needs Python >= 3.12; another release is named in one
+warning)::
 
     sim = monitor.wrap("smollm2")
     groups = await art.gather_trajectory_groups(
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from collapse_probe.monitor._adapters import check_version, fixed_scalars
 from collapse_probe.monitor._core import CollapseMonitor
 
 
@@ -46,6 +49,7 @@ def after_each(
         monitor: the monitor whose simulator the rollouts use.
         group_key: ``(group, index) -> key`` naming a group for the zero-std share (default: its index).
     """
+    check_version("art")
     count = [0]
 
     async def hook(group: Any) -> Any:
@@ -55,7 +59,7 @@ def after_each(
         rewards = [getattr(t, "reward", None) for t in trajectories]
         openings = [o for o in (_opening(t) for t in trajectories) if o]
         monitor.record_results(rewards, groups=[key] * len(rewards), policy_texts=openings or None)
-        last = monitor.scalars(monitor.rows_[-1]) if monitor.rows_ else {}
+        last = fixed_scalars(monitor, monitor.rows_[-1] if monitor.rows_ else None)
         for t in trajectories:
             metrics = getattr(t, "metrics", None)
             if isinstance(metrics, dict):

@@ -1,8 +1,9 @@
 """OpenRLHF adapter: the collapse monitor inside OpenRLHF's multi-turn agent API.
 
-OpenRLHF (``--agent_func_path agent.py``) imports ``AgentInstance`` and ``AgentExecutor`` from the
-given file and runs them inside its rollout actors; what a step returns under ``extra_logs`` is
-averaged into the trainer's logged metrics. :func:`agent_classes` builds both::
+OpenRLHF (``--train.agent_func_path agent.py``, OpenRLHF 0.11) imports ``AgentExecutor`` from the given
+file and runs it inside its rollout actors; what a rollout's last step returns under ``extra_logs`` goes
+into the sample's ``Experience.info`` and is averaged into the trainer's logged metrics.
+:func:`agent_classes` builds the executor and its agent instance::
 
     # agent.py
     from collapse_probe.monitor.openrlhf import agent_classes
@@ -10,11 +11,17 @@ averaged into the trainer's logged metrics. :func:`agent_classes` builds both::
                                    out="runs/openrlhf-monitor", monitor={"shadow_fraction": 0.1})
 
 The dataset's ``label`` is the task id. Each ``step`` plays the policy's action as its turn, lets the
-simulator answer (shadow-sampled), and returns the reply as the environment feedback, the arena's reward
-when the conversation ends, and ``extra_logs`` with the monitor's latest ``collapse/…`` figures. A rollout
-actor does not know OpenRLHF's training step, so each actor's monitor closes a step after every
-``rollouts_per_step`` finished rollouts (set it to the rollout batch size × samples per prompt) and writes
-its rows to ``out/actor-<pid>/monitor.jsonl``.
+simulator answer (shadow-sampled), and returns the reply as the environment feedback and the arena's
+reward when the conversation ends. A rollout actor does not know OpenRLHF's training step, so each
+actor's monitor closes a step after every ``rollouts_per_step`` finished rollouts (set it to the rollout
+batch size × samples per prompt that one actor plays) and writes its rows to
+``out/actor-<pid>/monitor.jsonl``.
+
+``extra_logs`` carries the same keys in every sample from the first one on (OpenRLHF concatenates the
+samples' logs and splits them again by batch size, so a key missing from some samples stops training):
+the figures of the last monitor step closed when the rollout started, NaN in all of them before the
+first step has closed. All rollouts of one batch start after the previous batch's step closed, so the
+samples of a batch carry the same figures and OpenRLHF's mean over them is that step's figure.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from collapse_probe._constraints import Integer, check_value
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models import derive_seed
+from collapse_probe.monitor._adapters import check_version, fixed_scalars, framework_error
 from collapse_probe.monitor._config import MonitorConfig
 from collapse_probe.monitor._core import CollapseMonitor
 from collapse_probe.monitor._play import play_policy_turn
@@ -52,8 +60,9 @@ class ArenaSession:
         self.feedback = feedback
         self.finished = 0
         self.step = 0
-        self.scalars: dict[str, float] = {}
-        """The ``collapse/…`` figures of the last closed step (what every sample's ``extra_logs`` carries)."""
+        self.scalars: dict[str, float] = fixed_scalars(self.monitor, None)
+        """The ``collapse/…`` figures of the last closed step, every key always present (NaN: not measured
+        yet); a rollout's ``extra_logs`` are the ones current when it started."""
 
     def new_episode(self, label: Any, key: str) -> Any:
         if str(label) not in self.by_id:
@@ -73,16 +82,25 @@ class ArenaSession:
         self.finished += 1
         if self.finished % self.rollouts_per_step == 0:
             row = await self.monitor.aend_step(self.step)
-            self.scalars = self.monitor.scalars(row)
+            self.scalars = fixed_scalars(self.monitor, row)
             self.step += 1
         return self.feedback.format(reply=reply), reward, True
 
 
 def agent_classes(**session: Any) -> tuple[type, type]:
-    """``(AgentInstance, AgentExecutor)`` for OpenRLHF's ``--agent_func_path`` (see the module docstring);
-    keyword arguments go to :class:`ArenaSession` (built once per rollout actor, on first use)."""
+    """``(AgentInstance, AgentExecutor)`` for OpenRLHF's ``--train.agent_func_path`` (see the module
+    docstring); keyword arguments go to :class:`ArenaSession` (built once per rollout actor, on first use).
+
+    Raises:
+        ConfigError: OpenRLHF's agent module does not import (one line naming the tested and the
+            installed release; ``openrlhf/utils/agent.py`` needs ``aiohttp``).
+    """
     torch = require("torch", "openrlhf", "the OpenRLHF agent")
-    agent = require("openrlhf.utils.agent", "openrlhf", "the OpenRLHF agent", package="openrlhf")
+    try:
+        import openrlhf.utils.agent as agent
+    except ImportError as exc:
+        framework_error("openrlhf", exc)
+    check_version("openrlhf")
     base_instance: Any = agent.AgentInstanceBase
     base_executor: Any = agent.MultiTurnAgentExecutor
     holder: dict[str, ArenaSession] = {}
@@ -97,10 +115,12 @@ def agent_classes(**session: Any) -> tuple[type, type]:
             self.session = current()
             self.episode: Any = None
             self.key = ""
+            self.logs = dict(self.session.scalars)
 
         async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             self.key = f"{os.getpid()}:{id(self):x}:{self.session.finished}"
             self.episode = self.session.new_episode(states.get("label"), self.key)
+            self.logs = dict(self.session.scalars)  # the figures current when this rollout starts
             return {"observation": states["observation"]}
 
         async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -108,7 +128,7 @@ def agent_classes(**session: Any) -> tuple[type, type]:
                 self.episode, self.key, str(states.get("action_text") or "")
             )
             r = torch.tensor(0.0 if reward is None else float(reward))
-            logs = {k: torch.tensor(v) for k, v in self.session.scalars.items()}
+            logs = {k: torch.tensor(v) for k, v in self.logs.items()}
             return {"rewards": r, "scores": r, "environment_feedback": feedback, "done": done,
                     "sampling_params": states.get("sampling_params"), "extra_logs": logs}  # fmt: skip
 

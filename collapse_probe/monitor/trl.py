@@ -31,6 +31,7 @@ from typing import Any
 from collapse_probe._sync import run_sync
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models import Completion, derive_seed
+from collapse_probe.monitor._adapters import check_version
 from collapse_probe.monitor._core import CollapseMonitor
 from collapse_probe.monitor._play import play_policy_turn, play_simulator_turns
 from collapse_probe.monitor._shadow import ShadowSimulator
@@ -139,6 +140,7 @@ def monitor_reward_func(monitor: CollapseMonitor, *, name: str = "collapse_monit
     ``collapse/accumulated_epsilon``, ``collapse/alarms``, ...; the monitor's alarms go to the
     completions table through ``log_extra`` when TRL gives it.
     """
+    check_version("trl")
 
     def collapse_monitor(prompts: Sequence[Any], completions: Sequence[Any], trainer_state: Any = None,
                          log_metric: Any = None, **_: Any) -> list[float]:  # fmt: skip
@@ -163,6 +165,7 @@ def CollapseMonitorCallback(monitor: CollapseMonitor, *, stop_on_alarm: bool = F
     """A ``transformers.TrainerCallback`` for the monitor: ``stop_on_alarm`` ends training after a step
     that raised a collapse alarm (``control.should_training_stop``); at the end of training it writes the
     run directory's ``report.html`` and closes the trackers."""
+    check_version("trl")
     base = _callback_base()
 
     class _Callback(base):  # type: ignore[misc, valid-type]

@@ -1,157 +1,392 @@
-"""verl adapter: the collapse monitor in verl's multi-turn agent loop, reward path and tracking.
+"""verl adapter (verl 0.9): the collapse monitor as a verl agent loop and a verl reward manager.
 
-verl runs the conversation in agent-loop workers and the update in the trainer process, so the
-adapter has two halves that meet in a *spool* directory (:class:`~collapse_probe.monitor.CollapseMonitor`'s
-``spool``):
+verl plays multi-turn rollouts in *agent loops* (``AgentLoopBase`` subclasses registered with
+``@register(name)``, run by agent-loop workers in Ray actors) and scores them in *reward managers*
+(``RewardManagerBase.run_single``, per sample, in reward-loop workers). The adapter is one of each; they
+meet in a *spool* directory (:class:`~collapse_probe.monitor.CollapseMonitor`'s ``spool``):
 
-- :class:`CollapseMonitorInteraction` — a ``verl.interactions.base.BaseInteraction``: the benchmark's
-  simulator answers the policy (shadow-sampled), the arena decides when the conversation ends and
-  scores it. verl's ``ToolAgentLoop`` drops an interaction's returned metadata, so the interaction keeps
-  its own state per ``instance_id`` (the episode, its task, the turn count) and spools every turn and
-  final reward itself. Register it in the interaction config::
+- :class:`CollapseMonitorAgentLoop` — a ``ToolAgentLoop`` registered as ``collapse_monitor``: verl's
+  machinery generates the policy's turns and keeps the tokens; after each policy turn the benchmark's
+  simulator answers (shadow-sampled at the monitor's fraction of its turns, spooled), its reply is the
+  next ``user`` message, and the arena decides when the conversation ends. The arena's reward, the task
+  and the policy's opening travel with the sample in its ``extra_fields["collapse_probe"]``.
+- :class:`CollapseMonitorRewardManager` — a ``RewardManagerBase``: returns the arena's reward as the
+  sample's ``reward_score``, records it in the trainer-side monitor, and closes the monitor's step after
+  every ``rollouts_per_step`` scored samples (default: ``data.train_batch_size`` ×
+  ``actor_rollout_ref.rollout.n``, one training step), taking the spooled turns. Its
+  ``reward_extra_info`` has the same ``collapse/…`` keys in every sample (NaN before the first step
+  closes), so verl's batch assembly, which takes the keys of the first sample, always finds them.
 
-      interaction:
-        - name: donor
-          class_name: collapse_probe.monitor.verl.CollapseMonitorInteraction
-          config: {sim: smollm2, benchmark: p4g, max_turns: 3, spool: /runs/grpo/monitor-spool,
-                   monitor: {shadow_fraction: 0.1, shadow_samples: 8}}
+Both read one config section, ``collapse_monitor`` (see :data:`SETTINGS`), and verl loads both by name::
 
-- :class:`MonitoredRewardManager` — wraps the run's reward manager in the trainer process: after the
-  inner manager scores a batch it closes the monitor's step (``data.meta_info["global_steps"]``, the
-  batch's ``uid`` groups), and logs the figures through verl's ``Tracking`` (its wandb / mlflow /
-  tensorboard / console backends) when given one.
+    # agent_loops.yaml (actor_rollout_ref.rollout.agent.agent_loop_config_path=agent_loops.yaml)
+    - name: collapse_monitor
+      _target_: collapse_probe.monitor.verl.CollapseMonitorAgentLoop
 
-Without verl installed the classes keep the documented interface (``BaseInteraction`` is then
-``object``), which is what the tests exercise; with verl they subclass its base class.
+    python -m verl.trainer.main_ppo ... data.train_files=p4g.parquet \\
+      actor_rollout_ref.rollout.agent.agent_loop_config_path=agent_loops.yaml \\
+      reward.reward_manager.source=importlib reward.reward_manager.module.path=pkg://collapse_probe.monitor.verl \\
+      reward.reward_manager.name=CollapseMonitorRewardManager reward.num_workers=1 \\
+      +collapse_monitor.sim=smollm2 +collapse_monitor.spool=/runs/grpo/spool +collapse_monitor.out=/runs/grpo/monitor
+
+:func:`write_dataset` writes the parquet file (one row per task: the policy's opening view as the
+prompt, ``agent_name`` ``collapse_monitor``, the task id in ``extra_info``). The classes subclass verl's
+own and are built on first use; a verl outside the tested releases is named in one warning, and one
+whose agent-loop or reward-loop modules do not import is a :class:`~collapse_probe.errors.ConfigError`
+naming the versions. :class:`RolloutSession` and :class:`RewardSession` are the framework-free halves.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from collapse_probe.errors import ConfigError
+from collapse_probe.errors import ConfigError, require
 from collapse_probe.models import derive_seed
+from collapse_probe.monitor._adapters import check_version, fixed_scalars, framework_error
 from collapse_probe.monitor._config import MonitorConfig
 from collapse_probe.monitor._core import CollapseMonitor
-from collapse_probe.monitor._play import play_policy_turn
+from collapse_probe.monitor._play import play_policy_turn, play_simulator_turns
 from collapse_probe.rollout import hash_str
 
-try:  # the adapter works without verl (the interface is duck-typed); with it, it is a real subclass
-    from verl.interactions.base import BaseInteraction as _Base
-except Exception:  # noqa: BLE001 - verl's package import pulls optional GPU stacks; any failure means "absent"
-    _Base = object
+AGENT_NAME = "collapse_monitor"
+"""The agent loop's registered name (the dataset's ``agent_name``) and the config section's name."""
+
+FIELD = "collapse_probe"
+"""The sample's extra field with the arena's reward, the task, the policy's opening and the status."""
+
+SETTINGS = {
+    "sim": "the simulator: a participant spec (required)",
+    "spool": "directory shared by the agent loops and the reward manager (required)",
+    "out": "the trainer-side monitor's run directory (monitor.jsonl, report.html)",
+    "benchmark": "the benchmark (default p4g); its own options (max_turns, personas, ...) sit beside it",
+    "seed": "base seed of the conversations and of the task order (default 0)",
+    "temperature": "the simulator's sampling temperature (default 1.0)",
+    "rollouts_per_step": "scored samples per monitor step (default data.train_batch_size x rollout.n)",
+    "monitor": "fields of MonitorConfig (shadow_fraction, shadow_samples, ...)",
+    "cache": "serve the simulator's training replies through the response cache (default false)",
+}
+"""The keys of the ``collapse_monitor`` config section (and of the agent loop's YAML entry); a
+benchmark's own options (``max_turns``, ``personas``, ``max_tokens``, ...) are accepted beside them."""
+
+_LOCK = threading.Lock()
+_SESSIONS: dict[str, Any] = {}
 
 
-def _arena(config: dict[str, Any]) -> Any:
+def _plain(value: Any) -> Any:
+    """An OmegaConf node as plain Python (verl's config is a DictConfig)."""
+    if hasattr(value, "_metadata") and hasattr(value, "_get_full_key"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def settings_from(config: Any, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``collapse_monitor`` section of verl's config, with ``overrides`` (an agent-loop YAML entry's
+    keys) on top; checked: ``sim`` and ``spool`` present, every key known."""
+    section = config.get(AGENT_NAME) if config is not None and hasattr(config, "get") else None
+    merged: dict[str, Any] = dict(_plain(section) or {})
+    merged.update(_plain(dict(overrides or {})))
+    from collapse_probe.benchmarks import DEFAULT_BENCHMARK, get_benchmark
+
+    bench = str(merged.get("benchmark", DEFAULT_BENCHMARK))
+    known = set(SETTINGS) | set(get_benchmark(bench).options.model_fields)
+    unknown = sorted(set(merged) - known)
+    if unknown:
+        raise ConfigError(f"{AGENT_NAME}.{unknown[0]}: unknown setting; known: {', '.join(sorted(known))}")
+    for key in ("sim", "spool"):
+        if not merged.get(key):
+            raise ConfigError(
+                f"{AGENT_NAME}.{key} is required ({SETTINGS[key]}): add +{AGENT_NAME}.{key}=... to verl's config"
+            )
+    return merged
+
+
+def _arena(settings: Mapping[str, Any]) -> Any:
     from collapse_probe.benchmarks import DEFAULT_BENCHMARK, get_benchmark
     from collapse_probe.runspec import ArenaSpec
 
-    name = str(config.get("benchmark", DEFAULT_BENCHMARK))
-    fields = get_benchmark(name).options.model_fields  # the benchmark's own options, from the same config
-    spec = ArenaSpec(name, {k: config[k] for k in fields if config.get(k) is not None})
-    return spec.build([str(config["sim"])])
+    name = str(settings.get("benchmark", DEFAULT_BENCHMARK))
+    fields = get_benchmark(name).options.model_fields  # the benchmark's own options, from the same section
+    spec = ArenaSpec(name, {k: settings[k] for k in fields if settings.get(k) is not None})
+    return spec.build([str(settings["sim"])])
 
 
-class CollapseMonitorInteraction(_Base):
-    """A verl interaction in which a benchmark's simulator answers the policy (see the module docstring).
+def _cached(kind: str, settings: Mapping[str, Any], make: Any) -> Any:
+    key = kind + json.dumps(settings, sort_keys=True, default=str)
+    with _LOCK:
+        if key not in _SESSIONS:
+            _SESSIONS[key] = make()
+        return _SESSIONS[key]
 
-    Config keys: ``sim`` (a participant spec, required), ``benchmark`` (default ``p4g``), ``max_turns``,
-    ``max_tokens``, ``personas``, ``seed``, ``temperature``, ``spool`` (required: the directory the
-    trainer-side :class:`MonitoredRewardManager` reads), ``monitor`` (fields of :class:`MonitorConfig`).
-    ``start_interaction(instance_id, task_id=...)`` picks the task (default: tasks in turn).
+
+class RolloutSession:
+    """The agent-loop side in one process: the arena, the worker monitor (spooling) and its simulator.
+
+    verl builds a new agent loop per sample; they share this session (:func:`rollout_session`).
     """
 
-    def __init__(self, config: dict[str, Any]) -> None:
-        if _Base is not object:
-            super().__init__(config)
-        self.config = config
-        self.name = config.get("name", "collapse_monitor")
-        if "sim" not in config or "spool" not in config:
-            raise ConfigError(
-                "CollapseMonitorInteraction config needs 'sim' (a simulator spec) and 'spool' (a directory)"
-            )
-        self.arena = _arena(config)
-        self.tasks = self.arena.load_tasks(None, seed=int(config.get("seed", 0)))
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        from collapse_probe.simulators import make_participant
+
+        self.settings = dict(settings)
+        self.arena = _arena(settings)
+        self.seed = int(settings.get("seed", 0))
+        self.tasks = self.arena.load_tasks(None, seed=self.seed)
         self.by_id = {str(t.task_id): t for t in self.tasks}
-        mon = MonitorConfig(**dict(config.get("monitor") or {}))
-        self.monitor = CollapseMonitor(mon, arena=self.arena, spool=config["spool"], worker=True)
-        self.simulator = self.monitor.wrap(str(config["sim"]), cache=bool(config.get("cache", False)))
-        self.temperature = float(config.get("temperature", 1.0))
-        self.instances_: dict[str, dict[str, Any]] = {}
-        """instance_id -> {"episode", "reward"}: the state verl's agent loop does not carry for us."""
+        config = MonitorConfig(**dict(settings.get("monitor") or {}))
+        self.monitor = CollapseMonitor(config, arena=self.arena, spool=settings["spool"], worker=True)
+        cache = bool(settings.get("cache", False))
+        self.simulator = self.monitor.wrap(str(settings["sim"]), cache=cache)
+        self.plain = make_participant(str(settings["sim"]), cache=cache)
+        """The same simulator unmonitored: validation rollouts are not training steps."""
+        self.temperature = float(settings.get("temperature", 1.0))
         self._count = 0
 
-    async def start_interaction(self, instance_id: str | None = None, task_id: Any = None, **kwargs: Any) -> str:
-        iid = instance_id or str(uuid.uuid4())
-        if task_id is not None and str(task_id) not in self.by_id:
-            raise ConfigError(f"task_id {task_id!r} is not a task of benchmark {self.arena.name}")
-        task = self.by_id[str(task_id)] if task_id is not None else self.tasks[self._count % len(self.tasks)]
+    def new_episode(self, task_id: Any, key: str) -> Any:
+        """A conversation on task ``task_id`` (``None``: the tasks in turn), seeded from ``key``."""
+        if task_id is None:
+            task = self.tasks[self._count % len(self.tasks)]
+        elif str(task_id) in self.by_id:
+            task = self.by_id[str(task_id)]
+        else:
+            raise ConfigError(f"extra_info.task_id {task_id!r} is not a task of benchmark {self.arena.name}")
         self._count += 1
-        seed = derive_seed(int(self.config.get("seed", 0)), hash_str(iid))
-        self.instances_[iid] = {"episode": self.arena.new_episode(task, seed), "reward": None}
-        return iid
+        return self.arena.new_episode(task, derive_seed(self.seed, hash_str(key)))
 
-    async def generate_response(
-        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> tuple[bool, str, float, dict[str, Any]]:
-        state = self.instances_.get(instance_id)
-        if state is None:
-            raise ConfigError(f"generate_response for unknown instance {instance_id!r}: start_interaction first")
-        ep = state["episode"]
-        said = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-        text = str(said.get("content") or "") if said is not None else ""
-        reply = None if said is None else await play_policy_turn(self.arena, ep, self.simulator, text, key=instance_id,
-                                                                  temperature=self.temperature)  # fmt: skip
-        if reply is None:
-            return True, "", float(state["reward"] or 0.0), {}
-        if ep.done:
-            state["reward"] = None if ep.status == "infra_error" else (await self.arena.score([ep]))[0].reward
-        return ep.done, reply, float(state["reward"] or 0.0), {}
+    async def policy_turn(self, episode: Any, text: str, key: str, *, validate: bool = False) -> str | None:
+        """The policy says ``text``; the simulator's reply (``None``: the conversation is over)."""
+        sim = self.plain if validate else self.simulator
+        return await play_policy_turn(self.arena, episode, sim, text, key=key, temperature=self.temperature)
 
-    async def calculate_score(self, instance_id: str | None = None, **kwargs: Any) -> float:
-        state = self.instances_.get(instance_id or "")
-        return float(state["reward"] or 0.0) if state else 0.0
-
-    async def finalize_interaction(self, instance_id: str | None = None, **kwargs: Any) -> None:
-        state = self.instances_.pop(instance_id or "", None)
-        if state is not None:
-            ep = state["episode"]
-            first = next((m["content"] for m in ep.messages if m["role"] == "policy"), None)
-            self.monitor.record_results(
-                [state["reward"]], groups=[ep.task.task_id], policy_texts=[first] if first else None
-            )
+    async def finish(self, episode: Any, key: str, *, validate: bool = False) -> dict[str, Any]:
+        """Let the arena close the conversation and score it: the sample's ``collapse_probe`` field."""
+        sim = self.plain if validate else self.simulator
+        while not episode.done and self.arena.next_side(episode) == "simulator":
+            await play_simulator_turns(self.arena, [episode], sim, keys=[key], temperature=self.temperature)
+        failed = episode.status == "infra_error"
+        reward = None if failed else float((await self.arena.score([episode]))[0].reward)
+        opening = next((str(m["content"]) for m in episode.messages if m["role"] == "policy"), None)
+        return {"reward": reward, "task_id": str(episode.task.task_id), "opening": opening,
+                "status": str(episode.status), "validate": bool(validate), "rollout": key}  # fmt: skip
 
 
-class MonitoredRewardManager:
-    """A verl reward manager that closes the monitor's step after the wrapped one scores the batch.
+class RewardSession:
+    """The reward side in one process: the trainer-side monitor that takes the spool and closes steps.
 
     Args:
-        inner: the run's reward manager (``inner(data, return_dict=True)`` → ``{"reward_tensor", ...}``).
-        monitor: the trainer-side monitor, with the same ``spool`` as the interactions and a run directory.
-        tracking: optional ``verl.utils.tracking.Tracking`` to log the ``collapse/…`` scalars to.
+        settings: the ``collapse_monitor`` section.
+        rollouts_per_step: scored training samples per monitor step.
     """
 
-    def __init__(self, inner: Any, monitor: CollapseMonitor, tracking: Any = None) -> None:
-        if monitor.worker:
-            raise ConfigError("MonitoredRewardManager needs the trainer-side monitor (worker=False)")
-        self.inner, self.monitor, self.tracking = inner, monitor, tracking
-        self._steps = 0
+    def __init__(self, settings: Mapping[str, Any], rollouts_per_step: int) -> None:
+        from collapse_probe._constraints import Integer, check_value
 
-    def __call__(self, data: Any, return_dict: bool = False) -> Any:
-        out = self.inner(data, return_dict=True)
-        tensor = out["reward_tensor"] if isinstance(out, dict) else out
-        rewards = [float(x) for x in tensor.sum(-1).tolist()]
-        uid = getattr(data, "non_tensor_batch", {}).get("uid")
-        groups: Sequence[Any] | None = [str(u) for u in uid] if uid is not None else None
-        step = int((getattr(data, "meta_info", {}) or {}).get("global_steps", self._steps))
-        self._steps = step + 1
-        self.monitor._drain_spool()  # the interactions' own rewards arrive with their turns
-        self.monitor._step.rewards, self.monitor._step.groups = [], []  # the batch's rewards are the trainer's
-        row = self.monitor.end_step(step, rewards=rewards, groups=groups)
-        if self.tracking is not None:
-            self.tracking.log(data=self.monitor.scalars(row), step=step)
-        if return_dict:
-            return out if isinstance(out, dict) else {"reward_tensor": out}
-        return tensor
+        check_value(rollouts_per_step, f"{AGENT_NAME}.rollouts_per_step", [Integer(1)])
+        self.arena = _arena(settings)
+        config = MonitorConfig(**dict(settings.get("monitor") or {}))
+        self.monitor = CollapseMonitor(config, arena=self.arena, spool=settings["spool"], out=settings.get("out"))
+        self.rollouts_per_step = int(rollouts_per_step)
+        self.step = int(self.monitor.rows_[-1]["step"]) + 1 if self.monitor.rows_ else 0
+        """The next step to close (a resumed run continues after its last row)."""
+        self.recorded = 0
+        self.scalars = fixed_scalars(self.monitor, self.monitor.rows_[-1] if self.monitor.rows_ else None)
+        """The figures of the last closed step, every key always present (NaN: nothing measured yet)."""
+        atexit.register(self.monitor.close)
+
+    async def record(self, info: Mapping[str, Any], group: Any = None) -> tuple[float | None, dict[str, float]]:
+        """Record one scored sample (its ``collapse_probe`` field); returns ``(reward, figures)``: the
+        figures of the last step closed before this sample (a validation sample is not recorded)."""
+        reward = info.get("reward")
+        reward = None if reward is None else float(reward)
+        logs = dict(self.scalars)
+        if info.get("validate"):
+            return reward, logs
+        opening = info.get("opening")
+        self.monitor.record_results([reward], groups=[str(group if group is not None else info.get("task_id"))],
+                                    policy_texts=[opening] if opening else None)  # fmt: skip
+        self.recorded += 1
+        if self.recorded % self.rollouts_per_step == 0:
+            row = await self.monitor.aend_step(self.step)
+            self.scalars = fixed_scalars(self.monitor, row)
+            self.step += 1
+        return reward, logs
+
+
+def rollout_session(settings: Mapping[str, Any]) -> RolloutSession:
+    """The process's :class:`RolloutSession` for these settings (made on first use)."""
+    session: RolloutSession = _cached("rollout", settings, lambda: RolloutSession(settings))
+    return session
+
+
+def reward_session(settings: Mapping[str, Any], rollouts_per_step: int) -> RewardSession:
+    """The process's :class:`RewardSession` for these settings (made on first use)."""
+    session: RewardSession = _cached(
+        f"reward{rollouts_per_step}", settings, lambda: RewardSession(settings, rollouts_per_step)
+    )
+    return session
+
+
+def write_dataset(arena: Any, tasks: Any, path: str | Path, *, split: str = "train") -> Path:
+    """Write verl's parquet dataset for :class:`CollapseMonitorAgentLoop`: one row per task with the
+    policy's opening view as ``prompt``, ``agent_name`` ``collapse_monitor`` and the task id (and
+    ``split``: ``val`` rows are played with the unmonitored simulator and not recorded)."""
+    pq = require("pyarrow.parquet", "verl", "the verl dataset", package="pyarrow")
+    pa = require("pyarrow", "verl", "the verl dataset")
+    rows = []
+    for i, t in enumerate(tasks):
+        ep = arena.new_episode(t, 0)
+        if arena.next_side(ep) != "policy":
+            raise ConfigError(
+                f"benchmark {arena.name}: the policy does not speak first, so verl cannot open the conversation"
+            )
+        prompt = arena.prompt_for(ep, "policy")
+        rows.append({
+            "data_source": f"collapse_probe/{arena.name}",
+            "prompt": [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt.messages],
+            "agent_name": AGENT_NAME,
+            "reward_model": {"style": "rule", "ground_truth": ""},
+            "extra_info": {"task_id": str(t.task_id), "split": split, "index": i},
+        })  # fmt: skip
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), out)
+    return out
+
+
+def _collapse_field(non_tensor: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``collapse_probe`` field of a sample: in ``tool_extra_fields`` on the reward-loop path, a
+    column of its own when the trainer scores the assembled batch."""
+    info = non_tensor.get(FIELD)
+    if info is None:
+        extra = non_tensor.get("tool_extra_fields")
+        info = extra.get(FIELD) if isinstance(extra, Mapping) else None
+    if not isinstance(info, Mapping):
+        raise ConfigError(
+            f"a sample reached CollapseMonitorRewardManager without its collapse_probe field: give its dataset "
+            f"row agent_name {AGENT_NAME!r} (collapse_probe.monitor.verl.write_dataset does)"
+        )
+    return dict(info)
+
+
+_BUILT: dict[str, type] = {}
+
+
+def _build() -> dict[str, type]:
+    """Subclass verl's agent loop and reward manager (once), registering both under ``collapse_monitor``."""
+    if _BUILT:
+        return _BUILT
+    try:
+        from verl.experimental.agent_loop.agent_loop import register
+        from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
+        from verl.experimental.reward_loop.reward_manager import register as register_reward
+        from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+    except ImportError as exc:
+        framework_error("verl", exc)
+    check_version("verl")
+
+    class CollapseMonitorAgentLoop(ToolAgentLoop):
+        """verl's ``ToolAgentLoop`` in which the benchmark's simulator answers each policy turn."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.pop("name", None)  # the YAML entry's own name
+            overrides = {k: kwargs.pop(k) for k in list(kwargs) if k not in _LOOP_ARGS}
+            super().__init__(*args, **kwargs)
+            self.session = rollout_session(settings_from(self.config, overrides))
+            self.episode: Any = None
+            self.key = ""
+            self.validate = False
+
+        async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+            extra = _plain(kwargs.get("extra_info")) or {}
+            self.key = f"{os.getpid()}:{uuid.uuid4().hex}"
+            self.validate = extra.get("split") == "val"
+            self.episode = self.session.new_episode(extra.get("task_id"), self.key)
+            output = await super().run(sampling_params, **kwargs)
+            output.extra_fields[FIELD] = await self.session.finish(self.episode, self.key, validate=self.validate)
+            return output
+
+        async def _handle_generating_state(
+            self, agent_data: Any, sampling_params: dict[str, Any], ignore_termination: bool = False
+        ) -> Any:
+            before = len(agent_data.messages)
+            await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
+            # the policy's turn as the arena hears it: its tokens of this turn, without special tokens
+            text = self.tokenizer.decode(agent_data.response_ids, skip_special_tokens=True).strip()
+            if len(agent_data.messages) == before:
+                # verl ended the rollout at its length or turn limit before reading the turn: the arena
+                # still hears it (the reward may depend on the answer), the policy does not see the answer
+                await self.session.policy_turn(self.episode, text, self.key, validate=self.validate)
+                return AgentState.TERMINATED
+            agent_data.tool_calls = []  # the policy talks to the simulator, not to tools
+            reply = await self.session.policy_turn(self.episode, text, self.key, validate=self.validate)
+            if reply is None or self.episode.done:
+                return AgentState.TERMINATED
+            previous = list(agent_data.messages)
+            agent_data.messages.append({"role": "user", "content": reply})
+            merged, mask, logprobs = await self.ct_merge_context_msg(
+                previous, agent_data.messages, agent_data.prompt_ids, agent_data.response_mask,
+                agent_data.response_logprobs or None, tools=getattr(agent_data, "_active_tool_schemas", None),
+            )  # fmt: skip
+            if len(mask) >= self.response_length:
+                return AgentState.TERMINATED
+            agent_data.prompt_ids, agent_data.response_mask = merged.token_ids, mask
+            if agent_data.response_logprobs:
+                agent_data.response_logprobs = logprobs or []
+            agent_data.user_turns += 1
+            return AgentState.GENERATING
+
+    class CollapseMonitorRewardManager(RewardManagerBase):
+        """verl's reward manager for :class:`CollapseMonitorAgentLoop` samples: the arena's reward, and the
+        monitor's step closed every ``rollouts_per_step`` samples."""
+
+        def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, **kwargs: Any) -> None:
+            super().__init__(config, tokenizer, compute_score)
+            workers = int(config.reward.get("num_workers", 1)) if config.get("reward") is not None else 1
+            if workers != 1:
+                raise ConfigError(
+                    f"reward.num_workers is {workers}: CollapseMonitorRewardManager closes the monitor's steps in one "
+                    "process, so it needs reward.num_workers=1 (its samples were scored in the agent loop already)"
+                )
+            settings = settings_from(config)
+            per_step = settings.get("rollouts_per_step")
+            if per_step is None:
+                per_step = int(config.data.train_batch_size) * int(config.actor_rollout_ref.rollout.n)
+            self.session = reward_session(settings, int(per_step))
+
+        async def run_single(self, data: Any) -> dict[str, Any]:
+            item = data[-1:][0]  # a multi-sequence output is scored on its last sequence, as verl's own do
+            info = _collapse_field(item.non_tensor_batch)
+            uid = item.non_tensor_batch.get("uid")
+            reward, logs = await self.session.record(info, group=uid)
+            logs[self.session.monitor.config.prefix + "unscored"] = float(reward is None)
+            # verl needs a number: an unscored (infrastructure-failed) sample gets 0 and is counted
+            return {"reward_score": 0.0 if reward is None else reward, "reward_extra_info": logs}
+
+    for cls in (CollapseMonitorAgentLoop, CollapseMonitorRewardManager):
+        cls.__module__, cls.__qualname__ = __name__, cls.__name__  # importable by name (hydra's _target_)
+    register(AGENT_NAME)(CollapseMonitorAgentLoop)
+    register_reward(AGENT_NAME)(CollapseMonitorRewardManager)
+    _BUILT.update(CollapseMonitorAgentLoop=CollapseMonitorAgentLoop,
+                  CollapseMonitorRewardManager=CollapseMonitorRewardManager)  # fmt: skip
+    return _BUILT
+
+
+_LOOP_ARGS = {"trainer_config", "server_manager", "tokenizer", "processor", "dataset_cls", "data_config",
+              "hf_model_type", "tools"}  # fmt: skip
+"""The keyword arguments verl's agent-loop worker passes every agent loop; the rest are settings."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("CollapseMonitorAgentLoop", "CollapseMonitorRewardManager"):
+        return _build()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
