@@ -27,7 +27,6 @@ back to exact text with a notice that says so.
 
 from __future__ import annotations
 
-import re
 import statistics
 import sys
 from dataclasses import replace
@@ -40,7 +39,6 @@ from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 
 FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl")
-_RERUN = re.compile(r"sample more states or responses: rerun with [^\[]*?(?=( \[|$))")
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
 EXACT_TOO_FINE = (
     "exact text is too fine for free-text replies: two wordings of one answer are two classes, which reads "
@@ -320,8 +318,6 @@ async def run_audit_from_async(
     recs = [done[s.state_id] for s in states]
     results = audit_results(recs, config, mode="published", partition=partition, on_policy=True, notices=notices,
                             states_audited=STATES_AUDITED, arena=arena)  # fmt: skip
-    # a published file cannot be sampled again: the live audit's "rerun with --states/--samples" becomes what can help
-    results["verdict"] = _RERUN.sub("more trials per task (or more tasks) narrow the interval", results["verdict"])
     results["source"] = source
     results["variance_share"] = _variance_across_trials(convs, run.agent_greedy, config.rollout.seed)
     results["simulator_errors"] = simulator_error_summary(convs)

@@ -135,15 +135,17 @@ def _category_axis(fig: Any, ids: Sequence[str]) -> None:
                      showticklabels=len(ids) <= MAX_STATE_TICKS, tickfont={"size": 10})  # fmt: skip
 
 
-def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450) -> Any:
+def _epsilon_layout(
+    fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450, note: str | None = None
+) -> Any:
     if star is not None:  # ε* in the legend, not as a label on the plot where it would cover states
         fig.add_hline(y=star, line_dash="dash", line_color="#888")
         fig.add_trace(_star_legend(star))
     n = len(fig.layout.xaxis.categoryarray or [])
     many = f" ({n}, hover for each)"
-    fig.update_layout(yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
+    fig.update_layout(yaxis_title="collapse error ε̂ (bias-aware; 0 = collapsed)", yaxis_range=[-0.02, 1.02],
                       xaxis_title=xaxis_title + ("" if n <= MAX_STATE_TICKS else many), height=height)  # fmt: skip
-    return titled(fig, title)  # the legend stays at the right: above the plot it would wrap into the title
+    return titled(fig, title, note)  # the legend stays at the right: above the plot it would wrap into the title
 
 
 def _star_legend(star: float) -> Any:
@@ -173,13 +175,59 @@ def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: fl
         order += [r["state_id"] for r in ok if r["state_id"] not in order]
         for src in sorted({str(r.get("source")) for r in ok}):
             rs = [r for r in ok if str(r.get("source")) == src]
-            trace = _state_trace(go, rs, f"{mode}: {src}", _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
+            name = mode if src == mode else f"{mode}: {src}"  # a published file's states: "published", once
+            trace = _state_trace(go, rs, name, _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
             fig.add_trace(trace.update(offsetgroup=mode))  # the modes of one state side by side
             k += 1
     _category_axis(fig, order)
     fig.update_layout(scattermode="group")
     star = epsilon_star if epsilon_star is not None else results.get("epsilon_star")
     return _epsilon_layout(fig, title, "state", star)
+
+
+def reward_view_per_state_figure(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> Any:
+    """The reward view per state: ε̂ of the classes the reward pays (the bias-aware estimate, as the
+    reward view's headline) with its 95 % CI, at the states where the reward reads the reply, ε* as a
+    line and the reward view's mean over states (``summary.reward_view``) in the title."""
+    import plotly.graph_objects as go
+
+    title = "Where the reward looks: collapse error per state (95% CI; hollow: N < 20)"
+    rv = (results.get("summary") or {}).get("reward_view") or {}
+    rows = []
+    for r in records:
+        v = r.get("reward_view") or {}
+        if r.get("status", "ok") == "ok" and v.get("collapse_error") is not None:
+            rows.append({"state_id": r["state_id"], "n": sum(v.get("class_counts") or []),
+                         "class_names": v.get("class_names"), "class_counts": v.get("class_counts"),
+                         "collapse_error": v["collapse_error"], "collapse_error_estimate": v.get("collapse_error_estimate"),
+                         "collapse_error_ci95": v.get("collapse_error_ci95"), "entropy": None,
+                         "source": r.get("source")})  # fmt: skip
+    if not rows:
+        return empty_figure(title, rv.get("reason") or "no state where the reward reads the reply")
+    fig = go.Figure()
+    fig.add_trace(_state_trace(go, rows, "reward view", _PALETTE[1], [r["state_id"] for r in rows]))
+    _category_axis(fig, [r["state_id"] for r in rows])
+    sub = None
+    if rv.get("estimate") is not None and rv.get("ci95"):
+        sub = f"mean over {rv.get('n_states')} states: ε̂ {fmt_value(rv['estimate'])} {fmt_interval(rv['ci95'])}"
+    return _epsilon_layout(fig, title, "state where the reward reads the reply", results.get("epsilon_star"), note=sub)
+
+
+VERDICT_COLOURS = {"COLLAPSED": "#b3261e", "NOT COLLAPSED": "#1e7b34", "INCONCLUSIVE": "#9a6700", "NO RESULT": "#555"}
+
+
+def verdict_box(results: Mapping[str, Any]) -> str:
+    """The verdict at the top of the report: the answer in its colour (red COLLAPSED, green NOT
+    COLLAPSED, amber INCONCLUSIVE), then the why, next and ``--compare-vs`` lines, as the terminal prints them."""
+    parts = results.get("verdict_text") or {}
+    lines = [p for p in (parts.get(k) for k in ("answer", "why", "next", "compare_vs")) if p]
+    if not lines:
+        lines = str(results.get("verdict") or "").splitlines() or ["no verdict"]
+    answer = lines[0]
+    colour = next((c for label, c in VERDICT_COLOURS.items() if answer.startswith(label)), "#555")
+    body = "".join(f'<div style="margin-top:0.3rem">{html.escape(line)}</div>' for line in lines[1:])
+    return (f'<div class="verdict" style="border-left:6px solid {colour};padding:0.5rem 0.8rem;background:#fafafa">'
+            f'<div style="font-size:1.25rem;font-weight:600;color:{colour}">{html.escape(answer)}</div>{body}</div>')  # fmt: skip
 
 
 def _none_measured(results: Mapping[str, Any]) -> str:
@@ -735,9 +783,10 @@ def towards_people_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
     """The sections of an audit's ``report.html`` (headings and figures/tables, in order)."""
-    sections: list[tuple[str, Any]] = [("Summary", summary_table(results))]
+    sections: list[tuple[str, Any]] = [("Verdict", verdict_box(results)), ("Summary", summary_table(results))]
+    sections.append(("Where the reward looks", reward_view_per_state_figure(results, records)))
     sections.append(("Collapse map", collapse_map_figure(results)))
-    sections.append(("Collapse error per state", collapse_error_per_state_figure(results)))
+    sections.append(("Collapse error per state, by meaning", collapse_error_per_state_figure(results)))
     sections.append(("States", states_table(results)))
     sections.append(("Response classes", class_histograms_figure(records)))
     if results.get("trajectory"):

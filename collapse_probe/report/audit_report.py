@@ -33,7 +33,8 @@ def write_audit_report(
 
     r = report_results(AuditResults, results, path)
     return write_html_report(path, f"Collapse audit: {r.simulator} on {r.benchmark}",
-                             audit_sections(r.to_json(), records), subtitle=r.verdict or "")  # fmt: skip
+                             audit_sections(r.to_json(), records),
+                             subtitle=r.verdict_text.answer if r.verdict_text else (r.verdict or "").split("\n")[0])  # fmt: skip
 
 
 def _audit(results: AuditResults | dict[str, Any]) -> AuditResults:
