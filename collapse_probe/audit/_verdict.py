@@ -167,6 +167,7 @@ def verdict_parts(
     exact: dict[str, Any] | None = None,
     compare_vs: dict[str, Any] | None = None,
     published: bool = False,
+    replies: str | None = None,
 ) -> dict[str, str | None]:
     """The verdict as a person reads it: ``answer`` (one short line), ``why`` (the evidence of each
     view, any view's ``reason``, format compliance), ``next`` (what to do: fix the format, try Verbalized
@@ -181,6 +182,7 @@ def verdict_parts(
         exact: ``summary.exact`` (the closed-set scores), when the model scored them.
         compare_vs: ``results.json`` ``compare_vs``, when it was run.
         published: the replies come from a published file (it cannot be sampled again).
+        replies: the replies per state as measured (``"9 to 10 (median 10)"``; default ``config.samples``).
     """
     star = config.epsilon_star
     views = {k: verdicts[k] for k in ("reward", "meaning")}
@@ -214,10 +216,11 @@ def verdict_parts(
     for k, v in views.items():
         if v.get("reason"):
             why += f"; {k} view {v['label'].lower() if v['label'] != NOT_MEASURED else 'not measured'}: {v['reason']}"
-    why += f"; N = {config.samples} replies per state"
+    n = replies or str(config.samples)
+    why += f"; N = {n} replies per state"
     low = any(v.get("low_confidence") for v in measured.values())
     if low:
-        why += f" [LOW CONFIDENCE: N = {config.samples} < 20 responses per state; ε̂ is biased towards collapsed]"
+        why += " [LOW CONFIDENCE: fewer than 20 responses per state; ε̂ is biased towards collapsed]"
     if infra_failures:
         why += f" [{infra_failures} states excluded: infrastructure failures]"
     steps: list[str] = []
@@ -245,7 +248,9 @@ def verdict_parts(
     elif head == COLLAPSED:
         steps.append("audit the same simulator live with Verbalized Sampling: collapse-probe audit --sim vs:SPEC")
     if low and not undecided:
-        steps.append("more replies per state: --samples 20 or more")
+        steps.append(
+            "more trials per task (20 or more)" if published else "more replies per state: --samples 20 or more"
+        )
     if not steps:
         steps.append(
             "nothing to fix at these states"
@@ -324,13 +329,24 @@ def verdict_line(
     return join_verdict(verdict_parts(verdicts, config, infra_failures, first_error, **context))
 
 
+def replies_text(states: list[dict[str, Any]]) -> str | None:
+    """Replies per measured state: ``"20"``, or ``"9 to 10 (median 10)"`` when the states differ (a
+    published file's states hold as many replies as the trials that share the prefix)."""
+    import statistics
+
+    ns = sorted(int(r.get("n") or 0) for r in states if r.get("status", "ok") == "ok")
+    if not ns:
+        return None
+    return str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]} to {ns[-1]} (median {statistics.median(ns):g})"
+
+
 def render_verdict(results: dict[str, Any], config: AuditConfig, *, published: bool = False) -> dict[str, Any]:
     """Set ``results.json``'s ``verdict_text`` (the lines of :func:`verdict_parts`) and ``verdict`` (them
     joined, as the terminal prints them) from its ``verdicts``, ``summary`` and ``compare_vs``."""
     summary = results["summary"]
     parts = verdict_parts(results["verdicts"], config, summary.get("infra_failures") or 0, first_infra_error(summary),
                           exact=summary.get("exact"), compare_vs=results.get("compare_vs"),
-                          published=published)  # fmt: skip
+                          published=published, replies=replies_text(results.get("states") or []))  # fmt: skip
     results["verdict_text"] = parts
     results["verdict"] = join_verdict(parts)
     return results

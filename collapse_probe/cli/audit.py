@@ -159,8 +159,9 @@ def run_from(args: argparse.Namespace) -> int:
     results = run_audit_from(args.from_file, fmt, config, args.out, simulator=simulator, sim_role=args.sim_role,
                              cache=not args.no_cache, progress=not args.no_progress, fresh=args.fresh)  # fmt: skip
     src = results["source"]
+    c = int(src["infra_failures"] or 0)
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
-          f"states, {src['infra_failures']} infrastructure failures excluded")  # fmt: skip
+          f"states; {c} conversation{'s' if c != 1 else ''} with an infrastructure failure excluded")  # fmt: skip
     return _report(args, results)
 
 

@@ -570,6 +570,52 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
 # ----------------------------------------------------------------------------------------------- tables
 
 
+def samples_per_state_text(results: Mapping[str, Any]) -> str:
+    """Replies per state as measured (the states' own N, not the N asked for: a published file's states
+    hold as many replies as its trials), with LOW CONFIDENCE when the summary flags N < 20. The
+    terminal table, the report and the dashboard print this text."""
+    from collapse_probe.audit._verdict import replies_text
+
+    summary = results.get("summary") or {}
+    text = replies_text(list(results.get("states") or [])) or str(results.get("samples_per_state") or "n/a")
+    return text + ("  LOW CONFIDENCE (N < 20)" if summary.get("low_confidence") else "")
+
+
+def infra_failures_text(results: Mapping[str, Any]) -> str:
+    """States excluded as infrastructure failures, and for a published file the conversations whose
+    records carry one (``source.infra_failures``): two counts, each with its unit."""
+    n = int((results.get("summary") or {}).get("infra_failures") or 0)
+    text = f"{n} state{'s' if n != 1 else ''}"
+    src = results.get("source") or {}
+    if "infra_failures" in src:
+        c = int(src.get("infra_failures") or 0)
+        text += f"; {c} conversation{'s' if c != 1 else ''} of the file ({src.get('conversations')} read)"
+    return text
+
+
+def reward_classes_text(results: Mapping[str, Any]) -> str:
+    """What a class of the reward view is, or ``not measured`` (the reason is on the estimate's row)."""
+    rv = (results.get("summary") or {}).get("reward_view") or {}
+    return str(rv.get("classes") or "not measured")
+
+
+def simulator_errors_text(results: Mapping[str, Any]) -> str | None:
+    """``audit --from``: the user-simulator errors the records flag, in one line (``None`` otherwise)."""
+    e = results.get("simulator_errors")
+    if not isinstance(e, Mapping):
+        return None
+    flags = e.get("flags") or {}
+    kinds = ", ".join(f"{k} {v}" for k, v in flags.items()) if isinstance(flags, Mapping) else ""
+    text = f"{e.get('flagged', 0)} of {e.get('conversations', 0)} conversations flagged"
+    if e.get("flagged_critical"):
+        text += f" ({e['flagged_critical']} critical)"
+    if kinds:
+        text += f": {kinds}"
+    if e.get("failed") is not None:
+        text += f"; {e.get('failed_flagged', 0)} of the {e['failed']} failed conversations flagged"
+    return text
+
+
 def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The audit's headline quantities (of ``summary``, default the primary mode's): both verdict views
     first, then what each view is made of. Every ε is the bias-aware estimate printed by the verdict."""
@@ -581,8 +627,10 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     rows = [
         ["simulator", f"{results['simulator']} ({results.get('mode')})"],
         ["benchmark / partitioner", f"{results['benchmark']} / {results['partitioner']}"],
-        ["samples per state", str(n) + (" (LOW CONFIDENCE: N < 20)" if s["low_confidence"] else "")],
-        ["states measured / infra failures", f"{s['n_states']} / {s['infra_failures']}"],
+        ["samples per state", samples_per_state_text(results) if summary is None
+         else str(n) + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")],
+        ["states measured", str(s["n_states"])],
+        ["infra failures excluded", infra_failures_text({**results, "summary": s})],
         ["states audited", str(results.get("states_audited") or "probe states")
          + (f" — {results['states_note'].removeprefix('note: ')}" if results.get("states_note") else "")],
     ]  # fmt: skip
@@ -593,7 +641,7 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     rows += [
         [f"mean ε̂, classes by {results['partitioner']} [95% CI]", _est(s["collapse_error"])],
         [f"mean ε̂, classes by {results['partitioner']}, plug-in 1 − max/N", _f(s["collapse_error"].get("plugin"))],
-        ["reward view: classes and states", str(rv.get("classes") or "none (no reward_class hook)")],
+        ["reward view: classes and states", reward_classes_text({"summary": s})],
         ["mean ε̂ of the reward view [95% CI]", f"{_est(rv)} {rv.get('states') or rv.get('reason') or ''}".strip()],
         ["mean entropy, nats (CWJ, estimate incl. unseen classes) [95% CI]", _est(s["entropy"])],
         ["effective modes exp(H)", effective_modes_text(dict(s), n)],
@@ -614,6 +662,9 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     if s.get("vs_parse_failures"):
         v = s["vs_parse_failures"]
         rows.append(["VS parse failures", f"{v['count']} of {v['of']} {v['reasons'] or ''}".strip()])
+    errors = simulator_errors_text(results) if summary is None else None
+    if errors:
+        rows.append(["user-simulator errors the records flag", errors])
     return {"columns": ["quantity", "value"], "rows": rows}
 
 
