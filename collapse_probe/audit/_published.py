@@ -28,7 +28,6 @@ back to exact text with a notice that says so.
 from __future__ import annotations
 
 import statistics
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -253,12 +252,11 @@ async def run_audit_from_async(
         notices.append(f"notice: classes by exact text as asked (--partition exact); {EXACT_TOO_FINE}")
     if min(sizes) < 20:
         notices.append(
-            f"notice: {min(sizes)} to {max(sizes)} replies per state (the trials of a task); more trials per task "
+            f"notice: {min(sizes) if min(sizes) == max(sizes) else f'{min(sizes)} to {max(sizes)}'} replies per state "
+            "(the trials of a task); more trials per task "
             "narrow the intervals (--states and --samples do not apply to a published file)"
         )
-    for n in notices:
-        if progress:
-            print(n, file=sys.stderr)
+    # the notices are printed once, with the table (cli/audit.py), not also here while the run starts
     partitioner = _make_partitioner(config, arena, partition, cache)
     embedder = partitioner if partition == "embedding" else None
 

@@ -89,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
     check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
-    load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
-    arena = arena_from_args(args, [*policies, *sims])
     # the benchmark's own options (and the judge) are recorded with the run, as they were given
     given = {**arena_spec_from_args(args).options, "judge": args.judge}
     extra = {k: v for k, v in given.items() if v and k != "max_turns"}
@@ -110,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
         extra=extra,
     )
     config.validate()
+    from collapse_probe.rollout._rundir import precheck_run_dir
+
+    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
+    precheck_run_dir(args.out, config.to_dict(), kind="crossplay", fresh=getattr(args, "fresh", False))
+    load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
+    arena = arena_from_args(args, [*policies, *sims])
     participants = participants_from_specs([*config.policies, *config.simulators], args)
     results = run_crossplay(
         config,
