@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,11 +173,10 @@ def block_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def run_block(block: Block, workdir: Path, timeout: float = 1800) -> list[tuple[str, "subprocess.CompletedProcess[str]"]]:
+def run_block(block: Block, workdir: Path, timeout: float = 1800) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
     """Run one marked block in ``workdir`` as the README test does: ``(what, completed process)`` per
     command (``collapse-probe`` is this checkout's ``python -m collapse_probe.cli``)."""
     import shutil
-    import subprocess
     import sys
 
     env = block_env(workdir)

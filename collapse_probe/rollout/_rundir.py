@@ -402,7 +402,9 @@ def precheck_run_dir(
         return
     old = read_run_config(path)
     if old.get("kind", kind) != kind:
-        raise ConfigError(f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {kind} run; use another --out")
+        raise ConfigError(
+            f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {kind} run; use another --out"
+        )
     skip = _VOLATILE | {"fingerprints", "arena", "version"} | set(resumable)
     diff = sorted(k for k in config if k not in skip and k in old and old[k] != config[k])
     if diff:

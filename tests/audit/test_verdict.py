@@ -205,7 +205,9 @@ def test_tau2_on_policy_audit_reads_every_user_turn_in_the_reward_view(write_scr
     )
 
 
-def _view(label, estimate=None, ci95=None, reason=None, n_states=2, over="2 probe states", classes="embedding (by meaning)"):
+def _view(
+    label, estimate=None, ci95=None, reason=None, n_states=2, over="2 probe states", classes="embedding (by meaning)"
+):
     return {"label": label, "estimate": estimate, "ci95": ci95, "n_states": n_states, "classes": classes,
             "over": over, "reason": reason, "low_confidence": False}  # fmt: skip
 
