@@ -200,7 +200,7 @@ def verdict_parts(
     if not measured:
         why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
         if infra_failures:
-            why += f"; {infra_failures} states excluded: infrastructure failures"
+            why += f"; {infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures"
         return {"answer": "NO RESULT: no view could be measured", "why": f"why: {why}",
                 "next": "next: install the embed extra (pip install -e \".[embed]\") or give --partition judge "
                         "--judge SPEC for a meaning view", "compare_vs": None}  # fmt: skip
@@ -222,7 +222,7 @@ def verdict_parts(
     if low:
         why += " [LOW CONFIDENCE: fewer than 20 responses per state; ε̂ is biased towards collapsed]"
     if infra_failures:
-        why += f" [{infra_failures} states excluded: infrastructure failures]"
+        why += f" [{infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures]"
     steps: list[str] = []
     if format_low:
         steps.append(

@@ -209,7 +209,7 @@ def reward_view_per_state_figure(results: Mapping[str, Any], records: Sequence[M
     _category_axis(fig, [r["state_id"] for r in rows])
     sub = None
     if rv.get("estimate") is not None and rv.get("ci95"):
-        sub = f"mean over {rv.get('n_states')} states: ε̂ {fmt_value(rv['estimate'])} {fmt_interval(rv['ci95'])}"
+        sub = f"mean over {n_states(rv.get('n_states'))}: ε̂ {fmt_value(rv['estimate'])} {fmt_interval(rv['ci95'])}"
     return _epsilon_layout(fig, title, "state where the reward reads the reply", results.get("epsilon_star"), note=sub)
 
 
@@ -499,7 +499,7 @@ def compare_vs_figure(results: Mapping[str, Any]) -> Any:
     fig.update_yaxes(tickformat=".3~g")
     sub = "" if d.get("estimate") is None else f"VS − direct ε̂ = {d['estimate']:.3f} {_ci(d.get('ci95'))}"
     if d.get("all_states") is False:
-        sub += f" over the {d.get('n_states')} states measured in both modes"
+        sub += f" over the {n_states(d.get('n_states'))} measured in both modes"
     v = c.get("vs_parse_failures")
     if v:
         sub += f"; VS parse failures {v['count']} of {v['of']}"
@@ -568,6 +568,11 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- tables
+
+
+def n_states(n: Any) -> str:
+    """``1 state``, ``2 states``."""
+    return f"{n} state{'' if n == 1 else 's'}"
 
 
 def samples_per_state_text(results: Mapping[str, Any]) -> str:
@@ -652,13 +657,13 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     ex = s.get("exact")
     if ex:
         rows.append(["exact: P(the whole reply is a closed answer), format compliance",
-                     f"{ex['closed_set_mass']:.4f} over {ex['n_states']} states"])  # fmt: skip
+                     f"{ex['closed_set_mass']:.4f} over {n_states(ex['n_states'])}"])  # fmt: skip
         rows.append(["exact: ε of the answer given a closed answer", _f(ex.get("collapse_error_in_set"))])
         rows.append(["exact: ε with 'outside the set' as one class", _f(ex.get("collapse_error_with_outside"))])
     if s.get("decision_collapse_error"):
         d = s["decision_collapse_error"]
         rows.append(["decision-label ε (the benchmark's labels, not the reward's classes) [95% CI]",
-                     f"{_f(d['estimate'])} {_ci(d['ci95'])} over {d['n_states']} states that ask for a decision"])  # fmt: skip
+                     f"{_f(d['estimate'])} {_ci(d['ci95'])} over {n_states(d['n_states'])} that ask for a decision"])  # fmt: skip
     if s.get("vs_parse_failures"):
         v = s["vs_parse_failures"]
         rows.append(["VS parse failures", f"{v['count']} of {v['of']} {v['reasons'] or ''}".strip()])

@@ -14,6 +14,7 @@ from collapse_probe.report.audit_plots import (
     fmt_interval,
     fmt_value,
     infra_failures_text,
+    n_states,
     reward_classes_text,
     samples_per_state_text,
     simulator_errors_text,
@@ -110,7 +111,7 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
         rows.append(("  collapse error ε̂ (mean)", view_text(reward.to_json(), star) + over))
     ex = s.exact
     if ex:
-        text = (f"over {ex.n_states} states: P(the whole reply is one of the closed answers) {ex.closed_set_mass:.4f} "
+        text = (f"over {n_states(ex.n_states)}: P(the whole reply is one of the closed answers) {ex.closed_set_mass:.4f} "
                 "(format compliance, not collapse)")  # fmt: skip
         if ex.collapse_error_in_set is not None:
             text += f"; ε of the answer given one of them {ex.collapse_error_in_set:.3f}"
@@ -153,7 +154,7 @@ def compare_vs_rows(c: CompareVS) -> list[tuple[str, str]]:
     for name, d in (("", c.difference_vs_minus_direct), ("reward-view ", c.reward_view_difference_vs_minus_direct)):
         if d is None or d.estimate is None:
             continue
-        subset = "" if d.all_states is not False else f" (over the {d.n_states} states measured in both)"
+        subset = "" if d.all_states is not False else f" (over the {n_states(d.n_states)} measured in both)"
         rows.append((f"direct {name}ε̂", f"{f(d.a_estimate)}{subset}"))
         rows.append((f"VS {name}ε̂", f(d.b_estimate)))
         rows.append((f"VS − direct {name}ε̂", f"{f(d.estimate)} {ci(d.ci95)} (each side's 97.5% interval, combined)"))

@@ -315,7 +315,7 @@ def check_out_path(path: str | Path, kind: str | tuple[str, ...] | None = None, 
     kinds = (kind,) if isinstance(kind, str) else kind
     if old.get("kind") not in kinds:
         raise ConfigError(
-            f"{flag} {p}: holds a {old.get('kind') or 'different'} run, not a {kinds[0]} run; "
+            f"{flag} {p}: holds {_a(old.get('kind') or 'different')} run, not {_a(kinds[0])} run; "
             "use another --out (runs are never overwritten)"
         )
 
@@ -403,7 +403,7 @@ def precheck_run_dir(
     old = read_run_config(path)
     if old.get("kind", kind) != kind:
         raise ConfigError(
-            f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {kind} run; use another --out"
+            f"{cfg_path}: this directory holds {_a(old.get('kind'))} run, not {_a(kind)} run; use another --out"
         )
     skip = _VOLATILE | {"fingerprints", "arena", "version"} | set(resumable)
     diff = sorted(k for k in config if k not in skip and k in old and old[k] != config[k])
@@ -446,7 +446,7 @@ def _check_fresh(path: Path, kind: str) -> None:
         return  # a run whose config.json is missing or broken: exactly what --fresh is for
     if old_kind != kind:
         raise ConfigError(
-            f"--fresh: --out {path} holds a {old_kind or 'different'} run, not a {kind} run; "
+            f"--fresh: --out {path} holds {_a(old_kind or 'different')} run, not {_a(kind)} run; "
             "use another --out (runs are never overwritten)"
         )
 
@@ -479,10 +479,16 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return old
 
 
+def _a(word: Any) -> str:
+    """``word`` with its indefinite article: ``an audit``, ``a play``."""
+    w = str(word)
+    return f"{'an' if w[:1].lower() in 'aeiou' else 'a'} {w}"
+
+
 def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], resumable: Collection[str] = ()) -> None:
     if old.get("kind", full["kind"]) != full["kind"]:
         raise ConfigError(
-            f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {full['kind']} run; use another --out"
+            f"{cfg_path}: this directory holds {_a(old.get('kind'))} run, not {_a(full['kind'])} run; use another --out"
         )
     full = _check_same_data(cfg_path, old, full)
     skip = _VOLATILE | {"fingerprints"} | set(resumable)
