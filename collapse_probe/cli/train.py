@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -202,8 +203,29 @@ def run(args: argparse.Namespace) -> int:
     load_models_with_options(args, {"sim": frozen + config.heldout}, handled=("policy",))
     results = run_train(config, args.out)
     print(summary_text(results))
+    warning = zero_variance_warning(results)
+    if warning:
+        print(warning, file=sys.stderr)
     print(f"metrics: {args.out}/metrics.jsonl  report: {args.out}/report.html")
     return 0
+
+
+def zero_variance_warning(results: TrainResults | Mapping[str, Any]) -> str | None:
+    """A warning when every group of every step had zero reward variance (zero-std share 1 throughout):
+    group-relative advantages were then all 0, so the policy learned nothing (``None`` otherwise)."""
+    from collapse_probe.results import TrainResults
+
+    r = TrainResults.typed(results)
+    mean = r.mean.get("zero_std_share")
+    shares = [x for x in (mean, r.first.zero_std_share, r.final.zero_std_share) if x is not None]
+    if not shares or min(shares) < 1.0:
+        return None
+    return (
+        f"warning: every group of all {r.steps} steps had zero reward variance (zero-std share 1.000): every "
+        "advantage was 0, so the policy learned nothing. The simulator's rewards never differ within a group "
+        "(an audit says where: collapse-probe audit --sim SPEC); try a more diverse simulator (vs:SPEC, "
+        "--method ensemble), a larger --group-size or more --max-turns"
+    )
 
 
 def summary_text(results: TrainResults | Mapping[str, Any]) -> str:
