@@ -354,12 +354,17 @@ def audit_summary(res: AuditResults, summary: AuditSummary | None = None, compac
                    else f"≥ {fmt(s.effective_modes_lower_bound, 1)}",
                    help=ap.effective_modes_text(s.to_json(), res.samples_per_state or 0))  # fmt: skip
     cols[4].metric("accumulated ε̄_H", fmt(s.accumulated_collapse_error))
+    data = res.to_json()
+    errors = ap.simulator_errors_text(data)
     st.caption(
         f"simulator **{res.simulator}** ({res.mode}) on **{res.benchmark}**, "
-        f"partitioner {res.partitioner}, {res.samples_per_state} samples per state, "
-        f"{s.n_states} states measured, {s.infra_failures} infrastructure failures excluded; "
-        f"ε 95% CI {fmt_ci(ce.ci95)}"
+        f"partitioner {res.partitioner}, samples per state {ap.samples_per_state_text(data)}, "
+        f"{s.n_states} states measured, infra failures excluded {ap.infra_failures_text(data)}; "
+        f"ε 95% CI {fmt_ci(ce.ci95)}" + (f"; user-simulator errors: {errors}" if errors else "")
     )
+    if res.verdict_text is not None and summary is None:  # the verdict as the terminal and the report print it
+        st.markdown("\n\n".join(x for x in (f"**{res.verdict_text.answer}**", res.verdict_text.why,
+                                               res.verdict_text.next, res.verdict_text.compare_vs) if x))  # fmt: skip
 
 
 def state_detail(res: AuditResults, by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
