@@ -682,16 +682,17 @@ def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
             ok = r.get("collapse_error") is not None
             ex, rv = r.get("exact") or {}, r.get("reward_view") or {}
             rows.append([
-                r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"),
+                r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"), r.get("status"),
                 _f(state_estimate(r)) if ok else "n/a", _ci(r.get("collapse_error_ci95")), _f(r.get("collapse_error")),
                 _f(r.get("entropy")), _f(rv.get("collapse_error_estimate")),
                 " / ".join(f"{k}: {c}" for k, c in zip(rv.get("class_names") or [], rv.get("class_counts") or [], strict=False)),
                 _f(ex.get("closed_set_mass")), _f(ex.get("collapse_error_conditional")),
-                _f((r.get("decision") or {}).get("collapse_error")), r.get("status"), r.get("error") or "",
+                _f((r.get("decision") or {}).get("collapse_error")), r.get("error") or "",
             ])  # fmt: skip
-    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)", "entropy",
-                        "reward-view ε̂", "reward classes", "exact: P(closed answer)", "exact: ε given a closed answer",
-                        "decision-label ε (plug-in)", "status", "error"], "rows": rows}  # fmt: skip
+    # status right after N: on a narrow page the table scrolls, and what a state's numbers mean starts there
+    return {"columns": ["state", "mode", "source", "turn", "N", "status", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)",
+                        "entropy", "reward-view ε̂", "reward classes", "exact: P(closed answer)",
+                        "exact: ε given a closed answer", "decision-label ε (plug-in)", "error"], "rows": rows}  # fmt: skip
 
 
 def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:
