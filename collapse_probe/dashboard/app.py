@@ -362,9 +362,6 @@ def audit_summary(res: AuditResults, summary: AuditSummary | None = None, compac
         f"{s.n_states} states measured, infra failures excluded {ap.infra_failures_text(data)}; "
         f"ε 95% CI {fmt_ci(ce.ci95)}" + (f"; user-simulator errors: {errors}" if errors else "")
     )
-    if res.verdict_text is not None and summary is None:  # the verdict as the terminal and the report print it
-        st.markdown("\n\n".join(x for x in (f"**{res.verdict_text.answer}**", res.verdict_text.why,
-                                               res.verdict_text.next, res.verdict_text.compare_vs) if x))  # fmt: skip
 
 
 def state_detail(res: AuditResults, by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
