@@ -194,8 +194,9 @@ def verdict_parts(
             if infra_failures
             else "next: check that the simulator answers (collapse-probe play) and run again"
         )
-        return {"answer": "NO RESULT: no state could be measured", "why": "why: " + no_result_reason(infra_failures,
-                first_error).strip("() "), "next": nxt, "compare_vs": None}  # fmt: skip
+        # the reason is the answer here: it stays on the first line, as the run's last stderr line words it
+        answer = "NO RESULT: no state could be measured " + no_result_reason(infra_failures, first_error)
+        return {"answer": answer, "why": None, "next": nxt, "compare_vs": None}
     measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
     if not measured:
         why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
