@@ -163,9 +163,7 @@ def clean_url(url: str) -> str:
     host = parts.hostname or ""
     if port:
         host = f"{host}:{port}"
-    query = "&".join(
-        sorted(f for f in parts.query.split("&") if f and not SECRET_PARAM.search(f.partition("=")[0]))
-    )
+    query = "&".join(sorted(f for f in parts.query.split("&") if f and not SECRET_PARAM.search(f.partition("=")[0])))
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), query, ""))
 
 

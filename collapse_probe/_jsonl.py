@@ -14,7 +14,6 @@ registered with :func:`register_run`, so spend never sits in a directory without
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from collections.abc import Callable, Iterator

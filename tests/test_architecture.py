@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("pipelines", {"play", "audit", "crossplay", "gate", "trainers", "monitor", "interop", "results"}),
     ("report", {"report"}),
     ("api", {""}),
-    ("interfaces", {"dashboard", "cli"}),
+    ("interfaces", {"dashboard", "cli", "__main__"}),
 ]  # fmt: skip
 """Layer name and the top-level names under ``collapse_probe`` it holds, bottom first (``""`` is the
 package itself, ``collapse_probe/__init__.py``: the public API). A module may import its own layer

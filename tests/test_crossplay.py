@@ -405,4 +405,4 @@ def test_terminal_table_shows_the_cell_intervals(donors, policies):
     res = run_crossplay(cfg, arena=_arena(), progress=False)
     out = format_matrix(res)
     lo, hi = next(c for c in res["cells"] if c["simulator"] == donors["give050"])["ci95"]
-    assert f"0.250 [{lo:.2f}, {hi:.2f}]" in out and "95% CI over tasks" in out
+    assert f"0.250 [{lo:.3f}, {hi:.3f}]" in out and "95% CI over tasks" in out

@@ -15,7 +15,7 @@ from collapse_probe.audit._sampling import _Sampler, _state_seed, sample_problem
 from collapse_probe.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.audit._summary import paired_difference, summarize_states
 from collapse_probe.audit._trajectory import trajectory_summary, variance_share
-from collapse_probe.audit._verdict import audit_verdicts, first_infra_error, verdict_line
+from collapse_probe.audit._verdict import audit_verdicts, render_verdict
 from collapse_probe.audit._views import kind_views, reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
@@ -278,6 +278,8 @@ async def run_audit_async(
         notices.append(note)
         if "compare_vs" in results:
             results["compare_vs"]["unreliable"] = True
+    if config.compare_vs:  # the verdict's next step reads what Verbalized Sampling did
+        render_verdict(results, config)
     if config.variance_share and policy is not None:
         results["variance_share"] = await variance_share(arena, tasks, policy, primary, config, run_dir, progress,
                                                          eps_bar=summary["accumulated_collapse_error"])  # fmt: skip
@@ -355,7 +357,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
 
     summary["meaning_checks"] = meaning_checks(records, partition, config.rollout.seed, config.epsilon_star)
     verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
-    return {
+    results = {
         "schema": SCHEMA,
         "version": __version__,
         "simulator": config.sim,
@@ -371,10 +373,10 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "config": config.to_dict(),
         "summary": summary,
         "verdicts": verdicts,
-        "verdict": verdict_line(verdicts, config, summary["infra_failures"], first_infra_error(summary)),
         "trajectory": traj,
         "states": [_state_row(r) for r in records],
     }
+    return render_verdict(results, config, published=mode == "published")
 
 
 def _load_tasks(arena: Arena, states: int, seed: int) -> list[Any]:

@@ -27,9 +27,7 @@ back to exact text with a notice that says so.
 
 from __future__ import annotations
 
-import re
 import statistics
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +38,6 @@ from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 
 FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
-_RERUN = re.compile(r"sample more states or responses: rerun with [^\[]*?(?=( \[|$))")
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
 EXACT_TOO_FINE = (
     "exact text is too fine for free-text replies: two wordings of one answer are two classes, which reads "
@@ -259,12 +256,11 @@ async def run_audit_from_async(
         notices.append(f"notice: classes by exact text as asked (--partition exact); {EXACT_TOO_FINE}")
     if min(sizes) < 20:
         notices.append(
-            f"notice: {min(sizes)} to {max(sizes)} replies per state (the trials of a task); more trials per task "
+            f"notice: {min(sizes) if min(sizes) == max(sizes) else f'{min(sizes)} to {max(sizes)}'} replies per state "
+            "(the trials of a task); more trials per task "
             "narrow the intervals (--states and --samples do not apply to a published file)"
         )
-    for n in notices:
-        if progress:
-            print(n, file=sys.stderr)
+    # the notices are printed once, with the table (cli/audit.py), not also here while the run starts
     partitioner = _make_partitioner(config, arena, partition, cache)
     from collapse_probe.metrics.partitioners import EmbeddingPartitioner
 
@@ -326,8 +322,6 @@ async def run_audit_from_async(
     recs = [done[s.state_id] for s in states]
     results = audit_results(recs, config, mode="published", partition=partition, on_policy=True, notices=notices,
                             states_audited=STATES_AUDITED, arena=arena)  # fmt: skip
-    # a published file cannot be sampled again: the live audit's "rerun with --states/--samples" becomes what can help
-    results["verdict"] = _RERUN.sub("more trials per task (or more tasks) narrow the interval", results["verdict"])
     results["source"] = source
     results["variance"] = _variance(convs, declared_reward_range(arena), config.rollout.seed, run.agent_greedy)
     results["simulator_errors"] = simulator_error_summary(convs)

@@ -137,13 +137,17 @@ def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
     rel = f"{where} ε* = {star:g}" if first else f"{where} ε*"
     if v["label"] == INCONCLUSIVE:
         rel = f"95% CI {rel}"
-    extra = f", classes by {v['classes'].split(' (')[0]}" if name == "meaning" else ""
+    extra = f", classes by {(v.get('classes') or '').split(' (')[0]}" if name == "meaning" and v.get("classes") else ""
     return f"{name} ε̂ {v['estimate']:.3f} [{lo:.3f}, {hi:.3f}] {rel}, over {v['over']}{extra}"
 
 
 _WHERE = {"reward": "where the reward looks", "meaning": "by meaning"}
 _VARIES = {"reward": "what the reward pays varies", "meaning": "wording varies"}
 _NAMES = {"reward": "reward-view", "meaning": "meaning"}
+FORMAT_COMPLIANCE_LOW = 0.05
+"""Below this share of replies that are exactly one of the closed answers, the reward view mostly
+measures format compliance (how often the simulator states an answer the reward reads), and the
+verdict's next step says to fix the format first."""
 
 
 def _phrase(view: str, label: str) -> str:
@@ -152,66 +156,225 @@ def _phrase(view: str, label: str) -> str:
     return _WHERE[view] if label == COLLAPSED else f"inconclusive {_WHERE[view]}"
 
 
-def verdict_line(
-    verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0, first_error: str | None = None
-) -> str:
-    """The one verdict line from the two views: the answer first, then each view's evidence.
+def _answer(measured: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]]) -> tuple[str, str, list[str]]:
+    """The answer line, the headline label and the views in the order the evidence is given."""
+    labels = {k: v["label"] for k, v in measured.items()}
+    head = next(lab for lab in (COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED) if lab in labels.values())
+    order = sorted(measured, key=lambda k: (labels[k] != head, k != "reward"))  # the head's view first, reward first
+    if len(order) == 2 and labels["reward"] == labels["meaning"]:
+        answer = f"{head} {'in either view' if head == NOT_COLLAPSED else 'in both views'}"
+    else:
+        first = order[0]
+        answer = f"{head} {_WHERE[first]}" if head != NOT_COLLAPSED else f"{head}: {_VARIES[first]}"
+        if len(order) == 2:
+            other = order[1]
+            joint = ", although " if head == COLLAPSED and labels[other] == NOT_COLLAPSED else "; "
+            answer += f"{joint}{_phrase(other, labels[other])}"
+    for k, v in views.items():
+        if v["label"] == NOT_MEASURED:
+            answer += f" ({k} view not measured)"
+    return answer, head, order
 
-    The answer is COLLAPSED when either view is (named: "where the reward looks", "by meaning" or "in
-    both views"), else INCONCLUSIVE when either view is (with the flags to rerun with), else NOT
-    COLLAPSED; a view that is not measured says why. LOW CONFIDENCE is appended for N < 20.
+
+def verdict_parts(
+    verdicts: dict[str, dict[str, Any]],
+    config: AuditConfig,
+    infra_failures: int = 0,
+    first_error: str | None = None,
+    *,
+    exact: dict[str, Any] | None = None,
+    compare_vs: dict[str, Any] | None = None,
+    published: bool = False,
+    replies: str | None = None,
+) -> dict[str, str | None]:
+    """The verdict as a person reads it: ``answer`` (one short line), ``why`` (the evidence of each
+    view, any view's ``reason``, format compliance), ``next`` (what to do: fix the format, try Verbalized
+    Sampling, rerun with more states or samples) and ``compare_vs`` (the ``--compare-vs`` result, when
+    it was run; else ``None``).
+
+    Args:
+        verdicts: :func:`audit_verdicts`.
+        config: the audit configuration (ε*, N, whether VS was compared).
+        infra_failures: states excluded as infrastructure failures.
+        first_error: the first infrastructure failure's message.
+        exact: ``summary.exact`` (the closed-set scores), when the model scored them.
+        compare_vs: ``results.json`` ``compare_vs``, when it was run.
+        published: the replies come from a published file (it cannot be sampled again).
+        replies: the replies per state as measured (``"9 to 10 (median 10)"``; default ``config.samples``).
     """
     star = config.epsilon_star
     views = {k: verdicts[k] for k in ("reward", "meaning")}
     if not views["meaning"].get("n_states"):
         from collapse_probe._observe import no_result_reason
 
-        return "NO RESULT: no state could be measured " + no_result_reason(infra_failures, first_error)
+        nxt = (
+            "next: fix the failure named above and run the same command again (finished states are kept)"
+            if infra_failures
+            else "next: check that the simulator answers (collapse-probe play) and run again"
+        )
+        # the reason is the answer here: it stays on the first line, as the run's last stderr line words it
+        answer = "NO RESULT: no state could be measured " + no_result_reason(infra_failures, first_error)
+        return {"answer": answer, "why": None, "next": nxt, "compare_vs": None}
     measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
     if not measured:
         why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
-        line = f"NO RESULT: no view could be measured ({why})"
-        return line + (f" [{infra_failures} states excluded: infrastructure failures]" if infra_failures else "")
+        if infra_failures:
+            why += f"; {infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures"
+        return {"answer": "NO RESULT: no view could be measured", "why": f"why: {why}",
+                "next": "next: install the embed extra (pip install -e \".[embed]\") or give --partition judge "
+                        "--judge SPEC for a meaning view", "compare_vs": None}  # fmt: skip
+    answer, head, order = _answer(measured, views)
     labels = {k: v["label"] for k, v in measured.items()}
-    head = next(lab for lab in (COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED) if lab in labels.values())
-    order = sorted(measured, key=lambda k: (labels[k] != head, k != "reward"))  # the head's view first, reward first
-    ev = {k: _evidence(_NAMES[k], measured[k], star, i == 0) for i, k in enumerate(order)}
-    if len(order) == 2 and labels["reward"] == labels["meaning"]:
-        both = "in either view" if head == NOT_COLLAPSED else "in both views"
-        where = _VARIES if head == NOT_COLLAPSED else _WHERE
-        line = f"{head} {both}: {where['reward']} ({ev['reward']}) and {where['meaning']} ({ev['meaning']})"
-    else:
-        first = order[0]
-        sep = ": " if head == NOT_COLLAPSED else " "
-        line = f"{head}{sep}{(_VARIES if head == NOT_COLLAPSED else _WHERE)[first]} ({ev[first]})"
-        if len(order) == 2:
-            other = order[1]
-            joint = " although " if head == COLLAPSED and labels[other] == NOT_COLLAPSED else "; "
-            line += f"{joint}{_phrase(other, labels[other])} ({ev[other]})"
-            if first == "reward" and head == COLLAPSED and labels[other] == NOT_COLLAPSED:
-                line += ": the variety reaches the policy as no reward signal (Lemma 3.3)"
+    why = "; ".join(_evidence(_NAMES[k], measured[k], star, i == 0) for i, k in enumerate(order))
+    if labels.get("reward") == COLLAPSED and labels.get("meaning") == NOT_COLLAPSED:
+        why += " — the variety reaches the policy as no reward signal (Lemma 3.3)"
+    mass = (exact or {}).get("closed_set_mass")
+    format_low = mass is not None and mass < FORMAT_COMPLIANCE_LOW and labels.get("reward") == COLLAPSED
+    if format_low:
+        why += f"; P(the whole reply is one of the closed answers) {mass:.4f}: format compliance, not collapse"
     for k, v in views.items():
-        if v["label"] == NOT_MEASURED:
-            line += f"; {k} view not measured: {v['reason']}"
-    for k, v in views.items():
-        if v["label"] == INCONCLUSIVE and v.get("reason"):
-            line += f"; {k} view inconclusive: {v['reason']}"
-    inconclusive = [v for v in measured.values() if v["label"] == INCONCLUSIVE and not v.get("partition_label")]
-    if inconclusive:
-        flags = [_rerun_flags(config, v["estimate"], *v["ci95"]) for v in inconclusive]
-        line += f"; sample more states or responses: rerun with {max(flags, key=lambda f: int(f.split()[1]))}"
-    line += f"; N = {config.samples} replies per state"
-    if any(v.get("low_confidence") for v in measured.values()):
-        line += f" [LOW CONFIDENCE: N = {config.samples} < 20 responses per state; ε̂ is biased towards collapsed]"
+        if v.get("reason"):
+            why += f"; {k} view {v['label'].lower() if v['label'] != NOT_MEASURED else 'not measured'}: {v['reason']}"
+    n = replies or str(config.samples)
+    why += f"; N = {n} replies per state"
+    low = any(v.get("low_confidence") for v in measured.values())
+    if low:
+        why += " [LOW CONFIDENCE: fewer than 20 responses per state; ε̂ is biased towards collapsed]"
     if infra_failures:
-        line += f" [{infra_failures} states excluded: infrastructure failures]"
-    return line
+        why += f" [{infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures]"
+    steps: list[str] = []
+    if format_low:
+        steps.append(
+            "fix the format first: the reward reads a closed answer the simulator almost never gives (a stricter "
+            "prompt or a larger model), then audit again"
+        )
+    undecided = [v for v in measured.values() if v["label"] == INCONCLUSIVE and not v.get("reason")]
+    if undecided:
+        if published:
+            steps.append("more trials per task (or more tasks) narrow the interval")
+        else:
+            flags = [_rerun_flags(config, v["estimate"], *v["ci95"]) for v in undecided]
+            steps.append(f"sample more states or responses: rerun with {max(flags, key=_states_of)}")
+    for k, v in measured.items():
+        if v["label"] == INCONCLUSIVE and v.get("reason"):
+            steps.append(f"the {k} view cannot decide here; judge by the other view or choose another "
+                         "--partition (e.g. --partition judge --judge SPEC)")  # fmt: skip
+    if head == COLLAPSED and not published:
+        if compare_vs is None and not config.compare_vs:
+            steps.append("audit Verbalized Sampling beside it with --compare-vs, or train against --sim vs:SPEC")
+        elif compare_vs is not None:
+            steps.append(_vs_step(compare_vs))
+    elif head == COLLAPSED:
+        steps.append("audit the same simulator live with Verbalized Sampling: collapse-probe audit --sim vs:SPEC")
+    if low and not undecided:
+        steps.append(
+            "more trials per task (20 or more)" if published else "more replies per state: --samples 20 or more"
+        )
+    if not steps:
+        steps.append(
+            "nothing to fix at these states"
+            + (
+                "; audit the states a policy visits with --policy SPEC"
+                if config.policy is None and not published
+                else ""
+            )
+        )
+    return {"answer": answer, "why": f"why: {why}", "next": "next: " + "; ".join(steps),
+            "compare_vs": _vs_line(compare_vs) if compare_vs is not None else None}  # fmt: skip
+
+
+def _states_of(flags: str) -> int:
+    parts = flags.split()
+    return int(parts[parts.index("--states") + 1]) if "--states" in parts else 0
+
+
+def _difference_word(d: dict[str, Any] | None) -> str | None:
+    ci = (d or {}).get("ci95")
+    if not d or d.get("estimate") is None or not ci or ci[0] is None or ci[1] is None:
+        return None
+    if ci[0] > 0:
+        return "less collapsed"
+    if ci[1] < 0:
+        return "more collapsed"
+    return "no clear difference"
+
+
+def _vs_step(compare_vs: dict[str, Any]) -> str:
+    words = [_difference_word(compare_vs.get(k)) for k in ("reward_view_difference_vs_minus_direct",
+                                                           "difference_vs_minus_direct")]  # fmt: skip
+    if compare_vs.get("unreliable"):
+        return "Verbalized Sampling replies could not be parsed: a larger model, or --vs-k smaller"
+    if "less collapsed" in words:
+        return "train against the Verbalized-Sampling simulator (--sim vs:SPEC): it is less collapsed here"
+    return "Verbalized Sampling does not help here: train against several simulators (train --method ensemble)"
+
+
+def _vs_line(compare_vs: dict[str, Any]) -> str:
+    """``--compare-vs``: VS − direct in each view, with its interval and what it says."""
+    parts = []
+    for name, key in (
+        ("reward view", "reward_view_difference_vs_minus_direct"),
+        ("meaning", "difference_vs_minus_direct"),
+    ):
+        d = compare_vs.get(key) or {}
+        word = _difference_word(d)
+        if word is None:
+            continue
+        lo, hi = d["ci95"]
+        parts.append(f"{name} VS − direct {d['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({word})")
+    text = "; ".join(parts) if parts else "no state measured in both modes"
+    if compare_vs.get("unreliable"):
+        text += " [most VS replies could not be parsed: the VS numbers describe the fallback draw]"
+    return f"Verbalized Sampling (--compare-vs): {text}"
+
+
+def join_verdict(parts: dict[str, str | None]) -> str:
+    """``results.json`` ``verdict``: the lines of :func:`verdict_parts` joined by newlines, in the order
+    the terminal prints them (answer, why, next, then the ``--compare-vs`` line when it was run)."""
+    return "\n".join(p for p in (parts.get(k) for k in ("answer", "why", "next", "compare_vs")) if p)
+
+
+def verdict_line(
+    verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0, first_error: str | None = None,
+    **context: Any,
+) -> str:  # fmt: skip
+    """The verdict as the terminal prints it (:func:`verdict_parts` joined by :func:`join_verdict`).
+
+    The answer is COLLAPSED when either view is (named: "where the reward looks", "by meaning" or "in
+    both views"), else INCONCLUSIVE when either view is, else NOT COLLAPSED; a view that is not
+    measured says why. ``context``: :func:`verdict_parts`' keywords (``exact``, ``compare_vs``,
+    ``published``).
+    """
+    return join_verdict(verdict_parts(verdicts, config, infra_failures, first_error, **context))
+
+
+def replies_text(states: list[dict[str, Any]]) -> str | None:
+    """Replies per measured state: ``"20"``, or ``"9 to 10 (median 10)"`` when the states differ (a
+    published file's states hold as many replies as the trials that share the prefix)."""
+    import statistics
+
+    ns = sorted(int(r.get("n") or 0) for r in states if r.get("status", "ok") == "ok")
+    if not ns:
+        return None
+    return str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]} to {ns[-1]} (median {statistics.median(ns):g})"
+
+
+def render_verdict(results: dict[str, Any], config: AuditConfig, *, published: bool = False) -> dict[str, Any]:
+    """Set ``results.json``'s ``verdict_text`` (the lines of :func:`verdict_parts`) and ``verdict`` (them
+    joined, as the terminal prints them) from its ``verdicts``, ``summary`` and ``compare_vs``."""
+    summary = results["summary"]
+    parts = verdict_parts(results["verdicts"], config, summary.get("infra_failures") or 0, first_infra_error(summary),
+                          exact=summary.get("exact"), compare_vs=results.get("compare_vs"),
+                          published=published, replies=replies_text(results.get("states") or []))  # fmt: skip
+    results["verdict_text"] = parts
+    results["verdict"] = join_verdict(parts)
+    return results
 
 
 def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
             policy: bool | None = None) -> str:  # fmt: skip
-    """One line a newcomer can act on: the answer in both views, the evidence and, when INCONCLUSIVE,
-    the flags to rerun with (:func:`audit_verdicts`, :func:`verdict_line`).
+    """The verdict a newcomer can act on: the answer in both views, the evidence and what to do next
+    (when INCONCLUSIVE, the flags to rerun with) (:func:`audit_verdicts`, :func:`verdict_line`).
 
     Args:
         summary: the ``summary`` block.
@@ -220,7 +383,8 @@ def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None 
         policy: the states are on-policy turns (default: ``config.policy`` is set).
     """
     verdicts = audit_verdicts(summary, config, partition=partition, policy=policy)
-    return verdict_line(verdicts, config, summary.get("infra_failures") or 0, first_infra_error(summary))
+    return verdict_line(verdicts, config, summary.get("infra_failures") or 0, first_infra_error(summary),
+                        exact=summary.get("exact"))  # fmt: skip
 
 
 def first_infra_error(summary: dict[str, Any]) -> str | None:

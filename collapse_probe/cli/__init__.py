@@ -50,7 +50,23 @@ def build_parser() -> argparse.ArgumentParser:
         _add_logging(sp, top=False, calls_models=name in MODEL_COMMANDS or name == "gate")
         _check_string_defaults(sp)
         _env_switches_and_choices(sp)
+        _show_defaults(sp)
     return parser
+
+
+def _show_defaults(p: argparse.ArgumentParser) -> None:
+    """Every option's help names its default: an option whose help does not already say it gets
+    ``(default X)`` appended (switches, options without a default and suppressed ones excepted)."""
+    from collapse_probe.cli._common import BadEnv
+
+    for a in p._actions:
+        if not a.option_strings or a.help in (None, argparse.SUPPRESS) or "default" in str(a.help).lower():
+            continue
+        if a.nargs == 0 or a.default in (None, argparse.SUPPRESS, "", [], {}) or isinstance(a.default, BadEnv):
+            continue
+        if isinstance(a.default, bool):
+            continue
+        a.help = f"{a.help} (default {str(a.default).replace('%', '%%')})"
 
 
 def _env_switches_and_choices(p: argparse.ArgumentParser) -> None:

@@ -546,4 +546,30 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = Non
         except Exception as exc:  # a config file the checks did not foresee: still one line, exit 2
             print(f"collapse-probe {command}: error: --config {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-    return parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _unrecognized(parser, command, extra)
+    return args
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: Sequence[str]) -> None:
+    """Unknown arguments end the program with the subcommand's usage and one error line naming each
+    unknown flag's nearest known flags (``--sampels``: did you mean ``--samples``?); exit status 2."""
+
+    sp = _subparsers(parser).get(command) if command else None
+    target = sp or parser
+    known = sorted({o for a in target._actions for o in a.option_strings if o.startswith("--")})
+    hints = []
+    for arg in extra:
+        if not arg.startswith("-"):
+            continue
+        flag = arg.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, known, n=2, cutoff=0.6)
+        if close:
+            hints.append(f"{flag}: did you mean {' or '.join(close)}?")
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    if hints:
+        message += "; " + "; ".join(hints)
+    elif command:
+        message += f" (collapse-probe {command} --help lists the options)"
+    target.error(message)

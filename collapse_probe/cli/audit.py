@@ -163,8 +163,9 @@ def run_from(args: argparse.Namespace) -> int:
                              sim_role=args.sim_role or "user", benchmark=named,
                              cache=not args.no_cache, progress=not args.no_progress, fresh=args.fresh)  # fmt: skip
     src = results["source"]
+    c = int(src["infra_failures"] or 0)
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
-          f"states, {src['infra_failures']} infrastructure failures excluded")  # fmt: skip
+          f"states; {c} conversation{'s' if c != 1 else ''} with an infrastructure failure excluded")  # fmt: skip
     if results.get("variance"):
         from collapse_probe.metrics.variance import variance_lines
 
@@ -210,8 +211,6 @@ def run(args: argparse.Namespace) -> int:
         "policy": [args.policy] if args.policy else [],
         "judge": [args.judge] if args.judge else [],
     }
-    load_models_with_options(args, roles)
-    arena = arena_from_args(args, [args.sim] + ([args.policy] if args.policy else []))
     config = AuditConfig(
         sim=args.sim, benchmark=args.benchmark, policy=args.policy, states=args.states, samples=args.samples,
         partition=args.partition, judge=args.judge, compare_vs=args.compare_vs, vs_k=args.vs_k, human=args.human,
@@ -220,6 +219,13 @@ def run(args: argparse.Namespace) -> int:
         variance_agents=args.variance_agents, variance_sims=args.variance_sims, exact=not args.no_exact,
         vendi=args.vendi, personas=args.personas,
     )  # fmt: skip
+    from collapse_probe.rollout._rundir import precheck_run_dir
+
+    config.validate()
+    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
+    precheck_run_dir(args.out, config.to_dict(), kind="audit", fresh=args.fresh)
+    load_models_with_options(args, roles)
+    arena = arena_from_args(args, [args.sim] + ([args.policy] if args.policy else []))
     results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     return _report(args, results)

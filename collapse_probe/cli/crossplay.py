@@ -89,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
     positive("rollouts", args.rollouts)
     policies, sims = split_specs(args.policies, "--policies"), split_specs(args.sims, "--sims")
     check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
-    load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
-    arena = arena_from_args(args, [*policies, *sims])
     # the benchmark's own options (and the judge) are recorded with the run, as they were given
     given = {**arena_spec_from_args(args).options, "judge": args.judge}
     extra = {k: v for k, v in given.items() if v and k != "max_turns"}
@@ -110,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
         extra=extra,
     )
     config.validate()
+    from collapse_probe.rollout._rundir import precheck_run_dir
+
+    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
+    precheck_run_dir(args.out, config.to_dict(), kind="crossplay", fresh=getattr(args, "fresh", False))
+    load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
+    arena = arena_from_args(args, [*policies, *sims])
     participants = participants_from_specs([*config.policies, *config.simulators], args)
     results = run_crossplay(
         config,
@@ -148,7 +152,7 @@ def format_matrix(results: CrossplayResults | Mapping[str, Any]) -> str:
     """
     from collapse_probe.metrics.notes import entropy_note
     from collapse_probe.report._layout import display_width, pad
-    from collapse_probe.report.crossplay_plots import matrix_labels
+    from collapse_probe.report.crossplay_plots import cell_text, matrix_labels, transfer_text
     from collapse_probe.results import CrossplayResults
 
     r = CrossplayResults.typed(results)
@@ -164,7 +168,7 @@ def format_matrix(results: CrossplayResults | Mapping[str, Any]) -> str:
         for s in sims:
             c = cells[(p, s)]
             m, ci = c.mean_reward, c.ci95
-            val = "n/a" if m is None else f"{m:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            val = cell_text(m, ci)
             row.append(f"{val} ({c.n},{c.infra_failures})")
         table.append(row)
     width = max(12, *(display_width(s) + 2 for s in slabels), *(display_width(v) + 2 for line in table for v in line))
@@ -183,14 +187,7 @@ def format_matrix(results: CrossplayResults | Mapping[str, Any]) -> str:
         lines += ["labels:"] + [f"  {pad(lab, lw)}  {name}" for lab, name in legend]
     label = dict(zip(r.policies, plabels, strict=True))
     for t in r.transfer:
-        ci_s = f" (95% CI {t.ci95[0]:.3f}-{t.ci95[1]:.3f})" if t.ci95 else ""
-        if not t.ci95 and t.ci95_lower is not None:
-            ci_s = f" (95% CI {t.ci95_lower:.3f}-unbounded: {t.note})"
-        ratio = t.transfer_ratio
-        lines.append(
-            f"transfer {label.get(t.policy, t.policy)}: "
-            + (f"{ratio:.3f}{ci_s}" if ratio is not None else f"undefined ({t.note})")
-        )
+        lines.append(f"transfer {label.get(t.policy, t.policy)}: {transfer_text(t)}")
     for d in r.policy_diversity:
         h = d.strategy_entropy
         lines.append(

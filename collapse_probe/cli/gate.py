@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="pass/fail a policy on a cross-play run (exit 0 pass, 1 fail, 2 could not judge)",
         description="Judge a candidate policy from a cross-play run directory: transfer ratio, regression "
         "against a baseline policy (paired by task) and infrastructure failures. By default a check passes "
-        "when its whole 90%% interval over tasks clears the threshold, fails when the interval lies beyond it, "
+        "when its whole 90 % interval over tasks clears the threshold, fails when the interval lies beyond it, "
         "and otherwise could not judge (--decision). Prints a markdown summary for a pull-request comment. "
         "Exit 0 pass, 1 fail, 2 could not judge.",
     )
@@ -91,9 +91,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--n-boot",
         type=int,
         default=env("n-boot", 2000),
-        help="accepted for compatibility; the intervals are analytic now and draw no resamples",
+        help="accepted and unused: the gate's intervals are analytic and draw no resamples",
     )
-    p.add_argument("--seed", type=int, default=env("seed", 0), help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=env("seed", 0),
+        help="accepted and unused: the gate's intervals are analytic and draw no random numbers",
+    )
     p.add_argument("--junit", default=env("junit", None), metavar="FILE", help="write JUnit XML here")
     p.add_argument("--markdown", default=env("markdown", None), metavar="FILE", help="write the markdown summary here")
     p.add_argument("--json", default=env("json", None), metavar="FILE", help="write the verdict as JSON here")

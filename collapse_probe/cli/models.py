@@ -22,7 +22,14 @@ PLACEHOLDER = {"hf": "PATH", "azure": "DEPLOYMENT", "bedrock": "MODEL_ID", "lite
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("models", help="list model aliases and backend spec prefixes")
+    sub.add_parser(
+        "models",
+        help="list model aliases and backend spec prefixes",
+        description="List the model aliases (smollm2, gemma3-270m, ...), the backend spec prefixes (local/, hf/, "
+        "vllm/, openai/, anthropic/, google/, ..., scripted:FILE.json and the shipped scripted:NAME models, vs:SPEC) "
+        "and the environment variables each hosted backend reads. A spec is what --sim, --policy, --policies, "
+        "--sims and --judge take.",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         + ", ".join(f"{p}/{PLACEHOLDER.get(p, 'MODEL')}" for p in BACKENDS if p != "scripted")
         + ", scripted:FILE.json"
     )
+    from collapse_probe.models.scripted import packaged_scripted
+
+    print("shipped scripted models (any directory): " + ", ".join(f"scripted:{n}" for n in packaged_scripted()))
     print("simulator modes: vs:SPEC (Verbalized Sampling), direct:SPEC (default)")
     print('\nhosted models (official SDKs, pip install "collapse-probe[api]"; credentials from the environment):')
     for prefix, how in HOSTED:

@@ -59,10 +59,6 @@ def run(args: argparse.Namespace) -> int:
         if not spec or not spec.strip():
             raise ConfigError(f"{flag}: expected a model spec, got an empty string")
     check_specs([args.policy, args.sim] + ([args.judge] if args.judge else []))
-    load_models_with_options(
-        args, {"policy": [args.policy], "sim": [args.sim], "judge": [args.judge] if args.judge else []}
-    )
-    arena = arena_from_args(args, [args.policy, args.sim])
     config = PlayConfig(
         policy=args.policy,
         sim=args.sim,
@@ -74,6 +70,15 @@ def run(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         max_live=args.max_live,
     )
+    from collapse_probe.rollout._rundir import precheck_run_dir
+
+    config.validate()
+    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
+    precheck_run_dir(getattr(args, "out", None), config.to_dict(), kind="play", fresh=getattr(args, "fresh", False))
+    load_models_with_options(
+        args, {"policy": [args.policy], "sim": [args.sim], "judge": [args.judge] if args.judge else []}
+    )
+    arena = arena_from_args(args, [args.policy, args.sim])
     participants = participants_from_specs([args.policy, args.sim], args)
     records, _ = run_play(
         config,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -62,13 +63,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--eval-every", type=int, default=env("eval-every", 5), help="held-out evaluation period (default 5)"
     )
-    p.add_argument("--eval-tasks", type=int, default=env("eval-tasks", None), help="tasks of the held-out evaluation")
+    p.add_argument(
+        "--eval-tasks",
+        type=int,
+        default=env("eval-tasks", None),
+        help="tasks of the held-out evaluation (default: --tasks)",
+    )
     p.add_argument("--eval-rollouts", type=int, default=env("eval-rollouts", 2), help="rollouts per held-out cell")
     p.add_argument("--lr", type=float, default=env("lr", 1e-4), help="policy learning rate (default 1e-4)")
     p.add_argument("--sim-lr", type=float, default=env("sim-lr", None), help="simulator learning rate (default --lr)")
     p.add_argument("--lora-r", type=int, default=env("lora-r", 8), help="LoRA rank (default 8)")
     p.add_argument("--lora-alpha", type=int, default=env("lora-alpha", 16), help="LoRA alpha (default 16)")
-    p.add_argument("--lora-targets", default=env("lora-targets", None), help="comma-separated LoRA target modules")
+    p.add_argument(
+        "--lora-targets",
+        default=env("lora-targets", None),
+        help="comma-separated LoRA target modules (default: peft's for the model's architecture)",
+    )
     p.add_argument("--kl-coef", type=float, default=env("kl-coef", 0.0), help="KL weight to the reference (default 0)")
     p.add_argument(
         "--cotrain-reward",
@@ -91,7 +101,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("partitioner", "exact"),
         help="policy-entropy partitioner (default exact; --partitioner is the same option)",
     )
-    p.add_argument("--device", default=env("device", None), help="device of trained models (cpu, cuda, auto)")
+    p.add_argument(
+        "--device",
+        default=env("device", None),
+        help="device of trained models: cpu, cuda, auto (default: cpu for the embedded models, auto for hf/)",
+    )
     p.add_argument("--rollout-backend", default=env("rollout-backend", "torch"), help="torch | vllm (GPU)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_seed(p)
@@ -189,8 +203,29 @@ def run(args: argparse.Namespace) -> int:
     load_models_with_options(args, {"sim": frozen + config.heldout}, handled=("policy",))
     results = run_train(config, args.out)
     print(summary_text(results))
+    warning = zero_variance_warning(results)
+    if warning:
+        print(warning, file=sys.stderr)
     print(f"metrics: {args.out}/metrics.jsonl  report: {args.out}/report.html")
     return 0
+
+
+def zero_variance_warning(results: TrainResults | Mapping[str, Any]) -> str | None:
+    """A warning when every group of every step had zero reward variance (zero-std share 1 throughout):
+    group-relative advantages were then all 0, so the policy learned nothing (``None`` otherwise)."""
+    from collapse_probe.results import TrainResults
+
+    r = TrainResults.typed(results)
+    mean = r.mean.get("zero_std_share")
+    shares = [x for x in (mean, r.first.zero_std_share, r.final.zero_std_share) if x is not None]
+    if not shares or min(shares) < 1.0:
+        return None
+    return (
+        f"warning: every group of all {r.steps} steps had zero reward variance (zero-std share 1.000): every "
+        "advantage was 0, so the policy learned nothing. The simulator's rewards never differ within a group "
+        "(an audit says where: collapse-probe audit --sim SPEC); try a more diverse simulator (vs:SPEC, "
+        "--method ensemble), a larger --group-size or more --max-turns"
+    )
 
 
 def summary_text(results: TrainResults | Mapping[str, Any]) -> str:

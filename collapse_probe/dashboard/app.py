@@ -362,11 +362,13 @@ def audit_summary(res: AuditResults, summary: AuditSummary | None = None, compac
                    else f"≥ {fmt(s.effective_modes_lower_bound, 1)}",
                    help=ap.effective_modes_text(s.to_json(), res.samples_per_state or 0))  # fmt: skip
     cols[4].metric("accumulated ε̄_H", fmt(s.accumulated_collapse_error))
+    data = res.to_json()
+    errors = ap.simulator_errors_text(data)
     st.caption(
         f"simulator **{res.simulator}** ({res.mode}) on **{res.benchmark}**, "
-        f"partitioner {res.partitioner}, {res.samples_per_state} samples per state, "
-        f"{s.n_states} states measured, {s.infra_failures} infrastructure failures excluded; "
-        f"ε 95% CI {fmt_ci(ce.ci95)}"
+        f"partitioner {res.partitioner}, samples per state {ap.samples_per_state_text(data)}, "
+        f"{s.n_states} states measured, infra failures excluded {ap.infra_failures_text(data)}; "
+        f"ε 95% CI {fmt_ci(ce.ci95)}" + (f"; user-simulator errors: {errors}" if errors else "")
     )
 
 
@@ -636,9 +638,7 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
             figure_or_note(ap.collapse_error_per_state_figure, run.results or {}, key=f"cmp_states_{i}")
     a, b = picked
     if a is not None and b is not None:
-        figure_or_note(
-            ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}}, key="cmp_audits"
-        )
+        figure_or_note(ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}}, key="cmp_audits")
 
 
 # ------------------------------------------------------------------------------------------------ main

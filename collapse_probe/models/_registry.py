@@ -136,8 +136,10 @@ def get_model(spec: str, **options: Any) -> ChatModel:
         raise ConfigError(f"model option(s) {', '.join(replica_options)} need Ray replicas (--ray-address)")
     key = canonical
     if prefix == "scripted":  # a scripted file rewritten in place is another model: load it again
+        from collapse_probe.models.scripted import resolve_scripted_path
+
         try:
-            st = os.stat(name)
+            st = os.stat(resolve_scripted_path(name))
             key = f"{canonical}\x00{st.st_size}\x00{st.st_mtime_ns}"
         except OSError:
             pass

@@ -148,7 +148,11 @@ def converted_model_dir(name: str) -> Path:
 
 def _check_local_name(name: str) -> None:
     if name not in LOCAL_MODELS:
-        raise ConfigError(f"unknown local model {name!r}; known local models: {', '.join(sorted(LOCAL_MODELS))}")
+        import difflib
+
+        close = difflib.get_close_matches(name, sorted(LOCAL_MODELS), n=2, cutoff=0.5)
+        hint = f" did you mean {' or '.join(repr('local/' + c) for c in close)}?" if close else ""
+        raise ConfigError(f"unknown local model {name!r};{hint} known local models: {', '.join(sorted(LOCAL_MODELS))}")
 
 
 def _remove_stale_tmp(parent: Path, name: str) -> None:

@@ -16,6 +16,9 @@ persuader mentions children lets a trainer show real learning against a known re
 history, i.e. this model's own turns so far); the last list repeats. Probabilities must sum to 1
 (within 1e-6). An optional ``"delay_s"`` (seconds per ``generate`` call) emulates a slow backend for
 resume and throughput tests.
+
+A bare name that is not a file (``scripted:p4g_donor_diverse``) names one of the files shipped in
+``collapse_probe/data/scripted/`` (``.json`` optional), so the demo specs work from any directory.
 """
 
 from __future__ import annotations
@@ -83,11 +86,44 @@ class ScriptedSpec:
     """SHA-256 of the file's bytes as parsed (the model's identity)."""
 
 
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "data" / "scripted"
+"""The scripted models shipped with the package (donors and persuaders of the P4G demo)."""
+
+
+def packaged_scripted() -> list[str]:
+    """Names of the shipped scripted models (``scripted:NAME`` works from any directory)."""
+    return sorted(p.stem for p in PACKAGED_DIR.glob("*.json"))
+
+
+def resolve_scripted_path(name: str | Path) -> Path:
+    """``name`` as given when it is a file, else the shipped model of that name (``.json`` optional).
+
+    A bare name (no directory part) that is neither names the shipped models it is closest to.
+    """
+    import difflib
+
+    p = Path(name)
+    if p.exists() or len(p.parts) != 1:
+        return p
+    stem = p.name.removesuffix(".json")
+    packaged = PACKAGED_DIR / f"{stem}.json"
+    if packaged.is_file():
+        return packaged
+    close = difflib.get_close_matches(stem, packaged_scripted(), n=2, cutoff=0.6)
+    if close:
+        raise ConfigError(
+            f"scripted model file {str(p)!r} does not exist; did you mean "
+            + " or ".join(f"'scripted:{c}'" for c in close)
+            + " (shipped)?"
+        )
+    return p
+
+
 def load_scripted(path: str | Path) -> ScriptedSpec:
     """Parse and validate a scripted-model file; errors name the file and field."""
     from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
 
-    p = Path(path)
+    p = resolve_scripted_path(path)
     what = "a scripted model's JSON file"
     try:
         raw = read_bytes(p, max_bytes=MAX_SCRIPTED_BYTES, expected=what)

@@ -136,15 +136,17 @@ def _category_axis(fig: Any, ids: Sequence[str]) -> None:
                      showticklabels=len(ids) <= MAX_STATE_TICKS, tickfont={"size": 10})  # fmt: skip
 
 
-def _epsilon_layout(fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450) -> Any:
+def _epsilon_layout(
+    fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450, note: str | None = None
+) -> Any:
     if star is not None:  # ε* in the legend, not as a label on the plot where it would cover states
         fig.add_hline(y=star, line_dash="dash", line_color="#888")
         fig.add_trace(_star_legend(star))
     n = len(fig.layout.xaxis.categoryarray or [])
     many = f" ({n}, hover for each)"
-    fig.update_layout(yaxis_title="ε̂ = 1 − max_count/N (0 = collapsed)", yaxis_range=[-0.02, 1.02],
+    fig.update_layout(yaxis_title="collapse error ε̂ (bias-aware; 0 = collapsed)", yaxis_range=[-0.02, 1.02],
                       xaxis_title=xaxis_title + ("" if n <= MAX_STATE_TICKS else many), height=height)  # fmt: skip
-    return titled(fig, title)  # the legend stays at the right: above the plot it would wrap into the title
+    return titled(fig, title, note)  # the legend stays at the right: above the plot it would wrap into the title
 
 
 def _star_legend(star: float) -> Any:
@@ -174,13 +176,59 @@ def collapse_error_per_state_figure(results: Mapping[str, Any], epsilon_star: fl
         order += [r["state_id"] for r in ok if r["state_id"] not in order]
         for src in sorted({str(r.get("source")) for r in ok}):
             rs = [r for r in ok if str(r.get("source")) == src]
-            trace = _state_trace(go, rs, f"{mode}: {src}", _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
+            name = mode if src == mode else f"{mode}: {src}"  # a published file's states: "published", once
+            trace = _state_trace(go, rs, name, _PALETTE[k % len(_PALETTE)], [r["state_id"] for r in rs])
             fig.add_trace(trace.update(offsetgroup=mode))  # the modes of one state side by side
             k += 1
     _category_axis(fig, order)
     fig.update_layout(scattermode="group")
     star = epsilon_star if epsilon_star is not None else results.get("epsilon_star")
     return _epsilon_layout(fig, title, "state", star)
+
+
+def reward_view_per_state_figure(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> Any:
+    """The reward view per state: ε̂ of the classes the reward pays (the bias-aware estimate, as the
+    reward view's headline) with its 95 % CI, at the states where the reward reads the reply, ε* as a
+    line and the reward view's mean over states (``summary.reward_view``) in the title."""
+    import plotly.graph_objects as go
+
+    title = "Where the reward looks: collapse error per state (95% CI; hollow: N < 20)"
+    rv = (results.get("summary") or {}).get("reward_view") or {}
+    rows = []
+    for r in records:
+        v = r.get("reward_view") or {}
+        if r.get("status", "ok") == "ok" and v.get("collapse_error") is not None:
+            rows.append({"state_id": r["state_id"], "n": sum(v.get("class_counts") or []),
+                         "class_names": v.get("class_names"), "class_counts": v.get("class_counts"),
+                         "collapse_error": v["collapse_error"], "collapse_error_estimate": v.get("collapse_error_estimate"),
+                         "collapse_error_ci95": v.get("collapse_error_ci95"), "entropy": None,
+                         "source": r.get("source")})  # fmt: skip
+    if not rows:
+        return empty_figure(title, rv.get("reason") or "no state where the reward reads the reply")
+    fig = go.Figure()
+    fig.add_trace(_state_trace(go, rows, "reward view", _PALETTE[1], [r["state_id"] for r in rows]))
+    _category_axis(fig, [r["state_id"] for r in rows])
+    sub = None
+    if rv.get("estimate") is not None and rv.get("ci95"):
+        sub = f"mean over {n_states(rv.get('n_states'))}: ε̂ {fmt_value(rv['estimate'])} {fmt_interval(rv['ci95'])}"
+    return _epsilon_layout(fig, title, "state where the reward reads the reply", results.get("epsilon_star"), note=sub)
+
+
+VERDICT_COLOURS = {"COLLAPSED": "#b3261e", "NOT COLLAPSED": "#1e7b34", "INCONCLUSIVE": "#9a6700", "NO RESULT": "#555"}
+
+
+def verdict_box(results: Mapping[str, Any]) -> str:
+    """The verdict at the top of the report: the answer in its colour (red COLLAPSED, green NOT
+    COLLAPSED, amber INCONCLUSIVE), then the why, next and ``--compare-vs`` lines, as the terminal prints them."""
+    parts = results.get("verdict_text") or {}
+    lines = [p for p in (parts.get(k) for k in ("answer", "why", "next", "compare_vs")) if p]
+    if not lines:
+        lines = str(results.get("verdict") or "").splitlines() or ["no verdict"]
+    answer = lines[0]
+    colour = next((c for label, c in VERDICT_COLOURS.items() if answer.startswith(label)), "#555")
+    body = "".join(f'<div style="margin-top:0.3rem">{html.escape(line)}</div>' for line in lines[1:])
+    return (f'<div class="verdict" style="border-left:6px solid {colour};padding:0.5rem 0.8rem;background:#fafafa">'
+            f'<div style="font-size:1.25rem;font-weight:600;color:{colour}">{html.escape(answer)}</div>{body}</div>')  # fmt: skip
 
 
 def _none_measured(results: Mapping[str, Any]) -> str:
@@ -452,7 +500,7 @@ def compare_vs_figure(results: Mapping[str, Any]) -> Any:
     fig.update_yaxes(tickformat=".3~g")
     sub = "" if d.get("estimate") is None else f"VS − direct ε̂ = {d['estimate']:.3f} {_ci(d.get('ci95'))}"
     if d.get("all_states") is False:
-        sub += f" over the {d.get('n_states')} states measured in both modes"
+        sub += f" over the {n_states(d.get('n_states'))} measured in both modes"
     v = c.get("vs_parse_failures")
     if v:
         sub += f"; VS parse failures {v['count']} of {v['of']}"
@@ -523,6 +571,57 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
 # ----------------------------------------------------------------------------------------------- tables
 
 
+def n_states(n: Any) -> str:
+    """``1 state``, ``2 states``."""
+    return f"{n} state{'' if n == 1 else 's'}"
+
+
+def samples_per_state_text(results: Mapping[str, Any]) -> str:
+    """Replies per state as measured (the states' own N, not the N asked for: a published file's states
+    hold as many replies as its trials), with LOW CONFIDENCE when the summary flags N < 20. The
+    terminal table, the report and the dashboard print this text."""
+    from collapse_probe.audit._verdict import replies_text
+
+    summary = results.get("summary") or {}
+    text = replies_text(list(results.get("states") or [])) or str(results.get("samples_per_state") or "n/a")
+    return text + ("  LOW CONFIDENCE (N < 20)" if summary.get("low_confidence") else "")
+
+
+def infra_failures_text(results: Mapping[str, Any]) -> str:
+    """States excluded as infrastructure failures, and for a published file the conversations whose
+    records carry one (``source.infra_failures``): two counts, each with its unit."""
+    n = int((results.get("summary") or {}).get("infra_failures") or 0)
+    text = f"{n} state{'s' if n != 1 else ''}"
+    src = results.get("source") or {}
+    if "infra_failures" in src:
+        c = int(src.get("infra_failures") or 0)
+        text += f"; {c} conversation{'s' if c != 1 else ''} of the file ({src.get('conversations')} read)"
+    return text
+
+
+def reward_classes_text(results: Mapping[str, Any]) -> str:
+    """What a class of the reward view is, or ``not measured`` (the reason is on the estimate's row)."""
+    rv = (results.get("summary") or {}).get("reward_view") or {}
+    return str(rv.get("classes") or "not measured")
+
+
+def simulator_errors_text(results: Mapping[str, Any]) -> str | None:
+    """``audit --from``: the user-simulator errors the records flag, in one line (``None`` otherwise)."""
+    e = results.get("simulator_errors")
+    if not isinstance(e, Mapping):
+        return None
+    flags = e.get("flags") or {}
+    kinds = ", ".join(f"{k} {v}" for k, v in flags.items()) if isinstance(flags, Mapping) else ""
+    text = f"{e.get('flagged', 0)} of {e.get('conversations', 0)} conversations flagged"
+    if e.get("flagged_critical"):
+        text += f" ({e['flagged_critical']} critical)"
+    if kinds:
+        text += f": {kinds}"
+    if e.get("failed") is not None:
+        text += f"; {e.get('failed_flagged', 0)} of the {e['failed']} failed conversations flagged"
+    return text
+
+
 def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The audit's headline quantities (of ``summary``, default the primary mode's): both verdict views
     first, then what each view is made of. Every ε is the bias-aware estimate printed by the verdict."""
@@ -534,8 +633,10 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     rows = [
         ["simulator", f"{results['simulator']} ({results.get('mode')})"],
         ["benchmark / partitioner", f"{results['benchmark']} / {results['partitioner']}"],
-        ["samples per state", str(n) + (" (LOW CONFIDENCE: N < 20)" if s["low_confidence"] else "")],
-        ["states measured / infra failures", f"{s['n_states']} / {s['infra_failures']}"],
+        ["samples per state", samples_per_state_text(results) if summary is None
+         else str(n) + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")],
+        ["states measured", str(s["n_states"])],
+        ["infra failures excluded", infra_failures_text({**results, "summary": s})],
         ["states audited", str(results.get("states_audited") or "probe states")
          + (f" — {results['states_note'].removeprefix('note: ')}" if results.get("states_note") else "")],
     ]  # fmt: skip
@@ -546,7 +647,7 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     rows += [
         [f"mean ε̂, classes by {results['partitioner']} [95% CI]", _est(s["collapse_error"])],
         [f"mean ε̂, classes by {results['partitioner']}, plug-in 1 − max/N", _f(s["collapse_error"].get("plugin"))],
-        ["reward view: classes and states", str(rv.get("classes") or "none (no reward_class hook)")],
+        ["reward view: classes and states", reward_classes_text({"summary": s})],
         ["mean ε̂ of the reward view [95% CI]", f"{_est(rv)} {rv.get('states') or rv.get('reason') or ''}".strip()],
         ["mean entropy, nats (CWJ, estimate incl. unseen classes) [95% CI]", _est(s["entropy"])],
         ["effective modes exp(H)", effective_modes_text(dict(s), n)],
@@ -557,16 +658,19 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     ex = s.get("exact")
     if ex:
         rows.append(["exact: P(the whole reply is a closed answer), format compliance",
-                     f"{ex['closed_set_mass']:.4f} over {ex['n_states']} states"])  # fmt: skip
+                     f"{ex['closed_set_mass']:.4f} over {n_states(ex['n_states'])}"])  # fmt: skip
         rows.append(["exact: ε of the answer given a closed answer", _f(ex.get("collapse_error_in_set"))])
         rows.append(["exact: ε with 'outside the set' as one class", _f(ex.get("collapse_error_with_outside"))])
     if s.get("decision_collapse_error"):
         d = s["decision_collapse_error"]
         rows.append(["decision-label ε (the benchmark's labels, not the reward's classes) [95% CI]",
-                     f"{_f(d['estimate'])} {_ci(d['ci95'])} over {d['n_states']} states that ask for a decision"])  # fmt: skip
+                     f"{_f(d['estimate'])} {_ci(d['ci95'])} over {n_states(d['n_states'])} that ask for a decision"])  # fmt: skip
     if s.get("vs_parse_failures"):
         v = s["vs_parse_failures"]
         rows.append(["VS parse failures", f"{v['count']} of {v['of']} {v['reasons'] or ''}".strip()])
+    errors = simulator_errors_text(results) if summary is None else None
+    if errors:
+        rows.append(["user-simulator errors the records flag", errors])
     return {"columns": ["quantity", "value"], "rows": rows}
 
 
@@ -579,16 +683,17 @@ def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
             ok = r.get("collapse_error") is not None
             ex, rv = r.get("exact") or {}, r.get("reward_view") or {}
             rows.append([
-                r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"),
+                r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"), r.get("status"),
                 _f(state_estimate(r)) if ok else "n/a", _ci(r.get("collapse_error_ci95")), _f(r.get("collapse_error")),
                 _f(r.get("entropy")), _f(rv.get("collapse_error_estimate")),
                 " / ".join(f"{k}: {c}" for k, c in zip(rv.get("class_names") or [], rv.get("class_counts") or [], strict=False)),
                 _f(ex.get("closed_set_mass")), _f(ex.get("collapse_error_conditional")),
-                _f((r.get("decision") or {}).get("collapse_error")), r.get("status"), r.get("error") or "",
+                _f((r.get("decision") or {}).get("collapse_error")), r.get("error") or "",
             ])  # fmt: skip
-    return {"columns": ["state", "mode", "source", "turn", "N", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)", "entropy",
-                        "reward-view ε̂", "reward classes", "exact: P(closed answer)", "exact: ε given a closed answer",
-                        "decision-label ε (plug-in)", "status", "error"], "rows": rows}  # fmt: skip
+    # status right after N: on a narrow page the table scrolls, and what a state's numbers mean starts there
+    return {"columns": ["state", "mode", "source", "turn", "N", "status", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)",
+                        "entropy", "reward-view ε̂", "reward classes", "exact: P(closed answer)",
+                        "exact: ε given a closed answer", "decision-label ε (plug-in)", "error"], "rows": rows}  # fmt: skip
 
 
 def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -775,9 +880,10 @@ def towards_people_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def audit_sections(results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
     """The sections of an audit's ``report.html`` (headings and figures/tables, in order)."""
-    sections: list[tuple[str, Any]] = [("Summary", summary_table(results))]
+    sections: list[tuple[str, Any]] = [("Verdict", verdict_box(results)), ("Summary", summary_table(results))]
+    sections.append(("Where the reward looks", reward_view_per_state_figure(results, records)))
     sections.append(("Collapse map", collapse_map_figure(results)))
-    sections.append(("Collapse error per state", collapse_error_per_state_figure(results)))
+    sections.append(("Collapse error per state, by meaning", collapse_error_per_state_figure(results)))
     sections.append(("States", states_table(results)))
     sections.append(("Response classes", class_histograms_figure(records)))
     if results.get("trajectory"):

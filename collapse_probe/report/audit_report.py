@@ -9,7 +9,17 @@ from typing import Any
 
 from collapse_probe.audit._verdict import NOT_MEASURED, states_text, verdict
 from collapse_probe.metrics.partitioners import groups_by_meaning
-from collapse_probe.report.audit_plots import effective_modes_text, fmt_interval, fmt_value, view_text
+from collapse_probe.report.audit_plots import (
+    effective_modes_text,
+    fmt_interval,
+    fmt_value,
+    infra_failures_text,
+    n_states,
+    reward_classes_text,
+    samples_per_state_text,
+    simulator_errors_text,
+    view_text,
+)
 from collapse_probe.results import AuditResults
 from collapse_probe.results._audit import AuditSummary, CompareVS
 
@@ -33,7 +43,8 @@ def write_audit_report(
 
     r = report_results(AuditResults, results, path)
     return write_html_report(path, f"Collapse audit: {r.simulator} on {r.benchmark}",
-                             audit_sections(r.to_json(), records), subtitle=r.verdict or "")  # fmt: skip
+                             audit_sections(r.to_json(), records),
+                             subtitle=r.verdict_text.answer if r.verdict_text else (r.verdict or "").split("\n")[0])  # fmt: skip
 
 
 def _audit(results: AuditResults | dict[str, Any]) -> AuditResults:
@@ -64,6 +75,7 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
     labelled as such), so the rows agree with the verdict line and with each other.
     """
     r = _audit(results)
+    data = r.to_json()
     s = r.summary
     ce, en = s.collapse_error, s.entropy
     star = 0.2 if r.epsilon_star is None else r.epsilon_star
@@ -74,9 +86,9 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
     rows = [
         ("simulator", f"{r.simulator} ({r.mode})"),
         *states_rows(r),
-        ("samples per state", f"{n}" + ("  LOW CONFIDENCE (N < 20)" if s.low_confidence else "")),
+        ("samples per state", samples_per_state_text(data)),
         ("threshold ε*", f"{star:g}  (--epsilon-star: a view is COLLAPSED when its interval lies below ε*)"),
-        ("infra failures excluded", str(s.infra_failures)),
+        ("infra failures excluded", infra_failures_text(data)),
         ("meaning view: classes by", part + ("  (by meaning)" if groups_by_meaning(part) else "  (not by meaning)")),
         *([("  meaning key", r.meaning_key)] if r.meaning_key else []),
         ("  collapse error ε̂ (mean)", f"{f(ce.estimate)} {ci(ce.ci95)}"
@@ -92,15 +104,14 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
         ),
         ("  effective modes exp(H)", effective_modes_text(s.to_json(), n or 0)),
     ]
-    rv = s.reward_view
     reward = r.verdicts.reward if r.verdicts else None
-    rows.append(("reward view", str((rv and rv.classes) or "none (the benchmark declares no reward_class hook)")))
+    rows.append(("reward view", reward_classes_text(data)))
     if reward is not None:
         over = f" over {reward.over}" if reward.label != NOT_MEASURED else ""
         rows.append(("  collapse error ε̂ (mean)", view_text(reward.to_json(), star) + over))
     ex = s.exact
     if ex:
-        text = (f"over {ex.n_states} states: P(the whole reply is one of the closed answers) {ex.closed_set_mass:.4f} "
+        text = (f"over {n_states(ex.n_states)}: P(the whole reply is one of the closed answers) {ex.closed_set_mass:.4f} "
                 "(format compliance, not collapse)")  # fmt: skip
         if ex.collapse_error_in_set is not None:
             text += f"; ε of the answer given one of them {ex.collapse_error_in_set:.3f}"
@@ -125,6 +136,9 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
         if "wasserstein" in d:
             rows.append(("donations vs human",
                          f"W1 {d['wasserstein']:.3f}, KS {d['ks_statistic']:.3f}, L1 {d['l1_binned']:.3f}"))  # fmt: skip
+    errors = simulator_errors_text(data)
+    if errors:
+        rows.append(("user-simulator errors", errors))
     from collapse_probe.audit._human import people_epsilon_rows
     from collapse_probe.report._layout import display_width, pad
 
@@ -140,7 +154,7 @@ def compare_vs_rows(c: CompareVS) -> list[tuple[str, str]]:
     for name, d in (("", c.difference_vs_minus_direct), ("reward-view ", c.reward_view_difference_vs_minus_direct)):
         if d is None or d.estimate is None:
             continue
-        subset = "" if d.all_states is not False else f" (over the {d.n_states} states measured in both)"
+        subset = "" if d.all_states is not False else f" (over the {n_states(d.n_states)} measured in both)"
         rows.append((f"direct {name}ε̂", f"{f(d.a_estimate)}{subset}"))
         rows.append((f"VS {name}ε̂", f(d.b_estimate)))
         rows.append((f"VS − direct {name}ε̂", f"{f(d.estimate)} {ci(d.ci95)} (each side's 97.5% interval, combined)"))

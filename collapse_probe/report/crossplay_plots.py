@@ -24,6 +24,36 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def cell_text(mean: float | None, ci: Any) -> str:
+    """A cell's mean reward with its 95 % CI, as the terminal, the report and the dashboard print it."""
+    if mean is None:
+        return "n/a"
+    return f"{mean:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def transfer_text(t: Any) -> str:
+    """A policy's transfer ratio with its 95 % CI (or why it is undefined), as every surface prints it."""
+    get = t.get if isinstance(t, Mapping) else lambda k: getattr(t, k, None)
+    ratio, ci, lower = get("transfer_ratio"), get("ci95"), get("ci95_lower")
+    if ratio is None:
+        return f"undefined ({get('note')})"
+    if ci:
+        return f"{ratio:.3f} (95% CI {ci[0]:.3f}-{ci[1]:.3f})"
+    if lower is not None:
+        return f"{ratio:.3f} (95% CI {lower:.3f}-unbounded: {get('note')})"
+    return f"{ratio:.3f}"
+
+
+def transfer_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The transfer ratios as a table (the figures of :func:`transfer_text`)."""
+    entries = results.get("transfer") or []
+    if not entries:
+        return None
+    rows = [[t.get("policy"), transfer_text(t), _fmt(t.get("heldout_reward")), _fmt(t.get("train_reward"))]
+            for t in entries]  # fmt: skip
+    return {"columns": ["policy", "transfer ratio (95% CI)", "held-out reward", "training reward"], "rows": rows}
+
+
 def matrix_labels(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Short unique axis labels of the policies and simulators (full specs in the hover and in
     :func:`labels_table`); the training simulator's label ends with ``(train)``."""
@@ -248,17 +278,15 @@ def crossplay_table(results: CrossplayResults | Mapping[str, Any]) -> dict[str, 
 
     rows = []
     for c in CrossplayResults.typed(results).cells:
-        low, high = c.ci95 if c.ci95 else (None, None)
-        rows.append([c.policy, c.simulator, c.n, c.n_tasks, c.mean_reward, low, high, c.success_rate, c.infra_failures])
+        rate = None if c.success_rate is None else f"{c.success_rate:.3f}"
+        rows.append([c.policy, c.simulator, c.n, c.n_tasks, cell_text(c.mean_reward, c.ci95), rate, c.infra_failures])
     return {
         "columns": [
             "policy",
             "simulator",
             "n",
             "tasks",
-            "mean reward",
-            "95% CI low",
-            "95% CI high",
+            "mean reward [95% CI]",
             "success rate",
             "infra failures",
         ],  # fmt: skip
@@ -286,6 +314,9 @@ def write_crossplay_report(results: CrossplayResults | Mapping[str, Any], path: 
     if r.transfer or r.train_simulator:
         sections.append(("Training vs held-out simulators", train_heldout_figure(data)))
         sections.append(("Transfer", transfer_bars(data)))
+        table = transfer_table(data)
+        if table:
+            sections.append(("Transfer ratios", table))
     if r.policy_diversity:
         sections.append(("Policy strategy entropy", strategy_entropy_bars(data)))
     sections.append(("Cells", crossplay_table(r)))

@@ -33,12 +33,15 @@ def reward_by_task_figure(records: Sequence[Mapping[str, Any]]) -> Any:
     fig = go.Figure(
         go.Bar(x=xs, y=ys, customdata=hover, hovertemplate="%{customdata}<extra></extra>", marker_color="#4c72b0")
     )
+    got = [y for y in ys if y is not None]
+    low, high = min([0.0, *got]), max([1.0, *got])  # rewards in [0, 1] keep the axis at 0..1, not plotly's -1..1
     fig.update_layout(
         title="Mean reward per task",
         xaxis_title="task",
         yaxis_title="mean reward",
         xaxis_type="category",
         yaxis_tickformat=TICK_FORMAT,
+        yaxis_range=[low - 0.02 * (high - low), high + 0.02 * (high - low)],
         height=360,
     )
     if not any(y is not None for y in ys):

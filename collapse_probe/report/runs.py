@@ -456,13 +456,24 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
     )
 
 
+MODEL_FILES = ("model.safetensors", "adapter_config.json", "adapter_model.safetensors", "pytorch_model.bin",
+               "tokenizer_config.json", "generation_config.json")  # fmt: skip
+"""Files of a saved model directory (transformers, peft), whose ``config.json`` is the model's own."""
+
+
+def _saved_model(root: Path, names: set[str]) -> bool:
+    """A saved model folder (``config.json`` beside weights or a tokenizer, no other run file), e.g. the
+    model a training example saves into its run directory: not a run, so not listed "in progress"."""
+    return names & set(RUN_MARKERS) == {CONFIG_FILE} and bool(names & set(MODEL_FILES))
+
+
 def _walk(root: Path, depth: int) -> Iterator[Path]:
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return
     names = {e.name for e in entries if e.is_file(follow_symlinks=False)}
-    if names & set(RUN_MARKERS) or _verdict_files(entries):
+    if (names & set(RUN_MARKERS) and not _saved_model(root, names)) or _verdict_files(entries):
         yield root
     if depth >= MAX_DEPTH:
         return

@@ -171,6 +171,19 @@ class Verdicts(ResultsModel):
     """Where the reward looks."""
 
 
+class VerdictText(ResultsModel):
+    """The verdict as a person reads it; ``verdict`` is these lines joined by newlines."""
+
+    answer: str
+    """The answer in one short line (``COLLAPSED where the reward looks, although wording varies``)."""
+    why: str | None = None
+    """``why: ...``: each view's evidence (ε̂, CI, states, classes), any view's reason, format compliance."""
+    next: str | None = None
+    """``next: ...``: what to do (fix the format, ``--compare-vs``, ``vs:SPEC``, rerun flags)."""
+    compare_vs: str | None = None
+    """The ``--compare-vs`` result in one line (``null`` when it was not run)."""
+
+
 class StateRow(ResultsModel):
     """One audited state (its responses stay in ``samples.jsonl``)."""
 
@@ -338,7 +351,9 @@ class AuditResults(ResultsModel):
     summary: AuditSummary
     verdicts: Verdicts | None = None
     verdict: str | None = None
-    """The verdict line."""
+    """The verdict as the terminal prints it: the lines of ``verdict_text`` joined by newlines (answer,
+    why, next, and the ``--compare-vs`` line when it was run)."""
+    verdict_text: VerdictText | None = None
     trajectory: Trajectory | None = None
     states: list[StateRow]
     meaning_key: str | None = None

@@ -160,6 +160,8 @@ async def run_conversations(
 
     fps = participant_fingerprints({label: participants[label] for s in specs for label in (s.policy, s.simulator)})
     done: dict[str, dict[str, Any]] = {}
+    empties: dict[str, int] = {}
+    """Conversation key -> its consecutive empty-reply failures recorded so far."""
     if run_dir is not None:
         run_dir.repair(CONVERSATIONS)
         wanted = set(keys)
@@ -167,6 +169,8 @@ async def run_conversations(
             key = rec.get("key")
             if key not in wanted:
                 continue
+            empty = rec.get("status") == "infra_error" and is_empty_reply_failure(rec.get("infra_error"))
+            empties[key] = empties.get(key, 0) + 1 if empty else 0
             old = rec.get("fingerprints")
             if isinstance(old, dict):
                 now = {"policy": fps[rec["policy"]], "simulator": fps[rec["simulator"]]}
@@ -182,10 +186,20 @@ async def run_conversations(
                         f"{run_dir.path / CONVERSATIONS}: model changed since these conversations were run: "
                         f"{'; '.join(changed)}; use --fresh to start over or another --out"
                     )
-            if retry_infra_failures and rec.get("status") == "infra_error":
+            if retry_infra_failures and rec.get("status") == "infra_error" and empties[key] < EMPTY_REPEATS:
                 done.pop(key, None)
                 continue
             done[key] = rec
+    repeated = [
+        k for k in keys if empties.get(k, 0) >= EMPTY_REPEATS and done.get(k, {}).get("status") == "infra_error"
+    ]
+    if repeated and retry_infra_failures:
+        logger.warning(
+            "%d conversation%s gave an empty reply on %d runs in a row with the same seeds (e.g. %s): not run again, "
+            "since a seeded model answers the same request the same way; they stay unscored infrastructure "
+            "failures. Another --seed, a larger --max-tokens or another model changes the request; --fresh starts over",
+            len(repeated), "s" if len(repeated) != 1 else "", EMPTY_REPEATS, repeated[0],
+        )  # fmt: skip
     todo = [s for s in specs if s.key not in done]
 
     bar = None
@@ -293,6 +307,19 @@ async def run_conversations(
     return [done[k] for k in keys if k in done]
 
 
+EMPTY_REPLY_FAILURE = "empty reply"
+"""What the infrastructure failure of a reply that was empty, also when asked again, starts its reason with
+(after the model's label)."""
+EMPTY_REPEATS = 2
+"""A conversation whose reply was empty on this many runs in a row (the first run and a rerun, with the
+same seeds) is not run again on resume: it would be empty again."""
+
+
+def is_empty_reply_failure(error: Any) -> bool:
+    """Whether a recorded infrastructure failure is an empty reply (also when asked again)."""
+    return isinstance(error, str) and f": {EMPTY_REPLY_FAILURE} (" in error
+
+
 def _fail(conv: _Live, error: str) -> None:
     """End a conversation as an infrastructure failure (never scored; run again on resume)."""
     conv.infra_error = error
@@ -397,7 +424,10 @@ async def _finish(
             isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward)
         ):
             # a reward that is not a finite number is not a score: recorded as null, with the reason
-            info = {**(info or {}), "reward_error": f"the arena's reward was {reward!r}, not a finite number; not scored"}
+            info = {
+                **(info or {}),
+                "reward_error": f"the arena's reward was {reward!r}, not a finite number; not scored",
+            }
             reward = None
         record: dict[str, Any] = {
             "key": spec.key,

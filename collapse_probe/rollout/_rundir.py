@@ -115,6 +115,8 @@ class RunDir:
         check_out_path(self.path, None if fresh else kind)
         if fresh:
             _check_fresh(self.path, kind)
+        else:
+            check_not_foreign(self.path)  # before the lock: nothing is written into someone else's folder
         full = {"kind": kind, **config}
         if fingerprints is not None:
             full["fingerprints"] = dict(fingerprints)
@@ -311,7 +313,7 @@ def check_out_path(path: str | Path, kind: str | tuple[str, ...] | None = None, 
     kinds = (kind,) if isinstance(kind, str) else kind
     if old.get("kind") not in kinds:
         raise ConfigError(
-            f"{flag} {p}: holds a {old.get('kind') or 'different'} run, not a {kinds[0]} run; "
+            f"{flag} {p}: holds {_a(old.get('kind') or 'different')} run, not {_a(kinds[0])} run; "
             "use another --out (runs are never overwritten)"
         )
 
@@ -347,19 +349,82 @@ def check_run_entries(path: str | Path, flag: str = "--out") -> None:
             )
 
 
+FOREIGN_OK = (LOCK_FILE, PREVIOUS_DIR, *RUN_OWN_DIRS, "tensorboard", "monitor")
+"""What a folder may hold before its run's first file (a lock, a killed run's directories, a
+tracker's log directory) and still be taken as an empty run directory."""
+
+
+def check_not_foreign(path: str | Path, flag: str = "--out") -> None:
+    """Refuse a non-empty folder that holds no run (``--out docs``), naming what is there: a run
+    never writes its files among someone else's. A folder that holds a run (any of its files) is
+    checked as a resume instead; an empty or missing one is a new run."""
+    path = Path(path)
+    if not path.is_dir() or _has_run_files(path):
+        return
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot list it ({exc.strerror or exc})") from None
+    foreign = [n for n in names if n not in FOREIGN_OK]
+    if foreign:
+        shown = ", ".join(n + ("/" if (path / n).is_dir() else "") for n in foreign[:6])
+        more = f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
+        raise ConfigError(
+            f"{flag} {path}: not empty and holds no collapse-probe run (it holds {shown}{more}); a run never writes "
+            f"among other files: use a new or empty folder"
+        )
+
+
+def precheck_run_dir(
+    path: str | Path | None, config: dict[str, Any], *, kind: str, fresh: bool = False, resumable: Collection[str] = ()
+) -> None:
+    """The checks of :meth:`RunDir.create` that need no model, run before any model loads: the folder
+    (a file, someone else's folder), ``--fresh``'s conditions, and a stored run of another kind or
+    whose configuration differs in any field of ``config`` (a partial configuration: the fields known
+    before the models and the benchmark are built). Model fingerprints and the rest are checked by
+    :meth:`RunDir.create` as before.
+
+    Raises:
+        ConfigError: as :meth:`RunDir.create` would, naming the fields that differ.
+    """
+    if path is None:
+        return
+    path = Path(path)
+    check_out_path(path, None if fresh else kind)
+    if fresh:
+        _check_fresh(path, kind)
+        return
+    check_not_foreign(path)
+    cfg_path = path / "config.json"
+    if not cfg_path.exists():
+        return
+    old = read_run_config(path)
+    if old.get("kind", kind) != kind:
+        raise ConfigError(
+            f"{cfg_path}: this directory holds {_a(old.get('kind'))} run, not {_a(kind)} run; use another --out"
+        )
+    skip = _VOLATILE | {"fingerprints", "arena", "version"} | set(resumable)
+    diff = sorted(k for k in config if k not in skip and k in old and old[k] != config[k])
+    if diff:
+        raise ConfigError(
+            f"{cfg_path}: this run directory holds a run with a different configuration "
+            f"(differs in: {', '.join(diff)}); use another --out, or --fresh to start over"
+        )
+
+
 def _check_fresh(path: Path, kind: str) -> None:
     """``--fresh`` moves a run's files aside: refuse unless ``path`` holds a run of this project and
     nothing but what runs write there (a project directory, a home directory, a run with the user's
     own files beside it are never moved)."""
     if not path.is_dir():
-        return
+        raise ConfigError(f"--fresh: --out {path} does not exist, so there is no run to start over; drop --fresh")
     try:
         names = sorted(os.listdir(path))
     except OSError as exc:
         raise ConfigError(f"--fresh: cannot list {path} ({exc.strerror or exc})") from None
     names = [n for n in names if n not in (LOCK_FILE, PREVIOUS_DIR)]
     if not names:
-        return
+        raise ConfigError(f"--fresh: --out {path} is empty, so there is no run to start over; drop --fresh")
     foreign = [n for n in names if not _is_own(n)]
     shown = ", ".join(n + ("/" if (path / n).is_dir() else "") for n in foreign[:6])
     more = f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
@@ -379,7 +444,7 @@ def _check_fresh(path: Path, kind: str) -> None:
         return  # a run whose config.json is missing or broken: exactly what --fresh is for
     if old_kind != kind:
         raise ConfigError(
-            f"--fresh: --out {path} holds a {old_kind or 'different'} run, not a {kind} run; "
+            f"--fresh: --out {path} holds {_a(old_kind or 'different')} run, not {_a(kind)} run; "
             "use another --out (runs are never overwritten)"
         )
 
@@ -412,10 +477,16 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return old
 
 
+def _a(word: Any) -> str:
+    """``word`` with its indefinite article: ``an audit``, ``a play``."""
+    w = str(word)
+    return f"{'an' if w[:1].lower() in 'aeiou' else 'a'} {w}"
+
+
 def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], resumable: Collection[str] = ()) -> None:
     if old.get("kind", full["kind"]) != full["kind"]:
         raise ConfigError(
-            f"{cfg_path}: this directory holds a {old.get('kind')} run, not a {full['kind']} run; use another --out"
+            f"{cfg_path}: this directory holds {_a(old.get('kind'))} run, not {_a(full['kind'])} run; use another --out"
         )
     full = _check_same_data(cfg_path, old, full)
     skip = _VOLATILE | {"fingerprints"} | set(resumable)

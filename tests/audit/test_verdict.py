@@ -52,10 +52,14 @@ def test_wording_that_varies_while_the_reward_sees_one_outcome_is_collapsed_wher
     assert v["meaning"]["label"] == "NOT COLLAPSED" and res["partitioner"] == "embedding"
     assert set(v["meaning"]) >= {"label", "estimate", "ci95", "n_states"} <= set(v["reward"])
     line = res["verdict"]
-    assert (
-        line.startswith("COLLAPSED where the reward looks (reward-view ε̂ 0.000") and "although wording varies" in line
-    )
-    assert "NOT COLLAPSED" not in line and line in printed.splitlines()  # the printed verdict line says so
+    parts = res["verdict_text"]
+    assert parts["answer"] == "COLLAPSED where the reward looks, although wording varies"
+    assert parts["why"].startswith("why: reward-view ε̂ 0.000") and "Lemma 3.3" in parts["why"]
+    # the closed answer the reward reads is never given: the next step is the format, then VS
+    assert "format compliance" in parts["why"] and parts["next"].startswith("next: fix the format first")
+    assert "--compare-vs" in parts["next"] and parts["compare_vs"] is None
+    assert line == "\n".join([parts["answer"], parts["why"], parts["next"]])
+    assert "NOT COLLAPSED" not in line and set(line.splitlines()) <= set(printed.splitlines())  # printed as stored
     # the headline numbers of both views are the ones in the line and in the table
     assert f"meaning ε̂ {v['meaning']['estimate']:.3f}" in line
     assert f"{v['meaning']['estimate']:.3f} [{v['meaning']['ci95'][0]:.3f}, {v['meaning']['ci95'][1]:.3f}]" in printed
@@ -84,13 +88,15 @@ def test_when_the_reward_varies_with_the_wording_both_views_are_not_collapsed(wr
     assert v["reward"]["label"] == v["meaning"]["label"] == "NOT COLLAPSED"
     # reward 0 (0.35), 0.5 (0.3), 1 (0.35): ε = 0.65
     assert v["reward"]["estimate"] == pytest.approx(0.65, abs=0.15)
-    assert res["verdict"].startswith("NOT COLLAPSED in either view: what the reward pays varies")
+    assert res["verdict_text"]["answer"] == "NOT COLLAPSED in either view"
+    assert res["verdict_text"]["next"].startswith("next: nothing to fix at these states; audit the states a policy")
 
 
 def test_both_views_collapsed_say_both(write_scripted):
     res = _audit(write_scripted([("[DONATE $1]", 1.0)]), partition="exact")
     assert res["verdicts"]["reward"]["label"] == res["verdicts"]["meaning"]["label"] == "COLLAPSED"
-    assert res["verdict"].startswith("COLLAPSED in both views: where the reward looks (reward-view ε̂")
+    assert res["verdict_text"]["answer"] == "COLLAPSED in both views"
+    assert res["verdict_text"]["why"].startswith("why: reward-view ε̂")
 
 
 def test_the_verdict_does_not_depend_on_the_embed_extra(monkeypatch, capsys, tmp_path):
@@ -210,3 +216,57 @@ def test_rerun_advice_asks_for_the_replies_that_decide_eighty_percent_of_audits(
     flags = _rerun_flags(AuditConfig(states=1, samples=20), 0.25, 0.1, 0.4, n_states=1)
     states, samples = (int(x) for x in flags.split()[1::2])
     assert states > 1 and samples <= 200
+
+
+def _view(
+    label, estimate=None, ci95=None, reason=None, n_states=2, over="2 probe states", classes="embedding (by meaning)"
+):
+    return {"label": label, "estimate": estimate, "ci95": ci95, "n_states": n_states, "classes": classes,
+            "over": over, "reason": reason, "low_confidence": False}  # fmt: skip
+
+
+def test_a_view_inconclusive_for_a_reason_renders_the_reason_and_no_rerun_flags():
+    from collapse_probe.audit._verdict import verdict_parts
+
+    config = AuditConfig(sim="smollm2", states=4, samples=20)
+    reason = "the partition is not validated on this domain (customer-service text)"
+    verdicts = {"meaning": _view("INCONCLUSIVE", 0.5, [0.1, 0.9], reason=reason),
+                "reward": _view("NOT COLLAPSED", 0.6, [0.4, 0.8], over="2 states the reward reads")}  # fmt: skip
+    parts = verdict_parts(verdicts, config)
+    assert parts["answer"] == "INCONCLUSIVE by meaning; what the reward pays varies"
+    assert f"meaning view inconclusive: {reason}" in parts["why"]
+    assert "rerun with" not in parts["next"] and "--partition" in parts["next"]
+    # without a reason the same interval asks for more states and samples
+    verdicts["meaning"]["reason"] = None
+    assert "rerun with --states" in verdict_parts(verdicts, config)["next"]
+
+
+def test_a_collapsed_verdict_with_compare_vs_states_what_vs_did():
+    from collapse_probe.audit._verdict import join_verdict, verdict_parts
+
+    config = AuditConfig(sim="smollm2", states=4, samples=20, compare_vs=True)
+    verdicts = {"meaning": _view("COLLAPSED", 0.05, [0.0, 0.1]),
+                "reward": _view("COLLAPSED", 0.0, [0.0, 0.08], over="2 states the reward reads")}  # fmt: skip
+    better = {"difference_vs_minus_direct": {"estimate": 0.4, "ci95": [0.2, 0.6], "n_states": 4},
+              "reward_view_difference_vs_minus_direct": {"estimate": 0.0, "ci95": [-0.1, 0.1], "n_states": 2}}  # fmt: skip
+    parts = verdict_parts(verdicts, config, compare_vs=better)
+    assert parts["compare_vs"] == ("Verbalized Sampling (--compare-vs): reward view VS − direct +0.000 [-0.100, +0.100] "
+                                   "(no clear difference); meaning VS − direct +0.400 [+0.200, +0.600] (less collapsed)")  # fmt: skip
+    assert "--sim vs:SPEC" in parts["next"] and "--compare-vs" not in parts["next"]
+    assert join_verdict(parts).splitlines() == [parts["answer"], parts["why"], parts["next"], parts["compare_vs"]]
+    same = {k: {"estimate": 0.0, "ci95": [-0.1, 0.1], "n_states": 4} for k in better}
+    assert "does not help here" in verdict_parts(verdicts, config, compare_vs=same)["next"]
+
+
+def test_format_compliance_is_the_next_step_only_when_the_reward_view_is_collapsed():
+    from collapse_probe.audit._verdict import verdict_parts
+
+    config = AuditConfig(sim="smollm2", states=4, samples=20)
+    verdicts = {"meaning": _view("NOT COLLAPSED", 0.88, [0.75, 0.98]),
+                "reward": _view("COLLAPSED", 0.0, [0.0, 0.09], over="2 states the reward reads")}  # fmt: skip
+    parts = verdict_parts(verdicts, config, exact={"closed_set_mass": 0.0006})
+    assert "P(the whole reply is one of the closed answers) 0.0006: format compliance" in parts["why"]
+    assert parts["next"].startswith("next: fix the format first")
+    assert "fix the format" not in verdict_parts(verdicts, config, exact={"closed_set_mass": 0.6})["next"]
+    verdicts["reward"] = _view("NOT COLLAPSED", 0.5, [0.3, 0.7])
+    assert "fix the format" not in verdict_parts(verdicts, config, exact={"closed_set_mass": 0.0006})["next"]

@@ -45,9 +45,9 @@ PLAY_ONE_TASK = (
 )
 CROSSPLAY = """\
 mean reward [95% CI over tasks, inside [0, 1]] (p4g; * = training simulator; (n, infra failures))
-policy                      donor*                    donor2
-polite    0.417 [0.01, 0.97] (6,0)  1.000 [0.18, 1.00] (6,0)
-pushy     0.417 [0.01, 0.97] (6,0)  1.000 [0.18, 1.00] (6,0)
+policy                        donor*                      donor2
+polite    0.417 [0.007, 0.971] (6,0)  1.000 [0.179, 1.000] (6,0)
+pushy     0.417 [0.007, 0.971] (6,0)  1.000 [0.179, 1.000] (6,0)
 labels:
   polite  scripted:models/polite.json
   pushy   scripted:models/pushy.json

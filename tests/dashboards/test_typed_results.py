@@ -117,5 +117,5 @@ def test_the_terminal_table_reads_the_model_and_an_earlier_file(audit_dir):
     for k in NEWER_SUMMARY:
         data["summary"].pop(k, None)
     earlier = summary_table(data)
-    assert row(earlier, "reward view") == "none (the benchmark declares no reward_class hook)"
+    assert row(earlier, "reward view") == "not measured"  # the estimate row says why, once
     assert row(earlier, "  collapse error ε̂ (mean)").startswith(f"{estimate} [")  # no verdict: estimate and interval

@@ -46,7 +46,10 @@ def test_card_of_an_audit_and_a_crossplay_run_equals_their_results(audit_run, cr
     assert head["value"] == res["summary"]["collapse_error"]["estimate"]
     assert head["ci95"] == res["summary"]["collapse_error"]["ci95"]
     assert names["verdict"]["value"] == res["verdict"]
-    assert names["decision-label ε (the benchmark's labels, not the reward's classes)"]["value"] == res["summary"]["decision_collapse_error"]["estimate"]
+    assert (
+        names["decision-label ε (the benchmark's labels, not the reward's classes)"]["value"]
+        == res["summary"]["decision_collapse_error"]["estimate"]
+    )
     assert names["entropy, nats (Chao–Wang–Jost)"]["ci95"] == res["summary"]["entropy"]["ci95"]
     xp = json.loads((crossplay_run / "results.json").read_text())
     (block,) = card["crossplay"]

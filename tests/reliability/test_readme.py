@@ -1,11 +1,13 @@
 """The README's code blocks run as written: every block marked ``<!-- readme-test: ... -->`` (see
 ``tests/readme_blocks.py``) is run on the embedded models, offline, at the small sizes its marker
-names, and the test fails when a command errors (an ``error:`` line, a traceback, the internal-error
-backstop, or an exit status no command documents)."""
+names, in the README's order and in one directory (a later block uses an earlier one's runs, as a
+reader's would), and the test fails when a command errors (an ``error:`` line, a traceback, the
+internal-error backstop, an exit status no command documents, or not the one the marker names). A
+block marked ``skip: REASON`` (it installs packages, needs an API key or a server) is reported
+skipped with its reason."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,29 +15,22 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from readme_blocks import marked_blocks  # noqa: E402
+from readme_blocks import marked_blocks, run_block  # noqa: E402
 
 pytestmark = pytest.mark.reliability
 
-REPO = Path(__file__).resolve().parents[2]
 BLOCKS = marked_blocks()
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    # a user's own COLLAPSE_PROBE_* settings do not reach the README's commands (the torch thread count,
-    # a property of the machine, does)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAPSE_PROBE_") or k.endswith("TORCH_THREADS")}
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
-        COLLAPSE_PROBE_CACHE=str(tmp_path / "cache.sqlite"),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-    )
-    return env
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("readme")
 
 
-def _check(what: str, proc: subprocess.CompletedProcess) -> None:
+def _check(what: str, proc: subprocess.CompletedProcess, expected: int | None) -> None:
     out = proc.stdout + proc.stderr
+    if expected is not None:
+        assert proc.returncode == expected, f"{what}: exit {proc.returncode}, expected {expected}\n{out[-3000:]}"
     assert proc.returncode in (0, 1, 2), f"{what}: exit {proc.returncode}\n{out[-3000:]}"
     assert "Traceback" not in out and "rerun with -v for the traceback" not in out, f"{what}:\n{out[-3000:]}"
     errors = [line for line in proc.stderr.splitlines() if " error: " in line or line.startswith("error:")]
@@ -43,15 +38,10 @@ def _check(what: str, proc: subprocess.CompletedProcess) -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"README.md:{b.line}" for b in BLOCKS])
-def test_readme_block_runs_as_written(block, tmp_path):
-    env = _env(tmp_path)
-    if block.file:
-        (tmp_path / block.file).write_text(block.text)
-    if block.python:
-        proc = subprocess.run([sys.executable, "-c", block.text], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=1800)  # fmt: skip
-        _check(f"README.md:{block.line} (python)", proc)
-    for argv in block.commands:
-        cmd = [sys.executable, "-m", "collapse_probe.cli", *argv[1:]] if argv[0] == "collapse-probe" else argv
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
-        _check(f"README.md:{block.line}: {' '.join(argv)}", proc)
+def test_readme_block_runs_as_written(block, workdir):
+    if block.skip:
+        pytest.skip(f"README.md:{block.line}: {block.skip}")
+    done = run_block(block, workdir)
+    for i, (what, proc) in enumerate(done):
+        expected = block.exits[i] if block.exits and not block.python else None
+        _check(what, proc, expected)

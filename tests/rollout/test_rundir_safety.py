@@ -29,7 +29,7 @@ def test_other_kind_other_config_corrupt_config_are_refused(tmp_path):
     rd.create({"a": 1}, kind="crossplay", fingerprints={"m": "sha256:1"})
     rd.write_results({"x": 1})
     rd.release()
-    with pytest.raises(ConfigError, match="holds a crossplay run, not a audit run"):
+    with pytest.raises(ConfigError, match="holds a crossplay run, not an audit run"):
         RunDir(tmp_path / "run").create({"a": 1}, kind="audit")
     with pytest.raises(ConfigError, match="different configuration"):
         RunDir(tmp_path / "run").create({"a": 2}, kind="crossplay", fingerprints={"m": "sha256:1"})
