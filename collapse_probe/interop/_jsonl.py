@@ -41,38 +41,44 @@ def _number(value: Any, where: str, name: str) -> float | None:
 
 
 def _records(p: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of every non-blank line; a line that is not a JSON object (a torn
-    last line included: a published file is complete or it is not that file) is one error naming it,
-    and a JSON array given as JSON lines is named as such."""
-    import json
+    """``(line number, object)`` of every non-blank line, read with the user-file limits
+    (:func:`collapse_probe._files.iter_json_lines`: a regular file, size, line length, nesting, long
+    integers, lone surrogates, non-finite numbers); a line that is not a JSON object (a torn last line
+    included: a published file is complete or it is not that file) is one error naming it, and a JSON
+    array given as JSON lines is named as such."""
+    from collapse_probe._files import FileProblem, MissingFile, TornLastLine, iter_json_lines
 
+    expected = "a JSONL file of conversations (one JSON object per line)"
+    out: list[tuple[int, dict[str, Any]]] = []
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text; expected a JSONL file of conversations") from None
-    if text.lstrip().startswith("["):
-        try:
-            whole = json.loads(text)
-        except ValueError:
-            whole = None
-        if isinstance(whole, list):
-            hint = (" (τ-bench's historical trajectories: --format taubench)"
-                    if whole and isinstance(whole[0], dict) and "traj" in whole[0] else "")  # fmt: skip
-            raise ConfigError(f"{p}: is one JSON array, not JSON lines (one conversation object per line){hint}")
-    out = []
-    lines = text.splitlines()
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            torn = " (the last line is cut off: the file is incomplete)" if i == len(lines) else ""
-            raise ConfigError(f"{p}: line {i}: not valid JSON ({exc}){torn}") from None
-        if not isinstance(rec, dict):
-            raise ConfigError(f"{p}: line {i}: expected a JSON object (one conversation), got {type(rec).__name__}")
-        out.append((i, rec))
+        for i, rec in iter_json_lines(p, expected=expected):
+            if isinstance(rec, list) and not out:
+                raise ConfigError(_array_message(p, rec))
+            if not isinstance(rec, dict):
+                raise ConfigError(f"{p}: line {i}: expected a JSON object (one conversation), got {type(rec).__name__}")
+            out.append((i, rec))
+    except MissingFile:
+        raise ConfigError(f"--from {p}: no such file; expected {expected}") from None
+    except TornLastLine as exc:
+        raise ConfigError(f"{p}: line {exc.line}: not valid JSON (the last line is cut off: the file is "
+                          "incomplete)") from None  # fmt: skip
+    except FileProblem:
+        raise
+    except ConfigError:
+        if not out and p.is_file():  # a pretty-printed JSON array fails on its first line
+            with open(p, "rb") as f:
+                head = f.read(1 << 16).decode("utf-8", "replace")
+            if head.lstrip().startswith("["):
+                raise ConfigError(_array_message(p, None, head)) from None
+        raise
     return out
+
+
+def _array_message(p: Path, value: list[Any] | None, head: str = "") -> str:
+    first = value[0] if value else None
+    taubench = (isinstance(first, dict) and "traj" in first) or '"traj"' in head
+    hint = " (τ-bench's historical trajectories: --format taubench)" if taubench else ""
+    return f"{p}: is one JSON array, not JSON lines (one conversation object per line){hint}"
 
 
 def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
@@ -85,8 +91,6 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
     from collapse_probe.interop._taubench import tool_calls_of
 
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"--from {path}: no such file; expected a JSONL file of conversations")
     by_key: dict[str, PublishedConversation] = {}
     first_line: dict[str, int] = {}
     policies: set[str] = set()

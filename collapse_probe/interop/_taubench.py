@@ -11,7 +11,6 @@ model: pass ``--benchmark`` for a benchmark's hooks and ``--sim NAME`` to name t
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -54,15 +53,15 @@ def read_taubench(path: str | Path) -> Any:
         ConfigError: the file is missing, not a JSON array of trajectories, or a record's field has the
             wrong type (naming the record and the field).
     """
+    from collapse_probe._files import MissingFile, read_json_file
     from collapse_probe.interop._published import PublishedConversation, PublishedMessage, PublishedRun, file_sha256
 
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"--from {path}: no such file; expected τ-bench's JSON array of trajectories")
+    expected = "τ-bench's JSON array of trajectories"
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: not valid JSON ({exc}); expected τ-bench's JSON array of trajectories") from None
+        data = read_json_file(p, expected=expected)
+    except MissingFile:
+        raise ConfigError(f"--from {path}: no such file; expected {expected}") from None
     if not isinstance(data, list):
         raise ConfigError(f"{p}: expected a JSON array of {{task_id, reward, info, traj, trial}}, got a "
                           f"{type(data).__name__}")  # fmt: skip

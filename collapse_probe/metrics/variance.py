@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -191,6 +191,16 @@ def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> d
     return out
 
 
+_LARGE_REWARD = 1e100
+"""Rewards larger than this in size are rescaled before their squares are taken."""
+
+
+def _raw(value: float, unit: float) -> float | None:
+    """A variance computed on rewards / ``unit`` in the rewards' own unit (``None`` where it overflows)."""
+    out = value * unit * unit
+    return float(out) if math.isfinite(out) else None
+
+
 def decompose_variance(
     trials: Iterable[Trial],
     *,
@@ -232,7 +242,12 @@ def decompose_variance(
     all_trials = [t for v in by_task.values() for t in v]
     notes: list[str] = []
     multi = {k: v for k, v in by_task.items() if len(v) >= 2}
-    stats = [_task_stats(v) for v in multi.values()]
+    # the shares do not depend on the rewards' unit; rewards near the float range (±1e308) would overflow
+    # the squares, so they are computed on rewards / unit and the components reported back in raw units
+    # where those are finite
+    top = max((abs(x) for t in all_trials for x in t.rewards), default=0.0)
+    unit = top if top > _LARGE_REWARD else 1.0
+    stats = [_task_stats([replace(t, rewards=tuple(x / unit for x in t.rewards)) for t in v]) for v in multi.values()]
     divergence = {s: 0 for s in (*SIDES, "identical")}
     for v in multi.values():
         for i in range(len(v)):
@@ -265,9 +280,12 @@ def decompose_variance(
     table = np.stack(stats)
     point = {k: float(v[0]) for k, v in _components(table, np.arange(len(stats))[None, :], judge_from).items()}
     total = point.pop("_total")
-    result.total = total
+    result.total = _raw(total, unit)
     for k, val in point.items():
-        comps[k] = val
+        comps[k] = _raw(val, unit)
+    if unit != 1.0:
+        notes.append(f"rewards up to {top:.3g} in size: the shares are computed on rewards / {unit:.3g}; a "
+                     "component whose square overflows is null")  # fmt: skip
     if total <= 0:
         notes.append("the rewards do not vary: every share is undefined")
         return result
