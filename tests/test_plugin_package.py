@@ -361,7 +361,7 @@ def test_an_installed_partitioner_is_chosen_by_audit_and_crossplay_flags_where_i
                   "--partitioner", "ask-judge", "--no-cache", "--out", "xp2", cwd=tmp_path)  # fmt: skip
     assert judged.returncode == 2 and "Traceback" not in judged.stderr
     line = judged.stderr.strip().splitlines()[-1]
-    assert "--partitioner must be one of exact, embedding, first-word" in line and "'ask-judge'" in line
+    assert "--partitioner must be one of exact, embedding, disclosure, first-word" in line and "'ask-judge'" in line
     assert "needs a judge model" in line
     typo = _cli(plugin_path, "audit", "--benchmark", "hotel-survey", "--sim", guest, "--partition", "first-wrd",
                 "--no-cache", "--out", "typo", cwd=tmp_path)  # fmt: skip

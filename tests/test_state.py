@@ -22,6 +22,14 @@ NOT_CACHES = {
     "the run takes them: a pending message",
     "collapse_probe.benchmarks.cooperbench._evaluate._BASE_ROOT": "this process's scratch directory, "
     "removed at exit: emptying it would leak the directory (the BASE repositories in it are the cache)",
+    "collapse_probe._secrets._SECRETS": "the keys this process was configured with, which every written text "
+    "is scrubbed of: emptying it would let a key through to a file",
+    "collapse_probe._secrets._VARIANTS": "the escaped forms of those configured keys (same reason)",
+    "collapse_probe._secrets._REAL_URLS": "redacted spec -> the real URL a backend connects to: emptying it "
+    "would disconnect a live backend from its endpoint",
+    "collapse_probe.monitor._adapters._warned": "the version notices already given once: a message log, no cache",
+    "collapse_probe.monitor.verl._SESSIONS": "the live monitor sessions of this process's verl workers",
+    "collapse_probe.monitor.verl._BUILT": "the verl classes registered with verl's own registries once per process",
 }
 """Module-level containers that are process state but no cache, with the reason they stay out."""
 

@@ -304,6 +304,8 @@ def _load_yaml(text: str, p: Path) -> Any:
         raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     except RecursionError:
         raise ConfigError(f"{p}: YAML nested deeper than the parser can follow") from None
+    except ConfigError:  # a ValueError too, but already the one line (a repeated key, too many values)
+        raise
     except ValueError:  # an integer past Python's conversion limit
         raise _long_integer(text, p) from None
     finally:

@@ -33,6 +33,11 @@ SCALAR_NAMES = (
     "train_reward",
     "shadow_states",
     "alarms",
+    "epsilon_pooled_hi",
+    "reward_epsilon_pooled_hi",
+    "zero_std_all_success",
+    "zero_std_all_fail",
+    "zero_std_sim_caused",
 )
 """The names (after the monitor's prefix) of :meth:`CollapseMonitor.scalars`, in a fixed order."""
 

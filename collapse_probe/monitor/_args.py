@@ -21,7 +21,7 @@ ROW_KEYS = frozenset({
     "step", "collapse_error", "reward_collapse_error", "response_entropy", "accumulated_collapse_error",
     "sim_variance_share", "strategy_entropy", "train_reward", "zero_std_share", "shadow_states",
     "simulator_turns", "rollouts", "shadow_failures", "empty_replies", "partition", "samples_per_state", "alarms",
-    "monitor_seconds",
+    "monitor_seconds", "collapse_error_pooled", "reward_collapse_error_pooled", "zero_std",
 })  # fmt: skip
 """The fields of a monitor row that the monitor itself writes (``extra`` may not reuse them)."""
 

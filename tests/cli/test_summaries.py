@@ -46,15 +46,15 @@ PLAY_ONE_TASK = (
 CROSSPLAY = """\
 mean reward [95% CI over tasks, inside [0, 1]] (p4g; * = training simulator; (n, infra failures))
 policy                        donor*                      donor2
-polite    0.417 [0.007, 0.971] (6,0)  1.000 [0.179, 1.000] (6,0)
-pushy     0.417 [0.007, 0.971] (6,0)  1.000 [0.179, 1.000] (6,0)
+polite    0.417 [0.105, 0.790] (6,0)  1.000 [0.179, 1.000] (6,0)
+pushy     0.417 [0.105, 0.790] (6,0)  1.000 [0.179, 1.000] (6,0)
 labels:
   polite  scripted:models/polite.json
   pushy   scripted:models/pushy.json
   donor*  scripted:models/donor.json
   donor2  scripted:models/donor2.json
-transfer polite: 2.400 (95% CI 0.369-143.187)
-transfer pushy: 2.400 (95% CI 0.369-143.187)
+transfer polite: 2.400 (95% CI 0.397-9.556)
+transfer pushy: 2.400 (95% CI 0.397-9.556)
 strategy entropy polite: 0.000 nats (estimate incl. unseen classes; 1 classes seen in 6 samples) [SMALL N: 6 < 20, unreliable]
 strategy entropy pushy: 0.728 nats (estimate incl. unseen classes; 2 classes seen in 6 samples; above log(2) = 0.693 because classes not seen are estimated) [SMALL N: 6 < 20, unreliable]"""
 CROSSPLAY_NO_TRAIN_SIM = """\

@@ -101,14 +101,17 @@ def test_an_on_alarm_callback_that_raises_is_recorded_and_reported_once(caplog):
 
     m = CollapseMonitor(shadow_samples=4, partition="exact", strategy_partition="exact", on_alarm=boom)
     with caplog.at_level(logging.WARNING, logger="collapse_probe.monitor._core"):
-        for step in range(3):
+        for step in range(4):
             for r in range(6):
                 m.record_turn(f"r{r}", "same", ["same", "same", "same"])
             m.end_step(step, rewards=[1.0] * 6)
-    assert calls == [0, 1, 2] and [e["step"] for e in m.alarm_callback_errors_] == [0, 1, 2]
+    # the alarm pools the steps it needs (one step of 6 states x 4 replies cannot decide alone): every
+    # alarm from the first one on calls the callback, and every failure of it is kept
+    assert len(calls) >= 2 and calls == list(range(calls[0], 4))
+    assert [e["step"] for e in m.alarm_callback_errors_] == calls
     assert m.alarm_callback_errors_[0]["error"] == "RuntimeError: callback exploded"
     assert caplog.text.count("callback exploded") == 1
-    assert len(m.rows_) == 3  # the training loop went on
+    assert len(m.rows_) == 4  # the training loop went on
 
 
 values = st.one_of(

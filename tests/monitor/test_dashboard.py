@@ -15,7 +15,7 @@ APP = Path(__file__).resolve().parents[2] / "collapse_probe" / "dashboard" / "ap
 def test_monitor_view_shows_the_figures_and_the_alarms(tmp_path, monkeypatch):
     st_testing = pytest.importorskip("streamlit.testing.v1")
     m = CollapseMonitor(partition="exact", out=tmp_path / "runs" / "grpo-monitor")
-    for k, replies in enumerate([["[DONATE $1]", "[DONATE $2]", "[DONATE $0]"], ["[DONATE $1]"] * 30]):
+    for k, replies in enumerate([["[DONATE $1]", "[DONATE $2]", "[DONATE $0]"], ["[DONATE $1]"] * 60]):
         m.record_turn(f"{k}", replies[0], replies[1:])
         m.end_step(k)
     m.close()
