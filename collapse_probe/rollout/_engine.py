@@ -94,6 +94,20 @@ class _Live:
     turns: int = 0
 
 
+_IN_PROCESS_BACKENDS = frozenset({"local", "hf", "vllm", "scripted"})
+"""Backends whose seeded answer to a request is the same on every run (the model runs here)."""
+
+
+def _served_remotely(spec: str) -> bool:
+    """Whether a participant spec names a model served by a remote service (an API, an endpoint URL or a
+    backend of a plugin), whose empty reply need not repeat; an alias such as ``smollm2`` runs here."""
+    if "@" in spec or "://" in spec:
+        return True
+    body = spec.split(":", 1)[1] if spec.split(":", 1)[0] in ("direct", "vs", "persona") and ":" in spec else spec
+    head = body.split(":", 1)[0].split("/", 1)[0] if (":" in body or "/" in body) else ""
+    return bool(head) and head not in _IN_PROCESS_BACKENDS
+
+
 def make_specs(
     tasks: Sequence[Task], policies: Sequence[str], simulators: Sequence[str], rollouts: int, seed: int
 ) -> list[ConversationSpec]:
@@ -169,7 +183,11 @@ async def run_conversations(
             key = rec.get("key")
             if key not in wanted:
                 continue
-            empty = rec.get("status") == "infra_error" and is_empty_reply_failure(rec.get("infra_error"))
+            empty = (
+                rec.get("status") == "infra_error"
+                and is_empty_reply_failure(rec.get("infra_error"))
+                and not any(_served_remotely(str(rec.get(side))) for side in ("policy", "simulator"))
+            )  # a remote service's empty reply may be a passing fault: it is always asked again
             empties[key] = empties.get(key, 0) + 1 if empty else 0
             old = rec.get("fingerprints")
             if isinstance(old, dict):
