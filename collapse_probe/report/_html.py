@@ -164,10 +164,13 @@ def write_html_report(path: str | Path, title: str, sections: Sequence[Section],
     sections = [*sections, *_usage_section(Path(path).parent)]
     figures = [c for _, c in sections if hasattr(c, "to_html")]
     parts = []
+    bundle = ""
+    marker = "<!--collapse-probe:plotlyjs-->"
     if figures:
         name, source = plotlyjs_for(figures)
         source = source.replace("</script", "<\\/script")  # a string in the code must not end the element
-        parts.append(f'<script type="text/javascript" data-plotlyjs="{name}">{source}</script>')
+        bundle = f'<script type="text/javascript" data-plotlyjs="{name}">{source}</script>'
+        parts.append(marker)  # the library goes in after the scrub: it is plotly's code, not run data
     for heading, content in sections:
         parts.append(f"<section><h2>{html.escape(heading)}</h2>")
         if hasattr(content, "to_html"):
@@ -197,5 +200,7 @@ section {{ margin-bottom: 2rem; }}
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(scrub(doc), encoding="utf-8")  # a spec's URL credentials, a key a reply quoted: never in a report
+    # a spec's URL credentials, a key a reply quoted: never in a report (the run's data is scrubbed; the
+    # embedded plotly.js is inserted afterwards, since scrubbing URL-like strings in its code breaks it)
+    p.write_text(scrub(doc).replace(marker, bundle, 1), encoding="utf-8")
     return p
