@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._files import kind_of
 from collapse_probe._secrets import scrub
 from collapse_probe.errors import ConfigError
 
@@ -167,17 +168,8 @@ def _refuse(flag: str, path: str | os.PathLike[str], why: str) -> OutputRefused:
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a file"
+    """:func:`~collapse_probe._files.kind_of`, where a regular file is simply "a file"."""
+    return "a file" if stat.S_ISREG(mode) else kind_of(mode)
 
 
 RUN_KINDS = ("play", "audit", "crossplay", "train", "lab", "monitor", "gate")

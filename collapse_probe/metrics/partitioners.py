@@ -39,6 +39,7 @@ from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._meaning import KeyFamily
 from collapse_probe._resources import package_path
 from collapse_probe.errors import ConfigError, InfraError, require
+from collapse_probe.metrics._text import normalize_text
 
 __all__ = [
     "DEFAULT_EMBEDDING_THRESHOLD",
@@ -169,8 +170,6 @@ class _SyncPartitioner:
 
 # --------------------------------------------------------------------------------------------------
 # exact match
-
-from collapse_probe.metrics._text import normalize_text  # noqa: E402 - re-exported here
 
 
 class ExactPartitioner(_SyncPartitioner):
