@@ -186,15 +186,17 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
             "run": r.name,
             "kind": r.kind,
             "status": r.status,
-            "schema": r.schema or "",
-            "modified": datetime.datetime.fromtimestamp(r.mtime).strftime("%Y-%m-%d %H:%M:%S") if r.mtime else "",
             **usage_columns(r),
+            "modified": datetime.datetime.fromtimestamp(r.mtime).strftime("%Y-%m-%d %H:%M:%S") if r.mtime else "",
+            "schema": r.schema or "",
             "notes": "; ".join(r.problems),
         }
         for r in runs
     ]
+    # the run name is capped (its cell shows the rest on hover), so status and cost stay in view
     longest = max(len(r.name) for r in runs)
-    config = {"run": st.column_config.TextColumn("run", width=min(720, 40 + 8 * longest)),
+    config = {"run": st.column_config.TextColumn("run", width=min(320, 40 + 8 * longest)),
+              "cost (USD)": st.column_config.TextColumn("cost (USD)", width="small"),
               "notes": st.column_config.TextColumn("notes", width="large")}  # fmt: skip
     st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True, column_config=config)
 
@@ -555,7 +557,14 @@ def view_training(runs: list[rd.RunInfo]) -> None:
         st.info("The selected runs have no steps recorded yet (in progress).")
         return
     alarms = [{**a, "run": r.name} for r in trains if r.label in chosen for a in rd.monitor_alarms(r)]
-    for _, fig in tp.training_figures(curves, alarms):
+    axes = {"auto": "auto", "training step": "step", "share of each run's steps": "progress"}
+    axis = st.radio("x axis", list(axes), horizontal=True, key="train_axis")
+    if axes[axis] == "auto" and tp.progress_axis(curves):
+        st.caption(
+            "These runs differ more than tenfold in length: each is drawn against the share of its own steps "
+            "(pick 'training step' for the step axis)."
+        )
+    for _, fig in tp.training_figures(curves, alarms, x=axes[axis]):
         show_figure(fig)
     lab_checks = [
         (r.name, r.typed.bound_checks) for r in trains if r.label in chosen and isinstance(r.typed, LabRunResults)
@@ -602,7 +611,14 @@ def view_monitor(runs: list[rd.RunInfo]) -> None:
 
         st.markdown("**Alarms**")
         st.dataframe(
-            pd.DataFrame([{k: a.get(k) for k in ("step", "kind", "message")} for a in alarms]), hide_index=True
+            pd.DataFrame([{k: a.get(k) for k in ("step", "kind", "message")} for a in alarms]),
+            width="stretch",
+            hide_index=True,
+            column_config={
+                "step": st.column_config.NumberColumn("step", width="small"),
+                "kind": st.column_config.TextColumn("kind", width="small"),
+                "message": st.column_config.TextColumn("message", width="large"),
+            },  # fmt: skip
         )
 
 

@@ -20,6 +20,8 @@ __all__ = [
     "mark_alarms",
     "metric_over_steps_figure",
     "policy_entropy_figure",
+    "progress_axis",
+    "progress_curves",
     "reward_curves_figure",
     "sim_collapse_error_figure",
     "training_figures",
@@ -79,12 +81,14 @@ def mark_alarms(fig: Any, alarms: Alarms, y: float) -> Any:
     hover says what the monitor saw (one marker per step, its alarms joined)."""
     import plotly.graph_objects as go
 
-    by_step: dict[int, list[str]] = {}
+    by_step: dict[float, list[str]] = {}
     for a in alarms:
         step = a.get("step")
         if isinstance(step, int | float) and not isinstance(step, bool):
             run = f"{a['run']}: " if a.get("run") else ""
-            by_step.setdefault(int(step), []).append(f"{run}{a.get('kind') or 'alarm'}: {a.get('message') or ''}")
+            at = a.get("at_step", step)  # the training step, where the axis shows progress
+            text = f"step {at}: {run}{a.get('kind') or 'alarm'}: {a.get('message') or ''}"
+            by_step.setdefault(step, []).append(text)
     if not by_step:
         return fig
     for step in by_step:
@@ -93,8 +97,8 @@ def mark_alarms(fig: Any, alarms: Alarms, y: float) -> Any:
 
     fig.add_trace(go.Scatter(x=list(by_step), y=[y] * len(by_step), mode="markers", name="monitor alarm",
                              marker={"symbol": "x", "size": 11, "color": "#d62728"},
-                             customdata=["<br>".join(html.escape(m[:200]) for m in ms) for ms in by_step.values()],
-                             hovertemplate="step %{x}<br>%{customdata}<extra>alarm</extra>"))  # fmt: skip
+                             customdata=["<br>".join(html.escape(m[:220]) for m in ms) for ms in by_step.values()],
+                             hovertemplate="%{customdata}<extra>alarm</extra>"))  # fmt: skip
     return fig
 
 
@@ -201,15 +205,81 @@ def zero_std_share_figure(curves: Curves) -> Any:
     return metric_over_steps_figure(merged, keys, "Groups with zero reward variance", "share of groups", (0, 1))
 
 
-def training_figures(curves: Curves, alarms: Alarms = ()) -> list[tuple[str, Any]]:
+PROGRESS_RATIO = 10
+"""Overlaid runs whose last steps differ by this factor or more are drawn against the share of each
+run's own steps (``x="auto"``): on one step axis a 2-step run is a dot under a 300-step one."""
+
+
+def last_steps(curves: Curves) -> dict[str, float]:
+    """Each run's last recorded step (runs with no numeric step left out)."""
+    out: dict[str, float] = {}
+    for label, records in curves.items():
+        steps = [r.get("step") for r in records]
+        nums = [float(s) for s in steps if isinstance(s, int | float) and not isinstance(s, bool)]
+        if nums:
+            out[label] = max(nums)
+    return out
+
+
+def progress_axis(curves: Curves) -> bool:
+    """Whether ``x="auto"`` draws ``curves`` against progress: two or more runs whose last steps differ
+    by :data:`PROGRESS_RATIO` or more."""
+    ends = [max(v, 1.0) for v in last_steps(curves).values()]
+    return len(ends) > 1 and max(ends) >= PROGRESS_RATIO * min(ends)
+
+
+def progress_curves(
+    curves: Curves, alarms: Alarms = ()
+) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """``curves`` and ``alarms`` with each step replaced by its share of the run's last step (0..1).
+
+    An alarm is scaled by the run it names (``alarm["run"]``), or by the longest run when it names none."""
+    ends = last_steps(curves)
+    longest = max(ends.values(), default=1.0) or 1.0
+
+    def share(step: Any, end: float) -> Any:
+        if isinstance(step, int | float) and not isinstance(step, bool):
+            return float(step) / end if end > 0 else 0.0
+        return step
+
+    scaled = {
+        label: [{**r, "step": share(r.get("step"), ends.get(label, 1.0))} for r in records]
+        for label, records in curves.items()
+    }
+    marks = [
+        {**a, "at_step": a.get("step"), "step": share(a.get("step"), ends.get(str(a.get("run")), longest))}
+        for a in alarms
+    ]
+    return scaled, marks
+
+
+def training_figures(curves: Curves, alarms: Alarms = (), x: str = "auto") -> list[tuple[str, Any]]:
     """The Training view's figures as ``(heading, figure)`` pairs, ready for ``write_html_report``;
-    collapse-monitor ``alarms`` are marked on the reward, entropy and ε curves."""
-    return [
+    collapse-monitor ``alarms`` are marked on the reward, entropy and ε curves.
+
+    ``x``: ``"step"`` (training steps), ``"progress"`` (each run's steps as a share of its own last
+    step, so runs of very different length overlay), or ``"auto"``: progress where
+    :func:`progress_axis` says the lengths differ too much for one step axis.
+
+    Raises:
+        ValueError: ``x`` is none of the three.
+    """
+    if x not in ("auto", "step", "progress"):
+        raise ValueError(f"x must be 'auto', 'step' or 'progress', got {x!r}")
+    progress = x == "progress" or (x == "auto" and progress_axis(curves))
+    if progress:
+        curves, alarms = progress_curves(curves, alarms)
+    figures = [
         ("Train vs held-out reward", reward_curves_figure(curves, alarms)),
         ("Policy entropy", policy_entropy_figure(curves, alarms)),
         ("Simulator collapse error", sim_collapse_error_figure(curves, alarms)),
         ("Zero-variance groups", zero_std_share_figure(curves)),
     ]
+    if progress:
+        for _, fig in figures:
+            fig.update_xaxes(title="share of the run's steps (each run from its first to its last step)",
+                             tickmode="auto", dtick=None, tick0=None, tickformat=".0%", range=[-0.02, 1.02])  # fmt: skip
+    return figures
 
 
 def write_train_report(

@@ -215,6 +215,35 @@ def test_training_view_overlays_runs(app):
     assert any("bound checks" in m.value for m in at.markdown)
 
 
+def test_runs_table_keeps_status_and_cost_in_view(app):
+    """The long columns (run name capped, notes) do not push status and cost off to the right."""
+    table = app.dataframe[0]
+    columns = list(table.value.columns)
+    assert columns.index("cost (USD)") < columns.index("modified") < columns.index("notes")
+    assert columns.index("status") < columns.index("cost (USD)")
+    widths = json.loads(table.proto.columns)
+    assert widths["run"]["width"] <= 320 and widths["notes"]["width"] == "large"
+
+
+def test_training_view_draws_runs_of_very_different_length_on_progress(tmp_path, monkeypatch):
+    """A 2-step LLM run beside a 300-step lab run: drawn against the share of each run's steps, and
+    the step axis on request."""
+    fixtures.write_train_run(tmp_path, "train_short", "single", steps=2, eval_every=1)
+    fixtures.write_lab_run(tmp_path, "lab_long", "single", steps=300)
+    monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path))
+    at = _view(_app(tmp_path), "Training")
+    chosen = at.multiselect(key="train_runs")
+    chosen.set_value(list(chosen.options)).run()
+    assert any("differ more than tenfold" in c.value for c in at.caption)
+    reward = _figure(_plotly(at)[0])
+    ends = {t["name"]: t["x"][-1] for t in reward["data"] if t["name"].endswith("— train")}
+    assert ends == {"train_short — train": 1.0, "lab_long — train": 1.0}
+    at.radio(key="train_axis").set_value("training step").run()
+    reward = _figure(_plotly(at)[0])
+    ends = {t["name"]: t["x"][-1] for t in reward["data"] if t["name"].endswith("— train")}
+    assert ends == {"train_short — train": 2, "lab_long — train": 300}
+
+
 def test_compare_view_two_audits(app):
     at = _view(app, "Compare")
     assert [s.label for s in at.selectbox] == ["Audit A", "Audit B"]

@@ -56,6 +56,29 @@ def test_training_axes_are_whole_steps_with_short_tick_labels() -> None:
     assert reward_curves_figure(long).layout.xaxis.dtick == 20
 
 
+def test_runs_of_very_different_length_overlay_on_progress() -> None:
+    """A 2-step run beside a 300-step run: on one step axis the short run is a dot at the left, so
+    ``auto`` draws each against the share of its own steps; ``step`` keeps the step axis exactly."""
+    short = [{"step": s, "train_reward": 0.2 + 0.3 * s} for s in (1, 2)]
+    long = [{"step": s, "train_reward": s / 300} for s in range(1, 301)]
+    curves = {"llm": short, "lab": long}
+    alarms = [{"step": 2, "kind": "collapse", "message": "eps fell", "run": "llm"},
+              {"step": 150, "kind": "collapse", "message": "eps fell", "run": "lab"}]  # fmt: skip
+    figs = dict(training_figures(curves, alarms))
+    reward = figs["Train vs held-out reward"]
+    xs = {t.name.split(" — ")[0]: list(t.x) for t in reward.data}
+    assert xs["llm"] == [0.5, 1.0] and xs["lab"][-1] == 1.0 and xs["lab"][149] == 0.5
+    assert reward.layout.xaxis.tickformat == ".0%"
+    marks = next(t for t in reward.data if t.name == "monitor alarm")
+    assert sorted(marks.x) == [0.5, 1.0] and any("step 150" in c for c in marks.customdata)
+    by_step = dict(training_figures(curves, alarms, x="step"))["Train vs held-out reward"]
+    assert [list(t.x) for t in by_step.data[:2]] == [[1, 2], list(range(1, 301))]
+    assert by_step.layout.xaxis.tickformat == "d"
+    # runs of similar length keep the step axis under auto
+    similar = {"a": long, "b": long[:100]}
+    assert dict(training_figures(similar))["Policy entropy"].layout.xaxis.tickformat == "d"
+
+
 def test_people_beside_the_simulator_with_their_intervals() -> None:
     from collapse_probe.audit._human import people_epsilon
     from collapse_probe.benchmarks.p4g import HumanDialogue
