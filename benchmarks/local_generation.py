@@ -11,13 +11,17 @@ second of each and their ratios, all measured in one run:
    request at a time, with the same number of threads, temperature, stop string and token budget
    (top-k, min-p and the repetition penalty off, so it samples the plain softmax as we do).
 
-Each sample's randomness comes from its own seed, so ways 1 and 2 must produce the same texts; the
-script checks it and prints how many sampling decisions were recomputed canonically (near-ties).
+Each sample's randomness comes from its own seed, so in float32 ways 1 and 2 must produce the same
+texts (in int8 and bfloat16 batching moves a row's numbers enough to change some; see
+``collapse_probe/models/_int8.py``); the script counts them and prints how many sampling decisions were recomputed canonically (near-ties).
 The load average is printed beside the numbers: the ratios are measured in the same run, the
 absolute rates depend on what else the machine runs.
 
     python benchmarks/local_generation.py [--model local/smollm2-135m] [--prompts 32] [--max-tokens 48]
-            [--batch 32] [--temperature 1.0] [--dtype float32] [--no-llama-cpp] [--json out.json]
+            [--batch 32] [--temperature 1.0] [--dtypes float32,int8,bfloat16] [--no-llama-cpp] [--json out.json]
+
+Every dtype of ``--dtypes`` is timed both ways in the same run, and the ratios against the first
+(float32) and against llama.cpp are printed beside them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.models import GenerationRequest, SamplingParams
+from collapse_probe.models._int8 import weights_name
 from collapse_probe.models.local import LOCAL_MODELS, make_hf_model, make_local_model
 
 TOPICS = [
@@ -96,6 +101,40 @@ def time_llama_cpp(gguf: Path, requests: list[GenerationRequest], threads: int) 
     return {"tokens": tokens, "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1)}
 
 
+def time_dtype(factory: Any, spec: str, name: str, options: dict[str, Any], requests: list[GenerationRequest],
+               temperature: float) -> dict[str, Any]:  # fmt: skip
+    """Both ways (one batched call, then one call per request) for one model configuration."""
+    model = factory(spec, name, **options)
+    asyncio.run(model.generate(build_requests(2, 4, temperature)))  # warm-up, outside the timings
+    t0 = time.perf_counter()
+    batched = asyncio.run(model.generate(requests))
+    batched_s = time.perf_counter() - t0
+    recomputes_batched = model.canonical_recomputes_
+    t0 = time.perf_counter()
+    sequential = [asyncio.run(model.generate([r]))[0] for r in requests]
+    sequential_s = time.perf_counter() - t0
+    for res in batched + sequential:
+        if not res.ok:
+            sys.exit(f"generation failed: {res.error}")
+    tokens_b = sum(c.n_tokens or 0 for r in batched for c in r.completions)
+    tokens_s = sum(c.n_tokens or 0 for r in sequential for c in r.completions)
+    same = sum(a.completions[0].text == b.completions[0].text for a, b in zip(batched, sequential, strict=True))
+    rate_b, rate_s = tokens_b / batched_s, tokens_s / sequential_s
+    return {
+        "dtype": weights_name(model.model),
+        "batched_tokens": tokens_b,
+        "batched_seconds": round(batched_s, 2),
+        "batched_tokens_per_s": round(rate_b, 1),
+        "sequential_tokens": tokens_s,
+        "sequential_seconds": round(sequential_s, 2),
+        "sequential_tokens_per_s": round(rate_s, 1),
+        "speedup": round(rate_b / rate_s, 2),
+        "identical_texts": f"{same}/{len(requests)}",
+        "canonical_recomputes": model.canonical_recomputes_,
+        "canonical_recomputes_batched": recomputes_batched,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="local/smollm2-135m", help="local/<name> or hf/<dir>")
@@ -104,7 +143,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32, help="max rows per micro-batch in the batched run")
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--device", default=None)
-    ap.add_argument("--dtype", default=None, help="float32 (default for local/), bfloat16, float16")
+    ap.add_argument("--dtypes", default="float32,int8,bfloat16",
+                    help="weights to time, each both ways, in this run (float32, int8, bfloat16, float16)")  # fmt: skip
     ap.add_argument("--no-llama-cpp", action="store_true", help="skip the llama.cpp timing")
     ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args()
@@ -113,26 +153,15 @@ def main() -> None:
     factory = {"local": make_local_model, "hf": make_hf_model}.get(prefix)
     if factory is None:
         sys.exit(f"--model must be local/<name> or hf/<dir>, got {args.model!r}")
-    options: dict[str, Any] = {"max_batch": args.batch}
-    if args.device:
-        options["device"] = args.device
-    if args.dtype:
-        options["dtype"] = args.dtype
-    model = factory(args.model, name, **options)
     requests = build_requests(args.prompts, args.max_tokens, args.temperature)
     torch = __import__("torch")
     threads = torch.get_num_threads()
-
-    asyncio.run(model.generate(build_requests(2, 4, args.temperature)))  # warm-up, outside the timings
-
-    t0 = time.perf_counter()
-    batched = asyncio.run(model.generate(requests))
-    batched_s = time.perf_counter() - t0
-    recomputes_batched = model.canonical_recomputes_
-
-    t0 = time.perf_counter()
-    sequential = [asyncio.run(model.generate([r]))[0] for r in requests]
-    sequential_s = time.perf_counter() - t0
+    runs = []
+    for dtype in [d.strip() for d in args.dtypes.split(",") if d.strip()]:
+        options: dict[str, Any] = {"max_batch": args.batch, "dtype": dtype}
+        if args.device:
+            options["device"] = args.device
+        runs.append(time_dtype(factory, args.model, name, options, requests, args.temperature))
 
     llama = None
     llama_note = ""
@@ -147,52 +176,45 @@ def main() -> None:
             gguf = LOCAL_MODELS[name].gguf(Path(scratch))
             llama = time_llama_cpp(gguf, requests, threads)
 
-    for res in batched + sequential:
-        if not res.ok:
-            sys.exit(f"generation failed: {res.error}")
-    tokens_b = sum(c.n_tokens or 0 for r in batched for c in r.completions)
-    tokens_s = sum(c.n_tokens or 0 for r in sequential for c in r.completions)
-    same = sum(a.completions[0].text == b.completions[0].text for a, b in zip(batched, sequential, strict=True))
-    rate_b, rate_s = tokens_b / batched_s, tokens_s / sequential_s
     numbers: dict[str, Any] = {
         "model": args.model,
-        "dtype": str(next(model.model.parameters()).dtype).removeprefix("torch."),
         "prompts": args.prompts,
         "max_tokens": args.max_tokens,
         "batch": args.batch,
         "torch_threads": threads,
         "load_average_1m": os.getloadavg()[0],
-        "batched_tokens": tokens_b,
-        "batched_seconds": round(batched_s, 2),
-        "batched_tokens_per_s": round(rate_b, 1),
-        "sequential_tokens": tokens_s,
-        "sequential_seconds": round(sequential_s, 2),
-        "sequential_tokens_per_s": round(rate_s, 1),
-        "speedup": round(rate_b / rate_s, 2),
-        "identical_texts": f"{same}/{len(requests)}",
-        "canonical_recomputes": model.canonical_recomputes_,
-        "canonical_recomputes_batched": recomputes_batched,
+        "runs": runs,
         "llama_cpp": llama,
     }
-    if llama is not None:
-        numbers["batched_vs_llama_cpp"] = round(rate_b / llama["tokens_per_s"], 2)
-        numbers["sequential_vs_llama_cpp"] = round(rate_s / llama["tokens_per_s"], 2)
-    print(f"model {args.model} ({numbers['dtype']}): {args.prompts} prompts x {args.max_tokens} max tokens, "
+    print(f"model {args.model}: {args.prompts} prompts x {args.max_tokens} max tokens, "
           f"T = {args.temperature:g}, {threads} threads, load average {numbers['load_average_1m']:.1f}")  # fmt: skip
-    print(f"  batched (batch {args.batch}):  {tokens_b:5d} tokens in {batched_s:7.2f} s = {rate_b:8.1f} tok/s")
-    print(f"  sequential (batch 1): {tokens_s:5d} tokens in {sequential_s:7.2f} s = {rate_s:8.1f} tok/s")
     if llama is not None:
         print(f"  llama.cpp (1 at a time): {llama['tokens']:5d} tokens in {llama['seconds']:7.2f} s = "
               f"{llama['tokens_per_s']:8.1f} tok/s")  # fmt: skip
-    print(f"  ratio batched/sequential: {numbers['speedup']:.2f}x")
-    if llama is not None:
-        print(f"  ratio batched/llama.cpp: {numbers['batched_vs_llama_cpp']:.2f}x; "
-              f"sequential/llama.cpp: {numbers['sequential_vs_llama_cpp']:.2f}x")  # fmt: skip
     else:
         print(f"  llama.cpp: {llama_note}")
-    print(
-        f"  identical texts both ways: {numbers['identical_texts']}; near-tie recomputes: {numbers['canonical_recomputes']}"
-    )
+    base = runs[0] if runs else None
+    for r in runs:
+        if llama is not None:
+            r["batched_vs_llama_cpp"] = round(r["batched_tokens_per_s"] / llama["tokens_per_s"], 2)
+            r["sequential_vs_llama_cpp"] = round(r["sequential_tokens_per_s"] / llama["tokens_per_s"], 2)
+        print(f"  {r['dtype']}:")
+        print(f"    batched (batch {args.batch}):  {r['batched_tokens']:5d} tokens in {r['batched_seconds']:7.2f} s = "
+              f"{r['batched_tokens_per_s']:8.1f} tok/s")  # fmt: skip
+        print(f"    sequential (batch 1): {r['sequential_tokens']:5d} tokens in {r['sequential_seconds']:7.2f} s = "
+              f"{r['sequential_tokens_per_s']:8.1f} tok/s")  # fmt: skip
+        ratios = [f"batched/sequential {r['speedup']:.2f}x"]
+        if base is not None and r is not base:
+            ratios.append(f"vs {base['dtype']}: batched {r['batched_tokens_per_s'] / base['batched_tokens_per_s']:.2f}x, "
+                          f"sequential {r['sequential_tokens_per_s'] / base['sequential_tokens_per_s']:.2f}x")  # fmt: skip
+        if llama is not None:
+            ratios.append(
+                f"vs llama.cpp: batched {r['batched_vs_llama_cpp']:.2f}x, sequential {r['sequential_vs_llama_cpp']:.2f}x"
+            )
+        print(f"    ratios: {'; '.join(ratios)}")
+        print(
+            f"    identical texts both ways: {r['identical_texts']}; near-tie recomputes: {r['canonical_recomputes']}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(numbers, f, indent=2)

@@ -352,10 +352,15 @@ def load_models_with_options(
     """
     from collapse_probe.cli._config import parse_model_args
     from collapse_probe.models import get_model, resolve_spec
+    from collapse_probe.models._registry import use_options
     from collapse_probe.simulators import parse_participant_spec
 
     parsed = {r: o for r, o in parse_model_args(getattr(args, "model_arg", None)).items() if r not in handled}
-    if not parsed:
+    if not parsed:  # this command's models take their defaults, whatever an earlier command in the process gave
+        for role, specs in roles.items():
+            if role not in handled:
+                for spec in specs:
+                    use_options(resolve_spec(parse_participant_spec(spec)[1]), {})
         return
     for role in parsed:
         if role != "*" and not roles.get(role):
@@ -381,6 +386,7 @@ def load_models_with_options(
                 merged[key] = value
                 given_by.setdefault((model, key), role)
     for model, options in wanted.items():
+        use_options(model, options)
         get_model(model, **options)
 
 

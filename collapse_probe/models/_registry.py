@@ -66,6 +66,16 @@ DEFAULT_MODEL = "smollm2"
 
 _INSTANCES: dict[tuple[str, str], ChatModel] = process_cache("models.instances", {})
 """(spec key, options key) -> the backend built for them (:func:`get_model`)."""
+_RUN_OPTIONS: dict[str, dict[str, Any]] = process_cache("models.run_options", {})
+"""Canonical spec -> the options the current command gives it (``-M``): :func:`use_options`."""
+
+
+def use_options(spec: str, options: dict[str, Any]) -> None:
+    """From now on, :func:`get_model` called for ``spec`` without options builds it with ``options``
+    (a command's ``-M``; ``{}`` restores the defaults). A second command in the same process that
+    gives the same model other options, or none, gets its own backend, never the earlier one."""
+    _RUN_OPTIONS[resolve_spec(spec)] = dict(options)
+
 
 ModelProvider = Callable[[str, dict[str, Any]], ChatModel]
 _PROVIDER: ModelProvider | None = None
@@ -110,8 +120,9 @@ def get_model(spec: str, **options: Any) -> ChatModel:
     """Return the backend for ``spec`` with ``options``, constructing it once per process and options.
 
     The same spec with other options is another backend (``concurrency=4`` never returns the one
-    built with ``concurrency=3``). Without options, the backend this process already built for the
-    spec is returned (the one a command loaded with its ``-M`` options), else one with the defaults.
+    built with ``concurrency=3``). Without options: the options the running command gave the spec
+    (:func:`use_options`, its ``-M``), else the backend this process already built for the spec,
+    else one with the defaults.
 
     Args:
         spec: a spec string or alias (see :data:`ALIASES`, ``collapse-probe models``).
@@ -124,6 +135,8 @@ def get_model(spec: str, **options: Any) -> ChatModel:
     spec = real_spec(spec)
     options = {k: real_spec(v) if isinstance(v, str) else v for k, v in options.items()}
     canonical = resolve_spec(spec)
+    if not options and canonical in _RUN_OPTIONS:
+        options = {k: real_spec(v) if isinstance(v, str) else v for k, v in _RUN_OPTIONS[canonical].items()}
     shown = public_spec(canonical)
     prefix = _prefix(canonical)
     name = canonical[len("scripted:") :] if prefix == "scripted" else canonical.split("/", 1)[1]

@@ -252,11 +252,14 @@ def _resolve_device(device: str | None, torch: Any, default: str) -> str:
 
 
 def _resolve_dtype(dtype: str | None, device: str, torch: Any) -> Any:
+    """The torch dtype the weights load in, or ``"int8"`` (float32 weights, then quantized)."""
     if dtype is None or dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") and torch.cuda.is_bf16_supported() else torch.float32
-    allowed = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    allowed = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": "int8"}
     if dtype not in allowed:
         raise ConfigError(f"option dtype must be one of {', '.join(allowed)} or 'auto', got {dtype!r}")
+    if dtype == "int8" and device != "cpu":
+        raise ConfigError(f"option dtype='int8' runs on the CPU only (its kernels are x86 ones), got device={device!r}")
     return allowed[dtype]
 
 
@@ -266,7 +269,12 @@ def _load_dir(path: Path, device: str, dtype: Any, purpose: str) -> tuple[Any, A
     if device == "cpu":
         _set_threads(torch)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+    int8 = dtype == "int8"
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32 if int8 else dtype)
+    if int8:
+        from collapse_probe.models._int8 import quantize_int8
+
+        quantize_int8(model, tokenizer)
     model.to(device)
     model.eval()
     return model, tokenizer
@@ -284,7 +292,8 @@ def load_local_model(
     Args:
         name: one of :data:`LOCAL_MODELS` (``"smollm2-135m"``, ``"gemma-3-270m"``).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
-        dtype: ``"float32"`` (default), ``"bfloat16"``, ``"float16"`` or ``"auto"``.
+        dtype: ``"float32"`` (default), ``"bfloat16"``, ``"float16"``, ``"int8"`` (CPU; integer linear
+            layers, :mod:`collapse_probe.models._int8`) or ``"auto"``.
         shared: ``False`` loads a private copy that is not cached (a trainer wraps it with LoRA in
             place, so no second copy of the base weights is made and frozen users keep the clean one).
 
@@ -451,9 +460,9 @@ class LocalModel:
             base = file_fingerprint(self.source_path)  # type: ignore[arg-type]
         if self.model is None:
             return base
-        return numerics_fingerprint(
-            base, dtype=str(self._model_dtype()).removeprefix("torch."), device=self._device().type
-        )
+        from collapse_probe.models._int8 import weights_name
+
+        return numerics_fingerprint(base, dtype=weights_name(self.model), device=self._device().type)
 
     @classmethod
     def from_loaded(

@@ -1,0 +1,144 @@
+"""Int8 weights for the embedded CPU models: every linear layer computes in integers.
+
+:class:`Int8Linear` holds a layer's weight as int8 with one float32 scale per output channel
+(symmetric: ``W ≈ q · s``, ``s = max|W_row| / 127``). Each call quantizes its input the same way,
+one scale per row (per token), multiplies the int8 matrices with ``torch._int_mm`` (int32
+accumulation; the VNNI kernels torch ships for x86 CPUs) and rescales. Per-token input scales alone
+lose most where a few input channels carry outliers, so each layer first divides its input by a
+per-channel smoothing vector and multiplies its weight columns by the same vector (SmoothQuant,
+Xiao et al. 2023, α = 0.5: ``m_j = sqrt(max|X_j| / max|W_j|)``), calibrated once on
+:data:`CALIBRATION_TEXT`, a fixed passage that is none of the audits' states or the quality
+check's text.
+
+* Rows are independent and each integer product is exact, but the float32 parts (attention, norms)
+  change a row's activations by ~1e-5 between a padded batch and the row alone, and now and then
+  that moves an activation across a rounding step: texts are **not** the same alone and in a
+  batch (float32's are). Each row is still a draw from the int8 model; the seed reproduces it
+  for the same batch.
+* A row reads one byte per weight instead of four: decoding is about twice as fast, one row or a
+  batch (``benchmarks/local_generation.py`` prints the ratios).
+
+What it costs in fidelity is measured, not assumed: ``benchmarks/int8_quality.py`` compares the
+log-likelihood per token and the audit's numbers against float32 (``docs/embedded-int8.md``).
+
+torch's weight-only kernel (``torch._weight_int8pack_mm``, float activations) was measured 10-20×
+slower than float32 on these CPUs, and its dynamic quantization (``quantize_dynamic``) shares one
+activation scale across the batch, so a row's numbers would depend on every other row: neither is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import torch
+
+__all__ = ["CALIBRATION_TEXT", "SMOOTHING_ALPHA", "WEIGHTS_ATTR", "Int8Linear", "quantize_int8", "weights_name"]
+
+SMOOTHING_ALPHA = 0.5
+"""SmoothQuant's migration strength: the input's range and the weight's share the outliers equally."""
+CALIBRATION_TEXT = (
+    "System: You are a helpful assistant.\nUser: Can you tell me about the weather in Paris in spring?\n"
+    "Assistant: Spring in Paris is mild, with cool mornings and pleasant afternoons. It rains now and then, "
+    "so bring an umbrella.\nUser: What should I pack for a week?\nAssistant: Light layers, a jacket, comfortable "
+    "shoes for walking, and something a little nicer for dinner.\nUser: Thanks! I also want to visit a museum.\n"
+    "Assistant: The Louvre and the Musée d'Orsay are both wonderful; book tickets online to skip the line."
+)
+"""What the smoothing vectors are calibrated on: a chat about travel, no benchmark's text."""
+WEIGHTS_ATTR = "collapse_probe_weights"
+"""Attribute a quantized model carries (``"int8"``): part of its fingerprint and its tie tolerance."""
+
+
+class Int8Linear(torch.nn.Module):
+    """A ``torch.nn.Linear`` with int8 weights (per output channel) and int8 inputs (per row)."""
+
+    def __init__(self, weight: Any, bias: Any | None, smooth: Any | None = None) -> None:
+        super().__init__()
+        w = weight.detach().to(torch.float32)
+        if smooth is not None:  # W' = W · diag(m), x' = x / m: the same product, outliers shared
+            smooth = smooth.detach().to(torch.float32).contiguous()
+            w = w * smooth[None, :]
+        self.register_buffer("smooth", smooth)
+        scale = (w.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny)
+        q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
+        self.in_features = int(w.shape[1])
+        self.out_features = int(w.shape[0])
+        self.register_buffer("weight_q", q)  # [out, in]; passed transposed, as _int_mm's fast layout wants
+        self.register_buffer("weight_scale", scale.contiguous())
+        self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
+
+    def forward(self, x: Any) -> Any:
+        shape = x.shape
+        rows = x.reshape(-1, self.in_features).to(torch.float32)
+        if self.smooth is not None:
+            rows = rows / self.smooth
+        s = rows.abs().amax(dim=1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny) / 127.0
+        xq = torch.round(rows / s).clamp(-127, 127).to(torch.int8)
+        weight_q = cast(torch.Tensor, self.weight_q)
+        acc = torch._int_mm(xq, weight_q.t())  # int32 [rows, out], exact
+        y = acc.to(torch.float32) * s * self.weight_scale
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*shape[:-1], self.out_features).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def smoothing_vectors(model: Any, input_ids: Any, alpha: float = SMOOTHING_ALPHA) -> dict[str, Any]:
+    """Per linear layer of ``model``, SmoothQuant's vector ``m_j = max|X_j|^α / max|W_j|^(1−α)`` from
+    one float32 forward pass over ``input_ids`` (``max|X_j|``: the layer's input channel j over every
+    token; ``max|W_j|``: weight column j)."""
+    seen: dict[str, Any] = {}
+    hooks = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear):
+
+            def hook(_mod: Any, inputs: Any, _out: Any, name: str = name) -> None:
+                a = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).abs().amax(dim=0).to(torch.float32)
+                seen[name] = a if name not in seen else torch.maximum(seen[name], a)
+
+            hooks.append(mod.register_forward_hook(hook))
+    try:
+        with torch.inference_mode():
+            model(input_ids=input_ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    out = {}
+    floor = 1e-5
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and name in seen:
+            w_max = mod.weight.detach().abs().amax(dim=0).to(torch.float32).clamp(min=floor)
+            out[name] = (seen[name].clamp(min=floor) ** alpha / w_max ** (1 - alpha)).clamp(min=floor)
+    return out
+
+
+def quantize_int8(model: Any, tokenizer: Any | None = None) -> Any:
+    """Replace every ``torch.nn.Linear`` of ``model`` (the output head included) by an
+    :class:`Int8Linear`, in place; the embeddings stay float32. With ``tokenizer``, each layer is
+    smoothed first (:func:`smoothing_vectors` on :data:`CALIBRATION_TEXT`); without, per-token
+    scales alone. Returns ``model``, marked with :data:`WEIGHTS_ATTR`."""
+    smooth: dict[str, Any] = {}
+    if tokenizer is not None:
+        ids = torch.tensor([tokenizer(CALIBRATION_TEXT)["input_ids"]])
+        smooth = smoothing_vectors(model, ids)
+    targets = [(name, mod) for name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear)]
+    for name, mod in targets:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, Int8Linear(mod.weight, mod.bias, smooth.get(name)))
+    setattr(model, WEIGHTS_ATTR, "int8")
+    if hasattr(model, "config"):
+        model.config.tie_word_embeddings = False  # the head is its own int8 copy now
+    return model
+
+
+def weights_name(model: Any) -> str:
+    """``"int8"`` for a model :func:`quantize_int8` converted, else its parameters' dtype (``"float32"``)."""
+    marked = getattr(model, WEIGHTS_ATTR, None)
+    if isinstance(marked, str):
+        return marked
+    base = getattr(model, "base_model", None)  # a PEFT wrapper
+    if base is not None and isinstance(getattr(base, WEIGHTS_ATTR, None), str):
+        return str(getattr(base, WEIGHTS_ATTR))
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
