@@ -291,7 +291,12 @@ def _load_yaml(text: str, p: Path) -> Any:
     """
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    try:  # the reader checks the characters as it is built: a NUL or another control character fails here
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:
+        char, pos = getattr(exc, "character", None), getattr(exc, "position", None)
+        what = f"character U+{char:04X} at offset {pos}" if isinstance(char, int) else " ".join(str(exc).split())
+        raise ConfigError(f"{p}: not valid YAML ({what} is not allowed); expected option values (a config file)") from None
     try:
         node = loader.get_single_node()
         if node is None:
