@@ -296,7 +296,9 @@ def _load_yaml(text: str, p: Path) -> Any:
     except yaml.YAMLError as exc:
         char, pos = getattr(exc, "character", None), getattr(exc, "position", None)
         what = f"character U+{char:04X} at offset {pos}" if isinstance(char, int) else " ".join(str(exc).split())
-        raise ConfigError(f"{p}: not valid YAML ({what} is not allowed); expected option values (a config file)") from None
+        raise ConfigError(
+            f"{p}: not valid YAML ({what} is not allowed); expected option values (a config file)"
+        ) from None
     try:
         node = loader.get_single_node()
         if node is None:
