@@ -246,8 +246,6 @@ def evaluate_gate(
     strict: bool = False,
     decision: Decision | None = None,
     level: float | None = None,
-    n_boot: int = 2000,
-    seed: int = 0,
 ) -> GateVerdict:
     """Judge ``policy`` from cross-play ``results`` (the ``results.json`` object, or its typed model).
 
@@ -265,8 +263,6 @@ def evaluate_gate(
         decision: ``"interval"`` (default), ``"point"`` or ``"strict"`` (module docstring).
         level: two-sided level of the interval the rule reads (default 0.90 for ``interval``, 0.95
             for ``strict``).
-        n_boot: accepted for compatibility; the intervals are analytic.
-        seed: accepted for compatibility.
 
     Returns:
         The verdict; ``verdict.exit_code`` is 0 (pass), 1 (fail) or 2 (could not judge).
@@ -274,7 +270,6 @@ def evaluate_gate(
     Raises:
         ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
     """
-    del n_boot, seed
     _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate, min_transfer_each)
     rule, lvl = resolve_decision(strict, decision, level)
     verdict = GateVerdict(

@@ -87,18 +87,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the strict rule (= --decision strict): require the 95%% CI bound, not just the point estimate, "
         "to clear each threshold; anything else fails",
     )
-    p.add_argument(
-        "--n-boot",
-        type=int,
-        default=env("n-boot", 2000),
-        help="accepted and unused: the gate's intervals are analytic and draw no resamples",
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=env("seed", 0),
-        help="accepted and unused: the gate's intervals are analytic and draw no random numbers",
-    )
     p.add_argument("--junit", default=env("junit", None), metavar="FILE", help="write JUnit XML here")
     p.add_argument("--markdown", default=env("markdown", None), metavar="FILE", help="write the markdown summary here")
     p.add_argument("--json", default=env("json", None), metavar="FILE", help="write the verdict as JSON here")
@@ -134,17 +122,14 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.gate import EXIT_CANNOT_JUDGE, gate_run_dir
 
     try:
-        from collapse_probe.limits import check_n_boot
-
-        check_n_boot(args.n_boot, 1)
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
             if path:
                 check_output_path(path, flag, args.run_dir)
         verdict = gate_run_dir(
             args.run_dir, args.policy, min_transfer=args.min_transfer, min_transfer_each=args.min_transfer_each,
             baseline_policy=args.baseline_policy,
-            max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict, n_boot=args.n_boot,
-            seed=args.seed, decision=args.decision, level=args.level,
+            max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict,
+            decision=args.decision, level=args.level,
         )  # fmt: skip
         md = verdict.markdown()
     except ConfigError as exc:

@@ -252,7 +252,7 @@ def test_bad_input_is_one_clear_line(case, world, monkeypatch, capsys):
     assert (world / "xp" / "results.json").read_bytes() == before  # another run's results are never touched
 
 
-def test_bad_env_value_breaks_neither_help_nor_other_commands(world, monkeypatch, capsys):
+def test_bad_env_value_breaks_neither_help_nor_other_commands(world, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("COLLAPSE_PROBE_SEED", "abc")
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
@@ -261,9 +261,11 @@ def test_bad_env_value_breaks_neither_help_nor_other_commands(world, monkeypatch
         main(["play", "--help"])
     assert exc.value.code == 0
     assert main(["models"]) == 0  # a subcommand without --seed is not affected
-    assert main(["gate", "xp", "--policy", "scripted:policy.json"]) == 2  # one that uses the value says so
+    assert main(["gate", "xp", "--policy", "scripted:policy.json"]) == 0  # the gate draws no random numbers
+    lab = tmp_path / "lab"
+    assert main(["lab", "--steps", "2", "--out", str(lab / "a")]) == 2  # one that uses the value says so
     assert "COLLAPSE_PROBE_SEED" in capsys.readouterr().err
-    assert main(["gate", "xp", "--policy", "scripted:policy.json", "--seed", "1"]) == 0  # the flag wins
+    assert main(["lab", "--steps", "2", "--seed", "1", "--out", str(lab / "b")]) == 0  # the flag wins
     capsys.readouterr()
 
 
