@@ -10,11 +10,11 @@
    ``--seeds`` seeds in each dtype: the meaning-view and reward-view ε̂ per
    seed, the mean paired difference (dtype − float32) with a t interval over seeds, and how many of
    the dtype's estimates lie inside float32's own 95 % interval at the same seed.
-3. **Class distributions**: per state and seed, the float32 and the dtype replies pooled and
-   partitioned together (the audit's default embedding partition), and the total variation distance
-   between the two class distributions; beside it the same distance between two float32 runs at
-   different seeds on the same states (what sampling alone gives). The identity check: float32 against float32 at the
-   same seed is 0 exactly (the same texts).
+3. **Class distributions**: per state, the decision each reply states (P4G's stance reader, a fixed
+   rule-based reader, so the classes mean the same in every run) over all seeds, float32 against the
+   dtype: the total variation distance with a permutation p-value, and beside it the distance between
+   float32's even and odd seeds (sampling alone). The identity check: float32 rerun at the same seed
+   gives the same texts.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ import contextlib
 import io
 import json
 import math
+import random
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -86,12 +88,10 @@ def run_audit(dtype: str, seed: int, out: Path, personas: Path) -> dict[str, Any
     return {"results": results, "replies": {s["state_id"]: s.get("responses") or [] for s in samples}}
 
 
-def tvd_pooled(a: list[str], b: list[str], partitioner: Any) -> float:
-    """Total variation distance between the class distributions of ``a`` and ``b`` partitioned together."""
-    labels = partitioner.partition(a + b)
-    la, lb = labels[: len(a)], labels[len(a) :]
-    classes = set(labels)
-    return 0.5 * sum(abs(la.count(c) / len(la) - lb.count(c) / len(lb)) for c in classes)
+def tvd(a: list[str], b: list[str]) -> float:
+    """Total variation distance between the label distributions of ``a`` and ``b``."""
+    ca, cb = Counter(a), Counter(b)
+    return 0.5 * sum(abs(ca[c] / len(a) - cb[c] / len(b)) for c in set(ca) | set(cb))
 
 
 def t_interval(xs: list[float]) -> tuple[float, float, float]:
@@ -124,9 +124,6 @@ def main() -> None:
         print(f"   {d:9s} mean log p {row['mean_logp']:.4f}; per token vs float32: mean {row['mean_diff']:+.4f}, "
               f"mean |Δ| {row['mean_abs_diff']:.4f}, max |Δ| {row['max_abs_diff']:.3f} nats")  # fmt: skip
 
-    from collapse_probe.metrics.partitioners import EmbeddingPartitioner
-
-    partitioner = EmbeddingPartitioner()
     with tempfile.TemporaryDirectory() as scratch:
         personas = write_personas(Path(scratch) / "personas.jsonl")
         runs = {
@@ -135,10 +132,9 @@ def main() -> None:
             for s in range(args.seeds)
         }
         again = run_audit("float32", 0, Path(scratch) / "float32-0-again", personas)
-    ident = [tvd_pooled(runs["float32", 0]["replies"][k], v, partitioner) for k, v in again["replies"].items() if v]
     same_texts = again["replies"] == runs["float32", 0]["replies"]
     print(f"2. the README's audit at {args.seeds} seeds (4 probe states, N = 20); identity: float32 rerun at seed 0 "
-          f"gives the same texts: {same_texts}, TVD {max(ident, default=0.0):.3f}")  # fmt: skip
+          f"gives the same texts: {same_texts}")  # fmt: skip
     for view in ("meaning", "reward"):
         for d in dtypes:
             diffs, inside = [], 0
@@ -157,18 +153,35 @@ def main() -> None:
                                                "inside_float32_ci": f"{inside}/{len(diffs)}"}  # fmt: skip
             print(f"   {view:7s} ε̂ {d:9s} − float32 (mean {ref_mean:.3f}): {m:+.3f} [{lo:+.3f}, {hi:+.3f}]; "
                   f"inside float32's 95% interval at the same seed: {inside}/{len(diffs)}")  # fmt: skip
-    print("3. class distributions, replies pooled and partitioned together (embedding), mean TVD over states x seeds")
-    between = [tvd_pooled(runs["float32", s]["replies"][k], runs["float32", (s + 1) % args.seeds]["replies"][k], partitioner)
-               for s in range(args.seeds) for k in runs["float32", s]["replies"] if runs["float32", s]["replies"][k]]  # fmt: skip
-    numbers["tvd"]["float32_other_seed"] = statistics.fmean(between)
-    print(f"   float32 vs float32 at another seed (sampling alone): {statistics.fmean(between):.3f}")
+    print("3. stance distributions (the P4G decision a reply states, a fixed reader), per state over all seeds")
+    from collapse_probe.benchmarks.p4g import donor_stance
+
+    def stances(d: str, seeds: range) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for s in seeds:
+            for k, replies in runs[d, s]["replies"].items():
+                out.setdefault(k, []).extend(str(donor_stance(r)) for r in replies)
+        return out
+
+    rng = random.Random(0)
+    ref = stances("float32", range(args.seeds))
+    half = stances("float32", range(0, args.seeds, 2)), stances("float32", range(1, args.seeds, 2))
     for d in dtypes:
-        tv = [tvd_pooled(runs["float32", s]["replies"][k], runs[d, s]["replies"][k], partitioner)
-              for s in range(args.seeds) for k in runs["float32", s]["replies"] if runs["float32", s]["replies"][k]]  # fmt: skip
-        m, lo, hi = t_interval([a - b for a, b in zip(tv, between, strict=True)])
-        numbers["tvd"][d] = {"mean": statistics.fmean(tv), "minus_sampling": [m, lo, hi]}
-        print(f"   float32 vs {d} at the same seed: {statistics.fmean(tv):.3f} "
-              f"(minus sampling alone: {m:+.3f} [{lo:+.3f}, {hi:+.3f}])")  # fmt: skip
+        got = stances(d, range(args.seeds))
+        rows = []
+        for k in ref:
+            observed = tvd(ref[k], got[k])
+            pooled = ref[k] + got[k]
+            null = []
+            for _ in range(2000):
+                rng.shuffle(pooled)
+                null.append(tvd(pooled[: len(ref[k])], pooled[len(ref[k]) :]))
+            p = (1 + sum(x >= observed - 1e-12 for x in null)) / (1 + len(null))
+            rows.append({"state": k, "tvd": observed, "p_permutation": p, "tvd_float32_halves": tvd(half[0][k], half[1][k]),
+                         "float32": Counter(ref[k]).most_common(3), d: Counter(got[k]).most_common(3)})  # fmt: skip
+            print(f"   {k:24s} TVD float32 vs {d} {observed:.3f} (permutation p {p:.3f}); float32 even vs odd seeds "
+                  f"{rows[-1]['tvd_float32_halves']:.3f}; float32 {rows[-1]['float32']}; {d} {rows[-1][d]}")  # fmt: skip
+        numbers["tvd"][d] = rows
     if args.json:
         Path(args.json).write_text(json.dumps(numbers, indent=2))
 
