@@ -153,15 +153,19 @@ def main() -> None:
     factory = {"local": make_local_model, "hf": make_hf_model}.get(prefix)
     if factory is None:
         sys.exit(f"--model must be local/<name> or hf/<dir>, got {args.model!r}")
+    if not args.no_llama_cpp and prefix == "local" and importlib.util.find_spec("llama_cpp") is not None:
+        import llama_cpp  # noqa: F401  (a broken install fails here, before minutes of torch timings)
     requests = build_requests(args.prompts, args.max_tokens, args.temperature)
     torch = __import__("torch")
-    threads = torch.get_num_threads()
     runs = []
     for dtype in [d.strip() for d in args.dtypes.split(",") if d.strip()]:
         options: dict[str, Any] = {"max_batch": args.batch, "dtype": dtype}
         if args.device:
             options["device"] = args.device
         runs.append(time_dtype(factory, args.model, name, options, requests, args.temperature))
+    threads = (
+        torch.get_num_threads()
+    )  # as the backend set it when it loaded ($COLLAPSE_PROBE_TORCH_THREADS): llama.cpp gets as many
 
     llama = None
     llama_note = ""

@@ -1131,7 +1131,8 @@ def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
     """Factory for ``local/<name>``: an embedded model, float32 on CPU by default.
 
     Options: ``prompt_style`` (default per model; ``"transcript"`` for both embedded models),
-    ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default ``"float32"``),
+    ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default ``"float32"``; ``"int8"``:
+    integer linear layers, docs/embedded-int8.md),
     ``tie_tolerance`` (default: from the dtype, :func:`tie_tolerance_for`).
     """
     kwargs = _check_options(spec, options)
