@@ -13,7 +13,8 @@ second of each and their ratios, all measured in one run:
 
 Each sample's randomness comes from its own seed, so in float32 ways 1 and 2 must produce the same
 texts (in int8 and bfloat16 batching moves a row's numbers enough to change some; see
-``collapse_probe/models/_int8.py``); the script counts them and prints how many sampling decisions were recomputed canonically (near-ties).
+``collapse_probe/models/_int8.py``); the script counts them and prints how many sampling decisions
+were recomputed canonically (near-ties).
 The load average is printed beside the numbers: the ratios are measured in the same run, the
 absolute rates depend on what else the machine runs.
 
@@ -163,9 +164,8 @@ def main() -> None:
         if args.device:
             options["device"] = args.device
         runs.append(time_dtype(factory, args.model, name, options, requests, args.temperature))
-    threads = (
-        torch.get_num_threads()
-    )  # as the backend set it when it loaded ($COLLAPSE_PROBE_TORCH_THREADS): llama.cpp gets as many
+    # as the backend set it when it loaded ($COLLAPSE_PROBE_TORCH_THREADS): llama.cpp gets as many
+    threads = torch.get_num_threads()
 
     llama = None
     llama_note = ""

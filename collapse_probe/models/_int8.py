@@ -45,7 +45,8 @@ CALIBRATION_TEXT = (
 )
 """What the smoothing vectors are calibrated on: a chat about travel, no benchmark's text."""
 WEIGHTS_ATTR = "collapse_probe_weights"
-"""Attribute a quantized model carries (``"int8"``): part of its fingerprint and its tie tolerance."""
+"""Attribute a quantized model carries (``"int8"``): part of its fingerprint (its tie tolerance stays
+float32's: the integer products are exact)."""
 
 
 class Int8Linear(torch.nn.Module):
@@ -135,10 +136,7 @@ def quantize_int8(model: Any, tokenizer: Any | None = None) -> Any:
 
 def weights_name(model: Any) -> str:
     """``"int8"`` for a model :func:`quantize_int8` converted, else its parameters' dtype (``"float32"``)."""
-    marked = getattr(model, WEIGHTS_ATTR, None)
+    marked = getattr(model, WEIGHTS_ATTR, None)  # a PEFT wrapper passes the lookup on to its base model
     if isinstance(marked, str):
         return marked
-    base = getattr(model, "base_model", None)  # a PEFT wrapper
-    if base is not None and isinstance(getattr(base, WEIGHTS_ATTR, None), str):
-        return str(getattr(base, WEIGHTS_ATTR))
     return str(next(model.parameters()).dtype).removeprefix("torch.")

@@ -133,10 +133,10 @@ def get_model(spec: str, **options: Any) -> ChatModel:
     # a spec or option naming a base URL with credentials: connect with the real URL, and let the
     # backend's ``spec`` (what runs record, the usage ledger's key) be the redacted one
     spec = real_spec(spec)
-    options = {k: real_spec(v) if isinstance(v, str) else v for k, v in options.items()}
     canonical = resolve_spec(spec)
-    if not options and canonical in _RUN_OPTIONS:
-        options = {k: real_spec(v) if isinstance(v, str) else v for k, v in _RUN_OPTIONS[canonical].items()}
+    if not options:
+        options = _RUN_OPTIONS.get(canonical, {})
+    options = {k: real_spec(v) if isinstance(v, str) else v for k, v in options.items()}
     shown = public_spec(canonical)
     prefix = _prefix(canonical)
     name = canonical[len("scripted:") :] if prefix == "scripted" else canonical.split("/", 1)[1]
