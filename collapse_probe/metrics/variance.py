@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr, ndtri, stdtrit
+from scipy.special import betaincinv, ndtr, ndtri, stdtrit
 
 from collapse_probe.errors import ConfigError
 
@@ -135,7 +135,7 @@ def _first_divergence(a: Sequence[tuple[str, Hashable]], b: Sequence[tuple[str, 
 
 
 _COLS = ("n", "mean", "pair_var", "inv_m", "d_simulator", "im_simulator", "d_agent", "im_agent", "d_identical",
-         "im_identical", "judge_ss", "judge_df", "ident_d", "ident_pairs")  # fmt: skip
+         "im_identical", "judge_ss", "judge_df", "ident_d", "ident_pairs", "p_simulator", "p_agent")  # fmt: skip
 _C = {k: i for i, k in enumerate(_COLS)}
 
 
@@ -153,6 +153,8 @@ def _task_stats(trials: Sequence[Trial]) -> np.ndarray:
             d = (r[i] - r[j]) ** 2 / 2
             row[f"d_{side}"] += d / n_pairs
             row[f"im_{side}"] += (1 / m[i] + 1 / m[j]) / 2 / n_pairs
+            if side != "identical" and d > 0:  # pairs set off by the side whose rewards differ
+                row[f"p_{side}"] += 1 / n_pairs
             if side == "identical":
                 row["ident_d"] += d
                 row["ident_pairs"] += 1
@@ -180,6 +182,8 @@ def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> d
             judge = np.zeros(s.shape[0])
     j = judge[:, None]
     out = {side: (col(f"d_{side}") - j * col(f"im_{side}")).mean(-1) for side in SIDES}
+    if judge_from is not None:  # each side's variance with the judge noise of its pairs left in: an upper bound
+        out.update({f"{_WITH_JUDGE}{side}": col(f"d_{side}").mean(-1) for side in SIDES})
     out["judge"] = judge + (col("d_identical") - j * col("im_identical")).mean(-1)
     # the within-task variance of one judgement: the trials' spread less the judge noise in their means, plus J
     within_one = (col("pair_var") - j * col("inv_m")).mean(-1) + judge
@@ -190,6 +194,13 @@ def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> d
     out["_total"] = total
     return out
 
+
+RARE_SET_OFF = 5
+"""A side that sets off fewer pairs than this (counted in independent comparisons, n − 1 per task) gets an upper
+end from its rate of setting pairs off (:func:`decompose_variance`)."""
+
+_WITH_JUDGE = "_with_judge_"
+"""Prefix of the components that keep the judge noise of a side's pairs (:func:`_components`)."""
 
 _LARGE_REWARD = 1e100
 """Rewards larger than this in size are rescaled before their squares are taken."""
@@ -282,7 +293,8 @@ def decompose_variance(
     total = point.pop("_total")
     result.total = _raw(total, unit)
     for k, val in point.items():
-        comps[k] = _raw(val, unit)
+        if not k.startswith(_WITH_JUDGE):
+            comps[k] = _raw(val, unit)
     if unit != 1.0:
         notes.append(f"rewards up to {top:.3g} in size: the shares are computed on rewards / {unit:.3g}; a "
                      "component whose square overflows is null")  # fmt: skip
@@ -316,6 +328,7 @@ def decompose_variance(
     jack = _components(table, loo, judge_from)
     jt = jack.pop("_total")
     ok_b = bt > 0
+    with_judge: dict[str, list[float] | None] = {}
     studentized = _bootstrap_t(table, judge_from, point, total, rng, n_boot) if t_count <= BOOTSTRAP_T_TASKS else {}
     for k, val in point.items():
         if k == "judge" and judge_from is None:
@@ -345,7 +358,50 @@ def decompose_variance(
                 lo, hi = min(lo, est - float(q_hi) * se), max(hi, est - float(q_lo) * se)
             # the ends are rounded outward to the 0.001 the tables print (below it a share reads as 0)
             ci = [_unit(math.floor(float(lo) * 1000) / 1000 - 0.001), _unit(math.ceil(float(hi) * 1000) / 1000 + 0.001)]
+        if k.startswith(_WITH_JUDGE):
+            with_judge[k.removeprefix(_WITH_JUDGE)] = ci
+            continue
         shares[k] = {"estimate": _unit(est), "ci95": ci}
+    # Where a side's interval reaches 0, its pairs cannot be told from judge noise: what is subtracted for the
+    # judge is then as large as what the pairs differ by, and every resample's difference sits near it, so
+    # neither the bootstrap nor the jackknife sees how far the side's share can reach. The side's share is at
+    # most its pairs' variance with the judge noise left in, whose interval needs no subtraction: the upper end
+    # is the larger of the two.
+    # A side that sets off few pairs whose rewards differ is the other case where resampling cannot see far:
+    # with none among the sample's pairs every resample has none either. Its share is then bounded by the
+    # rate at which it sets off such pairs (the exact binomial upper end, each task's n − 1 independent
+    # comparisons as trials) times what such a pair carries, taken as twice the mean of the pairs whose
+    # rewards differ (judge noise included), and never more than a pair can carry, (reward range)² / 2;
+    # over the total. Measured, not proven: the pairs a rare side sets off are assumed to differ no more
+    # than twice as much as the others. The task share's lower end leaves room for what the sides may hold.
+    comparisons = table[:, _C["n"]] - 1
+    spread = max((t.reward for t in all_trials), default=0.0) - min((t.reward for t in all_trials), default=0.0)
+    differing = float(np.sum(table[:, _C["p_simulator"]] + table[:, _C["p_agent"]]))
+    d_pair = float(np.sum(table[:, _C["d_simulator"]] + table[:, _C["d_agent"]])) / differing if differing else 0.0
+    # where no pair differs at all, what a pair carries is taken as what two trials of any tasks differ by
+    d_max = min((spread / unit) ** 2 / 2, 2 * d_pair if differing else total)
+    room = 0.0
+    for side in SIDES:
+        sh = shares[side]
+        if sh is None or sh["ci95"] is None or sh["ci95"][0] > 0:
+            continue
+        hi = sh["ci95"][1]
+        wj = with_judge.get(side)
+        if wj is not None:
+            hi = max(hi, wj[1])
+        set_off = float(np.sum(table[:, _C[f"p_{side}"]] * comparisons))
+        if set_off >= RARE_SET_OFF:
+            sh["ci95"][1] = _unit(hi)
+            continue
+        n_cmp = float(np.sum(comparisons))
+        rate_hi = 1.0 if set_off >= n_cmp else float(betaincinv(set_off + 1, n_cmp - set_off, 1 - (1 - level) / 2))
+        bound = math.ceil(rate_hi * d_max / total * 1000) / 1000
+        if bound > hi:
+            room += bound - max(sh["estimate"], 0.0)
+        sh["ci95"][1] = _unit(max(hi, bound))
+    task = shares["task"]
+    if room and task is not None and task["ci95"] is not None:
+        task["ci95"][0] = _unit(min(task["ci95"][0], math.floor((task["estimate"] - room) * 1000) / 1000))
     if shares["task"] is None and len(stats) >= 2:
         notes.append("the task share is not identified")
     return result

@@ -1,0 +1,554 @@
+"""``crossplay``: the policy x simulator reward matrix, transfer ratios and policy strategy entropy.
+
+Every cell of the matrix (one policy against one simulator on the same tasks and rollout seeds) runs
+in *one* engine run: at each turn the engine sends all pending requests for the same model, whatever
+the cell, to that model as one batch. Conversations are appended to ``conversations.jsonl`` as they
+finish, so a killed run resumes where it stopped.
+
+From the records this module computes (``results.json``, schema ``collapse-probe/crossplay/v1``):
+
+- per cell: mean reward with a 95 % CI over tasks (the clusters), inside the arena's declared reward
+  range, success rate, infrastructure failures (excluded from every mean, counted), and the per-task
+  rewards the paired intervals need;
+- per policy, when a training simulator is named: the *transfer ratio* = mean reward over the
+  held-out simulators (every simulator but the training one, each weighted equally) / reward on the
+  training simulator, with a 95 % CI over tasks that keeps each task's numerator and denominator
+  paired (MOVER-R, :func:`~collapse_probe.metrics.transfer.transfer_ratio`);
+- per policy: the *strategy entropy* of the policy's own turns (Chao–Wang–Jost over the classes a
+  partitioner finds), the policy-diversity side of collapse: a policy that learned to exploit one
+  simulator mode says the same thing to everybody.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collapse_probe._callable import config_and_options
+from collapse_probe._constraints import Integer, OneOf, Specs, param, rule, validate
+from collapse_probe._records import INFRA_ERROR, record_fingerprints
+from collapse_probe._version import __version__
+from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_n_boot
+from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
+from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
+from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
+from collapse_probe.metrics.transfer import Estimate
+from collapse_probe.models._usage import start_run_usage
+from collapse_probe.results import Cell, CrossplayResults
+from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
+from collapse_probe.runspec import (
+    UNSET,
+    ArenaSpec,
+    FlatRolloutFields,
+    RolloutConfig,
+    arena_record,
+    nest_rollout_and_arena,
+)
+from collapse_probe.simulators import Participant, vs_setting
+
+SCHEMA = "collapse-probe/crossplay/v1"
+STRATEGY_PARTITIONERS = usable_partitioners(model=False, benchmark=False)
+"""Registered partitioners of policy messages: they need no model of their own (``judge`` needs one)
+and no benchmark hook (``label`` reads simulator replies); an installed one that needs neither is
+accepted too."""
+
+
+@dataclass(init=False)
+class CrossplayConfig(FlatRolloutFields):
+    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it).
+
+    ``rollout`` and ``arena`` are nested; the flat keywords and attributes of earlier versions
+    (``tasks``, ``rollouts``, ``max_turns``, ``seed``, ``temperature``, ``benchmark``, ``extra``) read
+    and write them, and ``config.json`` records them flat (:meth:`to_dict`).
+    """
+
+    policies: list[str] = param(
+        None, Specs(1, distinct=True, name="policies"), flag="--policies", factory=lambda: ["smollm2"]
+    )
+    """Policy (agent / persuader) specs, one matrix row each."""
+    simulators: list[str] = param(
+        None, Specs(1, distinct=True, name="simulators"), flag="--sims", factory=lambda: ["smollm2", "vs:smollm2"]
+    )
+    """Simulator (user / persuadee) specs, one matrix column each; ``vs:SPEC`` for Verbalized Sampling."""
+    train_simulator: str | None = param(None, flag="--train-sim")
+    """The simulator the policies were trained against (must be one of ``simulators``); the others are
+    held out. ``None``: no transfer ratios, and every simulator counts as held out."""
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Tasks (the same in every cell), conversations per task and cell, turns, the seed of the task order
+    and of every conversation (shared by all cells), the temperature of both sides."""
+    arena: ArenaSpec = field(default_factory=ArenaSpec)
+    """The benchmark (a registered one, see :func:`~collapse_probe.benchmarks.benchmark_names`) and its
+    options (the fields of its ``Options`` model, e.g. a persona file or a data directory), which build
+    the default arena (see :func:`arena_spec`); ``extra`` of earlier versions."""
+    partitioner: str = "exact"
+    """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
+    entropy_turns: EntropyTurns = param("first", OneOf(("first", "all")))
+    """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
+    n_boot: int = param(2000, Integer(100))
+    """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
+    became analytic (MOVER-R over tasks)."""
+
+    def __init__(
+        self,
+        policies: list[str] | None = None,
+        simulators: list[str] | None = None,
+        train_simulator: str | None = None,
+        benchmark: str = UNSET,
+        tasks: int = UNSET,
+        rollouts: int = UNSET,
+        max_turns: int | None = UNSET,
+        seed: int = UNSET,
+        temperature: float = UNSET,
+        partitioner: str = "exact",
+        entropy_turns: EntropyTurns = "first",
+        n_boot: int = 2000,
+        extra: dict[str, Any] = UNSET,
+        *,
+        max_live: int | None = UNSET,
+        rollout: RolloutConfig | None = None,
+        arena: ArenaSpec | None = None,
+    ) -> None:
+        self.policies = ["smollm2"] if policies is None else policies
+        self.simulators = ["smollm2", "vs:smollm2"] if simulators is None else simulators
+        self.train_simulator = train_simulator
+        self.partitioner, self.entropy_turns, self.n_boot = partitioner, entropy_turns, n_boot
+        nest_rollout_and_arena(
+            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
+            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``max_live``, an
+        execution setting, is recorded beside it by :func:`run_crossplay_async`)."""
+        rollout = self.flat_rollout()
+        del rollout["max_live"]
+        return {
+            "policies": self.policies,
+            "simulators": self.simulators,
+            "train_simulator": self.train_simulator,
+            "benchmark": self.benchmark,
+            **rollout,
+            "partitioner": self.partitioner,
+            "entropy_turns": self.entropy_turns,
+            "n_boot": self.n_boot,
+            "extra": self.extra,
+        }
+
+    def validate(self) -> None:
+        """Check the configuration once, at the boundary (the fields' declared constraints and the rules below).
+
+        Raises:
+            ConfigError: naming the field (flag), what was expected and what was received.
+        """
+        validate(self)
+        check_partitioner(self.partitioner, "--partitioner", "the policy strategy entropy")
+
+    @rule
+    def _train_simulator_among_simulators(self) -> None:
+        if self.train_simulator is not None and self.train_simulator not in self.simulators:
+            raise ConfigError(
+                f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
+                "the training simulator must be one of the matrix columns"
+            )
+
+    @rule
+    def _bootstrap_fits_in_memory(self) -> None:
+        check_n_boot(self.n_boot, self.tasks)  # tasks are what it resamples
+
+    @rule
+    def _conversations_per_run(self) -> None:
+        n_conv = self.tasks * self.rollouts * len(self.policies) * len(self.simulators)
+        check_at_most(n_conv, MAX_CONVERSATIONS, "--tasks x --rollouts x cells =", "conversations")
+
+    @property
+    def heldout_simulators(self) -> list[str]:
+        """Every simulator but the training one (all of them when there is none)."""
+        return [s for s in self.simulators if s != self.train_simulator]
+
+
+# ------------------------------------------------------------------------------------------------- pipeline
+
+
+def arena_spec(config: CrossplayConfig) -> ArenaSpec:
+    """The run's arena: the benchmark, ``max_turns`` and the benchmark's options among ``extra`` (the
+    fields of its ``Options``; other entries of ``extra`` are only recorded)."""
+    return ArenaSpec.from_dict({**(config.extra or {}), "benchmark": config.benchmark, "max_turns": config.max_turns})
+
+
+def run_crossplay(config: CrossplayConfig, **kwargs: Any) -> dict[str, Any]:
+    """Synchronous :func:`run_crossplay_async` (same arguments); also works inside a running event loop
+    such as a Jupyter notebook's."""
+    from collapse_probe._sync import run_sync
+
+    return run_sync(run_crossplay_async(config, **kwargs))
+
+
+async def run_crossplay_async(
+    config: CrossplayConfig,
+    *,
+    arena: Arena | None = None,
+    participants: dict[str, Participant] | None = None,
+    out: str | Path | None = None,
+    progress: bool = True,
+    vs_k: int = 5,
+    cache: bool = True,
+    report: bool = True,
+    max_live: int | None = None,
+    fresh: bool = False,
+    keep_failed: bool = False,
+) -> dict[str, Any]:
+    """Run the whole policy x simulator matrix in one engine run and compute its results.
+
+    Args:
+        config: what to run.
+        arena: the benchmark (default: built from :func:`arena_spec` by the shared arena builder).
+        participants: label -> participant for every policy and simulator spec (default: built with
+            :func:`~collapse_probe.simulators.make_participant`).
+        out: run directory; conversations already recorded there are not run again (resume), and
+            ``results.json`` and ``report.html`` are written there.
+        progress: show a progress bar.
+        vs_k: candidates per Verbalized-Sampling turn when participants are built here. Recorded in
+            ``config.json`` (the participants' value); a resume with another value is refused, naming it.
+        cache: serve samples through the response cache when participants (or the arena) are built
+            here; give the value they were built with otherwise. Recorded
+            in ``config.json``; a run may resume with another value (cached answers are keyed on the
+            model's fingerprint and the request, so they are the answers the run would get).
+        report: write ``report.html`` (needs ``out``).
+        max_live: at most this many conversations in flight (``None``: ``config.max_live``, whose own
+            ``None`` is the whole matrix at once). An
+            execution setting, recorded in ``config.json``: a run may resume with another value (every
+            conversation has its own seed).
+        fresh: start over in ``out`` (the previous run's files move to ``out/.previous/``).
+        keep_failed: on resume, keep conversations that ended in an infrastructure failure instead
+            of running them again.
+
+    Returns:
+        The results dictionary (also written to ``out/results.json``).
+
+    Raises:
+        ConfigError: bad configuration, an unknown spec, or a run directory of another configuration.
+    """
+    config.validate()
+    max_live = config.max_live if max_live is None else max_live
+    labels = list(dict.fromkeys([*config.policies, *config.simulators]))
+    if participants is None:
+        from collapse_probe.simulators import make_participant
+
+        participants = {s: make_participant(s, vs_k=vs_k, cache=cache) for s in labels}
+    missing = [s for s in labels if s not in participants]
+    if missing:
+        raise ConfigError(f"no participant given for spec(s) {missing}")
+    if arena is None:
+        arena = arena_spec(config).build(labels, cache=cache)
+
+    run_dir = None
+    if out is not None:
+        from collapse_probe._identity import participant_fingerprints
+
+        run_dir = RunDir(out)
+        fps = participant_fingerprints({s: participants[s] for s in labels})
+        record = {
+            **config.to_dict(),
+            "arena": arena_record(arena),
+            "version": __version__,
+            "vs_k": vs_setting(participants[s] for s in labels),
+            "max_live": max_live,
+            "cache": cache,
+        }
+        run_dir.create(record, kind="crossplay", fingerprints=fps, fresh=fresh, resumable=("cache",))
+    usage = start_run_usage(out)
+    tasks = arena.load_tasks(config.tasks, seed=config.seed)
+    specs = make_specs(tasks, config.policies, config.simulators, config.rollouts, config.seed)
+    records = await run_conversations(
+        arena,
+        specs,
+        participants,
+        config=EngineConfig(temperature=config.temperature, progress=progress, max_live=max_live),
+        run_dir=run_dir,
+        retry_infra_failures=not keep_failed,
+    )
+    from collapse_probe.results import CrossplayResults
+
+    typed = CrossplayResults.build(
+        {
+            **crossplay_results(
+                records, config, task_ids=[t.task_id for t in tasks], reward_range=declared_reward_range(arena)
+            ),
+            "usage": usage.finish(),
+        }
+    )
+    results = typed.to_json()
+    if run_dir is not None:
+        run_dir.write_results(typed)
+        if report:
+            from collapse_probe._reports import write_report
+
+            write_report("crossplay", results, run_dir.path / "report.html")
+    return results
+
+
+# ------------------------------------------------------------------------------------------------- results
+
+
+def crossplay_results(
+    records: Sequence[dict[str, Any]],
+    config: CrossplayConfig,
+    *,
+    task_ids: Sequence[str] | None = None,
+    reward_range: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """The ``results.json`` content for conversation records of a cross-play run (a pure function).
+
+    Args:
+        records: conversation records (as the engine writes them).
+        config: the run's configuration.
+        task_ids: task order for the per-task rewards (default: order of first appearance).
+        reward_range: the arena's declared reward bounds
+            (:func:`~collapse_probe.benchmarks.declared_reward_range`); intervals stay inside them.
+
+    Returns:
+        The results dictionary (schema :data:`SCHEMA`).
+    """
+    config.validate()
+    if task_ids is None:
+        task_ids = list(dict.fromkeys(str(r["task_id"]) for r in records))
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        by_cell.setdefault((r["policy"], r["simulator"]), []).append(r)
+
+    cells = []
+    for p in config.policies:
+        for s in config.simulators:
+            cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids, reward_range=reward_range))
+    cell_index = {(c["policy"], c["simulator"]): c for c in cells}
+
+    transfer = []
+    if config.train_simulator is not None:
+        for p in config.policies:
+            transfer.append(
+                policy_transfer(
+                    cell_index[(p, config.train_simulator)],
+                    [cell_index[(p, s)] for s in config.heldout_simulators],
+                    reward_range=reward_range,
+                )
+            )
+
+    diversity = []
+    for p in config.policies:
+        diversity.append(
+            policy_strategy_entropy(
+                [r for r in records if r["policy"] == p and r.get("status") != INFRA_ERROR],
+                p,
+                partitioner=config.partitioner,
+                turns=config.entropy_turns,
+            )
+        )
+
+    heldout = {}
+    for p in config.policies:
+        means = [cell_index[(p, s)]["mean_reward"] for s in config.heldout_simulators]
+        heldout[p] = _mean_or_none(means)
+
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "benchmark": config.benchmark,
+        "policies": list(config.policies),
+        "simulators": list(config.simulators),
+        "train_simulator": config.train_simulator,
+        "heldout_simulators": config.heldout_simulators,
+        "tasks": list(task_ids),
+        "rollouts": config.rollouts,
+        "seed": config.seed,
+        "reward_range": list(reward_range) if reward_range is not None else None,
+        "cells": cells,
+        "heldout_reward": heldout,
+        "transfer": transfer,
+        "policy_diversity": diversity,
+        "config": config.to_dict(),
+        "fingerprints": record_fingerprints(records),
+    }
+
+
+CellData = Mapping[str, Any] | Cell
+"""A cell of the matrix: its JSON object or the typed :class:`~collapse_probe.results.Cell`."""
+
+
+def transfer_estimate(
+    train_cell: CellData,
+    heldout_cells: Sequence[CellData],
+    *,
+    level: float = 0.95,
+    reward_range: tuple[float, float] | None = None,
+) -> tuple[Estimate | None, dict[str, Any]]:
+    """Transfer ratio of one policy with its interval at ``level`` (the computation behind
+    :func:`policy_transfer`, which the gate repeats at its own level).
+
+    Returns:
+        The estimate (``None`` when no task is scored in every cell) and the means it divides:
+        ``{"train_reward", "heldout_reward", "n_tasks", "note"}``.
+    """
+    from collapse_probe.metrics.transfer import transfer_ratio
+
+    info: dict[str, Any] = {"train_reward": None, "heldout_reward": None, "n_tasks": 0, "note": None}
+    if not heldout_cells:
+        info["note"] = "no held-out simulator"
+        return None, info
+    train_t = task_means(train_cell)
+    heldout_t = heldout_task_rewards(heldout_cells)
+    common = [t for t in train_t if t in heldout_t]
+    if not common:
+        info["note"] = "no task is scored on the training and every held-out simulator"
+        return None, info
+    est = transfer_ratio(
+        {t: [heldout_t[t]] for t in common},
+        {t: [train_t[t]] for t in common},
+        level=level,
+        reward_range=reward_range,
+        n_units=(conversations(heldout_cells, common), conversations([train_cell], common)),
+    )
+    info.update(
+        train_reward=sum(train_t[t] for t in common) / len(common),
+        heldout_reward=sum(heldout_t[t] for t in common) / len(common),
+        n_tasks=len(common),
+        note=est.note,
+    )
+    return est, info
+
+
+def policy_transfer(
+    train_cell: dict[str, Any],
+    heldout_cells: Sequence[dict[str, Any]],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    reward_range: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """Transfer ratio of one policy: held-out reward / training-simulator reward, with a task-cluster CI.
+
+    Per task, the training reward is the task's mean over rollouts on the training simulator and
+    the held-out reward the mean over held-out simulators of the task's mean on each (every simulator
+    weighs the same). Tasks scored in every one of these cells enter; the ratio is
+    mean_task(held-out) / mean_task(training), and the 95 % CI keeps a task's training and held-out
+    values together (MOVER-R over tasks, inside ``reward_range`` when the arena declares one:
+    :func:`~collapse_probe.metrics.transfer.transfer_ratio`). With no infrastructure failures these
+    means equal the cells' mean rewards. A training reward of 0 makes the ratio undefined: it is then
+    ``None`` with the reason in ``note``, never a made-up number; a training reward whose interval
+    reaches 0 leaves the CI without an upper end (``ci95`` ``None``, ``ci95_lower`` set, a ``note``).
+
+    ``n_boot`` and ``seed`` are accepted for compatibility; the interval no longer resamples.
+    """
+    del n_boot, seed
+    est, info = transfer_estimate(train_cell, heldout_cells, level=0.95, reward_range=reward_range)
+    return {
+        "policy": train_cell["policy"],
+        "train_simulator": train_cell["simulator"],
+        "heldout_simulators": [c["simulator"] for c in heldout_cells],
+        **{k: info[k] for k in ("train_reward", "heldout_reward")},
+        "transfer_ratio": est.value if est else None,
+        "ci95": [est.lo, est.hi] if est and est.lo is not None and est.hi is not None else None,
+        "ci95_lower": est.lo if est else None,
+        "method": est.method if est else None,
+        "n_tasks": info["n_tasks"],
+        "note": info["note"],
+    }
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None and not math.isnan(v)]
+    if not values or len(present) < len(values):
+        return None
+    return sum(present) / len(present)
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read a cross-play ``results.json`` (a run directory or the file itself), checked through its model.
+
+    Returns the JSON object (:func:`collapse_probe.results.load_results` returns the typed model).
+
+    Raises:
+        ConfigError: the file is missing, not JSON, or not a cross-play result.
+    """
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+
+    try:
+        raw = read_bytes(p, max_bytes=1 << 30, expected="a cross-play results.json")
+    except MissingFile:
+        raise ConfigError(
+            f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)"
+        ) from None
+    except FileProblem as exc:
+        raise ConfigError(str(exc)) from None
+    data = parse_json(raw, p, expected="a cross-play results.json")
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")
+    check_results(data, p)
+    return data
+
+
+def check_results(data: dict[str, Any], where: str | Path) -> None:
+    """Check the numbers of a cross-play result before anything judges them (the gate, a report).
+
+    The file is parsed through :class:`~collapse_probe.results.CrossplayResults`
+    (:func:`~collapse_probe.results.read_crossplay` says what is refused).
+
+    Raises:
+        ConfigError: naming the file, the cell and the field.
+    """
+    from collapse_probe.results import read_crossplay
+
+    try:
+        read_crossplay(data, str(where))
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; the results file is corrupt or was edited: rerun the cross-play") from None
+
+
+def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None = None) -> str | None:
+    """The first value of a cross-play cell that cannot be read (NaN, None, a string, a mean without
+    scored conversations, a reward outside the declared range...), in one line, or ``None``: the cell
+    parsed through :class:`~collapse_probe.results.Cell`, the one check of a cell."""
+    from collapse_probe.results._crossplay import cell_problem as problem
+
+    return problem(dict(c), f"cell {policy} vs {sim}", bounds)
+
+
+def crossplay(
+    config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+) -> CrossplayResults:
+    """The cross-play matrix as one call (``collapse_probe.crossplay(...)``): :func:`run_crossplay`.
+
+    Args:
+        config: a :class:`CrossplayConfig` (or a mapping of its fields); ``None`` for the defaults.
+        out: the run directory (``None``: nothing is written).
+        **kwargs: fields of :class:`CrossplayConfig` (they override ``config``'s), then the options of
+            :func:`run_crossplay_async` (``arena``, ``participants``, ``vs_k``, ``cache``, ``report``, ...).
+
+    Returns:
+        The typed results (:class:`~collapse_probe.results.CrossplayResults`, what ``results.json``
+        holds): ``m.cells[0].mean_reward``; ``m["cells"]`` reads it as the JSON object, and
+        ``m.to_json()`` gives the dictionary :func:`run_crossplay` returns.
+    """
+    cfg, options = config_and_options(
+        CrossplayConfig, config, kwargs, what="collapse_probe.crossplay", options_of=run_crossplay_async
+    )
+    return CrossplayResults.build(run_crossplay(cfg, out=out, **options))
+
+
+async def crossplay_async(
+    config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+) -> CrossplayResults:
+    """:func:`crossplay` for async code: ``await collapse_probe.crossplay_async(...)``."""
+    cfg, options = config_and_options(
+        CrossplayConfig, config, kwargs, what="collapse_probe.crossplay_async", options_of=run_crossplay_async
+    )
+    return CrossplayResults.build(await run_crossplay_async(cfg, out=out, **options))

@@ -1,0 +1,607 @@
+"""The CI gate: judge a candidate policy from a cross-play run and say pass, fail or *could not judge*.
+
+A verdict is a list of checks, each ``pass``, ``fail`` or ``error`` (could not judge):
+
+- ``results``: the run holds the candidate's (and baseline's) row, with every cell scored and every
+  value the gate reads a finite number;
+- ``infra:<policy>|<simulator>``: the share of conversations lost to infrastructure failures in each
+  cell the verdict reads is at most ``max_infra_rate`` (else the cell cannot be judged: error);
+- ``transfer`` (``min_transfer``): the candidate's transfer ratio (held-out / training-simulator
+  reward, the held-out simulators pooled) is at least ``min_transfer``;
+- ``transfer:<simulator>`` (``min_transfer_each``): each held-out simulator's own transfer ratio is at
+  least ``min_transfer_each``, under the same rule (a policy that fails one kind of user fails here even
+  where the pooled ratio passes). Beside the pooled check, every held-out simulator's own ratio and
+  interval is listed (``per_simulator``) whether or not it is required;
+- ``regression`` (``baseline_policy`` + ``max_drop``): the candidate's held-out reward is at most
+  ``max_drop`` below the baseline's, paired by task.
+
+How a threshold check decides is the *rule* (``decision``):
+
+- ``interval`` (default): pass when the whole interval at ``level`` (default 90 %: each end is a
+  one-sided 95 % bound) clears the threshold, fail when the whole interval lies on the wrong side,
+  otherwise could not judge. A policy whose true value is exactly the threshold passes in at most
+  5 % of runs and fails in at most 5 % (measured: ``benchmarks/gate_error_rates.py``).
+- ``point``: the point estimate against the threshold, as the gate decided before (a policy whose
+  true transfer is 0.75 passes a 0.8 gate in 26–43 % of runs, the default in at most 2.4 %).
+- ``strict``: the 95 % CI bound must clear the threshold, anything else fails (``--strict``).
+
+The intervals are recomputed from the cells' per-task rewards (tasks are the independent units),
+inside the run's declared ``reward_range`` (:mod:`collapse_probe.metrics.transfer`). Exit code: 2 if
+the run itself could not be judged (``results`` or an ``infra:`` check), else 1 if any check failed (a
+threshold that fails decides the verdict whatever another, undecided one would say), else 2 if any
+could not be judged, else 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from collapse_probe._constraints import Number, check_value
+from collapse_probe._crossplay import SCHEMA, transfer_estimate
+from collapse_probe.errors import ConfigError
+from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
+from collapse_probe.metrics.transfer import Estimate
+from collapse_probe.results import Cell, CrossplayResults, GateResults, read_crossplay
+from collapse_probe.results._crossplay import reward_outside_range
+from collapse_probe.results._gate import GATE_SCHEMA, Decision, GateCheck, Status
+
+__all__ = ["GateCheck", "GateVerdict", "Status", "evaluate_gate", "gate_run_dir", "resolve_decision"]
+
+DECISIONS: tuple[Decision, ...] = ("interval", "point", "strict")
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
+DEFAULT_MAX_INFRA_RATE = 0.1
+DEFAULT_LEVEL = 0.90
+"""Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
+STRICT_LEVEL = 0.95
+"""Level of the CI the strict rule reads (and of ``ci95``, shown under every rule)."""
+
+
+@dataclass
+class GateVerdict:
+    """All checks of one gate evaluation."""
+
+    policy: str
+    checks: list[GateCheck] = field(default_factory=list)
+    strict: bool = False
+    baseline_policy: str | None = None
+    decision: Decision = "interval"
+    level: float = DEFAULT_LEVEL
+
+    per_simulator: list[dict[str, Any]] = field(default_factory=list)
+    """Each held-out simulator's own transfer ratio: ``{"simulator", "value", "ci95", "interval", "n_tasks", "note"}``."""
+
+    @property
+    def exit_code(self) -> int:
+        """2 if the run could not be judged, else 1 if any check failed, else 2 if any could not be judged, else 0."""
+        if any(c.status == "error" and (c.name == "results" or c.name.startswith("infra:")) for c in self.checks):
+            return EXIT_CANNOT_JUDGE
+        if any(c.status == "fail" for c in self.checks):
+            return EXIT_FAIL
+        if any(c.status == "error" for c in self.checks):
+            return EXIT_CANNOT_JUDGE
+        return EXIT_PASS
+
+    @property
+    def outcome(self) -> str:
+        return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_CANNOT_JUDGE: "could not judge"}[self.exit_code]
+
+    def to_results(self) -> GateResults:
+        """The verdict as its typed results (``gate --json``, schema ``collapse-probe/gate/v1``)."""
+        return GateResults.build({
+            "schema": GATE_SCHEMA,
+            "policy": self.policy,
+            "baseline_policy": self.baseline_policy,
+            "strict": self.strict,
+            "decision": self.decision,
+            "level": self.level,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "checks": [c.model_dump() for c in self.checks],
+            "per_simulator": self.per_simulator,
+        })  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict's JSON object (what ``gate --json`` writes)."""
+        return self.to_results().to_json()
+
+    def rule_text(self) -> str:
+        """What the rule is, in one sentence."""
+        if self.decision == "point":
+            return "rule **point**: each point estimate against its threshold (the 95% CI is shown, not used)"
+        if self.decision == "strict":
+            return f"rule **strict**: the {self.level:.0%} CI bound must clear each threshold, anything else fails"
+        return (
+            f"rule **interval**: pass when the {self.level:.0%} CI (each end a one-sided {1 - (1 - self.level) / 2:.1%} "
+            "bound) clears every threshold, fail when it lies beyond one, otherwise could not judge (exit 2)"
+        ).replace(".0%", "%")
+
+    def headline(self) -> str:
+        """The verdict line: outcome, and per threshold check its value, interval and the rule."""
+        head = {EXIT_PASS: "✅ passed", EXIT_FAIL: "❌ failed", EXIT_CANNOT_JUDGE: "⚠️ could not judge"}[self.exit_code]
+        parts = []
+        for c in self.checks:
+            if c.threshold is None or c.rule is None:
+                continue
+            shown = c.interval if c.interval is not None else c.ci95
+            lvl = c.level if c.interval is not None else STRICT_LEVEL
+            ci = f" ({lvl:.0%} CI {_ci(shown)})" if shown is not None else ""
+            word = {"pass": "clears", "fail": "misses", "error": "undecided at"}[c.status]
+            parts.append(f"{c.name} {_f(c.value) or 'n/a'}{ci} {word} {_f(c.threshold)}")
+        return f"{head}: " + "; ".join(parts) + f" (rule: {self.decision})" if parts else head
+
+    def markdown(self) -> str:
+        """A summary for a pull-request comment."""
+        icon = {"pass": "✅", "fail": "❌", "error": "⚠️"}
+        lines = [
+            f"### collapse-probe gate: {self.headline()}",
+            "",
+            f"Candidate policy `{self.policy}`"
+            + (f", baseline `{self.baseline_policy}`" if self.baseline_policy else "")
+            + f"; {self.rule_text()}.",
+            "",
+            f"| check | result | value | {self._ci_level():.0%} CI | threshold | detail |",
+            "|---|---|---|---|---|---|",
+        ]
+        infra = [c for c in self.checks if c.name.startswith("infra:")]
+        rows = list(self.checks)
+        if infra and all(c.status == "pass" for c in infra):
+            # one row for healthy cells keeps the comment short; JUnit keeps one case per cell
+            worst = max(infra, key=lambda c: c.value or 0.0)
+            summary = GateCheck(f"infra ({len(infra)} cells)", "pass",
+                                f"every cell within the limit; worst: {worst.message}", value=worst.value,
+                                threshold=worst.threshold)  # fmt: skip
+            rows = [c for c in rows if c not in infra]
+            rows.insert(1 if rows and rows[0].name == "results" else 0, summary)
+        for c in rows:
+            shown = c.interval if c.interval is not None else c.ci95
+            ci = _ci(shown) if shown is not None else ""
+            name = c.name.replace("|", "\\|")
+            detail = c.message.replace("|", "\\|").replace("\n", " ")
+            lines.append(
+                f"| `{name}` | {icon[c.status]} {c.status} | {_f(c.value)} | {ci} | {_f(c.threshold)} | {detail} |"
+            )
+        if self.per_simulator:
+            lines += ["", f"Transfer per held-out simulator ({self._ci_level():.0%} CI):", "",
+                      "| held-out simulator | transfer | CI | tasks | required |", "|---|---|---|---|---|"]  # fmt: skip
+            for row in self.per_simulator:
+                shown = row.get("interval") or row.get("ci95")
+                need = next((c for c in self.checks if c.name == f"transfer:{row['simulator']}"), None)
+                req = f"{icon[need.status]} >= {_f(need.threshold)}" if need is not None else "not required"
+                sim = str(row["simulator"]).replace("|", "\\|")
+                lines.append(
+                    f"| `{sim}` | {_f(row['value'])} | {_ci(shown) if shown else ''} | {row['n_tasks']} | {req} |"
+                )
+        return "\n".join(lines) + "\n"
+
+    def _ci_level(self) -> float:
+        return STRICT_LEVEL if self.decision == "point" else self.level
+
+    def junit_xml(self) -> str:
+        """JUnit XML: one testcase per check; a failed check has a ``failure``, an unjudgeable one an ``error``."""
+        fails = sum(1 for c in self.checks if c.status == "fail")
+        errors = sum(1 for c in self.checks if c.status == "error")
+        suites = ET.Element(
+            "testsuites",
+            name="collapse-probe gate",
+            tests=str(len(self.checks)),
+            failures=str(fails),
+            errors=str(errors),
+        )
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=f"gate {self.policy}",
+            tests=str(len(self.checks)),
+            failures=str(fails),
+            errors=str(errors),
+            skipped="0",
+        )
+        for c in self.checks:
+            case = ET.SubElement(suite, "testcase", classname="collapse_probe.gate", name=c.name)
+            if c.status == "fail":
+                el = ET.SubElement(case, "failure", message=c.message, type="threshold")
+                el.text = c.message
+            elif c.status == "error":
+                el = ET.SubElement(case, "error", message=c.message, type="could-not-judge")
+                el.text = c.message
+            out = ET.SubElement(case, "system-out")
+            out.text = f"value={_f(c.value)} ci95={c.ci95} threshold={_f(c.threshold)}" + (
+                f" rule={c.rule} interval={c.interval} level={c.level}" if c.rule else ""
+            )
+            if c.name == "transfer" and self.per_simulator:
+                out.text += "".join(
+                    f"\nheld-out {r['simulator']}: transfer={_f(r['value'])} ci95={r['ci95']} interval={r['interval']}"
+                    for r in self.per_simulator
+                )
+        ET.indent(suites)
+        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _f(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return f"{x:.4g}"
+
+
+def _ci(ci: Sequence[float | None]) -> str:
+    lo, hi = ci
+    return f"[{_f(lo) if lo is not None else '-inf'}, {_f(hi) if hi is not None else 'inf'}]"
+
+
+def evaluate_gate(
+    results: dict[str, Any] | CrossplayResults,
+    policy: str,
+    *,
+    min_transfer: float | None = None,
+    baseline_policy: str | None = None,
+    max_drop: float | None = None,
+    max_infra_rate: float = DEFAULT_MAX_INFRA_RATE,
+    min_transfer_each: float | None = None,
+    strict: bool = False,
+    decision: Decision | None = None,
+    level: float | None = None,
+) -> GateVerdict:
+    """Judge ``policy`` from cross-play ``results`` (the ``results.json`` object, or its typed model).
+
+    Args:
+        results: cross-play results (:func:`collapse_probe._crossplay.run_crossplay`); a dictionary is
+            parsed through :class:`~collapse_probe.results.CrossplayResults` first, and a value of the
+            wrong type in it is a ``results`` check that could not judge, naming the cell and field.
+        policy: the candidate policy spec (a row of the matrix).
+        min_transfer: smallest acceptable transfer ratio (needs a training simulator in the run).
+        min_transfer_each: smallest acceptable transfer ratio of every held-out simulator on its own.
+        baseline_policy: the policy to compare against (another row of the same run).
+        max_drop: largest acceptable drop of held-out reward below the baseline (reward units).
+        max_infra_rate: largest acceptable share of infrastructure failures in a cell the gate reads.
+        strict: the strict rule (same as ``decision="strict"``).
+        decision: ``"interval"`` (default), ``"point"`` or ``"strict"`` (module docstring).
+        level: two-sided level of the interval the rule reads (default 0.90 for ``interval``, 0.95
+            for ``strict``).
+
+    Returns:
+        The verdict; ``verdict.exit_code`` is 0 (pass), 1 (fail) or 2 (could not judge).
+
+    Raises:
+        ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
+    """
+    _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate, min_transfer_each)
+    rule, lvl = resolve_decision(strict, decision, level)
+    verdict = GateVerdict(
+        policy=policy, strict=rule == "strict", baseline_policy=baseline_policy, decision=rule, level=lvl
+    )
+    checks = verdict.checks
+
+    # --- can the run be judged at all?
+    rows = [p for p in (policy, baseline_policy) if p is not None]
+    typed, problem = _typed(results)
+    problem = problem or _structure_problem(typed, rows)
+    if typed is None or problem:
+        checks.append(GateCheck("results", "error", problem or "unreadable results"))
+        return verdict
+    cells = {(c.policy, c.simulator): c for c in typed.cells}
+    sims = typed.simulators
+    mixed = sorted(k for k, v in typed.fingerprints.items() if isinstance(v, list) and len(v) > 1)
+    if mixed:
+        checks.append(GateCheck(
+            "results", "error",
+            f"the run mixes outputs of different models under one spec: {', '.join(mixed)} "
+            "(the model changed while the run was resumed); rerun into a fresh --out",
+        ))  # fmt: skip
+        return verdict
+    read = [(p, s) for p in rows for s in sims]
+    bounds = None if typed.reward_range is None else (typed.reward_range[0], typed.reward_range[1])
+    bad = next((msg for p, s in read if (msg := reward_outside_range(cells[(p, s)], bounds))), None)
+    if bad:
+        checks.append(GateCheck("results", "error", bad))
+        return verdict
+    train_sim = typed.train_simulator
+    heldout = [s for s in sims if s != train_sim]
+    unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)].n < 1]
+    checks.append(
+        GateCheck("results", "error", f"cells with no scored conversation: {', '.join(unscored)}")
+        if unscored
+        else GateCheck("results", "pass", f"{len(read)} cells present, every one scored")
+    )
+    for p, s in read:
+        c = cells[(p, s)]
+        infra = c.infra_failures
+        total = c.n + infra if c.n_conversations is None else c.n_conversations
+        rate = infra / total if total else 1.0
+        ok = rate <= max_infra_rate
+        checks.append(GateCheck(
+            f"infra:{p}|{s}", "pass" if ok else "error",
+            f"{infra} of {total} conversations were infrastructure failures ({rate:.1%}; limit {max_infra_rate:.1%})"
+            + ("" if ok else ": too many to judge this cell"),
+            value=rate, threshold=max_infra_rate,
+        ))  # fmt: skip
+    if unscored:
+        return verdict
+
+    judge = _Judge(rule, lvl)
+    # --- transfer ratio
+    if min_transfer is not None:
+        checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds)[0])
+    if min_transfer is not None or min_transfer_each is not None:
+        for s in heldout if train_sim in sims else []:
+            check, n_tasks = _transfer_check(
+                typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s
+            )
+            verdict.per_simulator.append({
+                "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
+                "n_tasks": n_tasks, "status": check.status if min_transfer_each is not None else None,
+                "note": None if check.value is not None else check.message,
+            })  # fmt: skip
+            if min_transfer_each is not None:
+                checks.append(check)
+
+    # --- regression against a baseline on the held-out simulators
+    if baseline_policy is not None and max_drop is not None:
+        checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, judge, bounds))
+    if min_transfer is None and max_drop is None and min_transfer_each is None:
+        # Without a threshold the gate is a health check of the run (complete, scored, infra failures
+        # under the limit), as it always was; say so in the verdict, since such a gate passes any policy.
+        checks.append(GateCheck(
+            "thresholds", "pass",
+            "none given: only the run's completeness and infrastructure failures were checked, not the policy; "
+            "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
+        ))  # fmt: skip
+    return verdict
+
+
+def resolve_decision(strict: bool, decision: str | None, level: float | None) -> tuple[Decision, float]:
+    """The rule and the level it reads, from ``--strict``, ``--decision`` and ``--level``.
+
+    Raises:
+        ConfigError: an unknown rule, ``--strict`` with another rule, or a level outside (0, 1).
+    """
+    if decision is not None and decision not in DECISIONS:
+        raise ConfigError(f"--decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+    if strict and decision not in (None, "strict"):
+        raise ConfigError(f"--strict is the strict rule; it contradicts --decision {decision}")
+    rule: Decision = "strict" if strict else (decision or "interval")
+    if level is None:
+        level = STRICT_LEVEL if rule in ("strict", "point") else DEFAULT_LEVEL
+    check_value(level, "--level", [Number(gt=0, lt=1)])
+    return rule, float(level)
+
+
+def _check_options(
+    policy: str, min_transfer: float | None, baseline_policy: str | None, max_drop: float | None, max_infra_rate: float,
+    min_transfer_each: float | None = None,
+) -> None:  # fmt: skip
+    if not isinstance(policy, str) or not policy.strip():
+        raise ConfigError(f"--policy: expected a policy spec of the run, got {policy!r}")
+    if min_transfer is not None and (not math.isfinite(min_transfer) or min_transfer < 0):
+        raise ConfigError(f"--min-transfer must be a number >= 0, got {min_transfer}")
+    if min_transfer_each is not None and (not math.isfinite(min_transfer_each) or min_transfer_each < 0):
+        raise ConfigError(f"--min-transfer-each must be a number >= 0, got {min_transfer_each}")
+    if (baseline_policy is None) != (max_drop is None):
+        raise ConfigError("--baseline-policy and --max-drop go together: give both or neither")
+    if max_drop is not None and (not math.isfinite(max_drop) or max_drop < 0):
+        raise ConfigError(f"--max-drop must be a number >= 0, got {max_drop}")
+    if not 0 <= max_infra_rate <= 1:
+        raise ConfigError(f"--max-infra-rate must be in [0, 1], got {max_infra_rate}")
+    if baseline_policy is not None and baseline_policy == policy:
+        raise ConfigError(f"--baseline-policy {baseline_policy!r} is the candidate policy itself")
+
+
+def _typed(results: Any) -> tuple[CrossplayResults | None, str | None]:
+    """The typed results, or why they cannot be read (not a cross-play result; a value of the wrong type)."""
+    if isinstance(results, CrossplayResults):
+        return results, None
+    if not isinstance(results, dict):
+        return None, f"results must be a JSON object, got {type(results).__name__}"
+    if results.get("schema") != SCHEMA:
+        return None, f"results schema is {results.get('schema')!r}, expected {SCHEMA!r}"
+    try:
+        return read_crossplay(results, "results"), None
+    except ConfigError as exc:
+        return None, str(exc).removeprefix("results: ")
+
+
+def _structure_problem(results: CrossplayResults | None, rows: Sequence[str]) -> str | None:
+    """Why the run has no verdict for ``rows``: a row that is not a policy of the run, or a missing cell."""
+    if results is None:
+        return None
+    problems = [f"policy {p!r} is not in this run (policies: {results.policies})" for p in rows
+                if p not in results.policies]  # fmt: skip
+    if problems:
+        return "; ".join(problems)
+    have = {(c.policy, c.simulator) for c in results.cells}
+    missing = [f"{p} vs {s}" for p in rows for s in results.simulators if (p, s) not in have]
+    return f"missing cells: {', '.join(missing)}" if missing else None
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """A threshold decision under one rule (module docstring)."""
+
+    rule: Decision
+    level: float
+
+    def __call__(
+        self,
+        name: str,
+        desc: str,
+        value: float,
+        report: Estimate,
+        decide: Estimate,
+        threshold: float,
+        higher_is_better: bool,
+    ) -> GateCheck:
+        op_ok, op_bad = (">=", "<") if higher_is_better else ("<=", ">")
+        near, far = (decide.lo, decide.hi) if higher_is_better else (decide.hi, decide.lo)
+        extra: dict[str, Any] = {"value": value, "threshold": threshold, "rule": self.rule}
+        extra["ci95"] = None if report.lo is None and report.hi is None else [report.lo, report.hi]
+        if self.rule != "point":
+            extra.update(interval=[decide.lo, decide.hi], level=self.level)
+        interval = f"{self.level:.0%} CI {_ci([decide.lo, decide.hi])}"
+        why = f" ({decide.note})" if decide.note else ""
+
+        def clears(bound: float | None) -> bool:
+            return bound is not None and (bound >= threshold if higher_is_better else bound <= threshold)
+
+        if self.rule == "point":
+            ok = value >= threshold if higher_is_better else value <= threshold
+            shown = f"; 95% CI {_ci([report.lo, report.hi])}" if report.lo is not None or report.hi is not None else ""
+            msg = f"{desc} {op_ok if ok else op_bad} {_f(threshold)} (rule: point estimate{shown})"
+            return GateCheck(name, "pass" if ok else "fail", msg, **extra)
+        side = "lower" if higher_is_better else "upper"
+        if self.rule == "strict":
+            if near is None:
+                msg = f"{desc}; strict mode needs a CI {side} bound and there is none{why}"
+                return GateCheck(name, "error", msg, **extra)
+            ok = clears(near)
+            msg = f"{desc}; {interval}: CI {side} bound {_f(near)} {op_ok if ok else op_bad} {_f(threshold)} (rule: strict)"
+            return GateCheck(name, "pass" if ok else "fail", msg, **extra)
+        if clears(near):
+            msg = f"{desc}; {interval} clears {_f(threshold)}: its {side} end {_f(near)} {op_ok} {_f(threshold)} (rule: interval)"
+            return GateCheck(name, "pass", msg, **extra)
+        if far is not None and not clears(far):
+            where = "below" if higher_is_better else "above"
+            msg = f"{desc}; {interval} lies {where} {_f(threshold)} (rule: interval)"
+            return GateCheck(name, "fail", msg, **extra)
+        msg = (
+            f"{desc}; could not judge: the {interval} contains {_f(threshold)}{why} (rule: interval; more tasks or "
+            "rollouts narrow it, --decision point compares the point estimate)"
+        )
+        return GateCheck(name, "error", msg, **extra)
+
+
+def _transfer_check(
+    results: CrossplayResults,
+    cells: dict[tuple[str, str], Cell],
+    policy: str,
+    train_sim: str | None,
+    min_transfer: float,
+    judge: _Judge,
+    bounds: tuple[float, float] | None,
+    only: str | None = None,
+) -> tuple[GateCheck, int | None]:
+    """The pooled transfer check, or with ``only`` the transfer to that one held-out simulator; and its tasks."""
+    name = "transfer" if only is None else f"transfer:{only}"
+    if train_sim is None:
+        return GateCheck(
+            name,
+            "error",
+            "the run names no training simulator (--train-sim), so it has no transfer ratio",
+            threshold=min_transfer,
+        ), None
+    if train_sim not in results.simulators:
+        return GateCheck(name, "error", f"the training simulator {train_sim!r} is not a column of the run",
+                         threshold=min_transfer), None  # fmt: skip
+    heldout = [cells[(policy, s)] for s in results.simulators if s != train_sim and (only is None or s == only)]
+    if not heldout:
+        return GateCheck(name, "error", "the run has no held-out simulator", threshold=min_transfer), None
+    train = cells[(policy, train_sim)]
+    report, info = transfer_estimate(train, heldout, level=STRICT_LEVEL, reward_range=bounds)
+    decide, _ = transfer_estimate(train, heldout, level=judge.level, reward_range=bounds)
+    if report is None or decide is None or report.value is None:
+        why = info["note"] or "unknown reason"
+        return GateCheck(name, "error", f"transfer ratio undefined: {why}", threshold=min_transfer), info[
+            "n_tasks"
+        ] or None
+    desc = (
+        f"{'held-out' if only is None else only} reward {_f(info['heldout_reward'])} / training reward "
+        f"{_f(info['train_reward'])} on {train_sim} = {_f(report.value)} over {info['n_tasks']} tasks"
+    )
+    return judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True), info["n_tasks"]
+
+
+def _regression_check(
+    cells: dict[tuple[str, str], Cell],
+    policy: str,
+    baseline: str,
+    heldout: list[str],
+    max_drop: float,
+    judge: _Judge,
+    bounds: tuple[float, float] | None,
+) -> GateCheck:
+    from collapse_probe.metrics.transfer import paired_mean_diff
+
+    name = "regression"
+    if not heldout:
+        return GateCheck(name, "error", "the run has no held-out simulator to compare on", threshold=max_drop)
+    cand_cells = [cells[(policy, s)] for s in heldout]
+    base_cells = [cells[(baseline, s)] for s in heldout]
+    cand, base = heldout_task_rewards(cand_cells), heldout_task_rewards(base_cells)
+    common = [t for t in cand if t in base]
+    if not common:
+        return GateCheck(
+            name, "error", "no task is scored for both policies on every held-out simulator", threshold=max_drop
+        )
+
+    # drop = baseline − candidate, paired by task so that task difficulty cancels
+    def drop(level: float) -> Estimate:
+        return paired_mean_diff(
+            {t: [base[t]] for t in common}, {t: [cand[t]] for t in common}, level, reward_range=bounds,
+            n_units=(conversations(base_cells, common), conversations(cand_cells, common)),
+        )  # fmt: skip
+
+    report, decide = drop(STRICT_LEVEL), drop(judge.level)
+    desc = (
+        f"held-out reward {_f(sum(cand[t] for t in common) / len(common))} vs baseline "
+        f"{_f(sum(base[t] for t in common) / len(common))} over {len(common)} tasks: drop {_f(report.value)}"
+    )
+    assert report.value is not None  # defined for >= 1 paired task
+    return judge(name, desc, report.value, report, decide, max_drop, higher_is_better=False)
+
+
+def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdict:
+    """:func:`evaluate_gate` on a run directory (or a ``results.json``); a missing or unreadable result
+    is a verdict that could not judge (exit 2), not an exception."""
+    from collapse_probe._crossplay import load_results
+
+    _check_options(
+        policy,
+        options.get("min_transfer"),
+        options.get("baseline_policy"),
+        options.get("max_drop"),
+        options.get("max_infra_rate", DEFAULT_MAX_INFRA_RATE),
+        options.get("min_transfer_each"),
+    )
+    rule, lvl = resolve_decision(bool(options.get("strict")), options.get("decision"), options.get("level"))
+    try:
+        results = load_results(run_dir)
+    except ConfigError as exc:
+        return GateVerdict(
+            policy=policy,
+            checks=[GateCheck("results", "error", str(exc))],
+            strict=rule == "strict",
+            baseline_policy=options.get("baseline_policy"),
+            decision=rule,
+            level=lvl,
+        )
+    return evaluate_gate(results, policy, **options)
+
+
+def gate(results: CrossplayResults | Mapping[str, Any] | str | Path, policy: str, /, **options: Any) -> GateResults:
+    """The CI gate as one call (``collapse_probe.gate(...)``): :func:`evaluate_gate` on cross-play
+    results, given as the results themselves (typed or their JSON object) or as a run directory /
+    ``results.json`` path (:func:`gate_run_dir`). ``options`` are :func:`evaluate_gate`'s
+    (``min_transfer``, ``baseline_policy``, ``max_drop``, ``decision``, ``level``, ...).
+
+    Returns:
+        The typed results (:class:`~collapse_probe.results.GateResults`, what ``gate --json`` writes):
+        ``r.outcome``, ``r.checks``, ``r.per_simulator``; ``r.exit_code`` is what ``collapse-probe gate``
+        exits with.
+    """
+    if isinstance(results, str | Path):
+        return gate_run_dir(results, policy, **options).to_results()
+    if isinstance(results, Mapping):
+        results = dict(results)
+    return evaluate_gate(results, policy, **options).to_results()  # anything else: refused there, in one line
+
+
+async def gate_async(
+    results: CrossplayResults | Mapping[str, Any] | str | Path, policy: str, /, **options: Any
+) -> GateResults:
+    """:func:`gate` for async code (the file read and the arithmetic run in a worker thread)."""
+    import asyncio
+
+    return await asyncio.to_thread(gate, results, policy, **options)
