@@ -47,8 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collapse_probe.crossplay import CrossplayConfig, crossplay_results
-from collapse_probe.gate import evaluate_gate
+from collapse_probe._crossplay import CrossplayConfig, crossplay_results
+from collapse_probe._gate import evaluate_gate
 from collapse_probe.metrics.transfer import cluster_bootstrap_diff, mean_ci, transfer_ratio
 
 REWARD_RANGE = (0.0, 1.0)

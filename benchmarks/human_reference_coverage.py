@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from collapse_probe.audit._human import _mean_ci, _share_ci
+from collapse_probe._audit._human import _mean_ci, _share_ci
 from collapse_probe.metrics.transfer import mean_ci
 
 Interval = Callable[[np.ndarray, int], tuple[float, float]]

@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from collapse_probe.audit import AuditConfig, run_audit_from
+    from collapse_probe._audit import AuditConfig, run_audit_from
     from collapse_probe.metrics.estimators import mean_collapse_error_interval
     from collapse_probe.metrics.partitioners import load_paraphrase_sets
 

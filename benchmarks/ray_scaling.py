@@ -65,7 +65,7 @@ def driver_overhead(args) -> None:
 
     import ray
 
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
     from collapse_probe.models.ray_replicas import ray_replicas, start_ray
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-scaling-"))

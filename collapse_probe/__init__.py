@@ -12,9 +12,12 @@ keywords) and returning its result::
     lab = collapse_probe.lab(method="population")
 
 and ``await collapse_probe.audit_async(...)`` (``crossplay_async``, ``gate_async``,
-``train_async``, ``lab_async``) in async code. ``collapse_probe.audit``, ``.crossplay`` and
-``.gate`` are also the modules they always were (``from collapse_probe.audit import run_audit``).
-Everything loads on first use: ``import collapse_probe`` imports no benchmark, model or torch.
+``train_async``, ``lab_async``) in async code. Each returns its typed results model
+(:class:`~collapse_probe.results.AuditResults`, ``CrossplayResults``, ``GateResults``,
+``TrainResults``, ``LabRunResults``), and the configs are here too (``AuditConfig``,
+``CrossplayConfig``, ``TrainConfig``, ``LabConfig``). The functions are typed for a checker
+(``py.typed``; the imports under ``TYPE_CHECKING`` below): ``mypy --strict`` sees their
+parameters and results. Everything loads on first use: ``import collapse_probe`` imports no benchmark, model or torch.
 ``collapse_probe.reset_caches()`` empties what the process built once and keeps (backends, loaded
 weights, encoders, file fingerprints, benchmark data): the next run builds and reads them anew.
 
@@ -25,22 +28,44 @@ Subpackages, one per concept, bottom layer first (docs/architecture.md):
 - :mod:`collapse_probe.benchmarks` — arenas (tasks, environment, reward).
 - :mod:`collapse_probe.rollout` — the batched multi-turn engine and run directories.
 - :mod:`collapse_probe.metrics` — partitioners and collapse estimators (pure functions).
-- :mod:`collapse_probe.audit`, :mod:`~collapse_probe.crossplay`, :mod:`~collapse_probe.gate`,
-  :mod:`collapse_probe.trainers`, :mod:`collapse_probe.monitor` — the pipelines.
+- :mod:`collapse_probe._audit`, :mod:`~collapse_probe._crossplay`, :mod:`~collapse_probe._gate`,
+  :mod:`collapse_probe.trainers`, :mod:`collapse_probe.monitor` — the pipelines (the first three are
+  private modules: their public face is the function of the same name here).
 - :mod:`collapse_probe.report` — HTML reports and terminal tables.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._version import __version__
 from collapse_probe.errors import CollapseProbeError, ConfigError, InfraError
 
+if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on first use (__getattr__)
+    from collapse_probe._audit._api import audit, audit_async
+    from collapse_probe._audit._config import AuditConfig
+    from collapse_probe._crossplay import CrossplayConfig, crossplay, crossplay_async
+    from collapse_probe._gate import gate, gate_async
+    from collapse_probe._state import reset_caches
+    from collapse_probe.results import AuditResults, CrossplayResults, GateResults, LabRunResults, TrainResults
+    from collapse_probe.trainers._api import lab, lab_async, train, train_async
+    from collapse_probe.trainers.config import TrainConfig
+    from collapse_probe.trainers.lab import LabConfig
+
 __all__ = [
+    "AuditConfig",
+    "AuditResults",
     "CollapseProbeError",
     "ConfigError",
+    "CrossplayConfig",
+    "CrossplayResults",
+    "GateResults",
     "InfraError",
+    "LabConfig",
+    "LabRunResults",
+    "TrainConfig",
+    "TrainResults",
     "__version__",
     "audit",
     "audit_async",
@@ -55,31 +80,40 @@ __all__ = [
     "train_async",
 ]
 
+_LAZY = {
+    "audit": "collapse_probe._audit._api",
+    "audit_async": "collapse_probe._audit._api",
+    "AuditConfig": "collapse_probe._audit._config",
+    "crossplay": "collapse_probe._crossplay",
+    "crossplay_async": "collapse_probe._crossplay",
+    "CrossplayConfig": "collapse_probe._crossplay",
+    "gate": "collapse_probe._gate",
+    "gate_async": "collapse_probe._gate",
+    "train": "collapse_probe.trainers._api",
+    "train_async": "collapse_probe.trainers._api",
+    "lab": "collapse_probe.trainers._api",
+    "lab_async": "collapse_probe.trainers._api",
+    "TrainConfig": "collapse_probe.trainers.config",
+    "LabConfig": "collapse_probe.trainers.lab",
+    "AuditResults": "collapse_probe.results",
+    "CrossplayResults": "collapse_probe.results",
+    "GateResults": "collapse_probe.results",
+    "LabRunResults": "collapse_probe.results",
+    "TrainResults": "collapse_probe.results",
+    "reset_caches": "collapse_probe._state",
+}
+"""Public name -> the module that defines it (imported on first use, so ``import collapse_probe`` stays cheap)."""
 
-def __getattr__(name: str) -> Any:
-    # Imported on first use, so that ``import collapse_probe`` stays cheap. ``audit``, ``crossplay``
-    # and ``gate`` are the (callable) modules; Python then keeps them as attributes of the package.
-    if name in ("audit", "audit_async"):
-        import collapse_probe.audit as audit
 
-        return audit if name == "audit" else audit.audit_async
-    if name in ("crossplay", "crossplay_async"):
-        import collapse_probe.crossplay as crossplay
+if not TYPE_CHECKING:  # a checker sees the names above and nothing else (no catch-all ``Any``)
 
-        return crossplay if name == "crossplay" else crossplay.crossplay_async
-    if name in ("gate", "gate_async"):
-        import collapse_probe.gate as gate
-
-        return gate if name == "gate" else gate.gate_async
-    if name in ("train", "train_async", "lab", "lab_async"):
-        from collapse_probe.trainers import _api
-
-        return getattr(_api, name)
-    if name == "reset_caches":
-        from collapse_probe._state import reset_caches
-
-        return reset_caches
-    raise AttributeError(f"module 'collapse_probe' has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'collapse_probe' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later lookups find it without this hook
+        return value
 
 
 def __dir__() -> list[str]:

@@ -1,43 +1,17 @@
-"""Modules that are also functions, and typed configs filled from keyword arguments.
-
-``collapse_probe.audit``, ``collapse_probe.crossplay`` and ``collapse_probe.gate`` are modules
-(``from collapse_probe.audit import run_audit`` keeps working) and the public API's functions
-(``collapse_probe.audit(simulator="smollm2", out="runs/a")``). Each such module calls
-:func:`make_callable` on itself once it is defined: its class becomes :class:`CallableModule`, whose
-``__call__`` is the module's own entry point. Nothing else about the module changes (attributes,
-``import``, ``reload``, pickling of what it defines).
-"""
+"""Typed configs filled from keyword arguments, for the public API's one-call functions
+(``collapse_probe.audit(sim="smollm2", out="runs/a")``: the fields of :class:`AuditConfig` and the
+pipeline's run options, told apart here)."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import sys
 from collections.abc import Callable, Mapping
-from types import ModuleType
 from typing import Any, TypeVar
 
 from collapse_probe.errors import ConfigError
 
 C = TypeVar("C")
-
-
-class CallableModule(ModuleType):
-    """A module whose call is its ``__call_entry__`` (see :func:`make_callable`)."""
-
-    __call_entry__: Callable[..., Any]
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.__call_entry__(*args, **kwargs)
-
-
-def make_callable(module_name: str, entry: Callable[..., Any]) -> None:
-    """Make the (already imported) module ``module_name`` callable: calling it calls ``entry``."""
-    module = sys.modules[module_name]
-    module.__class__ = CallableModule
-    module.__call_entry__ = entry  # type: ignore[attr-defined]
-    # ``inspect.signature(collapse_probe.audit)`` and ``help`` show the entry's parameters, not ``*args``
-    module.__signature__ = inspect.signature(entry)  # type: ignore[attr-defined]
 
 
 def config_and_options(

@@ -1,7 +1,7 @@
 """Run a coroutine to completion from synchronous code, with or without a running event loop.
 
 The synchronous entry points (:func:`~collapse_probe.play.run_play`,
-:func:`~collapse_probe.crossplay.run_crossplay`, :func:`~collapse_probe.audit.run_audit`, ...) wrap
+:func:`~collapse_probe._crossplay.run_crossplay`, :func:`~collapse_probe._audit.run_audit`, ...) wrap
 async ones with :func:`run_sync`. Without a running loop it is ``asyncio.run``; inside one (a Jupyter
 cell, an async web handler) ``asyncio.run`` would fail, so the coroutine runs on its own loop in a
 worker thread while the caller waits. Async code can await the ``*_async`` entry points directly.

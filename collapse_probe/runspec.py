@@ -205,7 +205,7 @@ class RolloutConfig:
     """What every pipeline that rolls out conversations on tasks shares: how many, how long, how sampled.
 
     Nested as ``rollout`` in :class:`~collapse_probe.play.PlayConfig` and
-    :class:`~collapse_probe.crossplay.CrossplayConfig`, whose flat fields (``config.tasks``, the
+    :class:`~collapse_probe._crossplay.CrossplayConfig`, whose flat fields (``config.tasks``, the
     ``tasks=`` keyword, ``tasks`` in ``config.json``) read and write it.
     """
 

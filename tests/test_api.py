@@ -1,6 +1,6 @@
 """The public API: ``collapse_probe.audit(...)``, ``.crossplay(...)``, ``.gate(...)``, ``.train(...)``,
-``.lab(...)`` and their async forms give what the pipeline functions give; ``collapse_probe.audit``,
-``.crossplay`` and ``.gate`` stay modules; ``import collapse_probe`` loads nothing heavy."""
+``.lab(...)`` and their async forms give what the pipeline functions give, as typed results; the public
+names are functions (the pipelines' modules are private); ``import collapse_probe`` loads nothing heavy."""
 
 from __future__ import annotations
 
@@ -45,27 +45,30 @@ def test_import_collapse_probe_is_cheap():
     assert not {"torch", "numpy", "scipy", "transformers"} & set(loaded)
 
 
-def test_audit_crossplay_gate_are_modules_and_functions():
-    from collapse_probe.audit import AuditConfig, run_audit  # the module, as before
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
-    from collapse_probe.gate import evaluate_gate
+def test_the_public_names_are_functions_and_configs_beside_private_modules():
+    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._gate import evaluate_gate
 
     for name in ("audit", "crossplay", "gate"):
-        mod = getattr(collapse_probe, name)
-        assert isinstance(mod, ModuleType) and callable(mod)
-        assert mod is sys.modules[f"collapse_probe.{name}"]
+        fn = getattr(collapse_probe, name)
+        assert callable(fn) and not isinstance(fn, ModuleType), name
+        assert f"collapse_probe.{name}" not in sys.modules  # no module of that name shadows the function
+    assert collapse_probe.AuditConfig is AuditConfig and collapse_probe.CrossplayConfig is CrossplayConfig
     assert callable(run_audit) and callable(run_crossplay) and callable(evaluate_gate)
     assert AuditConfig().sim and CrossplayConfig().policies
     for name in ("audit_async", "crossplay_async", "gate_async", "train", "train_async", "lab", "lab_async"):
         assert callable(getattr(collapse_probe, name))
         assert name in collapse_probe.__all__ and name in dir(collapse_probe)
+    for name in collapse_probe.__all__:
+        assert getattr(collapse_probe, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'audits'"):
         collapse_probe.audits  # noqa: B018
 
 
 def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
-    from collapse_probe.gate import evaluate_gate
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._gate import evaluate_gate
 
     config = CrossplayConfig(policies=[SPEC], simulators=[SPEC], tasks=2, rollouts=1, max_turns=1)
     opts = {"progress": False, "report": False, "cache": False}
@@ -83,15 +86,21 @@ def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
     assert isinstance(by_config, CrossplayResults) and isinstance(awaited, CrossplayResults)
     assert by_config.cells[0].mean_reward == base["cells"][0]["mean_reward"] == by_config["cells"][0].mean_reward
 
+    from collapse_probe.results import GateResults
+
     verdict = collapse_probe.gate(base, SPEC, min_transfer=0.5)
-    assert verdict.to_dict() == evaluate_gate(base, SPEC, min_transfer=0.5).to_dict()
+    assert isinstance(verdict, GateResults)
+    assert verdict.to_json() == evaluate_gate(base, SPEC, min_transfer=0.5).to_dict()
+    assert collapse_probe.gate(by_config, SPEC, min_transfer=0.5).to_json() == verdict.to_json()  # typed input
     from_dir = collapse_probe.gate(tmp_path / "a", SPEC, min_transfer=0.5)
-    assert from_dir.exit_code == verdict.exit_code
-    assert asyncio.run(collapse_probe.gate_async(base, SPEC, min_transfer=0.5)).to_dict() == verdict.to_dict()
+    assert from_dir.exit_code == verdict.exit_code and from_dir.outcome == verdict.outcome
+    assert asyncio.run(collapse_probe.gate_async(base, SPEC, min_transfer=0.5)).to_json() == verdict.to_json()
+    missing = collapse_probe.gate(tmp_path / "nowhere", SPEC, min_transfer=0.5)
+    assert missing.exit_code == 2 and missing.checks[0].name == "results"  # could not judge, not an exception
 
 
 def test_audit_call_equals_run_audit(tmp_path):
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
 
     config = AuditConfig(sim=SPEC, states=1, samples=8, partition="label", n_boot=100)
     base = run_audit(config, tmp_path / "base", progress=False)
@@ -116,12 +125,15 @@ def test_the_calls_show_their_parameters():
 
 
 def test_lab_call_equals_run_lab():
+    from collapse_probe.results import LabRunResults
     from collapse_probe.trainers import LabConfig, run_lab
 
-    expected = run_lab(LabConfig(steps=3, seed=2))
-    assert collapse_probe.lab(steps=3, seed=2).summary() == expected.summary()
-    assert collapse_probe.lab({"steps": 3, "seed": 2}).summary() == expected.summary()
-    assert asyncio.run(collapse_probe.lab_async(LabConfig(steps=3), seed=2)).summary() == expected.summary()
+    expected = run_lab(LabConfig(steps=3, seed=2)).to_json()
+    called = collapse_probe.lab(steps=3, seed=2)
+    assert isinstance(called, LabRunResults) and called.to_json() == expected
+    assert called.summary == expected["summary"] and called.heldout_reward == expected["heldout_reward"]
+    assert collapse_probe.lab({"steps": 3, "seed": 2}).to_json() == expected
+    assert asyncio.run(collapse_probe.lab_async(LabConfig(steps=3), seed=2)).to_json() == expected
 
 
 @pytest.mark.parametrize(

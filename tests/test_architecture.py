@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("benchmarks", {"benchmarks"}),
     ("rollout", {"rollout", "runspec"}),
     ("metrics", {"metrics"}),
-    ("pipelines", {"play", "audit", "crossplay", "gate", "trainers", "monitor", "interop", "results"}),
+    ("pipelines", {"play", "_audit", "_crossplay", "_gate", "trainers", "monitor", "interop", "results"}),
     ("report", {"report"}),
     ("api", {""}),
     ("interfaces", {"dashboard", "cli", "__main__"}),
@@ -131,7 +131,7 @@ def test_graph_sees_function_level_and_type_checking_imports(tmp_path):
     """The checker itself: an import inside a function or under TYPE_CHECKING is an edge."""
     graph = import_graph()
     assert "collapse_probe.models._encoder" in graph["collapse_probe.metrics.partitioners"]  # inside load_encoder
-    assert "collapse_probe._reports" in graph["collapse_probe.crossplay"]  # inside run_crossplay_async
+    assert "collapse_probe._reports" in graph["collapse_probe._crossplay"]  # inside run_crossplay_async
     tree = ast.parse(
         "if TYPE_CHECKING:\n    from collapse_probe.report import x\ndef f():\n    import collapse_probe.cli\n"
     )

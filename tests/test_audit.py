@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from collapse_probe.audit import AuditConfig, mean_collapse_error, run_audit, run_audit_async
+from collapse_probe._audit import AuditConfig, mean_collapse_error, run_audit, run_audit_async
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationResult

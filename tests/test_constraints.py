@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from collapse_probe._audit import AuditConfig
 from collapse_probe._constraints import (
     AtMost,
     Constraint,
@@ -29,8 +30,7 @@ from collapse_probe._constraints import (
     rule,
     validate,
 )
-from collapse_probe.audit import AuditConfig
-from collapse_probe.crossplay import CrossplayConfig
+from collapse_probe._crossplay import CrossplayConfig
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_at_most, check_finite, check_int
 from collapse_probe.monitor import MonitorConfig

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from collapse_probe._crossplay import SCHEMA, CrossplayConfig, crossplay_results, load_results, run_crossplay
 from collapse_probe.benchmarks.p4g import P4GArena, donation_reward, parse_donation
-from collapse_probe.crossplay import SCHEMA, CrossplayConfig, crossplay_results, load_results, run_crossplay
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, GenerationResult
 from collapse_probe.simulators import Participant, make_participant

@@ -11,10 +11,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from collapse_probe._crossplay import CrossplayConfig, crossplay_results, run_crossplay
+from collapse_probe._gate import evaluate_gate, gate_run_dir
 from collapse_probe.benchmarks.p4g import P4GArena
-from collapse_probe.crossplay import CrossplayConfig, crossplay_results, run_crossplay
 from collapse_probe.errors import ConfigError
-from collapse_probe.gate import evaluate_gate, gate_run_dir
 from collapse_probe.models import Completion, GenerationRequest, GenerationResult
 from collapse_probe.simulators import Participant, make_participant
 

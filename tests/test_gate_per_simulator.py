@@ -10,8 +10,8 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from collapse_probe.crossplay import CrossplayConfig, crossplay_results
-from collapse_probe.gate import evaluate_gate
+from collapse_probe._crossplay import CrossplayConfig, crossplay_results
+from collapse_probe._gate import evaluate_gate
 
 
 def _records(means: dict[str, list[float]], rollouts: int, rng: np.random.Generator) -> list[dict]:

@@ -42,10 +42,10 @@ STATE_WRITE = re.compile(r"\.state\[[^\]]+\]\s*=(?!=)|\.state\.(?:update|setdefa
 BENCHMARK_MODULE = re.compile(r"collapse_probe\.benchmarks\.(?:" + "|".join(NAMES) + r")\w*")
 BENCHMARK_IMPORTS = {
     # former exports that name P4G's own constants and its exact closed-set distribution
-    "collapse_probe/audit/_config.py",
-    "collapse_probe/audit/_sampling.py",
+    "collapse_probe/_audit/_config.py",
+    "collapse_probe/_audit/_sampling.py",
     # the comparison with the human P4G persuadees (donations, people's own ε by annotated acts)
-    "collapse_probe/audit/_human.py",
+    "collapse_probe/_audit/_human.py",
 }
 """The modules outside ``benchmarks/`` that still import a benchmark's own module, each with its reason;
 the list may only shrink (the audit's states, verdict and pipeline ask the arena's hooks)."""

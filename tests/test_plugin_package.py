@@ -235,9 +235,9 @@ def test_the_plugin_options_come_from_config_files_and_are_named_when_bad(plugin
 
 API = """
 import json, sys
-from collapse_probe.audit import AuditConfig, run_audit
+from collapse_probe._audit import AuditConfig, run_audit
 from collapse_probe.benchmarks import benchmark_names
-from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics import get_partitioner
 from collapse_probe.monitor import MonitorConfig

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collapse_probe.audit._human import (
+from collapse_probe._audit._human import (
     DONATION_BIN_LABELS,
     donation_bins,
     donation_comparison,
@@ -65,7 +65,7 @@ def test_point_mass_simulator_matches_an_independent_computation(p4g_dir, amount
 
 
 def test_human_grounded_states_hold_the_persuadees_actual_next_turn(p4g_dir):
-    from collapse_probe.audit import human_probe_states
+    from collapse_probe._audit import human_probe_states
     from collapse_probe.benchmarks import make_arena
     from collapse_probe.benchmarks.p4g import load_official_p4g
 
@@ -149,7 +149,7 @@ def test_audit_with_human_reports_realism(p4g_dir, write_scripted, tmp_path):
 def test_grounding_intervals_are_scipys_bca_and_the_wilson_interval():
     from scipy import stats
 
-    from collapse_probe.audit._human import _mean_ci, _share_ci
+    from collapse_probe._audit._human import _mean_ci, _share_ci
 
     v = np.array([0.0, 0.0, 0.1, 0.0, 0.5, 0.2, 0.0, 0.05, 0.0, 0.3])
     got = _mean_ci(v, 1000, seed=3)

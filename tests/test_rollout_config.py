@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe.audit import AuditConfig, run_audit
-from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe._audit import AuditConfig, run_audit
+from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.errors import ConfigError
 from collapse_probe.play import PlayConfig, run_play
 from collapse_probe.runspec import ROLLOUT_FIELDS, ArenaSpec, RolloutConfig

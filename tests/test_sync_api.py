@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from collapse_probe.crossplay import CrossplayConfig, run_crossplay, run_crossplay_async
+from collapse_probe._crossplay import CrossplayConfig, run_crossplay, run_crossplay_async
 from collapse_probe.play import PlayConfig, run_play, run_play_async
 from collapse_probe.runspec import ArenaSpec
 from collapse_probe.simulators import make_participant

@@ -121,7 +121,7 @@ class AuditHooks(Protocol):
 
     - ``probe_states(tasks, **options) -> list[ProbeSpec]``: the benchmark's own probe states (without a
       policy the audit samples these; default: none, so ``--policy`` is needed); ``options`` are the
-      benchmark's own (P4G: ``openings``), passed through :func:`~collapse_probe.audit.benchmark_probe_states`.
+      benchmark's own (P4G: ``openings``), passed through :func:`~collapse_probe._audit.benchmark_probe_states`.
     - ``episode_at(task, messages) -> Episode``: the episode at a state whose conversation so far is
       ``messages`` (a probe state, or a prefix of a recorded rollout), with the arena's own episode
       state rebuilt from them (P4G: the rounds answered and whether the donation question was asked).

@@ -144,7 +144,7 @@ def _from_format(path: str, given: str | None) -> str:
 
 def run_from(args: argparse.Namespace) -> int:
     """``audit --from FILE``: the audit of published trajectories."""
-    from collapse_probe.audit import AuditConfig, run_audit_from
+    from collapse_probe._audit import AuditConfig, run_audit_from
 
     fmt = _from_format(args.from_file, args.from_format)
     for flag, value in (("--policy", args.policy), ("--human", args.human), ("--compare-vs", args.compare_vs),
@@ -175,7 +175,7 @@ def run_from(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, results: dict) -> int:
     """The terminal table, the notices and the verdict line; exit 1 when no state was measured."""
-    from collapse_probe.audit import summary_table
+    from collapse_probe._audit import summary_table
 
     print()
     print(summary_table(results))
@@ -203,7 +203,7 @@ def _check_from(args: argparse.Namespace) -> bool:
 def run(args: argparse.Namespace) -> int:
     if _check_from(args):
         return run_from(args)
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
 
     check_specs([args.sim] + ([args.policy] if args.policy else []) + ([args.judge] if args.judge else []))
     roles = {

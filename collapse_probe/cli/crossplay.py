@@ -83,7 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 
     positive("tasks", args.tasks)
     positive("rollouts", args.rollouts)

@@ -118,8 +118,8 @@ def check_output_path(path: str, flag: str, run_dir: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from collapse_probe._gate import EXIT_CANNOT_JUDGE, gate_run_dir
     from collapse_probe.errors import ConfigError
-    from collapse_probe.gate import EXIT_CANNOT_JUDGE, gate_run_dir
 
     try:
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):

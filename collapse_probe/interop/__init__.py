@@ -7,7 +7,7 @@ trajectories others published read back for an audit.
 - Readers of published trajectories (:func:`read_tau2_results`, :func:`read_inspect_log`,
   :func:`read_jsonl_conversations`) into :class:`PublishedConversation` records, and
   :func:`shared_prefix_states`, the states an audit of them measures
-  (``collapse-probe audit --from FILE``, :func:`collapse_probe.audit.run_audit_from`).
+  (``collapse-probe audit --from FILE``, :func:`collapse_probe._audit.run_audit_from`).
 - :func:`simulator_card`: a portable, fingerprinted summary of a simulator from run directories.
 - :func:`log_run`: a run's figures logged to W&B, MLflow or TensorBoard.
 

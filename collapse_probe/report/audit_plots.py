@@ -580,7 +580,7 @@ def samples_per_state_text(results: Mapping[str, Any]) -> str:
     """Replies per state as measured (the states' own N, not the N asked for: a published file's states
     hold as many replies as its trials), with LOW CONFIDENCE when the summary flags N < 20. The
     terminal table, the report and the dashboard print this text."""
-    from collapse_probe.audit._verdict import replies_text
+    from collapse_probe._audit._verdict import replies_text
 
     summary = results.get("summary") or {}
     text = replies_text(list(results.get("states") or [])) or str(results.get("samples_per_state") or "n/a")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.audit._verdict import NOT_MEASURED, states_text, verdict
+from collapse_probe._audit._verdict import NOT_MEASURED, states_text, verdict
 from collapse_probe.metrics.partitioners import groups_by_meaning
 from collapse_probe.report.audit_plots import (
     effective_modes_text,
@@ -139,7 +139,7 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
     errors = simulator_errors_text(data)
     if errors:
         rows.append(("user-simulator errors", errors))
-    from collapse_probe.audit._human import people_epsilon_rows
+    from collapse_probe._audit._human import people_epsilon_rows
     from collapse_probe.report._layout import display_width, pad
 
     rows += people_epsilon_rows(r.to_json())

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from collapse_probe._callable import config_and_options
 from collapse_probe.trainers.config import TrainConfig
-from collapse_probe.trainers.lab import LabConfig, LabResult
+from collapse_probe.trainers.lab import LabConfig
 
 if TYPE_CHECKING:
-    from collapse_probe.results import TrainResults
+    from collapse_probe.results import LabRunResults, TrainResults
 
 
 def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any) -> TrainResults:
@@ -37,17 +37,21 @@ async def train_async(
     return await asyncio.to_thread(train, config, out=out, **kwargs)
 
 
-def lab(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabResult:
+def lab(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabRunResults:
     """Run the tabular collapse lab (:func:`~collapse_probe.trainers.run_lab`) for one method and seed.
 
     ``kwargs`` are fields of :class:`~collapse_probe.trainers.LabConfig` (overriding ``config``'s).
+    Returns the typed results (:class:`~collapse_probe.results.LabRunResults`, what ``lab --out`` writes
+    to ``results.json``): ``r.summary``, ``r.heldout_reward``, ``r.policy_entropy``; ``r.to_json()`` gives its JSON
+    object.
     """
+    from collapse_probe.results import LabRunResults
     from collapse_probe.trainers.lab import run_lab
 
     cfg, _ = config_and_options(LabConfig, config, kwargs, what="collapse_probe.lab")
-    return run_lab(cfg)
+    return LabRunResults.build(run_lab(cfg).to_json())
 
 
-async def lab_async(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabResult:
+async def lab_async(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabRunResults:
     """:func:`lab` for async code (the lab runs in a worker thread)."""
     return await asyncio.to_thread(lab, config, **kwargs)

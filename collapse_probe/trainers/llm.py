@@ -861,7 +861,7 @@ class LLMTrainer:
 
     def evaluate_heldout(self) -> float | None:
         """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""
-        from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+        from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 
         c = self.config
         cfg = CrossplayConfig(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from collapse_probe.audit import AuditConfig, run_audit
+from collapse_probe._audit import AuditConfig, run_audit
 from collapse_probe.benchmarks import BENCHMARKS, Episode, ProbeSpec, Score, Task, TurnPrompt, register_benchmark
 
 ASK = "Would you recommend us to a friend? Answer [YES] or [NO]."

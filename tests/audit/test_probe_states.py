@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from collapse_probe.audit import benchmark_probe_states, on_policy_states
+from collapse_probe._audit import benchmark_probe_states, on_policy_states
 from collapse_probe.benchmarks import Task
 from collapse_probe.benchmarks.p4g import ELICITATION, OPENINGS, P4GArena
 from collapse_probe.models import Completion
@@ -54,21 +54,6 @@ def test_probe_states_come_from_the_benchmark_with_its_episode_state(arena):
     assert [s.episode.messages[0]["content"] for s in states[::2]] == list(OPENINGS[:3])
     assert [s.episode.state for s in states[:2]] == [{"rounds": 0, "elicited": False}, {"rounds": 0, "elicited": True}]
     assert states[1].episode.messages[-1]["content"] == ELICITATION and states[1].closed_set
-
-
-def test_the_former_export_warns_and_gives_the_same_states(arena):
-    from collapse_probe.audit import p4g_probe_states
-
-    tasks = arena.load_tasks(2)
-    openings = {tasks[1].task_id: "Hello! Have you heard of Save the Children?"}
-    with pytest.warns(DeprecationWarning, match="benchmark_probe_states"):
-        old = p4g_probe_states(arena, tasks, openings)
-    new = benchmark_probe_states(arena, tasks, openings=openings)
-    assert [(s.state_id, s.episode.messages, s.episode.state) for s in old] == [
-        (s.state_id, s.episode.messages, s.episode.state) for s in new
-    ]
-    assert [s.episode.messages[0]["content"] for s in new[::2]] == [OPENINGS[0], openings[tasks[1].task_id]]
-    assert new[3].episode.messages[0]["content"] == openings[tasks[1].task_id]  # the elicitation state too
 
 
 def test_an_arena_without_the_hook_gets_a_plain_episode():

@@ -130,7 +130,7 @@ def test_a_bare_no_is_read_against_the_message_it_answers(reader):
 
 
 def test_the_embedding_partition_hands_each_state_its_context():
-    from collapse_probe.audit._sampling import state_context
+    from collapse_probe._audit._sampling import state_context
     from collapse_probe.metrics import partitioners
 
     seen = []
@@ -281,7 +281,7 @@ def _write_annotated(d, rows):
 
 
 def test_people_epsilon_by_hand():
-    from collapse_probe.audit._human import people_epsilon, people_epsilon_rows
+    from collapse_probe._audit._human import people_epsilon, people_epsilon_rows
     from collapse_probe.metrics.estimators import collapse_error_interval, mean_collapse_error_interval
 
     ask, hi = ["proposition-of-donation"], ["greeting"]

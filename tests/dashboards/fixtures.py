@@ -69,7 +69,7 @@ def write_models(root: Path) -> Path:
 
 def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = False) -> Path:
     """A finished 2 policies x 2 simulators cross-play run on P4G, made by the real pipeline."""
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 
     root = root.resolve()
     write_models(root)
@@ -90,7 +90,7 @@ def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = Fals
 def write_gate_verdict(crossplay_dir: Path, out: Path) -> dict[str, Any]:
     """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does
     (``--decision point``: 4 tasks x 2 rollouts are too few for the default interval rule to decide)."""
-    from collapse_probe.gate import gate_run_dir
+    from collapse_probe._gate import gate_run_dir
 
     crossplay_dir = crossplay_dir.resolve()
     with _cwd(crossplay_dir.parent):
@@ -186,7 +186,7 @@ def write_audit_run(
         max_turns: conversation length of the on-policy rollouts.
         seed: audit seed.
     """
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
 
     root = root.resolve()
     write_models(root)
@@ -283,7 +283,7 @@ def _variant(i: int) -> dict[str, Any]:
 def write_long_audit_run(root: Path, name: str, states: int = 16, samples: int = 8, compare_vs: bool = True) -> Path:
     """An audit of a 100-character simulator spec over ``2 * states`` probe states (32 by default),
     both sampling modes (``--compare-vs``), made by the real pipeline."""
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
 
     root = root.resolve()
     write_models(root)
@@ -296,7 +296,7 @@ def write_long_audit_run(root: Path, name: str, states: int = 16, samples: int =
 
 def write_matrix_run(root: Path, name: str, n: int = 8) -> Path:
     """An ``n`` x ``n`` cross-play run (100-character specs, one training simulator) by the real pipeline."""
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 
     root = root.resolve()
     write_models(root)
@@ -318,7 +318,7 @@ def _down_model() -> None:
 
 def write_failed_audit_run(root: Path, name: str) -> Path:
     """An audit whose simulator's server is down: every state an infrastructure failure, no result."""
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
 
     _down_model()
     root = root.resolve()
@@ -329,7 +329,7 @@ def write_failed_audit_run(root: Path, name: str) -> Path:
 
 def write_failed_crossplay_run(root: Path, name: str) -> Path:
     """A cross-play run whose simulator's server is down: every conversation an infrastructure failure."""
-    from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 
     _down_model()
     root = root.resolve()

@@ -384,7 +384,7 @@ def fixtures_records(run_dir: Path) -> list[dict]:
 
 
 def test_compare_audits_matches_shared_states(write_scripted):
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
     from collapse_probe.report import audit_plots as ap
 
     a = run_audit(AuditConfig(sim=write_scripted([("[DONATE $1]", 0.9), ("No.", 0.1)], name="a.json"), samples=20,
@@ -404,7 +404,7 @@ def test_compare_audits_matches_shared_states(write_scripted):
 
 
 def test_state_classes_of_a_real_record(write_scripted, tmp_path):
-    from collapse_probe.audit import AuditConfig, run_audit
+    from collapse_probe._audit import AuditConfig, run_audit
     from collapse_probe.report import audit_plots as ap
 
     spec = write_scripted([("alpha", 0.5), ("beta", 0.3), ("gamma", 0.2)])

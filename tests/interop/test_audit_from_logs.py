@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe.audit import AuditConfig, run_audit_from
+from collapse_probe._audit import AuditConfig, run_audit_from
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
 from collapse_probe.interop import export_run

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe.audit import AuditConfig, run_audit_from
+from collapse_probe._audit import AuditConfig, run_audit_from
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
 
@@ -155,7 +155,7 @@ def test_replies_outside_the_validated_domain_make_the_meaning_view_inconclusive
 
 
 def test_exact_and_meaning_verdicts_that_flip_make_the_meaning_view_inconclusive():
-    from collapse_probe.audit._verdict import checked_meaning_view
+    from collapse_probe._audit._verdict import checked_meaning_view
 
     view = {"label": "COLLAPSED", "estimate": 0.05, "ci95": [0.01, 0.12]}
     checks = {"partition": "disclosure", "validated_on": "x", "states_checked": 4, "states_in_domain": 4,

@@ -80,7 +80,7 @@ def test_runs_of_very_different_length_overlay_on_progress() -> None:
 
 
 def test_people_beside_the_simulator_with_their_intervals() -> None:
-    from collapse_probe.audit._human import people_epsilon
+    from collapse_probe._audit._human import people_epsilon
     from collapse_probe.benchmarks.p4g import HumanDialogue
     from collapse_probe.benchmarks.p4g_stance import StanceReader
     from collapse_probe.report.audit_plots import people_vs_simulator_figure

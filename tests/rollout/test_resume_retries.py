@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from collapse_probe.audit import AuditConfig, run_audit
-from collapse_probe.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe._audit import AuditConfig, run_audit
+from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.simulators import make_participant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
