@@ -196,8 +196,8 @@ def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> d
 
 
 RARE_SET_OFF = 5
-"""A side that sets off fewer pairs than this (counted in independent comparisons, n − 1 per task) gets an upper
-end from its rate of setting pairs off (:func:`decompose_variance`)."""
+"""A side that sets off fewer pairs whose rewards differ than this (counted in independent comparisons, n − 1 per
+task) gets an upper end from its rate of setting such pairs off (:func:`decompose_variance`)."""
 
 _WITH_JUDGE = "_with_judge_"
 """Prefix of the components that keep the judge noise of a side's pairs (:func:`_components`)."""
@@ -375,6 +375,7 @@ def decompose_variance(
     # over the total. Measured, not proven: the pairs a rare side sets off are assumed to differ no more
     # than twice as much as the others. The task share's lower end leaves room for what the sides may hold.
     comparisons = table[:, _C["n"]] - 1
+    n_cmp = float(np.sum(comparisons))
     spread = max((t.reward for t in all_trials), default=0.0) - min((t.reward for t in all_trials), default=0.0)
     differing = float(np.sum(table[:, _C["p_simulator"]] + table[:, _C["p_agent"]]))
     d_pair = float(np.sum(table[:, _C["d_simulator"]] + table[:, _C["d_agent"]])) / differing if differing else 0.0
@@ -390,15 +391,13 @@ def decompose_variance(
         if wj is not None:
             hi = max(hi, wj[1])
         set_off = float(np.sum(table[:, _C[f"p_{side}"]] * comparisons))
-        if set_off >= RARE_SET_OFF:
-            sh["ci95"][1] = _unit(hi)
-            continue
-        n_cmp = float(np.sum(comparisons))
-        rate_hi = 1.0 if set_off >= n_cmp else float(betaincinv(set_off + 1, n_cmp - set_off, 1 - (1 - level) / 2))
-        bound = math.ceil(rate_hi * d_max / total * 1000) / 1000
-        if bound > hi:
-            room += bound - max(sh["estimate"], 0.0)
-        sh["ci95"][1] = _unit(max(hi, bound))
+        if set_off < RARE_SET_OFF:
+            rate_hi = 1.0 if set_off >= n_cmp else float(betaincinv(set_off + 1, n_cmp - set_off, 1 - (1 - level) / 2))
+            bound = math.ceil(rate_hi * d_max / total * 1000) / 1000
+            if bound > hi:
+                room += bound - max(sh["estimate"], 0.0)
+                hi = bound
+        sh["ci95"][1] = _unit(hi)
     task = shares["task"]
     if room and task is not None and task["ci95"] is not None:
         task["ci95"][0] = _unit(min(task["ci95"][0], math.floor((task["estimate"] - room) * 1000) / 1000))
