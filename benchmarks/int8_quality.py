@@ -77,8 +77,7 @@ def run_audit(dtype: str, seed: int, out: Path, personas: Path) -> dict[str, Any
     from collapse_probe.cli import main
 
     args = ["audit", "--seed", str(seed), "--out", str(out), "--no-progress", "--no-cache", "--personas", str(personas)]
-    if dtype != "float32":
-        args += ["-M", f"sim.dtype={dtype}"]
+    args += ["-M", f"sim.dtype={dtype}"]  # explicit: float32 is not the embedded default
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(args)
     if code not in (0, 1):

@@ -22,7 +22,9 @@ absolute rates depend on what else the machine runs.
             [--batch 32] [--temperature 1.0] [--dtypes float32,int8,bfloat16] [--no-llama-cpp] [--json out.json]
 
 Every dtype of ``--dtypes`` is timed both ways in the same run, and the ratios against the first
-(float32) and against llama.cpp are printed beside them.
+(float32) and against llama.cpp are printed beside them; the model's CPU default is marked
+(SmolLM2: int8). A Llama model (SmolLM2) decodes through the lean step of
+``collapse_probe/models/_llama_step.py``, one row at a time and batched.
 """
 
 from __future__ import annotations
@@ -202,7 +204,8 @@ def main() -> None:
         if llama is not None:
             r["batched_vs_llama_cpp"] = round(r["batched_tokens_per_s"] / llama["tokens_per_s"], 2)
             r["sequential_vs_llama_cpp"] = round(r["sequential_tokens_per_s"] / llama["tokens_per_s"], 2)
-        print(f"  {r['dtype']}:")
+        default = " (the default)" if prefix == "local" and r["dtype"] == LOCAL_MODELS[name].cpu_dtype else ""
+        print(f"  {r['dtype']}{default}:")
         print(f"    batched (batch {args.batch}):  {r['batched_tokens']:5d} tokens in {r['batched_seconds']:7.2f} s = "
               f"{r['batched_tokens_per_s']:8.1f} tok/s")  # fmt: skip
         print(f"    sequential (batch 1): {r['sequential_tokens']:5d} tokens in {r['sequential_seconds']:7.2f} s = "

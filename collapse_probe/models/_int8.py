@@ -32,7 +32,19 @@ from typing import Any, cast
 
 import torch
 
-__all__ = ["CALIBRATION_TEXT", "SMOOTHING_ALPHA", "WEIGHTS_ATTR", "Int8Linear", "quantize_int8", "weights_name"]
+__all__ = [
+    "CALIBRATION_TEXT",
+    "SCHEME",
+    "SMOOTHING_ALPHA",
+    "WEIGHTS_ATTR",
+    "Int8Linear",
+    "quantize_int8",
+    "weights_name",
+]
+
+_PEAK_FLOOR = 1e-30
+"""A zero row's scale: 127 / 1e-30 stays finite in float32 (127 / the smallest normal would overflow, and
+0 · inf is NaN), so the row quantizes to zeros."""
 
 SMOOTHING_ALPHA = 0.5
 """SmoothQuant's migration strength: the input's range and the weight's share the outliers equally."""
@@ -44,6 +56,11 @@ CALIBRATION_TEXT = (
     "Assistant: The Louvre and the Musée d'Orsay are both wonderful; book tickets online to skip the line."
 )
 """What the smoothing vectors are calibrated on: a chat about travel, no benchmark's text."""
+SCHEME = "smoothquant-r2"
+"""Names how :func:`quantize_int8` and :class:`Int8Linear` compute (part of an int8 model's
+fingerprint, so samples decoded by an earlier revision are never served for this one): r2 multiplies
+by the reciprocals of the smoothing vector and of the row's scale instead of dividing, which moves
+an input across a rounding step now and then."""
 WEIGHTS_ATTR = "collapse_probe_weights"
 """Attribute a quantized model carries (``"int8"``): part of its fingerprint (its tie tolerance stays
 float32's: the integer products are exact)."""
@@ -58,28 +75,32 @@ class Int8Linear(torch.nn.Module):
         if smooth is not None:  # W' = W · diag(m), x' = x / m: the same product, outliers shared
             smooth = smooth.detach().to(torch.float32).contiguous()
             w = w * smooth[None, :]
-        self.register_buffer("smooth", smooth)
+        self.register_buffer("inv_smooth", None if smooth is None else 1.0 / smooth)
         scale = (w.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny)
         q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
         self.in_features = int(w.shape[1])
         self.out_features = int(w.shape[0])
         self.register_buffer("weight_q", q)  # [out, in]; passed transposed, as _int_mm's fast layout wants
-        self.register_buffer("weight_scale", scale.contiguous())
+        self.register_buffer("out_scale", (scale / 127.0).contiguous())  # the weight's scale / the input's 127 steps
         self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
 
     def forward(self, x: Any) -> Any:
         shape = x.shape
-        rows = x.reshape(-1, self.in_features).to(torch.float32)
-        if self.smooth is not None:
-            rows = rows / self.smooth
-        s = rows.abs().amax(dim=1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny) / 127.0
-        xq = torch.round(rows / s).clamp(-127, 127).to(torch.int8)
+        rows = x.reshape(-1, self.in_features)
+        if rows.dtype != torch.float32:
+            rows = rows.float()
+        if self.inv_smooth is not None:
+            rows = rows * self.inv_smooth
+        peak = rows.abs().amax(dim=1, keepdim=True).clamp_(min=_PEAK_FLOOR)  # the row's scale is peak / 127
+        # |rows · 127 / peak| ≤ 127 up to one rounding of the product, so the int8 cast needs no clamp
+        xq = (rows * (127.0 / peak)).round_().to(torch.int8)
         weight_q = cast(torch.Tensor, self.weight_q)
         acc = torch._int_mm(xq, weight_q.t())  # int32 [rows, out], exact
-        y = acc.to(torch.float32) * s * self.weight_scale
+        y = acc.to(torch.float32).mul_(cast(torch.Tensor, self.out_scale)).mul_(peak)
         if self.bias is not None:
-            y = y + self.bias
-        return y.reshape(*shape[:-1], self.out_features).to(x.dtype)
+            y = y.add_(cast(torch.Tensor, self.bias))
+        y = y.reshape(*shape[:-1], self.out_features)
+        return y if x.dtype == torch.float32 else y.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
@@ -88,7 +109,12 @@ class Int8Linear(torch.nn.Module):
 def smoothing_vectors(model: Any, input_ids: Any, alpha: float = SMOOTHING_ALPHA) -> dict[str, Any]:
     """Per linear layer of ``model``, SmoothQuant's vector ``m_j = max|X_j|^α / max|W_j|^(1−α)`` from
     one float32 forward pass over ``input_ids`` (``max|X_j|``: the layer's input channel j over every
-    token; ``max|W_j|``: weight column j)."""
+    token; ``max|W_j|``: weight column j).
+
+    Each layer gets its own vector. Layers that read one input (a block's query, key and value) could
+    share one and be computed as one product, but a shared vector fits each of them worse: measured on
+    SmolLM2-135M over 2,172 teacher-forced P4G tokens, the mean |Δ log p| against float32 went from
+    0.120 to 0.133 nats (one token by 3.9) for no measurable speed (the weights are read once either way)."""
     seen: dict[str, Any] = {}
     hooks = []
     for name, mod in model.named_modules():

