@@ -1,6 +1,6 @@
-"""Write the JSON Schema of every results kind to ``docs/schemas/<kind>.json``, from the typed models.
+"""Write the JSON Schema of every results kind to ``collapse_probe/schemas/<kind>.json``, from the typed models.
 
-    python scripts/write_schemas.py            # (re)write docs/schemas/*.json
+    python scripts/write_schemas.py            # (re)write collapse_probe/schemas/*.json (shipped in the wheel)
     python scripts/write_schemas.py --check    # exit 1 when a committed schema differs from its model
 
 The schemas are generated, never edited by hand: ``tests/results/test_schemas.py`` fails when a
@@ -13,7 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from collapse_probe.results import KINDS, SCHEMA_DIR, schema_text
+import collapse_probe
+from collapse_probe.results import KINDS, schema_text
+
+SCHEMA_DIR = Path(collapse_probe.__file__).resolve().parent / "schemas"
+"""The source tree's schema folder (run from a checkout or an editable install)."""
 
 
 def main(argv: list[str] | None = None) -> int:

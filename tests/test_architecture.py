@@ -162,3 +162,11 @@ def test_report_writers_are_the_declared_entry_points():
     assert declared == _reports.OWN
     for kind in _reports.OWN:
         assert callable(_reports.report_writer(kind))
+
+
+def test_the_wheel_ships_no_generator_scripts():
+    """What the package data holds is data: the scripts that generate it live in ``scripts/``. The CooperBench
+    demo tasks' ``repo/`` trees are exempt: they are the tasks' own source (data the arena runs tests on)."""
+    data = PACKAGE / "data"
+    scripts = sorted(str(p.relative_to(REPO)) for p in data.rglob("*.py") if "repo" not in p.relative_to(data).parts)
+    assert not scripts, f"generator scripts inside the package data: {scripts}"

@@ -2,7 +2,8 @@
 
 Each pipeline builds its model and writes :meth:`~ResultsModel.to_json`; readers (the gate, resume
 code) parse files through the same model, so a field has one definition, with its type and meaning,
-and its JSON Schema is published in ``docs/schemas/<kind>.json`` (``python scripts/write_schemas.py``).
+and its JSON Schema ships in the package as ``collapse_probe/schemas/<kind>.json`` (:func:`published_schema`;
+written by ``python scripts/write_schemas.py``).
 
 ==================  ======================  ==============================================
 kind                model                   file
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -57,7 +58,7 @@ KINDS: dict[str, Any] = {
     "lab": LabOutput,
     "gate": GateResults,
 }
-"""Results kind -> its model (``lab``: the union of its three outputs); ``docs/schemas/<kind>.json``."""
+"""Results kind -> its model (``lab``: the union of its three outputs); ``collapse_probe/schemas/<kind>.json``."""
 
 BY_SCHEMA: dict[str, type[ResultsModel]] = {
     PLAY_SCHEMA: PlayResults,
@@ -72,23 +73,39 @@ BY_SCHEMA: dict[str, type[ResultsModel]] = {
 """The ``schema`` string of a file -> the model that reads it."""
 
 
+SCHEMA_ID_PREFIX = "urn:collapse-probe:results:"
+"""Each published schema's ``$id`` is this prefix and its kind (``urn:collapse-probe:results:audit``)."""
+
+
 def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of a results kind (what ``docs/schemas/<kind>.json`` holds)."""
+    """The JSON Schema of a results kind, generated from its model (what :func:`published_schema` ships)."""
     model = KINDS[kind]
     adapter = TypeAdapter(model)
     schema = adapter.json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = SCHEMA_ID_PREFIX + kind
     schema.setdefault("title", f"collapse-probe {kind} results")
     return schema
 
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
-"""Where the published schemas are (``docs/schemas`` of the source tree)."""
-
-
 def schema_text(kind: str) -> str:
-    """The file content of ``docs/schemas/<kind>.json``: sorted keys, two-space indent, a final newline."""
+    """The file content of ``collapse_probe/schemas/<kind>.json``: sorted keys, two-space indent, a final newline."""
     return json.dumps(json_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def published_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of a results kind as the installed package ships it (``collapse_probe/schemas/``,
+    read through :mod:`importlib.resources`, so a wheel or a zip holds it too).
+
+    Raises:
+        ConfigError: ``kind`` is not one of :data:`KINDS`.
+    """
+    from importlib.resources import files
+
+    if kind not in KINDS:
+        raise ConfigError(f"unknown results kind {kind!r}; expected one of {', '.join(KINDS)}")
+    text = files("collapse_probe").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
+    return cast(dict[str, Any], json.loads(text))
 
 
 def parse_results(data: Any, where: str = "results") -> ResultsModel:
@@ -195,7 +212,7 @@ __all__ = [
     "PolicyDiversity",
     "ResultsModel",
     "RewardSummary",
-    "SCHEMA_DIR",
+    "SCHEMA_ID_PREFIX",
     "StateRow",
     "TrainResults",
     "TrainStep",
@@ -205,6 +222,7 @@ __all__ = [
     "json_schema",
     "load_results",
     "parse_results",
+    "published_schema",
     "Results",
     "load",
     "read_crossplay",

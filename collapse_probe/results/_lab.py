@@ -145,4 +145,4 @@ class LabSweepResults(ResultsModel):
 
 
 LabOutput = Annotated[LabRunResults | LabCompareResults | LabSweepResults, Field(discriminator="schema_")]
-"""Any of the lab's three outputs (``docs/schemas/lab.json``)."""
+"""Any of the lab's three outputs (``collapse_probe/schemas/lab.json``)."""

@@ -23,7 +23,8 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 
 from collapse_probe.cli import main  # noqa: E402
-from collapse_probe.results import KINDS, SCHEMA_DIR, load_results, schema_text  # noqa: E402
+from collapse_probe.errors import ConfigError  # noqa: E402
+from collapse_probe.results import KINDS, SCHEMA_ID_PREFIX, load_results, published_schema, schema_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
 from tau2_results import make_results  # noqa: E402
@@ -102,15 +103,32 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_the_committed_schema_is_the_one_its_model_generates(kind):
-    committed = (SCHEMA_DIR / f"{kind}.json").read_text(encoding="utf-8")
-    assert committed == schema_text(kind), f"docs/schemas/{kind}.json is stale: run python scripts/write_schemas.py"
-    jsonschema.Draft202012Validator.check_schema(json.loads(committed))
+def test_the_shipped_schema_is_the_one_its_model_generates(kind):
+    from importlib.resources import files
+
+    shipped = files("collapse_probe").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
+    assert shipped == schema_text(kind), (
+        f"collapse_probe/schemas/{kind}.json is stale: run python scripts/write_schemas.py"
+    )
+    assert json.loads(shipped) == published_schema(kind)
+    assert published_schema(kind)["$id"] == SCHEMA_ID_PREFIX + kind
+    jsonschema.Draft202012Validator.check_schema(published_schema(kind))
+
+
+def test_the_schemas_are_package_data_with_distinct_ids():
+    import tomllib
+
+    package_data = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["collapse_probe"]
+    assert "schemas/*.json" in package_data  # in the wheel, not only in a checkout
+    assert len({published_schema(k)["$id"] for k in KINDS}) == len(KINDS)
+    with pytest.raises(ConfigError, match="unknown results kind 'audits'"):
+        published_schema("audits")
 
 
 def _validator(kind: str):
-    schema = json.loads((SCHEMA_DIR / f"{kind}.json").read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(published_schema(kind))
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -1,9 +1,9 @@
-"""Generate ``personas.jsonl``: synthetic donor personas with the Persuasion-for-Good survey fields.
+"""Generate ``collapse_probe/data/p4g/personas.jsonl``: synthetic donor personas with the Persuasion-for-Good survey fields.
 
 The personas are written from scratch by this seeded script (no participant data): Big-Five traits
 (1-5), moral foundations (1-6), Schwartz values (1-6), decision style (1-5) and demographics, with
-marginals chosen to resemble an online-crowdworker population. Run ``python make_personas.py`` to
-rebuild the file; the output is deterministic.
+marginals chosen to resemble an online-crowdworker population. Run ``python scripts/make_p4g_personas.py`` to
+rebuild the file (the generator stays out of the wheel); the output is deterministic.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def make_personas(n: int = 120, seed: int = 2019) -> list[dict]:
 
 
 if __name__ == "__main__":
-    path = Path(__file__).with_name("personas.jsonl")
+    path = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
     with open(path, "w", encoding="utf-8") as f:
         for p in make_personas():
             f.write(json.dumps(p) + "\n")

@@ -1,9 +1,10 @@
-"""Regenerate the docker-free CooperBench demo tasks in this folder (self-written, MIT like the project).
+"""Regenerate the docker-free CooperBench demo tasks in ``collapse_probe/data/cooperbench-demo/`` (self-written,
+MIT like the project). The generator lives here, out of the wheel; its outputs ship in it.
 
 Each task is a tiny pure-Python package: ``repo/`` is BASE, every ``feature<N>/`` holds the spec, the
 gold change and the hidden tests as diffs against BASE (made with ``git diff``), and ``run_tests.sh``
 is the host-side runner (``run_tests.sh <repo_path> <tests.patch> [<feature.patch>]``). Run
-``python make_demo.py`` after editing the sources below; it checks that every gold patch passes its
+``python scripts/make_cooperbench_demo.py`` after editing the sources below; it checks that every gold patch passes its
 own tests and that those tests fail at BASE.
 """
 
@@ -16,7 +17,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "cooperbench-demo"  # what it writes
 
 RUN_TESTS = """#!/bin/bash
 # Host-side runner: run_tests.sh <repo_path> <tests.patch> [<feature.patch>]
