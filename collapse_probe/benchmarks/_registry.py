@@ -90,31 +90,6 @@ def get_benchmark(name: str) -> Benchmark:
     raise ConfigError(f"benchmark {name!r}: {target!r} is neither a Benchmark nor an arena factory")
 
 
-MOVED: dict[tuple[str, str], str] = {
-    ("collapse_probe.metrics.partitioners", "p4g_label"): "collapse_probe.benchmarks.p4g:p4g_label",
-    ("collapse_probe.metrics", "p4g_label"): "collapse_probe.benchmarks.p4g:p4g_label",
-    ("collapse_probe.metrics.partitioners", "parse_donation"): "collapse_probe.benchmarks.p4g:parse_donation",
-    ("collapse_probe.metrics", "parse_donation"): "collapse_probe.benchmarks.p4g:parse_donation",
-}
-"""Benchmark code that moved out of other modules: ``(module, name)`` -> where it lives now; the old
-module forwards the name (deprecated)."""
-
-
-def moved(module: str, name: str) -> Any:
-    """The object ``module.name`` moved to (see :data:`MOVED`), with a :class:`DeprecationWarning`.
-
-    Raises:
-        AttributeError: ``module`` has no such name (moved or not).
-    """
-    target = MOVED.get((module, name))
-    if target is None:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    import warnings
-
-    warnings.warn(f"{module}.{name} moved to {target.replace(':', '.')}", DeprecationWarning, stacklevel=3)
-    return load_target(target, f"{module}.{name}")
-
-
 def labeller_of(name: str) -> Callable[[str], str] | None:
     """The decision labeller of benchmark ``name`` (``None``: no such benchmark, or it declares none)."""
     from collapse_probe.errors import CollapseProbeError

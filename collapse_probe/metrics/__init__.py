@@ -23,8 +23,6 @@ Nothing here imports an optional dependency at import time; the embedding partit
 sentence-transformers and scikit-learn when first used.
 """
 
-from typing import Any
-
 from collapse_probe.metrics.estimators import (
     METRICS,
     MIN_CONFIDENT_SAMPLES,
@@ -160,13 +158,3 @@ __all__ = [
     "vendi_eigenvalues",
     "vendi_score",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # names that moved to a benchmark's module stay importable from here (see the registry's MOVED);
-    # Python's own probes (``__path__`` on every ``from ... import``) must not load the benchmarks
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from collapse_probe.benchmarks._registry import moved
-
-    return moved(__name__, name)

@@ -1134,13 +1134,3 @@ def partitioner_for(name: str, arena: Any = None, **kw: Any) -> Partitioner:
             raise ConfigError(f"partition {name!r}: {where} has no {hook.replace('_', ' ')}; use one of {others}")
         kw[option] = value
     return get_partitioner(name, **kw)
-
-
-def __getattr__(name: str) -> Any:
-    # names that moved to a benchmark's module stay importable from here (see the registry's MOVED);
-    # Python's own probes (``__path__`` on every ``from ... import``) must not load the benchmarks
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from collapse_probe.benchmarks._registry import moved
-
-    return moved(__name__, name)

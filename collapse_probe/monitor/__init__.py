@@ -16,9 +16,6 @@ Framework adapters, one module each, import their framework only when used:
 (:mod:`collapse_probe.trainers.llm`) use the same monitor through the rollout engine's turn hook.
 """
 
-from typing import Any
-
-from collapse_probe._lazy import LazyRegistry
 from collapse_probe.monitor._config import TRACKERS, MonitorConfig
 from collapse_probe.monitor._core import MONITOR_ROWS, SCHEMA, AlarmCallback, CollapseMonitor, ShadowState
 from collapse_probe.monitor._play import play_simulator_turns, simulator_reply
@@ -51,18 +48,3 @@ __all__ = [
     "reward_view_for",
     "rng_isolated",
 ]
-
-_DRAWN = LazyRegistry(
-    {
-        name: f"collapse_probe.report.monitor_plots:{name}"
-        for name in ("alarm_table", "collapse_error_figure", "monitor_figures", "write_monitor_report")
-    }
-)
-"""The monitor's figures and ``report.html`` are drawn by the report layer, which reads the monitor's
-rows (:mod:`collapse_probe.report.monitor_plots`); these names still resolve here, on first use."""
-
-
-def __getattr__(name: str) -> Any:
-    if name in _DRAWN:
-        return _DRAWN[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

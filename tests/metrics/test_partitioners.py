@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from collapse_probe.benchmarks.p4g import p4g_label, parse_donation
 from collapse_probe.errors import ConfigError, InfraError
 from collapse_probe.metrics import (
     DEFAULT_EMBEDDING_THRESHOLD,
@@ -24,8 +25,6 @@ from collapse_probe.metrics import (
     get_partitioner,
     load_paraphrase_pairs,
     normalize_text,
-    p4g_label,
-    parse_donation,
     parse_yes_no,
 )
 from collapse_probe.models import Completion, GenerationResult
