@@ -466,7 +466,7 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present)
 
 
-def load_results(path: str | Path) -> dict[str, Any]:
+def load_results_json(path: str | Path) -> dict[str, Any]:
     """Read a cross-play ``results.json`` (a run directory or the file itself), checked through its model.
 
     Returns the JSON object (:func:`collapse_probe.results.load_results` returns the typed model).

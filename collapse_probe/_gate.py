@@ -555,7 +555,7 @@ def _regression_check(
 def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdict:
     """:func:`evaluate_gate` on a run directory (or a ``results.json``); a missing or unreadable result
     is a verdict that could not judge (exit 2), not an exception."""
-    from collapse_probe._crossplay import load_results
+    from collapse_probe._crossplay import load_results_json
 
     _check_options(
         policy,
@@ -567,7 +567,7 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdic
     )
     rule, lvl = resolve_decision(bool(options.get("strict")), options.get("decision"), options.get("level"))
     try:
-        results = load_results(run_dir)
+        results = load_results_json(run_dir)
     except ConfigError as exc:
         return GateVerdict(
             policy=policy,

@@ -36,7 +36,7 @@ __all__ = [
     "load_run",
     "monitor_alarms",
     "read_gate_verdict",
-    "read_json",
+    "peek_json",
     "read_jsonl",
     "read_run_file",
     "read_usage",
@@ -187,7 +187,7 @@ def read_run_file(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> tuple[by
         return None, f"{p.name} not read: {why} (the dashboard reads only regular files inside RUNS_DIR)"
 
 
-def read_json(path: str | Path) -> tuple[Any, str | None]:
+def peek_json(path: str | Path) -> tuple[Any, str | None]:
     """Parse a JSON file; return ``(value, None)`` or ``(None, problem)``; never raises.
 
     A missing file, a half-written file (a writer that does not rename atomically), a file that
@@ -326,7 +326,7 @@ def read_usage(run: RunInfo) -> tuple[dict[str, Any] | None, str | None]:
         return usage, None
     if USAGE_FILE not in run.files:
         return None, None
-    data, problem = read_json(run.file(USAGE_FILE))
+    data, problem = peek_json(run.file(USAGE_FILE))
     usage = data.get("usage") if isinstance(data, dict) else None
     return (usage if isinstance(usage, dict) else None), problem
 
@@ -363,7 +363,7 @@ def _verdict_files(entries: list[os.DirEntry]) -> list[tuple[str, dict[str, Any]
                 continue
         except OSError:
             continue
-        obj, _ = read_json(e.path)
+        obj, _ = peek_json(e.path)
         if is_gate_verdict(obj):
             out.append((e.name, obj))
     return out
@@ -404,14 +404,14 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
     for e in entries:
         if e.name in (*RUN_MARKERS, USAGE_FILE, LOCK_FILE) and e.name not in files:
             problems.append(read_run_file(e.path)[1] or f"{e.name} not read")
-    config, prob = read_json(p / CONFIG_FILE)
+    config, prob = peek_json(p / CONFIG_FILE)
     if prob and CONFIG_FILE in files:
         problems.append(prob)
     if config is not None and not isinstance(config, dict):
         problems.append(f"{CONFIG_FILE} is not a JSON object")
         config = None
     results_file = COMPARE_FILE if COMPARE_FILE in files and RESULTS_FILE not in files else RESULTS_FILE
-    results, prob = read_json(p / results_file)
+    results, prob = peek_json(p / results_file)
     if prob and results_file in files:
         problems.append(prob)
     if results is not None and not (isinstance(results, dict) and isinstance(results.get("schema"), str)):

@@ -302,11 +302,11 @@ def test_read_jsonl_skips_torn_tail_and_bad_lines(tmp_path):
     assert rd.read_jsonl(tmp_path / "absent.jsonl").records == []
 
 
-def test_read_json_reports_partial_file(tmp_path):
+def test_peek_json_reports_partial_file(tmp_path):
     (tmp_path / "r.json").write_text('{"schema": "x", "cells": [')
-    value, problem = rd.read_json(tmp_path / "r.json")
+    value, problem = rd.peek_json(tmp_path / "r.json")
     assert value is None and "not complete JSON" in problem
-    assert rd.read_json(tmp_path / "none.json") == (None, "none.json is missing")
+    assert rd.peek_json(tmp_path / "none.json") == (None, "none.json is missing")
 
 
 def test_discovery_of_half_written_runs(half_written_root):

@@ -40,7 +40,7 @@ def test_deeply_nested_json_is_a_note_not_a_crash(tmp_path, monkeypatch):
     (d / "samples.jsonl").write_text(_deep(500) + "\n" + json.dumps({"state_id": "s", "mode": "direct"}) + "\n")
     run = rd.load_run(d)
     assert run.results is None and any("nested" in p for p in run.problems)
-    assert rd.read_json(d / "samples.jsonl")[0] is None
+    assert rd.peek_json(d / "samples.jsonl")[0] is None
     read = rd.read_jsonl(d / "samples.jsonl")
     assert len(read.records) == 1 and read.bad_lines == [1]
     (d / "results.json").write_text(_deep(500))  # parses, but deeper than any collapse-probe file
