@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree as ET
 
 from collapse_probe._constraints import Number, check_value
 from collapse_probe._crossplay import SCHEMA, transfer_estimate
@@ -48,7 +47,7 @@ from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.results import Cell, CrossplayResults, GateResults, read_crossplay
 from collapse_probe.results._crossplay import reward_outside_range
-from collapse_probe.results._gate import GATE_SCHEMA, Decision, GateCheck, Status
+from collapse_probe.results._gate import GATE_SCHEMA, Decision, GateCheck, Status, format_interval, format_number
 
 __all__ = ["GateCheck", "GateVerdict", "Status", "evaluate_gate", "gate_run_dir", "resolve_decision"]
 
@@ -108,129 +107,6 @@ class GateVerdict:
     def to_dict(self) -> dict[str, Any]:
         """The verdict's JSON object (what ``gate --json`` writes)."""
         return self.to_results().to_json()
-
-    def rule_text(self) -> str:
-        """What the rule is, in one sentence."""
-        if self.decision == "point":
-            return "rule **point**: each point estimate against its threshold (the 95% CI is shown, not used)"
-        if self.decision == "strict":
-            return f"rule **strict**: the {self.level:.0%} CI bound must clear each threshold, anything else fails"
-        return (
-            f"rule **interval**: pass when the {self.level:.0%} CI (each end a one-sided {1 - (1 - self.level) / 2:.1%} "
-            "bound) clears every threshold, fail when it lies beyond one, otherwise could not judge (exit 2)"
-        ).replace(".0%", "%")
-
-    def headline(self) -> str:
-        """The verdict line: outcome, and per threshold check its value, interval and the rule."""
-        head = {EXIT_PASS: "✅ passed", EXIT_FAIL: "❌ failed", EXIT_CANNOT_JUDGE: "⚠️ could not judge"}[self.exit_code]
-        parts = []
-        for c in self.checks:
-            if c.threshold is None or c.rule is None:
-                continue
-            shown = c.interval if c.interval is not None else c.ci95
-            lvl = c.level if c.interval is not None else STRICT_LEVEL
-            ci = f" ({lvl:.0%} CI {_ci(shown)})" if shown is not None else ""
-            word = {"pass": "clears", "fail": "misses", "error": "undecided at"}[c.status]
-            parts.append(f"{c.name} {_f(c.value) or 'n/a'}{ci} {word} {_f(c.threshold)}")
-        return f"{head}: " + "; ".join(parts) + f" (rule: {self.decision})" if parts else head
-
-    def markdown(self) -> str:
-        """A summary for a pull-request comment."""
-        icon = {"pass": "✅", "fail": "❌", "error": "⚠️"}
-        lines = [
-            f"### collapse-probe gate: {self.headline()}",
-            "",
-            f"Candidate policy `{self.policy}`"
-            + (f", baseline `{self.baseline_policy}`" if self.baseline_policy else "")
-            + f"; {self.rule_text()}.",
-            "",
-            f"| check | result | value | {self._ci_level():.0%} CI | threshold | detail |",
-            "|---|---|---|---|---|---|",
-        ]
-        infra = [c for c in self.checks if c.name.startswith("infra:")]
-        rows = list(self.checks)
-        if infra and all(c.status == "pass" for c in infra):
-            # one row for healthy cells keeps the comment short; JUnit keeps one case per cell
-            worst = max(infra, key=lambda c: c.value or 0.0)
-            summary = GateCheck(f"infra ({len(infra)} cells)", "pass",
-                                f"every cell within the limit; worst: {worst.message}", value=worst.value,
-                                threshold=worst.threshold)  # fmt: skip
-            rows = [c for c in rows if c not in infra]
-            rows.insert(1 if rows and rows[0].name == "results" else 0, summary)
-        for c in rows:
-            shown = c.interval if c.interval is not None else c.ci95
-            ci = _ci(shown) if shown is not None else ""
-            name = c.name.replace("|", "\\|")
-            detail = c.message.replace("|", "\\|").replace("\n", " ")
-            lines.append(
-                f"| `{name}` | {icon[c.status]} {c.status} | {_f(c.value)} | {ci} | {_f(c.threshold)} | {detail} |"
-            )
-        if self.per_simulator:
-            lines += ["", f"Transfer per held-out simulator ({self._ci_level():.0%} CI):", "",
-                      "| held-out simulator | transfer | CI | tasks | required |", "|---|---|---|---|---|"]  # fmt: skip
-            for row in self.per_simulator:
-                shown = row.get("interval") or row.get("ci95")
-                need = next((c for c in self.checks if c.name == f"transfer:{row['simulator']}"), None)
-                req = f"{icon[need.status]} >= {_f(need.threshold)}" if need is not None else "not required"
-                sim = str(row["simulator"]).replace("|", "\\|")
-                lines.append(
-                    f"| `{sim}` | {_f(row['value'])} | {_ci(shown) if shown else ''} | {row['n_tasks']} | {req} |"
-                )
-        return "\n".join(lines) + "\n"
-
-    def _ci_level(self) -> float:
-        return STRICT_LEVEL if self.decision == "point" else self.level
-
-    def junit_xml(self) -> str:
-        """JUnit XML: one testcase per check; a failed check has a ``failure``, an unjudgeable one an ``error``."""
-        fails = sum(1 for c in self.checks if c.status == "fail")
-        errors = sum(1 for c in self.checks if c.status == "error")
-        suites = ET.Element(
-            "testsuites",
-            name="collapse-probe gate",
-            tests=str(len(self.checks)),
-            failures=str(fails),
-            errors=str(errors),
-        )
-        suite = ET.SubElement(
-            suites,
-            "testsuite",
-            name=f"gate {self.policy}",
-            tests=str(len(self.checks)),
-            failures=str(fails),
-            errors=str(errors),
-            skipped="0",
-        )
-        for c in self.checks:
-            case = ET.SubElement(suite, "testcase", classname="collapse_probe.gate", name=c.name)
-            if c.status == "fail":
-                el = ET.SubElement(case, "failure", message=c.message, type="threshold")
-                el.text = c.message
-            elif c.status == "error":
-                el = ET.SubElement(case, "error", message=c.message, type="could-not-judge")
-                el.text = c.message
-            out = ET.SubElement(case, "system-out")
-            out.text = f"value={_f(c.value)} ci95={c.ci95} threshold={_f(c.threshold)}" + (
-                f" rule={c.rule} interval={c.interval} level={c.level}" if c.rule else ""
-            )
-            if c.name == "transfer" and self.per_simulator:
-                out.text += "".join(
-                    f"\nheld-out {r['simulator']}: transfer={_f(r['value'])} ci95={r['ci95']} interval={r['interval']}"
-                    for r in self.per_simulator
-                )
-        ET.indent(suites)
-        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
-
-
-def _f(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return ""
-    return f"{x:.4g}"
-
-
-def _ci(ci: Sequence[float | None]) -> str:
-    lo, hi = ci
-    return f"[{_f(lo) if lo is not None else '-inf'}, {_f(hi) if hi is not None else 'inf'}]"
 
 
 def evaluate_gate(
@@ -440,7 +316,7 @@ class _Judge:
         extra["ci95"] = None if report.lo is None and report.hi is None else [report.lo, report.hi]
         if self.rule != "point":
             extra.update(interval=[decide.lo, decide.hi], level=self.level)
-        interval = f"{self.level:.0%} CI {_ci([decide.lo, decide.hi])}"
+        interval = f"{self.level:.0%} CI {format_interval([decide.lo, decide.hi])}"
         why = f" ({decide.note})" if decide.note else ""
 
         def clears(bound: float | None) -> bool:
@@ -448,8 +324,12 @@ class _Judge:
 
         if self.rule == "point":
             ok = value >= threshold if higher_is_better else value <= threshold
-            shown = f"; 95% CI {_ci([report.lo, report.hi])}" if report.lo is not None or report.hi is not None else ""
-            msg = f"{desc} {op_ok if ok else op_bad} {_f(threshold)} (rule: point estimate{shown})"
+            shown = (
+                f"; 95% CI {format_interval([report.lo, report.hi])}"
+                if report.lo is not None or report.hi is not None
+                else ""
+            )
+            msg = f"{desc} {op_ok if ok else op_bad} {format_number(threshold)} (rule: point estimate{shown})"
             return GateCheck(name, "pass" if ok else "fail", msg, **extra)
         side = "lower" if higher_is_better else "upper"
         if self.rule == "strict":
@@ -457,17 +337,17 @@ class _Judge:
                 msg = f"{desc}; strict mode needs a CI {side} bound and there is none{why}"
                 return GateCheck(name, "error", msg, **extra)
             ok = clears(near)
-            msg = f"{desc}; {interval}: CI {side} bound {_f(near)} {op_ok if ok else op_bad} {_f(threshold)} (rule: strict)"
+            msg = f"{desc}; {interval}: CI {side} bound {format_number(near)} {op_ok if ok else op_bad} {format_number(threshold)} (rule: strict)"
             return GateCheck(name, "pass" if ok else "fail", msg, **extra)
         if clears(near):
-            msg = f"{desc}; {interval} clears {_f(threshold)}: its {side} end {_f(near)} {op_ok} {_f(threshold)} (rule: interval)"
+            msg = f"{desc}; {interval} clears {format_number(threshold)}: its {side} end {format_number(near)} {op_ok} {format_number(threshold)} (rule: interval)"
             return GateCheck(name, "pass", msg, **extra)
         if far is not None and not clears(far):
             where = "below" if higher_is_better else "above"
-            msg = f"{desc}; {interval} lies {where} {_f(threshold)} (rule: interval)"
+            msg = f"{desc}; {interval} lies {where} {format_number(threshold)} (rule: interval)"
             return GateCheck(name, "fail", msg, **extra)
         msg = (
-            f"{desc}; could not judge: the {interval} contains {_f(threshold)}{why} (rule: interval; more tasks or "
+            f"{desc}; could not judge: the {interval} contains {format_number(threshold)}{why} (rule: interval; more tasks or "
             "rollouts narrow it, --decision point compares the point estimate)"
         )
         return GateCheck(name, "error", msg, **extra)
@@ -507,8 +387,8 @@ def _transfer_check(
             "n_tasks"
         ] or None
     desc = (
-        f"{'held-out' if only is None else only} reward {_f(info['heldout_reward'])} / training reward "
-        f"{_f(info['train_reward'])} on {train_sim} = {_f(report.value)} over {info['n_tasks']} tasks"
+        f"{'held-out' if only is None else only} reward {format_number(info['heldout_reward'])} / training reward "
+        f"{format_number(info['train_reward'])} on {train_sim} = {format_number(report.value)} over {info['n_tasks']} tasks"
     )
     return judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True), info["n_tasks"]
 
@@ -545,8 +425,8 @@ def _regression_check(
 
     report, decide = drop(STRICT_LEVEL), drop(judge.level)
     desc = (
-        f"held-out reward {_f(sum(cand[t] for t in common) / len(common))} vs baseline "
-        f"{_f(sum(base[t] for t in common) / len(common))} over {len(common)} tasks: drop {_f(report.value)}"
+        f"held-out reward {format_number(sum(cand[t] for t in common) / len(common))} vs baseline "
+        f"{format_number(sum(base[t] for t in common) / len(common))} over {len(common)} tasks: drop {format_number(report.value)}"
     )
     assert report.value is not None  # defined for >= 1 paired task
     return judge(name, desc, report.value, report, decide, max_drop, higher_is_better=False)

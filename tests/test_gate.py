@@ -16,6 +16,7 @@ from collapse_probe._gate import evaluate_gate, gate_run_dir
 from collapse_probe.benchmarks.p4g import P4GArena
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion, GenerationRequest, GenerationResult
+from collapse_probe.report.gate_text import headline, markdown
 from collapse_probe.simulators import Participant, make_participant
 
 
@@ -106,7 +107,7 @@ def test_small_run_cannot_be_judged_by_default(matrix):
     lo, hi = t.interval
     assert lo < 0.6 < hi and t.ci95[0] <= lo and hi <= t.ci95[1]  # the 90% interval inside the 95% one
     assert "could not judge" in t.message and "90% CI" in t.message and "contains 0.6" in t.message
-    assert "rule: interval" in v.headline() and "90% CI" in v.headline()
+    assert "rule: interval" in headline(v.to_results()) and "90% CI" in headline(v.to_results())
     assert _run_cli([d, "--policy", p, "--min-transfer", "0.6"]) == 2
     assert _run_cli([d, "--policy", b, "--min-transfer", "0.6"]) == 1  # 0.125: the interval lies below
     # the strict rule counts what the interval rule cannot judge as a failure
@@ -356,7 +357,7 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
     health = evaluate_gate(res2, policy)
     assert health.exit_code == 0  # nothing asked beyond a complete, healthy run
     assert health.checks[-1].name == "thresholds" and "not the policy" in health.checks[-1].message
-    assert "not the policy" in health.markdown()
+    assert "not the policy" in markdown(health.to_results())
 
 
 @pytest.mark.parametrize(

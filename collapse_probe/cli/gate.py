@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
     from collapse_probe._gate import EXIT_CANNOT_JUDGE, gate_run_dir
     from collapse_probe.errors import ConfigError
+    from collapse_probe.report.gate_text import junit_xml, markdown
 
     try:
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
@@ -131,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
             max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict,
             decision=args.decision, level=args.level,
         )  # fmt: skip
-        md = verdict.markdown()
+        results = verdict.to_results()
+        md = markdown(results)
     except ConfigError as exc:
         print(f"collapse-probe gate: error: {exc}", file=sys.stderr)
         return EXIT_CANNOT_JUDGE
@@ -143,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
     print(md)
     for flag, path, text in (
         ("--markdown", args.markdown, md),
-        ("--junit", args.junit, verdict.junit_xml() if args.junit else ""),
-        ("--json", args.json, json.dumps(verdict.to_dict(), indent=2) + "\n" if args.json else ""),
+        ("--junit", args.junit, junit_xml(results) if args.junit else ""),
+        ("--json", args.json, json.dumps(results.to_json(), indent=2) + "\n" if args.json else ""),
     ):
         if path:
             try:
@@ -155,4 +157,4 @@ def run(args: argparse.Namespace) -> int:
                     f"collapse-probe gate: error: {flag} {path}: cannot write ({exc.strerror or exc})", file=sys.stderr
                 )
                 return EXIT_CANNOT_JUDGE
-    return verdict.exit_code
+    return results.exit_code

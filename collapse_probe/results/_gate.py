@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 from pydantic import Field
@@ -15,6 +17,19 @@ Status = Literal["pass", "fail", "error"]
 Decision = Literal["interval", "point", "strict"]
 """How a threshold check decides (:mod:`collapse_probe.gate`)."""
 Outcome = Literal["pass", "fail", "could not judge"]
+
+
+def format_number(x: float | None) -> str:
+    """A gate number as its messages and summaries show it: 4 significant digits, ``""`` for none or NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return f"{x:.4g}"
+
+
+def format_interval(ci: Sequence[float | None]) -> str:
+    """``[lo, hi]`` with :func:`format_number`; a ``None`` end is unbounded (``-inf`` / ``inf``)."""
+    lo, hi = ci
+    return f"[{format_number(lo) if lo is not None else '-inf'}, {format_number(hi) if hi is not None else 'inf'}]"
 
 
 class GateCheck(ResultsModel):

@@ -20,6 +20,7 @@ from collapse_probe._identity import (
 )
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, get_model
+from collapse_probe.report.gate_text import markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from _fault_server import FaultServer, free_port  # noqa: E402
@@ -116,7 +117,7 @@ def test_gate_refuses_a_run_that_mixes_two_models(tmp_path):
     spec = res["policies"][0]
     res["fingerprints"][spec] = ["sha256:aaa", "sha256:bbb"]
     verdict = evaluate_gate(res, spec)
-    assert verdict.exit_code == 2 and "mixes outputs of different models" in verdict.markdown()
+    assert verdict.exit_code == 2 and "mixes outputs of different models" in markdown(verdict.to_results())
 
 
 def test_cache_key_holds_the_fingerprint(tmp_path):
