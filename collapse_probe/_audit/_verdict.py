@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from collapse_probe._audit._config import AuditConfig
 from collapse_probe.errors import ConfigError
+from collapse_probe.metrics import MIN_CONFIDENT_SAMPLES
 from collapse_probe.metrics.partitioners import groups_by_meaning, meaning_partitions
 
 COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED = "COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"
@@ -62,7 +63,7 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
 
     Each view is ``{label, estimate, ci95, n_states}`` plus ``classes`` (what a class is), ``over`` (the
     states it is measured at, in words), ``reason`` (why NOT MEASURED, else ``None``) and
-    ``low_confidence`` (N < 20). The meaning view is NOT MEASURED when the classes fell back to a
+    ``low_confidence`` (N < :data:`~collapse_probe.metrics.MIN_CONFIDENT_SAMPLES`). The meaning view is NOT MEASURED when the classes fell back to a
     non-semantic partition that was not asked for (the ``embed`` extra missing): its number would
     depend on what is installed, not on the simulator. An explicitly asked ``--partition exact|label``
     is judged and says so in ``classes``.
@@ -115,12 +116,24 @@ _MAX_ADVISED_SAMPLES = 200
 """Replies per state the rerun advice asks for at most; beyond, it asks for more states instead."""
 
 
-def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float, n_states: int | None = None) -> str:
-    """The flags of an audit whose verdict is decisive (its interval excludes ε*) in at least 80 % of runs
+class RerunAdvice(NamedTuple):
+    """The audit design the verdict's ``next:`` line asks for: ``states`` per source and ``samples`` per state."""
+
+    states: int
+    samples: int
+
+    @property
+    def flags(self) -> str:
+        """The command-line flags of this design (``--states 2 --samples 48``)."""
+        return f"--states {self.states} --samples {self.samples}"
+
+
+def rerun_advice(config: AuditConfig, n_states: int | None = None) -> RerunAdvice:
+    """The design of an audit whose verdict is decisive (its interval excludes ε*) in at least 80 % of runs
     when the true mean ε lies 0.1 from ε* (:func:`~collapse_probe.metrics.decisive_sample_size`): the
     replies per state for the audited states (default: the probe states, ``len(PROBE_SOURCES)`` per
     ``--states``), never fewer than now, and more states where that would exceed 200 replies per state.
-    ``est``, ``lo`` and ``hi`` (the inconclusive interval) are not needed: the advice is the design's."""
+    The advice is the design's: it does not depend on the estimate or its interval."""
     from collapse_probe.metrics import decisive_sample_size
 
     tasks = config.rollout.tasks
@@ -128,7 +141,7 @@ def _rerun_flags(config: AuditConfig, est: float, lo: float, hi: float, n_states
     need = decisive_sample_size(config.epsilon_star, states)
     factor = max(1, math.ceil(need / _MAX_ADVISED_SAMPLES))
     samples = max(config.samples, decisive_sample_size(config.epsilon_star, states * factor))
-    return f"--states {tasks * factor} --samples {samples}"
+    return RerunAdvice(tasks * factor, samples)
 
 
 def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
@@ -239,7 +252,9 @@ def verdict_parts(
     why += f"; N = {n} replies per state"
     low = any(v.get("low_confidence") for v in measured.values())
     if low:
-        why += " [LOW CONFIDENCE: fewer than 20 responses per state; ε̂ is biased towards collapsed]"
+        why += (
+            f" [LOW CONFIDENCE: fewer than {MIN_CONFIDENT_SAMPLES} responses per state; ε̂ is biased towards collapsed]"
+        )
     if infra_failures:
         why += f" [{infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures]"
     steps: list[str] = []
@@ -253,8 +268,7 @@ def verdict_parts(
         if published:
             steps.append("more trials per task (or more tasks) narrow the interval")
         else:
-            flags = [_rerun_flags(config, v["estimate"], *v["ci95"]) for v in undecided]
-            steps.append(f"sample more states or responses: rerun with {max(flags, key=_states_of)}")
+            steps.append(f"sample more states or responses: rerun with {rerun_advice(config).flags}")
     for k, v in measured.items():
         if v["label"] == INCONCLUSIVE and v.get("reason"):
             steps.append(f"the {k} view cannot decide here; judge by the other view or choose another "
@@ -268,7 +282,9 @@ def verdict_parts(
         steps.append("audit the same simulator live with Verbalized Sampling: collapse-probe audit --sim vs:SPEC")
     if low and not undecided:
         steps.append(
-            "more trials per task (20 or more)" if published else "more replies per state: --samples 20 or more"
+            f"more trials per task ({MIN_CONFIDENT_SAMPLES} or more)"
+            if published
+            else f"more replies per state: --samples {MIN_CONFIDENT_SAMPLES} or more"
         )
     if not steps:
         steps.append(
@@ -281,11 +297,6 @@ def verdict_parts(
         )
     return {"answer": answer, "why": f"why: {why}", "next": "next: " + "; ".join(steps),
             "compare_vs": _vs_line(compare_vs) if compare_vs is not None else None}  # fmt: skip
-
-
-def _states_of(flags: str) -> int:
-    parts = flags.split()
-    return int(parts[parts.index("--states") + 1]) if "--states" in parts else 0
 
 
 def _difference_word(d: dict[str, Any] | None) -> str | None:

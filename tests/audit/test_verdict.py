@@ -206,15 +206,15 @@ def test_tau2_on_policy_audit_reads_every_user_turn_in_the_reward_view(write_scr
 
 
 def test_rerun_advice_asks_for_the_replies_that_decide_eighty_percent_of_audits():
-    from collapse_probe._audit._verdict import _rerun_flags
+    from collapse_probe._audit._verdict import RerunAdvice, rerun_advice
     from collapse_probe.metrics import decisive_sample_size
 
     cfg = AuditConfig(states=2, samples=20)
-    assert _rerun_flags(cfg, 0.25, 0.1, 0.4) == f"--states 2 --samples {decisive_sample_size(0.2, 4)}"
-    assert _rerun_flags(AuditConfig(states=2, samples=80), 0.25, 0.1, 0.4) == "--states 2 --samples 80"  # never fewer
+    assert rerun_advice(cfg) == RerunAdvice(2, decisive_sample_size(0.2, 4))
+    assert rerun_advice(cfg).flags == f"--states 2 --samples {decisive_sample_size(0.2, 4)}"
+    assert rerun_advice(AuditConfig(states=2, samples=80)) == RerunAdvice(2, 80)  # never fewer
     # a design that would need more than 200 replies per state asks for more states instead
-    flags = _rerun_flags(AuditConfig(states=1, samples=20), 0.25, 0.1, 0.4, n_states=1)
-    states, samples = (int(x) for x in flags.split()[1::2])
+    states, samples = rerun_advice(AuditConfig(states=1, samples=20), n_states=1)
     assert states > 1 and samples <= 200
 
 
