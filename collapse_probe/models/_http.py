@@ -713,7 +713,14 @@ class APIChatModel:
         for label, n in (("input", input_tokens), ("output", output_tokens)):
             if n is None:
                 continue
-            if isinstance(n, bool) or not isinstance(n, int | float) or n != n or n < 0 or int(n) != n:
+            if (
+                isinstance(n, bool)
+                or not isinstance(n, int | float)
+                or n != n
+                or n < 0
+                or n == float("inf")
+                or int(n) != n
+            ):
                 raise CallFailure(
                     f"the server reported {n!r} {label} tokens; expected a whole number >= 0 (answer not used, "
                     "usage not recorded)",
