@@ -16,7 +16,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-from collapse_probe._lazy import load_target
+from collapse_probe._plugins import load_target
 from collapse_probe.errors import ConfigError
 
 GROUP = "collapse_probe.reports"
@@ -47,7 +47,7 @@ def report_writer(kind: str) -> Callable[..., Any]:
     if target is None:
         known = sorted({*OWN, *_declared()})
         raise ConfigError(f"no report writer for run kind {kind!r}; known: {', '.join(known)}")
-    return load_target(target)
+    return load_target(target, f"the report writer of {kind!r}")
 
 
 def write_report(kind: str, *args: Any, **kwargs: Any) -> Any:

@@ -18,11 +18,10 @@ what a regression gate needs.
 from __future__ import annotations
 
 import difflib
-import importlib
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.special import digamma, logsumexp
@@ -495,8 +494,9 @@ class MetricInfo:
     description: str
 
     def load(self) -> Callable[..., Any]:
-        module, attr = self.target.split(":")
-        return getattr(importlib.import_module(module), attr)
+        from collapse_probe._plugins import load_target  # the package's one loader of "module:attr" names
+
+        return cast(Callable[..., Any], load_target(self.target, f"metric {self.name!r}"))
 
 
 def _m(name: str, target: str, higher: bool, description: str) -> tuple[str, MetricInfo]:
