@@ -36,17 +36,16 @@ import numpy as np
 
 from collapse_probe.benchmarks.p4g import donor_stance
 from collapse_probe.metrics.partitioners import (
-    CALIBRATION_PAIRS,
     DEFAULT_EMBEDDING_THRESHOLD,
     EmbeddingPartitioner,
     ExactPartitioner,
-    _pair_keys,
     calibrate_threshold,
     load_paraphrase_pairs,
     load_paraphrase_sets,
     pair_balanced_accuracy,
     paraphrase_set_pairs,
 )
+from collapse_probe.metrics.partitioners._calibration import CALIBRATION_PAIRS, _pair_keys
 
 PROBS = (0.6, 0.25, 0.1, 0.05)
 DEFAULT_STATES = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "tau2-real" / "states.jsonl"

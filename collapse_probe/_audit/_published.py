@@ -144,7 +144,7 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
     reward_read = reward_reader(arena)[0] if arena is not None else None
     out = []
     try:
-        from collapse_probe.metrics.partitioners import apartition_states
+        from collapse_probe.metrics.partitioners._base import apartition_states
 
         contexts = [" ".join(m.text for m in s.prefix) or None for s in states]
         labels = await apartition_states(partitioner, [s.replies for s in states], contexts)

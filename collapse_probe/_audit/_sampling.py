@@ -20,7 +20,7 @@ from collapse_probe._audit._views import reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
-from collapse_probe.metrics.partitioners import apartition_states
+from collapse_probe.metrics.partitioners._base import apartition_states
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.models._batch import batch_chunk

@@ -160,9 +160,11 @@ def test_the_embedding_partition_hands_each_state_its_context():
     # partitioners without contexts (exact, label, judge) class the replies as before
     import asyncio
 
+    from collapse_probe.metrics.partitioners._base import apartition_states
+
     exact = partitioners.get_partitioner("exact")
-    assert asyncio.run(partitioners.apartition_states(exact, [["a", "a", "b"]], ["ctx"])) == [[0, 0, 1]]
-    assert asyncio.run(partitioners.apartition_states(part, [texts], ["Would you donate?"])) == [[0, 1]]
+    assert asyncio.run(apartition_states(exact, [["a", "a", "b"]], ["ctx"])) == [[0, 0, 1]]
+    assert asyncio.run(apartition_states(part, [texts], ["Would you donate?"])) == [[0, 1]]
 
     class State:
         episode = type("E", (), {"messages": [{"role": "policy", "content": "Hi"}, {"role": "simulator",
