@@ -85,25 +85,37 @@ class Int8Linear(torch.nn.Module):
         self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
 
     def forward(self, x: Any) -> Any:
-        shape = x.shape
-        rows = x.reshape(-1, self.in_features)
-        if rows.dtype != torch.float32:
-            rows = rows.float()
-        if self.inv_smooth is not None:
-            rows = rows * self.inv_smooth
-        peak = rows.abs().amax(dim=1, keepdim=True).clamp_(min=_PEAK_FLOOR)  # the row's scale is peak / 127
-        # |rows · 127 / peak| ≤ 127 up to one rounding of the product, so the int8 cast needs no clamp
-        xq = (rows * (127.0 / peak)).round_().to(torch.int8)
-        weight_q = cast(torch.Tensor, self.weight_q)
-        acc = torch._int_mm(xq, weight_q.t())  # int32 [rows, out], exact
-        y = acc.to(torch.float32).mul_(cast(torch.Tensor, self.out_scale)).mul_(peak)
-        if self.bias is not None:
-            y = y.add_(cast(torch.Tensor, self.bias))
-        y = y.reshape(*shape[:-1], self.out_features)
-        return y if x.dtype == torch.float32 else y.to(x.dtype)
+        return int8_linear(
+            x,
+            cast(torch.Tensor, self.weight_q).t(),
+            cast(torch.Tensor, self.out_scale),
+            cast("torch.Tensor | None", self.inv_smooth),
+            cast("torch.Tensor | None", self.bias),
+        )
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def int8_linear(x: Any, weight_t: Any, out_scale: Any, inv_smooth: Any | None, bias: Any | None) -> Any:
+    """:class:`Int8Linear`'s product from its tensors: ``weight_t`` the int8 weight transposed (``[in, out]``),
+    ``out_scale`` its per-channel scale over 127, ``inv_smooth`` the smoothing vector's reciprocal. A caller
+    that runs the same layer many times (a decoding step) binds them once instead of looking them up."""
+    shape = x.shape
+    rows = x.reshape(-1, weight_t.shape[0])
+    if rows.dtype != torch.float32:
+        rows = rows.float()
+    if inv_smooth is not None:
+        rows = rows * inv_smooth
+    peak = rows.abs().amax(dim=1, keepdim=True).clamp_(min=_PEAK_FLOOR)  # the row's scale is peak / 127
+    # |rows · 127 / peak| ≤ 127 up to one rounding of the product, so the int8 cast needs no clamp
+    xq = (rows * torch.reciprocal(peak).mul_(127.0)).round_().to(torch.int8)
+    acc = torch._int_mm(xq, weight_t)  # int32 [rows, out], exact
+    y = torch.mul(acc, out_scale).mul_(peak)  # the int32 product promoted to float32 by the multiplication
+    if bias is not None:
+        y = y.add_(bias)
+    y = y.reshape(*shape[:-1], weight_t.shape[1])
+    return y if x.dtype == torch.float32 else y.to(x.dtype)
 
 
 def smoothing_vectors(model: Any, input_ids: Any, alpha: float = SMOOTHING_ALPHA) -> dict[str, Any]:

@@ -25,7 +25,7 @@ model in training) decodes through transformers' forward.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -34,9 +34,19 @@ __all__ = ["LlamaDecodeStep"]
 
 def _projection(module: Any) -> Any:
     """A callable computing ``module`` (a ``torch.nn.Linear`` or an int8 layer) without its ``__call__``."""
+    from collapse_probe.models._int8 import Int8Linear, int8_linear
+
     if type(module) is torch.nn.Linear:
         weight, bias = module.weight, module.bias
         return lambda x: torch.nn.functional.linear(x, weight, bias)
+    if type(module) is Int8Linear:  # its tensors bound once for the whole decode
+        bound: tuple[Any, ...] = (
+            cast(torch.Tensor, module.weight_q).t(),
+            module.out_scale,
+            module.inv_smooth,
+            module.bias,
+        )
+        return lambda x: int8_linear(x, *bound)
     return module.forward
 
 
