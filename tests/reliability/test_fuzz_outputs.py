@@ -127,7 +127,10 @@ segments = st.sampled_from(["README.md", "package.md", "card.md", "results.md", 
 @given(parts=st.lists(segments, min_size=1, max_size=3), inside_run=st.booleans())
 def test_any_card_out_path(runs, capsys, parts, inside_run):
     with tempfile.TemporaryDirectory() as d:
-        root = Path(d)
+        # three folders deep: an out path of up to three ".." segments stays inside the temporary folder
+        # (written at the temporary folder's parent, a card would make every later run under it "inside a run")
+        root = Path(d, "a", "b", "c")
+        root.mkdir(parents=True)
         run = root / "run"
         shutil.copytree(runs["audit"], run)
         (root / "README.md").write_text("mine")
