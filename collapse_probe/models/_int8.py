@@ -43,8 +43,9 @@ __all__ = [
 ]
 
 _PEAK_FLOOR = 1e-30
-"""A zero row's scale: 127 / 1e-30 stays finite in float32 (127 / the smallest normal would overflow, and
-0 · inf is NaN), so the row quantizes to zeros."""
+"""The smallest row peak a row's scale is taken from: 127 / 1e-30 stays finite in float32 (127 / the
+smallest normal would overflow, and 0 · inf is NaN), so a zero row quantizes to zeros; a row whose
+largest entry is below 1e-30 is quantized on this coarser scale (entries below ~4e-33 become 0)."""
 
 SMOOTHING_ALPHA = 0.5
 """SmoothQuant's migration strength: the input's range and the weight's share the outliers equally."""

@@ -18,9 +18,9 @@ checks every step of a decode against the transformers forward), below the tie t
 decides when a decision is retaken canonically, so float32 texts are the ones transformers' forward
 would give.
 
-Only a plain ``LlamaForCausalLM`` with the default rotary embedding, no biases, SiLU and transformers'
-SDPA attention is taken (:meth:`LlamaDecodeStep.supports`); anything else (Gemma, a PEFT wrapper, a
-model in training) decodes through transformers' forward.
+Only transformers' own ``LlamaForCausalLM`` with the default rotary embedding, full attention in every
+layer, no biases, SiLU, SDPA attention and no hooks is taken (:meth:`LlamaDecodeStep.supports`); anything
+else (Gemma, a sliding window, a PEFT wrapper, a model in training) decodes through transformers' forward.
 """
 
 from __future__ import annotations
@@ -77,21 +77,34 @@ class LlamaDecodeStep:
         self.scaling = self.head_dim**-0.5
         self.embed = base.embed_tokens.weight
         self.inv_freq = base.rotary_emb.inv_freq.float()
-        self.attention_scaling = float(base.rotary_emb.attention_scaling)
         self.layers = [_Layer(layer) for layer in base.layers[: cfg.num_hidden_layers]]
         self.norm = base.norm.weight
         self.head = _projection(model.lm_head)
 
     @staticmethod
     def supports(model: Any) -> bool:
-        """Whether ``model`` is a Llama this step computes exactly as transformers does."""
-        if type(model).__name__ != "LlamaForCausalLM" or getattr(model, "training", True):
+        """Whether ``model`` is a Llama this step computes exactly as transformers does: transformers'
+        own ``LlamaForCausalLM`` (5.x: its ``rope_parameters``, its cache's ``layers``) in evaluation,
+        float32 around the projections, SDPA attention (torch >= 2.5: ``enable_gqa``), the default
+        rotary embedding, full attention in every layer, no biases, SiLU, no hooks (PEFT, accelerate or
+        the user's: the step calls the projections directly, so a hook would be skipped)."""
+        try:
+            from transformers import LlamaForCausalLM
+        except ImportError:
+            return False
+        if type(model) is not LlamaForCausalLM or model.training:
             return False
         cfg = model.config
-        rope = getattr(cfg, "rope_parameters", None) or {}
+        rope = getattr(cfg, "rope_parameters", None)
+        layer_types = getattr(cfg, "layer_types", None) or []
+        torch_version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2] if x.isdigit())
         return (
-            getattr(cfg, "_attn_implementation", None) == "sdpa"
+            isinstance(rope, dict)
             and rope.get("rope_type", "default") == "default"
+            and torch_version >= (2, 5)
+            and getattr(cfg, "_attn_implementation", None) == "sdpa"
+            and getattr(cfg, "sliding_window", None) is None
+            and all(t == "full_attention" for t in layer_types)
             and not getattr(cfg, "attention_bias", False)
             and not getattr(cfg, "mlp_bias", False)
             and getattr(cfg, "hidden_act", None) == "silu"
@@ -99,6 +112,7 @@ class LlamaDecodeStep:
             and float(getattr(model.model.rotary_emb, "attention_scaling", 1.0)) == 1.0
             and not hasattr(model, "peft_config")
             and model.model.embed_tokens.weight.dtype == torch.float32  # float32 or int8 (float32 around the integers)
+            and not any(m._forward_hooks or m._forward_pre_hooks or hasattr(m, "_hf_hook") for m in model.modules())
         )
 
     def _rms(self, x: Any, weight: Any) -> Any:

@@ -786,7 +786,7 @@ class LocalModel:
             cache.batch_select_indices(expand)
             mask, positions, logits = mask[expand], positions[expand], logits[expand]
         live = list(range(len(rows)))  # batch position -> row index
-        step = self._decode_step()
+        step = self._decode_step() if self._step_fits(cache) else None
         padded = bool((mask == 0).any())
         while True:
             tokens, token_list, logps = self._sample(logits, [rows[j] for j in live])
@@ -845,6 +845,11 @@ class LocalModel:
         if self._device().type != "cpu" or not LlamaDecodeStep.supports(self.model):
             return None
         return LlamaDecodeStep(self.model)
+
+    def _step_fits(self, cache: Any) -> bool:
+        """Whether every layer of ``cache`` keeps every position (what the lean step reads and extends)."""
+        layers = getattr(cache, "layers", None)
+        return isinstance(layers, list) and all(getattr(layer, "is_sliding", False) is False for layer in layers)
 
     def _tie_tolerances(self, logits: Any) -> Any:
         """Each row's decision margin (in logits) below which its decision is retaken canonically."""
@@ -1159,13 +1164,14 @@ def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
     Options: ``prompt_style`` (default per model; ``"transcript"`` for both embedded models),
     ``max_batch`` (default 32), ``device`` (default ``"cpu"``), ``dtype`` (default on the CPU: the model's
     :attr:`LocalModelSource.cpu_dtype`, int8 for SmolLM2 -- integer linear layers, docs/embedded-int8.md
-    -- and float32 for Gemma; ``"auto"`` elsewhere; ``"float32"``: texts the same alone and in any batch),
+    -- and float32 for Gemma; float32 on a GPU; ``"float32"``: texts the same alone and in any batch),
     ``tie_tolerance`` (default: from the dtype, :func:`tie_tolerance_for`).
     """
     kwargs = _check_options(spec, options)
     _check_local_name(name)
-    device = options.get("device") or "cpu"
-    dtype = options.get("dtype") or (LOCAL_MODELS[name].cpu_dtype if device == "cpu" else "auto")
+    torch = require("torch", "local", spec)
+    device = _resolve_device(options.get("device"), torch, "cpu")  # "auto" on a CPU-only machine is the CPU
+    dtype = options.get("dtype") or (LOCAL_MODELS[name].cpu_dtype if device == "cpu" else "float32")
     model, tokenizer = load_local_model(name, device=device, dtype=dtype)
     style = options.get("prompt_style") or LOCAL_MODELS[name].default_prompt_style
     out = LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)

@@ -107,6 +107,8 @@ def test_the_int8_model_is_another_model_to_the_cache_and_decodes_reproducibly()
 
     default = make_local_model("local/smollm2-135m", "smollm2-135m")  # no dtype given: the CPU default
     assert default.model is i8.model and weights_name(default.model) == "int8"
+    if not torch.cuda.is_available():  # device "auto" without a GPU is the CPU, so its default too
+        assert make_local_model("local/smollm2-135m", "smollm2-135m", device="auto").model is i8.model
     assert i8.fingerprint().endswith(f";dtype=int8;device=cpu;int8={SCHEME}") and f32.fingerprint().endswith(
         ";dtype=float32;device=cpu"
     )

@@ -105,6 +105,16 @@ def test_the_step_refuses_models_it_does_not_compute_exactly():
     assert not LlamaDecodeStep.supports(_tiny_llama(attn_implementation="eager"))
     assert not LlamaDecodeStep.supports(_tiny_llama().train())
     assert not LlamaDecodeStep.supports(_tiny_llama().to(torch.bfloat16))
+    assert not LlamaDecodeStep.supports(_tiny_llama(sliding_window=4))  # its cache keeps only the window
+    hooked = _tiny_llama()
+    hooked.model.layers[1].mlp.down_proj.register_forward_hook(lambda *_: None)  # a hook the step would skip
+    assert not LlamaDecodeStep.supports(hooked)
+
+    class Renamed(transformers.LlamaForCausalLM):  # remote code may name its class the same
+        pass
+
+    Renamed.__name__ = "LlamaForCausalLM"
+    assert not LlamaDecodeStep.supports(Renamed(_tiny_llama().config).eval())
 
 
 @needs_smollm2

