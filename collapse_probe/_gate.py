@@ -47,7 +47,15 @@ from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.results import Cell, CrossplayResults, GateResults, read_crossplay
 from collapse_probe.results._crossplay import reward_outside_range
-from collapse_probe.results._gate import GATE_SCHEMA, Decision, GateCheck, Status, format_interval, format_number
+from collapse_probe.results._gate import (
+    GATE_SCHEMA,
+    STRICT_LEVEL,
+    Decision,
+    GateCheck,
+    Status,
+    format_interval,
+    format_number,
+)
 
 __all__ = ["GateCheck", "GateVerdict", "Status", "evaluate_gate", "gate_run_dir", "resolve_decision"]
 
@@ -56,8 +64,6 @@ EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
 DEFAULT_MAX_INFRA_RATE = 0.1
 DEFAULT_LEVEL = 0.90
 """Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
-STRICT_LEVEL = 0.95
-"""Level of the CI the strict rule reads (and of ``ci95``, shown under every rule)."""
 
 
 @dataclass

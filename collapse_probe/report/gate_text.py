@@ -7,12 +7,10 @@ from __future__ import annotations
 from xml.etree import ElementTree as ET
 
 from collapse_probe.results import GateCheck, GateResults
-from collapse_probe.results._gate import format_interval, format_number
+from collapse_probe.results._gate import STRICT_LEVEL, format_interval, format_number
 
 __all__ = ["headline", "junit_xml", "markdown", "rule_text"]
 
-STRICT_LEVEL = 0.95
-"""The level of ``ci95``: what the point rule shows."""
 _HEAD = {0: "✅ passed", 1: "❌ failed", 2: "⚠️ could not judge"}
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️"}
 

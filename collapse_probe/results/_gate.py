@@ -18,6 +18,9 @@ Decision = Literal["interval", "point", "strict"]
 """How a threshold check decides (:mod:`collapse_probe.gate`)."""
 Outcome = Literal["pass", "fail", "could not judge"]
 
+STRICT_LEVEL: Final = 0.95
+"""Level of the CI the strict rule reads (and of ``ci95``, shown under every rule)."""
+
 
 def format_number(x: float | None) -> str:
     """A gate number as its messages and summaries show it: 4 significant digits, ``""`` for none or NaN."""
