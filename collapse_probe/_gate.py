@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from collapse_probe._constraints import Number, check_value
 from collapse_probe._crossplay import SCHEMA, transfer_estimate
@@ -57,7 +57,7 @@ from collapse_probe.results._gate import (
     format_number,
 )
 
-__all__ = ["GateCheck", "GateVerdict", "Status", "evaluate_gate", "gate_run_dir", "resolve_decision"]
+__all__ = ["GateCheck", "Status", "evaluate_gate", "exit_code_of", "gate_run_dir", "resolve_decision"]
 
 DECISIONS: tuple[Decision, ...] = ("interval", "point", "strict")
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
@@ -66,53 +66,43 @@ DEFAULT_LEVEL = 0.90
 """Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
 
 
-@dataclass
-class GateVerdict:
-    """All checks of one gate evaluation."""
+def exit_code_of(checks: Sequence[GateCheck]) -> int:
+    """2 if the run could not be judged, else 1 if any check failed, else 2 if any could not be judged, else 0."""
+    if any(c.status == "error" and (c.name == "results" or c.name.startswith("infra:")) for c in checks):
+        return EXIT_CANNOT_JUDGE
+    if any(c.status == "fail" for c in checks):
+        return EXIT_FAIL
+    if any(c.status == "error" for c in checks):
+        return EXIT_CANNOT_JUDGE
+    return EXIT_PASS
 
-    policy: str
-    checks: list[GateCheck] = field(default_factory=list)
-    strict: bool = False
-    baseline_policy: str | None = None
-    decision: Decision = "interval"
-    level: float = DEFAULT_LEVEL
 
-    per_simulator: list[dict[str, Any]] = field(default_factory=list)
-    """Each held-out simulator's own transfer ratio: ``{"simulator", "value", "ci95", "interval", "n_tasks", "note"}``."""
+OUTCOMES: Final = {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_CANNOT_JUDGE: "could not judge"}
 
-    @property
-    def exit_code(self) -> int:
-        """2 if the run could not be judged, else 1 if any check failed, else 2 if any could not be judged, else 0."""
-        if any(c.status == "error" and (c.name == "results" or c.name.startswith("infra:")) for c in self.checks):
-            return EXIT_CANNOT_JUDGE
-        if any(c.status == "fail" for c in self.checks):
-            return EXIT_FAIL
-        if any(c.status == "error" for c in self.checks):
-            return EXIT_CANNOT_JUDGE
-        return EXIT_PASS
 
-    @property
-    def outcome(self) -> str:
-        return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_CANNOT_JUDGE: "could not judge"}[self.exit_code]
-
-    def to_results(self) -> GateResults:
-        """The verdict as its typed results (``gate --json``, schema ``collapse-probe/gate/v1``)."""
-        return GateResults.build({
-            "schema": GATE_SCHEMA,
-            "policy": self.policy,
-            "baseline_policy": self.baseline_policy,
-            "strict": self.strict,
-            "decision": self.decision,
-            "level": self.level,
-            "outcome": self.outcome,
-            "exit_code": self.exit_code,
-            "checks": [c.model_dump() for c in self.checks],
-            "per_simulator": self.per_simulator,
-        })  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        """The verdict's JSON object (what ``gate --json`` writes)."""
-        return self.to_results().to_json()
+def _results(
+    policy: str,
+    checks: list[GateCheck],
+    *,
+    rule: Decision,
+    level: float,
+    baseline_policy: str | None,
+    per_simulator: Sequence[Mapping[str, Any]] = (),
+) -> GateResults:
+    """The checks as the gate's typed results (``gate --json``, schema ``collapse-probe/gate/v1``)."""
+    code = exit_code_of(checks)
+    return GateResults.build({
+        "schema": GATE_SCHEMA,
+        "policy": policy,
+        "baseline_policy": baseline_policy,
+        "strict": rule == "strict",
+        "decision": rule,
+        "level": level,
+        "outcome": OUTCOMES[code],
+        "exit_code": code,
+        "checks": [c.model_dump() for c in checks],
+        "per_simulator": list(per_simulator),
+    })  # fmt: skip
 
 
 def evaluate_gate(
@@ -127,7 +117,7 @@ def evaluate_gate(
     strict: bool = False,
     decision: Decision | None = None,
     level: float | None = None,
-) -> GateVerdict:
+) -> GateResults:
     """Judge ``policy`` from cross-play ``results`` (the ``results.json`` object, or its typed model).
 
     Args:
@@ -146,25 +136,46 @@ def evaluate_gate(
             for ``strict``).
 
     Returns:
-        The verdict; ``verdict.exit_code`` is 0 (pass), 1 (fail) or 2 (could not judge).
+        The typed verdict (:class:`~collapse_probe.results.GateResults`); ``exit_code`` is 0 (pass),
+        1 (fail) or 2 (could not judge).
 
     Raises:
         ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
     """
     _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate, min_transfer_each)
     rule, lvl = resolve_decision(strict, decision, level)
-    verdict = GateVerdict(
-        policy=policy, strict=rule == "strict", baseline_policy=baseline_policy, decision=rule, level=lvl
-    )
-    checks = verdict.checks
+    checks: list[GateCheck] = []
+    per_simulator: list[dict[str, Any]] = []
+    _judge_run(
+        results, policy, checks, per_simulator, _Judge(rule, lvl), min_transfer=min_transfer,
+        baseline_policy=baseline_policy, max_drop=max_drop, max_infra_rate=max_infra_rate,
+        min_transfer_each=min_transfer_each,
+    )  # fmt: skip
+    return _results(policy, checks, rule=rule, level=lvl, baseline_policy=baseline_policy, per_simulator=per_simulator)
 
+
+def _judge_run(
+    results: Any,
+    policy: str,
+    checks: list[GateCheck],
+    per_simulator: list[dict[str, Any]],
+    judge: _Judge,
+    *,
+    min_transfer: float | None,
+    baseline_policy: str | None,
+    max_drop: float | None,
+    max_infra_rate: float,
+    min_transfer_each: float | None,
+) -> None:
+    """Append every check of ``policy`` on ``results`` to ``checks`` (and the held-out simulators'
+    own ratios to ``per_simulator``), stopping where the rest cannot be judged."""
     # --- can the run be judged at all?
     rows = [p for p in (policy, baseline_policy) if p is not None]
     typed, problem = _typed(results)
     problem = problem or _structure_problem(typed, rows)
     if typed is None or problem:
         checks.append(GateCheck("results", "error", problem or "unreadable results"))
-        return verdict
+        return
     cells = {(c.policy, c.simulator): c for c in typed.cells}
     sims = typed.simulators
     mixed = sorted(k for k, v in typed.fingerprints.items() if isinstance(v, list) and len(v) > 1)
@@ -174,13 +185,13 @@ def evaluate_gate(
             f"the run mixes outputs of different models under one spec: {', '.join(mixed)} "
             "(the model changed while the run was resumed); rerun into a fresh --out",
         ))  # fmt: skip
-        return verdict
+        return
     read = [(p, s) for p in rows for s in sims]
     bounds = None if typed.reward_range is None else (typed.reward_range[0], typed.reward_range[1])
     bad = next((msg for p, s in read if (msg := reward_outside_range(cells[(p, s)], bounds))), None)
     if bad:
         checks.append(GateCheck("results", "error", bad))
-        return verdict
+        return
     train_sim = typed.train_simulator
     heldout = [s for s in sims if s != train_sim]
     unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)].n < 1]
@@ -202,9 +213,8 @@ def evaluate_gate(
             value=rate, threshold=max_infra_rate,
         ))  # fmt: skip
     if unscored:
-        return verdict
+        return
 
-    judge = _Judge(rule, lvl)
     # --- transfer ratio
     if min_transfer is not None:
         checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds)[0])
@@ -213,7 +223,7 @@ def evaluate_gate(
             check, n_tasks = _transfer_check(
                 typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s
             )
-            verdict.per_simulator.append({
+            per_simulator.append({
                 "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
                 "n_tasks": n_tasks, "status": check.status if min_transfer_each is not None else None,
                 "note": None if check.value is not None else check.message,
@@ -232,7 +242,6 @@ def evaluate_gate(
             "none given: only the run's completeness and infrastructure failures were checked, not the policy; "
             "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
         ))  # fmt: skip
-    return verdict
 
 
 def resolve_decision(strict: bool, decision: str | None, level: float | None) -> tuple[Decision, float]:
@@ -438,7 +447,7 @@ def _regression_check(
     return judge(name, desc, report.value, report, decide, max_drop, higher_is_better=False)
 
 
-def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdict:
+def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateResults:
     """:func:`evaluate_gate` on a run directory (or a ``results.json``); a missing or unreadable result
     is a verdict that could not judge (exit 2), not an exception."""
     from collapse_probe._crossplay import load_results_json
@@ -455,14 +464,8 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateVerdic
     try:
         results = load_results_json(run_dir)
     except ConfigError as exc:
-        return GateVerdict(
-            policy=policy,
-            checks=[GateCheck("results", "error", str(exc))],
-            strict=rule == "strict",
-            baseline_policy=options.get("baseline_policy"),
-            decision=rule,
-            level=lvl,
-        )
+        checks = [GateCheck("results", "error", str(exc))]
+        return _results(policy, checks, rule=rule, level=lvl, baseline_policy=options.get("baseline_policy"))
     return evaluate_gate(results, policy, **options)
 
 
@@ -478,10 +481,10 @@ def gate(results: CrossplayResults | Mapping[str, Any] | str | Path, policy: str
         exits with.
     """
     if isinstance(results, str | Path):
-        return gate_run_dir(results, policy, **options).to_results()
+        return gate_run_dir(results, policy, **options)
     if isinstance(results, Mapping):
         results = dict(results)
-    return evaluate_gate(results, policy, **options).to_results()  # anything else: refused there, in one line
+    return evaluate_gate(results, policy, **options)  # anything else: refused there, in one line
 
 
 async def gate_async(

@@ -90,7 +90,7 @@ def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
 
     verdict = collapse_probe.gate(base, SPEC, min_transfer=0.5)
     assert isinstance(verdict, GateResults)
-    assert verdict.to_json() == evaluate_gate(base, SPEC, min_transfer=0.5).to_dict()
+    assert verdict.to_json() == evaluate_gate(base, SPEC, min_transfer=0.5).to_json()
     assert collapse_probe.gate(by_config, SPEC, min_transfer=0.5).to_json() == verdict.to_json()  # typed input
     from_dir = collapse_probe.gate(tmp_path / "a", SPEC, min_transfer=0.5)
     assert from_dir.exit_code == verdict.exit_code and from_dir.outcome == verdict.outcome

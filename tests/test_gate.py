@@ -107,7 +107,7 @@ def test_small_run_cannot_be_judged_by_default(matrix):
     lo, hi = t.interval
     assert lo < 0.6 < hi and t.ci95[0] <= lo and hi <= t.ci95[1]  # the 90% interval inside the 95% one
     assert "could not judge" in t.message and "90% CI" in t.message and "contains 0.6" in t.message
-    assert "rule: interval" in headline(v.to_results()) and "90% CI" in headline(v.to_results())
+    assert "rule: interval" in headline(v) and "90% CI" in headline(v)
     assert _run_cli([d, "--policy", p, "--min-transfer", "0.6"]) == 2
     assert _run_cli([d, "--policy", b, "--min-transfer", "0.6"]) == 1  # 0.125: the interval lies below
     # the strict rule counts what the interval rule cannot judge as a failure
@@ -155,7 +155,7 @@ def test_verdict_values_and_markdown(matrix, tmp_path, capsys):
     assert -1 <= lo < 0.5 < hi <= 1 and checks["regression"].interval is None
     assert all(checks[f"infra:{q}|{s}"].status == "pass" for q in (p, b) for s in matrix["results"]["simulators"])
     assert v.exit_code == 1 and v.outcome == "fail"
-    assert v.to_dict()["decision"] == "point" and v.to_dict()["checks"][-1]["rule"] == "point"
+    assert v.to_json()["decision"] == "point" and v.to_json()["checks"][-1]["rule"] == "point"
     md_file = tmp_path / "gate.md"
     argv = [str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--markdown", str(md_file)]
     assert _run_cli([*argv, "--decision", "point"]) == 1
@@ -357,7 +357,7 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
     health = evaluate_gate(res2, policy)
     assert health.exit_code == 0  # nothing asked beyond a complete, healthy run
     assert health.checks[-1].name == "thresholds" and "not the policy" in health.checks[-1].message
-    assert "not the policy" in markdown(health.to_results())
+    assert "not the policy" in markdown(health)
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def test_one_failing_heldout_simulator_fails_the_per_simulator_requirement(one_f
     (t,) = [c for c in pooled.checks if c.name == "transfer"]
     assert t.value == pytest.approx((0.925 + 0.156) / 2 / 0.625, abs=0.02)
     assert pooled.exit_code in (0, 2)  # the pooled check passes or cannot tell: it does not see the failing user
-    cases = {c.get("name"): c for c in ET.fromstring(junit_xml(pooled.to_results())).iter("testcase")}
+    cases = {c.get("name"): c for c in ET.fromstring(junit_xml(pooled)).iter("testcase")}
     assert "held-out hostile: transfer=0.25" in cases["transfer"].find("system-out").text
     rows = {r["simulator"]: r for r in pooled.per_simulator}
     assert set(rows) == {"kind", "hostile"} and rows["hostile"]["status"] is None  # listed, not required
@@ -63,13 +63,13 @@ def test_one_failing_heldout_simulator_fails_the_per_simulator_requirement(one_f
     assert by_name["transfer:hostile"].status == "fail" and "hostile" in by_name["transfer:hostile"].message
     assert by_name["transfer:kind"].status == "pass"
     assert by_name["transfer:hostile"].rule == "interval" and by_name["transfer:hostile"].interval is not None
-    assert "transfer:hostile" in headline(each.to_results()) and "misses 0.8" in headline(each.to_results())
-    md = markdown(each.to_results())
+    assert "transfer:hostile" in headline(each) and "misses 0.8" in headline(each)
+    md = markdown(each)
     assert "| `hostile` |" in md and "| `transfer:hostile` | ❌ fail |" in md
-    js = each.to_dict()
+    js = each.to_json()
     assert [r["simulator"] for r in js["per_simulator"]] == ["kind", "hostile"]
     assert {r["simulator"]: r["status"] for r in js["per_simulator"]} == {"kind": "pass", "hostile": "fail"}
-    cases = {c.get("name"): c for c in ET.fromstring(junit_xml(each.to_results())).iter("testcase")}
+    cases = {c.get("name"): c for c in ET.fromstring(junit_xml(each)).iter("testcase")}
     assert cases["transfer:hostile"].find("failure") is not None and cases["transfer:kind"].find("failure") is None
 
 

@@ -126,13 +126,12 @@ def run(args: argparse.Namespace) -> int:
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
             if path:
                 check_output_path(path, flag, args.run_dir)
-        verdict = gate_run_dir(
+        results = gate_run_dir(
             args.run_dir, args.policy, min_transfer=args.min_transfer, min_transfer_each=args.min_transfer_each,
             baseline_policy=args.baseline_policy,
             max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict,
             decision=args.decision, level=args.level,
         )  # fmt: skip
-        results = verdict.to_results()
         md = markdown(results)
     except ConfigError as exc:
         print(f"collapse-probe gate: error: {exc}", file=sys.stderr)

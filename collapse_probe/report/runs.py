@@ -332,7 +332,7 @@ def read_usage(run: RunInfo) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def is_gate_verdict(obj: Any) -> bool:
-    """A gate verdict as ``GateVerdict.to_dict`` writes it: ``{"policy", "outcome", "checks": [...]}``."""
+    """A gate verdict as ``gate --json`` writes it: ``{"policy", "outcome", "checks": [...]}``."""
     return isinstance(obj, dict) and isinstance(obj.get("checks"), list) and isinstance(obj.get("outcome"), str)
 
 

@@ -96,7 +96,7 @@ def write_gate_verdict(crossplay_dir: Path, out: Path) -> dict[str, Any]:
     with _cwd(crossplay_dir.parent):
         verdict = gate_run_dir(
             crossplay_dir, "scripted:models/pol_a.json", min_transfer=0.8, decision="point"
-        ).to_dict()
+        ).to_json()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(verdict, indent=2) + "\n")
     return verdict
