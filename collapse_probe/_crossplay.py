@@ -180,7 +180,7 @@ def arena_spec(config: CrossplayConfig) -> ArenaSpec:
     return ArenaSpec.from_dict({**(config.extra or {}), "benchmark": config.benchmark, "max_turns": config.max_turns})
 
 
-def run_crossplay(config: CrossplayConfig, **kwargs: Any) -> dict[str, Any]:
+def run_crossplay(config: CrossplayConfig, **kwargs: Any) -> CrossplayResults:
     """Synchronous :func:`run_crossplay_async` (same arguments); also works inside a running event loop
     such as a Jupyter notebook's."""
     from collapse_probe._sync import run_sync
@@ -201,7 +201,7 @@ async def run_crossplay_async(
     max_live: int | None = None,
     fresh: bool = False,
     keep_failed: bool = False,
-) -> dict[str, Any]:
+) -> CrossplayResults:
     """Run the whole policy x simulator matrix in one engine run and compute its results.
 
     Args:
@@ -228,7 +228,8 @@ async def run_crossplay_async(
             of running them again.
 
     Returns:
-        The results dictionary (also written to ``out/results.json``).
+        The typed results (:class:`~collapse_probe.results.CrossplayResults`; also written to
+        ``out/results.json``).
 
     Raises:
         ConfigError: bad configuration, an unknown spec, or a run directory of another configuration.
@@ -272,7 +273,6 @@ async def run_crossplay_async(
         run_dir=run_dir,
         retry_infra_failures=not keep_failed,
     )
-    from collapse_probe.results import CrossplayResults
 
     typed = CrossplayResults.build(
         {
@@ -282,14 +282,13 @@ async def run_crossplay_async(
             "usage": usage.finish(),
         }
     )
-    results = typed.to_json()
     if run_dir is not None:
         run_dir.write_results(typed)
         if report:
             from collapse_probe._reports import write_report
 
-            write_report("crossplay", results, run_dir.path / "report.html")
-    return results
+            write_report("crossplay", typed.to_json(), run_dir.path / "report.html")
+    return typed
 
 
 # ------------------------------------------------------------------------------------------------- results
@@ -535,13 +534,12 @@ def crossplay(
 
     Returns:
         The typed results (:class:`~collapse_probe.results.CrossplayResults`, what ``results.json``
-        holds): ``m.cells[0].mean_reward``; ``m["cells"]`` reads it as the JSON object, and
-        ``m.to_json()`` gives the dictionary :func:`run_crossplay` returns.
+        holds): ``m.cells[0].mean_reward``; ``m.to_json()`` gives its JSON object.
     """
     cfg, options = config_and_options(
         CrossplayConfig, config, kwargs, what="collapse_probe.crossplay", options_of=run_crossplay_async
     )
-    return CrossplayResults.build(run_crossplay(cfg, out=out, **options))
+    return run_crossplay(cfg, out=out, **options)
 
 
 async def crossplay_async(
@@ -551,4 +549,4 @@ async def crossplay_async(
     cfg, options = config_and_options(
         CrossplayConfig, config, kwargs, what="collapse_probe.crossplay_async", options_of=run_crossplay_async
     )
-    return CrossplayResults.build(await run_crossplay_async(cfg, out=out, **options))
+    return await run_crossplay_async(cfg, out=out, **options)

@@ -28,7 +28,7 @@ def audit(
     Returns:
         The typed results (:class:`~collapse_probe.results.AuditResults`, what ``results.json`` holds):
         ``r.summary.collapse_error.estimate``; ``r["summary"]`` reads it as the JSON object, and
-        ``r.to_json()`` gives the dictionary :func:`~collapse_probe._audit.run_audit` returns.
+        ``r.to_json()`` gives the JSON object.
 
     Example:
         >>> import collapse_probe
@@ -40,9 +40,7 @@ def audit(
     cfg, options = config_and_options(
         AuditConfig, config, kwargs, what="collapse_probe.audit", options_of=run_audit_async
     )
-    from collapse_probe.results import AuditResults
-
-    return AuditResults.build(run_audit(cfg, out, **options))
+    return run_audit(cfg, out, **options)
 
 
 async def audit_async(
@@ -50,9 +48,8 @@ async def audit_async(
 ) -> AuditResults:
     """:func:`audit` for async code: ``await collapse_probe.audit_async(...)``."""
     from collapse_probe._audit._pipeline import run_audit_async
-    from collapse_probe.results import AuditResults
 
     cfg, options = config_and_options(
         AuditConfig, config, kwargs, what="collapse_probe.audit_async", options_of=run_audit_async
     )
-    return AuditResults.build(await run_audit_async(cfg, out, **options))
+    return await run_audit_async(cfg, out, **options)

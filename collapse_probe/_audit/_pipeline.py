@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
 from collapse_probe._audit._human import human_grounding, human_reference, people_epsilon, towards_people
@@ -23,6 +23,9 @@ from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.simulators import Participant
+
+if TYPE_CHECKING:
+    from collapse_probe.results import AuditResults
 
 # ----------------------------------------------------------------------------------------------- pipeline
 
@@ -124,8 +127,8 @@ async def run_audit_async(
     policy: Participant | None = None,
     fresh: bool = False,
     keep_failed: bool = False,
-) -> dict[str, Any]:
-    """Run the audit and return ``results.json``'s dictionary (also written to ``out``).
+) -> AuditResults:
+    """Run the audit and return its typed results (what ``results.json`` holds; also written to ``out``).
 
     Args:
         config: the audit configuration.
@@ -312,7 +315,7 @@ async def run_audit_async(
     return finish_audit(results, recs, run_dir, usage)
 
 
-def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir: Any, usage: Any) -> dict[str, Any]:
+def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir: Any, usage: Any) -> AuditResults:
     """The end of an audit, live or of published trajectories: its spend, the results checked
     through the typed model and written with the report (when there is a run directory)."""
     from collapse_probe.results import AuditResults
@@ -320,11 +323,10 @@ def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir
     if run_dir is not None:
         results["usage"] = usage.finish()
     typed = AuditResults.build(results)
-    results = typed.to_json()
     if run_dir is not None:
         run_dir.write_results(typed)
-        write_audit_report(run_dir.path / "report.html", results, records)
-    return results
+        write_audit_report(run_dir.path / "report.html", typed.to_json(), records)
+    return typed
 
 
 def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: str, partition: str,
@@ -397,7 +399,7 @@ def _load_tasks(arena: Arena, states: int, seed: int) -> list[Any]:
         raise
 
 
-def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> dict[str, Any]:
+def run_audit(config: AuditConfig, out: str | Path | None, **kwargs: Any) -> AuditResults:
     """:func:`run_audit_async` for callers without an event loop."""
     from collapse_probe._sync import run_sync
 

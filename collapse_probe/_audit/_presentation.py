@@ -7,11 +7,14 @@ writers registered for the run kind (:mod:`collapse_probe._reports`) and keep th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._reports import write_report
+
+if TYPE_CHECKING:
+    from collapse_probe.results import AuditResults
 
 
 def write_audit_report(path: str | Path, results: dict[str, Any], records: Sequence[dict[str, Any]]) -> Path:
@@ -20,7 +23,11 @@ def write_audit_report(path: str | Path, results: dict[str, Any], records: Seque
     return out
 
 
-def summary_table(results: dict[str, Any]) -> str:
-    """A plain-text table for the terminal: the meaning view, the reward view, then the other views."""
-    table: str = write_report("audit-table", results)
+def summary_table(results: AuditResults | Mapping[str, Any]) -> str:
+    """A plain-text table for the terminal: the meaning view, the reward view, then the other views
+    (of the typed results or their ``results.json`` object)."""
+    from collapse_probe.results import AuditResults
+
+    data = AuditResults.typed(results).to_json()
+    table: str = write_report("audit-table", data)
     return table

@@ -30,12 +30,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._audit._config import SAMPLES, AuditConfig, ProbeState
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
+
+if TYPE_CHECKING:
+    from collapse_probe.results import AuditResults
 
 FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
@@ -176,7 +179,7 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
 
 def run_audit_from(
     path: str | Path, fmt: str, config: AuditConfig, out: str | Path | None, **kwargs: Any
-) -> dict[str, Any]:
+) -> AuditResults:
     """:func:`run_audit_from_async` for callers without an event loop (same arguments)."""
     from collapse_probe._sync import run_sync
 
@@ -195,8 +198,8 @@ async def run_audit_from_async(
     cache: bool = True,
     progress: bool = True,
     fresh: bool = False,
-) -> dict[str, Any]:
-    """Audit the simulator of a published-trajectory file and return ``results.json``'s dictionary.
+) -> AuditResults:
+    """Audit the simulator of a published-trajectory file and return its typed results.
 
     Args:
         path: the file (a τ2 results directory also works for ``tau2``).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, PUBLISHED_FORMATS
 from collapse_probe.cli._common import (
@@ -18,6 +19,9 @@ from collapse_probe.cli._common import (
     load_models_with_options,
 )
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.results import AuditResults
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -173,18 +177,18 @@ def run_from(args: argparse.Namespace) -> int:
     return _report(args, results)
 
 
-def _report(args: argparse.Namespace, results: dict) -> int:
+def _report(args: argparse.Namespace, results: AuditResults) -> int:
     """The terminal table, the notices and the verdict line; exit 1 when no state was measured."""
     from collapse_probe._audit import summary_table
 
     print()
     print(summary_table(results))
-    for notice in [*results.get("notices", []), *([results["states_note"]] if results.get("states_note") else [])]:
+    for notice in [*results.notices, *([results.states_note] if results.states_note else [])]:
         print(notice)
     print()
-    print(results["verdict"])
+    print(results.verdict)
     print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")
-    return 0 if results["summary"]["n_states"] else 1
+    return 0 if results.summary.n_states else 1
 
 
 def _check_from(args: argparse.Namespace) -> bool:

@@ -126,16 +126,13 @@ def run(args: argparse.Namespace) -> int:
         fresh=getattr(args, "fresh", False),
         keep_failed=getattr(args, "keep_failed", False),
     )
-    from collapse_probe.results import CrossplayResults
-
-    typed = CrossplayResults.typed(results)
-    print(format_matrix(typed))
+    print(format_matrix(results))
     print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
-    if not any(c.mean_reward is not None for c in typed.cells):
+    if not any(c.mean_reward is not None for c in results.cells):
         from collapse_probe._observe import no_result_reason
 
-        failures = sum(c.infra_failures for c in typed.cells)
-        first = next((str(e) for c in typed.cells for e in c.infra_errors), None)
+        failures = sum(c.infra_failures for c in results.cells)
+        first = next((str(e) for c in results.cells for e in c.infra_errors), None)
         print(f"NO RESULT: no cell has a scored conversation {no_result_reason(failures, first)}", file=sys.stderr)
         return 1
     return 0

@@ -20,14 +20,12 @@ def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str 
 
     ``kwargs`` are fields of :class:`~collapse_probe.trainers.TrainConfig` (overriding ``config``'s)
     and ``arena``. Returns the typed results (:class:`~collapse_probe.results.TrainResults`, what
-    ``results.json`` holds; ``r["steps"]`` reads it as the JSON object, ``r.to_json()`` gives the
-    dictionary :func:`~collapse_probe.trainers.run_train` returns).
+    ``results.json`` holds; ``r.to_json()`` gives its JSON object).
     """
-    from collapse_probe.results import TrainResults
     from collapse_probe.trainers.llm import run_train
 
     cfg, options = config_and_options(TrainConfig, config, kwargs, what="collapse_probe.train", options_of=run_train)
-    return TrainResults.build(run_train(cfg, out, **options))
+    return run_train(cfg, out, **options)
 
 
 async def train_async(

@@ -73,7 +73,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -107,6 +107,9 @@ from collapse_probe.trainers.reinforce import (
     reinforce_backward,
     turn_logprob_sums,
 )
+
+if TYPE_CHECKING:
+    from collapse_probe.results import TrainResults
 
 logger = logging.getLogger(__name__)
 
@@ -884,12 +887,12 @@ class LLMTrainer:
             progress=c.progress,
             report=False,
         )
-        return results["heldout_reward"].get(self.policy_label)
+        return results.heldout_reward.get(self.policy_label)
 
     # ---- the loop -------------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
-        """Train from the last checkpoint to ``config.steps`` and write results and report."""
+    def run(self) -> TrainResults:
+        """Train from the last checkpoint to ``config.steps``, write results and report, return the results."""
         self.setup()
         c = self.config
         bar = None
@@ -916,18 +919,17 @@ class LLMTrainer:
         """The ``metrics.jsonl`` records, in step order."""
         return sorted(self.run_dir.read_jsonl(METRICS, step_problem), key=lambda r: r["step"])
 
-    def finish(self) -> dict[str, Any]:
-        """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the results."""
+    def finish(self) -> TrainResults:
+        """Write ``results.json`` and ``report.html`` from ``metrics.jsonl``; return the typed results."""
         from collapse_probe.results import TrainResults
 
         metrics = self.metrics()
         typed = TrainResults.build({**train_results(self.config, metrics), "usage": self.usage.finish()})
-        results = typed.to_json()
         self.run_dir.write_results(typed)
-        write_train_report(results, metrics, self.out / "report.html", label=f"{self.config.method}")
+        write_train_report(typed.to_json(), metrics, self.out / "report.html", label=f"{self.config.method}")
         if self.monitor is not None:
             self.monitor.close()
-        return results
+        return typed
 
 
 # ------------------------------------------------------------------------------------------------ results
@@ -1038,8 +1040,9 @@ def write_train_report(
     return out
 
 
-def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = None) -> dict[str, Any]:
-    """Train (or resume training) ``config`` in run directory ``out``; return ``results.json`` content.
+def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = None) -> TrainResults:
+    """Train (or resume training) ``config`` in run directory ``out``; return its typed results
+    (:class:`~collapse_probe.results.TrainResults`, what ``results.json`` holds).
 
     Raises:
         ConfigError: bad configuration, an untrainable model spec, or a run directory holding a

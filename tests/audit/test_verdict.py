@@ -169,7 +169,7 @@ def test_per_state_tables_print_the_headline_estimate(write_scripted):
     col, plug = table["columns"].index("ε̂"), table["columns"].index("ε̂ plug-in (1 − max/N)")
     for row, st in zip(table["rows"], res["states"], strict=True):
         assert row[col] == f"{st['collapse_error_estimate']:.3f}" and row[plug] == f"{st['collapse_error']:.3f}"
-    summary = dict(ap.summary_table(res)["rows"])
+    summary = dict(ap.summary_table(res.to_json())["rows"])
     assert summary["mean ε̂, classes by exact [95% CI]"].startswith(
         f"{res['summary']['collapse_error']['estimate']:.3f}"
     )
