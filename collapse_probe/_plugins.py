@@ -21,9 +21,9 @@ import inspect
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from collapse_probe.errors import CollapseProbeError, ConfigError
 
@@ -230,9 +230,136 @@ def check_target(target: Any, what: str) -> None:
         raise ConfigError(f"{what}: expected 'module:attr' or an object, got {target!r}")
 
 
-def unknown_name(flag: str, kind: str, name: object, known: Iterable[str]) -> ConfigError:
-    """The one-line error for an unknown registry name, with close matches and the known names."""
+def unknown_name(flag: str | None, kind: str, name: object, known: Iterable[str]) -> ConfigError:
+    """The one-line error for an unknown registry name, with close matches and the known names
+    (``flag``: where the name was given, e.g. ``--benchmark``; ``None``: a name given in code)."""
     known = list(known)
     close = difflib.get_close_matches(str(name), known, n=2, cutoff=0.5)
     hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
-    return ConfigError(f"{flag}: unknown {kind} {name!r}.{hint} Known: {', '.join(known)}")
+    where = f"{flag}: " if flag else ""
+    return ConfigError(f"{where}unknown {kind} {name!r}.{hint} Known: {', '.join(known)}")
+
+
+T = TypeVar("T")
+
+
+class Registry(Mapping[str, Any], Generic[T]):
+    """Names of one kind (benchmarks, backends, partitioners, ...) and what each names, found one way.
+
+    A name is registered in this process (:meth:`register`: a ``"module:attr"`` target imported only
+    when the name is chosen, or the object itself), else it is an entry point of ``group`` in an
+    installed distribution (loaded under :func:`load_entry_point`'s guard). :meth:`load` turns a name
+    into its object through :func:`load_target`, the package's one loader, and refuses an unknown name
+    with :func:`unknown_name`'s one-line error. As a mapping, the registry reads the registered names
+    and their targets (entry points are listed by :meth:`names`, not loaded).
+
+    Args:
+        kind: what a name names, in messages (``"benchmark"``, ``"partitioner"``).
+        flag: the flag or field an unknown name is reported under (``--benchmark``); ``None``: none.
+        group: the entry-point group installed distributions extend (``None``: none).
+        entries: the shipped names and their targets, in the order :meth:`names` lists them.
+        check: turns a loaded object into the registry's type or raises :class:`ConfigError`
+            (called with the name, the target and the object; default: the object as it is).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        flag: str | None = None,
+        group: str | None = None,
+        entries: Mapping[str, Any] | None = None,
+        check: Callable[[str, Any, Any], T] | None = None,
+    ) -> None:
+        self.kind, self.flag, self.group = kind, flag, group
+        self._check = check
+        self._entries: dict[str, Any] = {}
+        for name, target in (entries or {}).items():
+            self.register(name, target)
+
+    # --- the registered names, as a read-only mapping
+    def __getitem__(self, name: str) -> Any:
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {list(self._entries)})"
+
+    # --- registering
+    def register(self, name: str, target: Any, *, replace: bool = False) -> None:
+        """Add ``name`` (``replace``: or change what it names).
+
+        Raises:
+            ConfigError: an empty or non-string name, a name already registered (without ``replace``),
+                or a string target that is not ``"module:attr"``.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"{self.kind} name must be a non-empty string, got {name!r}")
+        if name in self._entries and not replace:
+            raise ConfigError(f"{self.kind} {name!r} is already registered")
+        check_target(target, f"{self.kind} {name!r}")
+        self._entries[name] = target
+
+    def unregister(self, name: str) -> None:
+        """Remove a registered ``name`` (an entry point stays installed).
+
+        Raises:
+            ConfigError: ``name`` is not registered in this process.
+        """
+        if name not in self._entries:
+            raise ConfigError(f"{self.kind} {name!r} is not registered in this process")
+        del self._entries[name]
+
+    # --- finding and loading
+    def plugins(self) -> dict[str, EntryPoint]:
+        """Name -> entry point of the installed distributions (``{}`` without a group)."""
+        return plugin_entry_points(self.group) if self.group else {}
+
+    def names(self) -> list[str]:
+        """Every name: the registered ones in order, then the installed entry points', sorted (none loaded)."""
+        return [*self._entries, *sorted(n for n in self.plugins() if n not in self._entries)]
+
+    def target(self, name: object) -> Any | None:
+        """What ``name`` names, not loaded: its registered target, else its entry point (``None``: neither)."""
+        if not isinstance(name, str):
+            return None
+        if name in self._entries:
+            return self._entries[name]
+        return self.plugins().get(name)
+
+    def known(self, name: object) -> bool:
+        """``name`` is registered or installed."""
+        return self.target(name) is not None
+
+    def find(self, name: object) -> T | None:
+        """The object ``name`` names, loaded now (``None``: an unknown name).
+
+        Raises:
+            ConfigError: the target cannot be loaded, or is not of this registry's kind.
+        """
+        target = self.target(name)
+        if target is None:
+            return None
+        obj = load_target(target, f"{self.kind} {name!r}")
+        return obj if self._check is None else self._check(str(name), target, obj)
+
+    def load(self, name: object) -> T:
+        """The object ``name`` names, loaded now.
+
+        Raises:
+            ConfigError: an unknown name (one line: the flag, the close matches, the known names), a
+                target that cannot be loaded, or one that is not of this registry's kind.
+        """
+        found = self.find(name)
+        if found is None:
+            raise self.unknown(name)
+        return found
+
+    def unknown(self, name: object) -> ConfigError:
+        """The error for an unknown ``name`` (:func:`unknown_name`)."""
+        return unknown_name(self.flag, self.kind, name, self.names())

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "collapse_probe"
@@ -155,13 +154,11 @@ def test_metrics_load_neither_benchmarks_nor_models():
     assert not wrong, f"import collapse_probe.metrics loaded {wrong}"
 
 
-def test_report_writers_are_the_declared_entry_points():
-    """The registry's own table (for installs made before the entry points existed) is pyproject's."""
+def test_every_report_writer_loads():
     from collapse_probe import _reports
 
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][_reports.GROUP]
-    assert declared == _reports.OWN
-    for kind in _reports.OWN:
+    assert set(_reports.REPORT_WRITERS) == {"audit", "audit-table", "crossplay", "monitor", "play", "train"}
+    for kind in _reports.REPORT_WRITERS:
         assert callable(_reports.report_writer(kind))
 
 
@@ -171,3 +168,27 @@ def test_the_wheel_ships_no_generator_scripts():
     data = PACKAGE / "data"
     scripts = sorted(str(p.relative_to(REPO)) for p in data.rglob("*.py") if "repo" not in p.relative_to(data).parts)
     assert not scripts, f"generator scripts inside the package data: {scripts}"
+
+
+def test_every_named_set_is_one_registry_type():
+    """Benchmarks, backends, partitioners, metrics, labellers, published formats, report writers and
+    training methods are all found through ``_plugins.Registry`` (one loader, one unknown-name error)."""
+    from collapse_probe import _reports
+    from collapse_probe.benchmarks import _registry as benchmarks
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.metrics import estimators, partitioners
+    from collapse_probe.metrics.partitioners import _label
+    from collapse_probe.models import _registry as models
+    from collapse_probe.trainers import methods
+
+    registries = {
+        "benchmarks": benchmarks.BENCHMARKS, "published formats": benchmarks.PUBLISHED_FORMATS,
+        "backends": models.BACKENDS, "partitioners": partitioners.PARTITIONERS, "metrics": estimators.METRICS,
+        "labellers": _label.LABELLERS, "report writers": _reports.REPORT_WRITERS, "methods": methods.REGISTRY,
+    }  # fmt: skip
+    assert {k: type(v).__name__ for k, v in registries.items()} == dict.fromkeys(registries, "Registry")
+    for what, reg in registries.items():
+        with pytest.raises(ConfigError, match=r"unknown .* 'no-such-name'\. .*Known: "):
+            reg.load("no-such-name")
+        for name in reg:
+            assert reg.known(name), what

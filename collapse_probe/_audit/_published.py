@@ -58,9 +58,7 @@ def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:
     if sim_role not in ("user", "assistant"):
         raise ConfigError(f"--sim-role must be 'user' or 'assistant', got {sim_role!r}")
     if fmt in PUBLISHED_FORMATS:  # a benchmark's own format (the registry names its reader)
-        from collapse_probe._plugins import load_target
-
-        return load_target(PUBLISHED_FORMATS[fmt], f"--format {fmt}")(path)
+        return PUBLISHED_FORMATS.load(fmt)(path)
     if fmt == "inspect":
         from collapse_probe.interop._inspect import read_inspect_log
 

@@ -126,10 +126,6 @@ def p4g_label(text: str) -> str:
     return "undecided"
 
 
-LABELLERS: dict[str, Any] = {"p4g": p4g_label}
-"""The decision labellers of this benchmark, by name (the ``label`` partition; ``LabelPartitioner("p4g")``)."""
-
-
 @dataclass
 class HumanDialogue:
     """One P4G dialogue from the official CSVs."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe._plugins import BENCHMARKS_GROUP, check_target, load_target, plugin_entry_points, unknown_name
+from collapse_probe._plugins import BENCHMARKS_GROUP, Registry
 from collapse_probe.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -22,16 +22,34 @@ if TYPE_CHECKING:
 DEFAULT_BENCHMARK = "p4g"
 """The benchmark of a run that names none."""
 
-BENCHMARKS: dict[str, str | Callable[..., Arena] | Benchmark] = {  # imported when chosen
-    "p4g": "collapse_probe.benchmarks.p4g:BENCHMARK",
-    "tau2-retail": "collapse_probe.benchmarks.tau2:RETAIL",
-    "tau2-airline": "collapse_probe.benchmarks.tau2:AIRLINE",
-    "tau2-demo": "collapse_probe.benchmarks.tau2:DEMO",
-    "cooperbench": "collapse_probe.benchmarks.cooperbench:BENCHMARK",
-    "cooperbench-demo": "collapse_probe.benchmarks.cooperbench:DEMO",
-}
-"""Registered in this process: name -> ``"module:attr"`` of a :class:`Benchmark`, a :class:`Benchmark`,
-or an arena factory ``(**options) -> Arena`` (the former registration)."""
+
+def _benchmark_of(name: str, target: Any, obj: Any) -> Benchmark:
+    from collapse_probe.benchmarks._plugin import Benchmark, legacy_benchmark
+
+    if isinstance(obj, Benchmark):
+        return obj
+    if callable(obj):
+        return legacy_benchmark(name, obj)
+    raise ConfigError(f"benchmark {name!r}: {target!r} is neither a Benchmark nor an arena factory")
+
+
+BENCHMARKS: Registry[Benchmark] = Registry(
+    "benchmark",
+    flag="--benchmark",
+    group=BENCHMARKS_GROUP,
+    entries={  # imported when chosen
+        "p4g": "collapse_probe.benchmarks.p4g:BENCHMARK",
+        "tau2-retail": "collapse_probe.benchmarks.tau2:RETAIL",
+        "tau2-airline": "collapse_probe.benchmarks.tau2:AIRLINE",
+        "tau2-demo": "collapse_probe.benchmarks.tau2:DEMO",
+        "cooperbench": "collapse_probe.benchmarks.cooperbench:BENCHMARK",
+        "cooperbench-demo": "collapse_probe.benchmarks.cooperbench:DEMO",
+    },
+    check=_benchmark_of,
+)
+"""Benchmark name -> ``"module:attr"`` of a :class:`Benchmark`, a :class:`Benchmark`, or an arena factory
+``(**options) -> Arena``; installed distributions add names through the entry-point group
+``collapse_probe.benchmarks``."""
 
 
 FORMER_FLAT_FIELDS: dict[str, Any] = {
@@ -53,7 +71,9 @@ FORMER_TRAIN_OPTIONS: tuple[str, ...] = ("personas", "tau2_data")
 """Arena options the train config took as fields of its own before it nested the arena: still its
 keywords and attributes, and recorded beside its other fields in ``config.json``."""
 
-PUBLISHED_FORMATS: dict[str, str] = {"tau2": "collapse_probe.interop._tau2:read_tau2_results"}
+PUBLISHED_FORMATS: Registry[Callable[..., Any]] = Registry(
+    "published format", flag="--format", entries={"tau2": "collapse_probe.interop._tau2:read_tau2_results"}
+)
 """Benchmark formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``
 and ``jsonl``): name -> ``"module:reader"``, the reader taking the path."""
 DIRECTORY_FORMAT = "tau2"
@@ -64,7 +84,7 @@ TAU2_BENCHMARK_PREFIX = "tau2-"
 
 def benchmark_names() -> list[str]:
     """Every benchmark name: registered here, then those of installed distributions' entry points."""
-    return [*BENCHMARKS, *(n for n in plugin_entry_points(BENCHMARKS_GROUP) if n not in BENCHMARKS)]
+    return BENCHMARKS.names()
 
 
 def get_benchmark(name: str) -> Benchmark:
@@ -75,19 +95,7 @@ def get_benchmark(name: str) -> Benchmark:
     """
     if not isinstance(name, str) or not name:
         raise ConfigError(f"--benchmark: expected a benchmark name, got {name!r}")
-    target: Any = BENCHMARKS.get(name)
-    if target is None:
-        target = plugin_entry_points(BENCHMARKS_GROUP).get(name)
-    if target is None:
-        raise unknown_name("--benchmark", "benchmark", name, benchmark_names())
-    from collapse_probe.benchmarks._plugin import Benchmark, legacy_benchmark
-
-    obj = load_target(target, f"benchmark {name!r}")
-    if isinstance(obj, Benchmark):
-        return obj
-    if callable(obj):
-        return legacy_benchmark(name, obj)
-    raise ConfigError(f"benchmark {name!r}: {target!r} is neither a Benchmark nor an arena factory")
+    return BENCHMARKS.load(name)
 
 
 def labeller_of(name: str) -> Callable[[str], str] | None:
@@ -123,16 +131,11 @@ def register_benchmark(name: str, target: str | Callable[..., Arena] | Benchmark
     Raises:
         ConfigError: ``name`` is taken or ``target`` is neither.
     """
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"benchmark name must be a non-empty string, got {name!r}")
-    if name in BENCHMARKS:
-        raise ConfigError(f"benchmark {name!r} is already registered")
     from collapse_probe.benchmarks._plugin import Benchmark
 
     if not callable(target) and not isinstance(target, (str, Benchmark)):
         raise ConfigError(f"benchmark {name!r}: expected 'module:attr' or a factory callable, got {target!r}")
-    check_target(target, f"benchmark {name!r}")
-    BENCHMARKS[name] = target
+    BENCHMARKS.register(name, target)
 
 
 __all__ = ["BENCHMARKS", "DEFAULT_BENCHMARK", "benchmark_names", "get_benchmark", "make_arena", "register_benchmark"]

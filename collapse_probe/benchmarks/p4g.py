@@ -25,7 +25,6 @@ from pydantic import Field
 
 from collapse_probe._resources import datasets_dir
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
-from collapse_probe.benchmarks._p4g_text import LABELLERS as LABELLERS  # public here, as before
 from collapse_probe.benchmarks._p4g_text import (
     MAX_DONATION,
     HumanDialogue,

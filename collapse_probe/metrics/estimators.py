@@ -17,7 +17,6 @@ what a regression gate needs.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from scipy.special import digamma, logsumexp
 from scipy.stats import norm
 
 from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe._plugins import Registry
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._counts import MIN_CONFIDENT_SAMPLES, Counts, as_counts, entropy_plugin, sample_coverage
 from collapse_probe.metrics._counts import cwj_a as _cwj_a
@@ -504,55 +504,54 @@ def _m(name: str, target: str, higher: bool, description: str) -> tuple[str, Met
 
 
 _E = "collapse_probe.metrics.estimators"
-METRICS: dict[str, MetricInfo] = dict(
-    [
-        _m("collapse_error", f"{_E}:collapse_error", False, "1 − max_count/N (TV to the modal class)"),
-        _m("collapse_error_corrected", f"{_E}:collapse_error_corrected", False, "bootstrap bias-corrected ε̂"),
-        _m("exact_collapse_error", f"{_E}:exact_collapse_error", False, "1 − max p of an exact distribution"),
-        _m("entropy", f"{_E}:entropy", True, "Shannon entropy (nats), Chao–Wang–Jost"),
-        _m("entropy_chao_wang_jost", f"{_E}:entropy_chao_wang_jost", True, "Chao–Wang–Jost entropy (nats)"),
-        _m("entropy_miller_madow", f"{_E}:entropy_miller_madow", True, "Miller–Madow entropy (nats)"),
-        _m("entropy_plugin", f"{_E}:entropy_plugin", True, "plug-in entropy (nats)"),
-        _m("hill_number", f"{_E}:hill_number", True, "Hill number D_q (effective number of classes)"),
-        _m("sample_coverage", f"{_E}:sample_coverage", True, "estimated mass of observed classes"),
-        _m("vendi_score", "collapse_probe.metrics.vendi:vendi_score", True, "Vendi score of embeddings"),
-        _m("distinct_n", "collapse_probe.metrics.vendi:distinct_n", True, "unique/total n-grams"),
-        _m(
-            "mean_pairwise_cosine",
-            "collapse_probe.metrics.vendi:mean_pairwise_cosine",
-            False,
-            "mean cosine similarity between responses (high = homogeneous)",
-        ),
-        _m(
-            "accumulated_collapse_error",
-            "collapse_probe.metrics.trajectory:accumulated_collapse_error",
-            False,
-            "ε̄_H = E[Σ_t ε_t] over rollouts",
-        ),
-        _m(
-            "simulator_variance_share",
-            "collapse_probe.metrics.trajectory:simulator_variance_share",
-            True,
-            "share of reward variance due to simulator randomness",
-        ),
-        _m(
-            "transfer_ratio",
-            "collapse_probe.metrics.transfer:transfer_ratio",
-            True,
-            "held-out / training-simulator mean reward",
-        ),
-    ]
+METRICS: Registry[MetricInfo] = Registry(
+    "metric",
+    entries=dict(
+        [
+            _m("collapse_error", f"{_E}:collapse_error", False, "1 − max_count/N (TV to the modal class)"),
+            _m("collapse_error_corrected", f"{_E}:collapse_error_corrected", False, "bootstrap bias-corrected ε̂"),
+            _m("exact_collapse_error", f"{_E}:exact_collapse_error", False, "1 − max p of an exact distribution"),
+            _m("entropy", f"{_E}:entropy", True, "Shannon entropy (nats), Chao–Wang–Jost"),
+            _m("entropy_chao_wang_jost", f"{_E}:entropy_chao_wang_jost", True, "Chao–Wang–Jost entropy (nats)"),
+            _m("entropy_miller_madow", f"{_E}:entropy_miller_madow", True, "Miller–Madow entropy (nats)"),
+            _m("entropy_plugin", f"{_E}:entropy_plugin", True, "plug-in entropy (nats)"),
+            _m("hill_number", f"{_E}:hill_number", True, "Hill number D_q (effective number of classes)"),
+            _m("sample_coverage", f"{_E}:sample_coverage", True, "estimated mass of observed classes"),
+            _m("vendi_score", "collapse_probe.metrics.vendi:vendi_score", True, "Vendi score of embeddings"),
+            _m("distinct_n", "collapse_probe.metrics.vendi:distinct_n", True, "unique/total n-grams"),
+            _m(
+                "mean_pairwise_cosine",
+                "collapse_probe.metrics.vendi:mean_pairwise_cosine",
+                False,
+                "mean cosine similarity between responses (high = homogeneous)",
+            ),
+            _m(
+                "accumulated_collapse_error",
+                "collapse_probe.metrics.trajectory:accumulated_collapse_error",
+                False,
+                "ε̄_H = E[Σ_t ε_t] over rollouts",
+            ),
+            _m(
+                "simulator_variance_share",
+                "collapse_probe.metrics.trajectory:simulator_variance_share",
+                True,
+                "share of reward variance due to simulator randomness",
+            ),
+            _m(
+                "transfer_ratio",
+                "collapse_probe.metrics.transfer:transfer_ratio",
+                True,
+                "held-out / training-simulator mean reward",
+            ),
+        ]
+    ),
 )
 """Every metric by name, with its direction (the gate reads ``higher_is_better``)."""
 
 
 def get_metric(name: str) -> MetricInfo:
     """Look up a registered metric; an unknown name answers with close matches and the list."""
-    if name not in METRICS:
-        close = difflib.get_close_matches(name, list(METRICS), n=3, cutoff=0.5)
-        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ConfigError(f"unknown metric {name!r}.{hint} Known: {', '.join(sorted(METRICS))}")
-    return METRICS[name]
+    return METRICS.load(name)
 
 
 def higher_is_better(name: str) -> bool:

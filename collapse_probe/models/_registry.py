@@ -15,37 +15,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from collapse_probe._plugins import MODELS_GROUP, Registry
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models._types import ChatModel
 
-BACKENDS: dict[str, str] = {
-    "local": "collapse_probe.models.local:make_local_model",
-    "hf": "collapse_probe.models.local:make_hf_model",
-    "vllm": "collapse_probe.models.vllm:make_vllm_model",
-    "openai": "collapse_probe.models.openai:make_openai_model",
-    "openai-compatible": "collapse_probe.models.openai:make_openai_compatible_model",
-    "azure": "collapse_probe.models.openai:make_azure_model",
-    "anthropic": "collapse_probe.models.anthropic:make_anthropic_model",
-    "bedrock": "collapse_probe.models.anthropic:make_bedrock_model",
-    "vertex-anthropic": "collapse_probe.models.anthropic:make_vertex_anthropic_model",
-    "google": "collapse_probe.models.google:make_google_model",
-    "vertex": "collapse_probe.models.google:make_vertex_model",
-    "litellm": "collapse_probe.models.litellm:make_litellm_model",
-    "scripted": "collapse_probe.models.scripted:make_scripted_model",
-}
+BACKENDS: Registry[Callable[..., ChatModel]] = Registry(
+    "model backend",
+    group=MODELS_GROUP,
+    entries={
+        "local": "collapse_probe.models.local:make_local_model",
+        "hf": "collapse_probe.models.local:make_hf_model",
+        "vllm": "collapse_probe.models.vllm:make_vllm_model",
+        "openai": "collapse_probe.models.openai:make_openai_model",
+        "openai-compatible": "collapse_probe.models.openai:make_openai_compatible_model",
+        "azure": "collapse_probe.models.openai:make_azure_model",
+        "anthropic": "collapse_probe.models.anthropic:make_anthropic_model",
+        "bedrock": "collapse_probe.models.anthropic:make_bedrock_model",
+        "vertex-anthropic": "collapse_probe.models.anthropic:make_vertex_anthropic_model",
+        "google": "collapse_probe.models.google:make_google_model",
+        "vertex": "collapse_probe.models.google:make_vertex_model",
+        "litellm": "collapse_probe.models.litellm:make_litellm_model",
+        "scripted": "collapse_probe.models.scripted:make_scripted_model",
+    },
+)
 """Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``. An installed
 distribution adds a prefix through the entry-point group ``collapse_probe.models`` (the entry point's
 name is the prefix, its object the factory; see :mod:`collapse_probe._plugins`)."""
-
-
-def _backend_target(prefix: str) -> Any:
-    """The factory target of ``prefix``: registered here, else an installed entry point (``None``: none)."""
-    if prefix in BACKENDS:
-        return BACKENDS[prefix]
-    from collapse_probe._plugins import MODELS_GROUP, plugin_entry_points
-
-    return plugin_entry_points(MODELS_GROUP).get(prefix)
 
 
 @dataclass(frozen=True)
@@ -99,10 +95,8 @@ def resolve_spec(spec: str) -> str:
     if spec in ALIASES:
         return ALIASES[spec].target
     prefix = _prefix(spec)
-    if _backend_target(prefix) is None:
-        from collapse_probe._plugins import MODELS_GROUP, plugin_entry_points
-
-        prefixes = [*BACKENDS, *(p for p in plugin_entry_points(MODELS_GROUP) if p not in BACKENDS)]
+    if not BACKENDS.known(prefix):
+        prefixes = BACKENDS.names()
         candidates = sorted(ALIASES) + [f"{p}/..." for p in prefixes if p != "scripted"] + ["scripted:FILE.json"]
         close = difflib.get_close_matches(spec, list(ALIASES) + [f"{p}/" for p in prefixes], n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -163,9 +157,7 @@ def get_model(spec: str, **options: Any) -> ChatModel:
         built = next((m for (k, _), m in _INSTANCES.items() if k == key), None)
         if built is not None:
             return built
-    from collapse_probe._plugins import load_target
-
-    factory = load_target(_backend_target(prefix), f"model backend {prefix!r}")
+    factory = BACKENDS.load(prefix)
     model: ChatModel = factory(canonical, name, **options)
     if shown != canonical:
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from collapse_probe._plugins import Registry
 from collapse_probe.errors import ConfigError
 
 SimulatorKind = Literal["frozen", "trained", "self"]
@@ -106,7 +107,7 @@ class TrainMethod:
             raise ConfigError(f"--sim: method {self.name!r} takes exactly one simulator spec; got {sims}")
 
 
-REGISTRY: dict[str, TrainMethod] = {}
+REGISTRY: Registry[TrainMethod] = Registry("training method", flag="--method")
 """Method name -> description, in registration order (the order the lab's ``--compare`` runs them)."""
 
 
@@ -116,9 +117,7 @@ def register(method: TrainMethod) -> TrainMethod:
     Raises:
         ConfigError: the name is already registered.
     """
-    if method.name in REGISTRY:
-        raise ConfigError(f"training method {method.name!r} is already registered")
-    REGISTRY[method.name] = method
+    REGISTRY.register(method.name, method)
     return method
 
 
@@ -141,7 +140,7 @@ def get_method(name: object, flag: str = "--method", *, lab: bool = False) -> Tr
         close = difflib.get_close_matches(str(name), known, n=2, cutoff=0.5)
         hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
         raise ConfigError(f"{flag} must be one of {', '.join(known)}; got {name!r}.{hint}")
-    return REGISTRY[name]
+    return REGISTRY.load(name)
 
 
 register(TrainMethod("single", "one frozen simulator", "frozen", vllm_rollouts=True))

@@ -65,7 +65,7 @@ def hotel_survey():
     # the one registration: a factory taking the run's arena options (turn cap, data directory, ...)
     register_benchmark("hotel-survey", lambda max_turns=None, **_: HotelSurveyArena(max_turns))
     yield
-    del BENCHMARKS["hotel-survey"]
+    BENCHMARKS.unregister("hotel-survey")
 
 
 def test_a_new_benchmark_is_audited_through_its_hooks(hotel_survey, write_scripted):
@@ -104,4 +104,4 @@ def test_a_benchmark_without_probe_states_needs_a_policy(write_scripted):
             run_audit(AuditConfig(sim=write_scripted([("[YES]", 1.0)]), benchmark="bare-survey", partition="exact"),
                       None, progress=False, cache=False)  # fmt: skip
     finally:
-        del BENCHMARKS["bare-survey"]
+        BENCHMARKS.unregister("bare-survey")

@@ -409,7 +409,7 @@ def test_partitioner_for_fills_the_declared_arena_hooks():
         partitioner_for("label", bare)
 
 
-def test_a_partitioner_with_only_partition_gets_the_batch_forms_and_its_labels_are_checked(monkeypatch):
+def test_a_partitioner_with_only_partition_gets_the_batch_forms_and_its_labels_are_checked(request):
     from collapse_probe.metrics import partitioners
 
     class Length:
@@ -421,7 +421,8 @@ def test_a_partitioner_with_only_partition_gets_the_batch_forms_and_its_labels_a
         def partition(self, texts):
             return [len(t) + 10 for t in texts][: -1 if self.broken else None]
 
-    monkeypatch.setitem(partitioners.PARTITIONERS, "length", Length)
+    partitioners.PARTITIONERS.register("length", Length)
+    request.addfinalizer(lambda: partitioners.PARTITIONERS.unregister("length"))
     part = get_partitioner("length")
     assert part.name == "length" and part.broken is False
     assert part.partition(["ab", "c", "de"]) == [0, 1, 0]  # renumbered by first appearance

@@ -99,8 +99,8 @@ def test_a_method_only_one_side_runs_is_refused_by_the_other() -> None:
         with pytest.raises(ConfigError, match="the lab rotates aligned simulators only"):
             run_lab(LabConfig(method="vs-ensemble", steps=1))  # a combination the lab does not implement
     finally:
-        REGISTRY.pop("lab-only")
-        REGISTRY.pop("vs-ensemble")
+        REGISTRY.unregister("lab-only")
+        REGISTRY.unregister("vs-ensemble")
 
 
 METHOD_DISPATCH_FILES = ("trainers", "cli/lab.py", "cli/train.py")

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
+from collapse_probe._plugins import Registry
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners._base import _check_texts, _SyncPartitioner, canonical_labels
 
-LABELLERS: dict[str, Callable[[str], str]] = {}
-"""Named labellers registered in this process for :class:`LabelPartitioner`; a benchmark name also
-names its labeller (the ``labeller`` of its :class:`~collapse_probe.benchmarks.Benchmark`)."""
+LABELLERS: Registry[Callable[[str], str]] = Registry("labeller")
+"""Named labellers registered in this process for :class:`LabelPartitioner`
+(``LABELLERS.register(name, fn)``); a benchmark name also names its labeller (the ``labeller`` of its
+:class:`~collapse_probe.benchmarks.Benchmark`)."""
 
 
 def _named_labeller(name: str) -> Callable[[str], str]:
@@ -18,13 +20,14 @@ def _named_labeller(name: str) -> Callable[[str], str]:
 
     Raises:
         ConfigError: neither (naming the known labellers)."""
-    if name in LABELLERS:
-        return LABELLERS[name]
+    own = LABELLERS.find(name)
+    if own is not None:
+        return own
     from collapse_probe.benchmarks._registry import labeller_of
 
     found = labeller_of(name)
     if found is None:
-        raise ConfigError(f"labeller must be a benchmark with a decision labeller, a name in {sorted(LABELLERS)} "
+        raise ConfigError(f"labeller must be a benchmark with a decision labeller, a name in {LABELLERS.names()} "
                           f"or a callable, got {name!r}")  # fmt: skip
     return found
 

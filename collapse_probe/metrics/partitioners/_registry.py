@@ -7,19 +7,24 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
+from collapse_probe._plugins import PARTITIONERS_GROUP, Registry
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners._base import ExactPartitioner, Partitioner, _check_texts, canonical_labels
 from collapse_probe.metrics.partitioners._embedding import DisclosurePartitioner, EmbeddingPartitioner
 from collapse_probe.metrics.partitioners._judge import JudgeEquivalencePartitioner
 from collapse_probe.metrics.partitioners._label import LabelPartitioner
 
-PARTITIONERS: dict[str, type] = {
-    "exact": ExactPartitioner,
-    "embedding": EmbeddingPartitioner,
-    "disclosure": DisclosurePartitioner,
-    "judge": JudgeEquivalencePartitioner,
-    "label": LabelPartitioner,
-}
+PARTITIONERS: Registry[type] = Registry(
+    "partitioner",
+    group=PARTITIONERS_GROUP,
+    entries={
+        "exact": ExactPartitioner,
+        "embedding": EmbeddingPartitioner,
+        "disclosure": DisclosurePartitioner,
+        "judge": JudgeEquivalencePartitioner,
+        "label": LabelPartitioner,
+    },
+)
 """Partitioner name -> class: the one registry of partitioners. An installed distribution adds one
 through the entry-point group ``collapse_probe.partitioners`` (the entry point's name is the
 partitioner's, its object the class).
@@ -44,27 +49,17 @@ def _trait(cls: Any, name: str) -> Any:
 
 
 def partitioner_names() -> list[str]:
-    """Every selectable name: the registered ones, then those of installed entry points, sorted (not loaded)."""
-    from collapse_probe._plugins import PARTITIONERS_GROUP, plugin_entry_points
-
-    return [*PARTITIONERS, *sorted(n for n in plugin_entry_points(PARTITIONERS_GROUP) if n not in PARTITIONERS)]
+    """Every selectable name: the registered ones, then those of installed entry points (not loaded)."""
+    return PARTITIONERS.names()
 
 
-def partitioner_class(name: str) -> Any:
+def partitioner_class(name: object) -> Any:
     """The class of partitioner ``name``: registered here, else an installed entry point (``None``: none).
 
     Raises:
         ConfigError: an entry point of that name that cannot be loaded.
     """
-    if name in PARTITIONERS:
-        return PARTITIONERS[name]
-    from collapse_probe._plugins import PARTITIONERS_GROUP, load_target, plugin_entry_points
-
-    ep = plugin_entry_points(PARTITIONERS_GROUP).get(str(name))
-    return None if ep is None else load_target(ep, f"partitioner {name!r}")
-
-
-_partitioner_class = partitioner_class  # the name it had
+    return PARTITIONERS.find(name)
 
 
 def _missing_need(cls: Any, *, model: bool, benchmark: bool) -> str | None:
@@ -180,12 +175,7 @@ def get_partitioner(name: str, **kw: Any) -> Partitioner:
     Raises:
         ConfigError: for an unknown name (with close matches) or constructor arguments it does not take.
     """
-    cls = partitioner_class(name)
-    if cls is None:
-        known = partitioner_names()
-        close = difflib.get_close_matches(str(name), known, n=2, cutoff=0.5)
-        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ConfigError(f"unknown partitioner {name!r}.{hint} Known: {', '.join(known)}")
+    cls = PARTITIONERS.load(name)
     if _trait(cls, "needs_model") and "model" not in kw:
         raise ConfigError(f"partitioner {name!r} needs model= (a ChatModel or a model spec such as 'smollm2')")
     import inspect
