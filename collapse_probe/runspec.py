@@ -7,16 +7,11 @@ benchmark's ``resolve``: e.g. a turn default, compact prompts when any participa
 model) and :meth:`ArenaSpec.build` makes the arena. Every pipeline goes through these two calls, so
 a policy trained by ``train`` is rolled out with exactly the prompts ``crossplay`` later evaluates it
 with, and the resolved spec is what ``config.json`` records under ``"arena"``: ``{"benchmark": ...,
-<each option>: ..., "data_fingerprints": {...}}`` (the options flat beside the name, as before).
-
-The former flat form ``ArenaSpec(benchmark=..., max_turns=..., personas=...)`` still works: keyword
-options are merged into ``options`` (a :class:`DeprecationWarning`), and reading ``spec.max_turns``
-gives the option (``None`` when the benchmark has no such option).
+<each option>: ..., "data_fingerprints": {...}}`` (the options flat beside the name).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
@@ -54,36 +49,21 @@ def arena_record(arena: Arena) -> dict[str, Any]:
     return {"benchmark": getattr(arena, "name", type(arena).__name__), "custom": True}
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class ArenaSpec:
-    """The benchmark arena of a run: ``benchmark`` and its ``options``.
+    """The benchmark arena of a run: ``benchmark`` and its ``options``
+    (``ArenaSpec("tau2-demo", {"max_turns": 3})``; read an option as ``spec.options["max_turns"]``).
 
     Args:
         benchmark: a registered benchmark name (``collapse-probe`` lists them in ``--benchmark``'s help).
         options: that benchmark's options, field name -> value (see its ``Options`` model).
-        **flat: deprecated: options as keywords (``ArenaSpec(benchmark=name, max_turns=3)``).
     """
 
     benchmark: str = DEFAULT_BENCHMARK
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    def __init__(
-        self, benchmark: str = DEFAULT_BENCHMARK, options: Mapping[str, Any] | None = None, **flat: Any
-    ) -> None:
-        merged = dict(options or {})
-        if flat:
-            warnings.warn(
-                "ArenaSpec(benchmark, **options) is deprecated; pass options={...}", DeprecationWarning, stacklevel=2
-            )
-            merged.update(_applicable(benchmark, flat))
-        object.__setattr__(self, "benchmark", benchmark)
-        object.__setattr__(self, "options", merged)
-
-    def __getattr__(self, name: str) -> Any:
-        # the former flat fields stay readable: spec.max_turns, spec.compact, ...
-        if name in LEGACY_FIELDS or (not name.startswith("_") and name in self.__dict__.get("options", {})):
-            return self.__dict__["options"].get(name, LEGACY_FIELDS.get(name))
-        raise AttributeError(name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", dict(self.options or {}))
 
     @property
     def definition(self) -> Benchmark:

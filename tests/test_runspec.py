@@ -71,10 +71,10 @@ def test_trainer_rollouts_and_crossplay_evaluation_use_the_same_prompts(bench) -
 
 def test_api_models_get_full_tau2_prompts_and_local_ones_compact_prompts() -> None:
     spec = ArenaSpec(benchmark="tau2-demo")
-    assert spec.resolve(["openai/gpt-5-mini"]).compact is False
-    assert spec.resolve(["openai/gpt-5-mini", "vs:smollm2"]).compact is True
-    assert spec.resolve([f"scripted:{DONOR}"]).compact is True
-    assert ArenaSpec(benchmark="tau2-demo", compact=False).resolve(["smollm2"]).compact is False
+    assert spec.resolve(["openai/gpt-5-mini"]).options["compact"] is False
+    assert spec.resolve(["openai/gpt-5-mini", "vs:smollm2"]).options["compact"] is True
+    assert spec.resolve([f"scripted:{DONOR}"]).options["compact"] is True
+    assert ArenaSpec("tau2-demo", {"compact": False}).resolve(["smollm2"]).options["compact"] is False
     full = spec.build(["openai/gpt-5-mini"])
     small = spec.build(["smollm2"])
     assert _prompts(full) != _prompts(small)
@@ -82,14 +82,14 @@ def test_api_models_get_full_tau2_prompts_and_local_ones_compact_prompts() -> No
 
 def test_p4g_defaults_and_persona_files(tmp_path) -> None:
     spec = ArenaSpec().resolve()
-    assert spec.max_turns == 3 and spec.compact is None
+    assert spec.options["max_turns"] == 3 and "compact" not in spec.options
     src = REPO / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
     one = tmp_path / "one.jsonl"
     one.write_text(src.read_text(encoding="utf-8").splitlines()[5] + "\n")
-    arena = ArenaSpec(personas=str(one), max_tokens=20).build()
+    arena = ArenaSpec(options={"personas": str(one), "max_tokens": 20}).build()
     assert [t.task_id for t in arena.load_tasks()] == [json.loads(one.read_text())["persona_id"]]
     assert arena.max_tokens == 20
-    assert arena_record(arena) == {**ArenaSpec(personas=str(one), max_tokens=20, max_turns=3).to_dict()}
+    assert arena_record(arena) == ArenaSpec(options={"personas": str(one), "max_tokens": 20, "max_turns": 3}).to_dict()
 
 
 def test_crossplay_reads_arena_options_from_extra(tmp_path) -> None:
@@ -111,7 +111,7 @@ def test_crossplay_reads_arena_options_from_extra(tmp_path) -> None:
 
 def test_bad_arena_options_are_named() -> None:
     with pytest.raises(ConfigError, match="--max-turns must be an integer >= 1"):
-        ArenaSpec(max_turns=0).resolve()
+        ArenaSpec(options={"max_turns": 0}).resolve()
     with pytest.raises(ConfigError, match="unknown benchmark 'p4h'"):
         ArenaSpec(benchmark="p4h").resolve()
 

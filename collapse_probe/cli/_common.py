@@ -331,7 +331,7 @@ def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) ->
     run: when any is a small local model, tau2 prompts are compact and tools use the text protocol.
     """
     spec = arena_spec_from_args(args).resolve(specs or [])
-    args.max_turns = spec.max_turns
+    args.max_turns = spec.options.get("max_turns")
     return spec.build(specs or [], cache=not args.no_cache)
 
 

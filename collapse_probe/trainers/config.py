@@ -213,7 +213,9 @@ class TrainConfig:
             self.rollout, tasks=tasks, rollouts=group_size, max_turns=max_turns, seed=seed, temperature=temperature
         )
         if isinstance(self.arena, dict):
-            self.arena = ArenaSpec(str(self.arena.get("benchmark") or ArenaSpec().benchmark), self.arena.get("options"))
+            self.arena = ArenaSpec(
+                str(self.arena.get("benchmark") or ArenaSpec().benchmark), self.arena.get("options") or {}
+            )
         options: Any = self.arena.options
         if isinstance(options, dict):
             options = dict(options)  # a copy: a config copied by dataclasses.replace shares the old one

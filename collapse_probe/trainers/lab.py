@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -106,8 +105,6 @@ lower end of this Wilson interval (many runs are checked; a 95% interval would f
 LOG_ODDS_PHASE = (-1.0, 2.0)
 """Middle phase of Corollary 3.5's fit: logged steps whose mode-exploit log-odds lie in this range
 (the exploit holds 27%..88% of the mass: past the start, before groups saturate)."""
-
-_DEPRECATED_FIELDS = ("mode_concentration", "heldout_concentration")
 
 
 @dataclass
@@ -162,13 +159,6 @@ class LabConfig:
     """Fresh rollouts per logged step for the sampled TV estimate."""
     adv_eps: float = param(1e-6, Number(ge=0))
     """``eps`` of the group-relative advantage."""
-    vs_mixture: float | None = param(None, Number(ge=0, le=1, optional=True))
-    """Deprecated alias of :attr:`vs_error` (the share of the collapsed simulator left in VS)."""
-    mode_concentration: float | None = param(None, Number(optional=True))
-    """Deprecated and ignored: simulators are no longer a sharpened copy of the real users; use
-    :attr:`sim_temperature`."""
-    heldout_concentration: float | None = param(None, Number(optional=True))
-    """Deprecated and ignored: held-out simulators are the held-out families' aligned simulators."""
 
     FLAG_FORMAT = "{name}"
     """The lab's configuration is named by its fields (the CLI sets a few, named like them)."""
@@ -176,17 +166,6 @@ class LabConfig:
     def __post_init__(self) -> None:
         get_method(self.method, "method", lab=True)
         validate(self)
-        if self.vs_mixture is not None:
-            warnings.warn("LabConfig.vs_mixture is deprecated; use vs_error", DeprecationWarning, stacklevel=3)
-            self.vs_error = float(self.vs_mixture)
-            self.vs_mixture = None  # applied once; a copy with another vs_error keeps that value
-        for name in _DEPRECATED_FIELDS:
-            if getattr(self, name) is not None:
-                warnings.warn(
-                    f"LabConfig.{name} is deprecated and ignored; the simulators' collapse is set by sim_temperature",
-                    DeprecationWarning,
-                    stacklevel=3,
-                )
 
     @rule
     def _exact_enumeration(self) -> None:
@@ -867,7 +846,7 @@ def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> d
 
 
 def _shared_config(config: LabConfig) -> dict[str, Any]:
-    return {k: v for k, v in asdict(config).items() if k not in ("method", "seed", *_DEPRECATED_FIELDS, "vs_mixture")}
+    return {k: v for k, v in asdict(config).items() if k not in ("method", "seed")}
 
 
 PAIRED_KEYS = {

@@ -101,7 +101,7 @@ def tau2_play_run(tmp_path_factory, models_dir):
                     turns=[[("I want to return my order.", 0.6), ("My order is late.", 0.4)],
                            [("It is W1.", 0.5), ("I lost it.", 0.5)]])  # fmt: skip
     out = tmp_path_factory.mktemp("play") / "run"
-    arena = ArenaSpec(benchmark="tau2-demo", max_turns=2).build([agent, user], cache=False)
+    arena = ArenaSpec("tau2-demo", {"max_turns": 2}).build([agent, user], cache=False)
     parts = {k: make_participant(k, cache=False) for k in (agent, user)}
     run_play(PlayConfig(policy=agent, sim=user, benchmark="tau2-demo", tasks=2, rollouts=6, max_turns=2),
              arena, parts, out, progress=False)  # fmt: skip

@@ -322,19 +322,11 @@ def test_many_seeds_at_once_equal_each_seed_alone():
         ("cotrain_reward", "hostile"),
         ("horizon", 9),
         ("ensemble_size", 6),
-        ("vs_mixture", 1.5),
     ],
 )
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ConfigError, match=field):
         LabConfig(**{field: value})
-
-
-def test_deprecated_vs_mixture_sets_vs_error():
-    with pytest.warns(DeprecationWarning):
-        config = LabConfig(vs_mixture=0.2)
-    assert config.vs_error == 0.2
-    assert replace(config, vs_error=0.7).vs_error == 0.7
 
 
 @pytest.mark.parametrize("method", METHODS)
