@@ -114,7 +114,7 @@ def test_hand_computed_rewards(tmp_path, donors, policies):
     assert div[policies["polite"]]["n_classes"] == 2 and div[policies["polite"]]["strategy_entropy"] > 0.5
 
     # written results equal the returned ones; the report has the heatmap with CIs on hover
-    assert load_results_json(tmp_path / "run") == json.loads(json.dumps(res))
+    assert load_results_json(tmp_path / "run") == json.loads(json.dumps(res.to_json()))
     html = (tmp_path / "run" / "report.html").read_text()
     assert "Cross-play matrix" in html and "95% CI" in html and "Transfer ratio" in html
 

@@ -398,7 +398,7 @@ def test_unreadable_cells_cannot_be_judged(matrix, tmp_path, capsys, field, valu
 
 
 def test_bad_reward_range_cannot_be_judged(matrix):
-    res = dict(matrix["results"], reward_range=[1, 0])
+    res = dict(matrix["results"].to_json(), reward_range=[1, 0])
     v = evaluate_gate(res, matrix["polite"], min_transfer=0.1)
     assert v.exit_code == 2 and "reward_range" in v.checks[0].message
 
