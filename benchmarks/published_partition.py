@@ -54,7 +54,7 @@ def main() -> None:
             make_results(f, tasks, args.trials, seed=rng.randrange(1 << 30))
             out = {}
             for name, partition in (("exact", "exact"), ("default", None)):
-                res = run_audit_from(f, "tau2", AuditConfig(partition=partition), None, progress=False)
+                res = run_audit_from(f, "tau2", AuditConfig(partition=partition), None, progress=False).to_json()
                 partitioner = partitioner or (res["partitioner"] if name == "default" else None)
                 opening = [st for st in res["states"] if st["kind"] == "opening"]
                 est = mean_collapse_error_interval([st["class_counts"] for st in opening], seed=args.seed)

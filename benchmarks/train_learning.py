@@ -108,7 +108,7 @@ def train_one(donor: Path, args: argparse.Namespace, out: Path) -> dict[str, Any
     probe.setup()
     heldout0 = probe.evaluate_heldout()
     del probe
-    results = run_train(config, out)
+    results = run_train(config, out).to_json()
     seconds = time.perf_counter() - t0
 
     words = keywords_of(TRAIN_DONOR)
