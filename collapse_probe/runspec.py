@@ -52,7 +52,7 @@ def arena_record(arena: Arena) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ArenaSpec:
     """The benchmark arena of a run: ``benchmark`` and its ``options``
-    (``ArenaSpec("tau2-demo", {"max_turns": 3})``; read an option as ``spec.options["max_turns"]``).
+    (``ArenaSpec(name, {"max_turns": 3})``; read an option as ``spec.options["max_turns"]``).
 
     Args:
         benchmark: a registered benchmark name (``collapse-probe`` lists them in ``--benchmark``'s help).
