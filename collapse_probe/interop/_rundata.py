@@ -110,12 +110,12 @@ def _checks(kind: str) -> tuple[Any, Any, Any]:
     from collapse_probe._records import conversation_problem
 
     def train_rollout(rec: dict[str, Any]) -> str | None:
-        from collapse_probe.trainers.llm import step_problem
+        from collapse_probe.trainers._train_results import step_problem
 
         return step_problem(rec) or conversation_problem(rec)
 
     def metrics(rec: dict[str, Any]) -> str | None:
-        from collapse_probe.trainers.llm import step_problem
+        from collapse_probe.trainers._train_results import step_problem
 
         return step_problem(rec)
 

@@ -3,11 +3,13 @@
 Importing this package stays light: torch, transformers and peft load only when a trainer runs.
 """
 
+from collapse_probe.trainers._models import TrainedModel
+from collapse_probe.trainers._train_results import train_results
 from collapse_probe.trainers.advantages import curriculum_reward, group_relative_advantages, simulator_advantages
 from collapse_probe.trainers.config import METHODS as TRAIN_METHODS
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import METHODS, LabConfig, LabResult, run_compare, run_lab
-from collapse_probe.trainers.llm import LLMTrainer, TrainedModel, run_train, train_results
+from collapse_probe.trainers.llm import LLMTrainer, run_train
 from collapse_probe.trainers.methods import REGISTRY as METHOD_REGISTRY
 from collapse_probe.trainers.methods import TrainMethod, get_method
 from collapse_probe.trainers.population import PopulationPool

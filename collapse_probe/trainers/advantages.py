@@ -24,7 +24,8 @@ reward is credited with :func:`batch_relative_advantages` — z-scored across th
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -155,3 +156,83 @@ def simulator_advantages(rewards: np.ndarray, mode: str, eps: float = 1e-6) -> t
         adv, tied = batch_relative_advantages(curriculum_reward(arr), eps=eps)
         return np.repeat(adv[:, None], arr.shape[1], axis=1), np.full(arr.shape[0], tied)
     raise ConfigError(f"simulator reward mode must be one of {', '.join(SIMULATOR_REWARD_MODES)}; got {mode!r}")
+
+
+def group_advantages_by_key(
+    groups: dict[str, list[str]], rewards: dict[str, float], eps: float = 1e-6
+) -> tuple[dict[str, float], float | None]:
+    """Group-relative advantages per conversation key, and the share of zero-std groups.
+
+    Each group (the ``G`` rollouts of one task) is z-scored on its scored conversations with the
+    population std (``ddof=0``), ``A = (R - mean) / (std + eps)``; a group whose rewards are all equal
+    (or that has a single scored conversation) gets ``A = 0`` and counts as zero-std. Conversations
+    without a reward (infrastructure failures) get no advantage and do not enter their group.
+
+    Args:
+        groups: task id -> conversation keys of its group.
+        rewards: conversation key -> trajectory reward (scored conversations only).
+        eps: see :func:`~collapse_probe.trainers.advantages.group_relative_advantages`.
+
+    Returns:
+        ``(advantages, zero_std_share)``; the share is ``None`` when no group has a scored conversation.
+
+    Example:
+        >>> adv, share = group_advantages_by_key({"a": ["a0", "a1"], "b": ["b0", "b1"]},
+        ...                                      {"a0": 0.0, "a1": 1.0, "b0": 0.5, "b1": 0.5})
+        >>> {k: round(v, 4) for k, v in adv.items()}, share
+        ({'a0': -1.0, 'a1': 1.0, 'b0': 0.0, 'b1': 0.0}, 0.5)
+    """
+    adv: dict[str, float] = {}
+    n_groups = n_zero = 0
+    for keys in groups.values():
+        scored = [k for k in keys if k in rewards]
+        if not scored:
+            continue
+        a, z = group_relative_advantages(np.array([[rewards[k] for k in scored]]), eps=eps)
+        n_groups += 1
+        n_zero += int(z[0])
+        adv.update(zip(scored, (float(v) for v in a[0]), strict=True))
+    return adv, (n_zero / n_groups if n_groups else None)
+
+
+def zero_std_causes(
+    groups: dict[str, list[str]], rewards: dict[str, float], records: dict[str, dict[str, Any]]
+) -> dict[str, float | None]:
+    """The step's zero-std groups by cause, as flat metrics: ``zero_std_all_success_share`` and
+    ``zero_std_all_fail_share`` (of all groups) and ``zero_std_sim_caused_share`` (of the zero-std groups:
+    the simulator's messages of the group's conversations were the same text, turn by turn).
+
+    Example:
+        >>> recs = {k: {"messages": [{"role": "simulator", "content": c}]} for k, c in
+        ...         [("a0", "hi"), ("a1", "hi"), ("b0", "no"), ("b1", "yes")]}
+        >>> zero_std_causes({"a": ["a0", "a1"], "b": ["b0", "b1"]}, {"a0": 1.0, "a1": 1.0, "b0": 0.0, "b1": 0.0}, recs)
+        {'zero_std_all_success_share': 0.5, 'zero_std_all_fail_share': 0.5, 'zero_std_sim_caused_share': 0.5}
+    """
+    from collapse_probe.metrics.variance import zero_std_by_cause
+
+    reward_groups, classes = [], []
+    for keys in groups.values():
+        scored = [k for k in keys if k in rewards]
+        reward_groups.append([rewards[k] for k in scored])
+        classes.append([[m.get("content") for m in records.get(k, {}).get("messages", []) if m.get("role") == "simulator"]
+                        for k in scored])  # fmt: skip
+    out = zero_std_by_cause(reward_groups, classes)
+    return {
+        "zero_std_all_success_share": out["all_success_share"],
+        "zero_std_all_fail_share": out["all_fail_share"],
+        "zero_std_sim_caused_share": out["simulator_caused_share"],
+    }
+
+
+def reward_groups(records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """A step's groups: task id -> conversation keys in rollout order, and key -> reward of the scored
+    conversations (an infrastructure failure has no reward and enters no group's statistics)."""
+    from collapse_probe._records import INFRA_ERROR
+
+    groups: dict[str, list[str]] = {}
+    rewards: dict[str, float] = {}
+    for r in sorted(records, key=lambda r: (str(r["task_id"]), int(r["rollout"]))):
+        groups.setdefault(str(r["task_id"]), []).append(r["key"])
+        if r.get("status") != INFRA_ERROR and r.get("reward") is not None:
+            rewards[r["key"]] = float(r["reward"])
+    return groups, rewards

@@ -62,13 +62,9 @@ checkpoint are dropped first, so no step is duplicated or missing.
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import json
 import logging
 import os
 import random
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -92,19 +88,25 @@ from collapse_probe.rollout import (
     hash_str,
     iter_jsonl,
     run_conversations,
-    write_json_atomic,
 )
 from collapse_probe.rollout._rundir import check_out_path
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
-from collapse_probe.trainers.advantages import group_relative_advantages, simulator_advantages
-from collapse_probe.trainers.config import RESUMABLE_FIELDS, TRAINABLE_PREFIXES, TrainConfig
+from collapse_probe.trainers._checkpoints import list_checkpoints, load_checkpoint, save_checkpoint
+from collapse_probe.trainers._models import TrainedModel, trained_model
+from collapse_probe.trainers._train_results import METRICS, ROLLOUTS, step_problem, train_results, write_train_report
+from collapse_probe.trainers.advantages import (
+    group_advantages_by_key,
+    reward_groups,
+    simulator_advantages,
+    zero_std_causes,
+)
+from collapse_probe.trainers.config import RESUMABLE_FIELDS, TrainConfig
 from collapse_probe.trainers.methods import TrainMethod, get_method
 from collapse_probe.trainers.population import PopulationPool
 from collapse_probe.trainers.reinforce import (
     TrainingExample,
     examples_from_events,
-    reinforce_backward,
     turn_logprob_sums,
 )
 
@@ -112,59 +114,6 @@ if TYPE_CHECKING:
     from collapse_probe.results import TrainResults
 
 logger = logging.getLogger(__name__)
-
-SCHEMA = "collapse-probe/train/v1"
-METRICS = "metrics.jsonl"
-ROLLOUTS = "rollouts.jsonl"
-CHECKPOINTS = "checkpoints"
-ADVANTAGE_CONVENTION = "A = (R - mean_g R) / (std_g R + eps), std with ddof=0 (population); zero-std groups: A = 0"
-
-
-@dataclass
-class TrainedModel:
-    """A model being trained: its LoRA-wrapped copy, the backend over it, and its optimizer."""
-
-    name: str
-    """``"policy"`` or ``"simulator"`` (checkpoint sub-directory)."""
-    spec: str
-    """Canonical spec of the base model."""
-    model: Any
-    """The peft model (a deep copy of the base with a LoRA adapter)."""
-    tokenizer: Any
-    backend: Any
-    """:class:`~collapse_probe.models.local.LocalModel` over ``model`` (current weights)."""
-    optimizer: Any
-    participant: Participant
-    base_path: str | None = None
-    """Directory of the base weights (for the vLLM rollout backend)."""
-    updates: int = 0
-    """Optimizer steps applied so far."""
-    version: int = 0
-    """Training step of the last optimizer step (0: initial weights); a pool snapshot taken at
-    step ``s >= version`` holds exactly the live weights."""
-
-    @property
-    def pad_id(self) -> int:
-        return self.backend._pad_id()
-
-    def adapter_state(self) -> dict[str, Any]:
-        """A detached copy of the adapter weights."""
-        peft = require("peft", "train", "LoRA training")
-        return {k: v.detach().clone() for k, v in peft.get_peft_model_state_dict(self.model).items()}
-
-    def load_adapter_state(self, state: dict[str, Any]) -> None:
-        peft = require("peft", "train", "LoRA training")
-        result = peft.set_peft_model_state_dict(self.model, state)
-        unexpected = list(getattr(result, "unexpected_keys", []) or [])
-        if unexpected:
-            raise ConfigError(f"adapter weights do not fit the {self.name} model (unexpected keys {unexpected[:3]})")
-
-    def load_adapter_dir(self, directory: Path) -> None:
-        safetensors = require("safetensors.torch", "train", "loading LoRA adapters", package="safetensors")
-        f = directory / "adapter_model.safetensors"
-        if not f.is_file():
-            raise ConfigError(f"adapter file {str(f)!r} is missing")
-        self.load_adapter_state(safetensors.load_file(str(f), device=str(next(self.model.parameters()).device)))
 
 
 @dataclass
@@ -176,73 +125,7 @@ class _StepData:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-# ------------------------------------------------------------------------------------------------ building
-
-
-def load_trainable_base(spec: str, config: TrainConfig, shared: bool = True) -> tuple[Any, Any, str, str, str]:
-    """Load the base model of a trainable spec: ``(model, tokenizer, prompt_style, canonical, path)``.
-
-    Raises:
-        ConfigError: the spec is not a local transformers model (``local/``, ``hf/`` or an alias).
-    """
-    from collapse_probe.models import resolve_spec
-    from collapse_probe.models.local import (
-        LOCAL_MODELS,
-        converted_model_dir,
-        load_hf_model,
-        load_local_model,
-    )
-
-    canonical = resolve_spec(spec)
-    if not canonical.startswith(TRAINABLE_PREFIXES):
-        raise ConfigError(
-            f"{spec!r} cannot be trained: LoRA training needs a local transformers model "
-            f"(local/<name>, hf/<dir> or an alias of one such as smollm2), got {canonical!r}"
-        )
-    name = canonical.split("/", 1)[1]
-    if canonical.startswith("local/"):
-        model, tok = load_local_model(
-            name, device=config.device or "cpu", dtype=config.dtype or "float32", shared=shared
-        )
-        return model, tok, LOCAL_MODELS[name].default_prompt_style, canonical, str(converted_model_dir(name))
-    model, tok = load_hf_model(name, device=config.device or "auto", dtype=config.dtype or "auto", shared=shared)
-    style = "chat" if getattr(tok, "chat_template", None) else "transcript"
-    return model, tok, style, canonical, name
-
-
-def make_lora_model(base: Any, config: TrainConfig, seed: int, copy_base: bool = True) -> Any:
-    """``base`` wrapped with a LoRA adapter: a deep copy of it (``copy_base``, the shared base stays
-    untouched for frozen uses), or ``base`` itself when the caller loaded a private copy."""
-    torch = require("torch", "train", "LoRA training")
-    peft = require("peft", "train", "LoRA training")
-    torch.manual_seed(seed)
-    lora = peft.LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=config.lora_target_modules,
-        task_type="CAUSAL_LM",
-    )
-    import warnings
-
-    with warnings.catch_warnings():
-        # peft queries a transformers attribute that transformers has renamed; the notice is not ours to act on
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        return peft.get_peft_model(copy.deepcopy(base) if copy_base else base, lora)
-
-
-def _trained(name: str, spec: str, label: str, config: TrainConfig, lr: float, seed: int) -> TrainedModel:
-    from collapse_probe.models.local import LocalModel
-
-    torch = require("torch", "train", "LoRA training")
-    # A private copy wrapped in place: one copy of the base weights per trained model (frozen users
-    # of the same spec share the cached clean copy), never a deep copy on top of a cached one.
-    base, tok, style, canonical, path = load_trainable_base(spec, config, shared=False)
-    model = make_lora_model(base, config, seed, copy_base=False)
-    backend = LocalModel.from_loaded(f"{canonical}+lora:{label}", model, tok, prompt_style=style)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    return TrainedModel(name, canonical, model, tok, backend, optimizer, Participant(label, backend), path)
+# ------------------------------------------------------------------------------------------------ the arena
 
 
 def arena_spec(config: TrainConfig) -> ArenaSpec:
@@ -346,9 +229,9 @@ class LLMTrainer:
         if m.simulator == "frozen":
             self.frozen = {label: make_participant(label, vs_k=c.vs_k, cache=c.cache) for label in self.sim_labels}
         self.heldout = {s: make_participant(s, vs_k=c.vs_k, cache=c.cache) for s in c.heldout}
-        self.policy = _trained("policy", c.policy, self.policy_label, c, c.lr, derive_seed(c.rollout.seed, 1))
+        self.policy = trained_model("policy", c.policy, self.policy_label, c, c.lr, derive_seed(c.rollout.seed, 1))
         if m.simulator == "trained":
-            self.simulator = _trained(
+            self.simulator = trained_model(
                 "simulator", c.sims[0], self.sim_labels[0], c, c.simulator_lr, derive_seed(c.rollout.seed, 2)
             )
         else:
@@ -441,50 +324,17 @@ class LLMTrainer:
 
     def checkpoints(self) -> list[tuple[int, Path]]:
         """Complete checkpoints ``(step, directory)``, oldest first."""
-        d = self.out / CHECKPOINTS
-        found = []
-        if d.is_dir():
-            for p in d.iterdir():
-                if p.name.startswith("step-") and (p / "trainer_state.json").is_file():
-                    with contextlib.suppress(ValueError):
-                        found.append((int(p.name[5:]), p))
-        return sorted(found)
+        return list_checkpoints(self.out)
 
     def save_checkpoint(self, step: int) -> Path:
-        """Write ``checkpoints/step-NNNNNNNN`` atomically and keep the newest ``keep_checkpoints``."""
-        torch = require("torch", "train", "checkpoints")
-        st = require("safetensors.torch", "train", "checkpoints", package="safetensors")
-        root = self.out / CHECKPOINTS
-        root.mkdir(parents=True, exist_ok=True)
-        final = root / f"step-{step:08d}"
-        tmp = root / f".step-{step:08d}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        state: dict[str, Any] = {"step": step, "optimizers": {}, "updates": {}, "versions": {}}
-        for m in self._trained_models():
-            m.model.save_pretrained(str(tmp / m.name), safe_serialization=True)
-            tensors, meta = _flatten_optimizer(m.optimizer.state_dict(), torch)
-            st.save_file(tensors, str(tmp / f"optimizer-{m.name}.safetensors"))
-            state["optimizers"][m.name] = meta
-            state["updates"][m.name] = m.updates
-            state["versions"][m.name] = m.version
-        rng = {"torch": torch.get_rng_state()}
-        if torch.cuda.is_available():
-            for i, s in enumerate(torch.cuda.get_rng_state_all()):
-                rng[f"cuda{i}"] = s
-        st.save_file(rng, str(tmp / "rng.safetensors"))
-        py_state = random.getstate()
-        state["python_random"] = [py_state[0], list(py_state[1]), py_state[2]]
+        """Write ``checkpoints/step-NNNNNNNN`` atomically and keep the newest ``keep_checkpoints``
+        (:func:`~collapse_probe.trainers._checkpoints.save_checkpoint`), with the pool and the monitor."""
+        extra: dict[str, Any] = {}
         if self.pool is not None:
-            state["pool"] = self.pool.state()
+            extra["pool"] = self.pool.state()
         if self.monitor is not None:  # a resumed run shadows the same turns with the same seeds
-            state["monitor"] = self.monitor.sampling_state()
-        write_json_atomic(tmp / "trainer_state.json", state)
-        if final.exists():
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-        for _, old in self.checkpoints()[: -self.config.keep_checkpoints]:
-            shutil.rmtree(old, ignore_errors=True)
+            extra["monitor"] = self.monitor.sampling_state()
+        final = save_checkpoint(self.out, step, self._trained_models(), keep=self.config.keep_checkpoints, extra=extra)
         if self.pool is not None:
             self.pool.prune()
         return final
@@ -499,25 +349,7 @@ class LLMTrainer:
                 self._init_pool()
             return
         step, d = ckpts[-1]
-        torch = require("torch", "train", "checkpoints")
-        st = require("safetensors.torch", "train", "checkpoints", package="safetensors")
-        state = json.loads((d / "trainer_state.json").read_text(encoding="utf-8"))
-        for m in self._trained_models():
-            if not (d / m.name).is_dir():
-                raise ConfigError(f"checkpoint {d} has no {m.name} adapter; it does not belong to this method")
-            m.load_adapter_dir(d / m.name)
-            tensors = st.load_file(str(d / f"optimizer-{m.name}.safetensors"))
-            m.optimizer.load_state_dict(_unflatten_optimizer(tensors, state["optimizers"][m.name]))
-            m.updates = int(state["updates"][m.name])
-            m.version = int(state["versions"][m.name])
-        rng = st.load_file(str(d / "rng.safetensors"))
-        torch.set_rng_state(rng["torch"])
-        if torch.cuda.is_available():
-            cuda = [rng[k] for k in sorted(k for k in rng if k.startswith("cuda"))]
-            if len(cuda) == torch.cuda.device_count():
-                torch.cuda.set_rng_state_all(cuda)
-        py = state["python_random"]
-        random.setstate((py[0], tuple(py[1]), py[2]))
+        state = load_checkpoint(d, self._trained_models())
         if self.pool is not None:
             self.pool.restore(state.get("pool", {"members": []}))
             self.pool.prune()
@@ -663,7 +495,7 @@ class LLMTrainer:
         try:
             data = self.rollout(step)
             row = self.simulator_collapse_error(data, step)
-            groups, rewards = self._groups(data.records)
+            groups, rewards = reward_groups(data.records)
             adv, zero = self._policy_advantages(groups, rewards)
             examples = self._examples(data.events, adv, self._simulator_advantages(groups, rewards))
             if live_sim is not None and examples["simulator"]:
@@ -696,7 +528,7 @@ class LLMTrainer:
             self._vllm.sleep()  # the learner step gets vLLM's memory; the next rollout wakes it
         losses = {}
         for m in self._trained_models():
-            losses[m.name] = self._update(m, examples[m.name])
+            losses[m.name] = m.update(self.config, examples[m.name])
             if not losses[m.name]["skipped"]:
                 m.version = step
         if self._vllm is not None:
@@ -755,18 +587,6 @@ class LLMTrainer:
             self.run_dir.append_jsonl(ROLLOUTS, {"step": step, **r})
         return record
 
-    def _groups(self, records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, float]]:
-        """Task id -> conversation keys in rollout order; key -> reward of scored conversations."""
-        from collapse_probe._records import INFRA_ERROR
-
-        groups: dict[str, list[str]] = {}
-        rewards: dict[str, float] = {}
-        for r in sorted(records, key=lambda r: (str(r["task_id"]), int(r["rollout"]))):
-            groups.setdefault(str(r["task_id"]), []).append(r["key"])
-            if r.get("status") != INFRA_ERROR and r.get("reward") is not None:
-                rewards[r["key"]] = float(r["reward"])
-        return groups, rewards
-
     def _policy_advantages(
         self, groups: dict[str, list[str]], rewards: dict[str, float]
     ) -> tuple[dict[str, float], float | None]:
@@ -803,42 +623,6 @@ class LLMTrainer:
         out = examples_from_events(events, side_target, {"policy": policy_adv, "simulator": sim_adv}, prompt_ids)
         out.setdefault("simulator", [])
         return out
-
-    def _update(self, m: TrainedModel, examples: list[TrainingExample]) -> dict[str, Any]:
-        """One optimizer step on ``examples``; skipped (no step) when every coefficient is 0 and there is no KL."""
-        torch = require("torch", "train", "LoRA training")
-        c = self.config
-        n_tokens = sum(len(e.completion_ids) for e in examples)
-        active = [e for e in examples if e.advantage * e.weight != 0.0]
-        if not examples or (not active and c.kl_coef == 0):
-            return {"loss": 0.0, "kl": 0.0, "n_tokens": n_tokens, "skipped": True}
-        m.optimizer.zero_grad(set_to_none=True)
-        # Zero-coefficient turns add exactly 0 to the policy-gradient term but still count in N.
-        used = examples if c.kl_coef > 0 else active
-        stats = reinforce_backward(
-            m.model,
-            used,
-            pad_id=m.pad_id,
-            temperature=c.rollout.temperature,
-            kl_coef=c.kl_coef,
-            micro_batch=c.train_batch,
-            reference=m.model.disable_adapter if c.kl_coef > 0 else None,
-            n_tokens=n_tokens,
-            tis_cap=c.tis_cap if (c.rollout_backend == "vllm" and m.name == "policy") else None,
-        )
-        if c.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_([p for p in m.model.parameters() if p.requires_grad], c.max_grad_norm)
-        m.optimizer.step()
-        m.optimizer.zero_grad(set_to_none=True)
-        m.updates += 1
-        return {
-            "loss": stats["loss"],
-            "kl": stats["kl"],
-            "n_tokens": n_tokens,
-            "skipped": False,
-            "logprob_mismatch": stats["logprob_mismatch"],
-            "tis_clipped_share": stats["tis_clipped_share"],
-        }
 
     # ---- measurements ---------------------------------------------------------------------------
 
@@ -932,112 +716,7 @@ class LLMTrainer:
         return typed
 
 
-# ------------------------------------------------------------------------------------------------ results
-
-
-def group_advantages_by_key(
-    groups: dict[str, list[str]], rewards: dict[str, float], eps: float = 1e-6
-) -> tuple[dict[str, float], float | None]:
-    """Group-relative advantages per conversation key, and the share of zero-std groups.
-
-    Each group (the ``G`` rollouts of one task) is z-scored on its scored conversations with the
-    population std (``ddof=0``), ``A = (R - mean) / (std + eps)``; a group whose rewards are all equal
-    (or that has a single scored conversation) gets ``A = 0`` and counts as zero-std. Conversations
-    without a reward (infrastructure failures) get no advantage and do not enter their group.
-
-    Args:
-        groups: task id -> conversation keys of its group.
-        rewards: conversation key -> trajectory reward (scored conversations only).
-        eps: see :func:`~collapse_probe.trainers.advantages.group_relative_advantages`.
-
-    Returns:
-        ``(advantages, zero_std_share)``; the share is ``None`` when no group has a scored conversation.
-
-    Example:
-        >>> adv, share = group_advantages_by_key({"a": ["a0", "a1"], "b": ["b0", "b1"]},
-        ...                                      {"a0": 0.0, "a1": 1.0, "b0": 0.5, "b1": 0.5})
-        >>> {k: round(v, 4) for k, v in adv.items()}, share
-        ({'a0': -1.0, 'a1': 1.0, 'b0': 0.0, 'b1': 0.0}, 0.5)
-    """
-    adv: dict[str, float] = {}
-    n_groups = n_zero = 0
-    for keys in groups.values():
-        scored = [k for k in keys if k in rewards]
-        if not scored:
-            continue
-        a, z = group_relative_advantages(np.array([[rewards[k] for k in scored]]), eps=eps)
-        n_groups += 1
-        n_zero += int(z[0])
-        adv.update(zip(scored, (float(v) for v in a[0]), strict=True))
-    return adv, (n_zero / n_groups if n_groups else None)
-
-
-def zero_std_causes(
-    groups: dict[str, list[str]], rewards: dict[str, float], records: dict[str, dict[str, Any]]
-) -> dict[str, float | None]:
-    """The step's zero-std groups by cause, as flat metrics: ``zero_std_all_success_share`` and
-    ``zero_std_all_fail_share`` (of all groups) and ``zero_std_sim_caused_share`` (of the zero-std groups:
-    the simulator's messages of the group's conversations were the same text, turn by turn).
-
-    Example:
-        >>> recs = {k: {"messages": [{"role": "simulator", "content": c}]} for k, c in
-        ...         [("a0", "hi"), ("a1", "hi"), ("b0", "no"), ("b1", "yes")]}
-        >>> zero_std_causes({"a": ["a0", "a1"], "b": ["b0", "b1"]}, {"a0": 1.0, "a1": 1.0, "b0": 0.0, "b1": 0.0}, recs)
-        {'zero_std_all_success_share': 0.5, 'zero_std_all_fail_share': 0.5, 'zero_std_sim_caused_share': 0.5}
-    """
-    from collapse_probe.metrics.variance import zero_std_by_cause
-
-    reward_groups, classes = [], []
-    for keys in groups.values():
-        scored = [k for k in keys if k in rewards]
-        reward_groups.append([rewards[k] for k in scored])
-        classes.append([[m.get("content") for m in records.get(k, {}).get("messages", []) if m.get("role") == "simulator"]
-                        for k in scored])  # fmt: skip
-    out = zero_std_by_cause(reward_groups, classes)
-    return {
-        "zero_std_all_success_share": out["all_success_share"],
-        "zero_std_all_fail_share": out["all_fail_share"],
-        "zero_std_sim_caused_share": out["simulator_caused_share"],
-    }
-
-
-def train_results(config: TrainConfig, metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """``results.json`` content of a training run (a pure function of its config and metrics)."""
-
-    def mean_of(key: str) -> float | None:
-        vals = [r[key] for r in metrics if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)]
-        return float(np.mean(vals)) if vals else None
-
-    final: dict[str, Any] = dict(metrics[-1]) if metrics else {}
-    evals = [r for r in metrics if r.get("heldout_reward") is not None]
-    if evals:
-        final["heldout_reward"] = evals[-1]["heldout_reward"]
-        final["heldout_reward_step"] = evals[-1]["step"]
-    return {
-        "schema": SCHEMA,
-        "version": __version__,
-        "method": config.method,
-        "steps": len(metrics),
-        "final": final,
-        "first": dict(metrics[0]) if metrics else {},
-        "mean": {
-            k: mean_of(k) for k in ("train_reward", "zero_std_share", "policy_entropy", "sim_collapse_error", "seconds")
-        },
-        "heldout_curve": [{"step": r["step"], "heldout_reward": r["heldout_reward"]} for r in evals],
-        "advantage": {"convention": ADVANTAGE_CONVENTION, "std_ddof": 0, "eps": config.adv_eps},
-        "config": config.to_dict(),
-    }
-
-
-def write_train_report(
-    results: dict[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
-) -> Path:
-    """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table
-    (drawn by the report layer: :func:`collapse_probe.report.training_plots.write_train_report`)."""
-    from collapse_probe._reports import write_report
-
-    out: Path = write_report("train", results, metrics, path, label=label)
-    return out
+# ------------------------------------------------------------------------------------------------ entry point
 
 
 def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = None) -> TrainResults:
@@ -1050,38 +729,3 @@ def run_train(config: TrainConfig, out: str | Path, *, arena: Arena | None = Non
         InfraError: every conversation of a step failed for infrastructure reasons.
     """
     return LLMTrainer(config, out, arena=arena).run()
-
-
-# ------------------------------------------------------------------------------------------------ helpers
-
-
-def step_problem(rec: dict[str, Any]) -> str | None:
-    """What is wrong with one ``metrics.jsonl`` / ``rollouts.jsonl`` record (``None``: well formed)."""
-    from collapse_probe._records import field_problem
-
-    step = rec.get("step")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        return field_problem("step", "a whole number >= 0", step)
-    return None
-
-
-def _flatten_optimizer(state: dict[str, Any], torch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    tensors: dict[str, Any] = {}
-    scalars: dict[str, dict[str, Any]] = {}
-    for idx, st in state["state"].items():
-        for key, v in st.items():
-            if torch.is_tensor(v):
-                tensors[f"{idx}.{key}"] = v.detach().cpu().contiguous().clone()
-            else:
-                scalars.setdefault(str(idx), {})[key] = v
-    return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
-
-
-def _unflatten_optimizer(tensors: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
-    state: dict[int, dict[str, Any]] = {}
-    for name, v in tensors.items():
-        idx, key = name.split(".", 1)
-        state.setdefault(int(idx), {})[key] = v
-    for idx, kv in meta.get("scalars", {}).items():
-        state.setdefault(int(idx), {}).update(kv)
-    return {"state": state, "param_groups": meta["param_groups"]}

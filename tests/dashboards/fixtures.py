@@ -393,7 +393,7 @@ def write_train_report_run(root: Path, name: str, steps: int = 40) -> Path:
     """A train run with its ``report.html`` written by the trainer's own report function, from the
     exact curves of a lab run (:func:`write_train_run`), and the collapse monitor's rows in its
     ``monitor/`` subdirectory, where the LLM trainers keep them (:func:`write_monitor_rows`)."""
-    from collapse_probe.trainers.llm import write_train_report
+    from collapse_probe.trainers._train_results import write_train_report
 
     d = write_train_run(root, name, steps=steps, eval_every=5)
     metrics = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]

@@ -406,7 +406,7 @@ def test_malformed_records_of_every_kind_are_refused_or_rerun_never_dropped(worl
 def test_training_and_batch_records(value, seed, which):
     from collapse_probe.models._batch import _Journal
     from collapse_probe.rollout import iter_jsonl
-    from collapse_probe.trainers.llm import step_problem
+    from collapse_probe.trainers._train_results import step_problem
 
     d = _tmp()
     try:

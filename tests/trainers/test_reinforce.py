@@ -11,7 +11,7 @@ from collapse_probe.benchmarks import Task, TurnPrompt
 from collapse_probe.errors import ConfigError, InfraError
 from collapse_probe.models import Completion, GenerationRequest
 from collapse_probe.rollout import ConversationSpec, TurnEvent
-from collapse_probe.trainers.llm import group_advantages_by_key
+from collapse_probe.trainers.advantages import group_advantages_by_key
 from collapse_probe.trainers.reinforce import (
     TrainingExample,
     build_sequence,
