@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 from collapse_probe.errors import CollapseProbeError, ConfigError
 
 BENCHMARKS_GROUP = "collapse_probe.benchmarks"
-"""Entry points naming a :class:`~collapse_probe.benchmarks.Benchmark` (or an arena factory)."""
+"""Entry points naming a :class:`~collapse_probe.benchmarks.Benchmark`."""
 MODELS_GROUP = "collapse_probe.models"
 """Entry points naming a backend factory ``(spec, name, **options) -> ChatModel``; the entry point's name
 is the spec prefix (``myprovider/some-model``)."""
@@ -123,8 +123,7 @@ def load_entry_point(ep: EntryPoint, what: str) -> Any:
 
 def _guarded(obj: Any, ep: EntryPoint, what: str) -> Any:
     """The loaded object with the plugin's own code behind :func:`guard_plugin_call`: a partitioner
-    class's methods, a model backend factory, a benchmark's ``build``/``resolve``/``factory`` (or a
-    bare arena factory)."""
+    class's methods, a model backend factory, a benchmark's ``build``/``resolve``/``factory``."""
     if ep.group == PARTITIONERS_GROUP:
         return guard_partitioner_class(obj, ep, what)
     if ep.group == BENCHMARKS_GROUP and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -134,7 +133,7 @@ def _guarded(obj: Any, ep: EntryPoint, what: str) -> Any:
             if callable(getattr(obj, f, None))
         }
         return dataclasses.replace(obj, **hooks)
-    if ep.group in (BENCHMARKS_GROUP, MODELS_GROUP) and callable(obj) and not isinstance(obj, type):
+    if ep.group == MODELS_GROUP and callable(obj) and not isinstance(obj, type):
         return guard_plugin_call(obj, ep, what, "building it")
     return obj
 

@@ -120,17 +120,6 @@ def options_error(benchmark: str, exc: ValidationError) -> ConfigError:
     return ConfigError(f"{flag_of(field_name)} ({benchmark} option {loc}): {err.get('msg')}, got {got!r}")
 
 
-def legacy_benchmark(name: str, factory: Callable[..., Any]) -> Benchmark:
-    """A :class:`Benchmark` around an arena factory ``(**options) -> Arena`` (the former way to
-    register): it takes the common options, passed on to the factory when given."""
-
-    def build(options: BenchmarkOptions, context: BuildContext) -> Any:
-        kwargs = {k: v for k, v in options.model_dump().items() if v is not None}
-        return factory(**kwargs)
-
-    return Benchmark(name, BenchmarkOptions, build=build, factory=factory)
-
-
 def option_fields(options: type[BaseModel]) -> dict[str, Any]:
     """Field name -> pydantic ``FieldInfo`` of an ``Options`` model, in declaration order."""
     return dict(options.model_fields)

@@ -24,13 +24,11 @@ DEFAULT_BENCHMARK = "p4g"
 
 
 def _benchmark_of(name: str, target: Any, obj: Any) -> Benchmark:
-    from collapse_probe.benchmarks._plugin import Benchmark, legacy_benchmark
+    from collapse_probe.benchmarks._plugin import Benchmark
 
     if isinstance(obj, Benchmark):
         return obj
-    if callable(obj):
-        return legacy_benchmark(name, obj)
-    raise ConfigError(f"benchmark {name!r}: {target!r} is neither a Benchmark nor an arena factory")
+    raise ConfigError(f"benchmark {name!r}: {target!r} is not a collapse_probe.benchmarks.Benchmark")
 
 
 BENCHMARKS: Registry[Benchmark] = Registry(
@@ -47,9 +45,8 @@ BENCHMARKS: Registry[Benchmark] = Registry(
     },
     check=_benchmark_of,
 )
-"""Benchmark name -> ``"module:attr"`` of a :class:`Benchmark`, a :class:`Benchmark`, or an arena factory
-``(**options) -> Arena``; installed distributions add names through the entry-point group
-``collapse_probe.benchmarks``."""
+"""Benchmark name -> ``"module:attr"`` of a :class:`Benchmark`, or a :class:`Benchmark`; installed
+distributions add names through the entry-point group ``collapse_probe.benchmarks``."""
 
 
 FORMER_FLAT_FIELDS: dict[str, Any] = {
@@ -121,9 +118,9 @@ def make_arena(name: str, **options: Any) -> Arena:
     return bench.build(bench.parse(options), BuildContext())
 
 
-def register_benchmark(name: str, target: str | Callable[..., Arena] | Benchmark) -> None:
+def register_benchmark(name: str, target: str | Benchmark) -> None:
     """Add a benchmark: ``target`` is ``"module:attr"`` (imported when chosen) of a :class:`Benchmark`,
-    a :class:`Benchmark`, or a factory ``(**options) -> Arena``. The audit, cross-play and trainers
+    or a :class:`Benchmark`. The audit, cross-play and trainers
     then take ``--benchmark name``; the audit uses the arena's optional hooks
     (:class:`~collapse_probe.benchmarks._base.AuditHooks`). An installed distribution registers through
     the entry-point group ``collapse_probe.benchmarks`` instead.
@@ -133,8 +130,8 @@ def register_benchmark(name: str, target: str | Callable[..., Arena] | Benchmark
     """
     from collapse_probe.benchmarks._plugin import Benchmark
 
-    if not callable(target) and not isinstance(target, (str, Benchmark)):
-        raise ConfigError(f"benchmark {name!r}: expected 'module:attr' or a factory callable, got {target!r}")
+    if not isinstance(target, (str, Benchmark)):
+        raise ConfigError(f"benchmark {name!r}: expected 'module:attr' or a Benchmark, got {target!r}")
     BENCHMARKS.register(name, target)
 
 

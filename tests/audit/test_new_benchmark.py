@@ -7,7 +7,16 @@ from dataclasses import dataclass
 import pytest
 
 from collapse_probe._audit import AuditConfig, run_audit
-from collapse_probe.benchmarks import BENCHMARKS, Episode, ProbeSpec, Score, Task, TurnPrompt, register_benchmark
+from collapse_probe.benchmarks import (
+    BENCHMARKS,
+    Benchmark,
+    Episode,
+    ProbeSpec,
+    Score,
+    Task,
+    TurnPrompt,
+    register_benchmark,
+)
 
 ASK = "Would you recommend us to a friend? Answer [YES] or [NO]."
 
@@ -62,8 +71,8 @@ class HotelSurveyArena:
 
 @pytest.fixture
 def hotel_survey():
-    # the one registration: a factory taking the run's arena options (turn cap, data directory, ...)
-    register_benchmark("hotel-survey", lambda max_turns=None, **_: HotelSurveyArena(max_turns))
+    # the one registration: a Benchmark whose build takes the run's parsed options (turn cap, ...)
+    register_benchmark("hotel-survey", Benchmark("hotel-survey", build=lambda o, _: HotelSurveyArena(o.max_turns)))
     yield
     BENCHMARKS.unregister("hotel-survey")
 
@@ -98,7 +107,7 @@ def test_a_benchmark_without_probe_states_needs_a_policy(write_scripted):
     class Bare(HotelSurveyArena):
         probe_states = None  # type: ignore[assignment]
 
-    register_benchmark("bare-survey", lambda **_: Bare())
+    register_benchmark("bare-survey", Benchmark("bare-survey", build=lambda _o, _c: Bare()))
     try:
         with pytest.raises(Exception, match="offers no probe states; give --policy"):
             run_audit(AuditConfig(sim=write_scripted([("[YES]", 1.0)]), benchmark="bare-survey", partition="exact"),
