@@ -66,7 +66,7 @@ def test_mean_collapse_error_two_level_bootstrap_covers_a_tie():
     p, cover = np.array([0.4, 0.4, 0.2]), 0
     for b in range(100):
         counts = [rng.multinomial(400, p) for _ in range(3)]
-        lo, hi = mean_collapse_error(counts, n_boot=400, seed=b)["ci95"]
+        lo, hi = mean_collapse_error(counts, seed=b)["ci95"]
         cover += lo <= 0.6 <= hi
     assert cover >= 85
 

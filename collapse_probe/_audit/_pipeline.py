@@ -263,9 +263,9 @@ async def run_audit_async(
         results["compare_vs"] = {
             "direct": summary if primary.mode == "direct" else other_summary,
             "verbalized": other_summary if primary.mode == "direct" else summary,
-            "difference_vs_minus_direct": paired_difference(direct, vsr, config.n_boot, config.rollout.seed),
+            "difference_vs_minus_direct": paired_difference(direct, vsr, config.rollout.seed),
             "reward_view_difference_vs_minus_direct": paired_difference(
-                direct, vsr, config.n_boot, config.rollout.seed, view="reward_view"
+                direct, vsr, config.rollout.seed, view="reward_view"
             ),  # fmt: skip
             "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
             "states": [_state_row(r) for r in by_mode[other.mode]],

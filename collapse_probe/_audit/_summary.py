@@ -56,15 +56,14 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
 # ----------------------------------------------------------------------------------------------- summaries
 
 
-def mean_collapse_error(counts_list: Sequence[Sequence[int]], n_boot: int = 1000, level: float = 0.95,
-                        seed: int = 0) -> dict[str, Any]:  # fmt: skip
+def mean_collapse_error(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed: int = 0) -> dict[str, Any]:
     """Mean collapse error over the audited states, bias-aware, with an interval that holds its level.
 
     The target is the average of these states' true ε (the audited states are the population), so the
     interval covers the sampling noise of the responses within each state plus the small-N bias of the
     max, which averaging over states does not remove; see
     :func:`collapse_probe.metrics.estimators.mean_collapse_error_interval` for the method and its
-    measured coverage. ``n_boot`` is accepted for compatibility and unused.
+    measured coverage.
     """
     from collapse_probe.metrics.estimators import mean_collapse_error_interval
 
@@ -103,7 +102,7 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
 
     ok = [r for r in records if r.get("status") == "ok"]
     infra = [r for r in records if r.get("status") == "infra_error"]
-    eps = mean_collapse_error([r["class_counts"] for r in ok], n_boot=config.n_boot, seed=config.rollout.seed)
+    eps = mean_collapse_error([r["class_counts"] for r in ok], seed=config.rollout.seed)
     ent = mean_entropy([r["class_counts"] for r in ok], seed=config.rollout.seed)
     exact = [r["exact"]["collapse_error"] for r in ok if (r.get("exact") or {}).get("collapse_error") is not None]
     summary: dict[str, Any] = {
@@ -153,7 +152,7 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
     by_source: dict[str, Any] = {}
     for src in sorted({r["source"] for r in ok}):
         rs = [r for r in ok if r["source"] == src]
-        e = mean_collapse_error([r["class_counts"] for r in rs], n_boot=config.n_boot, seed=config.rollout.seed)
+        e = mean_collapse_error([r["class_counts"] for r in rs], seed=config.rollout.seed)
         by_source[src] = {"collapse_error": e["estimate"], "ci95": e["ci95"], "n_states": len(rs),
                           "collapse_error_plugin": e["plugin"], "method": e["method"],
                           "entropy": float(np.mean([r["entropy"] for r in rs])),
@@ -252,15 +251,14 @@ def _two_sided(iv: Any) -> tuple[float, float]:
 
 
 def paired_difference(
-    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], n_boot: int, seed: int, view: str | None = None
+    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], seed: int, view: str | None = None
 ) -> dict[str, Any]:
     """Mean ε(b) − ε(a) over the states measured in both modes (:func:`collapse_error_difference`).
 
     ``a`` and ``b`` are the two modes' state records; ``view="reward_view"`` takes each record's
     reward-view counts instead of its headline classes (states the reward does not read are left out).
     ``a_estimate`` / ``b_estimate`` are the two sides' estimates over these states (equal to the modes'
-    printed means when every state was measured in both). ``n_boot`` is accepted for compatibility
-    and unused.
+    printed means when every state was measured in both).
     """
 
     def counts(r: dict[str, Any]) -> Any:

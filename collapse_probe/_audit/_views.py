@@ -93,9 +93,7 @@ def reward_view_summary(records: Sequence[dict[str, Any]], config: AuditConfig, 
                   else "the benchmark declares no reward_class (or decision_label) hook" if note is None
                   else "no audited state is one where the reward reads the reply")  # fmt: skip
         return {**out, "estimate": None, "ci95": None, "states": "none", "reason": reason}
-    e = mean_collapse_error(
-        [r["reward_view"]["class_counts"] for r in rs], n_boot=config.n_boot, seed=config.rollout.seed
-    )
+    e = mean_collapse_error([r["reward_view"]["class_counts"] for r in rs], seed=config.rollout.seed)
     return {**out, "estimate": e["estimate"], "ci95": e["ci95"], "method": e.get("method"), "plugin": e.get("plugin"),
             "level": e.get("level"), "states": _states_text(rs), "reason": None}  # fmt: skip
 
@@ -147,13 +145,13 @@ def kind_views(records: Sequence[dict[str, Any]], config: AuditConfig, arena: An
     by_kind: dict[str, Any] = {}
     for kind in sorted({r.get("kind") or r["source"] for r in ok}, key=_kind_order):
         rs = [r for r in ok if (r.get("kind") or r["source"]) == kind]
-        e = mean_collapse_error([r["class_counts"] for r in rs], n_boot=config.n_boot, seed=config.rollout.seed)
+        e = mean_collapse_error([r["class_counts"] for r in rs], seed=config.rollout.seed)
         by_kind[kind] = {"collapse_error": e["estimate"], "ci95": e["ci95"], "n_states": len(rs),
                          "entropy": float(np.mean([r["entropy"] for r in rs]))}  # fmt: skip
     dec = [r["decision"] for r in ok if r.get("decision")]
     decision = None
     if dec:
-        e = mean_collapse_error([d["class_counts"] for d in dec], n_boot=config.n_boot, seed=config.rollout.seed)
+        e = mean_collapse_error([d["class_counts"] for d in dec], seed=config.rollout.seed)
         decision = {"estimate": e["estimate"], "ci95": e["ci95"], "n_states": len(dec),
                     "partition": "the benchmark's decision label (P4G: amount / refuse / undecided), which may split "
                     "what the reward pays the same; the reward's own classes are summary.reward_view"}  # fmt: skip
