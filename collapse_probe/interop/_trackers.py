@@ -1,4 +1,5 @@
-"""``--log-to wandb|mlflow|tensorboard``: a finished run's figures logged to an experiment tracker.
+"""``--log-to wandb|mlflow|tensorboard|trackio``: a finished run's figures logged to an experiment tracker
+(the trackers themselves: :mod:`collapse_probe._trackers`, shared with the live monitor).
 
 The figures are ``results.json``'s own numbers, read from the run directory after the run
 (:func:`run_figures`), never recomputed, so a tracker shows exactly what ``results.json`` says: every
@@ -16,6 +17,7 @@ train run also logs each step of ``metrics.jsonl`` at its step.
   configuration as parameters, and ``results.json``, ``config.json`` and ``report.html`` as artifacts.
 - TensorBoard (``tensorboard``): an event file in ``--tensorboard-dir`` (default ``RUN_DIR/tensorboard``);
   figures as scalars at step 0, steps at their step (TensorBoard stores scalars as float32).
+- trackio (``trackio``): one run in project ``--log-project``; figures at step 0, steps at their step.
 
 Names keep only letters, digits and ``_ - . : /`` and a space (what MLflow accepts), the same in every
 tracker. Nothing from the environment is logged: the configuration comes from ``config.json``, which
@@ -24,33 +26,23 @@ never holds a key.
 
 from __future__ import annotations
 
-import json
 import math
-import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.errors import ConfigError, require
+from collapse_probe._trackers import TRACKERS, open_tracker, segment
+from collapse_probe.errors import ConfigError
 
-TRACKERS = ("wandb", "mlflow", "tensorboard")
 SKIP = ("states", "config", "notices", "grounding_states")
 """Top-level keys of ``results.json`` that are not figures (per-state rows, the configuration, text)."""
 _ID_FIELDS = (("policy", "simulator"), ("state_id",), ("policy",), ("simulator",), ("turn",), ("step",), ("mode",))
-_BAD = re.compile(r"[^A-Za-z0-9_.:\- ]")
-
-
-def _segment(text: Any) -> str:
-    """One path segment of a figure's name, in the characters every tracker accepts."""
-    s = _BAD.sub("_", str(text)).strip() or "_"
-    return "_" if set(s) == {"."} else s
 
 
 def _item_name(item: dict[str, Any], index: int) -> str:
     for fields in _ID_FIELDS:
         if all(f in item and isinstance(item[f], str | int) and not isinstance(item[f], bool) for f in fields):
-            return " vs ".join(_segment(item[f]) for f in fields)
+            return " vs ".join(segment(item[f]) for f in fields)
     return str(index)
 
 
@@ -63,7 +55,7 @@ def _walk(value: Any, path: list[str]) -> Iterator[tuple[str, float]]:
         return
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _walk(v, [*path, _segment(k)])
+            yield from _walk(v, [*path, segment(k)])
     elif isinstance(value, list):
         for i, v in enumerate(value):
             name = _item_name(v, i) if isinstance(v, dict) else str(i)
@@ -76,7 +68,7 @@ def run_figures(results: dict[str, Any]) -> dict[str, float]:
     for k, v in results.items():
         if k in SKIP:
             continue
-        for name, value in _walk(v, [_segment(k)]):
+        for name, value in _walk(v, [segment(k)]):
             out.setdefault(name, value)
     return out
 
@@ -89,82 +81,6 @@ def step_figures(metrics: list[dict[str, Any]]) -> list[tuple[int, dict[str, flo
         if isinstance(step, int) and not isinstance(step, bool):
             by_step[step] = {n: v for n, v in _walk({k: v for k, v in rec.items() if k != "step"}, [])}
     return sorted(by_step.items())
-
-
-def config_params(config: dict[str, Any]) -> dict[str, str]:
-    """``config.json`` flattened to ``path: value`` strings (lists and objects as JSON)."""
-    out: dict[str, str] = {}
-
-    def walk(v: Any, path: list[str]) -> None:
-        if isinstance(v, dict) and v and len(path) < 3:
-            for k, x in v.items():
-                walk(x, [*path, _segment(k)])
-        else:
-            out["/".join(path)] = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-
-    walk(config, [])
-    return out
-
-
-def _log_wandb(run: Any, figures: dict[str, float], steps: list[tuple[int, dict[str, float]]], project: str) -> str:
-    wandb = require("wandb", "trackers", "--log-to wandb")
-    settings = wandb.Settings(console="off", save_code=False, disable_git=True, x_disable_stats=True,
-                              silent=True)  # fmt: skip
-    wb = wandb.init(project=project, name=run.name, job_type=run.kind, config=config_params(run.config),
-                    settings=settings, reinit="create_new")  # fmt: skip
-    try:
-        for step, values in steps:
-            wb.log(values, step=step)
-        wb.summary.update(figures)
-        where = str(wb.dir)
-    finally:
-        wb.finish()
-    return where
-
-
-def _log_mlflow(run: Any, figures: dict[str, float], steps: list[tuple[int, dict[str, float]]], project: str) -> str:
-    mlflow = require("mlflow", "trackers", "--log-to mlflow")
-    from mlflow.entities import Metric, Param
-    from mlflow.tracking import MlflowClient
-
-    uri = mlflow.get_tracking_uri()
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(project)
-    exp_id = exp.experiment_id if exp is not None else client.create_experiment(project)
-    mr = client.create_run(exp_id, run_name=run.name, tags={"collapse_probe.kind": run.kind,
-                                                               "collapse_probe.schema": str(run.results.get("schema"))})  # fmt: skip
-    rid = mr.info.run_id
-    now = int(time.time() * 1000)
-    metrics = [Metric(k, v, now, 0) for k, v in figures.items()]
-    metrics += [Metric(k, v, now, step) for step, values in steps for k, v in values.items()]
-    params = [Param(k, v[:6000]) for k, v in config_params(run.config).items()]
-    for i in range(0, len(params), 100):  # MLflow's limits per batch: 100 parameters, 1000 metrics
-        client.log_batch(rid, params=params[i : i + 100])
-    for i in range(0, len(metrics), 1000):
-        client.log_batch(rid, metrics=metrics[i : i + 1000])
-    for name in ("results.json", "config.json", "report.html"):
-        if (run.path / name).is_file():
-            client.log_artifact(rid, str(run.path / name))
-    client.set_terminated(rid)
-    return f"{uri} (experiment {project}, run {rid})"
-
-
-def _log_tensorboard(run: Any, figures: dict[str, float], steps: list[tuple[int, dict[str, float]]],
-                     logdir: Path) -> str:  # fmt: skip
-    require("tensorboard", "trackers", "--log-to tensorboard")
-    from tensorboard.compat.proto.event_pb2 import Event
-    from tensorboard.compat.proto.summary_pb2 import Summary
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
-    logdir.mkdir(parents=True, exist_ok=True)
-    writer = EventFileWriter(str(logdir))
-    try:
-        for step, values in [(0, figures), *steps]:
-            summary = Summary(value=[Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
-            writer.add_event(Event(wall_time=time.time(), step=step, summary=summary))
-    finally:
-        writer.close()
-    return str(logdir)
 
 
 def log_run(run_dir: str | Path, trackers: str | list[str], *, project: str = "collapse-probe",
@@ -192,10 +108,16 @@ def log_run(run_dir: str | Path, trackers: str | list[str], *, project: str = "c
     steps = step_figures(run.metrics)
     where = {}
     for t in dict.fromkeys(names):
-        if t == "wandb":
-            where[t] = _log_wandb(run, figures, steps, project)
-        elif t == "mlflow":
-            where[t] = _log_mlflow(run, figures, steps, project)
-        else:
-            where[t] = _log_tensorboard(run, figures, steps, Path(tensorboard_dir or run.path / "tensorboard"))
+        tracker = open_tracker(
+            t, project=project, run_name=run.name, kind=run.kind, config=run.config,
+            logdir=Path(tensorboard_dir or run.path / "tensorboard"),
+            tags={"collapse_probe.schema": str(run.results.get("schema"))},
+        )  # fmt: skip
+        try:
+            for step, values in steps:
+                tracker.log(values, step)
+            tracker.summary(figures)
+            tracker.artifacts(run.path / name for name in ("results.json", "config.json", "report.html"))
+        finally:
+            where[t] = tracker.close()
     return where

@@ -6,10 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collapse_probe._constraints import Integer, Number, OneOf, param, validate
+from collapse_probe._trackers import TRACKERS
 from collapse_probe.errors import ConfigError
-
-TRACKERS = ("wandb", "mlflow", "tensorboard", "trackio")
-"""Experiment trackers the monitor can log its per-step figures to (each only when installed)."""
 
 BATCHING = ("auto", "joint", "separate")
 

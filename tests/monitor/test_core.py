@@ -240,6 +240,25 @@ def test_tensorboard_tracker_gets_the_scalars(tmp_path):
     assert list((tmp_path / "tb" / "tensorboard").glob("events.out.tfevents.*"))
 
 
+def test_mlflow_tracker_gets_every_step_in_the_runs_own_store(tmp_path, monkeypatch):
+    """Without a tracking server the monitor's MLflow run lives in ``out/mlflow.db`` (a database: MLflow 3
+    refuses a file store by default), one metric point per monitor step."""
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    m = CollapseMonitor(partition="exact", out=tmp_path / "m", trackers=("mlflow",))
+    for step, replies in enumerate([["[DONATE $1]", "[DONATE $2]"], ["a", "a"]]):
+        m.record_turn(f"r{step}", replies[0], replies)
+        m.end_step(step)
+    m.close()
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'm' / 'mlflow.db'}")
+    (run,) = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    assert run.info.status == "FINISHED" and run.info.run_name == "collapse-monitor"
+    assert [h.step for h in client.get_metric_history(run.info.run_id, "collapse/epsilon")] == [0, 1]
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
