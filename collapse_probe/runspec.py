@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collapse_probe.benchmarks._plugin import Benchmark
 from collapse_probe._constraints import AtMost, Integer, Number, param, rule
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
-from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, FORMER_FLAT_FIELDS, get_benchmark
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, get_benchmark
 from collapse_probe.limits import MAX_STATES, MAX_TURNS, check_int
 
 __all__ = [
@@ -31,13 +31,10 @@ __all__ = [
     "RolloutConfig",
     "arena_record",
     "is_local",
-    "upgrade_arena_record",
+    "options_taken",
 ]
 
 _SPEC_ATTR = "_collapse_probe_arena_spec"
-
-LEGACY_FIELDS = FORMER_FLAT_FIELDS
-"""The former flat fields (see :data:`~collapse_probe.benchmarks._registry.FORMER_FLAT_FIELDS`)."""
 
 
 def arena_record(arena: Arena) -> dict[str, Any]:
@@ -131,53 +128,28 @@ class ArenaSpec:
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> ArenaSpec:
-        """The spec a ``config.json`` ``"arena"`` record describes (this version's or the former flat
-        one, whose fields other benchmarks' options are dropped); an ``"options"`` mapping is also read."""
+        """The spec a ``config.json`` ``"arena"`` record describes: the benchmark and its options beside it
+        (an ``"options"`` mapping is also read). An option the benchmark does not take is kept, and
+        refused by :meth:`resolve` naming the flag."""
         from collapse_probe.benchmarks._plugin import RESERVED
 
         benchmark = str(record.get("benchmark") or DEFAULT_BENCHMARK)
         values = dict(record.get("options") or {}) if isinstance(record.get("options"), Mapping) else {}
         values.update({k: v for k, v in record.items() if k not in RESERVED})
-        return cls(benchmark, _applicable(benchmark, values, record=True))
+        return cls(benchmark, values)
 
 
-def _applicable(benchmark: str, values: Mapping[str, Any], *, record: bool = False) -> dict[str, Any]:
-    """``values`` the benchmark takes. A former flat field it does not take is dropped when left at its
-    default (or, in a stored ``record``, always: it never reached this benchmark's arena); any other
-    name is kept, and refused by :meth:`ArenaSpec.resolve` naming the flag."""
+def options_taken(benchmark: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``values`` that benchmark ``benchmark`` declares as options: how a pipeline hands the arena a
+    run-wide setting where the benchmark takes it (the audit's ``judge``, a trainer's token budget);
+    everything, for an unknown benchmark (:meth:`ArenaSpec.resolve` names it)."""
     from collapse_probe.errors import CollapseProbeError
 
     try:
         fields = get_benchmark(benchmark).options.model_fields
-    except CollapseProbeError:  # an unknown benchmark: resolve() names it
+    except CollapseProbeError:
         return dict(values)
-    return {
-        k: v
-        for k, v in values.items()
-        if k in fields or k not in LEGACY_FIELDS or (not record and v != LEGACY_FIELDS[k])
-    }
-
-
-def upgrade_arena_record(record: Any) -> Any:
-    """A ``config.json`` ``"arena"`` record in this version's form (a former flat record keeps only the
-    options its benchmark takes), for comparing a stored run with a resumed one; others unchanged."""
-    if not isinstance(record, Mapping) or record.get("custom") or not isinstance(record.get("benchmark"), str):
-        return record
-    from collapse_probe.errors import CollapseProbeError
-
-    try:
-        get_benchmark(record["benchmark"])
-    except CollapseProbeError:
-        return record
-    spec = ArenaSpec.from_dict(record)
-    try:  # the options with their defaults filled, as this version records them
-        options = spec.definition.parse(spec.options).model_dump()
-    except CollapseProbeError:
-        options = dict(spec.options)
-    out: dict[str, Any] = {"benchmark": spec.benchmark, **options}
-    if "data_fingerprints" in record:
-        out["data_fingerprints"] = record["data_fingerprints"]
-    return out
+    return {k: v for k, v in values.items() if k in fields}
 
 
 @dataclass

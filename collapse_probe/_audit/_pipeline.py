@@ -144,9 +144,10 @@ async def run_audit_async(
     """
     config.validate()
     if arena is None:
-        from collapse_probe.runspec import ArenaSpec
+        from collapse_probe.runspec import ArenaSpec, options_taken
 
-        given = {"max_turns": config.rollout.max_turns, "judge": config.judge}  # personas: an arena option already
+        # the turn cap and the judge where the benchmark takes them (personas: an arena option already)
+        given = options_taken(config.arena.benchmark, {"max_turns": config.rollout.max_turns, "judge": config.judge})
         spec = ArenaSpec.from_dict({**(config.arena.options), **given, "benchmark": config.arena.benchmark})
         arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
     sims = participants or _sim_participants(config, cache)

@@ -49,21 +49,6 @@ BENCHMARKS: Registry[Benchmark] = Registry(
 distributions add names through the entry-point group ``collapse_probe.benchmarks``."""
 
 
-FORMER_FLAT_FIELDS: dict[str, Any] = {
-    "max_turns": None,
-    "max_tokens": None,
-    "personas": None,
-    "tau2_data": None,
-    "judge": None,
-    "cooperbench_data": None,
-    "partial_reward": False,
-    "cooperbench_mode": None,
-    "compact": None,
-}
-"""The fields of the former flat ``ArenaSpec`` (the union of the shipped benchmarks' options) and their
-defaults: ``config.json`` files of earlier versions record all of them under ``"arena"``; a field the
-run's benchmark does not take never reached its arena and is dropped when such a record is read."""
-
 FORMER_TRAIN_OPTIONS: tuple[str, ...] = ("personas", "tau2_data")
 """Arena options the train config took as fields of its own before it nested the arena: still its
 keywords and attributes, and recorded beside its other fields in ``config.json``."""

@@ -526,21 +526,12 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
 def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
     """Refuse a resume whose arena data files (personas, τ2 data) changed in place, naming them.
 
-    Returns ``full`` to compare with ``old``: without the data fingerprints when the stored run was
-    recorded before they were (its data cannot be checked, its configuration still is).
+    Returns ``full``, to compare with ``old``.
     """
-    from collapse_probe.runspec import upgrade_arena_record
-
-    if isinstance(old.get("arena"), dict):  # a record of the former flat form compares as this version's
-        old["arena"] = upgrade_arena_record(old["arena"])
-    if isinstance(full.get("arena"), dict):
-        full = {**full, "arena": upgrade_arena_record(full["arena"])}
     old_arena, new_arena = old.get("arena"), full.get("arena")
     if not isinstance(old_arena, dict) or not isinstance(new_arena, dict) or "data_fingerprints" not in new_arena:
         return full
     old_fp, new_fp = old_arena.get("data_fingerprints"), new_arena["data_fingerprints"]
-    if old_fp is None:
-        return {**full, "arena": {k: v for k, v in new_arena.items() if k != "data_fingerprints"}}
     if isinstance(old_fp, dict) and isinstance(new_fp, dict):
         from collapse_probe._identity import short
 

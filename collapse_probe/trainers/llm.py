@@ -131,7 +131,7 @@ class _StepData:
 def arena_spec(config: TrainConfig) -> ArenaSpec:
     """The run's arena: the benchmark with the run's turn and token budgets (resolve it against
     :func:`arena_participants`)."""
-    # the run's budgets where the benchmark takes them (a former flat option it does not take is dropped)
+    # the run's budgets (options every benchmark takes)
     budgets = {"max_turns": config.rollout.max_turns, "max_tokens": config.max_tokens}
     return ArenaSpec.from_dict({**config.arena.options, **budgets, "benchmark": config.arena.benchmark})
 

@@ -37,7 +37,8 @@ def test_changed_personas_file_is_refused_on_resume(tmp_path, monkeypatch, capsy
     assert (out / "results.json").read_bytes() == before
 
 
-def test_a_run_recorded_without_data_fingerprints_still_resumes(tmp_path, monkeypatch):
+def test_a_run_recorded_without_data_fingerprints_is_refused(tmp_path, monkeypatch, capsys):
+    """Its data cannot be checked, so it is not resumed as if it could."""
     monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(tmp_path / "cache.sqlite"))
     personas = tmp_path / "personas.jsonl"
     personas.write_text(PERSONAS.read_text(encoding="utf-8").splitlines()[3] + "\n")
@@ -46,4 +47,6 @@ def test_a_run_recorded_without_data_fingerprints_still_resumes(tmp_path, monkey
     cfg = json.loads((out / "config.json").read_text())
     del cfg["arena"]["data_fingerprints"]
     (out / "config.json").write_text(json.dumps(cfg))
-    assert _play(personas, out) == 0
+    capsys.readouterr()
+    assert _play(personas, out) != 0
+    assert "differs in: arena" in capsys.readouterr().err

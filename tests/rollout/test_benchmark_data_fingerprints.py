@@ -1,6 +1,5 @@
 """Every benchmark's declared data (P4G personas, τ2 data, CooperBench data) is fingerprinted in
-``config.json`` and a resume on changed data is refused, naming the option; runs recorded with the
-former flat arena form still resume."""
+``config.json`` and a resume on changed data is refused, naming the option."""
 
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ def test_changed_data_is_refused_on_resume_for_every_benchmark(tmp_path, bench, 
         RunDir(out).create({"arena": ArenaSpec(bench, {option: str(data)}).to_dict()}, kind="play")
 
 
-def test_a_run_recorded_with_the_former_flat_arena_form_resumes(tmp_path, monkeypatch) -> None:
+def test_a_run_whose_stored_arena_differs_is_refused_naming_the_option(tmp_path, monkeypatch) -> None:
     from collapse_probe.cli import main
 
     monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(tmp_path / "cache.sqlite"))
@@ -69,11 +68,10 @@ def test_a_run_recorded_with_the_former_flat_arena_form_resumes(tmp_path, monkey
     assert main(argv) == 0
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["arena"] == {"benchmark": "p4g", "max_turns": 1, "max_tokens": None, "personas": None}
-    # what the former version recorded: every benchmark's field, flat
-    cfg["arena"] = {"benchmark": "p4g", "max_turns": 1, "max_tokens": None, "personas": None, "tau2_data": None,
-                    "judge": None, "cooperbench_data": None, "partial_reward": False, "cooperbench_mode": "coop",
-                    "compact": None}  # fmt: skip
-    (out / "config.json").write_text(json.dumps(cfg))
     before = (out / "conversations.jsonl").read_bytes()
-    assert main(argv) == 0
-    assert (out / "conversations.jsonl").read_bytes() == before  # resumed: nothing ran again
+    assert main(argv) == 0  # the same configuration: resumed, nothing ran again
+    assert (out / "conversations.jsonl").read_bytes() == before
+    cfg["arena"] = {**cfg["arena"], "tau2_data": None}  # an option p4g does not take
+    (out / "config.json").write_text(json.dumps(cfg))
+    assert main(argv) != 0
+    assert (out / "conversations.jsonl").read_bytes() == before
