@@ -104,7 +104,7 @@ class ArenaSpec:
         return arena
 
     @property
-    def DATA_FILES(self) -> tuple[str, ...]:  # noqa: N802 - the former class attribute's name
+    def data_files(self) -> tuple[str, ...]:
         """Options naming data the arena reads (the benchmark's declared ``data``): ``config.json``
         records a content fingerprint of each given one (``data_fingerprints``), so a run resumed
         after the file changed in place is refused."""
@@ -115,7 +115,7 @@ class ArenaSpec:
         once per ``(path, size, mtime)``."""
         from collapse_probe._identity import file_fingerprint
 
-        return {k: file_fingerprint(v) for k in self.DATA_FILES if (v := self.options.get(k))}
+        return {k: file_fingerprint(v) for k in self.data_files if (v := self.options.get(k))}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy (what ``config.json`` records under ``"arena"``): the benchmark, its options
