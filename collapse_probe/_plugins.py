@@ -8,7 +8,9 @@ an entry point in one of :data:`GROUPS` (``pyproject.toml``)::
     hotel-survey = "hotel_survey:BENCHMARK"
 
 The entry point's name is the name users give (``--benchmark hotel-survey``); its object is loaded
-only when that name is chosen, so a broken plugin breaks only the runs that choose it.
+only when that name is chosen, so a broken plugin breaks only the runs that choose it. A fourth group,
+``collapse_probe.reports`` (:mod:`collapse_probe._reports`), adds a report writer for a run kind of the
+package's own. Every one of them is read through a :class:`Registry`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "_version", "errors", "limits", "_files", "_proc", "_sync", "_observe", "_resources",
             "_jsonl", "_records", "_identity", "_meaning", "_reports", "_callable", "_plugins",
-            "_retry", "_state", "_constraints", "_secrets", "_output",
+            "_retry", "_state", "_constraints", "_secrets", "_output", "_trackers",
         },
     ),
     ("models", {"models"}),

@@ -27,7 +27,7 @@ def audit(
 
     Returns:
         The typed results (:class:`~collapse_probe.results.AuditResults`, what ``results.json`` holds):
-        ``r.summary.collapse_error.estimate``; ``r["summary"]`` reads it as the JSON object, and
+        ``r.summary.collapse_error.estimate``; ``r["summary"]`` reads a field by its JSON key, and
         ``r.to_json()`` gives the JSON object.
 
     Example:

@@ -24,11 +24,18 @@ DEFAULT_BENCHMARK = "p4g"
 
 
 def _benchmark_of(name: str, target: Any, obj: Any) -> Benchmark:
+    from importlib.metadata import EntryPoint
+
+    from collapse_probe._plugins import describe_entry_point
     from collapse_probe.benchmarks._plugin import Benchmark
 
     if isinstance(obj, Benchmark):
         return obj
-    raise ConfigError(f"benchmark {name!r}: {target!r} is not a collapse_probe.benchmarks.Benchmark")
+    what = describe_entry_point(target) if isinstance(target, EntryPoint) else repr(target)
+    raise ConfigError(
+        f"benchmark {name!r}: {what} names a {type(obj).__name__}, not a collapse_probe.benchmarks.Benchmark "
+        "(an arena factory registers as Benchmark(name, build=lambda options, context: ...))"
+    )
 
 
 BENCHMARKS: Registry[Benchmark] = Registry(
