@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._constraints import rule, validate
 from collapse_probe._version import __version__
@@ -22,6 +22,9 @@ from collapse_probe.runspec import (
     nest_rollout_and_arena,
 )
 from collapse_probe.simulators import Participant, vs_setting
+
+if TYPE_CHECKING:
+    from collapse_probe.results import PlayResults
 
 
 @dataclass(init=False)
@@ -96,7 +99,7 @@ def run_play(
     progress: bool = True,
     fresh: bool = False,
     keep_failed: bool = False,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], PlayResults]:
     """Synchronous :func:`run_play_async`; also works inside a running event loop (e.g. Jupyter)."""
     from collapse_probe._sync import run_sync
 
@@ -124,8 +127,9 @@ async def run_play_async(
     progress: bool = True,
     fresh: bool = False,
     keep_failed: bool = False,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run ``config.tasks x config.rollouts`` conversations; return records and the reward summary.
+) -> tuple[list[dict[str, Any]], PlayResults]:
+    """Run ``config.tasks x config.rollouts`` conversations; return their records and the typed results
+    (:class:`~collapse_probe.results.PlayResults`, what ``results.json`` holds; written to ``out``).
 
     ``fresh`` starts over in ``out`` (old files move to ``out/.previous/``); ``keep_failed`` keeps
     conversations that ended in an infrastructure failure on resume instead of running them again.
@@ -156,21 +160,22 @@ async def run_play_async(
         retry_infra_failures=not keep_failed,
     )
     summary = summarize_rewards(records, reward_range=declared_reward_range(arena))
-    if run_dir is not None:
-        from collapse_probe._records import record_fingerprints
-        from collapse_probe._reports import write_report
-        from collapse_probe.results import PlayResults
+    from collapse_probe._records import record_fingerprints
+    from collapse_probe.results import PlayResults
 
-        results = PlayResults.build(
-            {
-                "schema": "collapse-probe/play/v1",
-                **config.to_dict(),
-                "summary": summary,
-                "fingerprints": record_fingerprints(records),
-                "variance": _play_variance(records, arena, config.seed),
-                "usage": usage.finish(),
-            }
-        )
+    results = PlayResults.build(
+        {
+            "schema": "collapse-probe/play/v1",
+            **config.to_dict(),
+            "summary": summary,
+            "fingerprints": record_fingerprints(records),
+            "variance": _play_variance(records, arena, config.seed),
+            "usage": usage.finish(),
+        }
+    )
+    if run_dir is not None:
+        from collapse_probe._reports import write_report
+
         run_dir.write_results(results)
         write_report("play", results.to_json(), records, run_dir.path / "report.html")
-    return records, summary
+    return records, results

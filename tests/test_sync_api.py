@@ -33,7 +33,7 @@ def test_play_inside_a_running_loop_matches_play_outside(tmp_path) -> None:
 
     inside, awaited, summary = asyncio.run(notebook_cell())
     assert _strip(inside) == _strip(outside) == _strip(awaited)
-    assert summary["n"] == 4
+    assert summary.summary.n == 4
 
 
 def test_crossplay_inside_a_running_loop(tmp_path) -> None:

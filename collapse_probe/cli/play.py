@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     )
     arena = arena_from_args(args, [args.policy, args.sim])
     participants = participants_from_specs([args.policy, args.sim], args)
-    records, _ = run_play(
+    records, results = run_play(
         config,
         arena,
         participants,
@@ -96,11 +96,6 @@ def run(args: argparse.Namespace) -> int:
             who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(role, role.upper())
             print(f"{who:>9}: {m.get('content')}")
     print()
-    from collapse_probe.results import PlayResults, load
-
-    results = load(args.out)  # the run's results.json, read through its model
-    if not isinstance(results, PlayResults):  # another kind of run in --out is refused before the run
-        raise ConfigError(f"{args.out}/results.json: expected play results, got schema {results.schema_!r}")
     first = next((str(r["infra_error"]) for r in records if r.get("infra_error")), None)
     print(summary_text(results, first_error=first))
     if results.summary.mean_reward is None:
