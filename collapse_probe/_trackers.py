@@ -23,15 +23,12 @@ from typing import Any
 from collapse_probe.errors import ConfigError, require
 
 TRACKERS = ("wandb", "mlflow", "tensorboard", "trackio")
-"""The trackers, by the name ``--log-to`` and the monitor's ``trackers`` take."""
-PACKAGES = {"wandb": "wandb", "mlflow": "mlflow", "tensorboard": "tensorboard", "trackio": "trackio"}
-"""Tracker -> the module it needs."""
+"""The trackers, by the name ``--log-to`` and the monitor's ``trackers`` take (each is also the name of
+the module it needs)."""
 
 
 class Tracker:
     """One open tracker run (the base logs nothing; each tracker below overrides what it stores)."""
-
-    name = ""
 
     def log(self, scalars: Mapping[str, float], step: int) -> None:
         """Scalars at ``step``."""
@@ -49,8 +46,6 @@ class Tracker:
 
 
 class _Wandb(Tracker):
-    name = "wandb"
-
     def __init__(self, project: str, run_name: str, kind: str, config: Mapping[str, Any], out: Path | None,
                  join: bool) -> None:  # fmt: skip
         wandb = require("wandb", "trackers", "the wandb tracker")
@@ -78,8 +73,6 @@ class _Wandb(Tracker):
 
 
 class _Mlflow(Tracker):
-    name = "mlflow"
-
     def __init__(self, project: str, run_name: str, kind: str, config: Mapping[str, Any], out: Path | None,
                  join: bool, tags: Mapping[str, str]) -> None:  # fmt: skip
         mlflow = require("mlflow", "trackers", "the mlflow tracker")
@@ -125,8 +118,6 @@ class _Mlflow(Tracker):
 
 
 class _TensorBoard(Tracker):
-    name = "tensorboard"
-
     def __init__(self, logdir: Path) -> None:
         require("tensorboard", "trackers", "the tensorboard tracker")
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -149,8 +140,6 @@ class _TensorBoard(Tracker):
 
 
 class _Trackio(Tracker):
-    name = "trackio"
-
     def __init__(self, project: str, run_name: str, config: Mapping[str, Any]) -> None:
         self.trackio = require("trackio", "trackers", "the trackio tracker")
         self.project = project

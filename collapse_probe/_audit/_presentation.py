@@ -26,8 +26,6 @@ def write_audit_report(path: str | Path, results: dict[str, Any], records: Seque
 def summary_table(results: AuditResults | Mapping[str, Any]) -> str:
     """A plain-text table for the terminal: the meaning view, the reward view, then the other views
     (of the typed results or their ``results.json`` object)."""
-    from collapse_probe.results import AuditResults
-
-    data = AuditResults.typed(results).to_json()
+    data = dict(results) if isinstance(results, Mapping) else results.to_json()
     table: str = write_report("audit-table", data)
     return table

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._trackers import PACKAGES, Tracker, open_tracker
+from collapse_probe._trackers import Tracker, open_tracker
 
 logger = logging.getLogger(__name__)
 
@@ -23,10 +23,9 @@ def open_trackers(names: Sequence[str], out: Path | None, config: Mapping[str, A
     """The trackers among ``names`` that are installed, opened (one notice per missing one)."""
     opened = []
     for name in names:
-        module = PACKAGES[name]
-        if importlib.util.find_spec(module) is None:
+        if importlib.util.find_spec(name) is None:  # each tracker's module is its name
             logger.warning(
-                "monitor: tracker %s is not installed (pip install %s); its figures stay in monitor.jsonl", name, module
+                "monitor: tracker %s is not installed (pip install %s); its figures stay in monitor.jsonl", name, name
             )
             continue
         opened.append(

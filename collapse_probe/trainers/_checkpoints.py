@@ -80,8 +80,8 @@ def save_checkpoint(
     return final
 
 
-def load_checkpoint(directory: Path, models: Sequence[TrainedModel]) -> dict[str, Any]:
-    """Restore every model's adapter and optimizer and the RNG states from checkpoint ``directory``;
+def load_checkpoint(d: Path, models: Sequence[TrainedModel]) -> dict[str, Any]:
+    """Restore every model's adapter and optimizer and the RNG states from checkpoint directory ``d``;
     return its ``trainer_state.json`` (the caller restores the rest of its state from it).
 
     Raises:
@@ -89,7 +89,6 @@ def load_checkpoint(directory: Path, models: Sequence[TrainedModel]) -> dict[str
     """
     torch = require("torch", "train", "checkpoints")
     st = require("safetensors.torch", "train", "checkpoints", package="safetensors")
-    d = directory
     state: dict[str, Any] = json.loads((d / "trainer_state.json").read_text(encoding="utf-8"))
     for m in models:
         if not (d / m.name).is_dir():
