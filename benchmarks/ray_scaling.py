@@ -78,7 +78,7 @@ def driver_overhead(args) -> None:
     import collapse_probe.metrics  # noqa: F401 - scipy's import is a one-off cost, not the engine's
 
     tasks = max(1, args.driver_conversations // 10)
-    config = CrossplayConfig(policies=[spec], simulators=[spec], tasks=tasks, rollouts=10, max_turns=3, n_boot=100)
+    config = CrossplayConfig(policies=[spec], simulators=[spec], tasks=tasks, rollouts=10, max_turns=3)
     ceiling = {}
     for label, out in (("without run directory", None), ("with run directory", tmp / "run")):
         t0 = time.perf_counter()

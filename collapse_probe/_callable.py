@@ -4,7 +4,6 @@ pipeline's run options, told apart here)."""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -25,15 +24,14 @@ def config_and_options(
     """Split keyword arguments into fields of the typed config ``cls`` and the rest (run options).
 
     ``config`` is a ``cls``, a mapping of its fields, or ``None`` (the defaults); keyword arguments
-    that name a field of ``cls`` override it (``dataclasses.replace``), the others must be keyword
+    that name a field of ``cls`` override it (``config.replace``), the others must be keyword
     options of ``options_of`` (the pipeline function) and are returned for it.
 
     Raises:
         ConfigError: ``config`` is neither a ``cls`` nor a mapping, names a field ``cls`` lacks, or a
             keyword is neither a field nor an option; the message lists both.
     """
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    names |= set(getattr(cls, "FLAT_FIELDS", ()))  # the flat keywords a config that nests others also takes
+    names = set(cls.model_fields)  # type: ignore[attr-defined]  # a Config
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
     allowed = set()
     if options_of is not None:
@@ -53,7 +51,7 @@ def config_and_options(
             raise ConfigError(f"{what}: config has no field {unknown[0]!r}; its fields are {', '.join(sorted(names))}")
         config = cls(**{**config, **fields})
     elif isinstance(config, cls):
-        config = dataclasses.replace(config, **fields) if fields else config  # type: ignore[type-var]
+        config = config.replace(**fields) if fields else config  # type: ignore[attr-defined]
     else:
         raise ConfigError(f"{what}: expected a {cls.__name__} (or its fields as keywords), got {type(config).__name__}")
     return config, kwargs

@@ -1,54 +1,54 @@
-"""Declarative constraints on configuration fields, and the one :func:`validate` that reads them.
+"""Declarative constraints on configuration fields, and the one validation that reads them.
 
-Every pipeline config is a dataclass whose fields carry their constraints where they are declared
-(:func:`param`), so a config is validated by one mechanism with one wording: the message names the
-field's flag, the allowed values and the value received (scikit-learn's ``validate_params``)::
+Every pipeline config is a pydantic model (:class:`Config`) whose fields carry their constraints
+where they are declared, as ``Annotated`` metadata, so a config is validated by one mechanism with
+one wording: the message names the field's flag, the allowed values and the value received::
 
-    @dataclass
-    class Config:
-        tasks: int = param(4, Integer(1), AtMost(MAX_STATES, "tasks"))
-        max_turns: int | None = param(3, Integer(1, optional=True))
+    class PlayConfig(Config):
+        tasks: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 4
+        max_turns: Annotated[int | None, Integer(1, optional=True)] = 3
 
         @rule
         def _conversations(self) -> None: ...
 
-Nothing is coerced: ``"3"`` is not 3 and ``True`` is not 1 (a bool is not a number here), and
-``None`` passes only where the constraint declares ``optional``. Cross-field rules are methods marked
-with :func:`rule`; they run, in the order they are defined, after every field passed, so they may
-assume well-typed fields.
+A config is checked when it is built (``PlayConfig(tasks=0)`` raises :class:`ConfigError`) and again
+by :meth:`Config.validate` after its attributes were changed. Nothing is coerced: ``"3"`` is not 3 and
+``True`` is not 1 (a bool is not a number here), and ``None`` passes only where the constraint
+declares ``optional``. Cross-field rules are methods marked with :func:`rule`; they run, in the order
+they are defined, after every field passed, so they may assume well-typed fields.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from typing_extensions import Self
 
 from collapse_probe.errors import ConfigError
 
 __all__ = [
     "AtMost",
+    "Config",
     "Constraint",
+    "Flag",
     "Integer",
     "Number",
     "OneOf",
     "Specs",
+    "SubsetOf",
     "check_field",
     "check_value",
     "constraints_of",
     "flag_of",
-    "param",
+    "config_error",
     "rule",
-    "validate",
 ]
 
-CONSTRAINTS = "collapse_probe.constraints"
-"""Key of a field's constraints in its dataclass ``metadata``."""
-FLAG = "collapse_probe.flag"
-"""Key of a field's flag (how the user names it) in its dataclass ``metadata``."""
 _RULE = "__collapse_probe_rule__"
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -77,6 +77,10 @@ class Constraint:
 
     def check(self, value: Any, flag: str) -> None:  # pragma: no cover - every constraint overrides it
         raise NotImplementedError
+
+    def normalize(self, value: Any) -> Any:
+        """The checked value in the field's own type (a list of specs from any sequence); default: as is."""
+        return value
 
 
 @dataclass(frozen=True)
@@ -212,36 +216,61 @@ class Specs(Constraint):
         if self.distinct and dup:
             raise ConfigError(f"{where}: duplicate specs {dup}; each row/column must be distinct")
 
+    def normalize(self, value: Any) -> Any:
+        return list(value)
 
-def param(
-    default: Any = dataclasses.MISSING, *constraints: Constraint, flag: str | None = None, factory: Any = None
-) -> Any:
-    """A dataclass field with ``constraints`` (and the ``flag`` that names it, when it is not
-    ``--field-name``); ``factory`` builds a mutable default."""
-    metadata = {CONSTRAINTS: tuple(constraints), FLAG: flag}
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+
+@dataclass(frozen=True)
+class SubsetOf(Constraint):
+    """A list (or tuple) whose every item is one of ``choices``; held as a tuple."""
+
+    choices: tuple[str, ...]
+
+    def check(self, value: Any, flag: str) -> None:
+        items = [value] if isinstance(value, str) or not isinstance(value, Sequence) else list(value)
+        bad = [v for v in items if not isinstance(v, str) or v not in self.choices]
+        if bad or isinstance(value, str) or not isinstance(value, Sequence):
+            raise ConfigError(f"{flag} must be among {', '.join(self.choices)}; got {bad or value!r}")
+
+    def normalize(self, value: Any) -> Any:
+        return tuple(value)
+
+
+class Flag:
+    """``Annotated`` metadata: how the user names a field when it is not ``--field-name``
+    (``Annotated[list[str], Flag("--sims")]``)."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+
+    def __repr__(self) -> str:
+        return f"Flag({self.flag!r})"
 
 
 def rule(method: F) -> F:
-    """Mark a method of a config as a cross-field rule that :func:`validate` runs (after the fields)."""
+    """Mark a method of a config as a cross-field rule that :meth:`Config.validate` runs (after the fields)."""
     setattr(method, _RULE, True)
     return method
 
 
-def constraints_of(field: dataclasses.Field[Any]) -> tuple[Constraint, ...]:
-    """The constraints declared on ``field`` (empty: none)."""
-    return tuple(field.metadata.get(CONSTRAINTS, ()))
+def _metadata(cls: type, name: str) -> list[Any]:
+    info = cls.model_fields.get(name) if issubclass(cls, BaseModel) else None
+    return list(info.metadata) if info is not None else []
+
+
+def constraints_of(cls: type, name: str) -> tuple[Constraint, ...]:
+    """The constraints declared on field ``name`` of config class ``cls`` (empty: none)."""
+    return tuple(m for m in _metadata(cls, name) if isinstance(m, Constraint))
 
 
 def flag_of(config: Any, name: str) -> str:
-    """How the user names field ``name`` of ``config`` (a class or an instance): its declared flag,
-    else the class's ``FLAG_FORMAT`` (default ``--{dashed}``) filled with ``name`` and ``dashed``."""
+    """How the user names field ``name`` of ``config`` (a class or an instance): its declared
+    :class:`Flag`, else the class's ``FLAG_FORMAT`` (default ``--{dashed}``) filled with ``name`` and
+    ``dashed``."""
     cls = config if isinstance(config, type) else type(config)
-    for f in dataclasses.fields(cls):
-        if f.name == name and f.metadata.get(FLAG):
-            return str(f.metadata[FLAG])
+    for m in _metadata(cls, name):
+        if isinstance(m, Flag):
+            return m.flag
     fmt = getattr(cls, "FLAG_FORMAT", "--{dashed}")
     return str(fmt.format(name=name, dashed=name.replace("_", "-")))
 
@@ -256,9 +285,10 @@ def check_field(config: Any, name: str, value: Any, flag: str | None = None) -> 
     """Check ``value`` against the constraints declared on field ``name`` of ``config`` (a class or
     an instance), naming ``flag`` (default: the field's own); for a value given before the config is
     built, e.g. each value of a sweep."""
-    cls = config if isinstance(config, type) else type(config)
-    (f,) = [f for f in dataclasses.fields(cls) if f.name == name]
-    check_value(value, flag or flag_of(cls, name), constraints_of(f))
+    cls: type[BaseModel] = config if isinstance(config, type) else type(config)
+    if name not in cls.model_fields:
+        raise KeyError(f"{cls.__name__} has no field {name!r}")
+    check_value(value, flag or flag_of(cls, name), constraints_of(cls, name))
 
 
 def _rules(cls: type) -> list[Callable[[Any], None]]:
@@ -270,21 +300,106 @@ def _rules(cls: type) -> list[Callable[[Any], None]]:
     return list(seen.values())
 
 
-def validate(config: Any, flags: Mapping[str, str] | None = None) -> None:
-    """Check every declared constraint of the dataclass ``config``, then its :func:`rule` methods.
+_EXPECTED = {
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "tuple_type": "a list",
+}
 
-    A field whose value is itself a config with declared constraints is validated too, its fields
-    named as the outer config's ``NESTED_FLAGS[field]`` maps them (the audit's ``rollout.tasks`` is
-    its ``--states``); ``flags`` is that mapping for ``config``'s own fields.
 
-    Raises:
-        ConfigError: the first violation, one line naming the flag, the allowed values and the value.
+def config_error(cls: type, exc: ValidationError) -> ConfigError:
+    """The first problem pydantic found in config ``cls``, as the one line the constraints write: the
+    flag, what was expected, the value received (an unknown field: the closest known ones)."""
+    import difflib
+    import reprlib
+
+    error = exc.errors(include_url=False)[0]
+    raised = (error.get("ctx") or {}).get("error")
+    if isinstance(raised, ConfigError):  # a constraint or a rule: already the one line
+        return raised
+    loc = error.get("loc") or ()
+    name = str(loc[0]) if loc else ""
+    fields = sorted(cls.model_fields) if issubclass(cls, BaseModel) else []
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(name, fields, n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else f"; its fields are {', '.join(fields)}"
+        return ConfigError(f"{cls.__name__}: unknown field {name!r}{hint}")
+    flag = flag_of(cls, name) if name in fields else name or cls.__name__
+    if error["type"] == "missing":
+        return ConfigError(f"{flag}: required")
+    if error["type"] == "literal_error":
+        expected = "one of " + str((error.get("ctx") or {}).get("expected", "")).replace("'", "")
+    else:
+        expected = _EXPECTED.get(error["type"]) or error["msg"][0].lower() + error["msg"][1:]
+        if len(loc) > 1:
+            expected += f" at {'.'.join(map(str, loc[1:]))}"
+    return ConfigError(f"{flag} must be {expected}, got {reprlib.repr(error.get('input'))}")
+
+
+class Config(BaseModel):
+    """A pipeline's configuration: a pydantic model whose fields declare their constraints
+    (``Annotated`` metadata: :class:`Integer`, :class:`Number`, :class:`AtMost`, :class:`OneOf`,
+    :class:`Specs`, :class:`Flag`) and whose :func:`rule` methods check what spans fields.
+
+    Built from keywords (``AuditConfig(samples=8)``) or a mapping (:meth:`from_dict`, what
+    ``config.json`` records): either way every field and rule is checked, and a problem is one
+    :class:`ConfigError` line naming the flag, the allowed values and the value received. Attributes
+    may be set afterwards; :meth:`validate` checks the whole config again.
     """
-    nested = getattr(config, "NESTED_FLAGS", {})
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        check_value(value, (flags or {}).get(f.name) or flag_of(config, f.name), constraints_of(f))
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            validate(value, nested.get(f.name))
-    for method in _rules(type(config)):
-        method(config)
+
+    model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+
+    FLAG_FORMAT: ClassVar[str] = "--{dashed}"
+    """How a field is named in messages (``{name}``: the field, ``{dashed}``: with dashes)."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(type(self), exc) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _declared_constraints(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in cls.model_fields:
+                if name in data:
+                    value = data[name]
+                    for c in constraints_of(cls, name):
+                        c.check(value, flag_of(cls, name))
+                        value = c.normalize(value)
+                    if value is not data[name]:
+                        data = {**data, name: value}
+        return data
+
+    @model_validator(mode="after")
+    def _declared_rules(self) -> Self:
+        for method in _rules(type(self)):
+            method(self)
+        return self
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Self:
+        """The config ``values`` describe (its fields by name), checked as the constructor checks."""
+        return cls(**dict(values))
+
+    def validate(self) -> Self:  # type: ignore[override]  # pydantic's deprecated classmethod of that name
+        """Check every field and rule again (after attributes were set); return the config.
+
+        Raises:
+            ConfigError: the first violation, one line naming the flag, the allowed values and the value.
+        """
+        type(self)(**dict(self))
+        return self
+
+    def replace(self, **changes: Any) -> Self:
+        """A checked copy with ``changes`` (field name -> value) put in."""
+        return type(self)(**{**dict(self), **changes})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy (what ``config.json`` and ``results.json`` record)."""
+        return self.model_dump(mode="json")

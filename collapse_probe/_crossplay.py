@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from collapse_probe._callable import config_and_options
-from collapse_probe._constraints import Integer, OneOf, Specs, param, rule, validate
+from collapse_probe._constraints import Flag, OneOf, Specs, rule
 from collapse_probe._records import INFRA_ERROR, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most, check_n_boot
+from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
 from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
@@ -41,14 +40,7 @@ from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.results import Cell, CrossplayResults
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
-from collapse_probe.runspec import (
-    UNSET,
-    ArenaSpec,
-    FlatRolloutFields,
-    RolloutConfig,
-    arena_record,
-    nest_rollout_and_arena,
-)
+from collapse_probe.runspec import ArenaSpec, RunConfig, arena_record
 from collapse_probe.simulators import Participant, vs_setting
 
 SCHEMA = "collapse-probe/crossplay/v1"
@@ -58,95 +50,42 @@ and no benchmark hook (``label`` reads simulator replies); an installed one that
 accepted too."""
 
 
-@dataclass(init=False)
-class CrossplayConfig(FlatRolloutFields):
-    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it).
+class CrossplayConfig(RunConfig):
+    """Configuration of a cross-play run (the CLI, the Python API and ``config.json`` share it): the
+    matrix's policies and simulators, and the rollout and arena fields of
+    :class:`~collapse_probe.runspec.RunConfig` (the tasks are the same in every cell, the seed of the
+    task order and of every conversation is shared by all cells; ``max_live``, an execution setting, is
+    recorded beside the config by :func:`run_crossplay_async`)."""
 
-    ``rollout`` and ``arena`` are nested; the flat keywords and attributes of earlier versions
-    (``tasks``, ``rollouts``, ``max_turns``, ``seed``, ``temperature``, ``benchmark``, ``extra``) read
-    and write them, and ``config.json`` records them flat (:meth:`to_dict`).
-    """
-
-    policies: list[str] = param(
-        None, Specs(1, distinct=True, name="policies"), flag="--policies", factory=lambda: ["smollm2"]
-    )
+    policies: Annotated[list[str], Specs(1, distinct=True, name="policies"), Flag("--policies")] = ["smollm2"]
     """Policy (agent / persuader) specs, one matrix row each."""
-    simulators: list[str] = param(
-        None, Specs(1, distinct=True, name="simulators"), flag="--sims", factory=lambda: ["smollm2", "vs:smollm2"]
-    )
+    simulators: Annotated[list[str], Specs(1, distinct=True, name="simulators"), Flag("--sims")] = [
+        "smollm2",
+        "vs:smollm2",
+    ]
     """Simulator (user / persuadee) specs, one matrix column each; ``vs:SPEC`` for Verbalized Sampling."""
-    train_simulator: str | None = param(None, flag="--train-sim")
+    train_simulator: Annotated[str | None, Flag("--train-sim")] = None
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    """Tasks (the same in every cell), conversations per task and cell, turns, the seed of the task order
-    and of every conversation (shared by all cells), the temperature of both sides."""
-    arena: ArenaSpec = field(default_factory=ArenaSpec)
-    """The benchmark (a registered one, see :func:`~collapse_probe.benchmarks.benchmark_names`) and its
-    options (the fields of its ``Options`` model, e.g. a persona file or a data directory), which build
-    the default arena (see :func:`arena_spec`); ``extra`` of earlier versions."""
     partitioner: str = "exact"
     """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
-    entropy_turns: EntropyTurns = param("first", OneOf(("first", "all")))
+    entropy_turns: Annotated[EntropyTurns, OneOf(("first", "all"))] = "first"
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
-    n_boot: int = param(2000, Integer(100))
-    """Bootstrap replicates; kept so existing configurations load, unused since the transfer-ratio CI
-    became analytic (MOVER-R over tasks)."""
-
-    def __init__(
-        self,
-        policies: list[str] | None = None,
-        simulators: list[str] | None = None,
-        train_simulator: str | None = None,
-        benchmark: str = UNSET,
-        tasks: int = UNSET,
-        rollouts: int = UNSET,
-        max_turns: int | None = UNSET,
-        seed: int = UNSET,
-        temperature: float = UNSET,
-        partitioner: str = "exact",
-        entropy_turns: EntropyTurns = "first",
-        n_boot: int = 2000,
-        extra: dict[str, Any] = UNSET,
-        *,
-        max_live: int | None = UNSET,
-        rollout: RolloutConfig | None = None,
-        arena: ArenaSpec | None = None,
-    ) -> None:
-        self.policies = ["smollm2"] if policies is None else policies
-        self.simulators = ["smollm2", "vs:smollm2"] if simulators is None else simulators
-        self.train_simulator = train_simulator
-        self.partitioner, self.entropy_turns, self.n_boot = partitioner, entropy_turns, n_boot
-        nest_rollout_and_arena(
-            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
-            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
-        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it (``max_live``, an
-        execution setting, is recorded beside it by :func:`run_crossplay_async`)."""
-        rollout = self.flat_rollout()
-        del rollout["max_live"]
-        return {
-            "policies": self.policies,
-            "simulators": self.simulators,
-            "train_simulator": self.train_simulator,
-            "benchmark": self.benchmark,
-            **rollout,
-            "partitioner": self.partitioner,
-            "entropy_turns": self.entropy_turns,
-            "n_boot": self.n_boot,
-            "extra": self.extra,
-        }
+        """JSON-ready copy, as ``config.json`` and ``results.json`` record it (``max_live``, an execution
+        setting, is recorded beside it by :func:`run_crossplay_async`)."""
+        return self.model_dump(mode="json", exclude={"max_live"})
 
-    def validate(self) -> None:
-        """Check the configuration once, at the boundary (the fields' declared constraints and the rules below).
+    def validate(self) -> CrossplayConfig:  # type: ignore[override]
+        """Check the configuration (the fields' declared constraints, the rules below and the partitioner).
 
         Raises:
             ConfigError: naming the field (flag), what was expected and what was received.
         """
-        validate(self)
+        super().validate()
         check_partitioner(self.partitioner, "--partitioner", "the policy strategy entropy")
+        return self
 
     @rule
     def _train_simulator_among_simulators(self) -> None:
@@ -155,10 +94,6 @@ class CrossplayConfig(FlatRolloutFields):
                 f"--train-sim {self.train_simulator!r} is not among --sims {list(self.simulators)}; "
                 "the training simulator must be one of the matrix columns"
             )
-
-    @rule
-    def _bootstrap_fits_in_memory(self) -> None:
-        check_n_boot(self.n_boot, self.tasks)  # tasks are what it resamples
 
     @rule
     def _conversations_per_run(self) -> None:
@@ -424,8 +359,6 @@ def policy_transfer(
     train_cell: dict[str, Any],
     heldout_cells: Sequence[dict[str, Any]],
     *,
-    n_boot: int = 2000,
-    seed: int = 0,
     reward_range: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """Transfer ratio of one policy: held-out reward / training-simulator reward, with a task-cluster CI.
@@ -439,10 +372,7 @@ def policy_transfer(
     means equal the cells' mean rewards. A training reward of 0 makes the ratio undefined: it is then
     ``None`` with the reason in ``note``, never a made-up number; a training reward whose interval
     reaches 0 leaves the CI without an upper end (``ci95`` ``None``, ``ci95_lower`` set, a ``note``).
-
-    ``n_boot`` and ``seed`` are accepted for compatibility; the interval no longer resamples.
     """
-    del n_boot, seed
     est, info = transfer_estimate(train_cell, heldout_cells, level=0.95, reward_range=reward_range)
     return {
         "policy": train_cell["policy"],

@@ -2,88 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe._constraints import rule, validate
+from collapse_probe._constraints import rule
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most
 from collapse_probe.metrics.rewards import summarize_rewards
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
-from collapse_probe.runspec import (
-    UNSET,
-    ArenaSpec,
-    FlatRolloutFields,
-    RolloutConfig,
-    arena_record,
-    nest_rollout_and_arena,
-)
+from collapse_probe.runspec import RunConfig, arena_record
 from collapse_probe.simulators import Participant, vs_setting
 
 if TYPE_CHECKING:
     from collapse_probe.results import PlayResults
 
 
-@dataclass(init=False)
-class PlayConfig(FlatRolloutFields):
-    """Configuration of a ``play`` run (the CLI, the API and ``config.json`` share it).
-
-    ``rollout`` and ``arena`` are nested; the flat keywords and attributes of earlier versions
-    (``tasks``, ``rollouts``, ``max_turns``, ``seed``, ``temperature``, ``max_live``, ``benchmark``,
-    ``extra``) read and write them, and ``config.json`` records them flat (:meth:`to_dict`).
-    """
+class PlayConfig(RunConfig):
+    """Configuration of a ``play`` run (the CLI, the API and ``config.json`` share it): the policy and
+    the simulator, and the rollout and arena fields of :class:`~collapse_probe.runspec.RunConfig`."""
 
     policy: str = "smollm2"
     """Policy (persuader / agent) model spec."""
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    """Tasks, rollouts per task, turns, seed, temperature, conversations in flight."""
-    arena: ArenaSpec = field(default_factory=ArenaSpec)
-    """The benchmark and its options, as recorded (the arena itself is given to :func:`run_play`)."""
-
-    def __init__(
-        self,
-        policy: str = "smollm2",
-        sim: str = "smollm2",
-        benchmark: str = UNSET,
-        tasks: int = UNSET,
-        rollouts: int = UNSET,
-        max_turns: int | None = UNSET,
-        seed: int = UNSET,
-        temperature: float = UNSET,
-        max_live: int | None = UNSET,
-        extra: dict[str, Any] = UNSET,
-        *,
-        rollout: RolloutConfig | None = None,
-        arena: ArenaSpec | None = None,
-    ) -> None:
-        self.policy, self.sim = policy, sim
-        nest_rollout_and_arena(
-            self, rollout, arena, benchmark=benchmark, extra=extra, tasks=tasks, rollouts=rollouts,
-            max_turns=max_turns, seed=seed, temperature=temperature, max_live=max_live,
-        )  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy, flat as ``config.json`` and ``results.json`` record it."""
-        return {
-            "policy": self.policy,
-            "sim": self.sim,
-            "benchmark": self.benchmark,
-            **self.flat_rollout(),
-            "extra": self.extra,
-        }
-
-    def validate(self) -> None:
-        """Check every field once, at the boundary (the declared constraints and the rules below).
-
-        Raises:
-            ConfigError: naming the flag, the allowed values and the value received.
-        """
-        validate(self)
 
     @rule
     def _conversations_per_run(self) -> None:

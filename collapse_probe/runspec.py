@@ -13,13 +13,13 @@ with, and the resolved spec is what ``config.json`` records under ``"arena"``: `
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
 
 if TYPE_CHECKING:
     from collapse_probe.benchmarks import Arena
     from collapse_probe.benchmarks._plugin import Benchmark
-from collapse_probe._constraints import AtMost, Integer, Number, param, rule
+from collapse_probe._constraints import AtMost, Config, Constraint, Integer, Number
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, get_benchmark
 from collapse_probe.limits import MAX_STATES, MAX_TURNS, check_int
@@ -29,6 +29,7 @@ __all__ = [
     "ROLLOUT_FIELDS",
     "ArenaSpec",
     "RolloutConfig",
+    "RunConfig",
     "arena_record",
     "is_local",
     "options_taken",
@@ -152,88 +153,65 @@ def options_taken(benchmark: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in fields}
 
 
-@dataclass
-class RolloutConfig:
+class BenchmarkOptions(Constraint):
+    """A mapping of a benchmark's option names to values (which the benchmark's ``Options`` checks);
+    ``optional`` also accepts ``None``."""
+
+    def __init__(self, optional: bool = False) -> None:
+        self.optional = optional
+
+    def check(self, value: Any, flag: str) -> None:
+        if not (self.optional and value is None):
+            check_options(value, flag.lstrip("-"))
+
+
+class RolloutConfig(Config):
     """What every pipeline that rolls out conversations on tasks shares: how many, how long, how sampled.
 
-    Nested as ``rollout`` in :class:`~collapse_probe.play.PlayConfig` and
-    :class:`~collapse_probe._crossplay.CrossplayConfig`, whose flat fields (``config.tasks``, the
-    ``tasks=`` keyword, ``tasks`` in ``config.json``) read and write it.
+    :class:`RunConfig` (so :class:`~collapse_probe.play.PlayConfig` and
+    :class:`~collapse_probe._crossplay.CrossplayConfig`) has these fields itself; the audit and the
+    trainers name some of them differently (``states``, ``group_size``) and give theirs as
+    ``config.rollout``.
     """
 
-    tasks: int = param(4, Integer(1), AtMost(MAX_STATES, "tasks"))
+    tasks: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 4
     """Number of tasks (P4G: donor personas), the first of the benchmark's seeded order."""
-    rollouts: int = param(2, Integer(1))
+    rollouts: Annotated[int, Integer(1)] = 2
     """Conversations per task (and per cell of a cross-play matrix)."""
-    max_turns: int | None = param(3, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation"))
+    max_turns: Annotated[int | None, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
     """Conversation rounds (P4G: persuader + persuadee exchanges); ``None``: the benchmark's own cap
     (P4G: 3; tau2: none, max steps end an episode)."""
-    seed: int = param(0, Integer(None))
+    seed: Annotated[int, Integer(None)] = 0
     """Seed of the task order and of every conversation."""
-    temperature: float = param(1.0, Number(ge=0))
+    temperature: Annotated[float, Number(ge=0)] = 1.0
     """Sampling temperature of both sides."""
-    max_live: int | None = param(None, Integer(1, optional=True))
+    max_live: Annotated[int | None, Integer(1, optional=True)] = None
     """At most this many conversations in flight (``None``: all). An execution setting: a run may
     resume with another value (every conversation has its own seed)."""
 
 
-ROLLOUT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutConfig))
-"""The fields of :class:`RolloutConfig`, which a config that nests it also takes flat."""
+ROLLOUT_FIELDS: tuple[str, ...] = tuple(RolloutConfig.model_fields)
+"""The fields of :class:`RolloutConfig`."""
 
 
-def nest_rollout_and_arena(
-    config: Any,
-    rollout: RolloutConfig | Mapping[str, Any] | None,
-    arena: ArenaSpec | Mapping[str, Any] | None,
-    **flat: Any,
-) -> None:
-    """Set ``config.rollout`` and ``config.arena`` from the nested values and the flat keywords
-    (``tasks=``, ..., ``benchmark=``, ``extra=``; a flat keyword given wins over the nested value,
-    as :func:`dataclasses.replace` needs). ``extra`` is the arena's options, as recorded."""
-    config.rollout = nested_rollout(rollout, **{k: v for k, v in flat.items() if k in ROLLOUT_FIELDS})
-    benchmark, extra = flat.get("benchmark", UNSET), flat.get("extra", UNSET)
-    config.arena = nested_arena(
-        arena, None if benchmark is UNSET else benchmark, None if extra is UNSET else {} if extra is None else extra
-    )
+class RunConfig(RolloutConfig):
+    """The rollout fields and the benchmark arena: what ``play`` and ``crossplay`` configs share."""
 
+    benchmark: str = DEFAULT_BENCHMARK
+    """Benchmark name (a registered one, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
+    extra: Annotated[dict[str, Any], BenchmarkOptions()] = {}
+    """The benchmark's options, as given (the fields of its ``Options`` model, e.g. a persona file or a
+    data directory)."""
 
-def nested_rollout(rollout: RolloutConfig | Mapping[str, Any] | None, **given: Any) -> RolloutConfig:
-    """A new ``rollout`` (a config, its ``dataclasses.asdict`` form, or ``None``: the defaults) with the
-    ``given`` fields that are not :data:`UNSET` put in (the flat keywords of a config that nests it)."""
-    if isinstance(rollout, Mapping):
-        rollout = RolloutConfig(**rollout)
-    return replace(rollout or RolloutConfig(), **{k: v for k, v in given.items() if v is not UNSET})
+    @property
+    def rollout(self) -> RolloutConfig:
+        """The rollout fields as a :class:`RolloutConfig` (a copy)."""
+        return RolloutConfig(**{name: getattr(self, name) for name in ROLLOUT_FIELDS})
 
-
-def rollout_property(name: str) -> property:
-    """A read/write attribute that is ``config.rollout.<name>`` (the flat attribute of a config whose
-    keyword of earlier versions is a field of the nested :class:`RolloutConfig`)."""
-
-    def get(config: Any) -> Any:
-        return getattr(config.rollout, name)
-
-    def set_(config: Any, value: Any) -> None:
-        setattr(config.rollout, name, value)
-
-    return property(get, set_, doc=f"``rollout.{name}``.")
-
-
-def nested_arena(arena: ArenaSpec | Mapping[str, Any] | None, benchmark: str | None, options: Any) -> ArenaSpec:
-    """``arena`` (a spec, its ``dataclasses.asdict`` form, or ``None``: the default) with ``benchmark``
-    and ``options`` put in where given (not ``None``). The spec holds the given options mapping
-    itself, not a copy, so ``config.extra[k] = v`` still records ``k``; a value that is not a mapping
-    is kept for the config's rule to refuse by name."""
-    if isinstance(arena, Mapping):
-        arena = ArenaSpec(str(arena.get("benchmark") or DEFAULT_BENCHMARK), arena.get("options") or {})
-    base = arena or ArenaSpec()
-    if options is None:
-        options = base.options
-    elif isinstance(options, Mapping) and not isinstance(options, dict):
-        options = dict(options)
-    spec = ArenaSpec.__new__(ArenaSpec)
-    object.__setattr__(spec, "benchmark", base.benchmark if benchmark is None else benchmark)
-    object.__setattr__(spec, "options", options)
-    return spec
+    @property
+    def arena(self) -> ArenaSpec:
+        """The benchmark and its options as an :class:`ArenaSpec` (what builds the arena)."""
+        return ArenaSpec(self.benchmark, self.extra)
 
 
 def check_options(options: Any, flag: str = "extra") -> None:
@@ -242,105 +220,3 @@ def check_options(options: Any, flag: str = "extra") -> None:
 
     if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
         raise ConfigError(f"{flag}: expected a mapping of the benchmark's options (name -> value), got {options!r}")
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
-"""A flat keyword not given (``None`` is a value: ``max_turns=None`` is the benchmark's own cap)."""
-
-
-class FlatRolloutFields:
-    """The flat fields of a config that nests ``rollout`` (:class:`RolloutConfig`) and ``arena``
-    (:class:`ArenaSpec`), as read/write properties: ``config.tasks`` is ``config.rollout.tasks``,
-    ``config.benchmark`` is ``config.arena.benchmark`` and ``config.extra`` the arena's options."""
-
-    rollout: RolloutConfig
-    arena: ArenaSpec
-
-    FLAT_FIELDS = (*ROLLOUT_FIELDS, "benchmark", "extra")
-    """Keywords the config takes besides its fields (the flat form of earlier versions)."""
-
-    @rule
-    def _options_mapping(self) -> None:
-        check_options(self.extra)
-
-    def flat_rollout(self) -> dict[str, Any]:
-        """The rollout fields as ``config.json`` records them (flat, beside the config's own)."""
-        return {name: getattr(self.rollout, name) for name in ROLLOUT_FIELDS}
-
-    @property
-    def tasks(self) -> int:
-        """``rollout.tasks``."""
-        return self.rollout.tasks
-
-    @tasks.setter
-    def tasks(self, value: int) -> None:
-        self.rollout.tasks = value
-
-    @property
-    def rollouts(self) -> int:
-        """``rollout.rollouts``."""
-        return self.rollout.rollouts
-
-    @rollouts.setter
-    def rollouts(self, value: int) -> None:
-        self.rollout.rollouts = value
-
-    @property
-    def max_turns(self) -> int | None:
-        """``rollout.max_turns``."""
-        return self.rollout.max_turns
-
-    @max_turns.setter
-    def max_turns(self, value: int | None) -> None:
-        self.rollout.max_turns = value
-
-    @property
-    def seed(self) -> int:
-        """``rollout.seed``."""
-        return self.rollout.seed
-
-    @seed.setter
-    def seed(self, value: int) -> None:
-        self.rollout.seed = value
-
-    @property
-    def temperature(self) -> float:
-        """``rollout.temperature``."""
-        return self.rollout.temperature
-
-    @temperature.setter
-    def temperature(self, value: float) -> None:
-        self.rollout.temperature = value
-
-    @property
-    def max_live(self) -> int | None:
-        """``rollout.max_live``."""
-        return self.rollout.max_live
-
-    @max_live.setter
-    def max_live(self, value: int | None) -> None:
-        self.rollout.max_live = value
-
-    @property
-    def benchmark(self) -> str:
-        """``arena.benchmark``."""
-        return self.arena.benchmark
-
-    @benchmark.setter
-    def benchmark(self, value: str) -> None:
-        nest_rollout_and_arena(self, self.rollout, self.arena, benchmark=value)
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """``arena.options``: the benchmark's options, as recorded (the mapping itself, so
-        ``config.extra[k] = v`` records ``k``)."""
-        return self.arena.options  # type: ignore[return-value]  # always the dict nest_rollout_and_arena set
-
-    @extra.setter
-    def extra(self, value: dict[str, Any]) -> None:
-        nest_rollout_and_arena(self, self.rollout, self.arena, extra=value)

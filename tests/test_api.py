@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
 
@@ -74,7 +73,7 @@ def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
     opts = {"progress": False, "report": False, "cache": False}
     base = run_crossplay(config, out=tmp_path / "base", **opts)
     by_config = collapse_probe.crossplay(config, out=tmp_path / "a", **opts)
-    by_fields = collapse_probe.crossplay(out=tmp_path / "b", **asdict(config), **opts)
+    by_fields = collapse_probe.crossplay(out=tmp_path / "b", **dict(config), **opts)
     by_override = collapse_probe.crossplay(
         CrossplayConfig(policies=[SPEC], simulators=[SPEC], tasks=5), tasks=2, rollouts=1, max_turns=1, out=None, **opts
     )

@@ -192,3 +192,27 @@ def test_every_named_set_is_one_registry_type():
             reg.load("no-such-name")
         for name in reg:
             assert reg.known(name), what
+
+
+def test_every_config_is_one_pydantic_config_and_none_is_a_dataclass() -> None:
+    """One config system: every ``*Config`` class of the package is a :class:`~collapse_probe._constraints.Config`
+    (a pydantic model whose fields declare their constraints), none a dataclass, and no flat-keyword shim
+    (``InitVar``, ``UNSET``) remains."""
+    import dataclasses
+    import importlib
+
+    from collapse_probe._constraints import Config
+
+    root = Path(__file__).parents[1] / "collapse_probe"
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "InitVar" not in text and "UNSET" not in text, f"{path}: a flat-keyword shim"
+        tree = ast.parse(text)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Config") and node.name != "Config":
+                module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+                cls = getattr(importlib.import_module(module), node.name)
+                assert issubclass(cls, Config) and not dataclasses.is_dataclass(cls), f"{module}.{node.name}"
+                found.append(node.name)
+    assert {"AuditConfig", "PlayConfig", "CrossplayConfig", "TrainConfig", "LabConfig", "MonitorConfig"} <= set(found)

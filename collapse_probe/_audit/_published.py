@@ -28,7 +28,6 @@ back to exact text with a notice that says so.
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -246,7 +245,7 @@ async def run_audit_from_async(
     benchmark = run.benchmark or benchmark
     tasks = {c.task_id for c in convs}
     sizes = [len(s.replies) for s in states]
-    config = replace(config, sim=str(sim or "published simulator"), benchmark=str(benchmark or "none"),
+    config = config.replace(sim=str(sim or "published simulator"), benchmark=str(benchmark or "none"),
                      policy=str(run.policy or "published policy"), states=max(1, len(tasks)), samples=min(sizes),
                      exact=False, max_turns=None)  # fmt: skip
     config.validate()

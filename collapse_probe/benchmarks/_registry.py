@@ -56,9 +56,8 @@ BENCHMARKS: Registry[Benchmark] = Registry(
 distributions add names through the entry-point group ``collapse_probe.benchmarks``."""
 
 
-FORMER_TRAIN_OPTIONS: tuple[str, ...] = ("personas", "tau2_data")
-"""Arena options the train config took as fields of its own before it nested the arena: still its
-keywords and attributes, and recorded beside its other fields in ``config.json``."""
+TRAIN_ARENA_OPTIONS: tuple[str, ...] = ("personas", "tau2_data")
+"""Arena options the train config has as fields of its own (its ``--personas`` and ``--tau2-data`` flags)."""
 
 PUBLISHED_FORMATS: Registry[Callable[..., Any]] = Registry(
     "published format", flag="--format", entries={"tau2": "collapse_probe.interop._tau2:read_tau2_results"}

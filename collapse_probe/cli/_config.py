@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import dataclasses
 import difflib
 import inspect
 import json
@@ -105,7 +104,7 @@ def model_options(args: argparse.Namespace, role: str) -> dict[str, Any]:
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """Attribute docstrings of a dataclass (the string literal under each field), by field name."""
+    """Attribute docstrings of a config class (the string literal under each field), by field name."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
@@ -145,7 +144,7 @@ def _short_help(doc: str) -> str:
 def add_dataclass_options(
     p: argparse.ArgumentParser, cls: type, *, skip: Sequence[str] = (), env: Any = None
 ) -> list[str]:
-    """Add ``--field-name`` for every scalar field of dataclass ``cls`` not already an option of ``p``.
+    """Add ``--field-name`` for every scalar field of config ``cls`` (a pydantic model) not already an option of ``p``.
 
     The type, default and help come from the field's annotation, default and attribute docstring;
     ``$COLLAPSE_PROBE_<FIELD>`` overrides the default as for hand-written options. Returns the names of
@@ -160,29 +159,29 @@ def add_dataclass_options(
     docs = field_docs(cls)
     hints = typing.get_type_hints(cls)
     added: list[str] = []
-    for f in dataclasses.fields(cls):
-        if f.name in taken or f.name in skip or f.default is dataclasses.MISSING:
+    for name, info in cls.model_fields.items():  # type: ignore[attr-defined]
+        if name in taken or name in skip or info.is_required():
             continue
-        kind, _optional = _scalar_type(hints[f.name])
+        kind, _optional = _scalar_type(hints[name])
         if kind is None:
             continue
-        flag = f.name.replace("_", "-")
-        default = f.default
-        doc = _short_help(docs.get(f.name, ""))
+        flag = name.replace("_", "-")
+        default = info.default
+        doc = _short_help(docs.get(name, ""))
         if kind is bool:
             if default is not False:
                 continue  # a flag that could only switch off would read backwards; keep those hand-written
-            p.add_argument(f"--{flag}", dest=f.name, action="store_true", default=env(flag, False), help=doc)
+            p.add_argument(f"--{flag}", dest=name, action="store_true", default=env(flag, False), help=doc)
         else:
             shown = "none" if default is None else default
             p.add_argument(
                 f"--{flag}",
-                dest=f.name,
+                dest=name,
                 type=kind,
                 default=env(flag, default, kind),
                 help=f"{doc} (default {shown})" if doc else f"default {shown}",
             )
-        added.append(f.name)
+        added.append(name)
     return added
 
 

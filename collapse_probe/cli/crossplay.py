@@ -72,7 +72,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("entropy-turns", "first"),
         help="policy turns in the strategy entropy: the opening move or all turns (default first)",
     )
-    p.add_argument("--n-boot", type=int, default=env("n-boot", 2000), help="bootstrap resamples (default 2000)")
     add_benchmark(p)
     add_sampling(p)
     add_seed(p)
@@ -104,7 +103,6 @@ def run(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         partitioner=args.partitioner,
         entropy_turns=args.entropy_turns,
-        n_boot=args.n_boot,
         extra=extra,
     )
     config.validate()

@@ -54,12 +54,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", type=int, default=env("tasks", 4), help="training tasks T per step (default 4)")
     p.add_argument("--max-turns", type=int, default=env("max-turns", 3), help="conversation rounds (default 3)")
     p.add_argument("--max-tokens", type=int, default=env("max-tokens", 48), help="tokens per turn (default 48)")
-    import dataclasses
-
     from collapse_probe.trainers.config import TrainConfig
 
     # the arena options a run records (a chosen plugin benchmark's own options are added when it is named)
-    add_benchmark(p, only={f.name for f in dataclasses.fields(TrainConfig)} | set(TrainConfig.FLAT_FIELDS))
+    add_benchmark(p, only=set(TrainConfig.model_fields))
     p.add_argument(
         "--eval-every", type=int, default=env("eval-every", 5), help="held-out evaluation period (default 5)"
     )

@@ -175,7 +175,7 @@ class CollapseMonitor:
         **fields: Any,
     ) -> None:
         if config is None:
-            unknown = sorted(set(fields) - set(MonitorConfig.__dataclass_fields__))
+            unknown = sorted(set(fields) - set(MonitorConfig.model_fields))
             if unknown:
                 raise ConfigError(f"CollapseMonitor got unknown option(s) {unknown}; see MonitorConfig")
             config = MonitorConfig(**fields)

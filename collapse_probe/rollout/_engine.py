@@ -21,9 +21,9 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from collapse_probe._constraints import Integer, Number, param, validate
+from collapse_probe._constraints import Config, Integer, Number
 from collapse_probe._observe import note_infra_failure
 from collapse_probe._records import conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
@@ -53,18 +53,20 @@ class ConversationSpec:
         return f"{self.policy}|{self.simulator}|{self.task.task_id}|{self.rollout}"
 
 
-@dataclass
-class EngineConfig:
+class EngineConfig(Config):
     """Sampling settings the engine applies to every turn."""
 
-    temperature: float = param(1.0, Number(ge=0))
+    temperature: Annotated[float, Number(ge=0)] = 1.0
     """Sampling temperature of both sides (override per side below)."""
-    policy_temperature: float | None = param(None, Number(ge=0, optional=True))
-    simulator_temperature: float | None = param(None, Number(ge=0, optional=True))
-    top_p: float = param(1.0, Number(gt=0, le=1))
+    policy_temperature: Annotated[float | None, Number(ge=0, optional=True)] = None
+    """Sampling temperature of the policy (``None``: ``temperature``)."""
+    simulator_temperature: Annotated[float | None, Number(ge=0, optional=True)] = None
+    """Sampling temperature of the simulator (``None``: ``temperature``)."""
+    top_p: Annotated[float, Number(gt=0, le=1)] = 1.0
+    """Nucleus-sampling mass of both sides."""
     progress: bool = True
     """Show a progress bar over conversations."""
-    max_live: int | None = param(None, Integer(1, optional=True))
+    max_live: Annotated[int | None, Integer(1, optional=True)] = None
     """At most this many conversations in flight (``None``: all). New ones start as others finish;
     this bounds memory and batch size, and makes finished conversations land in waves."""
 
@@ -161,7 +163,7 @@ async def run_conversations(
         One record per spec (including those loaded from a previous run), in spec order.
     """
     config = config or EngineConfig()
-    validate(config)
+    config.validate()
     for s in specs:
         for label in (s.policy, s.simulator):
             if label not in participants:

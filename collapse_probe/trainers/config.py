@@ -1,27 +1,20 @@
 """Configuration of the LLM reference trainers (``collapse-probe train``).
 
 One typed config filled by the CLI, the Python API and a resumed run's ``config.json``; every field
-is validated once, in :meth:`TrainConfig.validate`, with a message that names the flag, what was
+is checked when the config is built, with a message that names the flag, what was
 expected and what was received.
 """
 
 from __future__ import annotations
 
-from dataclasses import InitVar, asdict, dataclass, field, fields
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from collapse_probe._constraints import Integer, Number, OneOf, Specs, check_value, param, rule, validate
-from collapse_probe.benchmarks._registry import FORMER_TRAIN_OPTIONS
+from collapse_probe._constraints import AtMost, Config, Constraint, Flag, Integer, Number, OneOf, Specs, rule
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, TRAIN_ARENA_OPTIONS
 from collapse_probe.errors import ConfigError
-from collapse_probe.runspec import (
-    UNSET,
-    ArenaSpec,
-    RolloutConfig,
-    check_options,
-    nested_arena,
-    nested_rollout,
-    rollout_property,
-)
+from collapse_probe.limits import MAX_STATES, MAX_TURNS
+from collapse_probe.runspec import ArenaSpec, BenchmarkOptions, RolloutConfig
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
 
@@ -48,119 +41,114 @@ GROUP_WHY = (
     "so nothing would be learned"
 )
 
-ARENA_KEYWORDS = FORMER_TRAIN_OPTIONS
-"""Options of the arena the config also takes as keywords and attributes (the flat form of earlier
-versions); ``config.json`` records them beside the other fields, as before."""
+ARENA_KEYWORDS = TRAIN_ARENA_OPTIONS
+"""Options of the arena the config has as fields of its own (the ``--personas`` and ``--tau2-data``
+flags)."""
 
 TRAINABLE_PREFIXES = ("local/", "hf/")
 """Model spec prefixes the trainers can put LoRA adapters on (after alias expansion)."""
 
 
-@dataclass
-class TrainConfig:
-    """Configuration of one LLM training run. Validated by :meth:`validate` (called on construction).
+class TrainConfig(Config):
+    """Configuration of one LLM training run, checked when built (and by :meth:`validate` again).
 
-    ``rollout`` (the rollout config ``play`` and ``crossplay`` nest) and ``arena`` (the benchmark and its
-    options) are nested; the flat keywords and attributes of earlier versions (``benchmark``,
-    ``group_size`` = ``rollout.rollouts``, ``tasks``, ``max_turns``, ``temperature``, ``seed``,
-    ``personas`` and ``tau2_data`` = arena options) read and write them, and ``config.json`` records
-    them flat (:meth:`to_dict`).
+    ``rollout`` (the tasks, ``group_size`` rollouts per task, turns, seed and temperature) and ``arena``
+    (the benchmark and its options) are derived from the fields; ``config.json`` records the fields.
     """
 
     method: str = "single"
     """One of :data:`METHODS` (see :mod:`collapse_probe.trainers.methods`)."""
     policy: str = "smollm2"
     """Policy model spec; must be trainable (``local/<name>``, ``hf/<dir>`` or an alias of one)."""
-    sims: list[str] = param(None, Specs(), flag="--sim", factory=lambda: ["smollm2"])
+    sims: Annotated[list[str], Specs(), Flag("--sim")] = ["smollm2"]
     """Training simulator spec(s). ``single``/``persona``: one frozen simulator. ``vs``: one simulator,
     run in Verbalized-Sampling mode (``vs:`` is prefixed when missing). ``ensemble``: two or more frozen
     simulators, rotated one per step. ``cotrain``/``population``: one trainable model (``local/``,
     ``hf/``) that gets its own LoRA adapter. ``selfplay``: empty (the policy model plays both sides)."""
-    benchmark: InitVar[str] = UNSET
-    """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo`` or an installed one):
-    ``arena.benchmark``."""
-    heldout: list[str] = param(None, Specs(), factory=list)
+    benchmark: str = DEFAULT_BENCHMARK
+    """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo`` or an installed one)."""
+    heldout: Annotated[list[str], Specs()] = []
     """Held-out simulator specs for the periodic cross-play evaluation (empty: no evaluation)."""
-    steps: int = param(10, Integer(1))
+    steps: Annotated[int, Integer(1)] = 10
     """Training steps (one rollout batch and one update each). May be raised when resuming."""
-    group_size: InitVar[int] = UNSET
+    group_size: Annotated[int, Integer(2, why=GROUP_WHY)] = 4
     """Rollouts ``G`` per task per step: one group-relative advantage group (``rollout.rollouts``,
     at least 2)."""
-    tasks: InitVar[int] = UNSET
+    tasks: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 4
     """Training tasks ``T`` (the first ``T`` of the benchmark's seeded order); every step rolls out
     ``G`` conversations of each, so a step's batch is ``T x G`` conversations (``rollout.tasks``)."""
-    max_turns: InitVar[int] = UNSET
-    """Conversation rounds (P4G: persuader + persuadee exchanges; ``rollout.max_turns``, required)."""
-    max_tokens: int = param(48, Integer(1))
+    max_turns: Annotated[int, Integer(1), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
+    """Conversation rounds (P4G: persuader + persuadee exchanges; required)."""
+    max_tokens: Annotated[int, Integer(1)] = 48
     """Token budget of every turn, both sides."""
-    temperature: InitVar[float] = UNSET
+    temperature: Annotated[float, Number(gt=0, why="REINFORCE needs a sampling policy")] = 1.0
     """Sampling temperature of both sides (``rollout.temperature``, above 0); log-probabilities are
     recomputed at the same temperature, so the update is on-policy for the distribution that sampled."""
-    lr: float = param(1e-4, Number(gt=0))
+    lr: Annotated[float, Number(gt=0)] = 1e-4
     """AdamW learning rate of the policy's LoRA adapter."""
-    sim_lr: float | None = param(None, Number(gt=0, optional=True))
+    sim_lr: Annotated[float | None, Number(gt=0, optional=True)] = None
     """AdamW learning rate of a trainable simulator's adapter (``None``: ``lr``)."""
-    lora_r: int = param(8, Integer(1))
+    lora_r: Annotated[int, Integer(1)] = 8
     """LoRA rank."""
-    lora_alpha: int = param(16, Integer(1))
+    lora_alpha: Annotated[int, Integer(1)] = 16
     """LoRA scaling numerator (scale = alpha / r)."""
-    lora_dropout: float = param(0.0, Number(ge=0, lt=1))
+    lora_dropout: Annotated[float, Number(ge=0, lt=1)] = 0.0
     """Dropout on the LoRA path."""
-    lora_target_modules: list[str] | None = None
+    lora_target_modules: Annotated[list[str] | None, ModuleNames()] = None
     """Modules that get adapters (``None``: peft's default for the architecture, e.g. ``q_proj``, ``v_proj``)."""
-    kl_coef: float = param(0.0, Number(ge=0))
+    kl_coef: Annotated[float, Number(ge=0)] = 0.0
     """Weight of the KL penalty to the reference model (the same model with its adapter disabled),
     estimated per trained token with ``k3 = exp(ref - logp) - (ref - logp) - 1``; 0 disables it."""
-    adv_eps: float = param(1e-6, Number(ge=0))
+    adv_eps: Annotated[float, Number(ge=0)] = 1e-6
     """``eps`` of the group-relative advantage ``A = (R - mean) / (std + eps)`` (population std)."""
-    max_grad_norm: float = param(1.0, Number(ge=0))
+    max_grad_norm: Annotated[float, Number(ge=0)] = 1.0
     """Gradient clipping norm per update (0 disables clipping)."""
-    train_batch: int = param(8, Integer(1))
+    train_batch: Annotated[int, Integer(1)] = 8
     """Turns (sequences) per forward/backward micro-batch of the update."""
-    cotrain_reward: str = param("adversarial", OneOf(SIMULATOR_REWARD_MODES))
+    cotrain_reward: Annotated[str, OneOf(SIMULATOR_REWARD_MODES)] = "adversarial"
     """Simulator reward of ``cotrain``/``population``: adversarial ``1 - R`` (persuasion default),
     cooperative ``R``, or curriculum ``exp(-(Var_g(R) - 0.25)^2 / 0.02)``."""
-    pool_size: int = param(5, Integer(1))
+    pool_size: Annotated[int, Integer(1)] = 5
     """``population``: FIFO pool of the K most recent simulator adapter snapshots."""
-    snapshot_every: int = param(1, Integer(1))
+    snapshot_every: Annotated[int, Integer(1)] = 1
     """``population``: push a snapshot of the co-trained simulator into the pool every this many steps."""
     pool_dir: str | None = None
     """``population``: pool directory (default ``OUT/pool``); its ``manifest.json`` lists the members."""
-    personas: InitVar[str | None] = UNSET
+    personas: str | None = None
     """P4G persona file (``persona`` method draws from it; default: the shipped one): an arena option."""
-    tau2_data: InitVar[str | None] = UNSET
+    tau2_data: str | None = None
     """Official tau2 data directory for the tau2 benchmarks: an arena option."""
-    vs_k: int = param(5, Integer(2))
+    vs_k: Annotated[int, Integer(2)] = 5
     """Candidates per Verbalized-Sampling turn."""
-    eval_every: int = param(5, Integer(1))
+    eval_every: Annotated[int, Integer(1)] = 5
     """Cross-play evaluation over ``heldout`` every this many steps (and at the last step)."""
-    eval_tasks: int | None = param(None, Integer(1, optional=True))
+    eval_tasks: Annotated[int | None, Integer(1, optional=True)] = None
     """Tasks of the held-out evaluation (``None``: ``tasks``)."""
-    eval_rollouts: int = param(2, Integer(1))
+    eval_rollouts: Annotated[int, Integer(1)] = 2
     """Conversations per task and held-out simulator in the evaluation."""
-    collapse_states: int = param(2, Integer(0))
+    collapse_states: Annotated[int, Integer(0)] = 2
     """Visited simulator states per step at which the simulator's collapse error is measured."""
-    collapse_samples: int = param(8, Integer(2))
+    collapse_samples: Annotated[int, Integer(2)] = 8
     """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
     partitioner: str = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
     for ``policy_entropy`` (``exact``, ``embedding`` or an installed partitioner that needs no judge
     model and no benchmark hook)."""
-    entropy_turns: str = param("first", OneOf(("first", "all")))
+    entropy_turns: Annotated[str, OneOf(("first", "all"))] = "first"
     """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
-    save_every: int = param(1, Integer(1))
+    save_every: Annotated[int, Integer(1)] = 1
     """Write a checkpoint every this many steps (and at the last step)."""
-    keep_checkpoints: int = param(2, Integer(1))
+    keep_checkpoints: Annotated[int, Integer(1)] = 2
     """Most recent checkpoints kept on disk."""
-    rollout_backend: str = param("torch", OneOf(ROLLOUT_BACKENDS))
+    rollout_backend: Annotated[str, OneOf(ROLLOUT_BACKENDS)] = "torch"
     """One of :data:`ROLLOUT_BACKENDS`."""
-    vllm_options: dict[str, Any] = field(default_factory=dict)
+    vllm_options: dict[str, Any] = {}
     """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``).
     Defaults there: ``enable_sleep_mode=True`` (vLLM releases its memory during the learner step),
     ``gpu_memory_utilization=0.45`` (the learner and its optimizer keep the rest),
     ``logprobs_mode="processed_logprobs"`` (log-probabilities at the sampling temperature, as the
     learner computes them) and ``max_lora_rank`` = the smallest rank vLLM accepts that holds ``lora_r``."""
-    tis_cap: float | None = param(2.0, Number(gt=0, optional=True))
+    tis_cap: Annotated[float | None, Number(gt=0, optional=True)] = 2.0
     """Truncated importance sampling for vLLM rollouts: each token's loss is weighted by
     ``min(pi_learner / pi_vllm, tis_cap)``, correcting the mismatch between vLLM's bf16 sampler and the
     learner; ``None`` turns the correction off (the mismatch is still logged as ``logprob_mismatch``).
@@ -171,77 +159,18 @@ class TrainConfig:
     """Weights dtype of trained models (``None``: float32 for ``local/``, ``auto`` for ``hf/``)."""
     cache: bool = True
     """Serve frozen simulators through the response cache (trained models never are)."""
-    seed: InitVar[int] = UNSET
-    """Seed of the task order, every conversation, LoRA initialisation and pool draws (``rollout.seed``)."""
+    seed: Annotated[int, Integer(None)] = 0
+    """Seed of the task order, every conversation, LoRA initialisation and pool draws."""
     progress: bool = False
     """Show progress bars."""
-    arena_options: InitVar[dict[str, Any] | None] = UNSET
+    arena_options: Annotated[dict[str, Any] | None, BenchmarkOptions(optional=True), Flag("arena_options")] = None
     """The arena's other options (a plugin benchmark's own), beside ``personas`` and ``tau2_data``."""
-    rollout: RolloutConfig = param(None, factory=lambda: RolloutConfig(tasks=4, rollouts=4, max_turns=3))
-    """Tasks, rollouts per task (the group ``G``), turns, seed and temperature of the training rollouts."""
-    arena: ArenaSpec = field(default_factory=ArenaSpec)
-    """The benchmark and its options (``max_turns`` and ``max_tokens`` above reach it where it takes them)."""
 
-    NESTED_FLAGS = {"rollout": {"rollouts": "--group-size"}}
-    """How the trainer names the nested fields whose flag differs from the field (``validate``)."""
-
-    FLAT_FIELDS = (
-        "benchmark",
-        "group_size",
-        "tasks",
-        "max_turns",
-        "temperature",
-        "seed",
-        *ARENA_KEYWORDS,
-        "arena_options",
-    )
-    """Keywords the config takes besides its fields (the flat form of earlier versions)."""
-
-    def __post_init__(
-        self,
-        benchmark: str,
-        group_size: int,
-        tasks: int,
-        max_turns: int,
-        temperature: float,
-        personas: str | None,
-        tau2_data: str | None,
-        seed: int,
-        arena_options: dict[str, Any] | None,
-    ) -> None:
-        self.rollout = nested_rollout(
-            self.rollout, tasks=tasks, rollouts=group_size, max_turns=max_turns, seed=seed, temperature=temperature
-        )
-        if isinstance(self.arena, dict):
-            self.arena = ArenaSpec(
-                str(self.arena.get("benchmark") or ArenaSpec().benchmark), self.arena.get("options") or {}
-            )
-        options: Any = self.arena.options
-        if isinstance(options, dict):
-            options = dict(options)  # a copy: a config copied by dataclasses.replace shares the old one
-        if arena_options is not UNSET:
-            kept = {k: v for k, v in options.items() if k in ARENA_KEYWORDS} if isinstance(options, dict) else {}
-            options = {**arena_options, **kept} if isinstance(arena_options, dict) else arena_options
-        for name, value in zip(ARENA_KEYWORDS, (personas, tau2_data), strict=True):
-            if value is not UNSET:
-                options = _with_option(options, name, value)
-        self.arena = nested_arena(self.arena, None if benchmark is UNSET else benchmark, options)
-        self.validate()
-
-    def validate(self) -> None:
-        """Check every field once, at the boundary.
-
-        Raises:
-            ConfigError: naming the flag, the allowed values and the value received.
-        """
+    @rule
+    def _method_and_models(self) -> None:
         method = get_method(self.method)
-        if not isinstance(self.policy, str) or not self.policy.strip():
+        if not self.policy.strip():
             raise ConfigError(f"--policy: expected a model spec, got {self.policy!r}")
-        # the trainer's own bounds on the shared rollout fields, first: they name the flag as before
-        check_value(self.rollout.rollouts, "--group-size", (Integer(2, why=GROUP_WHY),))
-        check_value(self.rollout.max_turns, "--max-turns", (Integer(1),))
-        check_value(self.rollout.temperature, "--temperature", (Number(gt=0, why="REINFORCE needs a sampling policy"),))
-        validate(self)
         method.check_sims(self.sims)
         if method.simulator == "trained" and _has_mode_prefix(self.sims[0]):
             raise ConfigError(
@@ -269,58 +198,47 @@ class TrainConfig:
                 f"--rollout-backend vllm: supported for the methods with one trained model and a frozen simulator "
                 f"({', '.join(VLLM_METHODS)}); got method {self.method!r}"
             )
-        if not isinstance(self.vllm_options, dict):
-            raise ConfigError(f"vllm_options: expected a mapping of vllm.LLM options, got {self.vllm_options!r}")
         if self.rollout_backend == "vllm":
             from collapse_probe.models.vllm import lora_rank_for_vllm, validate_engine_options
 
             lora_rank_for_vllm(self.lora_r)
             validate_engine_options(self.vllm_options)
 
-    @rule
-    def _lora_targets(self) -> None:
-        if self.lora_target_modules is not None and (
-            not isinstance(self.lora_target_modules, list)
-            or not all(isinstance(m, str) and m for m in self.lora_target_modules)
-        ):
-            raise ConfigError(f"--lora-targets: expected a list of module names, got {self.lora_target_modules!r}")
-
-    @rule
-    def _options_mapping(self) -> None:
-        check_options(self.arena.options, "arena_options")
-
     @property
     def simulator_lr(self) -> float:
         """Learning rate of a trainable simulator."""
         return self.lr if self.sim_lr is None else self.sim_lr
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy of every field, flat as ``config.json`` and ``results.json`` record it: the
-        rollout fields, ``benchmark``, ``personas`` and ``tau2_data`` beside the others, and
-        ``arena_options`` with the arena's other options (only when there are any)."""
-        d = asdict(self)
-        del d["rollout"], d["arena"]
-        r, options = self.rollout, dict(self.arena.options)
-        flat = {"benchmark": self.arena.benchmark, "group_size": r.rollouts, "tasks": r.tasks}
-        flat.update(max_turns=r.max_turns, temperature=r.temperature, seed=r.seed)
-        flat.update({name: options.pop(name, None) for name in ARENA_KEYWORDS})
-        return {**d, **flat, **({"arena_options": options} if options else {})}
+    @property
+    def rollout(self) -> RolloutConfig:
+        """The training rollouts as the :class:`~collapse_probe.runspec.RolloutConfig` ``play`` and
+        ``crossplay`` share (``group_size`` is its ``rollouts``; a copy)."""
+        return RolloutConfig(
+            tasks=self.tasks, rollouts=self.group_size, max_turns=self.max_turns, seed=self.seed,
+            temperature=self.temperature,
+        )  # fmt: skip
+
+    @property
+    def arena(self) -> ArenaSpec:
+        """The benchmark and its options: ``arena_options`` with ``personas`` and ``tau2_data`` where given
+        (``max_turns`` and ``max_tokens`` reach it where it takes them, see the trainer)."""
+        given = {k: v for k in ARENA_KEYWORDS if (v := getattr(self, k)) is not None}
+        return ArenaSpec(self.benchmark, {**(self.arena_options or {}), **given})
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Build from a mapping (e.g. a run's ``config.json``, of this version or an earlier one);
-        unknown keys are rejected by name.
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
+        """Build from a mapping (e.g. a run's ``config.json``); unknown keys are rejected by name.
 
         Raises:
             ConfigError: a key that is not a field, or a field that fails validation.
         """
-        known = {f.name for f in fields(cls)} | set(cls.FLAT_FIELDS)
         # what a run directory's config.json adds (its resolved "arena" record follows from the fields)
         recorded = {"kind", "version", "schema", "arena", "fingerprints"}
-        extra = sorted(set(data) - known - recorded)
+        extra = sorted(set(values) - set(cls.model_fields) - recorded)
         if extra:
-            raise ConfigError(f"train config: unknown field(s) {', '.join(extra)}; known: {', '.join(sorted(known))}")
-        return cls(**{k: v for k, v in data.items() if k in known and k not in recorded})
+            known = ", ".join(sorted(cls.model_fields))
+            raise ConfigError(f"train config: unknown field(s) {', '.join(extra)}; known: {known}")
+        return cls(**{k: v for k, v in values.items() if k not in recorded})
 
 
 def _has_mode_prefix(spec: str) -> bool:
@@ -343,45 +261,9 @@ def _check_device(device: Any) -> None:
         raise ConfigError(f"--device: expected auto, cpu, cuda, cuda:N, mps or xpu, got {device!r}")
 
 
-def _flat_property(name: str, get: Any, set_: Any) -> property:
-    return property(get, set_, doc=f"The flat ``{name}`` of earlier versions.")
+class ModuleNames(Constraint):
+    """``None`` or a list of non-empty module names (the LoRA targets)."""
 
-
-def _with_option(options: Any, name: str, value: Any) -> Any:
-    """A copy of ``options`` with option ``name`` set (``None``: removed); not a mapping: as it is."""
-    if not isinstance(options, dict):
-        return options  # refused by name by the options rule
-    options = {k: v for k, v in options.items() if k != name}
-    return options if value is None else {**options, name: value}
-
-
-def _set_option(name: str) -> Any:
-    def set_(config: TrainConfig, value: Any) -> None:
-        config.arena = nested_arena(config.arena, None, _with_option(config.arena.options, name, value))
-
-    return set_
-
-
-def _other_options(config: TrainConfig) -> dict[str, Any]:
-    return {k: v for k, v in config.arena.options.items() if k not in ARENA_KEYWORDS}
-
-
-def _set_other_options(config: TrainConfig, value: dict[str, Any] | None) -> None:
-    kept = {k: v for k, v in config.arena.options.items() if k in ARENA_KEYWORDS}
-    config.arena = nested_arena(config.arena, None, {**(value or {}), **kept})
-
-
-# the keywords of earlier versions, read and written as attributes (set after the dataclass took their defaults)
-for _name, _attr in (("group_size", "rollouts"), ("tasks", "tasks"), ("max_turns", "max_turns"),
-                     ("temperature", "temperature"), ("seed", "seed")):  # fmt: skip
-    setattr(TrainConfig, _name, rollout_property(_attr))
-for _name in ARENA_KEYWORDS:
-    setattr(TrainConfig, _name, _flat_property(_name, lambda c, n=_name: c.arena.options.get(n), _set_option(_name)))
-setattr(TrainConfig, "arena_options", property(_other_options, _set_other_options, doc="The arena's other options."))  # noqa: B010
-setattr(  # noqa: B010
-    TrainConfig,
-    "benchmark",
-    _flat_property(
-        "benchmark", lambda c: c.arena.benchmark, lambda c, v: setattr(c, "arena", nested_arena(c.arena, v, None))
-    ),
-)
+    def check(self, value: Any, flag: str) -> None:
+        if value is not None and (not isinstance(value, list) or not all(isinstance(m, str) and m for m in value)):
+            raise ConfigError(f"--lora-targets: expected a list of module names, got {value!r}")

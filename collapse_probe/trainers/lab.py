@@ -56,12 +56,12 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 
-from collapse_probe._constraints import Integer, Number, OneOf, param, rule, validate
+from collapse_probe._constraints import Config, Integer, Number, OneOf, rule
 from collapse_probe.errors import ConfigError
 from collapse_probe.trainers._lab_world import (
     REWARD_FAMILY,
@@ -107,65 +107,64 @@ LOG_ODDS_PHASE = (-1.0, 2.0)
 (the exploit holds 27%..88% of the mass: past the start, before groups saturate)."""
 
 
-@dataclass
-class LabConfig:
-    """Configuration of one collapse-lab run. Every field is validated in ``__post_init__``."""
+class LabConfig(Config):
+    """Configuration of one collapse-lab run, checked when built."""
 
     method: str = "single"
     """One of :data:`METHODS`."""
-    n_tasks: int = param(8, Integer(1))
+    n_tasks: Annotated[int, Integer(1)] = 8
     """Number of tasks ``x``."""
-    n_strategies: int = param(8, Integer(2))
+    n_strategies: Annotated[int, Integer(2)] = 8
     """Number of agent strategies ``y``."""
-    n_behaviours: int = param(4, Integer(2))
+    n_behaviours: Annotated[int, Integer(2)] = 4
     """Number of user behaviours ``b``."""
-    horizon: int = param(3, Integer(1))
+    horizon: Annotated[int, Integer(1)] = 3
     """User turns ``H`` per conversation (exact analysis enumerates ``n_behaviours**horizon`` sequences)."""
-    group_size: int = param(8, Integer(1))
+    group_size: Annotated[int, Integer(1)] = 8
     """Rollouts ``G`` per task per step (one group-relative advantage group)."""
-    lr: float = param(0.1, Number(gt=0))
+    lr: Annotated[float, Number(gt=0)] = 0.1
     """Step size of the policy's REINFORCE update on the logit table."""
-    sim_lr: float = param(0.5, Number(gt=0))
+    sim_lr: Annotated[float, Number(gt=0)] = 0.5
     """Step size of a trainable simulator's REINFORCE update (cotrain, population, selfplay)."""
-    steps: int = param(300, Integer(1))
+    steps: Annotated[int, Integer(1)] = 300
     """Policy updates."""
-    seed: int = param(0, Integer(None))
+    seed: Annotated[int, Integer(None)] = 0
     """Seed of the world and of all sampling (one run)."""
-    cotrain_reward: str = param("adversarial", OneOf(SIMULATOR_REWARD_MODES))
+    cotrain_reward: Annotated[str, OneOf(SIMULATOR_REWARD_MODES)] = "adversarial"
     """Simulator reward for ``cotrain``/``population``: adversarial, cooperative or curriculum."""
-    pool_size: int = param(5, Integer(1))
+    pool_size: Annotated[int, Integer(1)] = 5
     """FIFO pool size of ``population`` (the K most recent co-trained snapshots)."""
-    snapshot_every: int = param(10, Integer(1))
+    snapshot_every: Annotated[int, Integer(1)] = 10
     """Steps between simulator snapshots (population pool, self-play user copy)."""
-    sim_temperature: float = param(0.3, Number(gt=0))
+    sim_temperature: Annotated[float, Number(gt=0)] = 0.3
     """``tau``: aligned simulators are ``softmax(log P_ref / tau)``; 1 is the base model (no collapse)."""
-    vs_error: float = param(0.3, Number(ge=0, le=1))
+    vs_error: Annotated[float, Number(ge=0, le=1)] = 0.3
     """``eta``: Verbalized Sampling returns ``(1 - eta) P_ref + eta phi`` (0: the base model, 1: ``phi``)."""
-    delta: float = param(0.5, Number(ge=0))
+    delta: Annotated[float, Number(ge=0)] = 0.5
     """Family noise: ``log P_ref,k = log q* + delta * xi_k`` (how far a base model is from people)."""
-    user_spread: float = param(1.0, Number(ge=0))
+    user_spread: Annotated[float, Number(ge=0)] = 1.0
     """Real users ``q*(.|x) = softmax(user_spread * z)``: 0 is uniform, large is near-deterministic."""
-    n_families: int = param(6, Integer(1))
+    n_families: Annotated[int, Integer(1)] = 6
     """Simulator families ``K``; the first ``ensemble_size`` are trained on, the rest are held out."""
-    ensemble_size: int = param(3, Integer(1))
+    ensemble_size: Annotated[int, Integer(1)] = 3
     """Families rotated by ``ensemble``."""
-    n_personas: int = param(8, Integer(1))
+    n_personas: Annotated[int, Integer(1)] = 8
     """Personas in each family's persona prior."""
-    persona_scale: float = param(1.0, Number(ge=0))
+    persona_scale: Annotated[float, Number(ge=0)] = 1.0
     """Standard deviation of a persona's logit shift (the same scale as ``user_spread``)."""
-    eval_every: int = param(5, Integer(1))
+    eval_every: Annotated[int, Integer(1)] = 5
     """Log the exact metrics every this many steps (and at step 0 and the last step)."""
-    tv_samples: int = param(256, Integer(1))
+    tv_samples: Annotated[int, Integer(1)] = 256
     """Fresh rollouts per logged step for the sampled TV estimate."""
-    adv_eps: float = param(1e-6, Number(ge=0))
+    adv_eps: Annotated[float, Number(ge=0)] = 1e-6
     """``eps`` of the group-relative advantage."""
 
-    FLAG_FORMAT = "{name}"
+    FLAG_FORMAT: ClassVar[str] = "{name}"
     """The lab's configuration is named by its fields (the CLI sets a few, named like them)."""
 
-    def __post_init__(self) -> None:
+    @rule
+    def _known_method(self) -> None:
         get_method(self.method, "method", lab=True)
-        validate(self)
 
     @rule
     def _exact_enumeration(self) -> None:
@@ -290,7 +289,7 @@ class LabResult:
         payload = {
             "schema": SCHEMA,
             "method": self.config.method,
-            "config": asdict(self.config),
+            "config": self.config.to_dict(),
             "reward_family": REWARD_FAMILY,
             "steps": list(self.steps),
             "train_reward": clean(self.train_reward),
@@ -680,7 +679,7 @@ class Evaluator:
         out = []
         for i, seed in enumerate(seeds):
             res = LabResult(
-                config=replace(config, seed=seed),
+                config=config.replace(seed=seed),
                 steps=list(self.steps),
                 tv_sampled_off=int(self.tv_off[i]),
                 tv_sampled_total=self.tv_total,
@@ -740,7 +739,7 @@ def run_lab(config: LabConfig) -> LabResult:
 
 def run_compare(config: LabConfig, methods: tuple[str, ...] = METHODS) -> dict[str, LabResult]:
     """Run every method with the same world, seed and hyper-parameters (one seed)."""
-    return {m: run_lab(replace(config, method=m)) for m in methods}
+    return {m: run_lab(config.replace(method=m)) for m in methods}
 
 
 # ---------------------------------------------------------------- many seeds: compare and sweep
@@ -780,7 +779,7 @@ def run_compare_seeds(
     runs = compare_runs(config.cotrain_reward) if runs is None else runs
     out = {}
     for row in runs:
-        cfg = replace(config, method=row.method, cotrain_reward=row.cotrain_reward or config.cotrain_reward)
+        cfg = config.replace(method=row.method, cotrain_reward=row.cotrain_reward or config.cotrain_reward)
         out[row.label] = run_lab_seeds(cfg, seeds)
     return out
 
@@ -846,7 +845,7 @@ def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> d
 
 
 def _shared_config(config: LabConfig) -> dict[str, Any]:
-    return {k: v for k, v in asdict(config).items() if k not in ("method", "seed")}
+    return {k: v for k, v in config.to_dict().items() if k not in ("method", "seed")}
 
 
 PAIRED_KEYS = {
@@ -928,7 +927,7 @@ def run_sweep(
     attr = SWEEP_PARAMS[param]
     rows: dict[str, dict[str, Any]] = {}
     for value in values:
-        cfg = LabConfig(**{**asdict(config), attr: value})
+        cfg = config.replace(**{attr: value})
         results = run_compare_seeds(cfg, seeds, runs)
         for label, rs in results.items():
             entry = {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}

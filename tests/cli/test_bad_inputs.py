@@ -186,11 +186,6 @@ CASES = {
         "crossplay",
     ),
     # the reliability report's inputs, each once
-    "huge n-boot": (
-        [*XP, "--train-sim", "scripted:donor.json", "--n-boot", "100000000", "--out", "nb"],
-        {},
-        "--n-boot",
-    ),
     "lab negative seed": (["lab", "--seed", "-5", "--out", "lab1", "--steps", "1"], {}, "--seed"),
     "dashboard host not a host": (["dashboard", "adir", "--host", "not a host"], {}, "--host"),
     "scripted lone surrogate": (

@@ -81,7 +81,6 @@ def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = Fals
             tasks=4,
             rollouts=2,
             max_turns=2,
-            n_boot=200,
         )
         run_crossplay(cfg, out=name, progress=False, cache=False, report=report)
     return root / name
@@ -304,7 +303,7 @@ def write_matrix_run(root: Path, name: str, n: int = 8) -> Path:
     sims = [long_spec(root, f"sim{i}", _variant(i)) for i in range(n)]
     with _cwd(root):
         cfg = CrossplayConfig(policies=policies, simulators=sims, train_simulator=sims[0], tasks=2, rollouts=1,
-                              max_turns=1, n_boot=100)  # fmt: skip
+                              max_turns=1)  # fmt: skip
         run_crossplay(cfg, out=name, progress=False, cache=False, report=True)
     return root / name
 
@@ -336,8 +335,8 @@ def write_failed_crossplay_run(root: Path, name: str) -> Path:
     write_models(root)
     with _cwd(root):
         cfg = CrossplayConfig(policies=["scripted:models/pol_a.json"], simulators=[DOWN_SERVER, "scripted:models/sim_mode.json"],
-                              train_simulator="scripted:models/sim_mode.json", tasks=2, rollouts=1, max_turns=1,
-                              n_boot=100)  # fmt: skip
+                              train_simulator="scripted:models/sim_mode.json", tasks=2, rollouts=1,
+                              max_turns=1)  # fmt: skip
         run_crossplay(cfg, out=name, progress=False, cache=False, report=True)
     return root / name
 

@@ -68,7 +68,7 @@ def crossplay_run(tmp_path_factory, p4g_specs):
     out = tmp_path_factory.mktemp("xp") / "run"
     s = p4g_specs
     config = CrossplayConfig(policies=[s["polite"], s["pushy"]], simulators=[s["donor"], s["donor2"]],
-                             train_simulator=s["donor"], tasks=3, rollouts=2, max_turns=2, n_boot=200)  # fmt: skip
+                             train_simulator=s["donor"], tasks=3, rollouts=2, max_turns=2)  # fmt: skip
     parts = {k: make_participant(k, cache=False) for k in (*config.policies, *config.simulators)}
     flaky = dict(parts)
     p = parts[s["donor2"]]

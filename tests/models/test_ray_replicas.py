@@ -179,7 +179,7 @@ def test_replica_killed_mid_run_completes_with_the_same_results(tmp_path, cluste
     # a slow simulator, so every batch is in flight long enough to be hit
     pol = _write(tmp_path / "pol.json", PERSUADER)
     sim = _write(tmp_path / "sim.json", DONOR, delay=0.4)
-    config = CrossplayConfig(policies=[pol], simulators=[sim], tasks=3, rollouts=2, max_turns=3, n_boot=200)
+    config = CrossplayConfig(policies=[pol], simulators=[sim], tasks=3, rollouts=2, max_turns=3)
     plain = run_crossplay(config, out=tmp_path / "plain", progress=False, cache=False)
 
     killed: dict[str, int] = {}

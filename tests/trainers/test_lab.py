@@ -10,7 +10,6 @@ import itertools
 import json
 import math
 import time
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -300,7 +299,7 @@ def test_many_seeds_at_once_equal_each_seed_alone():
     config = LabConfig(method="population", steps=30)
     batched = run_lab_seeds(config, [0, 1, 2])
     for seed, r in zip([0, 1, 2], batched, strict=True):
-        alone = run_lab(replace(config, seed=seed))
+        alone = run_lab(config.replace(seed=seed))
         assert r.config.seed == seed
         np.testing.assert_allclose(r.heldout_reward, alone.heldout_reward, rtol=1e-9)
         np.testing.assert_allclose(r.train_reward, alone.train_reward, rtol=1e-9)
