@@ -153,12 +153,12 @@ def options_taken(benchmark: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in fields}
 
 
+@dataclass(frozen=True)
 class BenchmarkOptions(Constraint):
     """A mapping of a benchmark's option names to values (which the benchmark's ``Options`` checks);
     ``optional`` also accepts ``None``."""
 
-    def __init__(self, optional: bool = False) -> None:
-        self.optional = optional
+    optional: bool = False
 
     def check(self, value: Any, flag: str) -> None:
         if not (self.optional and value is None):

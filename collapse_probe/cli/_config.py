@@ -1,5 +1,5 @@
 """Option sources beyond the command line: ``--config FILE``, backend options ``-M`` and options
-generated from the typed config dataclasses.
+generated from the typed config models.
 
 Precedence, highest first: command-line flags, ``$COLLAPSE_PROBE_<OPTION>``, the ``--config`` file,
 the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.toml``) holding one
@@ -100,7 +100,7 @@ def model_options(args: argparse.Namespace, role: str) -> dict[str, Any]:
     return {**parsed.get("*", {}), **parsed.get(role, {})}
 
 
-# -------------------------------------------------------------------------------- options from dataclasses
+# -------------------------------------------------------------------------------- options from config models
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -141,14 +141,14 @@ def _short_help(doc: str) -> str:
     return first.replace("%", "%%")
 
 
-def add_dataclass_options(
+def add_config_options(
     p: argparse.ArgumentParser, cls: type, *, skip: Sequence[str] = (), env: Any = None
 ) -> list[str]:
     """Add ``--field-name`` for every scalar field of config ``cls`` (a pydantic model) not already an option of ``p``.
 
     The type, default and help come from the field's annotation, default and attribute docstring;
     ``$COLLAPSE_PROBE_<FIELD>`` overrides the default as for hand-written options. Returns the names of
-    the fields added (read them back with :func:`dataclass_values`).
+    the fields added (read them back with :func:`config_values`).
     """
     from collapse_probe.cli._env import env as env_default
 
@@ -185,7 +185,7 @@ def add_dataclass_options(
     return added
 
 
-def dataclass_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+def config_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
     """The parsed values of the generated options ``names``."""
     return {n: getattr(args, n) for n in names}
 

@@ -19,7 +19,7 @@ from collapse_probe.cli._common import (
     load_models_with_options,
     split_specs,
 )
-from collapse_probe.cli._config import add_dataclass_options, dataclass_values, model_options
+from collapse_probe.cli._config import add_config_options, config_values, model_options
 from collapse_probe.errors import ConfigError
 from collapse_probe.trainers.methods import METHODS, get_method
 
@@ -114,7 +114,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from collapse_probe.trainers.config import TrainConfig
 
     # every other scalar field of TrainConfig becomes an option of the same name, typed and documented by the field
-    generated = add_dataclass_options(p, TrainConfig, skip=("progress", "cache"))
+    generated = add_config_options(p, TrainConfig, skip=("progress", "cache"))
     p.set_defaults(_generated_fields=generated)
 
 
@@ -168,7 +168,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         seed=args.seed,
         progress=not args.no_progress,
         vllm_options=_vllm_options(args),
-        **dataclass_values(args, getattr(args, "_generated_fields", [])),
+        **config_values(args, getattr(args, "_generated_fields", [])),
     )
 
 
