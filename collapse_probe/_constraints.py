@@ -238,13 +238,14 @@ class SubsetOf(Constraint):
 
 class Flag:
     """``Annotated`` metadata: how the user names a field when it is not ``--field-name``
-    (``Annotated[list[str], Flag("--sims")]``)."""
+    (``Annotated[list[str], Flag("--sims")]``), and any other spellings its flag accepts."""
 
-    def __init__(self, flag: str) -> None:
+    def __init__(self, flag: str, *aliases: str) -> None:
         self.flag = flag
+        self.aliases = aliases
 
     def __repr__(self) -> str:
-        return f"Flag({self.flag!r})"
+        return f"Flag({', '.join(map(repr, (self.flag, *self.aliases)))})"
 
 
 def rule(method: F) -> F:
@@ -351,7 +352,7 @@ class Config(BaseModel):
     may be set afterwards; :meth:`validate` checks the whole config again.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
     FLAG_FORMAT: ClassVar[str] = "--{dashed}"
     """How a field is named in messages (``{name}``: the field, ``{dashed}``: with dashes)."""

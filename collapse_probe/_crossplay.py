@@ -67,7 +67,7 @@ class CrossplayConfig(RunConfig):
     train_simulator: Annotated[str | None, Flag("--train-sim")] = None
     """The simulator the policies were trained against (must be one of ``simulators``); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    partitioner: str = "exact"
+    partitioner: Annotated[str, Flag("--partition", "--partitioner")] = "exact"
     """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
     entropy_turns: Annotated[EntropyTurns, OneOf(("first", "all"))] = "first"
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""

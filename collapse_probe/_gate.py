@@ -34,13 +34,12 @@ could not be judged, else 0.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
-from collapse_probe._constraints import Number, check_value
+from collapse_probe._constraints import Config, Number, OneOf, rule
 from collapse_probe._crossplay import SCHEMA, transfer_estimate
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
@@ -57,13 +56,63 @@ from collapse_probe.results._gate import (
     format_number,
 )
 
-__all__ = ["GateCheck", "Status", "evaluate_gate", "exit_code_of", "gate_run_dir", "resolve_decision"]
+__all__ = ["GateCheck", "GateConfig", "Status", "evaluate_gate", "exit_code_of", "gate_run_dir"]
 
 DECISIONS: tuple[Decision, ...] = ("interval", "point", "strict")
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
 DEFAULT_MAX_INFRA_RATE = 0.1
 DEFAULT_LEVEL = 0.90
 """Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
+
+
+class GateConfig(Config):
+    """What the gate asks of a candidate policy (the CLI's flags, the keywords of :func:`evaluate_gate`)."""
+
+    policy: str
+    """The candidate policy spec (a row of the run)."""
+    min_transfer: Annotated[float | None, Number(ge=0, optional=True)] = None
+    """Fail below this transfer ratio (held-out / training-simulator reward)."""
+    min_transfer_each: Annotated[float | None, Number(ge=0, optional=True)] = None
+    """Fail when any one held-out simulator's own transfer ratio is below it (same rule as the pooled ratio)."""
+    baseline_policy: str | None = None
+    """Compare the candidate's held-out reward with this policy of the same run."""
+    max_drop: Annotated[float | None, Number(ge=0, optional=True)] = None
+    """Fail when the held-out reward drops more than this below the baseline's (reward units, paired by task)."""
+    max_infra_rate: Annotated[float, Number(ge=0, le=1)] = DEFAULT_MAX_INFRA_RATE
+    """Could not judge when a cell has more than this share of infrastructure failures."""
+    decision: Annotated[Decision | None, OneOf(DECISIONS, optional=True)] = None
+    """How a threshold check decides: ``interval`` (default: pass when the whole interval clears the
+    threshold, fail when it lies beyond, else could not judge), ``point`` (the point estimate) or
+    ``strict`` (the 95 % CI bound must clear, else fail)."""
+    level: Annotated[float | None, Number(gt=0, lt=1, optional=True)] = None
+    """Two-sided level of the interval the rule reads (default 0.9 for ``interval``: each end a
+    one-sided 95 % bound; 0.95 for ``strict`` and ``point``)."""
+    strict: bool = False
+    """The strict rule (the same as ``decision="strict"``): the 95 % CI bound must clear each threshold,
+    anything else fails."""
+
+    @rule
+    def _options_agree(self) -> None:
+        if not self.policy.strip():
+            raise ConfigError(f"--policy: expected a policy spec of the run, got {self.policy!r}")
+        if (self.baseline_policy is None) != (self.max_drop is None):
+            raise ConfigError("--baseline-policy and --max-drop go together: give both or neither")
+        if self.baseline_policy is not None and self.baseline_policy == self.policy:
+            raise ConfigError(f"--baseline-policy {self.baseline_policy!r} is the candidate policy itself")
+        if self.strict and self.decision not in (None, "strict"):
+            raise ConfigError(f"--strict is the strict rule; it contradicts --decision {self.decision}")
+
+    @property
+    def rule(self) -> Decision:
+        """The rule a threshold check decides by (``strict`` and ``decision`` resolved)."""
+        return "strict" if self.strict else (self.decision or "interval")
+
+    @property
+    def rule_level(self) -> float:
+        """The two-sided level of the interval the rule reads (``level``, else the rule's default)."""
+        if self.level is not None:
+            return float(self.level)
+        return STRICT_LEVEL if self.rule in ("strict", "point") else DEFAULT_LEVEL
 
 
 def exit_code_of(checks: Sequence[GateCheck]) -> int:
@@ -142,8 +191,12 @@ def evaluate_gate(
     Raises:
         ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
     """
-    _check_options(policy, min_transfer, baseline_policy, max_drop, max_infra_rate, min_transfer_each)
-    rule, lvl = resolve_decision(strict, decision, level)
+    config = GateConfig(
+        policy=policy, min_transfer=min_transfer, baseline_policy=baseline_policy, max_drop=max_drop,
+        max_infra_rate=max_infra_rate, min_transfer_each=min_transfer_each, strict=strict, decision=decision,
+        level=level,
+    )  # fmt: skip
+    rule, lvl = config.rule, config.rule_level
     checks: list[GateCheck] = []
     per_simulator: list[dict[str, Any]] = []
     _judge_run(
@@ -242,43 +295,6 @@ def _judge_run(
             "none given: only the run's completeness and infrastructure failures were checked, not the policy; "
             "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
         ))  # fmt: skip
-
-
-def resolve_decision(strict: bool, decision: str | None, level: float | None) -> tuple[Decision, float]:
-    """The rule and the level it reads, from ``--strict``, ``--decision`` and ``--level``.
-
-    Raises:
-        ConfigError: an unknown rule, ``--strict`` with another rule, or a level outside (0, 1).
-    """
-    if decision is not None and decision not in DECISIONS:
-        raise ConfigError(f"--decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-    if strict and decision not in (None, "strict"):
-        raise ConfigError(f"--strict is the strict rule; it contradicts --decision {decision}")
-    rule: Decision = "strict" if strict else (decision or "interval")
-    if level is None:
-        level = STRICT_LEVEL if rule in ("strict", "point") else DEFAULT_LEVEL
-    check_value(level, "--level", [Number(gt=0, lt=1)])
-    return rule, float(level)
-
-
-def _check_options(
-    policy: str, min_transfer: float | None, baseline_policy: str | None, max_drop: float | None, max_infra_rate: float,
-    min_transfer_each: float | None = None,
-) -> None:  # fmt: skip
-    if not isinstance(policy, str) or not policy.strip():
-        raise ConfigError(f"--policy: expected a policy spec of the run, got {policy!r}")
-    if min_transfer is not None and (not math.isfinite(min_transfer) or min_transfer < 0):
-        raise ConfigError(f"--min-transfer must be a number >= 0, got {min_transfer}")
-    if min_transfer_each is not None and (not math.isfinite(min_transfer_each) or min_transfer_each < 0):
-        raise ConfigError(f"--min-transfer-each must be a number >= 0, got {min_transfer_each}")
-    if (baseline_policy is None) != (max_drop is None):
-        raise ConfigError("--baseline-policy and --max-drop go together: give both or neither")
-    if max_drop is not None and (not math.isfinite(max_drop) or max_drop < 0):
-        raise ConfigError(f"--max-drop must be a number >= 0, got {max_drop}")
-    if not 0 <= max_infra_rate <= 1:
-        raise ConfigError(f"--max-infra-rate must be in [0, 1], got {max_infra_rate}")
-    if baseline_policy is not None and baseline_policy == policy:
-        raise ConfigError(f"--baseline-policy {baseline_policy!r} is the candidate policy itself")
 
 
 def _typed(results: Any) -> tuple[CrossplayResults | None, str | None]:
@@ -452,20 +468,13 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateResult
     is a verdict that could not judge (exit 2), not an exception."""
     from collapse_probe._crossplay import load_results_json
 
-    _check_options(
-        policy,
-        options.get("min_transfer"),
-        options.get("baseline_policy"),
-        options.get("max_drop"),
-        options.get("max_infra_rate", DEFAULT_MAX_INFRA_RATE),
-        options.get("min_transfer_each"),
-    )
-    rule, lvl = resolve_decision(bool(options.get("strict")), options.get("decision"), options.get("level"))
+    config = GateConfig(policy=policy, **options)
     try:
         results = load_results_json(run_dir)
     except ConfigError as exc:
         checks = [GateCheck("results", "error", str(exc))]
-        return _results(policy, checks, rule=rule, level=lvl, baseline_policy=options.get("baseline_policy"))
+        return _results(policy, checks, rule=config.rule, level=config.rule_level,
+                        baseline_policy=config.baseline_policy)  # fmt: skip
     return evaluate_gate(results, policy, **options)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from collapse_probe._constraints import rule
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
+from collapse_probe.errors import ConfigError
 from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most
 from collapse_probe.metrics.rewards import summarize_rewards
 from collapse_probe.models._usage import start_run_usage
@@ -27,6 +28,12 @@ class PlayConfig(RunConfig):
     """Policy (persuader / agent) model spec."""
     sim: str = "smollm2"
     """Simulator (persuadee / user) spec; ``vs:SPEC`` for Verbalized Sampling."""
+
+    @rule
+    def _specs_given(self) -> None:
+        for flag, spec in (("--policy", self.policy), ("--sim", self.sim)):
+            if not spec.strip():
+                raise ConfigError(f"{flag}: expected a model spec, got an empty string")
 
     @rule
     def _conversations_per_run(self) -> None:

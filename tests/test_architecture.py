@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "_version", "errors", "limits", "_files", "_proc", "_sync", "_observe", "_resources",
             "_jsonl", "_records", "_identity", "_meaning", "_reports", "_callable", "_plugins",
-            "_retry", "_state", "_constraints", "_secrets", "_output", "_trackers",
+            "_retry", "_state", "_constraints", "_secrets", "_output", "_trackers", "_config_files",
         },
     ),
     ("models", {"models"}),
@@ -216,3 +216,27 @@ def test_every_config_is_one_pydantic_config_and_none_is_a_dataclass() -> None:
                 assert issubclass(cls, Config) and not dataclasses.is_dataclass(cls), f"{module}.{node.name}"
                 found.append(node.name)
     assert {"AuditConfig", "PlayConfig", "CrossplayConfig", "TrainConfig", "LabConfig", "MonitorConfig"} <= set(found)
+
+
+def _config_commands() -> tuple[str, ...]:
+    from collapse_probe.cli import CONFIG_COMMANDS
+
+    return CONFIG_COMMANDS  # each has a config model: collapse_probe.cli.<command>.CONFIG
+
+
+@pytest.mark.parametrize("command", _config_commands())
+def test_no_config_field_has_a_hand_written_flag(command: str) -> None:
+    """Every flag of a subcommand that sets a field of its config is generated from the config model
+    (type, default, help and ``$COLLAPSE_PROBE_*`` from the field): a hand-written ``add_argument`` for a
+    config field fails here, naming the flag. The generated flags are the config's, under its names."""
+    import importlib
+
+    from collapse_probe.cli import build_parser
+
+    module, _, name = importlib.import_module(f"collapse_probe.cli.{command}").CONFIG.partition(":")
+    fields = set(getattr(importlib.import_module(module), name).model_fields)
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    actions = [a for a in sub.choices[command]._actions if a.dest in fields]
+    hand_written = [a.option_strings[0] for a in actions if not getattr(a, "from_model", False)]
+    assert not hand_written, f"collapse-probe {command}: flags of config fields written by hand: {hand_written}"
+    assert len(actions) >= 4, f"collapse-probe {command}: only {len(actions)} flags set config fields"

@@ -166,7 +166,7 @@ def test_cross_field_rules_run_after_the_fields():
         _check(CrossplayConfig, simulators=["x"], train_simulator="y")
     with pytest.raises(ConfigError, match=r"--tasks x --rollouts x cells = 1000002: at most 1,000,000"):
         _check(CrossplayConfig, policies=["a"], simulators=["x", "y"], tasks=1, rollouts=500_001)
-    with pytest.raises(ConfigError, match=r"n_boot 100000000: at most 100,000 bootstrap resamples"):
+    with pytest.raises(ConfigError, match=r"--n-boot 100000000: at most 100,000 bootstrap resamples"):
         _check(AuditConfig, n_boot=100_000_000)
     with pytest.raises(ConfigError, match="ensemble_size must be < n_families"):
         _check(LabConfig, ensemble_size=6)

@@ -396,7 +396,7 @@ def test_rewards_outside_the_declared_range_are_noted(donors, policies):
 
 
 def test_terminal_table_shows_the_cell_intervals(donors, policies):
-    from collapse_probe.cli.crossplay import format_matrix
+    from collapse_probe.report.terminal import crossplay_text as format_matrix
 
     cfg = CrossplayConfig(
         policies=[policies["blunt"]], simulators=[donors["give2"], donors["give050"]], train_simulator=donors["give2"],

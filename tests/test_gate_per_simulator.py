@@ -106,4 +106,4 @@ def test_cli_exit_1_names_the_simulator(one_failing_heldout, tmp_path, capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["gate", str(run), "--policy", "cand", "--min-transfer-each", "x"])
     bad = parser.parse_args(["gate", str(run), "--policy", "cand", "--min-transfer-each", "-1"])
-    assert gate.run(bad) == 2 and "--min-transfer-each must be a number >= 0" in capsys.readouterr().err
+    assert gate.run(bad) == 2 and "--min-transfer-each must be a finite number >= 0" in capsys.readouterr().err

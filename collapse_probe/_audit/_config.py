@@ -30,12 +30,12 @@ class AuditConfig(Config):
     """Configuration of an ``audit`` run (the CLI, the Python API and ``config.json`` share it)."""
 
     sim: str = "smollm2"
-    """Simulator spec; ``vs:SPEC`` audits the Verbalized-Sampling mode."""
+    """Simulator spec; ``vs:SPEC`` audits Verbalized Sampling."""
     benchmark: str = DEFAULT_BENCHMARK
     """Benchmark name (a registered one)."""
     policy: str | None = None
-    """Policy spec. Given: on-policy states from rollouts against the simulator (and the opening is
-    the policy's own). ``None``: probe states with fixed human-style openings."""
+    """Policy spec: audit the on-policy states its rollouts against the simulator visit, the opening
+    being the policy's own (default: P4G probe states with fixed human-style openings)."""
     states: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 2
     """Number of tasks (P4G personas) probed; each gives an opening and an elicitation state, or the
     simulator turns of ``rollouts`` on-policy conversations."""
@@ -46,21 +46,22 @@ class AuditConfig(Config):
     ] = 20
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
     partition: str | None = None
-    """``exact | embedding | judge | label`` or an installed partitioner; ``None``: by meaning, i.e.
-    ``judge`` when ``judge`` is given, else ``embedding`` (constrained by the benchmark's
-    ``meaning_key``) when the embedding extra is installed, else the benchmark's ``fallback_partition``
-    (P4G: ``label``; others: ``exact``) with a notice, and no meaning verdict (those classes are not
-    meanings)."""
+    """Equivalence classes of replies: ``exact``, ``embedding``, ``judge``, ``label`` or an installed
+    partitioner. Default: by meaning, i.e. ``judge`` (LLM judge of bidirectional equivalence) when a
+    judge is given, else ``embedding`` (sentence encoder, constrained by the benchmark's decision key;
+    needs the embed extra, else the benchmark's fallback with a notice and no meaning verdict).
+    ``exact``: equal text; ``label``: the benchmark's decision label."""
     judge: str | None = None
-    """Judge model spec for ``partition="judge"`` (default: the simulator's model)."""
+    """Judge model spec of the benchmark's natural-language assertions (without one the reward is DB-only)
+    and of ``--partition judge`` (default there: the simulator's model)."""
     compare_vs: bool = False
-    """Audit the direct and the ``vs:`` mode on the same states and report the difference."""
+    """Also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference."""
     vs_k: Annotated[int, Integer(2)] = 5
     """Candidates per Verbalized-Sampling turn."""
     human: str | None = None
-    """Directory with the official P4G CSVs (``full_info.csv``, ``full_dialog.csv``); with the annotated
-    ``annotated_dialog.csv`` there too, human-grounded states come from the annotated dialogues and
-    ``human_reference.people_epsilon`` reports people's own ε at them."""
+    """Directory with the official P4G CSVs: add human-grounded states and compare with the human
+    persuadees (with ``annotated_dialog.csv`` there: people's own ε at the matched states too, in
+    ``human_reference.people_epsilon``)."""
     rollouts: Annotated[int, Integer(1)] = 1
     """On-policy conversations per task."""
     max_turns: Annotated[int | None, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
@@ -75,20 +76,20 @@ class AuditConfig(Config):
     """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
     CI of its mean ε̂ is below it, NOT COLLAPSED when the lower end is above it."""
     bound_b: Annotated[float, Number(gt=0)] = 1.0
-    """B, bound on the norm of the trajectory score function, for the gradient-bias bound."""
+    """B, bound on the trajectory score-function norm, for the gradient-bias bound 2·B·R_max·ε̄_H."""
     r_max: Annotated[float, Number(gt=0)] = 1.0
-    """R_max, bound on |R| (P4G rewards lie in [0, 1])."""
+    """R_max, bound on |reward| (1 is the P4G range)."""
     variance_share: bool = False
-    """Measure the simulator's share of reward variance by nested resampling (extra rollouts)."""
+    """Measure the simulator's share of reward variance by nested resampling (extra rollouts; needs a policy)."""
     variance_agents: Annotated[int, Integer(1)] = 3
-    """Agent prefixes (agent seeds) per task for the variance share."""
+    """Agent seeds (agent prefixes) per task for the variance share."""
     variance_sims: Annotated[int, Integer(2)] = 4
     """Simulator continuations per agent prefix for the variance share."""
     exact: bool = True
     """Compute the exact class distribution where the model scores a closed answer set."""
     vendi: bool = False
-    """Embed responses for the Vendi score (always on with ``partition="embedding"``)."""
-    n_boot: Annotated[int, Integer(100), Flag("n_boot")] = 1000
+    """Embed responses for the Vendi score (always on with the embedding partition)."""
+    n_boot: Annotated[int, Integer(100)] = 1000
     """Bootstrap resamples for the summary CIs."""
     batch_states: Annotated[int | None, Integer(1, optional=True)] = None
     """States sampled per ``generate`` call (each state's record is appended as its call finishes);
@@ -110,7 +111,7 @@ class AuditConfig(Config):
 
     @rule
     def _bootstrap_fits_in_memory(self) -> None:
-        check_n_boot(self.n_boot, 1, "n_boot")
+        check_n_boot(self.n_boot, 1, "--n-boot")
 
     @rule
     def _rollouts_per_run(self) -> None:

@@ -33,18 +33,38 @@ from typing import TYPE_CHECKING, Any
 
 from collapse_probe._audit._config import SAMPLES, AuditConfig, ProbeState
 from collapse_probe._version import __version__
-from collapse_probe.benchmarks._registry import PUBLISHED_FORMATS
+from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 
 if TYPE_CHECKING:
     from collapse_probe.results import AuditResults
 
 FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
+"""The formats of published trajectories ``audit --from`` reads."""
 STATES_AUDITED = "simulator turns of the published trajectories that share a prefix (same task, same messages so far)"
 EXACT_TOO_FINE = (
     "exact text is too fine for free-text replies: two wordings of one answer are two classes, which reads "
     "as diversity (ε̂ near 1 − 1/N)"
 )
+
+
+def format_of(path: str | Path, given: str | None = None) -> str:
+    """The format of ``path``: ``given``, else from the name (``.eval`` inspect, ``.jsonl`` jsonl, a
+    directory or ``results.json`` tau2).
+
+    Raises:
+        ConfigError: the name does not tell.
+    """
+    if given:
+        return given
+    p = Path(path)
+    if p.suffix == ".eval":
+        return "inspect"
+    if p.suffix == ".jsonl":
+        return "jsonl"
+    if p.is_dir() or p.name == "results.json":
+        return DIRECTORY_FORMAT
+    raise ConfigError(f"--from {path}: cannot tell the format from the name; give --format {'|'.join(FORMATS)}")
 
 
 def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:

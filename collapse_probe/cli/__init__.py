@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from collapse_probe._version import __version__
 from collapse_probe.cli._config import add_config_option, add_model_args, parse_args
+from collapse_probe.cli._env import apply_env
 from collapse_probe.errors import CollapseProbeError
 
 COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models", "export", "card")
@@ -48,8 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
             add_model_args(sp)
     for name, sp in sub.choices.items():
         _add_logging(sp, top=False, calls_models=name in MODEL_COMMANDS or name == "gate")
-        _check_string_defaults(sp)
-        _env_switches_and_choices(sp)
+        apply_env(sp)
         _show_defaults(sp)
     return parser
 
@@ -66,39 +66,8 @@ def _show_defaults(p: argparse.ArgumentParser) -> None:
             continue
         if isinstance(a.default, bool):
             continue
-        a.help = f"{a.help} (default {str(a.default).replace('%', '%%')})"
-
-
-def _env_switches_and_choices(p: argparse.ArgumentParser) -> None:
-    """``$COLLAPSE_PROBE_<OPTION>`` of a switch (``--no-progress``) or of an option with choices
-    (``--log-level``): validated like the other options' variables, a bad value reported naming the
-    variable when the subcommand uses it."""
-    from collapse_probe.cli._common import _FALSE, _TRUE, BadEnv
-
-    for a in p._actions:
-        longs = [s for s in a.option_strings if s.startswith("--")]
-        if not longs or isinstance(a.default, BadEnv) or a.dest == "help":
-            continue
-        var = "COLLAPSE_PROBE_" + longs[-1].lstrip("-").upper().replace("-", "_")
-        raw = os.environ.get(var)
-        if raw is None:
-            continue
-        if isinstance(a, argparse._StoreTrueAction | argparse._StoreFalseAction):
-            v = raw.strip().lower()
-            if v not in _TRUE and v not in _FALSE:
-                a.default = BadEnv(var, raw, "1/0, true/false, yes/no or on/off")
-            else:
-                on = v in _TRUE
-                a.default = on if isinstance(a, argparse._StoreTrueAction) else not on
-        elif a.choices is not None:
-            try:
-                value = a.type(raw) if callable(a.type) else raw
-            except (TypeError, ValueError, argparse.ArgumentTypeError):
-                value = raw
-            if value in a.choices:
-                a.default = value
-            else:
-                a.default = BadEnv(var, raw, "one of " + ", ".join(map(str, a.choices)))
+        shown = ",".join(map(str, a.default)) if isinstance(a.default, list) else str(a.default)
+        a.help = f"{a.help} (default {shown.replace('%', '%%')})"
 
 
 def _name_env_source(message: str, argv: Sequence[str]) -> str:
@@ -114,20 +83,6 @@ def _name_env_source(message: str, argv: Sequence[str]) -> str:
     if os.environ.get(var) is None:
         return message
     return f"${var} ({flag}){message[len(flag) :]}"
-
-
-def _check_string_defaults(p: argparse.ArgumentParser) -> None:
-    """A numeric option whose default came from ``$COLLAPSE_PROBE_*`` as text: convert it now, so a
-    bad value is reported naming the variable (and only when that subcommand uses it)."""
-    from collapse_probe.cli._common import BadEnv
-
-    for a in p._actions:
-        if isinstance(a.default, str) and a.type in (int, float) and a.option_strings:
-            try:
-                a.type(a.default)
-            except ValueError:
-                var = "COLLAPSE_PROBE_" + a.option_strings[-1].lstrip("-").upper().replace("-", "_")
-                a.default = BadEnv(var, a.default, "an integer" if a.type is int else "a number")
 
 
 def _add_logging(p: argparse.ArgumentParser, top: bool, calls_models: bool = True) -> None:
@@ -206,19 +161,19 @@ def _public_args(args: argparse.Namespace) -> None:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    from collapse_probe.cli import _common
+    from collapse_probe.cli import _flags
 
     words = list(sys.argv[1:] if argv is None else argv)
     unknown = unknown_command(words)
     if unknown is not None:
         print(f"collapse-probe: error: {unknown}", file=sys.stderr)
         return 2
-    _common.ONLY_COMMAND = next((a for a in words if a in COMMANDS), "")
+    _flags.ONLY_COMMAND = next((a for a in words if a in COMMANDS), "")
     try:
         parser = build_parser()
         args = parse_args(parser, words)
     finally:
-        _common.ONLY_COMMAND = None
+        _flags.ONLY_COMMAND = None
     if args.command is None:
         parser.print_help()
         return 0

@@ -1,11 +1,14 @@
-"""Defaults from the environment: ``$COLLAPSE_PROBE_<OPTION>`` for every option, read once.
+"""Defaults from the environment: ``$COLLAPSE_PROBE_<OPTION>`` for every option, read in one place.
 
-Below both the shared options (:mod:`~collapse_probe.cli._common`) and the options built from
-dataclass fields (:mod:`~collapse_probe.cli._config`), which both read their defaults here.
+:func:`apply_env` gives every option of a subcommand the value of its variable (named after its last
+long flag: ``--partition/--partitioner`` reads ``$COLLAPSE_PROBE_PARTITIONER``, ``--no-exact``
+``$COLLAPSE_PROBE_NO_EXACT``; a ``--x/--no-x`` pair ``$COLLAPSE_PROBE_X``), parsed as the flag parses its text, so options are declared without
+knowing about the environment.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from typing import Any
@@ -17,8 +20,9 @@ class BadEnv:
     """The default of an option whose ``$COLLAPSE_PROBE_*`` value is invalid.
 
     Parsers are built for every subcommand at start-up, so a bad value must not fail there (it would
-    break ``--help`` and every other subcommand): the error is raised by :func:`check_env_defaults`
-    only when the chosen subcommand actually uses that default (the flag was not given).
+    break ``--help`` and every other subcommand): the error is raised by
+    :func:`~collapse_probe.cli._common.check_env_defaults` only when the chosen subcommand actually uses
+    that default (the flag was not given).
     """
 
     def __init__(self, var: str, raw: str, expected: str) -> None:
@@ -35,37 +39,53 @@ class BadEnv:
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
+_SKIP = (argparse._HelpAction, argparse._VersionAction, argparse._CountAction, argparse._AppendAction)
 
 
-def env(name: str, default: Any, kind: type | None = None) -> Any:
-    """Default for option ``--name`` from ``$COLLAPSE_PROBE_NAME`` (dashes become underscores).
+def env_var(action: argparse.Action) -> str | None:
+    """The variable of ``action`` (``None``: an option without one, such as ``--help`` or ``-M``)."""
+    longs = [s for s in action.option_strings if s.startswith("--")]
+    if isinstance(action, argparse.BooleanOptionalAction):
+        longs = longs[:1]  # --compact / --no-compact: $COLLAPSE_PROBE_COMPACT
+    name = longs[-1][2:] if longs else (action.dest if action.nargs == "?" else None)
+    if name is None or isinstance(action, _SKIP) or name == "config":
+        return None
+    switch = isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction)
+    if isinstance(action, argparse._StoreConstAction) and not switch and name != action.dest:
+        return None  # --no-batch: the variable of --batch, the option it pairs with, sets both
+    return "COLLAPSE_PROBE_" + name.upper().replace("-", "_")
 
-    The value is converted to ``kind`` (default: the type of ``default``; strings stay strings). An
-    invalid value gives a :class:`BadEnv` that :func:`check_env_defaults` reports when used.
-    """
-    var = "COLLAPSE_PROBE_" + name.upper().replace("-", "_")
-    raw = os.environ.get(var)
-    if raw is None:
-        return default
-    kind = kind or (type(default) if default is not None else str)
-    if kind is bool:
+
+def apply_env(p: argparse.ArgumentParser) -> None:
+    """Make ``$COLLAPSE_PROBE_<OPTION>`` the default of each option of ``p`` that has one set (a
+    required option given so is no longer required); an invalid value becomes a :class:`BadEnv`."""
+    for action in p._actions:
+        var = env_var(action)
+        raw = os.environ.get(var) if var is not None else None
+        if var is None or raw is None:
+            continue
+        action.default = _value(action, var, raw)
+        action.required = False
+
+
+def _value(a: argparse.Action, var: str, raw: str) -> Any:
+    switch = isinstance(a, argparse._StoreTrueAction | argparse._StoreFalseAction | argparse.BooleanOptionalAction)
+    if switch:
         v = raw.strip().lower()
-        if v in _TRUE:
-            return True
-        if v in _FALSE:
-            return False
-        return BadEnv(var, raw, "1/0, true/false, yes/no or on/off")
-    if kind is int:
-        try:
-            return int(raw.strip())
-        except ValueError:
-            return BadEnv(var, raw, "an integer")
-    if kind is float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            return BadEnv(var, raw, "a number")
-        if not math.isfinite(value):
-            return BadEnv(var, raw, "a finite number")
-        return value
-    return raw
+        if v not in _TRUE and v not in _FALSE:
+            return BadEnv(var, raw, "1/0, true/false, yes/no or on/off")
+        return (v in _TRUE) is not isinstance(a, argparse._StoreFalseAction)
+    if isinstance(a, argparse._StoreConstAction):
+        return raw  # --batch: on, off or auto, checked where it is applied
+    kind = a.type
+    flag = a.option_strings[-1] if a.option_strings else a.dest
+    expected = "an integer" if kind is int else "a number" if kind is float else f"a value accepted by {flag}"
+    try:
+        value = kind(raw.strip() if kind in (int, float) else raw) if callable(kind) else raw
+    except (TypeError, ValueError, argparse.ArgumentTypeError):
+        return BadEnv(var, raw, expected)
+    if isinstance(value, float) and not math.isfinite(value):
+        return BadEnv(var, raw, "a finite number")
+    if a.choices is not None and value not in a.choices:
+        return BadEnv(var, raw, "one of " + ", ".join(map(str, a.choices)))
+    return value

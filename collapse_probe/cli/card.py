@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from collapse_probe.cli._common import env
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,9 +15,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "card.json names the JSON pointer of each.",
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="audit, crossplay or play run directories")
-    p.add_argument("--out", default=env("out", "card.md"), help="the card's Markdown file (default card.md; "
+    p.add_argument("--out", default="card.md", help="the card's Markdown file (default card.md; "
                    "card.json is written beside it)")  # fmt: skip
-    p.add_argument("--sim", default=env("sim", None), help="the simulator the card is about (default: the audited one)")
+    p.add_argument("--sim", default=None, help="the simulator the card is about (default: the audited one)")
 
 
 def run(args: argparse.Namespace) -> int:

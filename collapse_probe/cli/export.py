@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from collapse_probe.cli._common import env
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -21,19 +19,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--to",
         choices=("inspect", "parquet", "hf"),
-        default=env("to", None),
-        required=env("to", None) is None,
+        default=None,
+        required=True,
         help="inspect (an eval log file), parquet (a directory of tables) or hf (a datasets directory)",
     )
     p.add_argument(
         "--out",
-        default=env("out", None),
-        required=env("out", None) is None,
+        default=None,
+        required=True,
         help="where to write: a new .eval/.json file (inspect) or a new or empty directory (parquet, hf)",
     )
     p.add_argument(
         "--push-to-hub",
-        default=env("push-to-hub", None),
+        default=None,
         metavar="REPO",
         help="with --to hf: also push every table to this Hub dataset repository (owner/name) as a configuration; "
         "needs $HF_TOKEN or `huggingface-cli login`",

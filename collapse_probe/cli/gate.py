@@ -11,11 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from collapse_probe.cli._common import env
+from collapse_probe.cli._flags import add_model_options, config_fields, model_values
 
-
-def _opt_float(name: str) -> float | None:
-    return env(name, None, kind=float)
+CONFIG = "collapse_probe._gate:GateConfig"
+"""The gate's options: every field of :class:`~collapse_probe._gate.GateConfig` is a flag."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,67 +28,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Exit 0 pass, 1 fail, 2 could not judge.",
     )
     p.add_argument("run_dir", metavar="DIR", help="cross-play run directory (or its results.json)")
-    p.add_argument(
-        "--policy",
-        default=env("policy", None),
-        required=env("policy", None) is None,
-        help="the candidate policy spec (a row of the run)",
-    )
-    p.add_argument(
-        "--min-transfer",
-        type=float,
-        default=_opt_float("min-transfer"),
-        help="fail below this transfer ratio (held-out / training-simulator reward)",
-    )
-    p.add_argument(
-        "--min-transfer-each",
-        type=float,
-        default=_opt_float("min-transfer-each"),
-        metavar="X",
-        help="fail when any one held-out simulator's own transfer ratio is below X (same rule as --min-transfer)",
-    )
-    p.add_argument(
-        "--baseline-policy",
-        default=env("baseline-policy", None),
-        help="compare the candidate's held-out reward with this policy of the same run",
-    )
-    p.add_argument(
-        "--max-drop",
-        type=float,
-        default=_opt_float("max-drop"),
-        help="fail when the held-out reward drops more than this below the baseline",
-    )
-    p.add_argument(
-        "--max-infra-rate",
-        type=float,
-        default=env("max-infra-rate", 0.1),
-        help="could not judge when a cell has more than this share of infra failures (default 0.1)",
-    )
-    p.add_argument(
-        "--decision",
-        choices=("interval", "point", "strict"),
-        default=env("decision", None),
-        help="how a threshold check decides: interval (default: pass when the whole interval clears the "
-        "threshold, fail when it lies beyond, else could not judge), point (the point estimate, the rule "
-        "before the interval became the default) or strict (the 95%% CI bound must clear, else fail)",
-    )
-    p.add_argument(
-        "--level",
-        type=float,
-        default=_opt_float("level"),
-        help="two-sided level of the interval the rule reads (default 0.9 for interval: each end a one-sided "
-        "95%% bound; 0.95 for strict)",
-    )
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        default=env("strict", False),
-        help="the strict rule (= --decision strict): require the 95%% CI bound, not just the point estimate, "
-        "to clear each threshold; anything else fails",
-    )
-    p.add_argument("--junit", default=env("junit", None), metavar="FILE", help="write JUnit XML here")
-    p.add_argument("--markdown", default=env("markdown", None), metavar="FILE", help="write the markdown summary here")
-    p.add_argument("--json", default=env("json", None), metavar="FILE", help="write the verdict as JSON here")
+    add_model_options(p, CONFIG, required=("policy",))
+    p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="write the markdown summary here")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the verdict as JSON here")
 
 
 def check_output_path(path: str, flag: str, run_dir: str) -> Path:
@@ -126,12 +68,8 @@ def run(args: argparse.Namespace) -> int:
         for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
             if path:
                 check_output_path(path, flag, args.run_dir)
-        results = gate_run_dir(
-            args.run_dir, args.policy, min_transfer=args.min_transfer, min_transfer_each=args.min_transfer_each,
-            baseline_policy=args.baseline_policy,
-            max_drop=args.max_drop, max_infra_rate=args.max_infra_rate, strict=args.strict,
-            decision=args.decision, level=args.level,
-        )  # fmt: skip
+        options = model_values(args, config_fields(CONFIG, exclude=("policy",)))
+        results = gate_run_dir(args.run_dir, args.policy, **options)
         md = markdown(results)
     except ConfigError as exc:
         print(f"collapse-probe gate: error: {exc}", file=sys.stderr)

@@ -666,7 +666,7 @@ def main() -> None:
     st.sidebar.title("collapse-probe")
     st.sidebar.caption(f"runs: `{root}`")
     if not root.is_dir():
-        from collapse_probe.cli.dashboard import runs_dir_problem
+        from collapse_probe.dashboard._serve import runs_dir_problem
 
         st.error(md_text(runs_dir_problem(root)))
         return

@@ -83,6 +83,25 @@ def step_figures(metrics: list[dict[str, Any]]) -> list[tuple[int, dict[str, flo
     return sorted(by_step.items())
 
 
+def check_trackers(trackers: str | list[str]) -> list[str]:
+    """The trackers named (``wandb``, ``mlflow``, ``tensorboard``, ``trackio``; a list or comma-separated),
+    each known and its package installed, checked before a run starts.
+
+    Raises:
+        ConfigError: an unknown tracker, or none.
+        MissingDependencyError: a tracker's package is not installed (``collapse-probe[trackers]``).
+    """
+    from collapse_probe.errors import require
+
+    names = [t.strip() for t in trackers.split(",")] if isinstance(trackers, str) else [str(t) for t in trackers]
+    bad = [t for t in names if t not in TRACKERS]
+    if bad or not names:
+        raise ConfigError(f"--log-to: unknown tracker {', '.join(map(repr, bad))}; expected {', '.join(TRACKERS)}")
+    for t in names:
+        require(t, "trackers", f"--log-to {t}")
+    return list(dict.fromkeys(names))
+
+
 def log_run(run_dir: str | Path, trackers: str | list[str], *, project: str = "collapse-probe",
             tensorboard_dir: str | Path | None = None) -> dict[str, str]:  # fmt: skip
     """Log a finished run's figures to each tracker; return tracker -> where it went.
@@ -99,15 +118,12 @@ def log_run(run_dir: str | Path, trackers: str | list[str], *, project: str = "c
     """
     from collapse_probe.interop._rundata import load_run_data
 
-    names = [t.strip() for t in trackers.split(",")] if isinstance(trackers, str) else list(trackers)
-    unknown = [t for t in names if t not in TRACKERS]
-    if unknown or not names:
-        raise ConfigError(f"--log-to must be a comma-separated list of {', '.join(TRACKERS)}, got {trackers!r}")
+    names = check_trackers(trackers)
     run = load_run_data(run_dir)
     figures = run_figures(run.results)
     steps = step_figures(run.metrics)
     where = {}
-    for t in dict.fromkeys(names):
+    for t in names:
         tracker = open_tracker(
             t, project=project, run_name=run.name, kind=run.kind, config=run.config,
             logdir=Path(tensorboard_dir or run.path / "tensorboard"),

@@ -173,6 +173,20 @@ def _options_key(options: dict[str, Any]) -> str:
     return json.dumps(options, sort_keys=True, default=repr)
 
 
+HOSTED = (
+    ("openai/MODEL", "OpenAI: $OPENAI_API_KEY, $OPENAI_BASE_URL"),
+    ("azure/DEPLOYMENT", "Azure OpenAI: $AZURE_OPENAI_ENDPOINT, $AZURE_OPENAI_API_KEY, $OPENAI_API_VERSION"),
+    ("openai-compatible/MODEL@URL", "any Chat Completions server (vLLM, llama.cpp, ...): $COLLAPSE_PROBE_API_KEY"),
+    ("anthropic/MODEL", "Anthropic: $ANTHROPIC_API_KEY, $ANTHROPIC_BASE_URL"),
+    ("bedrock/MODEL_ID", "Claude on Amazon Bedrock: AWS credentials, $AWS_REGION"),
+    ("vertex-anthropic/MODEL", "Claude on Vertex AI: $ANTHROPIC_VERTEX_PROJECT_ID, $CLOUD_ML_REGION"),
+    ("google/MODEL", "Gemini API: $GEMINI_API_KEY or $GOOGLE_API_KEY"),
+    ("vertex/MODEL", "Gemini on Vertex AI: $GOOGLE_CLOUD_PROJECT, $GOOGLE_CLOUD_LOCATION"),
+    ("litellm/PROVIDER/MODEL", 'anything LiteLLM routes to (pip install "collapse-probe[litellm]")'),
+)
+"""Hosted-model spec prefixes and where each takes its credentials from."""
+
+
 def list_models() -> list[tuple[str, str, str]]:
     """``(alias, spec, description)`` rows for ``collapse-probe models``."""
     return [(a, al.target, al.description) for a, al in ALIASES.items()]

@@ -495,3 +495,16 @@ def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0) -> s
     if len(usage) > 1:
         lines.append("  total cost: " + ("unknown" if total_cost is None else f"${total_cost:.4f}"))
     return "\n".join(lines)
+
+
+def run_usage_text(out: str | Path, failures: int = 0) -> str | None:
+    """The spend of run directory ``out`` (its ``usage.json``) as :func:`format_usage` lines, or why it
+    cannot be shown; ``None`` when the run recorded none."""
+    p = Path(out) / USAGE_FILE
+    if not os.path.lexists(p):
+        return None
+    try:
+        usage = {k: u.to_dict() for k, u in read_usage_file(p).items()}
+    except ConfigError as exc:
+        return f"usage: not shown: {exc}"
+    return format_usage(usage, failures=failures)

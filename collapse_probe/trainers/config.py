@@ -94,7 +94,7 @@ class TrainConfig(Config):
     """LoRA scaling numerator (scale = alpha / r)."""
     lora_dropout: Annotated[float, Number(ge=0, lt=1)] = 0.0
     """Dropout on the LoRA path."""
-    lora_target_modules: Annotated[list[str] | None, ModuleNames()] = None
+    lora_target_modules: Annotated[list[str] | None, ModuleNames(), Flag("--lora-targets")] = None
     """Modules that get adapters (``None``: peft's default for the architecture, e.g. ``q_proj``, ``v_proj``)."""
     kl_coef: Annotated[float, Number(ge=0)] = 0.0
     """Weight of the KL penalty to the reference model (the same model with its adapter disabled),
@@ -130,7 +130,7 @@ class TrainConfig(Config):
     """Visited simulator states per step at which the simulator's collapse error is measured."""
     collapse_samples: Annotated[int, Integer(2)] = 8
     """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
-    partitioner: str = "exact"
+    partitioner: Annotated[str, Flag("--partition", "--partitioner")] = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
     for ``policy_entropy`` (``exact``, ``embedding`` or an installed partitioner that needs no judge
     model and no benchmark hook)."""
@@ -141,7 +141,7 @@ class TrainConfig(Config):
     keep_checkpoints: Annotated[int, Integer(1)] = 2
     """Most recent checkpoints kept on disk."""
     rollout_backend: Annotated[str, OneOf(ROLLOUT_BACKENDS)] = "torch"
-    """One of :data:`ROLLOUT_BACKENDS`."""
+    """Engine that samples the rollouts: ``torch`` (the learner's own weights) or ``vllm`` (GPU)."""
     vllm_options: dict[str, Any] = {}
     """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``).
     Defaults there: ``enable_sleep_mode=True`` (vLLM releases its memory during the learner step),
@@ -197,6 +197,12 @@ class TrainConfig(Config):
             raise ConfigError(
                 f"--rollout-backend vllm: supported for the methods with one trained model and a frozen simulator "
                 f"({', '.join(VLLM_METHODS)}); got method {self.method!r}"
+            )
+        if self.vllm_options and self.rollout_backend != "vllm":
+            raise ConfigError(
+                "vllm_options (-M policy.KEY=VALUE): the trained policy takes backend options only through the vLLM "
+                f"rollout engine (--rollout-backend vllm); got {', '.join(self.vllm_options)} with --rollout-backend "
+                f"{self.rollout_backend}"
             )
         if self.rollout_backend == "vllm":
             from collapse_probe.models.vllm import lora_rank_for_vllm, validate_engine_options

@@ -61,7 +61,7 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 
-from collapse_probe._constraints import Config, Integer, Number, OneOf, rule
+from collapse_probe._constraints import Config, Integer, Number, OneOf, check_field, rule
 from collapse_probe.errors import ConfigError
 from collapse_probe.trainers._lab_world import (
     REWARD_FAMILY,
@@ -907,6 +907,35 @@ SWEEP_POINT_KEYS = (
     "heldout_sim_final_vs_single",
 )
 """What a sweep keeps of each comparison row at each value."""
+
+
+def _check_value(flag: str, value: float) -> None:
+    """``value`` of a lab flag (or of one of its sweep values), checked by the field's declared constraints."""
+    check_field(LabConfig, flag[2:].replace("-", "_"), value, flag)
+
+
+def parse_sweep(spec: str) -> tuple[str, list[float]]:
+    """``"PARAM=v1,v2,..."`` -> ``(PARAM, [v1, v2, ...])``, each value checked like its own flag."""
+    param, sep, raw = spec.partition("=")
+    param = param.strip()
+    if not sep or param not in SWEEP_PARAMS:
+        raise ConfigError(
+            f"--sweep: expected PARAM=V1,V2,... with PARAM one of {', '.join(SWEEP_PARAMS)}; got {spec!r}"
+        )
+    values = []
+    for item in raw.split(","):
+        try:
+            values.append(float(item))
+        except ValueError:
+            raise ConfigError(f"--sweep: {param} values must be numbers; got {item.strip()!r} in {spec!r}") from None
+    try:
+        for v in values:
+            _check_value(f"--{param}", v)
+    except ConfigError as exc:
+        raise ConfigError(f"--sweep: {exc}") from None
+    if len(set(values)) != len(values):
+        raise ConfigError(f"--sweep: {param} values repeat in {spec!r}")
+    return param, values
 
 
 def run_sweep(

@@ -137,4 +137,4 @@ def test_play_cli_bad_flags_give_clear_errors(tmp_path, capsys):
     assert main(["play", "--sim", "nonexistent-model", "--out", str(tmp_path / "r")]) == 2
     assert "unknown model spec 'nonexistent-model'" in capsys.readouterr().err
     assert main(["play", "--tasks", "0", "--out", str(tmp_path / "r")]) == 2
-    assert "--tasks must be >= 1" in capsys.readouterr().err
+    assert "--tasks must be an integer >= 1" in capsys.readouterr().err

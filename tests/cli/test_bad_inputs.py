@@ -281,8 +281,6 @@ def test_default_out_is_unique_per_run(world, capsys):
 
 
 def test_summary_line_and_crossplay_exit_1_when_no_cell_has_a_result(world, capsys):
-    from collapse_probe.cli._common import env  # noqa: F401 - the import path the CLI uses
-
     rc = main(["crossplay", "--policies", "scripted:policy.json", "--sims", "openai-compatible/m@http://127.0.0.1:9/v1",
                "--tasks", "1", "--rollouts", "1", "--max-turns", "1", "--out", "down", "--no-progress"])  # fmt: skip
     err = capsys.readouterr().err

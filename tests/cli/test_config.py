@@ -108,7 +108,8 @@ def test_a_file_satisfies_required_options(tmp_path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("policies: [smollm2, 'scripted:a.json']\nsims: smollm2,vs:smollm2\nout: somewhere\n")
     args = parse_args(build_parser(), ["crossplay", "--config", str(cfg)])
-    assert args.policies == "smollm2,scripted:a.json" and args.sims == "smollm2,vs:smollm2" and args.out == "somewhere"
+    assert args.policies == ["smollm2", "scripted:a.json"] and args.simulators == ["smollm2", "vs:smollm2"]
+    assert args.out == "somewhere"
 
 
 def test_a_file_can_give_positional_arguments(tmp_path) -> None:

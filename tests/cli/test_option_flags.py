@@ -11,8 +11,9 @@ import pytest
 from pydantic import Field
 
 from collapse_probe.benchmarks import Benchmark, BenchmarkOptions
-from collapse_probe.cli._benchmark_flags import _add_option_flags
 from collapse_probe.cli._config import _coerce
+from collapse_probe.cli._env import apply_env
+from collapse_probe.cli._flags import add_benchmark_flags
 
 
 class Options(BenchmarkOptions):
@@ -28,7 +29,8 @@ BENCH = Benchmark("typed-flags", Options, build=lambda options, context: None)
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="collapse-probe play", exit_on_error=False)
-    _add_option_flags(p, [BENCH])
+    add_benchmark_flags(p, [BENCH])
+    apply_env(p)  # what the CLI does for every subcommand's options
     return p
 
 

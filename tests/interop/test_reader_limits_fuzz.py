@@ -92,7 +92,7 @@ def test_tau2_files_with_a_hostile_field(tmp_path_factory, value, seed, dir_form
 @given(key=st.sampled_from(["states", "samples", "temperature", "sim", "seed", "out"]), value=hostile,
        fmt=st.sampled_from(["yaml", "toml"]))  # fmt: skip
 def test_config_files_with_a_hostile_value(tmp_path_factory, key, value, fmt):
-    from collapse_probe.cli._config import load_config_file
+    from collapse_probe._config_files import load_config_file
 
     d = tmp_path_factory.mktemp("cfg")
     p = d / f"c.{fmt}"
