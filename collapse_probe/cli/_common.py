@@ -238,9 +238,9 @@ def add_benchmark(p: argparse.ArgumentParser, config: str, only: Collection[str]
     names it."""
     from collapse_probe.benchmarks._registry import BENCHMARKS, get_benchmark
 
-    add_model_options(p, config, ["benchmark"], helps={"benchmark": benchmark_help()}, mark_default=("benchmark",))
     if not builds_flags(p):
         return  # another subcommand runs: its benchmarks need not be imported for this parser
+    add_model_options(p, config, ["benchmark"], helps={"benchmark": benchmark_help()}, mark_default=("benchmark",))
     benches = [get_benchmark(name) for name, target in BENCHMARKS.items() if isinstance(target, str)]
     add_benchmark_flags(p, benches, only=only)
 
