@@ -172,9 +172,8 @@ class Number(Constraint):
         if self.optional and value is None:
             return
         if not self.accepts(value):
-            why = f" ({self.why})" if self.why else ""
-            none = " (or none)" if self.optional else ""
-            raise ConfigError(f"{flag} must be {self.allowed}{none}{why}, got {value!r}")
+            why = f" ({self.why})" if self.why else ""  # None (the flag not given) is not a value one can type
+            raise ConfigError(f"{flag} must be {self.allowed}{why}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -190,25 +189,27 @@ class OneOf(Constraint):
         hashable = isinstance(value, (str, int, float, type(None)))
         if not hashable or value not in self.choices:
             names = ", ".join(str(c) for c in self.choices)
-            raise ConfigError(f"{flag} must be one of {names}{' or None' if self.optional else ''}, got {value!r}")
+            raise ConfigError(f"{flag} must be one of {names}, got {value!r}")
 
 
 @dataclass(frozen=True)
 class Specs(Constraint):
     """A list of non-empty strings (model specs); ``least`` of them at least, ``distinct`` if asked.
 
-    ``name`` (e.g. ``policies``) is shown beside the flag in parentheses."""
+    ``name`` (the field, e.g. ``simulators``) is shown beside a flag named otherwise (``--sims``)."""
 
     least: int = 0
     distinct: bool = False
     name: str = ""
 
     def check(self, value: Any, flag: str) -> None:
-        where = f"{flag} ({self.name})" if self.name else flag
+        where = f"{flag} ({self.name})" if self.name and flag.lstrip("-") != self.name else flag
         if isinstance(value, str) or not isinstance(value, Sequence):
-            raise ConfigError(f"{where}: expected a list of specs, got {value!r}")
+            raise ConfigError(f"{where}: expected a list of model specs, got {value!r}")
         if len(value) < self.least:
-            raise ConfigError(f"{where}: expected at least {self.least} spec(s), got an empty list")
+            least = "one model spec" if self.least == 1 else f"{self.least} model specs"
+            got = "an empty list" if not value else f"{len(value)}"
+            raise ConfigError(f"{where}: expected at least {least} (comma-separated), got {got}")
         for s in value:
             if not isinstance(s, str) or not s.strip():
                 raise ConfigError(f"{where}: every spec must be a non-empty string, got {s!r}")
@@ -238,14 +239,17 @@ class SubsetOf(Constraint):
 
 class Flag:
     """``Annotated`` metadata: how the user names a field when it is not ``--field-name``
-    (``Annotated[list[str], Flag("--sims")]``), and any other spellings its flag accepts."""
+    (``Annotated[list[str], Flag("--sims")]``), any other spellings its flag accepts, and the name its
+    value has in ``--help`` (``metavar``; default: the flag's name in capitals)."""
 
-    def __init__(self, flag: str, *aliases: str) -> None:
+    def __init__(self, flag: str, *aliases: str, metavar: str | None = None) -> None:
         self.flag = flag
         self.aliases = aliases
+        self.metavar = metavar
 
     def __repr__(self) -> str:
-        return f"Flag({', '.join(map(repr, (self.flag, *self.aliases)))})"
+        extra = (f"metavar={self.metavar!r}",) if self.metavar else ()
+        return f"Flag({', '.join([*map(repr, (self.flag, *self.aliases)), *extra])})"
 
 
 def rule(method: F) -> F:

@@ -65,9 +65,9 @@ class CrossplayConfig(RunConfig):
     ]
     """Simulator (user / persuadee) specs, one matrix column each; ``vs:SPEC`` for Verbalized Sampling."""
     train_simulator: Annotated[str | None, Flag("--train-sim")] = None
-    """The simulator the policies were trained against (must be one of ``simulators``); the others are
+    """The simulator the policies were trained against (must be one of :attr:`simulators`); the others are
     held out. ``None``: no transfer ratios, and every simulator counts as held out."""
-    partitioner: Annotated[str, Flag("--partition", "--partitioner")] = "exact"
+    partitioner: Annotated[str, Flag("--partition", "--partitioner", metavar="NAME")] = "exact"
     """Partitioner of the policy's messages for the strategy entropy (``exact``, ``embedding``, ...)."""
     entropy_turns: Annotated[EntropyTurns, OneOf(("first", "all"))] = "first"
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final
 
-from collapse_probe._constraints import Config, Number, OneOf, rule
+from collapse_probe._constraints import Config, Flag, Number, OneOf, rule
 from collapse_probe._crossplay import SCHEMA, transfer_estimate
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.rewards import conversations, heldout_task_rewards
@@ -72,8 +72,10 @@ class GateConfig(Config):
     """The candidate policy spec (a row of the run)."""
     min_transfer: Annotated[float | None, Number(ge=0, optional=True)] = None
     """Fail below this transfer ratio (held-out / training-simulator reward)."""
-    min_transfer_each: Annotated[float | None, Number(ge=0, optional=True)] = None
-    """Fail when any one held-out simulator's own transfer ratio is below it (same rule as the pooled ratio)."""
+    min_transfer_each: Annotated[
+        float | None, Number(ge=0, optional=True), Flag("--min-transfer-each", metavar="X")
+    ] = None
+    """Fail when any one held-out simulator's own transfer ratio is below X (the same rule as :attr:`min_transfer`)."""
     baseline_policy: str | None = None
     """Compare the candidate's held-out reward with this policy of the same run."""
     max_drop: Annotated[float | None, Number(ge=0, optional=True)] = None
@@ -88,7 +90,7 @@ class GateConfig(Config):
     """Two-sided level of the interval the rule reads (default 0.9 for ``interval``: each end a
     one-sided 95 % bound; 0.95 for ``strict`` and ``point``)."""
     strict: bool = False
-    """The strict rule (the same as ``decision="strict"``): the 95 % CI bound must clear each threshold,
+    """The strict rule (the same as :attr:`decision="strict"`): the 95 % CI bound must clear each threshold,
     anything else fails."""
 
     @rule

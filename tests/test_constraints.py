@@ -153,7 +153,7 @@ def test_messages_name_flag_allowed_values_and_value():
         _check(AuditConfig, samples=1)
     with pytest.raises(ConfigError, match=r"^--tasks 100001: at most 100,000 tasks per run"):
         _check(CrossplayConfig, tasks=100_001)
-    with pytest.raises(ConfigError, match=r"^--tis-cap must be a finite number > 0 \(or none\), got 0"):
+    with pytest.raises(ConfigError, match=r"^--tis-cap must be a finite number > 0, got 0"):
         _check(TrainConfig, tis_cap=0)
     with pytest.raises(ConfigError, match=r"^--entropy-turns must be one of first, all, got 'some'"):
         _check(CrossplayConfig, entropy_turns="some")
@@ -200,9 +200,9 @@ def test_the_mechanism_on_a_config_of_its_own():
     for values, message in (
         ({"count": 11}, "option count 11: at most 10 things per run"),
         ({"count": -1}, "option count must be an integer >= 0, got -1"),
-        ({"share": 0.0}, r"--share must be a number in \(0, 1\] \(or none\), got 0.0"),
+        ({"share": 0.0}, r"--share must be a number in \(0, 1\], got 0.0"),
         ({"mode": "c"}, "option mode must be one of a, b, got 'c'"),
-        ({"names": []}, "option names: expected at least 1 spec"),
+        ({"names": []}, "option names: expected at least one model spec"),
         ({"count": 6}, "needs mode b"),
     ):
         with pytest.raises(ConfigError, match=message):

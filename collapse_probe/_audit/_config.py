@@ -45,7 +45,7 @@ class AuditConfig(Config):
         AtMost(MAX_SAMPLES_PER_STATE, "responses per state"),
     ] = 20
     """N, responses sampled per state (N < 20 is flagged low-confidence)."""
-    partition: str | None = None
+    partition: Annotated[str | None, Flag("--partition", metavar="NAME")] = None
     """Equivalence classes of replies: ``exact``, ``embedding``, ``judge``, ``label`` or an installed
     partitioner. Default: by meaning, i.e. ``judge`` (LLM judge of bidirectional equivalence) when a
     judge is given, else ``embedding`` (sentence encoder, constrained by the benchmark's decision key;

@@ -4,7 +4,8 @@ Precedence, highest first: command-line flags, ``$COLLAPSE_PROBE_<OPTION>``, the
 the built-in defaults. A config file is YAML (``.yaml``/``.yml``) or TOML (``.toml``) holding one
 mapping whose keys are the subcommand's long option names, with dashes or underscores
 (``max-turns: 3`` or ``max_turns = 3``), or a positional argument's name (``run-dir`` of ``gate``);
-a list option takes a list (``sims: [smollm2, vs:smollm2]``) or the command line's ``a,b``. A key
+a list option takes a list (``sims: [smollm2, vs:smollm2]``) or the command line's ``a,b``; ``null``
+is the option's default, as if the key were absent (refused for a required argument). A key
 that is not an option of the subcommand, or a value of the wrong type, is one error line naming the
 file and the key. Relative paths in a config file (model
 files, ``out``, ``personas``) resolve against the working directory, exactly as on the command line,
@@ -121,14 +122,19 @@ def _options_by_key(sp: argparse.ArgumentParser) -> dict[str, argparse.Action]:
     return keys
 
 
-def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
-    """Check a file value against the option it sets; return the value argparse would have produced."""
+def _coerce(path: Path, key: str, value: Any, action: argparse.Action, shown: str | None = None) -> Any:
+    """Check a file value against the option it sets; return the value argparse would have produced
+    (``shown``: the key as the file writes it, for the messages)."""
 
     def bad(expected: str) -> NoReturn:
         import reprlib
 
-        raise ConfigError(f"{path}: key {key!r}: expected {expected}, got {reprlib.repr(value)}")
+        raise ConfigError(f"{path}: key {shown or key!r}: expected {expected}, got {reprlib.repr(value)}")
 
+    if value is None:  # null: the option's default, as if the key were absent
+        if action.required:
+            bad("a value (the option is required)")
+        return action.default
     if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction | argparse.BooleanOptionalAction):
         if not isinstance(value, bool):
             bad("true or false")
@@ -149,11 +155,9 @@ def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
             try:
                 parse_model_args(value)
             except ConfigError as exc:
-                raise ConfigError(f"{path}: key {key!r}: {exc}") from None
+                raise ConfigError(f"{path}: key {shown or key!r}: {exc}") from None
         return value
     kind = action.type
-    if value is None and action.default is None:
-        return None
     if kind is None or kind is str:
         if not isinstance(value, str):
             bad("a string")
@@ -169,8 +173,9 @@ def _coerce(path: Path, key: str, value: Any, action: argparse.Action) -> Any:
             value = kind(json.dumps(value) if isinstance(value, list | dict) else str(value))
         except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
             bad(f"a value accepted by --{key.replace('_', '-')} ({exc})")
-    if action.choices is not None and value not in action.choices:
-        bad(f"one of {', '.join(map(str, action.choices))}")
+    allowed = getattr(action, "allowed", None) or action.choices
+    if allowed is not None and value not in allowed:
+        bad(f"one of {', '.join(map(str, allowed))}")
     return value
 
 
@@ -206,7 +211,7 @@ def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Pat
             close = difflib.get_close_matches(key, list(options), n=3, cutoff=0.6)
             hint = f" (did you mean {' or '.join(repr(c.replace('_', '-')) for c in close)}?)" if close else ""
             raise ConfigError(f"{p}: unknown key {raw_key!r} for collapse-probe {command}{hint}")
-        coerced = _coerce(p, key, value, action)
+        coerced = _coerce(p, key, value, action, str(raw_key))
         var = env_var(action)
         if var is not None and os.environ.get(var) is not None:
             continue  # the environment outranks the file

@@ -86,6 +86,7 @@ def _value(a: argparse.Action, var: str, raw: str) -> Any:
         return BadEnv(var, raw, expected)
     if isinstance(value, float) and not math.isfinite(value):
         return BadEnv(var, raw, "a finite number")
-    if a.choices is not None and value not in a.choices:
-        return BadEnv(var, raw, "one of " + ", ".join(map(str, a.choices)))
+    allowed = getattr(a, "allowed", None) or a.choices
+    if allowed is not None and value not in allowed:
+        return BadEnv(var, raw, "one of " + ", ".join(map(str, allowed)))
     return value

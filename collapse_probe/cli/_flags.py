@@ -2,8 +2,8 @@
 
 A field ``epsilon_star`` becomes ``--epsilon-star`` (or the name its
 :class:`~collapse_probe._constraints.Flag` gives), parsed as the field's type, with the field's default
-and its docstring as the help; a ``Literal`` or :class:`~collapse_probe._constraints.OneOf` field gets
-``choices``, a list field reads ``a,b`` or a JSON array, a mapping reads JSON, a boolean is a switch
+and its docstring as the help; a ``Literal`` or :class:`~collapse_probe._constraints.OneOf` field shows
+its choices (the config refuses another value in one line naming the flag, not argparse's usage), a list field reads ``a,b`` or a JSON array, a mapping reads JSON, a boolean is a switch
 (``--no-exact`` for a field that is on by default). The config model then checks the values (the
 constraints, in one line naming the flag): nothing about a field is written twice.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import types
 import typing
 from collections.abc import Collection, Mapping, Sequence
@@ -56,23 +57,34 @@ def add_model_options(
         return
     model = _load(target)
     have = {a.dest for a in p._actions}
+    flags = {f: flag_of(f, i) for f, i in model.model_fields.items()}
     for name in fields if fields is not None else [f for f in model.model_fields if f not in exclude]:
         info = model.model_fields[name]
         if name in have:
             continue
         flag_meta = next((m for m in info.metadata if isinstance(m, Flag)), None)
-        flag = flag_meta.flag if flag_meta is not None and flag_meta.flag.startswith("--") else _dashed(name)
-        names = [flag, *(flag_meta.aliases if flag_meta is not None else ())]
+        names = [flags[name], *(flag_meta.aliases if flag_meta is not None else ())]
         field_default = None if info.is_required() else info.get_default(call_default_factory=True)
         given_help = (helps or {}).get(name)
-        text = given_help.format(default=field_default) if given_help else help_text(info.description or name)
+        text = given_help.format(default=field_default) if given_help else help_text(info.description or name, flags)
         default = None if name in required else (defaults or {}).get(name, field_default)
         if name in mark_default and isinstance(default, str):
             default = Default(default)
         choices = next((m.choices for m in info.metadata if isinstance(m, OneOf)), None) or literal_choices(
             info.annotation
         )
-        add_flag(p, names, name, info.annotation, default, text, choices=choices, required=name in required)
+        metavar = flag_meta.metavar if flag_meta is not None else None
+        add_flag(
+            p, names, name, info.annotation, default, text, choices=choices, required=name in required, metavar=metavar
+        )
+
+
+def flag_of(name: str, info: Any) -> str:
+    """The flag of config field ``name`` (its :class:`~collapse_probe._constraints.Flag`, else ``--name``)."""
+    from collapse_probe._constraints import Flag
+
+    meta = next((m for m in info.metadata if isinstance(m, Flag)), None)
+    return meta.flag if meta is not None and meta.flag.startswith("--") else _dashed(name)
 
 
 class Default(str):
@@ -106,6 +118,7 @@ def add_flag(
     *,
     choices: Sequence[Any] | None = None,
     required: bool = False,
+    metavar: str | None = None,
 ) -> None:
     """One flag for a value of type ``annotation`` (see the module docstring), marked ``from_model``."""
     kind = scalar_kind(annotation)
@@ -115,15 +128,19 @@ def add_flag(
     if kind is bool:
         off = names[0].startswith("--no-")
         kw["action"] = argparse.BooleanOptionalAction if default is None else "store_false" if off else "store_true"
-    elif choices:
-        kw.update(choices=tuple(choices), required=required)
+    elif choices:  # shown as argparse shows choices; checked by the config (one line naming the flag)
+        kw.update(metavar="{" + ",".join(map(str, choices)) + "}", required=required)
     else:
-        parse = structured_parser(annotation)
-        metavar = parse.metavar if parse is not None else names[0][2:].upper().replace("-", "_")
+        structured = structured_parser(annotation)
+        metavar = metavar or (structured.metavar if structured else names[0][2:].upper().replace("-", "_"))
         kw.update(metavar=metavar, required=required)
+        parse: ListValue | JsonValue | NoneOr | None = structured
+        if parse is None and kind in (int, float) and default is not None and _optional(annotation):
+            parse = NoneOr(kind)  # a number that is on by default: `none` turns it off (--tis-cap none)
         if parse is not None or kind is not str:  # a str default keeps its class (a marked Default)
             kw["type"] = parse or kind
     action: Any = p.add_argument(*names, **kw)
+    action.allowed = tuple(choices) if choices and kind is not bool else None  # what a file or variable may say
     action.from_model = True  # what the architecture test reads: no config field has a hand-written flag
 
 
@@ -132,9 +149,20 @@ def model_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, An
     return {n: getattr(args, n) for n in names}
 
 
-def help_text(doc: str) -> str:
-    """A field's docstring as help: one line, without reST quotes, lower-case start, no final period."""
-    text = " ".join(doc.split()).replace("``", "").rstrip(".")
+_REF = re.compile(r":attr:`([a-z][a-z0-9_]*)(?:=\"([^\"`]*)\")?`")
+
+
+def help_text(doc: str, flags: Mapping[str, str] | None = None) -> str:
+    """A field's docstring as help: one line, without reST quotes, lower-case start, no final period;
+    a field of the model named as ``:attr:`lr``` or ``:attr:`decision="strict"``` reads as its flag
+    (``--lr``, ``--decision strict``) when ``flags`` maps the model's fields to their flags."""
+
+    def ref(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        shown = flags.get(name, name) if flags is not None else name
+        return shown if value is None else f"{shown} {value}" if shown.startswith("--") else f'{shown}="{value}"'
+
+    text = _REF.sub(ref, " ".join(doc.split())).replace("``", "").rstrip(".")
     for before in ("(", "; ", ". "):  # a field's None is the flag not given
         text = text.replace(f"{before}None: ", f"{before}{'D' if before == '. ' else 'd'}efault: ")
     first = text.split(" ", 1)[0]
@@ -176,6 +204,24 @@ class ListValue:
                 raise argparse.ArgumentTypeError(f"expected a JSON array or comma-separated values, got {text!r}")
             return value
         return [self.item(t.strip()) for t in text.split(",") if t.strip()]
+
+
+def _optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(
+        annotation
+    )
+
+
+class NoneOr:
+    """Parser of a number that may also be ``none`` (the field's ``None``), for a field whose default is
+    a number: ``--tis-cap none``."""
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+        self.__name__ = kind.__name__  # argparse: "invalid float value: 'x'"
+
+    def __call__(self, text: str) -> Any:
+        return None if text.strip().lower() == "none" else self.kind(text)
 
 
 class JsonValue:

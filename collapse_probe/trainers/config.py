@@ -72,22 +72,21 @@ class TrainConfig(Config):
     steps: Annotated[int, Integer(1)] = 10
     """Training steps (one rollout batch and one update each). May be raised when resuming."""
     group_size: Annotated[int, Integer(2, why=GROUP_WHY)] = 4
-    """Rollouts ``G`` per task per step: one group-relative advantage group (``rollout.rollouts``,
-    at least 2)."""
+    """Rollouts ``G`` per task per step: one group-relative advantage group (at least 2)."""
     tasks: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 4
     """Training tasks ``T`` (the first ``T`` of the benchmark's seeded order); every step rolls out
-    ``G`` conversations of each, so a step's batch is ``T x G`` conversations (``rollout.tasks``)."""
+    ``G`` conversations of each, so a step's batch is ``T x G`` conversations."""
     max_turns: Annotated[int, Integer(1), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
-    """Conversation rounds (P4G: persuader + persuadee exchanges; required)."""
+    """Conversation rounds (P4G: persuader + persuadee exchanges)."""
     max_tokens: Annotated[int, Integer(1)] = 48
     """Token budget of every turn, both sides."""
     temperature: Annotated[float, Number(gt=0, why="REINFORCE needs a sampling policy")] = 1.0
-    """Sampling temperature of both sides (``rollout.temperature``, above 0); log-probabilities are
+    """Sampling temperature of both sides (above 0); log-probabilities are
     recomputed at the same temperature, so the update is on-policy for the distribution that sampled."""
     lr: Annotated[float, Number(gt=0)] = 1e-4
     """AdamW learning rate of the policy's LoRA adapter."""
     sim_lr: Annotated[float | None, Number(gt=0, optional=True)] = None
-    """AdamW learning rate of a trainable simulator's adapter (``None``: ``lr``)."""
+    """AdamW learning rate of a trainable simulator's adapter (``None``: the same as :attr:`lr`)."""
     lora_r: Annotated[int, Integer(1)] = 8
     """LoRA rank."""
     lora_alpha: Annotated[int, Integer(1)] = 16
@@ -115,22 +114,22 @@ class TrainConfig(Config):
     pool_dir: str | None = None
     """``population``: pool directory (default ``OUT/pool``); its ``manifest.json`` lists the members."""
     personas: str | None = None
-    """P4G persona file (``persona`` method draws from it; default: the shipped one): an arena option."""
+    """P4G persona file the ``persona`` method draws from (default: the shipped one); passed to the arena."""
     tau2_data: str | None = None
-    """Official tau2 data directory for the tau2 benchmarks: an arena option."""
+    """Official tau2 data directory for the tau2 benchmarks; passed to the arena."""
     vs_k: Annotated[int, Integer(2)] = 5
     """Candidates per Verbalized-Sampling turn."""
     eval_every: Annotated[int, Integer(1)] = 5
-    """Cross-play evaluation over ``heldout`` every this many steps (and at the last step)."""
+    """Cross-play evaluation over :attr:`heldout` every this many steps (and at the last step)."""
     eval_tasks: Annotated[int | None, Integer(1, optional=True)] = None
-    """Tasks of the held-out evaluation (``None``: ``tasks``)."""
+    """Tasks of the held-out evaluation (``None``: the same as :attr:`tasks`)."""
     eval_rollouts: Annotated[int, Integer(1)] = 2
     """Conversations per task and held-out simulator in the evaluation."""
     collapse_states: Annotated[int, Integer(0)] = 2
     """Visited simulator states per step at which the simulator's collapse error is measured."""
     collapse_samples: Annotated[int, Integer(2)] = 8
-    """Responses sampled per such state (``eps = 1 - max_count / N`` over ``partitioner``'s classes)."""
-    partitioner: Annotated[str, Flag("--partition", "--partitioner")] = "exact"
+    """Responses sampled per such state (``eps = 1 - max_count / N`` over :attr:`partitioner`'s classes)."""
+    partitioner: Annotated[str, Flag("--partition", "--partitioner", metavar="NAME")] = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
     for ``policy_entropy`` (``exact``, ``embedding`` or an installed partitioner that needs no judge
     model and no benchmark hook)."""
@@ -143,7 +142,7 @@ class TrainConfig(Config):
     rollout_backend: Annotated[str, OneOf(ROLLOUT_BACKENDS)] = "torch"
     """Engine that samples the rollouts: ``torch`` (the learner's own weights) or ``vllm`` (GPU)."""
     vllm_options: dict[str, Any] = {}
-    """Extra ``vllm.LLM`` options for ``rollout_backend="vllm"`` (e.g. ``gpu_memory_utilization``).
+    """Extra ``vllm.LLM`` options for :attr:`rollout_backend="vllm"` (e.g. ``gpu_memory_utilization``).
     Defaults there: ``enable_sleep_mode=True`` (vLLM releases its memory during the learner step),
     ``gpu_memory_utilization=0.45`` (the learner and its optimizer keep the rest),
     ``logprobs_mode="processed_logprobs"`` (log-probabilities at the sampling temperature, as the
@@ -151,7 +150,7 @@ class TrainConfig(Config):
     tis_cap: Annotated[float | None, Number(gt=0, optional=True)] = 2.0
     """Truncated importance sampling for vLLM rollouts: each token's loss is weighted by
     ``min(pi_learner / pi_vllm, tis_cap)``, correcting the mismatch between vLLM's bf16 sampler and the
-    learner; ``None`` turns the correction off (the mismatch is still logged as ``logprob_mismatch``).
+    learner; ``None`` (``none`` on the command line) turns the correction off (the mismatch is still logged as ``logprob_mismatch``).
     Unused with torch rollouts, which sample from the learner's own weights."""
     device: str | None = None
     """Device of trained models (``None``: ``cpu`` for ``local/``, ``auto`` for ``hf/``)."""
