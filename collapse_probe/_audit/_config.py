@@ -38,7 +38,7 @@ class AuditConfig(Config):
     being the policy's own (default: P4G probe states with fixed human-style openings)."""
     states: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 2
     """Number of tasks (P4G personas) probed; each gives an opening and an elicitation state, or the
-    simulator turns of ``rollouts`` on-policy conversations."""
+    simulator turns of :attr:`rollouts` on-policy conversations."""
     samples: Annotated[
         int,
         Integer(2, why="a collapse error needs at least 2 responses per state"),

@@ -145,13 +145,13 @@ class LabConfig(Config):
     user_spread: Annotated[float, Number(ge=0)] = 1.0
     """Real users ``q*(.|x) = softmax(user_spread * z)``: 0 is uniform, large is near-deterministic."""
     n_families: Annotated[int, Integer(1)] = 6
-    """Simulator families ``K``; the first ``ensemble_size`` are trained on, the rest are held out."""
+    """Simulator families ``K``; the first :attr:`ensemble_size` are trained on, the rest are held out."""
     ensemble_size: Annotated[int, Integer(1)] = 3
     """Families rotated by ``ensemble``."""
     n_personas: Annotated[int, Integer(1)] = 8
     """Personas in each family's persona prior."""
     persona_scale: Annotated[float, Number(ge=0)] = 1.0
-    """Standard deviation of a persona's logit shift (the same scale as ``user_spread``)."""
+    """Standard deviation of a persona's logit shift (the same scale as :attr:`user_spread`)."""
     eval_every: Annotated[int, Integer(1)] = 5
     """Log the exact metrics every this many steps (and at step 0 and the last step)."""
     tv_samples: Annotated[int, Integer(1)] = 256
