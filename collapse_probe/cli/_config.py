@@ -129,7 +129,8 @@ def _coerce(path: Path, key: str, value: Any, action: argparse.Action, shown: st
     def bad(expected: str) -> NoReturn:
         import reprlib
 
-        raise ConfigError(f"{path}: key {shown or key!r}: expected {expected}, got {reprlib.repr(value)}")
+        got = "null" if value is None else reprlib.repr(value)
+        raise ConfigError(f"{path}: key {shown or key!r}: expected {expected}, got {got}")
 
     if value is None:  # null: the option's default, as if the key were absent
         if action.required:

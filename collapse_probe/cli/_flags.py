@@ -2,10 +2,12 @@
 
 A field ``epsilon_star`` becomes ``--epsilon-star`` (or the name its
 :class:`~collapse_probe._constraints.Flag` gives), parsed as the field's type, with the field's default
-and its docstring as the help; a ``Literal`` or :class:`~collapse_probe._constraints.OneOf` field shows
-its choices (the config refuses another value in one line naming the flag, not argparse's usage), a list field reads ``a,b`` or a JSON array, a mapping reads JSON, a boolean is a switch
-(``--no-exact`` for a field that is on by default). The config model then checks the values (the
-constraints, in one line naming the flag): nothing about a field is written twice.
+and its docstring as the help; a ``Literal`` or :class:`~collapse_probe._constraints.OneOf` field
+shows its choices (the config refuses another value in one line naming the flag, not argparse's
+usage block), a list field reads ``a,b`` or a JSON array, a mapping reads JSON, a number whose
+default is not ``None`` reads ``none`` as ``None``, a boolean is a switch (``--no-exact`` for a
+field that is on by default). The config model then checks the values (the constraints, in one line
+naming the flag): nothing about a field is written twice.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def test_null_for_a_required_argument_is_refused_naming_the_key(tmp_path, capsys
     cfg.write_text("run-dir: null\npolicy: p\n")
     with pytest.raises(SystemExit):
         main(["gate", "--config", str(cfg)])
-    assert f"{cfg}: key 'run-dir': expected a value (the option is required), got None" in capsys.readouterr().err
+    assert f"{cfg}: key 'run-dir': expected a value (the option is required), got null" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
