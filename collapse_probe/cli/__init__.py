@@ -13,6 +13,7 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from collapse_probe._version import __version__
 from collapse_probe.cli._config import add_config_option, add_model_args, parse_args
@@ -26,8 +27,18 @@ MODEL_COMMANDS = ("play", "audit", "crossplay", "train")
 """Subcommands that take ``-M / --model-arg`` backend options."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with one error line: ``collapse-probe audit: error: argument --samples: invalid int value:
+    'x' (collapse-probe audit --help lists the options)`` and exit status 2, not the usage block first
+    (30 lines for ``train``). Subparsers are of the same class (argparse's default)."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = "" if f"{self.prog} --help" in message else f" ({self.prog} --help lists the options)"
+        self.exit(2, f"{self.prog}: error: {message}{hint}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="collapse-probe",
         description="Diagnose and fix simulator collapse in multi-agent RL for LLM agents.",
     )

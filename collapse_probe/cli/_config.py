@@ -229,18 +229,23 @@ def _command_and_config(parser: argparse.ArgumentParser, argv: Sequence[str]) ->
     command = next((a for a in argv if a in sub), None)
     if command is None:
         return None, None
-    rest = list(argv)[list(argv).index(command) + 1 :]
-    path = None
-    for i, a in enumerate(rest):
-        if a == "--":
-            break
-        if a == "--config" and i + 1 < len(rest):
-            path = rest[i + 1]
-        elif a.startswith("--config="):
-            path = a.split("=", 1)[1]
+    path = _flag_value(list(argv)[list(argv).index(command) + 1 :], "--config")
     if path is None:
         path = os.environ.get("COLLAPSE_PROBE_CONFIG") if "--config" in _options_of(sub[command]) else None
     return command, path
+
+
+def _flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The last value ``argv`` gives ``flag`` (``--flag V`` or ``--flag=V``, before any ``--``)."""
+    value = None
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(flag + "="):
+            value = a.split("=", 1)[1]
+    return value
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -259,14 +264,7 @@ def _add_chosen_benchmark_options(sp: argparse.ArgumentParser, argv: Sequence[st
     ``$COLLAPSE_PROBE_BENCHMARK``, else the ``--config`` file's ``benchmark``), before parsing."""
     if "--benchmark" not in _options_of(sp):
         return
-    name = None
-    for i, a in enumerate(argv):
-        if a == "--":
-            break
-        if a == "--benchmark" and i + 1 < len(argv):
-            name = argv[i + 1]
-        elif a.startswith("--benchmark="):
-            name = a.split("=", 1)[1]
+    name = _flag_value(argv, "--benchmark")
     if name is None:
         name = os.environ.get("COLLAPSE_PROBE_BENCHMARK")
     if name is None and path is not None:
@@ -308,12 +306,12 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = Non
 
 
 def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: Sequence[str]) -> None:
-    """Unknown arguments end the program with the subcommand's usage and one error line naming each
-    unknown flag's nearest known flags (``--sampels``: did you mean ``--samples``?); exit status 2."""
+    """Unknown arguments end the program with one error line naming each unknown flag's nearest known
+    flags (``--sampels``: did you mean ``--samples``?); exit status 2."""
 
     sp = _subparsers(parser).get(command) if command else None
     target = sp or parser
-    known = sorted({o for a in target._actions for o in a.option_strings if o.startswith("--")})
+    known = sorted({o for a in target._actions for o in a.option_strings if o.startswith("--") and o != "--help"})
     hints = []
     for arg in extra:
         if not arg.startswith("-"):
@@ -325,6 +323,4 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: S
     message = f"unrecognized arguments: {' '.join(extra)}"
     if hints:
         message += "; " + "; ".join(hints)
-    elif command:
-        message += f" (collapse-probe {command} --help lists the options)"
     target.error(message)

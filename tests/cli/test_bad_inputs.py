@@ -319,3 +319,27 @@ def test_a_server_that_is_not_running_is_named_on_the_terminal(world, capsys, co
     assert "all answers from the cache" not in cap.out  # every request failed: nothing came from the cache
     if "usage" in cap.out:
         assert "no model call was answered" in cap.out or "calls" in cap.out, cap.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [
+        (["audit", "--samples", "x"], "argument --samples: invalid int value: 'x'"),
+        (["train", "--lr", "abc"], "argument --lr: invalid float value: 'abc'"),
+        (["crossplay", "--policies", "p"], "required: --sims, --out"),
+        (["gate", "runs/x"], "required: --policy"),
+        (["audit", "--log-level", "loud"], "argument --log-level: invalid choice: 'loud'"),
+        (["audit", "--sampels", "2"], "--sampels: did you mean --samples"),
+        (["lab", "--steps", "two"], "argument --steps: invalid int value"),
+    ],
+)
+def test_parser_errors_are_one_line_with_where_to_look(argv, names, capsys):
+    """argparse's own errors (a value of the wrong type, a missing required flag, an unknown flag) are one
+    line naming the flag, with where the options are listed, not the usage block first."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not err.startswith("usage:"), err
+    assert err.startswith(f"collapse-probe {argv[0]}: error: ") and names in err, err
+    assert f"collapse-probe {argv[0]} --help" in err
