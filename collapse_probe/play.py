@@ -49,7 +49,7 @@ def run_play(
     progress: bool = True,
     fresh: bool = False,
     keep_failed: bool = False,
-) -> tuple[list[dict[str, Any]], PlayResults]:
+) -> PlayResults:
     """Synchronous :func:`run_play_async`; also works inside a running event loop (e.g. Jupyter)."""
     from collapse_probe._sync import run_sync
 
@@ -77,9 +77,10 @@ async def run_play_async(
     progress: bool = True,
     fresh: bool = False,
     keep_failed: bool = False,
-) -> tuple[list[dict[str, Any]], PlayResults]:
-    """Run ``config.tasks x config.rollouts`` conversations; return their records and the typed results
-    (:class:`~collapse_probe.results.PlayResults`, what ``results.json`` holds; written to ``out``).
+) -> PlayResults:
+    """Run ``config.tasks x config.rollouts`` conversations; return the typed results
+    (:class:`~collapse_probe.results.PlayResults`, what ``results.json`` holds; written to ``out``), whose
+    ``conversations`` are the conversation records.
 
     ``fresh`` starts over in ``out`` (old files move to ``out/.previous/``); ``keep_failed`` keeps
     conversations that ended in an infrastructure failure on resume instead of running them again.
@@ -128,4 +129,5 @@ async def run_play_async(
 
         run_dir.write_results(results)
         write_report("play", results.to_json(), records, run_dir.path / "report.html")
-    return records, results
+    results._conversations = list(records)
+    return results

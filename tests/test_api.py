@@ -125,7 +125,7 @@ def test_the_calls_show_their_parameters():
 
 def test_lab_call_equals_run_lab():
     from collapse_probe.results import LabRunResults
-    from collapse_probe.trainers import LabConfig, run_lab
+    from collapse_probe.trainers.lab import LabConfig, run_lab
 
     expected = run_lab(LabConfig(steps=3, seed=2)).to_json()
     called = collapse_probe.lab(steps=3, seed=2)

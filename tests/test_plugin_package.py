@@ -251,8 +251,8 @@ hotel, guest, out = sys.argv[1:4]
 assert "hotel-survey" in benchmark_names()
 arena = ArenaSpec("hotel-survey", {"room_type": "suite", "guests": 2}).build([hotel, guest])
 participants = {s: make_participant(s, cache=False) for s in (hotel, guest)}
-records, summary = run_play(PlayConfig(policy=hotel, sim=guest, benchmark="hotel-survey", tasks=2, rollouts=1),
-                            arena, participants, out + "/play", progress=False)
+records = run_play(PlayConfig(policy=hotel, sim=guest, benchmark="hotel-survey", tasks=2, rollouts=1),
+                   arena, participants, out + "/play", progress=False).conversations
 audit = run_audit(AuditConfig(sim=guest, benchmark="hotel-survey", states=2, samples=30, partition="exact"),
                   out + "/audit", arena=arena, progress=False, cache=False)
 xp = run_crossplay(CrossplayConfig(policies=[hotel], simulators=[guest], benchmark="hotel-survey", tasks=2,
@@ -367,5 +367,6 @@ def test_an_installed_partitioner_is_chosen_by_audit_and_crossplay_flags_where_i
                 "--no-cache", "--out", "typo", cwd=tmp_path)  # fmt: skip
     assert typo.returncode == 2 and "Traceback" not in typo.stderr
     line = typo.stderr.strip().splitlines()[-1]
-    assert "--partition must be one of exact, embedding, disclosure, judge, label, ask-judge, first-word" in line
+    assert "--partition: unknown partitioner 'first-wrd'." in line
+    assert "Known: exact, embedding, disclosure, judge, label, ask-judge, first-word" in line
     assert "Did you mean 'first-word'" in line

@@ -171,9 +171,9 @@ def test_bad_options_are_one_line_naming_the_field():
 def test_a_play_run_of_the_former_version_resumes_and_a_changed_option_is_refused(tmp_path, models):
     arena = ArenaSpec("p4g").build([P, S])
     run = _stored(tmp_path, "play", PLAY_CONFIG_BEFORE)
-    records, _ = run_play(
+    records = run_play(
         PlayConfig(policy=P, sim=S, tasks=2, rollouts=1, extra={"note": "recorded"}), arena, models, run, progress=False
-    )
+    ).conversations
     assert len(records) == 2
     assert json.loads((run / "results.json").read_text())["extra"] == {"note": "recorded"}
     changed = PlayConfig(policy=P, sim=S, tasks=2, rollouts=1, extra={"note": "other"})

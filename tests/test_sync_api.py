@@ -23,13 +23,13 @@ def test_play_inside_a_running_loop_matches_play_outside(tmp_path) -> None:
     config = PlayConfig(policy=SPEC, sim=SPEC, tasks=2, rollouts=2, seed=3)
     participants = {SPEC: make_participant(SPEC, cache=False)}
     arena = ArenaSpec().build([SPEC])
-    outside, _ = run_play(config, arena, participants, tmp_path / "a", progress=False)
+    outside = run_play(config, arena, participants, tmp_path / "a", progress=False).conversations
 
     async def notebook_cell():
         assert asyncio.get_running_loop() is not None
-        sync_inside, summary = run_play(config, arena, participants, tmp_path / "b", progress=False)
-        awaited, _ = await run_play_async(config, arena, participants, tmp_path / "c", progress=False)
-        return sync_inside, awaited, summary
+        summary = run_play(config, arena, participants, tmp_path / "b", progress=False)
+        awaited = await run_play_async(config, arena, participants, tmp_path / "c", progress=False)
+        return summary.conversations, awaited.conversations, summary
 
     inside, awaited, summary = asyncio.run(notebook_cell())
     assert _strip(inside) == _strip(outside) == _strip(awaited)

@@ -19,20 +19,6 @@ CONFIG = "collapse_probe.trainers.lab:LabConfig"
 """The config model this subcommand's flags are generated from."""
 
 
-def __getattr__(name: str) -> Any:
-    # The method and reward names are defined once, in the trainers; imported on use so that
-    # building the command line stays light.
-    if name == "METHOD_CHOICES":
-        from collapse_probe.trainers.lab import METHODS
-
-        return METHODS
-    if name == "COTRAIN_REWARDS":
-        from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
-
-        return SIMULATOR_REWARD_MODES
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 LAB_FIELDS = ("method", "steps", "seed", "cotrain_reward", "sim_temperature", "vs_error", "delta")
 """The fields of :class:`~collapse_probe.trainers.lab.LabConfig` that are flags of ``lab``."""
 LAB_HELPS = {
@@ -81,13 +67,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _config_from_args(args: argparse.Namespace, method: str) -> Any:
-    from collapse_probe.trainers.lab import LabConfig
-
-    return LabConfig(**{**model_values(args, LAB_FIELDS), "method": method})
-
-
 def _validate(args: argparse.Namespace) -> None:
+    """Refuse what the config does not check: the method's name for the lab, the run options."""
     from collapse_probe.trainers.methods import get_method
 
     if not args.out:
@@ -96,8 +77,8 @@ def _validate(args: argparse.Namespace) -> None:
     from collapse_probe._constraints import check_field
     from collapse_probe.trainers.lab import LabConfig
 
-    for flag in ("--cotrain-reward", "--steps", "--sim-temperature", "--vs-error", "--delta"):
-        check_field(LabConfig, flag[2:].replace("-", "_"), getattr(args, flag[2:].replace("-", "_")), flag)
+    for name in LAB_FIELDS:  # the config names its fields (the API's keywords); here they are flags
+        check_field(LabConfig, name, getattr(args, name), "--" + name.replace("_", "-"))
     if args.compare and args.sweep:
         raise ConfigError("--sweep: runs its own comparison at each value; drop --compare")
     if args.seeds is not None:
@@ -105,67 +86,47 @@ def _validate(args: argparse.Namespace) -> None:
             raise ConfigError("--seeds: only with --compare or --sweep (a single run uses --seed)")
         if args.seeds < 1:
             raise ConfigError(f"--seeds must be an integer >= 1, got {args.seeds}")
-    if args.seed < 0:  # numpy seeds each world from --seed (and the next ones with --seeds)
-        raise ConfigError(f"--seed must be an integer >= 0 (the lab's worlds are seeded by numpy), got {args.seed}")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the lab as the parsed arguments say; returns the exit status."""
     _validate(args)
-    from collapse_probe.trainers.lab import parse_sweep
-
-    sweep = parse_sweep(args.sweep) if args.sweep else None
-    from collapse_probe.report.terminal import lab_compare_text, lab_sweep_text, lab_text
+    from collapse_probe.report import lab_plots
+    from collapse_probe.report.terminal import lab_text
     from collapse_probe.rollout import write_json_atomic
-    from collapse_probe.trainers.lab import compare_payload, run_compare_seeds, run_lab, run_sweep
-
-    out = Path(args.out)
     from collapse_probe.rollout._rundir import announce_taken, check_out_path
+    from collapse_probe.trainers import lab
 
+    config = lab.LabConfig(**model_values(args, LAB_FIELDS))  # the fields' constraints, each naming its flag
+    sweep = lab.parse_sweep(args.sweep) if args.sweep else None
+    out = Path(args.out)
     check_out_path(out, ("lab", "lab-sweep"))  # a file, or another kind of run (a cross-play's results), is refused
     announce_taken(out)
-    config = _config_from_args(args, args.method)
-    n_seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS
-    seeds = list(range(args.seed, args.seed + n_seeds))
+    seeds = list(range(args.seed, args.seed + (args.seeds if args.seeds is not None else DEFAULT_SEEDS)))
     shared = {k: v for k, v in config.__dict__.items() if k not in ("method", "seed") and v is not None}
+    results: Any  # the run, the comparison or the sweep, and the report writer of its kind
+    write: Any
     if sweep is not None:
-        from collapse_probe.report.lab_plots import write_sweep_report
-
         param, values = sweep
-        payload = run_sweep(config, param, values, seeds)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(
-            out / "config.json",
-            {"kind": "lab-sweep", "sweep": True, "param": param, "values": values, "seeds": seeds, **shared},
-        )
-        write_json_atomic(out / "sweep.json", payload)
-        write_sweep_report(payload, out / "sweep.html")
-        print(lab_sweep_text(payload))
-        print(f"wrote {out / 'sweep.json'} and {out / 'sweep.html'}")
-        return 0
-    if args.compare:
-        from collapse_probe.report.lab_plots import write_compare_report
+        results = lab.run_sweep(config, param, values, seeds)
+        record = {"kind": "lab-sweep", "sweep": True, "param": param, "values": values, "seeds": seeds, **shared}
+        name, write = "sweep", lab_plots.write_sweep_report
+    elif args.compare:
+        rows = lab.run_compare_seeds(config, seeds)
+        results = lab.compare_results(config, seeds, rows)
+        record = {"kind": "lab", "compare": True, "methods": list(rows), "seeds": seeds, **shared}
+        name, write = "compare", lab_plots.write_compare_report
+    else:
+        from collapse_probe.trainers._api import lab as lab_run
 
-        results = run_compare_seeds(config, seeds)
-        payload = compare_payload(config, seeds, results)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(
-            out / "config.json",
-            {"kind": "lab", "compare": True, "methods": list(results), "seeds": seeds, **shared},
-        )
-        write_json_atomic(out / "compare.json", payload)
-        write_compare_report(payload, out / "compare.html")
-        print(lab_compare_text(payload))
-        print(f"wrote {out / 'compare.json'} and {out / 'compare.html'}")
-        return 0
-    result = run_lab(config)
-    data = result.to_json()
+        results = lab_run(config)
+        record = {"kind": "lab", **results.to_json()["config"]}
+        name, write = "results", lab_plots.write_run_report
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "config.json", {"kind": "lab", **data["config"]})
-    write_json_atomic(out / "results.json", data)
-    from collapse_probe.report.lab_plots import write_run_report
-
-    write_run_report(data, out / "report.html")
-    print(lab_text(data))
-    print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
+    write_json_atomic(out / "config.json", record)
+    write_json_atomic(out / f"{name}.json", results.to_json())
+    html = out / ("report.html" if name == "results" else f"{name}.html")
+    write(results, html)
+    print(lab_text(results))
+    print(f"wrote {out / f'{name}.json'} and {html}")
     return 0

@@ -8,7 +8,7 @@ from collapse_probe.trainers._train_results import train_results
 from collapse_probe.trainers.advantages import curriculum_reward, group_relative_advantages, simulator_advantages
 from collapse_probe.trainers.config import METHODS as TRAIN_METHODS
 from collapse_probe.trainers.config import TrainConfig
-from collapse_probe.trainers.lab import METHODS, LabConfig, LabResult, run_compare, run_lab
+from collapse_probe.trainers.lab import METHODS, LabConfig
 from collapse_probe.trainers.llm import LLMTrainer, run_train
 from collapse_probe.trainers.methods import REGISTRY as METHOD_REGISTRY
 from collapse_probe.trainers.methods import TrainMethod, get_method
@@ -21,7 +21,6 @@ __all__ = [
     "TRAIN_METHODS",
     "LLMTrainer",
     "LabConfig",
-    "LabResult",
     "PopulationPool",
     "TrainConfig",
     "TrainMethod",
@@ -33,8 +32,6 @@ __all__ = [
     "get_method",
     "group_relative_advantages",
     "reinforce_objective",
-    "run_compare",
-    "run_lab",
     "run_train",
     "simulator_advantages",
     "train_results",

@@ -36,7 +36,7 @@ async def train_async(
 
 
 def lab(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabRunResults:
-    """Run the tabular collapse lab (:func:`~collapse_probe.trainers.run_lab`) for one method and seed.
+    """Run the tabular collapse lab (:func:`~collapse_probe.trainers.lab.run_lab`) for one method and seed.
 
     ``kwargs`` are fields of :class:`~collapse_probe.trainers.LabConfig` (overriding ``config``'s).
     Returns the typed results (:class:`~collapse_probe.results.LabRunResults`, what ``lab --out`` writes

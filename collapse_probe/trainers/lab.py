@@ -57,7 +57,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 
@@ -83,6 +83,9 @@ from collapse_probe.trainers.advantages import (
     simulator_advantages,
 )
 from collapse_probe.trainers.methods import BASELINE, LAB_METHODS, TrainMethod, get_method
+
+if TYPE_CHECKING:
+    from collapse_probe.results import LabCompareResults, LabSweepResults
 
 SCHEMA = "collapse-probe/lab/v1"
 COMPARE_SCHEMA = "collapse-probe/lab-compare/v2"
@@ -128,7 +131,7 @@ class LabConfig(Config):
     """Step size of a trainable simulator's REINFORCE update (cotrain, population, selfplay)."""
     steps: Annotated[int, Integer(1)] = 300
     """Policy updates."""
-    seed: Annotated[int, Integer(None)] = 0
+    seed: Annotated[int, Integer(0, why="the lab's worlds are seeded by numpy")] = 0
     """Seed of the world and of all sampling (one run)."""
     cotrain_reward: Annotated[str, OneOf(SIMULATOR_REWARD_MODES)] = "adversarial"
     """Simulator reward for ``cotrain``/``population``: adversarial, cooperative or curriculum."""
@@ -737,11 +740,6 @@ def run_lab(config: LabConfig) -> LabResult:
     return run_lab_seeds(config, [config.seed])[0]
 
 
-def run_compare(config: LabConfig, methods: tuple[str, ...] = METHODS) -> dict[str, LabResult]:
-    """Run every method with the same world, seed and hyper-parameters (one seed)."""
-    return {m: run_lab(config.replace(method=m)) for m in methods}
-
-
 # ---------------------------------------------------------------- many seeds: compare and sweep
 
 
@@ -873,8 +871,9 @@ def paired_vs_single(results: dict[str, list[LabResult]], label: str) -> dict[st
     return out
 
 
-def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, list[LabResult]]) -> dict[str, Any]:
-    """The ``compare.json`` object (schema ``collapse-probe/lab-compare/v2``)."""
+def compare_results(config: LabConfig, seeds: Sequence[int], results: dict[str, list[LabResult]]) -> LabCompareResults:
+    """The comparison of the rows of :func:`run_compare_seeds` (``compare.json``, schema
+    ``collapse-probe/lab-compare/v2``)."""
     methods = [
         {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
         for label, rs in results.items()
@@ -894,7 +893,7 @@ def compare_payload(config: LabConfig, seeds: Sequence[int], results: dict[str, 
         "methods": methods,
         "heldout_reward_end": {m["label"]: m["heldout_final"]["mean"] for m in methods},
     }
-    return LabCompareResults.build(payload).to_json()
+    return LabCompareResults.build(payload)
 
 
 SWEEP_POINT_KEYS = (
@@ -944,7 +943,7 @@ def run_sweep(
     values: Sequence[float],
     seeds: Sequence[int],
     runs: Sequence[CompareRun] | None = None,
-) -> dict[str, Any]:
+) -> LabSweepResults:
     """Each comparison row's held-out numbers over a grid of one parameter (``sweep.json``).
 
     Args:
@@ -978,4 +977,4 @@ def run_sweep(
         "config": _shared_config(config),
         "methods": list(rows.values()),
     }
-    return LabSweepResults.build(payload).to_json()
+    return LabSweepResults.build(payload)

@@ -418,8 +418,6 @@ def test_cli_choices_are_the_apis():
     from collapse_probe.cli import lab as lab_cli
     from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 
-    assert lab_cli.METHOD_CHOICES is METHODS
-    assert lab_cli.COTRAIN_REWARDS is SIMULATOR_REWARD_MODES
     parser = argparse.ArgumentParser()
     lab_cli.add_parser(parser.add_subparsers(dest="command"))
     helptext = " ".join(parser._subparsers._group_actions[0].choices["lab"].format_help().split())  # type: ignore[union-attr]
@@ -541,10 +539,10 @@ def _lab_table():
 
 
 def test_readme_table_is_generated_from_compare_json(tmp_path, capsys):
-    from collapse_probe.trainers.lab import compare_payload, run_compare_seeds
+    from collapse_probe.trainers.lab import compare_results, run_compare_seeds
 
     config = LabConfig(steps=10)
-    payload = compare_payload(config, [0, 1, 2], run_compare_seeds(config, [0, 1, 2]))
+    payload = compare_results(config, [0, 1, 2], run_compare_seeds(config, [0, 1, 2])).to_json()
     (tmp_path / "compare.json").write_text(json.dumps(payload))
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- lab-table:start -->\nold\n<!-- lab-table:end -->\noutro\n")
@@ -562,11 +560,11 @@ def test_readme_table_is_generated_from_compare_json(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_readme_claims_at_default_settings():
-    from collapse_probe.trainers.lab import compare_payload, run_compare_seeds
+    from collapse_probe.trainers.lab import compare_results, run_compare_seeds
 
     config = LabConfig()
     seeds = list(range(20))
-    payload = compare_payload(config, seeds, run_compare_seeds(config, seeds))
+    payload = compare_results(config, seeds, run_compare_seeds(config, seeds)).to_json()
     by = {m["label"]: m for m in payload["methods"]}
     assert by["vs"]["heldout_final_vs_single"]["ci95"][0] > 0  # VS beats single on real users
     assert by["ensemble"]["heldout_final_vs_single"]["ci95"][0] > 0

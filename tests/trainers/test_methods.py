@@ -10,13 +10,12 @@ from collapse_probe.trainers.methods import LAB_METHODS, METHODS, REGISTRY, Trai
 
 def test_one_registry_behind_config_cli_and_the_lab_names() -> None:
     import collapse_probe.trainers as trainers
-    from collapse_probe.cli import lab as lab_cli
     from collapse_probe.cli import train as train_cli
     from collapse_probe.trainers import config, lab
 
     assert METHODS == tuple(REGISTRY) == config.METHODS == trainers.TRAIN_METHODS
     assert train_cli.METHOD_CHOICES is METHODS
-    assert lab.METHODS == trainers.METHODS == lab_cli.METHOD_CHOICES == LAB_METHODS
+    assert lab.METHODS == trainers.METHODS == LAB_METHODS
     assert LAB_METHODS == ("single", "vs", "ensemble", "persona", "cotrain", "population", "selfplay")
     assert set(METHODS) == set(lab.METHODS)  # same names and semantics as the collapse lab
     assert all(m.lab and m.trainer for m in REGISTRY.values())  # said by each method, not by a missing key
