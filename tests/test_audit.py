@@ -248,7 +248,7 @@ def test_simulator_errors_are_infra_failures_excluded_and_counted(write_scripted
 
 @pytest.mark.parametrize(
     ("kw", "match"),
-    [({"samples": 1}, "--samples must be an integer >= 2"), ({"partition": "cosine"}, "--partition must be one of"),
+    [({"samples": 1}, "--samples must be an integer >= 2"), ({"partition": "cosine"}, "--partition: unknown partitioner 'cosine'"),
      ({"epsilon_star": 1.5}, "--epsilon-star"), ({"states": 0}, "--states"), ({"vs_k": 1}, "--vs-k")],
 )  # fmt: skip
 def test_bad_configuration_is_a_clear_error(write_scripted, kw, match):

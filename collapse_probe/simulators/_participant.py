@@ -86,8 +86,9 @@ def make_participant(spec: str, *, vs_k: int = 5, cache: bool = True, **model_op
         cache: serve and store samples through the SQLite response cache.
     """
     mode, model_spec = parse_participant_spec(spec)
-    if vs_k < 2:
-        raise ConfigError(f"--vs-k must be >= 2, got {vs_k}")
+    from collapse_probe.simulators.verbalized import check_vs_k
+
+    check_vs_k(vs_k)
     model = get_model(model_spec, **model_options)
     if cache:
         model = _cached(model)

@@ -17,8 +17,9 @@ def make_participants(specs: Iterable[str], *, vs_k: int = 5, cache: bool = True
     """Label -> participant for each spec (models load once and are shared); every spec is checked
     (:func:`check_specs`) before any model loads."""
     specs = list(dict.fromkeys(specs))
-    if vs_k < 2:
-        raise ConfigError(f"--vs-k must be >= 2, got {vs_k}")
+    from collapse_probe.simulators.verbalized import check_vs_k
+
+    check_vs_k(vs_k)
     check_specs(specs)
     return {s: make_participant(s, vs_k=vs_k, cache=cache) for s in specs}
 

@@ -41,6 +41,11 @@ _TEXT_KEYS = ("text", "response", "reply", "candidate", "content", "message", "u
 _PROB_KEYS = ("probability", "p", "prob", "likelihood", "weight", "confidence")
 
 
+def check_vs_k(k: object) -> None:
+    """Refuse a number of Verbalized-Sampling candidates below 2 (one line naming ``--vs-k``)."""
+    check_value(k, "--vs-k", [Integer(2, why="Verbalized Sampling needs at least 2 candidates")])
+
+
 @dataclass
 class VSChoice:
     """The outcome of one Verbalized-Sampling turn."""
@@ -111,7 +116,7 @@ def verbalized_prompt(prompt: Any, k: int) -> Any:
     Raises:
         ConfigError: ``k`` < 2.
     """
-    check_value(k, "--vs-k", [Integer(2, why="Verbalized Sampling needs at least 2 candidates")])
+    check_vs_k(k)
     speaker = None
     new_prompt = prompt.prompt
     if new_prompt is not None:

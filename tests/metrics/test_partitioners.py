@@ -380,10 +380,10 @@ def test_check_partitioner_names_the_flag_the_allowed_names_the_value_and_why():
         check_partitioner("label", "--partitioner")
     with pytest.raises(
         ConfigError,
-        match=r"--partition must be one of exact, embedding, disclosure, judge, label, got 'lable'\. Did you mean 'label'\?",
+        match=r"--partition: unknown partitioner 'lable'\. Did you mean 'label'\? Known: exact, embedding, disclosure, judge, label$",
     ):
         check_partitioner("lable", "--partition", model=True, benchmark=True)
-    with pytest.raises(ConfigError, match="got 3"):
+    with pytest.raises(ConfigError, match="unknown partitioner 3"):
         check_partitioner(3, "--partition", model=True, benchmark=True)
 
 

@@ -3,7 +3,6 @@ factories that build one."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,11 +130,12 @@ def check_partitioner(name: object, flag: str, use: str | None = None, *, model:
     if cls is not None and why is None:
         return
     allowed = usable_partitioners(model=model, benchmark=benchmark, installed=True)
-    close = difflib.get_close_matches(str(name), allowed, n=2, cutoff=0.5) if cls is None else []
-    hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+    if cls is None:  # an unknown name: the error every registry gives
+        from collapse_probe._plugins import unknown_name
+
+        raise unknown_name(flag, "partitioner", name, allowed)
     where = f" for {use}" if use else ""
-    raise ConfigError(f"{flag} must be one of {', '.join(allowed)}{where}, got {name!r}"
-                      f"{f' ({why})' if why else ''}.{hint}")  # fmt: skip
+    raise ConfigError(f"{flag} must be one of {', '.join(allowed)}{where}, got {name!r} ({why}).")
 
 
 class _PartitionOnly:
