@@ -213,12 +213,15 @@ def _run_above(p: Path) -> Path | None:
     return None
 
 
-def check_output_path(path: str | os.PathLike[str], flag: str = "--out", *, directory: bool = False) -> Path:
+def check_output_path(
+    path: str | os.PathLike[str], flag: str = "--out", *, directory: bool = False, replace: bool = False
+) -> Path:
     """Refuse, in one line naming it, a path an output may not be written at (see the module docstring).
 
     Checked: an empty path, a system folder, a name longer than the system allows, a parent that is
     a file, a run's folder (the path or any folder above it), and a name that already exists
-    (``directory``: a non-empty folder or anything that is not a folder).
+    (``directory``: a non-empty folder or anything that is not a folder; ``replace``: anything but a
+    regular file, which the caller rewrites, as the gate its reports on every CI run).
 
     Returns:
         The path as a :class:`~pathlib.Path`.
@@ -274,6 +277,8 @@ def check_output_path(path: str | os.PathLike[str], flag: str = "--out", *, dire
         if empty:
             return p
         raise _refuse(flag, path, "directory is not empty; write to a new or empty directory (nothing is overwritten)")
+    if replace and stat.S_ISREG(st.st_mode):
+        return p
     raise _exists(flag, path, st.st_mode)
 
 

@@ -34,27 +34,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", default=None, metavar="FILE", help="write the verdict as JSON here")
 
 
-def check_output_path(path: str, flag: str, run_dir: str) -> Path:
-    """Refuse an output file that is a directory, lies under a file, or is one of a run's own files.
-
-    Raises:
-        ConfigError: naming the flag, the path and what was expected.
-    """
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse a report path that is the gate's input, a system or run folder's, or an existing entry that
+    is not a regular file (a report from an earlier run is rewritten); one line naming the flag."""
+    from collapse_probe._output import check_output_path
     from collapse_probe.errors import ConfigError
-    from collapse_probe.rollout._rundir import RUN_FILES
 
-    p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"{flag} {path}: is a directory; expected a file path to write")
-    for parent in p.parents:
-        if parent.exists() and not parent.is_dir():
-            raise ConfigError(f"{flag} {path}: {parent} is a file, not a directory")
-    src = Path(run_dir)
-    src_files = {(src / "results.json").resolve()} if src.is_dir() else {src.resolve()}
-    in_run = (p.parent / "config.json").is_file() and (p.name in RUN_FILES or p.suffix == ".jsonl")
-    if p.resolve() in src_files or (p.exists() and in_run):
-        raise ConfigError(f"{flag} {path}: would overwrite a run's own file; write the gate's output elsewhere")
-    return p
+    src = Path(args.run_dir)
+    source = (src / "results.json" if src.is_dir() else src).resolve()
+    for flag in ("--junit", "--markdown", "--json"):
+        path = getattr(args, flag[2:])
+        if path and Path(path).resolve() == source:
+            raise ConfigError(
+                f"{flag} {path}: would overwrite the results the gate reads; write the gate's output elsewhere"
+            )
+        if path:
+            check_output_path(path, flag, replace=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,9 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.report.gate_text import junit_xml, markdown
 
     try:
-        for flag, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
-            if path:
-                check_output_path(path, flag, args.run_dir)
+        check_outputs(args)
         options = model_values(args, config_fields(CONFIG, exclude=("policy",)))
         results = gate_run_dir(args.run_dir, args.policy, **options)
         md = markdown(results)
@@ -80,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_CANNOT_JUDGE
     print(md)
+    errors = [c for c in results.checks if c.status == "error"]
+    if errors:  # the reason on stderr too, where a CI log shows it beside the exit status
+        print(f"collapse-probe gate: could not judge: {errors[0].name}: {errors[0].message}", file=sys.stderr)
     for flag, path, text in (
         ("--markdown", args.markdown, md),
         ("--junit", args.junit, junit_xml(results) if args.junit else ""),
