@@ -78,7 +78,7 @@ class AuditConfig(Config):
     bound_b: Annotated[float, Number(gt=0)] = 1.0
     """B, bound on the trajectory score-function norm, for the gradient-bias bound 2·B·R_max·ε̄_H."""
     r_max: Annotated[float, Number(gt=0)] = 1.0
-    """R_max, bound on |reward| (1 is the P4G range)."""
+    """Bound on |reward|, the R_max of the gradient-bias and reward-variance bounds (1 is the P4G range)."""
     variance_share: bool = False
     """Measure the simulator's share of reward variance by nested resampling (extra rollouts; needs a policy)."""
     variance_agents: Annotated[int, Integer(1)] = 3

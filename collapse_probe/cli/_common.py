@@ -32,7 +32,7 @@ def check_finite(args: argparse.Namespace) -> None:
 
 class AutoOut:
     """The default ``--out``: a new directory ``runs/<kind>-<UTC time>-<pid>`` per run, so two runs
-    never share a directory by accident. ``--out runs/<kind>`` (the former fixed default) still works."""
+    never share a directory by accident."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -288,11 +288,23 @@ def load_models_with_options(
     load_role_models({r: s for r, s in roles.items() if r not in handled}, parsed)
 
 
-def participants_from_specs(specs: list[str], args: argparse.Namespace) -> dict[str, Any]:
-    """Label -> participant for each spec (models load once and are shared)."""
-    from collapse_probe.simulators import make_participants
+def prepare_run(
+    args: argparse.Namespace, config: Any, kind: str, roles: dict[str, list[str]], participants: bool = True
+) -> tuple[Any, dict[str, Any]]:
+    """What a run command does before it runs, in this order: check the model specs of ``roles``,
+    validate ``config``, check the run directory (a mismatched ``--out`` is refused in seconds, before
+    any model loads), load each role's models with its ``-M`` options; returns the arena and the
+    participants of the policies and simulators (label -> participant; none for ``participants=False``)."""
+    from collapse_probe.rollout._rundir import precheck_run_dir
+    from collapse_probe.simulators import check_specs, make_participants
 
-    return make_participants(specs, vs_k=args.vs_k, cache=not args.no_cache)
+    check_specs([spec for specs in roles.values() for spec in specs])
+    config.validate()
+    precheck_run_dir(args.out, config.to_dict(), kind=kind, fresh=args.fresh)
+    load_models_with_options(args, roles)
+    specs = roles["policy"] + roles["sim"]
+    arena = arena_from_args(args, specs)
+    return arena, make_participants(specs, vs_k=args.vs_k, cache=not args.no_cache) if participants else {}
 
 
 def add_ray(p: argparse.ArgumentParser) -> None:

@@ -11,8 +11,7 @@ from collapse_probe.cli._common import (
     add_out,
     add_ray,
     add_trackers,
-    arena_from_args,
-    load_models_with_options,
+    prepare_run,
 )
 from collapse_probe.cli._flags import Default, add_model_options, builds_flags, config_fields, model_values
 from collapse_probe.errors import ConfigError
@@ -38,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     helps = {"sim": "simulator spec; vs:SPEC audits Verbalized Sampling (default {default}). With --from: which "
              "simulator of the file to audit (default: the file's only one)",
-             "exact": "skip the exact closed-set distribution (score_choices)"}  # fmt: skip
+             "exact": "skip the exact closed-set scores (how often the whole reply is one of the benchmark's closed answers)"}  # fmt: skip
     add_model_options(p, CONFIG, exclude=NOT_FLAGS, helps=helps, mark_default=("sim",))
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_benchmark(p, CONFIG)
@@ -121,23 +120,12 @@ def run(args: argparse.Namespace) -> int:
     if _check_from(args):
         return run_from(args)
     from collapse_probe._audit import AuditConfig, run_audit
-    from collapse_probe.simulators import check_specs
 
-    roles = {
-        "sim": [args.sim],
-        "policy": [args.policy] if args.policy else [],
-        "judge": [args.judge] if args.judge else [],
-    }
-    check_specs([spec for specs in roles.values() for spec in specs])
+    judge = [args.judge] if args.judge else []
+    roles = {"sim": [args.sim], "policy": [args.policy] if args.policy else [], "judge": judge}
     values = model_values(args, config_fields(CONFIG, exclude=NOT_FLAGS))
     config = AuditConfig(**values, benchmark=args.benchmark, max_turns=args.max_turns, personas=args.personas)
-    from collapse_probe.rollout._rundir import precheck_run_dir
-
-    config.validate()
-    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
-    precheck_run_dir(args.out, config.to_dict(), kind="audit", fresh=args.fresh)
-    load_models_with_options(args, roles)
-    arena = arena_from_args(args, roles["sim"] + roles["policy"])
+    arena, _ = prepare_run(args, config, "audit", roles, participants=False)
     results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     return _report(args, results)

@@ -12,10 +12,8 @@ from collapse_probe.cli._common import (
     add_ray,
     add_sampling,
     add_trackers,
-    arena_from_args,
     arena_spec_from_args,
-    load_models_with_options,
-    participants_from_specs,
+    prepare_run,
 )
 from collapse_probe.cli._flags import add_model_options, model_values
 
@@ -56,17 +54,8 @@ def run(args: argparse.Namespace) -> int:
     values = model_values(args, CROSSPLAY_FIELDS)
     config = CrossplayConfig(**values, benchmark=args.benchmark, max_turns=args.max_turns, extra=extra)
     policies, sims = config.policies, config.simulators
-    from collapse_probe.simulators import check_specs
-
-    check_specs([*policies, *sims] + ([args.judge] if args.judge else []))
-    config.validate()
-    from collapse_probe.rollout._rundir import precheck_run_dir
-
-    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
-    precheck_run_dir(args.out, config.to_dict(), kind="crossplay", fresh=getattr(args, "fresh", False))
-    load_models_with_options(args, {"policy": policies, "sim": sims, "judge": [args.judge] if args.judge else []})
-    arena = arena_from_args(args, [*policies, *sims])
-    participants = participants_from_specs([*config.policies, *config.simulators], args)
+    judge = [args.judge] if args.judge else []
+    arena, participants = prepare_run(args, config, "crossplay", {"policy": policies, "sim": sims, "judge": judge})
     results = run_crossplay(
         config,
         arena=arena,
@@ -74,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         progress=not args.no_progress,
         max_live=config.max_live,
-        cache=not getattr(args, "no_cache", False),  # recorded in config.json (the participants use it)
-        fresh=getattr(args, "fresh", False),
-        keep_failed=getattr(args, "keep_failed", False),
+        cache=not args.no_cache,  # recorded in config.json (the participants use it)
+        fresh=args.fresh,
+        keep_failed=args.keep_failed,
     )
     from collapse_probe.report.terminal import crossplay_text
 

@@ -10,11 +10,10 @@ from collapse_probe.cli._common import (
     add_out,
     add_ray,
     add_sampling,
-    arena_from_args,
-    load_models_with_options,
-    participants_from_specs,
+    prepare_run,
 )
 from collapse_probe.cli._flags import add_model_options, model_values
+from collapse_probe.errors import ConfigError
 
 PLAY_FIELDS = ("policy", "sim", "tasks", "rollouts", "temperature", "max_live", "seed")
 """The fields of :class:`~collapse_probe.play.PlayConfig` that are flags of ``play``."""
@@ -42,19 +41,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from collapse_probe.play import PlayConfig, run_play
-    from collapse_probe.rollout._rundir import precheck_run_dir
-    from collapse_probe.simulators import check_specs
 
+    if args.show < 0:
+        raise ConfigError(f"--show must be an integer >= 0 (conversations to print), got {args.show}")
     config = PlayConfig(**model_values(args, PLAY_FIELDS), benchmark=args.benchmark, max_turns=args.max_turns)
-    check_specs([args.policy, args.sim] + ([args.judge] if args.judge else []))
-    # the run directory is checked before any model loads: a mismatched --out is refused in seconds
-    precheck_run_dir(getattr(args, "out", None), config.to_dict(), kind="play", fresh=getattr(args, "fresh", False))
-    load_models_with_options(
-        args, {"policy": [args.policy], "sim": [args.sim], "judge": [args.judge] if args.judge else []}
+    judge = [args.judge] if args.judge else []
+    arena, participants = prepare_run(
+        args, config, "play", {"policy": [args.policy], "sim": [args.sim], "judge": judge}
     )
-    arena = arena_from_args(args, [args.policy, args.sim])
-    participants = participants_from_specs([args.policy, args.sim], args)
-    records, results = run_play(
+    results = run_play(
         config,
         arena,
         participants,
@@ -63,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         fresh=args.fresh,
         keep_failed=args.keep_failed,
     )
-    for rec in records[: max(args.show, 0)]:
+    records = results.conversations
+    for rec in records[: args.show]:
         print(f"\n--- task {rec['task_id']} rollout {rec['rollout']} ({rec['status']}, reward {rec['reward']})")
         for m in rec["messages"]:
             role = str(m.get("role"))

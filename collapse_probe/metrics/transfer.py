@@ -226,8 +226,8 @@ def transfer_ratio(
     when no ``reward_range`` is given, Korn–Graubard arms inside the range when it is. When the
     training reward's own interval reaches 0 the ratio has no finite upper end: ``hi`` is ``None``
     (with a note) while ``lo`` still says how low the ratio can be. ``method="percentile"`` is the
-    former paired cluster bootstrap (percentiles of ``n_boot`` resamples), kept for comparison: it
-    covers about 0.90 instead of 0.95 at 10 tasks.
+    paired cluster bootstrap (percentiles of ``n_boot`` resamples), the reference the coverage
+    benchmark compares MOVER-R with: it covers about 0.90 instead of 0.95 at 10 tasks.
 
     When the training mean is 0 the ratio is undefined and ``value`` is ``None`` (with a note) —
     never a sentinel.

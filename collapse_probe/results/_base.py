@@ -91,8 +91,8 @@ class ResultsModel(BaseModel):
         return None
 
     def __getitem__(self, key: str) -> Any:
-        """Read access as to the JSON object (``results["cells"]``), for callers of the dictionaries the
-        pipelines returned; a field absent from the file is a :class:`KeyError`, as it was."""
+        """Read access by the JSON key (``results["schema"]``, whose attribute is ``schema_``), as the
+        ``results.json`` object reads; a field absent from the file is a :class:`KeyError`."""
         name = self._key(key)
         if name is None:
             raise KeyError(key)

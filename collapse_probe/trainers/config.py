@@ -149,9 +149,9 @@ class TrainConfig(Config):
     learner computes them) and ``max_lora_rank`` = the smallest rank vLLM accepts that holds ``lora_r``."""
     tis_cap: Annotated[float | None, Number(gt=0, optional=True)] = 2.0
     """Truncated importance sampling for vLLM rollouts: each token's loss is weighted by
-    ``min(pi_learner / pi_vllm, tis_cap)``, correcting the mismatch between vLLM's bf16 sampler and the
-    learner; ``None`` (``none`` on the command line) turns the correction off (the mismatch is still logged as ``logprob_mismatch``).
-    Unused with torch rollouts, which sample from the learner's own weights."""
+    min(pi_learner / pi_vllm, :attr:`tis_cap`), correcting the mismatch between vLLM's bf16 sampler and the
+    learner; ``none`` (``None`` in Python) turns the correction off (the mismatch is still logged as
+    ``logprob_mismatch``). Unused with torch rollouts, which sample from the learner's own weights."""
     device: str | None = None
     """Device of trained models (``None``: ``cpu`` for ``local/``, ``auto`` for ``hf/``)."""
     dtype: str | None = None
@@ -272,3 +272,7 @@ class ModuleNames(Constraint):
     def check(self, value: Any, flag: str) -> None:
         if value is not None and (not isinstance(value, list) or not all(isinstance(m, str) and m for m in value)):
             raise ConfigError(f"--lora-targets: expected a list of module names, got {value!r}")
+        if value == []:
+            raise ConfigError(
+                "--lora-targets: expected at least one module name, got none (leave it out for peft's default)"
+            )

@@ -744,14 +744,12 @@ def _calls_text(calls: Any) -> str:
 def make_arena(name: str = "cooperbench", data_dir: Any = None, **options: Any) -> CooperBenchArena:
     """Build the CooperBench arena (``"cooperbench"`` or ``"cooperbench-demo"``).
 
-    Options not meaningful here that the CLI passes to every benchmark (``judge``) are ignored;
-    ``cooperbench_data`` is accepted as an alias of ``data_dir``, and the trainers' per-side turn
-    budgets (``policy_max_tokens``, ``simulator_max_tokens``, ``max_tokens``) set ``turn_max_tokens``.
+    Options not meaningful here that the CLI passes to every benchmark (``judge``) are ignored, and
+    the trainers' per-side turn budgets (``policy_max_tokens``, ``simulator_max_tokens``,
+    ``max_tokens``) set ``turn_max_tokens``.
     """
     opts = dict(options)
     opts.pop("judge", None)
-    alias = opts.pop("cooperbench_data", None)
-    data_dir = data_dir if data_dir is not None else alias
     # The trainers pass per-side turn budgets; both sides are coding agents here, with one budget.
     budgets = [opts.pop(k) for k in ("policy_max_tokens", "simulator_max_tokens", "max_tokens") if k in opts]
     budgets = [b for b in budgets if b is not None]
