@@ -90,4 +90,10 @@ def load_role_models(roles: Mapping[str, list[str]], options: Mapping[str, dict[
                 given_by.setdefault((model, key), role)
     for model, options in wanted.items():
         use_options(model, options)
-        get_model(model, **options)
+        try:
+            get_model(model, **options)
+        except ConfigError as exc:  # a backend refusing an option: say where the option came from
+            if options and not str(exc).startswith("-M"):
+                named = str(exc).startswith(model)  # the backend's message names the model already
+                raise ConfigError(f"-M/--model-arg{'' if named else f' for {model}'}: {exc}") from None
+            raise

@@ -199,6 +199,7 @@ def test_model_args_reach_the_backend(capsys) -> None:
     assert main(["play", "--sim", spec, "--policy", f"scripted:{DONOR}", "-M", "sim.concurency=3", "--out", "x"]) == 2
     err = capsys.readouterr().err
     assert "unknown option(s) 'concurency'" in err and "concurrency" in err
+    assert f"error: -M/--model-arg for {spec}: unknown option(s)" in err  # where the option came from
     assert main(["play", "-M", "critic.x=1", "--out", "x"]) == 2
     assert "unknown role 'critic'" in capsys.readouterr().err
 
