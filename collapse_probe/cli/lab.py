@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from collapse_probe.rollout._rundir import announce_taken, check_out_path
     from collapse_probe.trainers import lab
 
-    config = lab.LabConfig(**model_values(args, LAB_FIELDS))  # the fields' constraints, each naming its flag
+    config = lab.LabConfig(**model_values(args, LAB_FIELDS))
     sweep = lab.parse_sweep(args.sweep) if args.sweep else None
     out = Path(args.out)
     check_out_path(out, ("lab", "lab-sweep"))  # a file, or another kind of run (a cross-play's results), is refused

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import ChatModel, Completion, get_model
+from collapse_probe.simulators.verbalized import check_vs_k
 
 Mode = Literal["direct", "verbalized"]
 _MODE_PREFIXES: dict[str, Mode] = {"direct": "direct", "vs": "verbalized"}
@@ -86,8 +87,6 @@ def make_participant(spec: str, *, vs_k: int = 5, cache: bool = True, **model_op
         cache: serve and store samples through the SQLite response cache.
     """
     mode, model_spec = parse_participant_spec(spec)
-    from collapse_probe.simulators.verbalized import check_vs_k
-
     check_vs_k(vs_k)
     model = get_model(model_spec, **model_options)
     if cache:

@@ -11,14 +11,13 @@ from collapse_probe.errors import ConfigError
 from collapse_probe.models import get_model, resolve_spec
 from collapse_probe.models._registry import use_options
 from collapse_probe.simulators._participant import Participant, make_participant, parse_participant_spec
+from collapse_probe.simulators.verbalized import check_vs_k
 
 
 def make_participants(specs: Iterable[str], *, vs_k: int = 5, cache: bool = True) -> dict[str, Participant]:
     """Label -> participant for each spec (models load once and are shared); every spec is checked
     (:func:`check_specs`) before any model loads."""
     specs = list(dict.fromkeys(specs))
-    from collapse_probe.simulators.verbalized import check_vs_k
-
     check_vs_k(vs_k)
     check_specs(specs)
     return {s: make_participant(s, vs_k=vs_k, cache=cache) for s in specs}
