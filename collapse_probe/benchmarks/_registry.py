@@ -49,6 +49,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "tau2-demo": "collapse_probe.benchmarks.tau2:DEMO",
         "cooperbench": "collapse_probe.benchmarks.cooperbench:BENCHMARK",
         "cooperbench-demo": "collapse_probe.benchmarks.cooperbench:DEMO",
+        "scenarios": "collapse_probe.benchmarks.scenarios:BENCHMARK",
     },
     check=_benchmark_of,
 )
