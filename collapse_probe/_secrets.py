@@ -2,7 +2,8 @@
 
 A secret reaches the package two ways: an API key read from the environment (held in
 :class:`~collapse_probe.models._http.Secret`) and credentials written into a model spec's base URL
-(``openai-compatible/m@http://user:PW@host/v1``, ``...?api_key=KEY``). Both are *registered* here,
+(``openai-compatible/m@http://user:PW@host/v1``, ``...?api_key=KEY``). Both are *registered* here
+(a URL's user and password also as the ``base64(user:PW)`` an HTTP Basic header carries),
 and every writer of a run file (:mod:`collapse_probe._output`), every transport error text and the
 CLI's terminal output pass through :func:`scrub`, which replaces each registered secret -- raw, as
 JSON and ``repr`` escape it, percent-encoded, and line by line for a key with an embedded newline --
@@ -19,6 +20,7 @@ import json
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "real_spec",
     "redact_spec",
     "redact_url",
+    "register_basic_auth",
+    "register_env_secrets",
     "register_secret",
     "scrub",
     "scrub_value",
@@ -85,6 +89,35 @@ def register_secret(value: str | None) -> None:
         _SECRETS.add(value)
         forms = set(_VARIANTS) | _variants(value)
         _VARIANTS[:] = sorted(forms, key=len, reverse=True)
+
+
+def register_basic_auth(user: str, password: str) -> None:
+    """Register the HTTP Basic credentials a client sends for ``user:password`` (as written in a URL,
+    percent-encoded or not): ``base64(user:password)``, which a server quoting its request headers
+    puts in an error body or a reply."""
+    import base64
+
+    pairs = {f"{user}:{password}", f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"}
+    for pair in pairs:
+        for encoding in ("utf-8", "latin-1"):  # httpx encodes Basic credentials as latin-1 where it can
+            try:
+                raw = pair.encode(encoding)
+            except UnicodeEncodeError:
+                continue
+            register_secret(base64.b64encode(raw).decode("ascii"))
+            register_secret(base64.urlsafe_b64encode(raw).decode("ascii"))
+
+
+def register_env_secrets(names: Iterable[str], *, min_length: int = MIN_SECRET_LENGTH) -> None:
+    """Register the values of the environment variables ``names`` that are set (credentials an SDK
+    reads by itself: ``$AWS_SECRET_ACCESS_KEY``, ``$AZURE_OPENAI_AD_TOKEN``, LiteLLM's providers' keys);
+    values shorter than ``min_length`` are left alone."""
+    import os
+
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if len(value) >= min_length:
+            register_secret(value)
 
 
 def forget_secrets() -> None:
@@ -146,6 +179,7 @@ def redact_url(url: str) -> str:
         user, _, password = userinfo.partition(":")
         for s in (userinfo, user, password, urllib.parse.unquote(password), urllib.parse.unquote(user)):
             register_secret(s)
+        register_basic_auth(user, password)
         netloc = f"{MASK}@{hostport}"
     query = parts.query
     if query:

@@ -38,6 +38,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from collapse_probe._secrets import register_env_secrets
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
@@ -353,6 +354,8 @@ def make_bedrock_model(spec: str, name: str, **options: Any) -> AnthropicChatMod
     _anthropic()
     region = options.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     base = options.get("base_url") or os.environ.get("ANTHROPIC_BEDROCK_BASE_URL")
+    # the SDK reads AWS credentials by itself: they are secrets of this process all the same
+    register_env_secrets(("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"))
     if not region and not base:
         raise ConfigError(
             f"model spec {spec!r}: the bedrock backend needs an AWS region; set $AWS_REGION or pass the option region"

@@ -20,6 +20,7 @@ import os
 import re
 from typing import Any
 
+from collapse_probe._secrets import register_env_secrets
 from collapse_probe.errors import require
 from collapse_probe.models._http import (
     COMMON_OPTIONS,
@@ -142,17 +143,21 @@ class LiteLLMChatModel(APIChatModel):
         return _NoClient()
 
     def redact(self, text: str) -> str:
-        """Scrub the values of every key-like environment variable (LiteLLM holds keys we never see)."""
+        """Scrub the values of every key-like environment variable (LiteLLM holds keys we never see:
+        they are registered as the model is built, :func:`make_litellm_model`) and every registered secret."""
         for name, value in os.environ.items():
             if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
                 text = text.replace(value, "***")
-        return text
+        return super().redact(text)
 
 
 def make_litellm_model(spec: str, name: str, **options: Any) -> LiteLLMChatModel:
     """Factory for ``litellm/<provider>/<model>``; needs the ``litellm`` package (extra ``litellm``)."""
     check_options(options, COMMON_OPTIONS, "litellm")
     require("litellm", "litellm", "the litellm backend")
+    # LiteLLM reads each provider's key itself: every key-like variable is a secret of this process,
+    # scrubbed from every file and terminal line and refused in replies, like the SDK backends' keys
+    register_env_secrets([n for n in os.environ if _SECRET_NAME.search(n)], min_length=8)
     base = options.get("base_url")
     return LiteLLMChatModel(
         spec,

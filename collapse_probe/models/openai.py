@@ -40,6 +40,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from collapse_probe._secrets import register_env_secrets
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
@@ -446,6 +447,7 @@ def make_azure_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     key, key_env = api_key_from_env(
         names, provider="Azure OpenAI", required=not os.environ.get("AZURE_OPENAI_AD_TOKEN")
     )
+    register_env_secrets(("AZURE_OPENAI_AD_TOKEN",))  # read in _client_kwargs, not held in a Secret
     version = options.get("api_version") or os.environ.get("OPENAI_API_VERSION") or AZURE_API_VERSION
     return OpenAIChatModel(
         spec,

@@ -21,8 +21,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULTS = ("429", "500", "timeout", "invalid_json", "truncated", "empty_choices", "null_content")
-"""The default fault kinds. ``empty_content`` (``content: ""`` or whitespace, HTTP 200) is also served
-when asked for (``faults=(..., "empty_content")``): a reply the engine asks again, not the backend."""
+"""The default fault kinds. Also served when asked for (``faults=(..., "empty_content")``):
+``empty_content`` (``content: ""`` or whitespace, HTTP 200: a reply the engine asks again, not the
+backend), ``401_echo`` (HTTP 401 whose error message quotes the request's credentials) and
+``echo_reply`` (HTTP 200 whose reply quotes them, as a server echoing its request headers would); see
+:func:`echoed_credentials` for the forms quoted."""
+
+
+def echoed_credentials(authorization: str) -> str:
+    """What a hostile server quotes of an ``Authorization`` header: the header itself, the credentials
+    decoded (a Basic header's ``user:password``), and both percent-encoded and JSON-escaped."""
+    import base64
+    import urllib.parse
+
+    scheme, _, token = authorization.partition(" ")
+    plain = token
+    if scheme.lower() == "basic":
+        try:
+            plain = base64.b64decode(token).decode("utf-8", "replace")
+        except ValueError:
+            plain = token
+    forms = [authorization, plain, urllib.parse.quote(plain, safe=""), json.dumps(plain)]
+    return " | ".join(forms)
+
 
 ANSWERS = (
     "That sounds good, I'll give [DONATE $1]",
@@ -93,6 +114,8 @@ class FaultServer:
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.answers_sent: list[str] = []
+        self.bodies: list[dict[str, Any]] = []
+        """Every chat or completion request body received, in order (what the client sent)."""
         outer = self
 
         class _H(BaseHTTPRequestHandler):
@@ -133,6 +156,7 @@ class FaultServer:
                     return
                 with outer._lock:
                     outer.counts["requests"] += 1
+                    outer.bodies.append(body)
                     fault = outer._rng.choice(outer.faults) if outer._rng.random() < outer.rate else None
                     if fault:
                         outer.counts[fault] += 1
@@ -141,6 +165,15 @@ class FaultServer:
                 elif fault == "500":
                     auth = self.headers.get("authorization", "") if outer.echo_auth else ""
                     self._send(500, json.dumps({"error": {"message": f"internal (auth {auth})"}}).encode())
+                elif fault == "401_echo":
+                    said = echoed_credentials(self.headers.get("authorization", ""))
+                    self._send(401, json.dumps({"error": {"message": f"invalid credentials: {said}"}}).encode())
+                elif fault == "echo_reply":
+                    reply = outer._reply(body)
+                    said = echoed_credentials(self.headers.get("authorization", ""))
+                    for ch in reply["choices"]:
+                        ch["message"]["content"] = f"Your request said {said}. [DONATE $1]"
+                    self._send(200, json.dumps(reply).encode())
                 elif fault == "timeout":
                     time.sleep(outer.stall_s)
                     self._send(504, b'{"error": {"message": "stalled"}}')

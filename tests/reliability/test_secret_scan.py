@@ -54,3 +54,76 @@ def test_no_key_reaches_run_dirs_caches_logs_or_reports(tmp_path, monkeypatch, c
         for secret in KEYS.values():
             assert secret.encode() not in data, f"{secret} found in {name}"
             assert secret[-10:].encode() not in data, f"the tail of {secret} found in {name}"
+
+
+USER, PASSWORD, KEY = "alice-ops", "sk-urlpass-9f8e7d6c5b2a", "sk-envkey-1a2b3c4d5e6f"
+"""The credentials of the entry-way scan: a user and password inside a base URL, an API key."""
+
+
+def secret_forms(*secrets: str) -> dict[str, str]:
+    """Every form of ``secrets`` a leak could take: raw, percent-encoded, JSON-escaped, and the HTTP
+    Basic ``base64(user:password)`` of the URL credentials (standard and URL-safe alphabets)."""
+    import base64
+    import urllib.parse
+
+    forms = {}
+    for s in secrets:
+        forms[s] = s
+        forms[f"quote({s})"] = urllib.parse.quote(s, safe="")
+        forms[f"json({s})"] = json.dumps(s)[1:-1]
+    pair = f"{USER}:{PASSWORD}".encode()
+    forms["base64(user:password)"] = base64.b64encode(pair).decode()
+    forms["urlsafe_base64(user:password)"] = base64.urlsafe_b64encode(pair).decode()
+    return forms
+
+
+def _entry(way: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Arguments naming the simulator with the secret given ``way``; the environment set to match."""
+    for name in ("COLLAPSE_PROBE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "COLLAPSE_PROBE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with_creds = url.replace("http://", f"http://{USER}:{PASSWORD}@")
+    if way == "url":
+        return ["--sim", f"openai-compatible/m@{with_creds}"]
+    if way == "env-key":
+        monkeypatch.setenv("COLLAPSE_PROBE_API_KEY", KEY)
+        return ["--sim", f"openai-compatible/m@{url}"]
+    if way == "openai-key":
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        return ["--sim", "openai/m"]
+    if way == "env-url":
+        monkeypatch.setenv("COLLAPSE_PROBE_BASE_URL", with_creds)
+        return ["--sim", "openai-compatible/m"]
+    if way == "M-url":
+        return ["--sim", "openai-compatible/m", "-M", f"sim.base_url={with_creds}"]
+    assert way == "config"
+    (tmp_path / "audit.yaml").write_text(f"sim: openai-compatible/m@{with_creds}\n")
+    return ["--config", "audit.yaml"]
+
+
+@pytest.mark.parametrize("way", ["url", "env-key", "openai-key", "env-url", "M-url", "config"])
+def test_echoed_credentials_reach_no_output(way, tmp_path, monkeypatch, capsys):
+    """A server that quotes the request's credentials in its 401 bodies and in its replies: the key,
+    however it was given, is in no terminal line, run file or cache entry, in none of its forms."""
+    from collapse_probe._secrets import forget_secrets
+
+    forget_secrets()  # as in a fresh process: nothing registered before this run's own configuration
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLLAPSE_PROBE_CACHE", str(tmp_path / "cache") + "/")
+    with FaultServer(rate=0.5, seed=3, faults=("401_echo", "echo_reply")) as s:
+        code = main(["audit", *_entry(way, s.url, tmp_path, monkeypatch), "--states", "2", "--samples", "6",
+                     "--partition", "exact", "--no-exact", "--out", "runs/audit", "--no-progress", "-vv", *FAST])  # fmt: skip
+        assert s.counts["401_echo"] > 0 and s.counts["echo_reply"] > 0 and s.counts["ok"] > 0
+    out = capsys.readouterr()
+    assert code in (0, 1), out.err[-2000:]
+    assert "invalid credentials" in out.err  # the 401 body was shown, scrubbed
+    blobs = {"stdout+stderr": out.out + out.err}
+    for p in tmp_path.rglob("*"):
+        if p.is_file() and p.name != "audit.yaml":  # the user's own file holds what the user wrote
+            blobs[str(p.relative_to(tmp_path))] = p.read_text(encoding="utf-8", errors="replace")
+    assert "runs/audit/samples.jsonl" in blobs and any(n.startswith("cache") for n in blobs), sorted(blobs)
+    secrets = (KEY,) if way in ("env-key", "openai-key") else (USER, PASSWORD)
+    for name, text in blobs.items():
+        for form_name, form in secret_forms(*secrets).items():
+            assert form not in text, f"{form_name} found in {name}"
+    forget_secrets()
