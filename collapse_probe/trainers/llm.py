@@ -627,7 +627,9 @@ class LLMTrainer:
     # ---- measurements ---------------------------------------------------------------------------
 
     def simulator_collapse_error(self, data: _StepData, step: int) -> dict[str, Any] | None:
-        """Close the monitor's step ``step - 1`` (monitor steps count from 0) over this step's rollouts.
+        """Close the monitor's step ``step`` over this step's rollouts: the monitor's rows carry the
+        training step of ``metrics.jsonl`` (from 1), so the monitor's report, its trackers, the train
+        report and the dashboard name a step alike.
 
         The monitor shadow-sampled a share of the simulator's turns while they were rolled out
         (:meth:`_make_monitor`): at each such state ``collapse_samples`` replies (the training reply
@@ -643,7 +645,7 @@ class LLMTrainer:
 
         rewards = [None if r.get("status") == INFRA_ERROR else r.get("reward") for r in data.records]
         groups = [str(r["task_id"]) for r in data.records]
-        return self.monitor.end_step(step - 1, rewards=rewards, groups=groups, extra={"simulator": data.sim_label},
+        return self.monitor.end_step(step, rewards=rewards, groups=groups, extra={"simulator": data.sim_label},
                                      rollouts=[str(r["key"]) for r in data.records])  # fmt: skip
 
     def evaluate_heldout(self) -> float | None:

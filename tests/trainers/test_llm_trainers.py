@@ -112,9 +112,9 @@ def test_single_trains_the_policy_and_resumes_without_duplicates(base_model, don
         lo, hi = r["sim_collapse_error_ci95"]
         assert lo <= r["sim_collapse_error_estimate"] <= hi
     # the run's collapse monitor (the one the framework adapters use): one row per step, the resumed
-    # step's row replacing the one the killed run left
+    # step's row replacing the one the killed run left; its steps are the training steps of metrics.jsonl
     rows = [json.loads(line) for line in (out / "monitor" / "monitor.jsonl").read_text().splitlines()]
-    assert [row["step"] for row in rows] == [0, 1]
+    assert [row["step"] for row in rows] == [r["step"] for r in m2] == [1, 2]
     assert rows[0]["collapse_error"]["plugin"] == pytest.approx(m2[0]["sim_collapse_error"])
     assert results["schema"] == "collapse-probe/train/v1" and results["steps"] == 2
     assert results["final"]["step"] == 2 and "ddof=0" in results["advantage"]["convention"]
