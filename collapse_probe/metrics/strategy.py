@@ -17,8 +17,8 @@ def policy_strategy_entropy(
     every policy turn. Because every cell shares the task/rollout seeds, the opening move of a
     conversation is usually the same in every cell of a row: each (task, rollout) therefore
     contributes its opening move once, from the first cell that recorded it, so replicated draws do
-    not pose as evidence of collapse. Messages injected by the arena (``meta.elicitation``) are not
-    the policy's and are skipped.
+    not pose as evidence of collapse. Messages injected by the arena (``meta.elicitation``, or
+    ``meta.given``: a scenario's fixed opening) are not the policy's and are skipped.
     """
     from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES, collapse_error, entropy
     from collapse_probe.metrics.partitioners import class_counts, get_partitioner
@@ -29,7 +29,7 @@ def policy_strategy_entropy(
         own = [
             m
             for m in r.get("messages", [])
-            if m.get("role") == "policy" and not (m.get("meta") or {}).get("elicitation")
+            if m.get("role") == "policy" and not {"elicitation", "given"} & set(m.get("meta") or {})
         ]
         if not own:
             continue

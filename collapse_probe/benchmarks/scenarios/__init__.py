@@ -81,9 +81,9 @@ def make_arena(scenarios: str | Path | None = None, **options: Any) -> ScenarioA
 BENCHMARK = Benchmark(
     "scenarios",
     ScenarioOptions,
-    build=_build,  # type: ignore[arg-type]
+    build=_build,
     data=("scenarios",),
-    resolve=_resolve,  # type: ignore[arg-type]
+    resolve=_resolve,
     description="your own scenarios from one YAML, JSON or JSONL file (--scenarios FILE)",
     factory=make_arena,
 )

@@ -130,7 +130,7 @@ class ScenarioArena:
             raise ConfigError(f"{self.source}: no scenario {task.task_id!r} (the file changed?)") from None
 
     def new_episode(self, task: Task, seed: int) -> Episode:
-        opening = {"role": "policy", "content": self.scenario(task).opening, "meta": {"opening": True}}
+        opening = {"role": "policy", "content": self.scenario(task).opening, "meta": {"given": "opening"}}
         return Episode(task=task, seed=seed, messages=[opening], state={"rounds": 0, "elicited": False})
 
     def episode_at(self, task: Task, messages: Sequence[dict[str, Any]]) -> Episode:

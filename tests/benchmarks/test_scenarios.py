@@ -1,0 +1,313 @@
+"""``--benchmark scenarios``: a user's own scenarios from one file, validated when read, through audit,
+play, cross-play, gate and train like a shipped benchmark."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from collapse_probe.benchmarks import get_benchmark
+from collapse_probe.benchmarks.scenarios import (
+    ScenarioArena,
+    example_path,
+    load_scenarios,
+    make_arena,
+    pattern_answers,
+    stated_answer,
+)
+from collapse_probe.cli import main
+from collapse_probe.errors import ConfigError
+from collapse_probe.models import Completion
+
+HIDDEN = """\
+# an insurance-claims domain, none of whose words the clinic example uses
+- id: hail-roof
+  instructions: You are Lee, whose roof was damaged by hail on Monday. You have photos and a repair quote.
+  opening: "Claims desk, how can I help?"
+  prefix:
+    - {role: user, content: "Hail broke my roof."}
+    - {role: assistant, content: "Sorry to hear it. Do you have photos?"}
+  closing: "To finish: do you accept the offer? Say [CLAIM ACCEPT] or [CLAIM REJECT]."
+  reward:
+    pattern: '\\[CLAIM (ACCEPT|REJECT)\\]'
+    values: {ACCEPT: 1.0, REJECT: 0.0}
+- id: flood-basement
+  instructions: You are Kim; your basement flooded and you are not sure you are covered.
+  opening: "Claims desk, how can I help?"
+  closing: "To finish: do you accept the offer? Say [CLAIM ACCEPT] or [CLAIM REJECT]."
+  reward:
+    pattern: '\\[CLAIM (ACCEPT|REJECT)\\]'
+    values: {ACCEPT: 1.0, REJECT: 0.0}
+"""
+
+CLAIMANT = {  # the exact distribution the hidden domain's scripted claimant samples from
+    "rules": [{"if_contains": ["offer"], "responses": [
+        {"text": "Fine, I take it. [CLAIM ACCEPT]", "p": 0.7}, {"text": "No, too low. [CLAIM REJECT]", "p": 0.3}]}],
+    "responses": [{"text": "I need to file a claim.", "p": 0.6}, {"text": "Can you help with damage to my house?", "p": 0.4}],
+}  # fmt: skip
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# ------------------------------------------------------------------------------------------ the file
+
+
+def test_the_shipped_example_validates_and_is_registered():
+    scenarios = load_scenarios(example_path())
+    assert len(scenarios) == 6 and len({s.id for s in scenarios}) == 6
+    assert get_benchmark("scenarios").data == ("scenarios",)
+    assert all(s.reward is not None and s.reward.values == {"AGREES": 1.0, "UNSURE": 0.5, "DECLINES": 0.0}
+               for s in scenarios)  # fmt: skip
+    assert Path("examples/clinic-intake.yaml").read_bytes() == example_path().read_bytes()
+
+
+def test_pattern_answers_enumerate_the_closed_group():
+    assert pattern_answers(r"\[TRIAGE (URGENT|ROUTINE)\]") == ["ROUTINE", "URGENT"]
+    assert pattern_answers(r"(?P<answer>yes|no(?:t now)?)!") == ["no", "not now", "yes"]
+    assert pattern_answers(r"\[STARS ([1-5])\]") == ["1", "2", "3", "4", "5"]
+    assert pattern_answers(r"\[N (\d+)\]") is None and pattern_answers(r"(.)") is None
+
+
+def test_yaml_json_and_jsonl_give_the_same_scenarios(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(HIDDEN)
+    y = load_scenarios(_write(tmp_path, "s.yaml", HIDDEN))
+    j = load_scenarios(_write(tmp_path, "s.json", json.dumps({"scenarios": data})))
+    jl = load_scenarios(_write(tmp_path, "s.jsonl", "\n".join(json.dumps(d) for d in data) + "\n"))
+    assert y == j == jl and [s.id for s in y] == ["hail-roof", "flood-basement"]
+
+
+BAD = [  # (file name, content, what the one line must name besides the file)
+    ("no-instructions.yaml", "- {id: a, opening: hi}\n", ["'a'", "field instructions", "missing"]),
+    ("bad-regex.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|B', values: {A: 1}}}\n",
+     ["'a'", "field reward.pattern", "does not compile"]),
+    ("no-group.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: 'A|B', values: {A: 1}}}\n",
+     ["'a'", "field reward.pattern", "no group"]),
+    ("missing-value.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|B)', values: {A: 1}}}\n",
+     ["'a'", "field reward.values", "'B'"]),
+    ("extra-value.yaml",
+     "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|B)', values: {A: 1, B: 0, C: 2}}}\n",
+     ["'a'", "field reward.values", "'C'"]),
+    ("two-users.yaml", "- {id: a, instructions: x, opening: hi, prefix: [{role: user, content: u}, "
+     "{role: user, content: v}]}\n", ["'a'", "field prefix[1].role", "'assistant'"]),
+    ("ends-with-user.yaml", "- {id: a, instructions: x, opening: hi, prefix: [{role: user, content: u}]}\n",
+     ["'a'", "field prefix[0].role", "end with an 'assistant'"]),
+    ("dup.yaml", "- {id: a, instructions: x, opening: hi}\n- {id: a, instructions: y, opening: hi}\n",
+     ["'a'", "item 2", "field id", "duplicate"]),
+    ("empty.yaml", "", ["no scenarios"]),
+    ("empty-list.json", "[]", ["no scenarios"]),
+    ("wrong-type.yaml", "- {id: a, instructions: [x], opening: hi}\n", ["'a'", "field instructions", "string"]),
+    ("number-reward.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A)', values: {A: high}}}\n",
+     ["'a'", "field reward.values.A"]),
+    ("unknown.yaml", "- {id: a, instructions: x, opening: hi, persona: y}\n", ["'a'", "field persona", "not a field"]),
+    ("unknown-reward.yaml", "- {id: a, instructions: x, opening: hi, reward: {judge: q, weight: 2}}\n",
+     ["'a'", "field reward.weight", "not a field"]),
+    ("no-id.yaml", "- {instructions: x, opening: hi}\n", ["item 1", "field id", "missing"]),
+    ("yaml-syntax.yaml", "- {id: a, instructions: x\n", ["line 2", "not valid YAML"]),
+    ("json-syntax.json", '[{"id": "a",}]', ["not valid JSON"]),
+    ("bad-line.jsonl", '{"id": "a", "instructions": "x", "opening": "hi"}\n{"id": "b",\n', ["line 2", "not valid JSON"]),
+    ("jsonl-field.jsonl", '{"id": "a", "instructions": "x", "opening": "hi"}\n{"id": "b", "opening": "hi"}\n',
+     ["'b'", "line 2", "field instructions"]),
+    ("repeated-key.yaml", "- {id: a, instructions: x, instructions: y, opening: hi}\n", ["'instructions'", "twice"]),
+    ("not-a-list.yaml", "id: a\n", ["expected a list of scenarios"]),
+    ("blank.yaml", "- {id: a, instructions: '  ', opening: hi}\n", ["'a'", "field instructions", "blank"]),
+    ("both.yaml", "- {id: a, instructions: x, opening: hi, reward: {judge: q, pattern: '(A)', values: {A: 1}}}\n",
+     ["'a'", "field reward.judge", "not both"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "text", "named"), BAD, ids=[b[0] for b in BAD])
+def test_a_malformed_file_is_one_line_naming_file_scenario_and_field_exit_2_nothing_written(
+    tmp_path, monkeypatch, capsys, name, text, named
+):
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, name, text)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, _, err = _cli(capsys, "audit", "--benchmark", "scenarios", "--scenarios", name,
+                        "--sim", "scripted:clinic_patient_train", "--no-progress")  # fmt: skip
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert str(path.name) in lines[0] and all(n in lines[0] for n in named), lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no run directory, nothing written
+    with pytest.raises(ConfigError):
+        load_scenarios(path)
+
+
+@pytest.mark.parametrize("command", ["play", "crossplay", "train"])
+def test_every_command_refuses_a_malformed_file_before_anything_runs(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "s.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|B)', values: {A: 1}}}\n")
+    roles = {
+        "play": ["--policy", "scripted:clinic_agent_thorough", "--sim", "scripted:clinic_patient_train"],
+        "crossplay": ["--policies", "scripted:clinic_agent_thorough", "--sims", "scripted:clinic_patient_train",
+                      "--out", "runs/x"],
+        "train": ["--sim", "scripted:clinic_patient_train", "--out", "runs/x"],
+    }[command]  # fmt: skip
+    code, _, err = _cli(capsys, command, "--benchmark", "scenarios", "--scenarios", "s.yaml", *roles)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "field reward.values" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_a_file_the_flag_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _cli(capsys, "play", "--benchmark", "scenarios", "--policy", "scripted:clinic_agent_thorough",
+                        "--sim", "scripted:clinic_patient_train")  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "--scenarios" in err and "clinic-intake.yaml" in err
+
+
+# ------------------------------------------------------------------------------------------ the arena
+
+
+def _run(arena: ScenarioArena, task_id: str, replies: list[str], policy: str = "Tell me more.") -> object:
+    task = next(t for t in arena.load_tasks() if t.task_id == task_id)
+    ep = arena.new_episode(task, 0)
+    queue = list(replies)
+    while (side := arena.next_side(ep)) is not None:
+        text = queue.pop(0) if side == "simulator" else policy
+        arena.apply(ep, side, Completion(text=text), text)
+    return ep
+
+
+def test_conversations_open_with_the_opening_close_with_the_closing_and_pay_the_last_answer(tmp_path):
+    arena = make_arena(_write(tmp_path, "s.yaml", HIDDEN), max_turns=2)
+    ep = _run(arena, "hail-roof", ["Hail hit us.", "I have photos.", "Okay [CLAIM REJECT] ... no, [CLAIM ACCEPT]"])
+    roles = [m["role"] for m in ep.messages]
+    assert roles == ["policy", "simulator", "policy", "simulator", "policy", "simulator"]
+    assert ep.messages[0]["content"] == "Claims desk, how can I help?" and ep.messages[0]["meta"] == {
+        "given": "opening"
+    }
+    assert ep.messages[4]["meta"] == {"elicitation": True} and ep.status == "done"
+    (score,) = asyncio.run(arena.score([ep]))
+    assert score.reward == 1.0 and score.info["answer"] == "ACCEPT"
+    # an answer at the last round ends it without the closing question; no answer at all pays the default
+    ep2 = _run(arena, "hail-roof", ["Hi.", "[CLAIM REJECT]"])
+    assert len(ep2.messages) == 4 and asyncio.run(arena.score([ep2]))[0].reward == 0.0
+    ep3 = _run(arena, "flood-basement", ["Hi.", "Hm.", "I don't know."])
+    assert ep3.status == "no_answer_stated" and asyncio.run(arena.score([ep3]))[0].reward == 0.0
+    assert arena.reward_range == (0.0, 1.0)
+
+
+def test_the_reward_view_reads_the_declared_pattern_and_values(tmp_path):
+    text = HIDDEN.replace("{ACCEPT: 1.0, REJECT: 0.0}", "{ACCEPT: 0.8, REJECT: 0.2}", 1)
+    arena = make_arena(_write(tmp_path, "s.yaml", text), max_turns=3)
+    specs = {s.kind: s for s in arena.probe_states(arena.load_tasks()) if s.task.task_id == "hail-roof"}
+    assert set(specs) == {"opening", "prefix", "closing"} and specs["closing"].asks_decision
+    assert [m["role"] for m in specs["prefix"].messages] == ["policy", "simulator", "policy"]
+    closing = arena.episode_at(specs["closing"].task, specs["closing"].messages)
+    assert arena.reward_class(closing, "Sure [CLAIM ACCEPT]") == "reward 0.8"
+    assert arena.reward_class(closing, "[CLAIM REJECT]") == "reward 0.2"
+    assert arena.reward_class(closing, "what?") == "reward 0"  # no answer: the default
+    opening = arena.episode_at(specs["opening"].task, specs["opening"].messages)
+    assert arena.reward_class(opening, "[CLAIM ACCEPT]") is None  # a later answer can still replace it
+    assert arena.meaning_key("ok [CLAIM ACCEPT]") == "answer ACCEPT" and arena.meaning_key("hello") is None
+    assert stated_answer(load_scenarios(arena.source)[0].reward, "[CLAIM ACCEPT] [CLAIM REJECT]") == "REJECT"
+
+
+def test_a_judge_reward_asks_the_judge_model_and_needs_one(tmp_path):
+    path = _write(
+        tmp_path, "j.yaml", "- {id: j, instructions: x, opening: hi, reward: {judge: 'Was the user helped?'}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"'j'.*field reward\.judge.*--judge"):
+        make_arena(path)
+    judge = _write(tmp_path, "judge.json", json.dumps({"responses": [{"text": "YES", "p": 1.0}]}))
+    arena = make_arena(path, judge=f"scripted:{judge}", max_turns=1)
+    ep = _run(arena, "j", ["thanks"])
+    (score,) = asyncio.run(arena.score([ep]))
+    assert score.reward == 1.0 and score.info == {"judge": True}
+
+
+# ------------------------------------------------------------------------------------------ the pipelines
+
+
+def _exact_eps(dist: list[dict]) -> float:
+    return 1.0 - max(d["p"] for d in dist)
+
+
+def test_an_unseen_domain_runs_through_audit_play_crossplay_and_gate(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "claims.yaml", HIDDEN)
+    _write(tmp_path, "claimant.json", json.dumps(CLAIMANT))
+    base = ["--benchmark", "scenarios", "--scenarios", "claims.yaml"]
+    code, out, err = _cli(capsys, "audit", *base, "--sim", "scripted:claimant.json", "--partition", "exact",
+                          "--states", "2", "--samples", "60", "--no-progress", "--out", "runs/audit")  # fmt: skip
+    assert code == 0, err
+    res = json.loads((tmp_path / "runs/audit/results.json").read_text())
+    truth = {"opening": _exact_eps(CLAIMANT["responses"]), "prefix": _exact_eps(CLAIMANT["responses"]),
+             "closing": _exact_eps(CLAIMANT["rules"][0]["responses"])}  # fmt: skip
+    states = res["states"]
+    assert {s["kind"] for s in states} == set(truth) and len(states) == 5
+    for s in states:  # every state's interval covers its scripted truth
+        lo, hi = s["collapse_error_ci95"]
+        assert lo <= truth[s["kind"]] <= hi, s
+    reward = res["summary"]["reward_view"]
+    assert reward["n_states"] == 2  # the two closing states, where the reply fixes the reward
+    lo, hi = reward["ci95"]
+    assert lo <= 0.3 <= hi
+    code, _, err = _cli(capsys, "play", *base, "--policy", "scripted:clinic_agent_thorough", "--sim",
+                        "scripted:claimant.json", "--tasks", "2", "--rollouts", "2", "--no-progress", "--out", "runs/play")  # fmt: skip
+    assert code == 0, err
+    recs = [json.loads(x) for x in (tmp_path / "runs/play/conversations.jsonl").read_text().splitlines()]
+    assert len(recs) == 4 and all(r["reward"] in (0.0, 1.0) for r in recs)
+    config = json.loads((tmp_path / "runs/play/config.json").read_text())
+    assert config["arena"]["benchmark"] == "scenarios" and "scenarios" in config["arena"]["data_fingerprints"]
+
+
+def test_the_clinic_gate_passes_the_thorough_agent_and_fails_the_exploiting_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(example_path(), tmp_path / "clinic-intake.yaml")
+    code, _, err = _cli(
+        capsys, "crossplay", "--benchmark", "scenarios", "--scenarios", "clinic-intake.yaml",
+        "--policies", "scripted:clinic_agent_promise,scripted:clinic_agent_thorough",
+        "--sims", "scripted:clinic_patient_train,scripted:clinic_patient_cautious,scripted:clinic_patient_anxious",
+        "--train-sim", "scripted:clinic_patient_train", "--tasks", "6", "--rollouts", "4", "--max-turns", "2",
+        "--no-progress", "--out", "runs/cp",
+    )  # fmt: skip
+    assert code == 0, err
+    res = json.loads((tmp_path / "runs/cp/results.json").read_text())
+    cells = {(c["policy"], c["simulator"]): c["mean_reward"] for c in res["cells"]}
+    assert cells[("scripted:clinic_agent_promise", "scripted:clinic_patient_train")] == 1.0  # the exploited mode
+    entropy = {d["policy"]: d for d in res["policy_diversity"]}
+    assert entropy["scripted:clinic_agent_promise"]["n_classes"] == 1  # the fixed opening is not the policy's
+    assert (
+        _cli(capsys, "gate", "runs/cp", "--policy", "scripted:clinic_agent_thorough", "--min-transfer", "0.8")[0] == 0
+    )
+    assert _cli(capsys, "gate", "runs/cp", "--policy", "scripted:clinic_agent_promise", "--min-transfer", "0.8")[0] == 1
+    # resumed: the same command finds every conversation recorded and asks no model again
+    before = (tmp_path / "runs/cp/conversations.jsonl").read_text()
+    code, _, err = _cli(
+        capsys, "crossplay", "--benchmark", "scenarios", "--scenarios", "clinic-intake.yaml",
+        "--policies", "scripted:clinic_agent_promise,scripted:clinic_agent_thorough",
+        "--sims", "scripted:clinic_patient_train,scripted:clinic_patient_cautious,scripted:clinic_patient_anxious",
+        "--train-sim", "scripted:clinic_patient_train", "--tasks", "6", "--rollouts", "4", "--max-turns", "2",
+        "--no-progress", "--out", "runs/cp",
+    )  # fmt: skip
+    assert code == 0 and (tmp_path / "runs/cp/conversations.jsonl").read_text() == before
+    # a scenario file changed in place is another run: resuming on it is refused
+    (tmp_path / "clinic-intake.yaml").write_text(example_path().read_text() + "\n# edited\n")
+    code, _, err = _cli(
+        capsys, "crossplay", "--benchmark", "scenarios", "--scenarios", "clinic-intake.yaml",
+        "--policies", "scripted:clinic_agent_promise,scripted:clinic_agent_thorough",
+        "--sims", "scripted:clinic_patient_train,scripted:clinic_patient_cautious,scripted:clinic_patient_anxious",
+        "--train-sim", "scripted:clinic_patient_train", "--tasks", "6", "--rollouts", "4", "--max-turns", "2",
+        "--no-progress", "--out", "runs/cp",
+    )  # fmt: skip
+    assert code == 2 and "scenarios" in err, err
