@@ -8,8 +8,15 @@ retry policy (SDK retries off), per-sample seeds and usage accounting are
 
 ``openai/<model>`` talks to OpenAI: key from ``$OPENAI_API_KEY`` (required), base URL from the
 ``base_url`` option, ``$OPENAI_BASE_URL`` or ``https://api.openai.com/v1``. It sends
-``max_completion_tokens`` and leaves ``temperature``/``top_p`` out when they are at the API default 1,
-because reasoning models reject the parameters even at their default value.
+``max_completion_tokens``.
+
+Every backend here sends the run's ``temperature`` and ``top_p`` in every request (``--temperature``,
+``--top-p``), so a server whose own default differs (a provider behind ``$OPENAI_BASE_URL``, a vLLM
+server with a ``generation_config``) samples as the run says. A model that refuses them (OpenAI's
+reasoning models answer HTTP 400 "Unsupported value: 'temperature' ... Only the default (1) value is
+supported"): at the API default 1 the refused parameter is left out from then on, with a warning, and
+the model samples at its default; at any other value every request fails with a message that says so
+and to run at ``--temperature 1 --top-p 1`` -- never a silent change of the sampling the run records.
 
 ``azure/<deployment>`` talks to an Azure OpenAI resource with the SDK's ``AsyncAzureOpenAI``: the
 endpoint from the option ``base_url`` or ``$AZURE_OPENAI_ENDPOINT`` (``https://RESOURCE.openai.azure.com``),
@@ -35,6 +42,7 @@ request body, e.g. ``{"reasoning_effort": "minimal"}`` or vLLM's ``{"top_k": 20}
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -60,6 +68,8 @@ from collapse_probe.models._http import (
     tool_schema,
 )
 from collapse_probe.models._types import Completion, GenerationRequest, Message
+
+logger = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 PROMPT_STYLES = ("chat", "transcript")
@@ -193,6 +203,25 @@ def parse_completions_response(data: dict[str, Any]) -> list[Completion]:
     return out
 
 
+SAMPLING_PARAMS = ("temperature", "top_p")
+"""The sampling parameters every request carries (see the module docstring)."""
+
+_REFUSAL = re.compile(r"unsupported|not supported|does not support|only the default", re.IGNORECASE)
+
+
+def refused_sampling(message: str) -> list[str]:
+    """The sampling parameters an HTTP 400 message says the model refuses (``[]`` when none).
+
+    >>> refused_sampling("Unsupported value: 'temperature' does not support 0.7 with this model.")
+    ['temperature']
+    >>> refused_sampling("Unsupported parameter: 'top_p' is not supported with this model.")
+    ['top_p']
+    """
+    if not _REFUSAL.search(message):
+        return []
+    return [name for name in SAMPLING_PARAMS if re.search(rf"\b{name}\b", message)]
+
+
 def _openai() -> Any:
     return require("openai", "api", "the openai, azure and openai-compatible backends")
 
@@ -229,6 +258,8 @@ class OpenAIChatModel(APIChatModel):
         # of the "global batch" type, so it is not assumed.
         self.supports_batch = official and azure_api_version is None
         self._batches: dict[str, Any] = {}
+        self._refused: set[str] = set()
+        """Sampling parameters the model refused at their API default 1: left out since (see the module docstring)."""
 
     # -- SDK client
 
@@ -281,10 +312,11 @@ class OpenAIChatModel(APIChatModel):
         body: dict[str, Any] = {"model": self.model}
         if k > 1:
             body["n"] = k
-        if not self.official or p.temperature != 1.0:
-            body["temperature"] = p.temperature
-        if not self.official or p.top_p != 1.0:
-            body["top_p"] = p.top_p
+        for name, value in (("temperature", p.temperature), ("top_p", p.top_p)):
+            if name not in self._refused:
+                body[name] = value
+            elif value != 1.0:
+                raise ConfigError(self._refusal_message([name], request))
         if p.stop:
             body["stop"] = list(p.stop)
         seed = request.sample_seed(start)
@@ -394,6 +426,15 @@ class OpenAIChatModel(APIChatModel):
     async def _call(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
         return await retry_empty(self, lambda: self._call_once(request, start, k))
 
+    def _refusal_message(self, names: Sequence[str], request: GenerationRequest, detail: str = "") -> str:
+        values = {"temperature": request.params.temperature, "top_p": request.params.top_p}
+        asked = " and ".join(f"{n} {values[n]:g}" for n in names)
+        said = f" [{detail}]" if detail else ""
+        return (
+            f"model {self.model!r} takes no {' or '.join(names)}, and this run samples at {asked}: run at "
+            f"--temperature 1 --top-p 1 (the model's own sampling) or audit a model that takes them{said}"
+        )
+
     async def _call_once(self, request: GenerationRequest, start: int, k: int) -> list[Completion]:
         transcript = self.uses_transcript(request)
         path, body = self.batch_line(request, start, k)
@@ -401,7 +442,25 @@ class OpenAIChatModel(APIChatModel):
         headers = (
             {"Authorization": _openai().Omit()} if self._api_key is None and self.azure_api_version is None else None
         )
-        data = await self._send(lambda c: sdk_post(c, path.removeprefix("/v1"), body, headers))
+        try:
+            data = await self._send(lambda c: sdk_post(c, path.removeprefix("/v1"), body, headers))
+        except CallFailure as exc:
+            refused = [n for n in refused_sampling(str(exc)) if n in body] if exc.status == 400 else []
+            if not refused:
+                raise
+            if any(body[n] != 1.0 for n in refused):
+                raise ConfigError(self._refusal_message(refused, request, detail=str(exc))) from None
+            # at the API default: the model's own sampling is the run's; leave the parameter out
+            new = set(refused) - self._refused
+            self._refused.update(refused)
+            if new:
+                logger.warning(
+                    "%s refuses %s (%s); left out from now on: the model samples at its default",
+                    self.spec,
+                    " and ".join(sorted(new)),
+                    exc,
+                )
+            return await self._call_once(request, start, k)
         if not isinstance(data, dict):
             raise CallFailure(f"malformed response: expected a JSON object, got {type(data).__name__}")
         return self.parse_answer(data, transcript)

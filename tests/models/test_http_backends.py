@@ -83,7 +83,7 @@ def test_openai_request_and_response(keys):
     body = call.body
     assert body["model"] == "gpt-test" and body["n"] == 3 and body["seed"] == derive_seed(7, 0)
     assert body["temperature"] == 0.7 and body["max_completion_tokens"] == 20 and body["stop"] == ["\nUser:"]
-    assert "top_p" not in body  # the API default is left out for reasoning models
+    assert body["top_p"] == 1.0  # the run's sampling, even at the API default (a provider's default may differ)
     assert body["messages"][0] == {"role": "system", "content": "You are a donor."}
     assert [c.text for c in res.completions] == [f"hi there|seed={derive_seed(7, 0)}|i={i}" for i in range(3)]
     assert all(c.finish_reason == "stop" for c in res.completions)

@@ -95,6 +95,8 @@ class FaultServer:
             check that keys are scrubbed from every message that reaches a log or a run directory.
         alias: another name ``GET /v1/models/{alias}`` resolves to ``model`` (as an API resolves an
             alias to its snapshot).
+        refuse: request fields answered by HTTP 400 in OpenAI's words ("Unsupported parameter: 'top_p'
+            is not supported with this model."), as its reasoning models answer ``temperature``/``top_p``.
     """
 
     def __init__(
@@ -107,8 +109,10 @@ class FaultServer:
         model: str = "fault-model",
         alias: str | None = None,
         echo_auth: bool = False,
+        refuse: tuple[str, ...] = (),
     ) -> None:
         self.echo_auth = echo_auth
+        self.refuse = refuse
         self.rate, self.faults, self.stall_s, self.model, self.alias = rate, faults, stall_s, model, alias
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -153,6 +157,15 @@ class FaultServer:
                     body = json.loads(raw)
                 except ValueError:
                     self._send(400, b'{"error": {"message": "bad json"}}')
+                    return
+                refused = [f for f in outer.refuse if f in body]
+                if refused:
+                    with outer._lock:
+                        outer.bodies.append(body)
+                        outer.counts["refused"] += 1
+                    said = f"Unsupported parameter: '{refused[0]}' is not supported with this model."
+                    error = {"message": said, "type": "invalid_request_error", "param": refused[0]}
+                    self._send(400, json.dumps({"error": error}).encode())
                     return
                 with outer._lock:
                     outer.counts["requests"] += 1
