@@ -15,6 +15,9 @@ package's own. Every one of them is read through a :class:`Registry`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import difflib
 import functools
@@ -22,12 +25,13 @@ import importlib
 import inspect
 import math
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
-from collapse_probe.errors import CollapseProbeError, ConfigError
+from collapse_probe.errors import CollapseProbeError, ConfigError, RunAbortedError
 
 BENCHMARKS_GROUP = "collapse_probe.benchmarks"
 """Entry points naming a :class:`~collapse_probe.benchmarks.Benchmark`."""
@@ -125,55 +129,213 @@ def load_entry_point(ep: EntryPoint, what: str) -> Any:
 
 def _guarded(obj: Any, ep: EntryPoint, what: str) -> Any:
     """The loaded object with the plugin's own code behind :func:`guard_plugin_call`: a partitioner
-    class's methods, a model backend factory, a benchmark's ``build``/``resolve``/``factory``."""
+    class's methods, a model backend factory (and the first ``generate`` of the model it builds), a
+    benchmark's ``build``/``resolve``/``factory`` (and what ``build`` returns checked as an arena)."""
     if ep.group == PARTITIONERS_GROUP:
         return guard_partitioner_class(obj, ep, what)
     if ep.group == BENCHMARKS_GROUP and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         hooks = {
-            f: guard_plugin_call(getattr(obj, f), ep, what, f)
+            f: guard_plugin_call(getattr(obj, f), ep, what, f, check=_arena_check(ep, what) if f == "build" else None)
             for f in ("build", "resolve", "factory")
             if callable(getattr(obj, f, None))
         }
         return dataclasses.replace(obj, **hooks)
     if ep.group == MODELS_GROUP and callable(obj) and not isinstance(obj, type):
-        return guard_plugin_call(obj, ep, what, "building it")
+        return guard_plugin_call(obj, ep, what, "building it", check=_model_check(ep, what))
     return obj
 
 
-def guard_plugin_call(fn: Callable[..., Any], ep: EntryPoint, what: str, doing: str) -> Callable[..., Any]:
-    """``fn`` (a plugin's ``build``, ``partition``, factory) whose failure is one :class:`ConfigError`
-    naming the plugin: an error the plugin raised for the user (a :class:`CollapseProbeError`) passes
-    as it is, anything else, ``SystemExit`` included, becomes "... raised RuntimeError: ..."."""
+ARENA_METHODS = ("load_tasks", "new_episode", "next_side", "prompt_for", "apply", "score")
+"""What a benchmark's ``build`` must return: an object with these methods (the ``Arena`` protocol)."""
+
+
+def _arena_check(ep: EntryPoint, what: str) -> Callable[[Any], Any]:
+    def check(arena: Any) -> Any:
+        missing = [m for m in ARENA_METHODS if not callable(getattr(arena, m, None))]
+        if missing:
+            raise ConfigError(
+                f"{_plugin(ep, what)}: build returned {_a(arena)}, not an arena (it lacks {', '.join(missing)}); "
+                f"fix or uninstall {_distribution(ep)}"
+            )
+        return arena
+
+    return check
+
+
+def _model_check(ep: EntryPoint, what: str) -> Callable[[Any], Any]:
+    def check(model: Any) -> Any:
+        generate = getattr(model, "generate", None)
+        if not callable(generate) or not isinstance(getattr(model, "spec", None), str):
+            raise ConfigError(
+                f"{_plugin(ep, what)}: its factory returned {_a(model)}, not a model backend (an object with a "
+                f"string spec and async generate(requests)); fix or uninstall {_distribution(ep)}"
+            )
+        try:  # the first generate is the first use: under the time limit like the factory
+            model.generate = guard_plugin_call(generate, ep, what, "generate", limit="first", errors=False)
+        except (AttributeError, TypeError):  # a backend with read-only attributes keeps its own generate
+            pass
+        return model
+
+    return check
+
+
+def _a(obj: Any) -> str:
+    name = type(obj).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}" if obj is not None else "None"
+
+
+def _plugin(ep: EntryPoint, what: str) -> str:
+    return f"{what} (plugin {ep.value!r} of distribution {_distribution(ep)})"
+
+
+class PluginTimeout(ConfigError, RunAbortedError):
+    """A plugin's construction or first use did not finish within :func:`plugin_timeout` seconds: the
+    run stops (a backend's first ``generate`` that hangs is not one failed request among many)."""
+
+
+def _timeout(ep: EntryPoint, what: str, doing: str, limit: float) -> PluginTimeout:
+    return PluginTimeout(
+        f"{_plugin(ep, what)}: {doing} did not finish within {limit:g} s ($COLLAPSE_PROBE_PLUGIN_TIMEOUT); "
+        f"fix or uninstall {_distribution(ep)}"
+    )
+
+
+def _run_limited(fn: Callable[..., Any], args: Any, kwargs: Any, limit: float) -> tuple[bool, Any]:
+    """``fn(*args, **kwargs)`` in a daemon thread, waited on for ``limit`` seconds: ``(finished, outcome)``,
+    the outcome a result or a ``("error", exception)`` box. A call that never finishes is left behind
+    (it ends with the process) instead of holding the command."""
+    box: dict[str, Any] = {}
+    context = contextvars.copy_context()
+
+    def call() -> None:
+        try:
+            box["value"] = context.run(fn, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=call, name=f"plugin call {getattr(fn, '__qualname__', fn)}", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        return False, None
+    if "error" in box:
+        raise box["error"]
+    return True, box.get("value")
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float, error: Callable[[], BaseException]) -> Iterator[None]:
+    """Raise ``error()`` in the main thread after ``seconds``: the backstop for a coroutine that blocks
+    the event loop (a ``time.sleep`` inside ``async def generate``), which ``asyncio.wait_for`` cannot
+    interrupt. Only in the main thread, and only where no other timer or SIGALRM handler is in use."""
+    usable = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    )
+    if not usable:
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise error()
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def guard_plugin_call(
+    fn: Callable[..., Any],
+    ep: EntryPoint,
+    what: str,
+    doing: str,
+    *,
+    limit: str = "always",
+    check: Callable[[Any], Any] | None = None,
+    errors: bool = True,
+) -> Callable[..., Any]:
+    """``fn`` (a plugin's ``build``, ``partition``, factory, ``generate``) whose failure is one
+    :class:`ConfigError` naming the plugin: an error the plugin raised for the user (a
+    :class:`CollapseProbeError`) keeps its class and gets the plugin's name when it lacks it, anything
+    else, ``SystemExit`` included, becomes "... raised RuntimeError: ...".
+
+    Args:
+        limit: ``"always"`` (construction: every call), ``"first"`` (first use: the first call that
+            finishes) or ``"never"``: the calls that must finish within :func:`plugin_timeout` seconds,
+            else one line naming the plugin (:class:`PluginTimeout`).
+        check: applied to the result (raises :class:`ConfigError` for one that is not what the plugin
+            must return).
+        errors: ``False``: what ``fn`` raises passes unchanged (a backend's failed ``generate`` fails
+            its requests, not the run); only the time limit applies.
+    """
+    done = threading.Event()
+
+    def limited() -> float | None:
+        return plugin_timeout() if limit == "always" or (limit == "first" and not done.is_set()) else None
+
+    def named(exc: BaseException) -> BaseException:
+        if not errors or isinstance(exc, PluginTimeout):
+            return exc
+        if isinstance(exc, CollapseProbeError):
+            text = str(exc)
+            if ep.name not in text and _distribution(ep) not in text:
+                exc.args = (f"{_plugin(ep, what)}: {doing}: {text}", *exc.args[1:])
+            return exc
+        return _call_error(exc, ep, what, doing)
+
+    def checked(value: Any) -> Any:
+        done.set()
+        return check(value) if check is not None else value
+
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def aguarded(*args: Any, **kwargs: Any) -> Any:
+            seconds = limited()
             try:
-                return await fn(*args, **kwargs)
-            except (CollapseProbeError, KeyboardInterrupt):
+                if seconds is None:
+                    value = await fn(*args, **kwargs)
+                else:
+                    with _alarm(seconds + 1, lambda: _timeout(ep, what, doing, seconds)):
+                        try:
+                            value = await asyncio.wait_for(fn(*args, **kwargs), seconds)
+                        except asyncio.TimeoutError:
+                            raise _timeout(ep, what, doing, seconds) from None
+            except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - a plugin's SystemExit too
-                raise _call_error(exc, ep, what, doing) from None
+                raise named(exc) from None
+            return checked(value)
 
         return aguarded
 
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        seconds = limited()
         try:
-            return fn(*args, **kwargs)
-        except (CollapseProbeError, KeyboardInterrupt):
+            if seconds is None:
+                value = fn(*args, **kwargs)
+            else:
+                finished, value = _run_limited(fn, args, kwargs, seconds)
+                if not finished:
+                    raise _timeout(ep, what, doing, seconds)
+        except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - a plugin's SystemExit too
-            raise _call_error(exc, ep, what, doing) from None
+            raise named(exc) from None
+        return checked(value)
 
     return guarded
 
 
 def _call_error(exc: BaseException, ep: EntryPoint, what: str, doing: str) -> ConfigError:
-    return ConfigError(
-        f"{what} (plugin {ep.value!r} of distribution {_distribution(ep)}): {doing} failed: {_failure(exc)}; "
-        f"fix or uninstall {_distribution(ep)}"
-    )
+    return ConfigError(f"{_plugin(ep, what)}: {doing} failed: {_failure(exc)}; fix or uninstall {_distribution(ep)}")
 
 
 PARTITIONER_METHODS = ("partition", "partition_many", "apartition", "apartition_many")
@@ -185,7 +347,7 @@ def guard_partitioner_class(cls: Any, ep: EntryPoint, what: str) -> Any:
     if not isinstance(cls, type):
         return cls
     methods = {
-        m: guard_plugin_call(getattr(cls, m), ep, what, m)
+        m: guard_plugin_call(getattr(cls, m), ep, what, m, limit="first")
         for m in PARTITIONER_METHODS
         if callable(getattr(cls, m, None))
     }

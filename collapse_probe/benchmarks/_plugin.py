@@ -102,6 +102,14 @@ class Benchmark:
             return self.options.model_validate(dict(values))
         except ValidationError as exc:
             raise options_error(self.name, exc) from None
+        except ConfigError:
+            raise
+        except Exception as exc:  # a validator of the benchmark's own that raises TypeError, KeyError, ...
+            text = str(exc).splitlines()[0][:300] if str(exc) else ""
+            raise ConfigError(
+                f"benchmark {self.name!r}: its options model {self.options.__name__} failed to check the options "
+                f"({type(exc).__name__}{': ' + text if text else ''}); fix the benchmark's validators"
+            ) from None
 
 
 def flag_of(name: str) -> str:
