@@ -26,10 +26,12 @@ How a threshold check decides is the *rule* (``decision``):
 - ``strict``: the 95 % CI bound must clear the threshold, anything else fails (``--strict``).
 
 The intervals are recomputed from the cells' per-task rewards (tasks are the independent units),
-inside the run's declared ``reward_range`` (:mod:`collapse_probe.metrics.transfer`). Exit code: 2 if
+inside the run's declared ``reward_range`` (:mod:`collapse_probe.metrics.transfer`). Exit code: 3 if
 the run itself could not be judged (``results`` or an ``infra:`` check), else 1 if any check failed (a
-threshold that fails decides the verdict whatever another, undecided one would say), else 2 if any
-could not be judged, else 0.
+threshold that fails decides the verdict whatever another, undecided one would say), else 3 if any
+could not be judged, else 0. Exit code 2 is kept for usage errors (``collapse-probe gate`` with no
+threshold, a run directory that does not exist, a policy the run does not have), as every command of
+the package exits on bad input, so a CI job tells a mistyped gate from weak evidence.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ from collapse_probe.results._gate import (
 __all__ = ["GateCheck", "GateConfig", "Status", "evaluate_gate", "exit_code_of", "gate_run_dir"]
 
 DECISIONS: tuple[Decision, ...] = ("interval", "point", "strict")
-EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 3
+"""Pass, fail, could not judge (2 is a usage error of ``collapse-probe gate``, as of every command)."""
 DEFAULT_MAX_INFRA_RATE = 0.1
 DEFAULT_LEVEL = 0.90
 """Two-sided level of the interval the default rule reads: each end is a one-sided 95 % bound."""
@@ -118,7 +121,7 @@ class GateConfig(Config):
 
 
 def exit_code_of(checks: Sequence[GateCheck]) -> int:
-    """2 if the run could not be judged, else 1 if any check failed, else 2 if any could not be judged, else 0."""
+    """3 if the run could not be judged, else 1 if any check failed, else 3 if any could not be judged, else 0."""
     if any(c.status == "error" and (c.name == "results" or c.name.startswith("infra:")) for c in checks):
         return EXIT_CANNOT_JUDGE
     if any(c.status == "fail" for c in checks):
@@ -188,7 +191,7 @@ def evaluate_gate(
 
     Returns:
         The typed verdict (:class:`~collapse_probe.results.GateResults`); ``exit_code`` is 0 (pass),
-        1 (fail) or 2 (could not judge).
+        1 (fail) or 3 (could not judge).
 
     Raises:
         ConfigError: contradictory or out-of-range options (these are the caller's error, not the run's).
@@ -467,7 +470,7 @@ def _regression_check(
 
 def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateResults:
     """:func:`evaluate_gate` on a run directory (or a ``results.json``); a missing or unreadable result
-    is a verdict that could not judge (exit 2), not an exception."""
+    is a verdict that could not judge (exit 3), not an exception."""
     from collapse_probe._crossplay import load_results_json
 
     config = GateConfig(policy=policy, **options)

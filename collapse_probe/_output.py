@@ -24,6 +24,15 @@ into the user's folders, not into a run directory they own, so nothing there may
 - paths the system cannot hold or that are not for files (under a regular file, in ``/proc``,
   ``/sys`` or ``/dev``, a name over 255 bytes) are one line naming the path.
 
+A report a command rewrites on every run (the gate's ``--json``, ``--junit`` and ``--markdown``: a CI
+job reruns into the same path) is written by :func:`write_report`: a new path as above, or an existing
+one only when it is recognisably a report this project wrote (:class:`Ours`: its schema, its JUnit
+suite name, its marker comment, read from the file itself), is a regular file with one link, and
+belongs to the user running the command; it is then replaced atomically (a temporary file renamed
+over it), so a crash never leaves half a report. Anything else (a user's ``README.md``, a hard link
+of one, a symbolic link, a file of another user or of the system) is refused in one line naming the
+path and the flag, and nothing is modified.
+
 :func:`write_output_dir` does the same for a folder of files (parquet tables, a ``datasets``
 dataset): written aside and renamed into place, which succeeds only onto a name that is free or
 an empty folder. :func:`append_line` appends a record to a file that must be a regular file and not
@@ -41,6 +50,7 @@ import secrets as _random
 import shutil
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +61,7 @@ from collapse_probe.errors import ConfigError
 __all__ = [
     "RUN_FILES",
     "OutputRefused",
+    "Ours",
     "append_line",
     "check_output_path",
     "dumps_json",
@@ -60,6 +71,7 @@ __all__ = [
     "null_nonfinite",
     "write_output_dir",
     "write_outputs",
+    "write_report",
 ]
 
 RUN_FILES = (
@@ -84,6 +96,22 @@ NAME_MAX = 255
 
 class OutputRefused(ConfigError):
     """An output path that cannot or may not be written; the message names it and why."""
+
+
+MAX_OWN_BYTES = 64 << 20
+"""A report this project rewrites is a few KiB; a larger file at its path is not one of them."""
+
+
+@dataclass(frozen=True)
+class Ours:
+    """How a command recognises a file it wrote on an earlier run, so that it may rewrite it.
+
+    ``what`` says what is expected (``"a gate JSON verdict (schema collapse-probe/gate/v1)"``), for
+    the refusal; ``test`` gets the file's bytes and says whether they are such a file.
+    """
+
+    what: str
+    test: Callable[[bytes], bool]
 
 
 # ------------------------------------------------------------------------------------------ strict JSON
@@ -214,14 +242,15 @@ def _run_above(p: Path) -> Path | None:
 
 
 def check_output_path(
-    path: str | os.PathLike[str], flag: str = "--out", *, directory: bool = False, replace: bool = False
+    path: str | os.PathLike[str], flag: str = "--out", *, directory: bool = False, replace: Ours | None = None
 ) -> Path:
     """Refuse, in one line naming it, a path an output may not be written at (see the module docstring).
 
     Checked: an empty path, a system folder, a name longer than the system allows, a parent that is
     a file, a run's folder (the path or any folder above it), and a name that already exists
     (``directory``: a non-empty folder or anything that is not a folder; ``replace``: anything but a
-    regular file, which the caller rewrites, as the gate its reports on every CI run).
+    regular file with one link, of this user, that ``replace`` recognises as the report the caller
+    rewrites on every run, as the gate its reports in CI).
 
     Returns:
         The path as a :class:`~pathlib.Path`.
@@ -277,9 +306,42 @@ def check_output_path(
         if empty:
             return p
         raise _refuse(flag, path, "directory is not empty; write to a new or empty directory (nothing is overwritten)")
-    if replace and stat.S_ISREG(st.st_mode):
+    if replace is not None and stat.S_ISREG(st.st_mode):
+        _check_ours(p, flag, path, st, replace)
         return p
     raise _exists(flag, path, st.st_mode)
+
+
+def _check_ours(p: Path, flag: str, path: str | os.PathLike[str], st: os.stat_result, ours: Ours) -> None:
+    """Refuse an existing regular file unless it is ``ours``: one link, this user's, and recognised by content."""
+    if st.st_nlink > 1:
+        raise _refuse(
+            flag, path, f"has {st.st_nlink} hard links (another name shares its content); an output is never "
+            "written into a linked file: give a new path (nothing is overwritten)",
+        )  # fmt: skip
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise _refuse(
+            flag, path, f"exists and belongs to another user (uid {st.st_uid}); only a report this user's "
+            "earlier run wrote is rewritten: give a new path (nothing is overwritten)",
+        )  # fmt: skip
+    data = b""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as f:
+            now = os.fstat(f.fileno())
+            if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size <= MAX_OWN_BYTES:
+                data = f.read(MAX_OWN_BYTES + 1)
+    except OSError as exc:
+        raise _refuse(flag, path, f"exists and cannot be read to check it ({exc.strerror or exc})") from None
+    try:
+        mine = bool(data) and len(data) <= MAX_OWN_BYTES and ours.test(data)
+    except Exception:  # a recogniser that trips over a file is a file it does not recognise
+        mine = False
+    if not mine:
+        raise _refuse(
+            flag, path, f"exists and is not {ours.what}; only such a report from an earlier run is rewritten: "
+            "give a new path (nothing is overwritten)",
+        )  # fmt: skip
 
 
 def _exists(flag: str, path: str | os.PathLike[str], mode: int | None = None) -> OutputRefused:
@@ -357,16 +419,7 @@ def _publish(p: Path, content: Content, flag: str, shown: str | os.PathLike[str]
         if callable(content):
             content(tmp)
         else:
-            data = content.encode("utf-8") if isinstance(content, str) else content
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
-                0o644,
-            )
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            _write_new(tmp, content.encode("utf-8") if isinstance(content, str) else content)
         try:
             os.link(tmp, p, follow_symlinks=False)
         except FileExistsError:
@@ -396,6 +449,53 @@ def _copy_exclusive(src: Path, dst: Path, flag: str, shown: str | os.PathLike[st
         shutil.copyfileobj(f, out)
         out.flush()
         os.fsync(out.fileno())
+
+
+def write_report(path: str | os.PathLike[str], content: bytes | str, ours: Ours, flag: str = "--out") -> Path:
+    """Write a report at ``path``: a new file created exclusively (as :func:`write_outputs`), or an
+    earlier report that ``ours`` recognises replaced atomically (a temporary file in the same folder
+    renamed over it, after the file found there is checked again).
+
+    Raises:
+        OutputRefused: ``path`` may not be written (see :func:`check_output_path` with ``replace``);
+            nothing is modified.
+    """
+    p = check_output_path(path, flag, replace=ours)
+    _mkdir_parent(p, flag, path)
+    try:
+        before = os.lstat(p)
+    except FileNotFoundError:
+        _publish(p, content, flag, path)
+        return p
+    except OSError as exc:
+        raise _oserror(flag, path, exc) from None
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    tmp = _temp_name(p)
+    try:
+        _write_new(tmp, data)
+        check_output_path(path, flag, replace=ours)  # again, just before the rename: still the report checked
+        now = os.lstat(p)
+        if (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino):
+            raise _refuse(flag, path, "was replaced by another process meanwhile; nothing is overwritten")
+        os.replace(tmp, p)  # replaces the name; never writes into the old file or through a link
+    except FileNotFoundError:
+        _publish(p, data, flag, path)  # removed meanwhile: a new file after all
+    except OSError as exc:
+        raise _oserror(flag, path, exc) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return p
+
+
+def _write_new(tmp: Path, data: bytes) -> None:
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644
+    )
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_output_dir(path: str | os.PathLike[str], fill: Callable[[Path], Any], flag: str = "--out") -> Path:

@@ -95,7 +95,7 @@ def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
     assert from_dir.exit_code == verdict.exit_code and from_dir.outcome == verdict.outcome
     assert asyncio.run(collapse_probe.gate_async(base, SPEC, min_transfer=0.5)).to_json() == verdict.to_json()
     missing = collapse_probe.gate(tmp_path / "nowhere", SPEC, min_transfer=0.5)
-    assert missing.exit_code == 2 and missing.checks[0].name == "results"  # could not judge, not an exception
+    assert missing.exit_code == 3 and missing.checks[0].name == "results"  # could not judge, not an exception
 
 
 def test_audit_call_equals_run_audit(tmp_path):

@@ -103,12 +103,12 @@ def test_small_run_cannot_be_judged_by_default(matrix):
     p, b, d = matrix["polite"], matrix["blunt"], str(matrix["dir"])
     v = evaluate_gate(matrix["results"], p, min_transfer=0.6)
     t = v.checks[-1]
-    assert v.exit_code == 2 and v.decision == "interval" and v.level == 0.9 and t.rule == "interval"
+    assert v.exit_code == 3 and v.decision == "interval" and v.level == 0.9 and t.rule == "interval"
     lo, hi = t.interval
     assert lo < 0.6 < hi and t.ci95[0] <= lo and hi <= t.ci95[1]  # the 90% interval inside the 95% one
     assert "could not judge" in t.message and "90% CI" in t.message and "contains 0.6" in t.message
     assert "rule: interval" in headline(v) and "90% CI" in headline(v)
-    assert _run_cli([d, "--policy", p, "--min-transfer", "0.6"]) == 2
+    assert _run_cli([d, "--policy", p, "--min-transfer", "0.6"]) == 3
     assert _run_cli([d, "--policy", b, "--min-transfer", "0.6"]) == 1  # 0.125: the interval lies below
     # the strict rule counts what the interval rule cannot judge as a failure
     assert _run_cli([d, "--policy", p, "--min-transfer", "0.6", "--strict"]) == 1
@@ -133,7 +133,7 @@ def test_interval_rule_decides_with_enough_tasks():
     assert evaluate_gate(res, "a", min_transfer=0.5).exit_code == 0
     assert evaluate_gate(res, "a", min_transfer=0.75).exit_code == 1
     undecided = evaluate_gate(res, "a", min_transfer=0.6)
-    assert undecided.exit_code == 2 and "contains 0.6" in undecided.checks[-1].message
+    assert undecided.exit_code == 3 and "contains 0.6" in undecided.checks[-1].message
     # point rule: 0.625 >= 0.6 passes; strict: the 95% lower bound must clear
     assert evaluate_gate(res, "a", min_transfer=0.6, decision="point").exit_code == 0
     assert evaluate_gate(res, "a", min_transfer=0.6, strict=True).exit_code == 1
@@ -142,7 +142,7 @@ def test_interval_rule_decides_with_enough_tasks():
     assert drop.exit_code == 1 and drop.checks[-1].value == pytest.approx(0.5)
     assert drop.checks[-1].interval[0] > 0.3 and "lies above 0.3" in drop.checks[-1].message
     assert evaluate_gate(res, "b", baseline_policy="a", max_drop=0.6).exit_code == 0
-    assert evaluate_gate(res, "b", baseline_policy="a", max_drop=0.5).exit_code == 2
+    assert evaluate_gate(res, "b", baseline_policy="a", max_drop=0.5).exit_code == 3
 
 
 def test_verdict_values_and_markdown(matrix, tmp_path, capsys):
@@ -160,12 +160,12 @@ def test_verdict_values_and_markdown(matrix, tmp_path, capsys):
     argv = [str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--markdown", str(md_file)]
     assert _run_cli([*argv, "--decision", "point"]) == 1
     md = md_file.read_text()
-    assert md == capsys.readouterr().out.rstrip("\n") + "\n"
-    assert md.startswith("### collapse-probe gate: ❌ failed: transfer 0.125 (95% CI [")
-    assert "(rule: point)" in md.splitlines()[0] and "| `transfer` | ❌ fail | 0.125 |" in md
-    assert _run_cli(argv) == 2  # by default: the interval over 4 tasks contains 0.5
+    assert md == "<!-- collapse-probe gate report -->\n" + capsys.readouterr().out.rstrip("\n") + "\n"
+    assert md.split("\n", 1)[1].startswith("### collapse-probe gate: ❌ failed: transfer 0.125 (95% CI [")
+    assert "(rule: point)" in md.splitlines()[1] and "| `transfer` | ❌ fail | 0.125 |" in md
+    assert _run_cli(argv) == 3  # by default: the interval over 4 tasks contains 0.5
     md = md_file.read_text()
-    assert md.startswith("### collapse-probe gate: ⚠️ could not judge: transfer 0.125 (90% CI [")
+    assert md.split("\n", 1)[1].startswith("### collapse-probe gate: ⚠️ could not judge: transfer 0.125 (90% CI [")
     assert "rule **interval**" in md and "| 90% CI |" in md
 
 
@@ -202,7 +202,7 @@ def test_junit_xml_is_well_formed(matrix, tmp_path):
     assert by_name["regression"].find("failure") is None and by_name["regression"].find("error") is None
     assert "rule=point" in by_name["transfer"].find("system-out").text
     # the default rule: the transfer interval over 4 tasks contains 0.5 -> an <error> (could not judge)
-    assert _run_cli([str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--junit", str(junit)]) == 2
+    assert _run_cli([str(matrix["dir"]), "--policy", b, "--min-transfer", "0.5", "--junit", str(junit)]) == 3
     root = ET.parse(junit).getroot()
     assert root.get("failures") == "0" and root.get("errors") == "1"
     err = {c.get("name"): c for c in root.findall("./testsuite/testcase")}["transfer"].find("error")
@@ -229,7 +229,7 @@ def test_strict_needs_the_ci_to_clear_the_threshold(tmp_path, write_scripted):
     strict = evaluate_gate(res, policy, min_transfer=threshold, strict=True)
     assert strict.exit_code == 1 and "CI lower bound" in strict.checks[-1].message
     assert strict.strict and strict.decision == "strict" and strict.level == 0.95
-    assert evaluate_gate(res, policy, min_transfer=threshold).exit_code == 2  # the interval contains it
+    assert evaluate_gate(res, policy, min_transfer=threshold).exit_code == 3  # the interval contains it
 
 
 def _records(rewards: dict[str, dict[str, list[float | None]]]) -> list[dict]:
@@ -273,7 +273,7 @@ def test_strict_regression_uses_the_upper_bound_of_the_drop():
     assert reg.name == "regression" and reg.value == pytest.approx(1 - 4 / 6) and v.exit_code == 0
     assert reg.ci95[0] <= reg.value <= reg.ci95[1] and reg.ci95[1] > 0.4
     assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4, strict=True).exit_code == 1
-    assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4).exit_code == 2
+    assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.4).exit_code == 3
     # the drop is judged on held-out simulators only: the training column (equal here) does not dilute it
     assert evaluate_gate(res, "cand", baseline_policy="base", max_drop=0.3, decision="point").exit_code == 1
 
@@ -292,8 +292,9 @@ def test_infra_failures_make_the_gate_unable_to_judge(tmp_path, write_scripted):
     out = tmp_path / "run"
     run_crossplay(cfg, arena=P4GArena(max_turns=1), participants=parts, out=out, progress=False, report=False)
     # the candidate's training cell is perfect, but one cell is all infra failures: never a silent pass
-    assert _run_cli([str(out), "--policy", policy]) == 2
-    assert _run_cli([str(out), "--policy", policy, "--max-infra-rate", "1.0"]) == 2  # nothing scored either
+    assert _run_cli([str(out), "--policy", policy, "--min-transfer", "0.5"]) == 3
+    # nothing scored either
+    assert _run_cli([str(out), "--policy", policy, "--min-transfer", "0.5", "--max-infra-rate", "1.0"]) == 3
     v = gate_run_dir(out, policy)
     bad = next(c for c in v.checks if c.name == f"infra:{policy}|broken")
     assert bad.status == "error" and bad.value == 1.0 and "2 of 2" in bad.message
@@ -303,23 +304,24 @@ def test_infra_rate_threshold():
     recs = _records({"p|s": {"t0": [1.0, None], "t1": [1.0, 1.0], "t2": [1.0, 1.0]}})  # 1 of 6 lost
     res = crossplay_results(recs, CrossplayConfig(policies=["p"], simulators=["s"], tasks=3, rollouts=2))
     assert evaluate_gate(res, "p", max_infra_rate=0.2).exit_code == 0
-    assert evaluate_gate(res, "p", max_infra_rate=0.1).exit_code == 2
+    assert evaluate_gate(res, "p", max_infra_rate=0.1).exit_code == 3
 
 
 def test_could_not_judge(matrix, tmp_path, write_scripted):
     d = str(matrix["dir"])
-    assert _run_cli([str(tmp_path / "nowhere"), "--policy", "x"]) == 2  # no results
-    assert _run_cli([d, "--policy", "someone-else"]) == 2  # not a row of the run
-    assert _run_cli([d, "--policy", matrix["blunt"], "--baseline-policy", "ghost", "--max-drop", "0.1"]) == 2
+    # no such run, no such policy, another kind of file: usage errors (exit 2), not "could not judge" (3)
+    assert _run_cli([str(tmp_path / "nowhere"), "--policy", "x", "--min-transfer", "0.5"]) == 2
+    assert _run_cli([d, "--policy", "someone-else", "--min-transfer", "0.5"]) == 2  # not a row: usage
+    assert _run_cli([d, "--policy", matrix["blunt"], "--baseline-policy", "ghost", "--max-drop", "0.1"]) == 2  # usage
     # a missing cell (e.g. a results file cut short by hand)
     res = json.loads((matrix["dir"] / "results.json").read_text())
     res["cells"] = res["cells"][:-1]
     v = evaluate_gate(res, matrix["blunt"])
-    assert v.exit_code == 2 and "missing cells" in v.checks[0].message
+    assert v.exit_code == 3 and "missing cells" in v.checks[0].message
     # not a cross-play results file
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"schema": "collapse-probe/play/v1"}))
-    assert _run_cli([str(other), "--policy", "x"]) == 2
+    assert _run_cli([str(other), "--policy", "x", "--min-transfer", "0.5"]) == 2  # another kind of run: usage
     # bad options are exit 2 with a message, never a pass
     assert _run_cli([d, "--policy", matrix["blunt"], "--baseline-policy", matrix["polite"]]) == 2
     with pytest.raises(ConfigError, match="--max-drop"):
@@ -345,7 +347,7 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
         progress=False,
     )
     v = evaluate_gate(res, policy, min_transfer=0.5)
-    assert v.exit_code == 2 and "undefined" in v.checks[-1].message
+    assert v.exit_code == 3 and "undefined" in v.checks[-1].message
     # no training simulator in the run: a transfer threshold cannot be judged
     res2 = run_crossplay(
         CrossplayConfig(policies=[policy], simulators=[refuse, give2], tasks=2, rollouts=1, max_turns=1),
@@ -353,7 +355,7 @@ def test_transfer_cannot_be_judged_without_a_defined_ratio(write_scripted):
         progress=False,
     )
     assert res2["transfer"] == []
-    assert evaluate_gate(res2, policy, min_transfer=0.5).exit_code == 2
+    assert evaluate_gate(res2, policy, min_transfer=0.5).exit_code == 3
     health = evaluate_gate(res2, policy)
     assert health.exit_code == 0  # nothing asked beyond a complete, healthy run
     assert health.checks[-1].name == "thresholds" and "not the policy" in health.checks[-1].message
@@ -389,10 +391,10 @@ def test_unreadable_cells_cannot_be_judged(matrix, tmp_path, capsys, field, valu
     path.write_text(json.dumps(res))  # Python writes NaN as the JSON extension it also reads
     for rule in ("interval", "point", "strict"):
         v = evaluate_gate(json.loads(path.read_text()), matrix["polite"], min_transfer=0.1, decision=rule)
-        assert v.exit_code == 2 and v.checks[0].name == "results" and v.checks[0].status == "error"
+        assert v.exit_code == 3 and v.checks[0].name == "results" and v.checks[0].status == "error"
         msg = v.checks[0].message
         assert f"cell {matrix['polite']} vs {cell['simulator']}" in msg and expected in msg and "\n" not in msg
-    assert _run_cli([str(path), "--policy", matrix["polite"], "--min-transfer", "0.1", "--decision", "point"]) == 2
+    assert _run_cli([str(path), "--policy", matrix["polite"], "--min-transfer", "0.1", "--decision", "point"]) == 3
     out = capsys.readouterr()
     assert "Traceback" not in out.out + out.err and expected in out.out
 
@@ -400,7 +402,7 @@ def test_unreadable_cells_cannot_be_judged(matrix, tmp_path, capsys, field, valu
 def test_bad_reward_range_cannot_be_judged(matrix):
     res = dict(matrix["results"].to_json(), reward_range=[1, 0])
     v = evaluate_gate(res, matrix["polite"], min_transfer=0.1)
-    assert v.exit_code == 2 and "reward_range" in v.checks[0].message
+    assert v.exit_code == 3 and "reward_range" in v.checks[0].message
 
 
 def _error_rates():

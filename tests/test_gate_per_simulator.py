@@ -50,7 +50,7 @@ def test_one_failing_heldout_simulator_fails_the_per_simulator_requirement(one_f
     pooled = evaluate_gate(res, "cand", min_transfer=0.8)
     (t,) = [c for c in pooled.checks if c.name == "transfer"]
     assert t.value == pytest.approx((0.925 + 0.156) / 2 / 0.625, abs=0.02)
-    assert pooled.exit_code in (0, 2)  # the pooled check passes or cannot tell: it does not see the failing user
+    assert pooled.exit_code in (0, 3)  # the pooled check passes or cannot tell: it does not see the failing user
     cases = {c.get("name"): c for c in ET.fromstring(junit_xml(pooled)).iter("testcase")}
     assert "held-out hostile: transfer=0.25" in cases["transfer"].find("system-out").text
     rows = {r["simulator"]: r for r in pooled.per_simulator}

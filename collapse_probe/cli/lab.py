@@ -43,8 +43,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         default=AutoOut("runs/lab"),
-        help="run directory for the results and the HTML report (default: a new runs/lab-<UTC time>-<pid>)",
+        help="run directory for the results and the HTML report (default: a new runs/lab-<UTC time>-<pid>); "
+        "an existing lab run with the same settings is run again in place, one with other settings or a "
+        "folder of other files is refused",
     )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        default=False,
+        help="start over in --out: the previous run's files move to --out/.previous/<time>/ (nothing is deleted)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument(
         "--compare",
         action="store_true",
@@ -89,44 +98,64 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the lab as the parsed arguments say; returns the exit status."""
+    """Run the lab as the parsed arguments say; returns the exit status.
+
+    ``--out`` is a run directory like every command's (:class:`~collapse_probe.rollout.RunDir`): a
+    folder of other files, a run of another kind, or a lab run whose ``config.json`` records other
+    settings is refused before anything runs, naming what differs; the same settings run again in
+    place (the lab is exact and seeded, so its files are rewritten with the same numbers)."""
     _validate(args)
     from collapse_probe.report import lab_plots
     from collapse_probe.report.terminal import lab_text
-    from collapse_probe.rollout import write_json_atomic
-    from collapse_probe.rollout._rundir import announce_taken, check_out_path
+    from collapse_probe.rollout._rundir import RunDir, precheck_run_dir
     from collapse_probe.trainers import lab
 
     config = lab.LabConfig(**model_values(args, LAB_FIELDS))
     sweep = lab.parse_sweep(args.sweep) if args.sweep else None
     out = Path(args.out)
-    check_out_path(out, ("lab", "lab-sweep"))  # a file, or another kind of run (a cross-play's results), is refused
-    announce_taken(out)
     seeds = list(range(args.seed, args.seed + (args.seeds if args.seeds is not None else DEFAULT_SEEDS)))
     shared = {k: v for k, v in config.__dict__.items() if k not in ("method", "seed") and v is not None}
-    results: Any  # the run, the comparison or the sweep, and the report writer of its kind
-    write: Any
+    rows = lab.compare_runs(config.cotrain_reward)
+    record: dict[str, Any]
+    write: Any  # the report writer of the results' kind
     if sweep is not None:
-        param, values = sweep
-        results = lab.run_sweep(config, param, values, seeds)
-        record = {"kind": "lab-sweep", "sweep": True, "param": param, "values": values, "seeds": seeds, **shared}
-        name, write = "sweep", lab_plots.write_sweep_report
+        kind, name, write = "lab-sweep", "sweep", lab_plots.write_sweep_report
+        record = {"sweep": True, "param": sweep[0], "values": sweep[1], "seeds": seeds, **shared}
+        units = len(rows) * len(sweep[1])
     elif args.compare:
-        rows = lab.run_compare_seeds(config, seeds)
-        results = lab.compare_results(config, seeds, rows)
-        record = {"kind": "lab", "compare": True, "methods": list(rows), "seeds": seeds, **shared}
-        name, write = "compare", lab_plots.write_compare_report
+        kind, name, write = "lab", "compare", lab_plots.write_compare_report
+        record = {"compare": True, "methods": [r.label for r in rows], "seeds": seeds, **shared}
+        units = len(rows)
     else:
+        kind, name, write = "lab", "results", lab_plots.write_run_report
+        record = dict(config.__dict__)
+        units = 1
+    precheck_run_dir(out, record, kind=kind, fresh=args.fresh)
+    run_dir = RunDir(out)
+    run_dir.create(record, kind=kind, fresh=args.fresh)
+    try:
+        results = _compute(config, sweep, seeds, rows, args, units)
+        path = run_dir.write_results(results, f"{name}.json")
+        html = out / ("report.html" if name == "results" else f"{name}.html")
+        write(results, html)
+    finally:
+        run_dir.release()
+    print(lab_text(results))
+    print(f"wrote {path} and {html}")
+    return 0
+
+
+def _compute(config: Any, sweep: Any, seeds: list[int], rows: list[Any], args: argparse.Namespace, units: int) -> Any:
+    """The run, the comparison or the sweep, with a progress bar over its methods (and values)."""
+    from tqdm.auto import tqdm
+
+    from collapse_probe.trainers import lab
+
+    with tqdm(total=units, desc="lab", unit="method", disable=args.no_progress or units < 2, leave=False) as bar:
+        if sweep is not None:
+            return lab.run_sweep(config, sweep[0], sweep[1], seeds, rows, bar.update)
+        if args.compare:
+            return lab.compare_results(config, seeds, lab.run_compare_seeds(config, seeds, rows, bar.update))
         from collapse_probe.trainers._api import lab as lab_run
 
-        results = lab_run(config)
-        record = {"kind": "lab", **results.to_json()["config"]}
-        name, write = "results", lab_plots.write_run_report
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "config.json", record)
-    write_json_atomic(out / f"{name}.json", results.to_json())
-    html = out / ("report.html" if name == "results" else f"{name}.html")
-    write(results, html)
-    print(lab_text(results))
-    print(f"wrote {out / f'{name}.json'} and {html}")
-    return 0
+        return lab_run(config)

@@ -11,7 +11,7 @@ from collapse_probe.results._gate import STRICT_LEVEL, format_interval, format_n
 
 __all__ = ["headline", "junit_xml", "markdown", "rule_text"]
 
-_HEAD = {0: "✅ passed", 1: "❌ failed", 2: "⚠️ could not judge"}
+_HEAD = {0: "✅ passed", 1: "❌ failed", 2: "⚠️ could not judge", 3: "⚠️ could not judge"}
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️"}
 
 
@@ -24,7 +24,7 @@ def rule_text(verdict: GateResults) -> str:
     return (
         f"rule **interval**: pass when the {verdict.level:.0%} CI (each end a one-sided "
         f"{1 - (1 - verdict.level) / 2:.1%} bound) clears every threshold, fail when it lies beyond one, "
-        "otherwise could not judge (exit 2)"
+        "otherwise could not judge (exit 3)"
     ).replace(".0%", "%")
 
 

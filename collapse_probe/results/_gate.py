@@ -87,8 +87,9 @@ class GateResults(ResultsModel):
     level: float
     """Two-sided level of the interval the rule reads."""
     outcome: Outcome
-    exit_code: Literal[0, 1, 2]
-    """0 pass, 1 fail, 2 could not judge."""
+    exit_code: Literal[0, 1, 2, 3]
+    """0 pass, 1 fail, 3 could not judge (2 in a verdict written before could-not-judge had its own code;
+    ``collapse-probe gate`` exits 2 only for a usage error, which writes no verdict)."""
     checks: list[GateCheck]
     per_simulator: list[SimulatorTransfer] = []
     """Each held-out simulator's own transfer ratio and interval (with ``--min-transfer`` or ``--min-transfer-each``)."""

@@ -771,14 +771,20 @@ def compare_runs(cotrain_reward: str = "adversarial") -> list[CompareRun]:
 
 
 def run_compare_seeds(
-    config: LabConfig, seeds: Sequence[int], runs: Sequence[CompareRun] | None = None
+    config: LabConfig,
+    seeds: Sequence[int],
+    runs: Sequence[CompareRun] | None = None,
+    tick: Callable[[], object] | None = None,
 ) -> dict[str, list[LabResult]]:
-    """``{label: per-seed results}`` for every row of the comparison."""
+    """``{label: per-seed results}`` for every row of the comparison; ``tick`` is called after each row
+    (a progress bar's ``update``)."""
     runs = compare_runs(config.cotrain_reward) if runs is None else runs
     out = {}
     for row in runs:
         cfg = config.replace(method=row.method, cotrain_reward=row.cotrain_reward or config.cotrain_reward)
         out[row.label] = run_lab_seeds(cfg, seeds)
+        if tick is not None:
+            tick()
     return out
 
 
@@ -943,12 +949,14 @@ def run_sweep(
     values: Sequence[float],
     seeds: Sequence[int],
     runs: Sequence[CompareRun] | None = None,
+    tick: Callable[[], object] | None = None,
 ) -> LabSweepResults:
     """Each comparison row's held-out numbers over a grid of one parameter (``sweep.json``).
 
     Args:
         param: a key of :data:`SWEEP_PARAMS` (``sim-temperature``, ``vs-error``, ``delta``).
         values: the grid.
+        tick: called after each row at each value (a progress bar's ``update``).
     """
     if param not in SWEEP_PARAMS:
         raise ConfigError(f"sweep parameter must be one of {', '.join(SWEEP_PARAMS)}; got {param!r}")
@@ -956,7 +964,7 @@ def run_sweep(
     rows: dict[str, dict[str, Any]] = {}
     for value in values:
         cfg = config.replace(**{attr: value})
-        results = run_compare_seeds(cfg, seeds, runs)
+        results = run_compare_seeds(cfg, seeds, runs, tick)
         for label, rs in results.items():
             entry = {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
             row = rows.setdefault(label, {"method": entry["method"], "label": label, "points": []})

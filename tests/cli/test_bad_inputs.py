@@ -165,19 +165,31 @@ CASES = {
     "out cannot be created": ([*XP, "--out", "/proc/collapse-probe-run"], {}, "/proc/collapse-probe-run"),
     "huge samples": (["audit", "--sim", "scripted:donor.json", "--samples", "1000000000"], {}, "--samples"),
     "bad sim before loading weights": (["play", "--sim", "scripted:missing.json"], {}, "missing.json"),
-    "gate json is a directory": (["gate", "xp", "--policy", "scripted:policy.json", "--json", "adir"], {}, "--json"),
+    "gate json is a directory": (
+        ["gate", "xp", "--policy", "scripted:policy.json", "--json", "adir", "--min-transfer", "0.5"],
+        {},
+        "--json",
+    ),
     "gate junit under a file": (
-        ["gate", "xp", "--policy", "scripted:policy.json", "--junit", "afile/x.xml"],
+        ["gate", "xp", "--policy", "scripted:policy.json", "--junit", "afile/x.xml", "--min-transfer", "0.5"],
         {},
         "afile",
     ),
     "gate junit over results": (
-        ["gate", "xp", "--policy", "scripted:policy.json", "--junit", "xp/results.json"],
+        ["gate", "xp", "--policy", "scripted:policy.json", "--junit", "xp/results.json", "--min-transfer", "0.5"],
         {},
         "overwrite",
     ),
-    "gate results not utf8": (["gate", "personas.jsonl", "--policy", "p"], {}, "personas.jsonl"),
-    "gate max-infra-rate nan": (["gate", "xp", "--policy", "p", "--max-infra-rate", "nan"], {}, "--max-infra-rate"),
+    "gate results not utf8": (
+        ["gate", "personas.jsonl", "--policy", "p", "--min-transfer", "0.5"],
+        {},
+        "personas.jsonl",
+    ),
+    "gate max-infra-rate nan": (
+        ["gate", "xp", "--policy", "p", "--max-infra-rate", "nan", "--min-transfer", "0.5"],
+        {},
+        "--max-infra-rate",
+    ),
     "resume other configuration": ([*XP[:-1], "--tasks", "3", "--out", "xp"], {}, "different configuration"),
     "lab over a crossplay run": (["lab", "--out", "xp", "--steps", "1"], {}, "crossplay"),
     "audit over a crossplay run": (
@@ -221,8 +233,16 @@ CASES = {
     "usage.json garbage": ([*XP, "--out", "garbageusage"], {}, "usage.json"),
     "record field zzz": ([*XP, "--out", "zzz"], {}, "line 1: field 'reward'"),
     "record policy zzz": ([*XP, "--out", "zzzpolicy"], {}, "line 1: its key"),
-    "gate NaN cell": (["gate", "nan_cells.json", "--policy", "scripted:policy.json"], {}, "mean_reward"),
-    "gate string cell": (["gate", "string_cells.json", "--policy", "scripted:policy.json"], {}, "mean_reward"),
+    "gate NaN cell": (
+        ["gate", "nan_cells.json", "--policy", "scripted:policy.json", "--min-transfer", "0.5"],
+        {},
+        "mean_reward",
+    ),
+    "gate string cell": (
+        ["gate", "string_cells.json", "--policy", "scripted:policy.json", "--min-transfer", "0.5"],
+        {},
+        "mean_reward",
+    ),
 }
 
 
@@ -238,10 +258,11 @@ def test_bad_input_is_one_clear_line(case, world, monkeypatch, capsys):
         rc = exc.code
     cap = capsys.readouterr()
     err = cap.err
-    if argv[0] == "gate" and "error:" not in err:  # an unreadable result is a "could not judge" verdict
+    verdict = argv[0] == "gate" and "error:" not in err
+    if verdict:  # an unreadable result is a "could not judge" verdict (exit 3), not a usage error (exit 2)
         err = cap.out.replace("**", "")
     lines = [line for line in err.splitlines() if "error" in line.lower()]
-    assert rc == 2, err
+    assert rc == (3 if verdict else 2), err
     assert len(lines) == 1 and needle in lines[0], err
     assert "Traceback" not in err and BACKSTOP not in err, err
     assert (world / "xp" / "results.json").read_bytes() == before  # another run's results are never touched
@@ -256,7 +277,8 @@ def test_bad_env_value_breaks_neither_help_nor_other_commands(world, monkeypatch
         main(["play", "--help"])
     assert exc.value.code == 0
     assert main(["models"]) == 0  # a subcommand without --seed is not affected
-    assert main(["gate", "xp", "--policy", "scripted:policy.json"]) == 0  # the gate draws no random numbers
+    # the gate draws no random numbers: a verdict (no training simulator in this run: could not judge)
+    assert main(["gate", "xp", "--policy", "scripted:policy.json", "--min-transfer", "0.5"]) == 3
     lab = tmp_path / "lab"
     assert main(["lab", "--steps", "2", "--out", str(lab / "a")]) == 2  # one that uses the value says so
     assert "COLLAPSE_PROBE_SEED" in capsys.readouterr().err

@@ -56,7 +56,7 @@ class Case:
     """Why the case is not clean yet (the reader it needs is elsewhere): reported, expected to fail."""
     report: str = "stderr"
     """Where the refusal is: ``stderr`` (one ``error:`` line), or ``stdout`` for ``gate``, whose
-    verdict table names the error in an ``error`` row (exit 2: could not judge)."""
+    verdict table names the error in an ``error`` row (exit 3: could not judge)."""
 
 
 def cli(*args: str) -> list[str]:
@@ -487,22 +487,22 @@ def config_deep(d: Path) -> list[str]:
 
 def gate_bigint(d: Path) -> list[str]:
     (d / "results.json").write_text('{"schema": "collapse-probe/crossplay/v1", "n": 1' + "0" * 5000 + "}")
-    return cli("gate", str(d / "results.json"), "--policy", "p")
+    return cli("gate", str(d / "results.json"), "--policy", "p", "--min-transfer", "0.5")
 
 
 def gate_surrogate(d: Path) -> list[str]:
     (d / "results.json").write_text('{"schema": "collapse-probe/crossplay/v1", "x": "\\ud800"}')
-    return cli("gate", str(d / "results.json"), "--policy", "p")
+    return cli("gate", str(d / "results.json"), "--policy", "p", "--min-transfer", "0.5")
 
 
 def gate_devzero(d: Path) -> list[str]:
     (d / "results.json").symlink_to("/dev/zero")
-    return cli("gate", str(d / "results.json"), "--policy", "p")
+    return cli("gate", str(d / "results.json"), "--policy", "p", "--min-transfer", "0.5")
 
 
 def gate_deep(d: Path) -> list[str]:
     (d / "results.json").write_text('{"schema": "collapse-probe/crossplay/v1", "x": ' + "[" * 900 + "]" * 900 + "}")
-    return cli("gate", str(d / "results.json"), "--policy", "p")
+    return cli("gate", str(d / "results.json"), "--policy", "p", "--min-transfer", "0.5")
 
 
 def results_api_bigint(d: Path) -> list[str]:
@@ -983,14 +983,16 @@ def run_case(case: Case, tree: Path) -> tuple[str, str]:
 def classify(case: Case, rc: int, err: str, out: str = "") -> tuple[str, str]:
     lines = [line for line in err.splitlines() if line.strip()]
     short = " | ".join(lines[-3:])[:400]
-    if any(BACKSTOP in t or "Traceback (most recent call last)" in t for t in (err, out)) or rc not in (0, 1, 2):
+    refused = 3 if case.report == "stdout" else 2  # the gate's verdict "could not judge", else a usage error
+    documented = (0, 1, 2, refused)
+    if any(BACKSTOP in t or "Traceback (most recent call last)" in t for t in (err, out)) or rc not in documented:
         return "traceback", f"exit {rc}: {short}"
     errors = [line for line in lines if "error:" in line or line.startswith("error")]
     if case.report == "stdout" and not errors:
         errors = [line for line in out.splitlines() if "error" in line]
     if case.expect == "accept":
         return ("clean", short) if rc in (0, 1) and not errors else ("silent-wrong", f"refused: {short}")
-    if rc != 2 or len(errors) != 1:
+    if rc != refused or len(errors) != 1:
         return "silent-wrong", f"exit {rc} (expected one refusal): {short}"
     missing = [n for n in case.names if n not in errors[0]]
     if missing:
