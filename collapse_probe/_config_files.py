@@ -4,7 +4,9 @@ each problem one line naming the file and, where it has one, the line or key."""
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,7 @@ MAX_CONFIG_BYTES = 1 << 20
 
 
 MAX_CONFIG_NODES = 100_000
-"""YAML values a config file may expand to, aliases counted each time they are used: a few hundred
-bytes of nested aliases (``a: &a [x, x]``, ``b: &b [*a, *a]``, ...) otherwise expand to billions."""
+"""YAML values (nodes) a config file may hold; aliases are refused (:func:`load_yaml`)."""
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -24,10 +25,10 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
     Raises:
         ConfigError: the file is missing, not a regular file, larger than :data:`MAX_CONFIG_BYTES`,
-            has another extension, does not parse, repeats a key, expands (YAML aliases) to more than
+            has another extension, does not parse, repeats a key, uses a YAML alias, holds more than
             :data:`MAX_CONFIG_NODES` values, is not a mapping, or holds a value no option can take (an
             integer past :data:`~collapse_probe._files.MAX_INT_DIGITS` digits, a number that is not
-            finite, a lone surrogate, nesting past the cap), naming the key.
+            finite, a lone surrogate, a NUL character, nesting past the cap), naming the key.
     """
     from collapse_probe._files import FileProblem, MissingFile, read_bytes
 
@@ -68,7 +69,30 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
     # what the parser accepted but no option can hold: a 4,000-digit integer, 1e999, a lone surrogate
     check_values(data, p, expected="option values (a config file)")
+    check_no_nul(data, str(p), expected="option values (a config file)")
     return data
+
+
+def check_no_nul(value: Any, where: str, *, expected: str) -> None:
+    """Refuse a string (or key) of ``value`` holding a NUL character (YAML's ``"\\0"``, TOML's
+    ``"\\u0000"``): no path, model spec or name can hold one (the OS refuses it in a path).
+
+    Raises:
+        ConfigError: naming ``where`` and the key.
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, str) and "\x00" in v:
+            raise ConfigError(f"{where}: {at or 'the value'}: holds a NUL character (\\0); expected {expected}")
+        if isinstance(v, dict):
+            for k, child in v.items():
+                key = f"{at}.{k}" if at else str(k)
+                if isinstance(k, str) and "\x00" in k:
+                    raise ConfigError(f"{where}: a key holds a NUL character (\\0); expected {expected}")
+                stack.append((child, key))
+        elif isinstance(v, list | tuple):
+            stack.extend((child, f"{at}[{i}]") for i, child in enumerate(v))
 
 
 def _long_integer(text: str, p: Path) -> ConfigError:
@@ -90,72 +114,132 @@ def _long_integer(text: str, p: Path) -> ConfigError:
 
 
 def _load_yaml(text: str, p: Path) -> Any:
-    """``yaml.safe_load`` with the expansion of aliases bounded and repeated keys refused.
+    """``yaml.safe_load`` without aliases, with repeated keys refused (see :func:`load_yaml`)."""
+    return load_yaml(
+        text, str(p), expected="option values (a config file)", on_long_integer=lambda: _long_integer(text, p)
+    )
 
-    The document is composed into nodes first (aliases there are references, so composing is
-    linear in the file), its expanded size is counted with each node's size memoised, and only a
-    document of at most :data:`MAX_CONFIG_NODES` values is constructed.
+
+class YamlSyntaxError(ConfigError):
+    """Text that is not YAML at all (a ``-M`` value then stays the string it is)."""
+
+
+MAX_YAML_DEPTH = 100
+"""Nesting of sequences and mappings in a YAML value of the CLI (a config file, a ``-M`` value)."""
+
+
+def load_yaml(
+    text: str,
+    where: str,
+    *,
+    expected: str,
+    max_nodes: int = MAX_CONFIG_NODES,
+    on_long_integer: Callable[[], ConfigError] | None = None,
+) -> Any:
+    """The value of a YAML document from the user (a ``--config`` file, a ``-M`` value), every way it can
+    be unusable one :class:`ConfigError` naming ``where``.
+
+    Aliases (``*name``) are refused where they occur, before anything is expanded: a few hundred bytes
+    of nested aliases otherwise expand to billions of values (a "billion laughs"), and an alias inside
+    the node it names (``&a [*a]``) to an endless one; a config file holds option values and needs
+    neither. Also refused: a character YAML does not allow (a NUL byte), more than ``max_nodes`` nodes,
+    nesting past :data:`MAX_YAML_DEPTH`, a repeated key, an integer too long to convert.
     """
     import yaml
 
     try:  # the reader checks the characters as it is built: a NUL or another control character fails here
-        loader = yaml.SafeLoader(text)
+        loader = _no_alias_loader()(text)
     except yaml.YAMLError as exc:
         char, pos = getattr(exc, "character", None), getattr(exc, "position", None)
         what = f"character U+{char:04X} at offset {pos}" if isinstance(char, int) else " ".join(str(exc).split())
-        raise ConfigError(
-            f"{p}: not valid YAML ({what} is not allowed); expected option values (a config file)"
-        ) from None
+        raise YamlSyntaxError(f"{where}: not valid YAML ({what} is not allowed); expected {expected}") from None
+    loader.where, loader.expected, loader.max_nodes = where, expected, max_nodes
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_yaml_nodes(node, p)
+        _check_yaml_nodes(node, where)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        at = f" line {mark.line + 1}" if mark is not None else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise YamlSyntaxError(f"{where}:{at} not valid YAML ({problem}); expected {expected}") from None
     except RecursionError:
-        raise ConfigError(f"{p}: YAML nested deeper than the parser can follow") from None
-    except ConfigError:  # a ValueError too, but already the one line (a repeated key, too many values)
+        raise ConfigError(
+            f"{where}: YAML nested deeper than {MAX_YAML_DEPTH} levels (sequences and mappings); expected {expected}"
+        ) from None
+    except ConfigError:  # a ValueError too, but already the one line (an alias, a repeated key, too many values)
         raise
     except ValueError:  # an integer past Python's conversion limit
-        raise _long_integer(text, p) from None
+        if on_long_integer is not None:
+            raise on_long_integer() from None
+        raise ConfigError(
+            f"{where}: holds an integer too long to convert (at most {_max_int_digits()} digits); expected {expected}"
+        ) from None
     finally:
         loader.dispose()
 
 
-def _check_yaml_nodes(root: Any, p: Path) -> None:
+def _max_int_digits() -> int:
+    from collapse_probe._files import MAX_INT_DIGITS
+
+    return MAX_INT_DIGITS
+
+
+@functools.cache
+def _no_alias_loader() -> type:
     import yaml
 
-    size: dict[int, int] = {}
-    # post-order without recursion: a node's size is 1 + its children's (an alias counts in full)
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    class NoAliasLoader(yaml.SafeLoader):
+        """A safe loader whose composer refuses every alias and counts nodes and nesting as it goes."""
+
+        where = "YAML"
+        expected = "option values"
+        max_nodes = MAX_CONFIG_NODES
+        _nodes = 0
+        _depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                mark = event.start_mark
+                raise ConfigError(
+                    f"{self.where}: line {mark.line + 1}: YAML alias *{event.anchor} is not allowed "
+                    f"(aliases repeat what they name, without limit); write the value out; expected {self.expected}"
+                )
+            self._nodes += 1
+            if self._nodes > self.max_nodes:
+                raise ConfigError(f"{self.where}: more than {self.max_nodes:,} YAML values; expected {self.expected}")
+            self._depth += 1
+            try:
+                if self._depth > MAX_YAML_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise ConfigError(
+                        f"{self.where}: line {mark.line + 1}: YAML nested deeper than {MAX_YAML_DEPTH} levels "
+                        f"(sequences and mappings); expected {self.expected}"
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    return NoAliasLoader
+
+
+def _check_yaml_nodes(root: Any, where: str) -> None:
+    """Refuse a mapping that repeats a key (no aliases reach here: the composer refused them)."""
+    import yaml
+
+    stack: list[Any] = [root]
     while stack:
-        node, children_done = stack.pop()
-        if id(node) in size:
-            continue
-        kids: list[Any] = []
+        node = stack.pop()
         if isinstance(node, yaml.MappingNode):
-            kids = [x for pair in node.value for x in pair]
             keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
             dup = sorted({k for k in keys if keys.count(k) > 1})
             if dup:
                 raise ConfigError(
-                    f"{p}: key {dup[0]!r} is given twice; keep one (the file would otherwise say two things)"
+                    f"{where}: key {dup[0]!r} is given twice; keep one (the file would otherwise say two things)"
                 )
+            stack.extend(x for pair in node.value for x in pair)
         elif isinstance(node, yaml.SequenceNode):
-            kids = list(node.value)
-        if not children_done:
-            if any(id(k) not in size for k in kids):
-                stack.append((node, True))
-                stack.extend((k, False) for k in kids if id(k) not in size)
-                continue
-        total = 1 + sum(size.get(id(k), 1) for k in kids)
-        if total > MAX_CONFIG_NODES:
-            raise ConfigError(
-                f"{p}: expands to more than {MAX_CONFIG_NODES:,} values (YAML aliases repeat what they name); "
-                "a config file holds option values: write them out"
-            )
-        size[id(node)] = total
+            stack.extend(node.value)

@@ -13,7 +13,7 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from collapse_probe._version import __version__
 from collapse_probe.cli._config import add_config_option, add_model_args, parse_args
@@ -30,7 +30,14 @@ MODEL_COMMANDS = ("play", "audit", "crossplay", "train")
 class OneLineParser(argparse.ArgumentParser):
     """argparse with one error line: ``collapse-probe audit: error: argument --samples: invalid int value:
     'x' (collapse-probe audit --help lists the options)`` and exit status 2, not the usage block first
-    (30 lines for ``train``). Subparsers are of the same class (argparse's default)."""
+    (30 lines for ``train``). Subparsers are of the same class (argparse's default).
+
+    Long flags are never abbreviated (``allow_abbrev=False``): ``--sample 5`` is refused, with
+    ``--samples`` suggested, rather than silently taken as ``--samples``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         hint = "" if f"{self.prog} --help" in message else f" ({self.prog} --help lists the options)"

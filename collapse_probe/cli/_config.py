@@ -50,19 +50,39 @@ def add_model_args(p: argparse.ArgumentParser, roles: Sequence[str] = MODEL_ROLE
         dest="model_arg",
         action="append",
         default=None,
+        type=_model_arg,
         metavar="ROLE.KEY=VALUE",
         help=f"backend option for the models of ROLE ({', '.join(roles)}), or of every model without ROLE., "
         "e.g. -M sim.concurrency=8 -M policy.tensor_parallel_size=2 (repeatable)",
     )
 
 
-def _scalar(raw: str) -> Any:
-    import yaml
+MAX_MODEL_ARG_VALUES = 1_000
+"""YAML values one ``-M`` value may hold: a backend option is a number, a string or a small mapping."""
 
+
+def _short(text: str, keep: int = 60) -> str:
+    """``text`` for a message: at most ``keep`` characters (a 5,000-digit value is not echoed whole)."""
+    return text if len(text) <= keep else f"{text[:keep]}... ({len(text):,} characters)"
+
+
+def _scalar(raw: str, where: str = "-M/--model-arg") -> Any:
+    """``raw`` read as YAML (``4``, ``0.5``, ``true``, ``[a, b]``; text that is not YAML stays a string).
+
+    Raises:
+        ConfigError: naming ``where``: a YAML alias, nesting or size past the limits, an integer of
+            more than 100 digits, a NUL character.
+    """
+    from collapse_probe._config_files import MAX_YAML_DEPTH, YamlSyntaxError, check_no_nul, load_yaml
+    from collapse_probe._files import check_values
+
+    expected = "a backend option value (a number, a string, true/false or a small list or mapping)"
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
+        value = load_yaml(raw, where, expected=expected, max_nodes=MAX_MODEL_ARG_VALUES)
+    except YamlSyntaxError:
         return raw
+    check_values(value, where, expected=expected, max_depth=MAX_YAML_DEPTH)
+    check_no_nul(value, where, expected=expected)
     return raw if value is None and raw.strip() not in ("null", "~") else value
 
 
@@ -70,23 +90,35 @@ def parse_model_args(items: Sequence[str] | None, roles: Sequence[str] = MODEL_R
     """``["sim.concurrency=8", "timeout=30"]`` -> ``{"sim": {"concurrency": 8}, "*": {"timeout": 30}}``.
 
     Raises:
-        ConfigError: an item without ``=``, an unknown role or an empty key.
+        ConfigError: an item without ``=``, an unknown role, an empty key or a value :func:`_scalar` refuses.
     """
     out: dict[str, dict[str, Any]] = {}
     for item in items or []:
         head, eq, raw = item.partition("=")
         if not eq or not head.strip():
-            raise ConfigError(f"-M/--model-arg: expected ROLE.key=VALUE or key=VALUE, got {item!r}")
+            raise ConfigError(f"-M/--model-arg: expected ROLE.key=VALUE or key=VALUE, got {_short(item)!r}")
         role, dot, key = head.strip().rpartition(".")
         role = role if dot else "*"
         if role != "*" and role not in roles:
             raise ConfigError(
-                f"-M/--model-arg {item!r}: unknown role {role!r}; expected one of {', '.join(roles)} (or no role)"
+                f"-M/--model-arg {_short(item)!r}: unknown role {role!r}; expected one of {', '.join(roles)} (or no role)"
             )
         if not key:
-            raise ConfigError(f"-M/--model-arg {item!r}: empty option name")
-        out.setdefault(role, {})[key] = _scalar(raw)
+            raise ConfigError(f"-M/--model-arg {_short(item)!r}: empty option name")
+        out.setdefault(role, {})[key] = _scalar(raw, f"-M/--model-arg {_short(head.strip())}")
     return out
+
+
+def _model_arg(item: str) -> str:
+    """argparse ``type`` of ``-M``: the item, checked as :func:`parse_model_args` reads it (a bad value
+    is refused while the command line is parsed, before any model or file is touched)."""
+    try:
+        parse_model_args([item])
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(
+            str(exc).removeprefix("-M/--model-arg ").removeprefix("-M/--model-arg: ")
+        ) from None
+    return item
 
 
 def model_options(args: argparse.Namespace, role: str) -> dict[str, Any]:

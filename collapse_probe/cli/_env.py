@@ -29,12 +29,17 @@ class BadEnv:
         self.var, self.raw, self.expected = var, raw, expected
 
     def error(self) -> ConfigError:
-        return ConfigError(f"${self.var}: expected {self.expected}, got {self.raw!r}")
+        return ConfigError(f"${self.var}: expected {self.expected}, got {_shown(self.raw)}")
 
     def __repr__(self) -> str:
-        return f"${self.var}={self.raw!r} (invalid: expected {self.expected})"
+        return f"${self.var}={_shown(self.raw)} (invalid: expected {self.expected})"
 
     __str__ = __repr__
+
+
+def _shown(raw: str, keep: int = 60) -> str:
+    """The variable's value for a message, cut to ``keep`` characters (a 10,000-character value is not echoed)."""
+    return repr(raw) if len(raw) <= keep else f"{raw[:keep]!r}... ({len(raw):,} characters)"
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -82,7 +87,9 @@ def _value(a: argparse.Action, var: str, raw: str) -> Any:
     expected = "an integer" if kind is int else "a number" if kind is float else f"a value accepted by {flag}"
     try:
         value = kind(raw.strip() if kind in (int, float) else raw) if callable(kind) else raw
-    except (TypeError, ValueError, argparse.ArgumentTypeError):
+    except argparse.ArgumentTypeError as exc:  # the flag's parser says what is wrong (JSON too deep, ...)
+        return BadEnv(var, raw, f"{expected}: {exc}")
+    except (TypeError, ValueError):
         return BadEnv(var, raw, expected)
     if isinstance(value, float) and not math.isfinite(value):
         return BadEnv(var, raw, "a finite number")

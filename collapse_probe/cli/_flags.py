@@ -203,7 +203,9 @@ class ListValue:
         if text.startswith("["):
             value = JsonValue()(text)
             if not isinstance(value, list):
-                raise argparse.ArgumentTypeError(f"expected a JSON array or comma-separated values, got {text!r}")
+                raise argparse.ArgumentTypeError(
+                    f"expected a JSON array or comma-separated values, got {short_text(text)}"
+                )
             return value
         return [self.item(t.strip()) for t in text.split(",") if t.strip()]
 
@@ -233,10 +235,70 @@ class JsonValue:
     __name__ = "JSON"
 
     def __call__(self, text: str) -> Any:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"expected JSON ({exc.msg} at position {exc.pos}), got {text!r}") from None
+        return parse_json_value(text)
+
+
+MAX_JSON_OPTION_CHARS = 1 << 20
+"""Characters of a JSON option's text (``--sims '[...]'``, ``$COLLAPSE_PROBE_SIMS``): a few model specs or settings."""
+MAX_JSON_OPTION_DEPTH = 32
+"""Nesting of a JSON option's arrays and objects: option values nest two or three levels."""
+
+
+def parse_json_value(text: str) -> Any:
+    """A JSON option's value, refused in one message (argparse's ``type`` error, naming the flag) when
+    it does not parse, is longer than :data:`MAX_JSON_OPTION_CHARS`, nests past
+    :data:`MAX_JSON_OPTION_DEPTH` levels or holds an integer of more than 100 digits."""
+    from collapse_probe._files import parse_json
+    from collapse_probe.errors import ConfigError
+
+    if len(text) > MAX_JSON_OPTION_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"expected JSON of at most {MAX_JSON_OPTION_CHARS:,} characters; this is {len(text):,}"
+        )
+    depth = _bracket_depth(text)
+    if depth > MAX_JSON_OPTION_DEPTH:  # before parsing: the JSON parser recurses once per level
+        raise argparse.ArgumentTypeError(
+            f"expected JSON nested at most {MAX_JSON_OPTION_DEPTH} levels (arrays and objects); this nests {depth:,}"
+        )
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected JSON ({exc.msg} at position {exc.pos}), got {short_text(text)}"
+        ) from None
+    except ValueError:  # an integer too long to convert: parse_json names it
+        pass
+    try:
+        return parse_json(text, "JSON", expected="an option value", max_depth=MAX_JSON_OPTION_DEPTH)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(f"{str(exc).removeprefix('JSON: ')}, got {short_text(text)}") from None
+
+
+def _bracket_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in ``text`` outside JSON strings (a linear scan)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def short_text(text: str, keep: int = 60) -> str:
+    """``repr(text)`` for a message, cut to ``keep`` characters with the full length named."""
+    return repr(text) if len(text) <= keep else f"{text[:keep]!r}... ({len(text):,} characters)"
 
 
 def structured_parser(annotation: Any) -> ListValue | JsonValue | None:
@@ -302,6 +364,9 @@ def add_benchmark_options(p: argparse.ArgumentParser, name: str) -> None:
     the value is validated by the model when the arena is built (one line naming the flag). An
     unknown name adds nothing (the command then names it, with close matches).
     """
+    import sys
+
+    from collapse_probe._plugins import refuse_clashing_options
     from collapse_probe.benchmarks._registry import get_benchmark
     from collapse_probe.errors import CollapseProbeError
 
@@ -309,4 +374,19 @@ def add_benchmark_options(p: argparse.ArgumentParser, name: str) -> None:
         bench = get_benchmark(name)
     except CollapseProbeError:
         return
+    try:  # a plugin's option named like a flag of the command is refused, naming both
+        refuse_clashing_options(p, bench, _shared_benchmark_options())
+    except CollapseProbeError as exc:
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     add_benchmark_flags(p, [bench], title=f"options of benchmark {name}")
+
+
+def _shared_benchmark_options() -> set[str]:
+    """Option fields a plugin benchmark shares with the built-in flags: every benchmark's own
+    (``max_turns``), the shipped benchmarks' (``judge``) and the arena options commands keep."""
+    from collapse_probe.benchmarks._plugin import BenchmarkOptions
+    from collapse_probe.benchmarks._registry import BENCHMARKS, TRAIN_ARENA_OPTIONS, get_benchmark
+
+    shipped = {f for n, t in BENCHMARKS.items() if isinstance(t, str) for f in get_benchmark(n).options.model_fields}
+    return {*BenchmarkOptions.model_fields, *TRAIN_ARENA_OPTIONS, *shipped}

@@ -200,8 +200,10 @@ def test_model_args_reach_the_backend(capsys) -> None:
     err = capsys.readouterr().err
     assert "unknown option(s) 'concurency'" in err and "concurrency" in err
     assert f"error: -M/--model-arg for {spec}: unknown option(s)" in err  # where the option came from
-    assert main(["play", "-M", "critic.x=1", "--out", "x"]) == 2
-    assert "unknown role 'critic'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # refused while the command line is parsed, like any bad flag value
+        main(["play", "-M", "critic.x=1", "--out", "x"])
+    assert refused.value.code == 2
+    assert "argument -M/--model-arg: 'critic.x=1': unknown role 'critic'" in capsys.readouterr().err
 
 
 def test_model_args_from_a_config_mapping(tmp_path) -> None:
