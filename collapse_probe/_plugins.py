@@ -27,6 +27,7 @@ import math
 import os
 import signal
 import threading
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
@@ -526,3 +527,35 @@ class Registry(Mapping[str, Any], Generic[T]):
     def unknown(self, name: object) -> ConfigError:
         """The error for an unknown ``name`` (:func:`unknown_name`)."""
         return unknown_name(self.flag, self.kind, name, self.names())
+
+
+def refuse_clashing_options(parser: Any, bench: Any, shared: Iterable[str] = ()) -> None:
+    """Refuse a plugin benchmark whose options would become flags the command already has for
+    something else: ``sims`` (``--sims``, a run's simulators) or ``no_exact`` (``--no-exact``). A field
+    in ``shared`` (the options every benchmark declares, the arena options a command keeps as its own
+    fields) is the built-in flag's own field and is not a clash.
+
+    Raises:
+        ConfigError: naming the benchmark, its distribution, the option and the flag.
+    """
+    shared = set(shared)
+    taken: dict[str, str] = {s: a.dest for a in parser._actions for s in a.option_strings}
+    dests = {a.dest for a in parser._actions if a.option_strings}
+    for name, info in bench.options.model_fields.items():
+        if name in shared:
+            continue
+        flag = "--" + name.replace("_", "-")
+        annotation = getattr(info, "annotation", None)
+        switch = annotation is bool or bool in typing.get_args(annotation)
+        flags = [flag, "--no-" + flag[2:]] if switch else [flag]
+        clash = next((f"{f} is already a flag of this command" for f in flags if f in taken), None)
+        if clash is None and name in dests:
+            given = next((s for s, d in taken.items() if d == name), flag)
+            clash = f"the command's {given} already sets {name!r}"
+        if clash is not None:
+            ep = plugin_entry_points(BENCHMARKS_GROUP).get(bench.name)
+            owner = f"plugin {ep.value!r} of distribution {_distribution(ep)}" if ep is not None else "a plugin"
+            raise ConfigError(
+                f"benchmark {bench.name!r} ({owner}): its option {name!r} would be the flag {flag}, but {clash}; "
+                "rename the option in the benchmark's Options"
+            )
