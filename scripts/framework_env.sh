@@ -5,6 +5,10 @@
 #   DIR/bin/python -m pytest -m framework tests/framework          (verl 0.9.1, OpenRLHF 0.11.2, TRL 1.16.0)
 #   DIR/art/bin/python -m pytest -m framework tests/framework      (ART 0.5.23; needs Python >= 3.12)
 #
+# Without the tests/framework argument pytest collects the whole suite before it deselects: DIR has none of
+# the development extras (hypothesis, duckdb, polars) or provider SDKs, so a test module imports those
+# through pytest.importorskip, never at module level (tests/framework/test_collection.py checks every module).
+#
 # verl and OpenRLHF go in with --no-deps: their full dependency sets do not install on CPU (OpenRLHF pins
 # flash-attn and deepspeed, which build CUDA kernels; both pull vLLM or SGLang). What is installed beside
 # them is what the adapters and the frameworks' modules they import need. ART 0.5.23 needs Python >= 3.12,

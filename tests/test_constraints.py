@@ -11,8 +11,6 @@ import math
 from typing import Annotated, Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from collapse_probe._audit import AuditConfig
 from collapse_probe._constraints import (
@@ -86,8 +84,10 @@ def test_defaults_are_valid():
         _check(cls)
 
 
-def _bad_values(constraints: tuple[Constraint, ...]) -> st.SearchStrategy[Any]:
-    """Values every one of which some constraint in ``constraints`` must refuse."""
+def _bad_values(constraints: tuple[Constraint, ...]) -> Any:
+    """Values every one of which some constraint in ``constraints`` must refuse (a hypothesis strategy)."""
+    from hypothesis import strategies as st
+
     bad: list[st.SearchStrategy[Any]] = [
         st.booleans(),  # a bool is not a number here
         st.text(max_size=5),
@@ -118,6 +118,11 @@ def _bad_values(constraints: tuple[Constraint, ...]) -> st.SearchStrategy[Any]:
 
 @pytest.mark.parametrize(("cls", "name"), NUMERIC_FIELDS, ids=[f"{c.__name__}.{n}" for c, n in NUMERIC_FIELDS])
 def test_a_bad_value_is_one_line_naming_the_flag_and_the_value(cls, name):
+    # imported here, not with the module: the framework tier's environment (scripts/framework_env.sh)
+    # has no hypothesis, and every test module must collect there
+    pytest.importorskip("hypothesis")
+    from hypothesis import HealthCheck, given, settings
+
     flag = flag_of(cls, name)
 
     @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
