@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
         units = 1
     precheck_run_dir(out, record, kind=kind, fresh=args.fresh)
     run_dir = RunDir(out)
-    run_dir.create(record, kind=kind, fresh=args.fresh)
     try:
+        run_dir.create(record, kind=kind, fresh=args.fresh)
         results = _compute(config, sweep, seeds, rows, args, units)
         path = run_dir.write_results(results, f"{name}.json")
         html = out / ("report.html" if name == "results" else f"{name}.html")
