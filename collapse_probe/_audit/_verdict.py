@@ -12,6 +12,7 @@ reward then has no simulator-side variance (Lemma 3.3), so the policy gets no le
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -21,7 +22,16 @@ from collapse_probe.metrics import MIN_CONFIDENT_SAMPLES
 from collapse_probe.metrics.partitioners import groups_by_meaning, meaning_partitions
 
 COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED = "COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"
-VIEW_LABELS = (COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED)
+NO_REWARD_SIGNAL = "NO REWARD SIGNAL"
+"""The reward view's outcome when the simulator (almost) never gives a closed answer the reward reads."""
+VIEW_LABELS = (COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED, NO_REWARD_SIGNAL)
+FORMAT_COMPLIANCE_LOW = 0.05
+"""Below this share of replies that give one of the closed answers the reward reads (of the sampled
+replies at the states the reward reads; without a decision label there, the model's exact probability
+that the whole reply is one, ``summary.exact.closed_set_mass``), a reward view whose interval lies below
+ε* is NO REWARD SIGNAL, not COLLAPSED: (almost) every reply is paid as no answer, so the view measures
+how rarely the simulator answers in the reward's format, not how collapsed its answers are. A reward
+view that varies (INCONCLUSIVE, NOT COLLAPSED) carries signal and keeps its label."""
 MEANING_PARTITIONS = meaning_partitions()
 """Registered partitions whose classes are meanings (each partitioner says so: ``by_meaning``)."""
 PROBE_SOURCES = ("opening", "elicitation")
@@ -109,7 +119,50 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
                               "low_confidence": low}  # fmt: skip
     if reward["label"] == NOT_MEASURED and not reward["reason"]:
         reward["reason"] = "no reward view in this summary"
+    if reward["label"] == COLLAPSED:
+        silent = format_outcome(rv, (summary.get("exact") or {}).get("closed_set_mass"))
+        if silent is not None:
+            reward.update(label=NO_REWARD_SIGNAL, interval_label=COLLAPSED, **silent)
     return {"meaning": meaning, "reward": reward}
+
+
+def format_outcome(reward_view: dict[str, Any], mass: float | None) -> dict[str, Any] | None:
+    """The fields of a NO REWARD SIGNAL reward view, or ``None`` where the reward does read answers.
+
+    The share is of the sampled replies at the states the reward reads (``reward_view.closed_answers_given``
+    of ``replies_read``: the benchmark's decision label names a closed answer); without those counts, the
+    model's exact probability that the whole reply is a closed answer (``mass``). Either below
+    :data:`FORMAT_COMPLIANCE_LOW`: no signal. Where both exist, the sample decides (a reply may carry the
+    answer inside a sentence, which the exact score of a bare answer does not count) and ``mass`` is shown."""
+    given, read = reward_view.get("closed_answers_given"), reward_view.get("replies_read")
+    if read:
+        share = given / read
+    elif mass is not None:
+        share, given, read = mass, None, None
+    else:
+        return None
+    if share >= FORMAT_COMPLIANCE_LOW:
+        return None
+    out = {"closed_answer_share": share, "closed_set_mass": mass, "closed_answers_given": given, "replies_read": read}
+    out["reason"] = (f"the simulator gives one of the closed answers the reward reads in {given_text(out)} (below "
+                     f"{percent(FORMAT_COMPLIANCE_LOW)}): the view measures format, not collapse")  # fmt: skip
+    return out
+
+
+def given_text(view: dict[str, Any]) -> str:
+    """How often a NO REWARD SIGNAL view's simulator gives a closed answer, in words: ``0 of 40 sampled
+    replies, model probability 0.041 %``, or ``0.041 % of replies (model probability)``."""
+    mass, read = view.get("closed_set_mass"), view.get("replies_read")
+    if read:
+        prob = f", model probability {percent(mass)}" if mass is not None else ""
+        return f"{view.get('closed_answers_given')} of {read} sampled replies{prob}"
+    return f"{percent(view.get('closed_answer_share') or 0.0)} of replies (model probability)"
+
+
+def percent(share: float) -> str:
+    """A share as a percentage with two significant figures at least: ``0.04 %``, ``5 %``, ``12.5 %``."""
+    pct = 100.0 * share
+    return f"{pct:.2g} %" if pct < 10 else f"{pct:.3g} %"
 
 
 _MAX_ADVISED_SAMPLES = 200
@@ -157,10 +210,26 @@ def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
 _WHERE = {"reward": "where the reward looks", "meaning": "by meaning"}
 _VARIES = {"reward": "what the reward pays varies", "meaning": "wording varies"}
 _NAMES = {"reward": "reward-view", "meaning": "meaning"}
-FORMAT_COMPLIANCE_LOW = 0.05
-"""Below this share of replies that are exactly one of the closed answers, the reward view mostly
-measures format compliance (how often the simulator states an answer the reward reads), and the
-verdict's next step says to fix the format first."""
+FORMAT_MODEL = "gpt-5-mini"
+"""The model the format outcome's ``next:`` line suggests: a hosted model that follows an answer format."""
+
+
+def audit_command(config: AuditConfig, *flags: str, sim: str | None = None) -> str:
+    """The ``collapse-probe audit`` command line of ``config`` (its simulator, benchmark, policy and asked
+    partition, where they are not the defaults) with ``flags`` added: what a ``next:`` step asks to run."""
+    from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+
+    words = ["collapse-probe", "audit", "--sim", sim or config.sim]
+    if config.benchmark != DEFAULT_BENCHMARK:
+        words += ["--benchmark", config.benchmark]
+    if config.policy:
+        words += ["--policy", config.policy]
+    if config.partition:
+        words += ["--partition", config.partition]
+    if config.judge:
+        words += ["--judge", config.judge]
+    words += [w for f in flags for w in f.split()]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _phrase(view: str, label: str) -> str:
@@ -186,6 +255,10 @@ def _answer(measured: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]
     for k, v in views.items():
         if v["label"] == NOT_MEASURED:
             answer += f" ({k} view not measured)"
+        elif v["label"] == NO_REWARD_SIGNAL:
+            answer += (
+                f"; {NO_REWARD_SIGNAL} {_WHERE[k]}: the simulator gives one of the closed answers in {given_text(v)}"
+            )
     return answer, head, order
 
 
@@ -195,7 +268,6 @@ def verdict_parts(
     infra_failures: int = 0,
     first_error: str | None = None,
     *,
-    exact: dict[str, Any] | None = None,
     compare_vs: dict[str, Any] | None = None,
     published: bool = False,
     replies: str | None = None,
@@ -210,7 +282,6 @@ def verdict_parts(
         config: the audit configuration (ε*, N, whether VS was compared).
         infra_failures: states excluded as infrastructure failures.
         first_error: the first infrastructure failure's message.
-        exact: ``summary.exact`` (the closed-set scores), when the model scored them.
         compare_vs: ``results.json`` ``compare_vs``, when it was run.
         published: the replies come from a published file (it cannot be sampled again).
         replies: the replies per state as measured (``"9 to 10 (median 10)"``; default ``config.samples``).
@@ -228,7 +299,15 @@ def verdict_parts(
         # the reason is the answer here: it stays on the first line, as the run's last stderr line words it
         answer = "NO RESULT: no state could be measured " + no_result_reason(infra_failures, first_error)
         return {"answer": answer, "why": None, "next": nxt, "compare_vs": None}
-    measured = {k: v for k, v in views.items() if v["label"] != NOT_MEASURED}
+    measured = {k: v for k, v in views.items() if v["label"] not in (NOT_MEASURED, NO_REWARD_SIGNAL)}
+    silent = views["reward"] if views["reward"]["label"] == NO_REWARD_SIGNAL else None
+    if not measured and silent is not None:
+        measured = {}  # the reward view measured format only, and the meaning view nothing: say both
+        answer = (f"{NO_REWARD_SIGNAL} {_WHERE['reward']}: the simulator gives one of the closed answers in "
+                  f"{given_text(silent)} (meaning view not measured)")  # fmt: skip
+        return {"answer": answer, "why": f"why: reward view: {silent['reason']}; meaning view not measured: "
+                f"{views['meaning']['reason']}", "next": "next: " + "; ".join(_format_steps(config)),
+                "compare_vs": None}  # fmt: skip
     if not measured:
         why = "; ".join(f"{k} view: {v['reason']}" for k, v in views.items())
         if infra_failures:
@@ -241,12 +320,14 @@ def verdict_parts(
     why = "; ".join(_evidence(_NAMES[k], measured[k], star, i == 0) for i, k in enumerate(order))
     if labels.get("reward") == COLLAPSED and labels.get("meaning") == NOT_COLLAPSED:
         why += " — the variety reaches the policy as no reward signal (Lemma 3.3)"
-    mass = (exact or {}).get("closed_set_mass")
-    format_low = mass is not None and mass < FORMAT_COMPLIANCE_LOW and labels.get("reward") == COLLAPSED
-    if format_low:
-        why += f"; P(the whole reply is one of the closed answers) {mass:.4f}: format compliance, not collapse"
+    if silent is not None:
+        lo, hi = silent["ci95"]
+        why += (f"; reward view {NO_REWARD_SIGNAL} (ε̂ {silent['estimate']:.3f} [{lo:.3f}, {hi:.3f}] over {silent['over']}): "
+                f"one of the closed answers in {given_text(silent)}, below {percent(FORMAT_COMPLIANCE_LOW)}, so the "
+                "reward pays every reply as no answer and the view measures format compliance, not collapse; the "
+                "policy gets no reward signal from this simulator (Lemma 3.3)")  # fmt: skip
     for k, v in views.items():
-        if v.get("reason"):
+        if v.get("reason") and v["label"] != NO_REWARD_SIGNAL:
             why += f"; {k} view {v['label'].lower() if v['label'] != NOT_MEASURED else 'not measured'}: {v['reason']}"
     n = replies or str(config.samples)
     why += f"; N = {n} replies per state"
@@ -258,24 +339,21 @@ def verdict_parts(
     if infra_failures:
         why += f" [{infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures]"
     steps: list[str] = []
-    if format_low:
-        steps.append(
-            "fix the format first: the reward reads a closed answer the simulator almost never gives (a stricter "
-            "prompt or a larger model), then audit again"
-        )
+    if silent is not None and not published:
+        steps += _format_steps(config)
     undecided = [v for v in measured.values() if v["label"] == INCONCLUSIVE and not v.get("reason")]
     if undecided:
         if published:
             steps.append("more trials per task (or more tasks) narrow the interval")
         else:
-            steps.append(f"sample more states or responses: rerun with {rerun_advice(config).flags}")
+            steps.append(f"sample more states or responses: {audit_command(config, rerun_advice(config).flags)}")
     for k, v in measured.items():
         if v["label"] == INCONCLUSIVE and v.get("reason"):
             steps.append(f"the {k} view cannot decide here; judge by the other view or choose another "
                          "--partition (e.g. --partition judge --judge SPEC)")  # fmt: skip
     if head == COLLAPSED and not published:
         if compare_vs is None and not config.compare_vs:
-            steps.append("audit Verbalized Sampling beside it with --compare-vs, or train against --sim vs:SPEC")
+            steps.append(f"audit Verbalized Sampling beside it: {audit_command(config, '--compare-vs')}")
         elif compare_vs is not None:
             steps.append(_vs_step(compare_vs))
     elif head == COLLAPSED:
@@ -284,7 +362,7 @@ def verdict_parts(
         steps.append(
             f"more trials per task ({MIN_CONFIDENT_SAMPLES} or more)"
             if published
-            else f"more replies per state: --samples {MIN_CONFIDENT_SAMPLES} or more"
+            else f"more replies per state: {audit_command(config, f'--samples {MIN_CONFIDENT_SAMPLES}')}"
         )
     if not steps:
         steps.append(
@@ -297,6 +375,17 @@ def verdict_parts(
         )
     return {"answer": answer, "why": f"why: {why}", "next": "next: " + "; ".join(steps),
             "compare_vs": _vs_line(compare_vs) if compare_vs is not None else None}  # fmt: skip
+
+
+def _format_steps(config: AuditConfig) -> list[str]:
+    """The ``next:`` steps of NO REWARD SIGNAL, each a command that runs: read the replies the reward pays 0
+    (one conversation, offline for a local simulator), then audit a model that follows the answer format."""
+    look = f"collapse-probe play --sim {shlex.quote(config.sim)} --tasks 1 --rollouts 1 --max-turns 1"
+    if config.benchmark != "p4g":
+        look += f" --benchmark {shlex.quote(config.benchmark)}"
+    return [f"read what the simulator answers where the reward looks: {look}",
+            f"audit a model that answers in the reward's format (needs OPENAI_API_KEY): "
+            f"{audit_command(config, sim=FORMAT_MODEL)}"]  # fmt: skip
 
 
 def _difference_word(d: dict[str, Any] | None) -> str | None:
@@ -353,7 +442,7 @@ def verdict_line(
 
     The answer is COLLAPSED when either view is (named: "where the reward looks", "by meaning" or "in
     both views"), else INCONCLUSIVE when either view is, else NOT COLLAPSED; a view that is not
-    measured says why. ``context``: :func:`verdict_parts`' keywords (``exact``, ``compare_vs``,
+    measured says why. ``context``: :func:`verdict_parts`' keywords (``compare_vs``,
     ``published``).
     """
     return join_verdict(verdict_parts(verdicts, config, infra_failures, first_error, **context))
@@ -375,7 +464,7 @@ def render_verdict(results: dict[str, Any], config: AuditConfig, *, published: b
     joined, as the terminal prints them) from its ``verdicts``, ``summary`` and ``compare_vs``."""
     summary = results["summary"]
     parts = verdict_parts(results["verdicts"], config, summary.get("infra_failures") or 0, first_infra_error(summary),
-                          exact=summary.get("exact"), compare_vs=results.get("compare_vs"),
+                          compare_vs=results.get("compare_vs"),
                           published=published, replies=replies_text(results.get("states") or []))  # fmt: skip
     results["verdict_text"] = parts
     results["verdict"] = join_verdict(parts)
@@ -394,8 +483,7 @@ def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None 
         policy: the states are on-policy turns (default: ``config.policy`` is set).
     """
     verdicts = audit_verdicts(summary, config, partition=partition, policy=policy)
-    return verdict_line(verdicts, config, summary.get("infra_failures") or 0, first_infra_error(summary),
-                        exact=summary.get("exact"))  # fmt: skip
+    return verdict_line(verdicts, config, summary.get("infra_failures") or 0, first_infra_error(summary))
 
 
 def first_infra_error(summary: dict[str, Any]) -> str | None:

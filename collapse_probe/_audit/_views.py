@@ -98,6 +98,23 @@ def reward_view_summary(records: Sequence[dict[str, Any]], config: AuditConfig, 
             "level": e.get("level"), "states": _states_text(rs), "reason": None}  # fmt: skip
 
 
+def closed_answers_given(records: Sequence[dict[str, Any]], arena: Any) -> tuple[int, int] | None:
+    """``(replies that give one of the closed answers, replies)`` at the states where the reward reads the
+    reply and the benchmark labels the decision: how often the simulator answers in the form the reward
+    reads (P4G: a ``[DONATE $N]`` tag anywhere in the reply). ``None`` without the benchmark's
+    ``closed_answers`` and ``decision_label`` hooks or such a state."""
+    answers = audit_hook(arena, "closed_answers") if arena is not None else None
+    if answers is None:
+        return None
+    classes = {str(c) for _, c in answers()}
+    rs = [r for r in records if r.get("reward_view") and r.get("decision")]
+    if not rs:
+        return None
+    counts = [(str(k), int(c)) for r in rs for k, c in zip(r["decision"]["class_names"], r["decision"]["class_counts"],
+                                                           strict=False)]  # fmt: skip
+    return sum(c for k, c in counts if k in classes), sum(c for _, c in counts)
+
+
 # ----------------------------------------------------------------------------------------------- exact
 
 
@@ -160,6 +177,10 @@ def kind_views(records: Sequence[dict[str, Any]], config: AuditConfig, arena: An
         note = "classes: the benchmark's reward_class hook"
     exact = exact_summary(ok)
     no_benchmark = arena is None and config.arena.benchmark == "none"
-    return {"by_kind": by_kind, "reward_view": reward_view_summary(ok, config, note, no_benchmark),
+    reward_view = reward_view_summary(ok, config, note, no_benchmark)
+    given = closed_answers_given(ok, arena)
+    if given is not None and reward_view.get("estimate") is not None:
+        reward_view["closed_answers_given"], reward_view["replies_read"] = given
+    return {"by_kind": by_kind, "reward_view": reward_view,
             "decision_collapse_error": decision, "exact": exact,
             "exact_outside_mass": exact["outside_mass"] if exact else None}  # fmt: skip

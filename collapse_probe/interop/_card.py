@@ -93,6 +93,10 @@ class _Builder:
         self.figures.append(fig)
 
 
+_VIEW_FIELDS = ("n_states", "classes", "over", "reason", "interval_label", "closed_answer_share", "closed_set_mass")
+"""The fields of a verdict view the card shows beside its label and ε̂ (the last three: NO REWARD SIGNAL's)."""
+
+
 def _load(run_dir: str | Path) -> dict[str, Any]:
     from collapse_probe.interop._rundata import read_results
     from collapse_probe.rollout._rundir import read_run_config
@@ -167,7 +171,7 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
             elif isinstance(v, dict):
                 b.add("verdict", f"{view} view", i, res, ["verdicts", view, "label"])
                 b.add("verdict", f"{view} view ε̂", i, res, ["verdicts", view, "estimate"], ["verdicts", view, "ci95"])
-                for key in ("n_states", "classes", "over", "reason"):
+                for key in _VIEW_FIELDS:
                     b.add("verdict", f"{view} view: {key.replace('_', ' ')}", i, res, ["verdicts", view, key])
     b.add("verdict", "meaning view ε̂ (mean over states)", i, res, ["summary", "collapse_error", "estimate"],
           ["summary", "collapse_error", "ci95"])  # fmt: skip

@@ -214,18 +214,29 @@ def reward_view_per_state_figure(results: Mapping[str, Any], records: Sequence[M
     return _epsilon_layout(fig, title, "state where the reward reads the reply", results.get("epsilon_star"), note=sub)
 
 
-VERDICT_COLOURS = {"COLLAPSED": "#b3261e", "NOT COLLAPSED": "#1e7b34", "INCONCLUSIVE": "#9a6700", "NO RESULT": "#555"}
+VERDICT_COLOURS = {
+    "COLLAPSED": "#b3261e",
+    "NOT COLLAPSED": "#1e7b34",
+    "INCONCLUSIVE": "#9a6700",
+    "NO RESULT": "#555",
+    "NO REWARD SIGNAL": "#9a6700",
+}
 
 
 def verdict_box(results: Mapping[str, Any]) -> str:
     """The verdict at the top of the report: the answer in its colour (red COLLAPSED, green NOT
-    COLLAPSED, amber INCONCLUSIVE), then the why, next and ``--compare-vs`` lines, as the terminal prints them."""
+    COLLAPSED, amber INCONCLUSIVE, and amber where the reward view is NO REWARD SIGNAL and nothing is
+    COLLAPSED: a simulator the policy gets no reward signal from is not a green light), then the why,
+    next and ``--compare-vs`` lines, as the terminal prints them."""
     parts = results.get("verdict_text") or {}
     lines = [p for p in (parts.get(k) for k in ("answer", "why", "next", "compare_vs")) if p]
     if not lines:
         lines = str(results.get("verdict") or "").splitlines() or ["no verdict"]
     answer = lines[0]
     colour = next((c for label, c in VERDICT_COLOURS.items() if answer.startswith(label)), "#555")
+    reward = ((results.get("verdicts") or {}).get("reward") or {}).get("label")
+    if reward == "NO REWARD SIGNAL" and not answer.startswith("COLLAPSED"):
+        colour = VERDICT_COLOURS["NO REWARD SIGNAL"]
     body = "".join(f'<div style="margin-top:0.3rem">{html.escape(line)}</div>' for line in lines[1:])
     return (f'<div class="verdict" style="border-left:6px solid {colour};padding:0.5rem 0.8rem;background:#fafafa">'
             f'<div style="font-size:1.25rem;font-weight:600;color:{colour}">{html.escape(answer)}</div>{body}</div>')  # fmt: skip
@@ -564,6 +575,9 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
         return "n/a"
     if v["label"] == "NOT MEASURED":
         return f"not measured: {v.get('reason')}"
+    if v["label"] == "NO REWARD SIGNAL":
+        return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  NO REWARD SIGNAL ({v.get('reason')}; the "
+                f"interval alone reads {v.get('interval_label') or 'COLLAPSED'})")  # fmt: skip
     rel = "<" if v["label"] == "COLLAPSED" else ">" if v["label"] == "NOT COLLAPSED" else "∋"
     return f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (CI {rel} ε* = {epsilon_star:g})"
 
@@ -643,7 +657,8 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     for key, name in (("meaning", "meaning view"), ("reward", "reward view")):
         if key in verdicts:
             v = verdicts[key]
-            rows.append([f"verdict, {name}", view_text(v, star) + (f" over {v['over']}" if v.get("over") else "")])
+            over = f" over {v['over']}" if v.get("over") and v["label"] != "NOT MEASURED" else ""
+            rows.append([f"verdict, {name}", view_text(v, star) + over])
     rows += [
         [f"mean ε̂, classes by {results['partitioner']} [95% CI]", _est(s["collapse_error"])],
         [f"mean ε̂, classes by {results['partitioner']}, plug-in 1 − max/N", _f(s["collapse_error"].get("plugin"))],

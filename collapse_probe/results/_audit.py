@@ -16,7 +16,9 @@ from collapse_probe.results._common import RewardSummary, Usage
 
 AUDIT_SCHEMA: Final = "collapse-probe/audit/v1"
 
-ViewLabel = Literal["COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"]
+ViewLabel = Literal["COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED", "NO REWARD SIGNAL"]
+"""A verdict view's outcome; ``NO REWARD SIGNAL`` (the reward view only): the simulator (almost) never gives a
+closed answer the reward reads, so the view measures format compliance, not collapse."""
 
 
 class CollapseErrorEstimate(ResultsModel):
@@ -84,6 +86,11 @@ class RewardView(ResultsModel):
     """The states it is over, in words."""
     reason: str | None = None
     """Why it is not measured."""
+    closed_answers_given: Count | None = None
+    """Replies, at the states it is over that ask for a decision, that give one of the closed answers the
+    reward reads (the benchmark's decision label names one; P4G: a ``[DONATE $N]`` tag)."""
+    replies_read: Count | None = None
+    """The replies ``closed_answers_given`` is counted of."""
 
 
 class DecisionCollapseError(ResultsModel):
@@ -158,8 +165,21 @@ class VerdictView(ResultsModel):
     over: str | None = None
     """The states the view is measured at, in words."""
     reason: str | None = None
-    """Why NOT MEASURED."""
+    """Why NOT MEASURED, NO REWARD SIGNAL, or INCONCLUSIVE by a check of the meaning view."""
     low_confidence: bool | None = None
+    interval_label: ViewLabel | None = None
+    """NO REWARD SIGNAL: what the interval alone reads against ε* (COLLAPSED)."""
+    closed_answer_share: float | None = None
+    """NO REWARD SIGNAL: the share of replies that give one of the closed answers the reward reads
+    (``closed_answers_given / replies_read``, else ``closed_set_mass``), below the threshold 0.05
+    (``collapse_probe._audit._verdict.FORMAT_COMPLIANCE_LOW``)."""
+    closed_answers_given: Count | None = None
+    """NO REWARD SIGNAL: sampled replies that give one of the closed answers."""
+    replies_read: Count | None = None
+    """NO REWARD SIGNAL: the sampled replies they are counted of."""
+    closed_set_mass: float | None = None
+    """NO REWARD SIGNAL: P(the whole reply is one of the closed answers) by the model's exact scores, where
+    it scored them."""
 
 
 class Verdicts(ResultsModel):
@@ -175,11 +195,13 @@ class VerdictText(ResultsModel):
     """The verdict as a person reads it; ``verdict`` is these lines joined by newlines."""
 
     answer: str
-    """The answer in one short line (``COLLAPSED where the reward looks, although wording varies``)."""
+    """The answer in one short line (``COLLAPSED where the reward looks, although wording varies``; ``NOT
+    COLLAPSED: wording varies; NO REWARD SIGNAL where the reward looks: ...``)."""
     why: str | None = None
-    """``why: ...``: each view's evidence (ε̂, CI, states, classes), any view's reason, format compliance."""
+    """``why: ...``: each view's evidence (ε̂, CI, states, classes), any view's reason, NO REWARD SIGNAL's format compliance."""
     next: str | None = None
-    """``next: ...``: what to do (fix the format, ``--compare-vs``, ``vs:SPEC``, rerun flags)."""
+    """``next: ...``: what to do, each step ending in a command that runs (``collapse-probe play ...``,
+    ``collapse-probe audit ... --compare-vs``, the rerun flags)."""
     compare_vs: str | None = None
     """The ``--compare-vs`` result in one line (``null`` when it was not run)."""
 

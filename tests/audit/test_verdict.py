@@ -47,19 +47,27 @@ def test_wording_that_varies_while_the_reward_sees_one_outcome_is_collapsed_wher
     printed = capsys.readouterr().out
     res = json.loads((out / "results.json").read_text())
     v = res["verdicts"]
-    assert v["reward"]["label"] == "COLLAPSED" and v["reward"]["estimate"] == 0.0 and v["reward"]["n_states"] == 2
+    # the donor never states a donation: the reward view's interval lies below ε*, but it measured format
+    assert v["reward"]["label"] == "NO REWARD SIGNAL" and v["reward"]["interval_label"] == "COLLAPSED"
+    assert v["reward"]["estimate"] == 0.0 and v["reward"]["n_states"] == 2
     assert v["reward"]["ci95"][0] == 0.0 and v["reward"]["ci95"][1] < 0.2
+    assert v["reward"]["closed_answers_given"] == 0 and v["reward"]["replies_read"] == 80
     assert v["meaning"]["label"] == "NOT COLLAPSED" and res["partitioner"] == "embedding"
     assert set(v["meaning"]) >= {"label", "estimate", "ci95", "n_states"} <= set(v["reward"])
     line = res["verdict"]
     parts = res["verdict_text"]
-    assert parts["answer"] == "COLLAPSED where the reward looks, although wording varies"
-    assert parts["why"].startswith("why: reward-view ε̂ 0.000") and "Lemma 3.3" in parts["why"]
-    # the closed answer the reward reads is never given: the next step is the format, then VS
-    assert "format compliance" in parts["why"] and parts["next"].startswith("next: fix the format first")
-    assert "--compare-vs" in parts["next"] and parts["compare_vs"] is None
+    # the view that measured something leads; the reward view's outcome is its own
+    assert parts["answer"].startswith(
+        "NOT COLLAPSED: wording varies; NO REWARD SIGNAL where the reward looks: the simulator gives one of the "
+        "closed answers in 0 of 80 sampled replies"
+    )
+    assert parts["why"].startswith("why: meaning ε̂") and "Lemma 3.3" in parts["why"]
+    assert "format compliance, not collapse" in parts["why"]
+    # the closed answer the reward reads is never given: the next steps are commands about the format
+    assert f"collapse-probe play --sim scripted:{WORDING_VARIES}" in parts["next"]
+    assert "fix the format" not in parts["next"] and parts["compare_vs"] is None
     assert line == "\n".join([parts["answer"], parts["why"], parts["next"]])
-    assert "NOT COLLAPSED" not in line and set(line.splitlines()) <= set(printed.splitlines())  # printed as stored
+    assert "COLLAPSED where" not in line and set(line.splitlines()) <= set(printed.splitlines())  # printed as stored
     # the headline numbers of both views are the ones in the line and in the table
     assert f"meaning ε̂ {v['meaning']['estimate']:.3f}" in line
     assert f"{v['meaning']['estimate']:.3f} [{v['meaning']['ci95'][0]:.3f}, {v['meaning']['ci95'][1]:.3f}]" in printed
@@ -116,9 +124,9 @@ def test_the_verdict_does_not_depend_on_the_embed_extra(monkeypatch, capsys, tmp
         bare["verdicts"]["meaning"]["label"] == "NOT MEASURED"
         and "not meanings" in bare["verdicts"]["meaning"]["reason"]
     )
-    assert bare["verdicts"]["reward"]["label"] == "COLLAPSED"
+    assert bare["verdicts"]["reward"]["label"] == "NO REWARD SIGNAL"  # no donation is ever stated
     assert (
-        bare["verdict"].startswith("COLLAPSED where the reward looks")
+        bare["verdict"].startswith("NO REWARD SIGNAL where the reward looks")
         and "meaning view not measured" in bare["verdict"]
     )
     # why, and what to install, once
@@ -137,7 +145,8 @@ def test_on_policy_reward_view_is_at_the_last_round_and_the_donation_question(wr
     assert rv[0] is None  # a later tag could still replace anything said here
     assert rv[1]["class_names"] == ["no donation stated yet"]  # the last round: the donation question follows
     assert rv[2]["class_names"] == ["reward 0"]  # the donation question itself
-    assert res["verdicts"]["reward"]["n_states"] == 4 and res["verdicts"]["reward"]["label"] == "COLLAPSED"
+    assert res["verdicts"]["reward"]["n_states"] == 4 and res["verdicts"]["reward"]["interval_label"] == "COLLAPSED"
+    assert res["verdicts"]["reward"]["label"] == "NO REWARD SIGNAL"  # the scripted donor never states a donation
     assert res["states_note"] is None and "on-policy" in res["verdicts"]["meaning"]["over"]
 
 
@@ -238,7 +247,7 @@ def test_a_view_inconclusive_for_a_reason_renders_the_reason_and_no_rerun_flags(
     assert "rerun with" not in parts["next"] and "--partition" in parts["next"]
     # without a reason the same interval asks for more states and samples
     verdicts["meaning"]["reason"] = None
-    assert "rerun with --states" in verdict_parts(verdicts, config)["next"]
+    assert "collapse-probe audit --sim smollm2 --states" in verdict_parts(verdicts, config)["next"]
 
 
 def test_a_collapsed_verdict_with_compare_vs_states_what_vs_did():
@@ -258,15 +267,25 @@ def test_a_collapsed_verdict_with_compare_vs_states_what_vs_did():
     assert "does not help here" in verdict_parts(verdicts, config, compare_vs=same)["next"]
 
 
-def test_format_compliance_is_the_next_step_only_when_the_reward_view_is_collapsed():
-    from collapse_probe._audit._verdict import verdict_parts
+def test_no_reward_signal_only_where_the_reward_view_is_collapsed_and_answers_are_rare():
+    from collapse_probe._audit._verdict import audit_verdicts
 
-    config = AuditConfig(sim="smollm2", states=4, samples=20)
-    verdicts = {"meaning": _view("NOT COLLAPSED", 0.88, [0.75, 0.98]),
-                "reward": _view("COLLAPSED", 0.0, [0.0, 0.09], over="2 states the reward reads")}  # fmt: skip
-    parts = verdict_parts(verdicts, config, exact={"closed_set_mass": 0.0006})
-    assert "P(the whole reply is one of the closed answers) 0.0006: format compliance" in parts["why"]
-    assert parts["next"].startswith("next: fix the format first")
-    assert "fix the format" not in verdict_parts(verdicts, config, exact={"closed_set_mass": 0.6})["next"]
-    verdicts["reward"] = _view("NOT COLLAPSED", 0.5, [0.3, 0.7])
-    assert "fix the format" not in verdict_parts(verdicts, config, exact={"closed_set_mass": 0.0006})["next"]
+    config = AuditConfig(sim="smollm2", states=2, samples=20)
+
+    def reward_label(estimate, ci95, given, read=40, mass=None):
+        summary = {"collapse_error": {"estimate": 0.9, "ci95": [0.8, 0.95]}, "n_states": 4,
+                   "exact": None if mass is None else {"closed_set_mass": mass},
+                   "reward_view": {"estimate": estimate, "ci95": ci95, "n_states": 2, "classes": "reward",
+                                   "states": "2 states the reward reads", "closed_answers_given": given,
+                                   "replies_read": read}}  # fmt: skip
+        return audit_verdicts(summary, config, partition="exact")["reward"]["label"]
+
+    assert reward_label(0.0, [0.0, 0.09], given=1) == "NO REWARD SIGNAL"  # 1 of 40 = 2.5 % < 5 %
+    assert reward_label(0.0, [0.0, 0.09], given=2) == "COLLAPSED"  # 5 %: the reward reads answers
+    assert reward_label(0.0, [0.0, 0.09], given=40) == "COLLAPSED"  # every reply pays the same answer
+    assert reward_label(0.5, [0.3, 0.7], given=0) == "NOT COLLAPSED"  # a reward that varies carries signal
+    assert reward_label(0.2, [0.1, 0.3], given=0) == "INCONCLUSIVE"
+    # without sampled decision labels, the model's exact probability of a bare closed answer decides
+    assert reward_label(0.0, [0.0, 0.09], given=None, read=None, mass=0.0006) == "NO REWARD SIGNAL"
+    assert reward_label(0.0, [0.0, 0.09], given=None, read=None, mass=0.6) == "COLLAPSED"
+    assert reward_label(0.0, [0.0, 0.09], given=None, read=None) == "COLLAPSED"
