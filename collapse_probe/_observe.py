@@ -93,6 +93,10 @@ def no_result_reason(infra_failures: int, first_error: str | None) -> str:
     if not infra_failures:
         return "(nothing to measure)"
     n = f"{infra_failures} infrastructure failure{'s' if infra_failures != 1 else ''}"
+    if first_error and ": empty reply (" in first_error:  # rollout._engine.EMPTY_REPLY_FAILURE
+        # a seeded model answers the same request the same way: the same command would fail the same way
+        return (f"({n}; the first: {one_line(first_error, 300)}; the same command asks the same seeded requests: "
+                "another --seed, a larger --max-tokens or another model changes them)")  # fmt: skip
     return f"({n}; the first: {one_line(first_error, 300)}; rerun the same command to retry them)"
 
 

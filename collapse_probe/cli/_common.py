@@ -146,7 +146,8 @@ def print_usage(args: argparse.Namespace) -> None:
     import collapse_probe._observe as _observe
     from collapse_probe.models._usage import run_usage_text
 
-    text = run_usage_text(args.out, failures=_observe.tally()["infra_failures"])
+    read_from = getattr(args, "from_file", None)  # audit --from: the replies come from a file, not a cache
+    text = run_usage_text(args.out, failures=_observe.tally()["infra_failures"], read_from=read_from)
     if text is not None:
         print(text)
 

@@ -479,12 +479,16 @@ class MeteredModel:
         return results
 
 
-def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0) -> str:
+def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0, read_from: str | None = None) -> str:
     """Terminal lines of a ``usage`` block (one per model, then the total); ``failures`` is the number
-    of units that ended in an infrastructure failure (an empty block then does not read "from the cache")."""
+    of units that ended in an infrastructure failure (an empty block then does not read "from the cache");
+    ``read_from``: the replies were read from this file (``audit --from``), so an empty block means that
+    no model was involved, not that a cache answered."""
     if not usage:
         if failures:
             return f"usage: no model call was answered, nothing spent ({failures} infrastructure failures)"
+        if read_from is not None:
+            return f"usage: no model called (the replies were read from {read_from})"
         return "usage: no model calls (all answers from the cache)"
     lines = ["usage (calls, input tokens, output tokens, cost):"]
     total_cost: float | None = 0.0
@@ -497,9 +501,9 @@ def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0) -> s
     return "\n".join(lines)
 
 
-def run_usage_text(out: str | Path, failures: int = 0) -> str | None:
+def run_usage_text(out: str | Path, failures: int = 0, read_from: str | None = None) -> str | None:
     """The spend of run directory ``out`` (its ``usage.json``) as :func:`format_usage` lines, or why it
-    cannot be shown; ``None`` when the run recorded none."""
+    cannot be shown; ``None`` when the run recorded none. ``read_from``: see :func:`format_usage`."""
     p = Path(out) / USAGE_FILE
     if not os.path.lexists(p):
         return None
@@ -507,4 +511,4 @@ def run_usage_text(out: str | Path, failures: int = 0) -> str | None:
         usage = {k: u.to_dict() for k, u in read_usage_file(p).items()}
     except ConfigError as exc:
         return f"usage: not shown: {exc}"
-    return format_usage(usage, failures=failures)
+    return format_usage(usage, failures=failures, read_from=read_from)

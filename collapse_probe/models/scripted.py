@@ -98,7 +98,8 @@ def packaged_scripted() -> list[str]:
 def resolve_scripted_path(name: str | Path) -> Path:
     """``name`` as given when it is a file, else the shipped model of that name (``.json`` optional).
 
-    A bare name (no directory part) that is neither names the shipped models it is closest to.
+    A bare name (no directory part) that is neither is refused naming the shipped models it is closest
+    to, or all of them.
     """
     import difflib
 
@@ -109,14 +110,19 @@ def resolve_scripted_path(name: str | Path) -> Path:
     packaged = PACKAGED_DIR / f"{stem}.json"
     if packaged.is_file():
         return packaged
-    close = difflib.get_close_matches(stem, packaged_scripted(), n=2, cutoff=0.6)
+    shipped = packaged_scripted()
+    close = difflib.get_close_matches(stem, shipped, n=2, cutoff=0.6)
     if close:
         raise ConfigError(
             f"scripted model file {str(p)!r} does not exist; did you mean "
             + " or ".join(f"'scripted:{c}'" for c in close)
             + " (shipped)?"
         )
-    return p
+    raise ConfigError(
+        f"scripted model file {str(p)!r} does not exist (a path to a JSON file, or a shipped model: "
+        + ", ".join(f"scripted:{c}" for c in shipped)
+        + ")"
+    )
 
 
 def load_scripted(path: str | Path) -> ScriptedSpec:

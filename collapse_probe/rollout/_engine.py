@@ -28,6 +28,7 @@ from collapse_probe._observe import note_infra_failure
 from collapse_probe._records import conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
 from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
+from collapse_probe.limits import MAX_LIVE
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
@@ -66,7 +67,7 @@ class EngineConfig(Config):
     """Nucleus-sampling mass of both sides."""
     progress: bool = True
     """Show a progress bar over conversations."""
-    max_live: Annotated[int | None, Integer(1, optional=True)] = None
+    max_live: Annotated[int | None, Integer(1, optional=True, most=MAX_LIVE)] = None
     """At most this many conversations in flight (``None``: all). New ones start as others finish;
     this bounds memory and batch size, and makes finished conversations land in waves."""
 
@@ -258,9 +259,14 @@ async def run_conversations(
                     # transient, and the same seed then gives the answer a fault-free run gets; the cache
                     # never stores a blank, so this reaches the model). Still blank: an infrastructure failure.
                     for conv, side, participant, _prompt, _request in blank:
-                        logger.info(
-                            "%s: empty reply (%s turn of %s); retry 1/1", participant.label, side, conv.spec.key
-                        )
+                        if participant.fallback_of is not None:
+                            logger.info("%s: no reply among the verbalized candidates (%s turn of %s: %s); asked "
+                                        "for a direct reply", participant.label, side, conv.spec.key,
+                                        participant.fallback_of.get("failure_reason"))  # fmt: skip
+                        else:
+                            logger.info(
+                                "%s: empty reply (%s turn of %s); retry 1/1", participant.label, side, conv.spec.key
+                            )
                     await _answer(blank, first_try=False)
 
             async def _answer(
@@ -290,8 +296,17 @@ async def run_conversations(
                     comp = res.completions[0]
                     text, info = participant.postprocess(comp, conv.rng)
                     if is_blank(text, comp.tool_calls):
-                        if first_try:
+                        if first_try and participant.mode == "verbalized" and info.get("vs"):
+                            # the same request would give the same candidates (seeded): ask for a direct reply
+                            direct = participant.direct_fallback(info["vs"])
+                            plain = arena.prompt_for(conv.episode, side)
+                            blank.append((conv, side, direct, plain, _request(plain, conv, side, config)))
+                        elif first_try:
                             blank.append((conv, side, participant, prompt, request))
+                        elif participant.fallback_of is not None:
+                            _fail(conv, f"{participant.label}: {EMPTY_REPLY_FAILURE} ({side} turn): no reply among the "
+                                  f"verbalized candidates ({participant.fallback_of.get('failure_reason')}) and an "
+                                  "empty direct reply")  # fmt: skip
                         else:
                             _fail(conv, f"{participant.label}: empty reply ({side} turn), also when asked again")
                         continue

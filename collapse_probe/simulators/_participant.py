@@ -32,6 +32,19 @@ class Participant:
     vs_k: int = 5
     """Number of candidates a Verbalized-Sampling simulator is asked for."""
     stats: dict[str, int] = field(default_factory=lambda: {"turns": 0, "vs_parse_failures": 0})
+    fallback_of: dict[str, Any] | None = None
+    """Set on the direct stand-in of a Verbalized-Sampling participant (:meth:`direct_fallback`): the VS
+    record of the turn whose candidates held no reply, kept in the turn's ``meta.vs``."""
+
+    def direct_fallback(self, vs_record: dict[str, Any]) -> Participant:
+        """The same model in direct mode, for a Verbalized-Sampling turn whose candidates held no reply
+        (``vs_record``: that turn's record). A small model often answers the candidate format with a pick
+        such as "1.5) third reply"; seeded, it answers the same way when asked again, so the turn is asked
+        once more as a direct reply instead. The failure stays counted (``vs_parse_failures``) and the
+        turn's ``meta.vs`` says ``fallback: "direct"``."""
+        from dataclasses import replace
+
+        return replace(self, mode="direct", fallback_of={**vs_record, "fallback": "direct"})
 
     def transform_prompt(self, prompt: Any) -> Any:
         """Rewrite a :class:`~collapse_probe.benchmarks.TurnPrompt` for this participant's mode."""
@@ -51,7 +64,7 @@ class Participant:
             if not choice.parse_ok:
                 self.stats["vs_parse_failures"] += 1
             return choice.text, {"vs": choice.to_record()}
-        return completion.text.strip(), {}
+        return completion.text.strip(), ({"vs": dict(self.fallback_of)} if self.fallback_of is not None else {})
 
 
 def vs_setting(participants: Iterable[Participant]) -> int | dict[str, int] | None:
