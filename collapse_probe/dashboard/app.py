@@ -186,6 +186,7 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
             "run": r.name,
             "kind": r.kind,
             "status": r.status,
+            "verdict": run_verdict(r),
             **usage_columns(r),
             "modified": datetime.datetime.fromtimestamp(r.mtime).strftime("%Y-%m-%d %H:%M:%S") if r.mtime else "",
             "schema": r.schema or "",
@@ -193,12 +194,53 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
         }
         for r in runs
     ]
-    # the run name is capped (its cell shows the rest on hover), so status and cost stay in view
-    longest = max(len(r.name) for r in runs)
-    config = {"run": st.column_config.TextColumn("run", width=min(320, 40 + 8 * longest)),
-              "cost (USD)": st.column_config.TextColumn("cost (USD)", width="small"),
-              "notes": st.column_config.TextColumn("notes", width="large")}  # fmt: skip
-    st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True, column_config=config)
+    config = {name: st.column_config.TextColumn(name, width=w) for name, w in runs_column_widths(rows).items()}
+    st.caption(
+        f"{len(rows)} runs" + (f"; the table scrolls (first {RUNS_SHOWN} in view)" if len(rows) > RUNS_SHOWN else "")
+    )
+    st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True, column_config=config,
+                 height=runs_table_height(len(rows)))  # fmt: skip
+
+
+RUNS_SHOWN = 30
+"""Runs in view at once in the Runs table; more scroll inside it (every run is in the table)."""
+ROW_PX = 35
+"""Height of one row of a Streamlit dataframe (and of its header)."""
+CHAR_PX = 8
+"""Width of one character of a dataframe cell, rounded up (Source Sans at 14 px averages about 7)."""
+CELL_PAD_PX = 24
+"""A dataframe cell's padding and the room for its sort arrow."""
+CAPPED = {"run": 320, "verdict": 420, "schema": 240, "notes": 420}
+"""Columns of free text, capped (the cell shows the rest on hover), so status and cost stay in view."""
+
+
+def runs_table_height(n: int) -> int:
+    """Pixel height of the Runs table: every run in view up to :data:`RUNS_SHOWN`, the rest scroll."""
+    return ROW_PX * (min(n, RUNS_SHOWN) + 1) + 3
+
+
+def runs_column_widths(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Pixel width of each Runs column: its longest cell or heading in full (``not recorded``, not
+    ``not recorde``), the free-text columns capped at :data:`CAPPED`."""
+    out: dict[str, int] = {}
+    for name in rows[0] if rows else ():
+        chars = max(len(str(name)), *(len(str(r.get(name) or "")) for r in rows))
+        out[name] = min(CELL_PAD_PX + CHAR_PX * chars, CAPPED.get(name, 10**6))
+    return out
+
+
+def run_verdict(run: rd.RunInfo) -> str:
+    """A run's verdict in one short line: an audit's answer, a gate's outcome per policy, "—" for a
+    run kind that gives none (training, the lab)."""
+    if isinstance(run.typed, AuditResults):
+        r = run.typed
+        return r.verdict_text.answer if r.verdict_text else (r.verdict or "").split("\n")[0] or "—"
+    found = []
+    for _, v in run.verdicts:
+        typed, _problem = rd.read_gate_verdict(v, run.name)
+        policy, outcome = (typed.policy, typed.outcome) if typed is not None else (v.get("policy"), v.get("outcome"))
+        found.append(f"{policy}: {outcome}")
+    return "; ".join(found) or "—"
 
 
 # Run kinds that call no model (the tabular lab; the gate reads a cross-play run): usage does not apply.
@@ -564,8 +606,12 @@ def view_training(runs: list[rd.RunInfo]) -> None:
             "These runs differ more than tenfold in length: each is drawn against the share of its own steps "
             "(pick 'training step' for the step axis)."
         )
-    for _, fig in tp.training_figures(curves, alarms, x=axes[axis]):
-        show_figure(fig)
+    for heading, fig in tp.training_figures(curves, alarms, x=axes[axis]):
+        if isinstance(fig, str):  # nothing to draw: the sentence that says so, not an empty chart
+            st.markdown(f"**{heading}**")
+            st.info(md_text(fig))
+        else:
+            show_figure(fig)
     lab_checks = [
         (r.name, r.typed.bound_checks) for r in trains if r.label in chosen and isinstance(r.typed, LabRunResults)
     ]

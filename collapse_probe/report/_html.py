@@ -19,8 +19,15 @@ from collapse_probe.results import ResultsModel
 M = TypeVar("M", bound=ResultsModel)
 
 Section = tuple[str, Any]
-"""``(heading, content)`` where content is a plotly figure, an HTML string, or a table
-``{"columns": [...], "rows": [[...], ...]}``."""
+"""``(heading, content)`` where content is a plotly figure, an HTML string, a :class:`Sentence`, or a
+table ``{"columns": [...], "rows": [[...], ...]}``."""
+
+
+class Sentence(str):
+    """A section that is one sentence of plain text, in place of a figure with nothing to draw
+    (escaped into a paragraph of the report; the dashboard shows it as a note)."""
+
+    __slots__ = ()
 
 
 def report_results(model: type[M], results: Any, path: str | Path, name: str = "results.json") -> M:
@@ -54,10 +61,27 @@ def report_results(model: type[M], results: Any, path: str | Path, name: str = "
 
 
 def table_html(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain HTML table; every cell is escaped."""
+    """A plain HTML table; every cell is escaped. A value cell (:func:`is_value_text`: ``0.569 ± 0.254``,
+    ``[0.019, 0.498]``) gets ``class="num"``, which never wraps: a number broken over lines reads as two."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(_cell(_fmt(v)) for v in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+VALUE_CHARS = 28
+"""The longest cell kept on one line as a value (two intervals side by side still wrap)."""
+
+
+def is_value_text(text: str) -> bool:
+    """Whether a table cell is a value (a number, an interval, ``mean ± half-width``, a count ``3/4``):
+    short, and no letter in it other than ``n/a`` and an exponent's ``e``."""
+    letters = [c for c in text.replace("n/a", "").replace("e-", "").replace("e+", "") if c.isalpha()]
+    return bool(text) and len(text) <= VALUE_CHARS and not letters
+
+
+def _cell(text: str) -> str:
+    cls = ' class="num"' if is_value_text(text) else ""
+    return f"<td{cls}>{html.escape(text)}</td>"
 
 
 def _fmt(v: Any) -> str:
@@ -175,6 +199,8 @@ def write_html_report(path: str | Path, title: str, sections: Sequence[Section],
         parts.append(f"<section><h2>{html.escape(heading)}</h2>")
         if hasattr(content, "to_html"):
             parts.append(pio.to_html(content, full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG))
+        elif isinstance(content, Sentence):
+            parts.append(f'<p class="sentence">{html.escape(content)}</p>')
         elif isinstance(content, dict) and "columns" in content:
             parts.append('<div class="scroll">' + table_html(content["columns"], content["rows"]) + "</div>")
         else:
@@ -189,6 +215,7 @@ h1 {{ margin-bottom: 0.2rem; font-size: 1.6rem; }} .subtitle {{ color: #555; mar
 .scroll {{ overflow-x: auto; }}
 table {{ border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }}
 td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }} th {{ background: #f4f4f4; }}
+td.num {{ white-space: nowrap; }}
 section {{ margin-bottom: 2rem; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1><div class="subtitle">{html.escape(subtitle)}</div>

@@ -63,6 +63,23 @@ def _middle(name: str, chars: int) -> str:
     return name[:head] + "…" + (name[-tail:] if tail else "")
 
 
+SEPARATORS = "_-/:. "
+"""Where a shared prefix may be cut: after one of these, never inside a word."""
+
+
+def _word_start(name: str, start: int, core: int) -> int:
+    """Where a label cut from the left starts: ``start`` moved forward past the next separator in the
+    shared prefix (``name[:core]``), so ``p4g_donor_rapport`` cut to 15 characters reads
+    ``…donor_rapport``, not ``…g_donor_rapport``; ``start`` itself when no word of the prefix would be
+    left (``…xxxxxxxxx-1`` keeps more of a name than ``…1``)."""
+    if start <= 0 or name[start - 1] in SEPARATORS:
+        return max(start, 0)
+    for i in range(start, core - 1):
+        if name[i] in SEPARATORS:
+            return i + 1
+    return start
+
+
 def _common_affixes(names: Sequence[str]) -> tuple[int, int]:
     """Lengths of the prefix and suffix every name shares (none for a single name)."""
     if len(names) < 2:
@@ -88,6 +105,8 @@ def short_labels(names: Sequence[str], chars: int = LABEL_CHARS) -> list[str]:
     ['…xxxxxxxxx-1', '…xxxxxxxxx-2']
     >>> short_labels(["policy1_" + "y" * 40, "policy2_" + "y" * 40], chars=12)
     ['policy1…', 'policy2…']
+    >>> short_labels(["scripted:p4g_donor_diverse", "scripted:p4g_donor_rapport"], chars=16)
+    ['…donor_diverse', '…donor_rapport']
     """
     names = [str(n) for n in names]
     if all(len(n) <= chars for n in names) and len(set(names)) == len(names):
@@ -107,7 +126,9 @@ def short_labels(names: Sequence[str], chars: int = LABEL_CHARS) -> list[str]:
                 out.append(s[:end] + tail)
             else:
                 room = chars - len(tail) - 1
-                out.append("…" + s[end - room : end] + tail if room >= len(c) else _middle(c, chars))
+                out.append(
+                    "…" + s[_word_start(s, end - room, pre) : end] + tail if room >= len(c) else _middle(c, chars)
+                )
         if len(set(out)) == len(out):
             return out
     out = [_middle(s, chars) for s in stems]

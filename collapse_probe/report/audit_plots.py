@@ -251,12 +251,18 @@ def _none_measured(results: Mapping[str, Any]) -> str:
     return f"no state was measured: {len(failed)} infrastructure failures, the first: {first}"
 
 
+DODGE = 0.6
+"""Share of the space between two neighbouring states that the compared audits' markers spread over."""
+
+
 def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
     """Several audits' ε̂ per state on one axis (two simulators, or one before and after a fix).
 
     States the audits share (same state ids, e.g. P4G probe states of the same seed) are matched on a
     category axis, sorted by the first audit's ε̂; audits without shared states are drawn as their
-    sorted ε̂ profiles against the state quantile. Each audit's primary sampling mode is drawn.
+    sorted ε̂ profiles against the state quantile. Each audit's primary sampling mode is drawn. The
+    audits of one state (or quantile) are drawn side by side, never at the same x, so that each
+    audit's error bar can be read.
     """
     import plotly.graph_objects as go
 
@@ -268,12 +274,15 @@ def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
         colour = _PALETTE[k % len(_PALETTE)]
         if shared:
             ids = sorted(shared, key=lambda i: (state_estimate(first[i]), i))
-            fig.add_trace(_state_trace(go, [t[i] for i in ids], label, colour, ids))
+            fig.add_trace(_state_trace(go, [t[i] for i in ids], label, colour, ids).update(offsetgroup=str(k)))
         else:
             rows = sorted(t.values(), key=state_estimate)
-            fig.add_trace(_state_trace(go, rows, label, colour, [(i + 0.5) / len(rows) for i in range(len(rows))]))
+            shift = (k - (len(tables) - 1) / 2) * DODGE / (len(rows) * max(len(tables), 1))
+            xs = [(i + 0.5) / len(rows) + shift for i in range(len(rows))]
+            fig.add_trace(_state_trace(go, rows, label, colour, xs))
     if shared:
         _category_axis(fig, sorted(shared, key=lambda i: (state_estimate(first[i]), i)))
+        fig.update_layout(scattermode="group")  # each audit in its own slot of a state's category
     xtitle = "shared state (sorted by the first audit's ε̂)" if shared else "state quantile (each audit sorted by ε̂)"
     return _epsilon_layout(fig, "Collapse error per state, compared (95% CI; hollow: N < 20)", xtitle, None)
 
@@ -363,8 +372,10 @@ def collapse_map_figure(results: Mapping[str, Any], max_classes: int = 8) -> Any
     the state's replies in its k-th largest class, one panel per sampling mode side by side.
 
     A collapsed state is a row with one dark first cell and nothing after it; a diverse state
-    spreads along its row. Rows are sorted by the primary mode's ε̂ (most collapsed on top); classes
-    past ``max_classes`` are summed in the last column; hovering a cell names the class.
+    spreads along its row. Rows are sorted by the primary mode's ε̂ (most collapsed on top); hovering
+    a cell names the class. Classes past rank ``max_classes - 1`` are summed in the last column,
+    drawn in grey on its own scale (:data:`TAIL_COLOURSCALE`): a state of many small classes fills
+    it, and in the blue of the ranked cells it would read as the darkest, most collapsed column.
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -408,18 +419,33 @@ def collapse_map_figure(results: Mapping[str, Any], max_classes: int = 8) -> Any
                     row.append(f"{html.escape(sid)}<br>classes {max_classes} and on: {max(len(counts) - k, 0)} classes, "
                                f"{sum(counts[k:])} of {n}")  # fmt: skip
             hover.append(row)
-        fig.add_trace(go.Heatmap(z=z, x=cols, y=ylabels, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
-                                 customdata=hover, hovertemplate="%{customdata}<br>share %{z:.2f}<extra></extra>",
-                                 showscale=j == 0,
+        ranked = [row[:-1] for row in z]
+        fig.add_trace(go.Heatmap(z=ranked, x=cols[:-1], y=ylabels, zmin=0, zmax=1, colorscale="Blues", xgap=1, ygap=1,
+                                 customdata=[h[:-1] for h in hover], name=f"{m}: classes by rank",
+                                 hovertemplate="%{customdata}<br>share %{z:.2f}<extra></extra>", showscale=j == 0,
                                  colorbar={"title": {"text": "share of replies", "side": "right"}, "thickness": 12}),
                       row=1, col=j + 1)  # fmt: skip
-        fig.update_xaxes(title_text="class, by size", row=1, col=j + 1, type="category", tickfont={"size": 10})
+        fig.add_trace(go.Heatmap(z=[row[-1:] for row in z], x=cols[-1:], y=ylabels, zmin=0, zmax=1,
+                                 colorscale=TAIL_COLOURSCALE, showscale=False, xgap=1, ygap=1,
+                                 customdata=[h[-1:] for h in hover], name=f"{m}: the smaller classes together",
+                                 hovertemplate="%{customdata}<br>share %{z:.2f}<extra></extra>"),
+                      row=1, col=j + 1)  # fmt: skip
+        fig.update_xaxes(title_text="class, by size", row=1, col=j + 1, type="category", tickfont={"size": 10},
+                         categoryorder="array", categoryarray=cols)  # fmt: skip
     fig.update_yaxes(autorange="reversed", type="category", automargin=True, tickfont={"size": 11})
     fig.update_layout(height=rows_height(len(order), per_row=20, fixed=200))
-    note = f"{len(order)} states, sorted by ε̂ of {modes[0]} sampling (most collapsed on top)"
-    return titled(
-        fig, "Collapse map: how each state's replies fall into classes (one dark first cell = collapsed)", note
-    )
+    note = (f"{len(order)} states, sorted by ε̂ of {modes[0]} sampling (most collapsed on top); "
+            f"grey column {cols[-1]}: classes {max_classes} and on together (many small classes: a diverse state)")  # fmt: skip
+    return titled(fig, COLLAPSE_MAP_TITLE, note)
+
+
+COLLAPSE_MAP_TITLE = (
+    "Collapse map: each cell the share of a state's replies in its k-th largest class "
+    "(collapsed: a dark first cell, the rest of the row empty)"
+)
+TAIL_COLOURSCALE = [[0.0, "#ffffff"], [1.0, "#4d4d4d"]]
+"""The collapse map's last column (every class past the ranked ones together): grey, apart from the
+blue of the ranked cells."""
 
 
 def state_classes(record: Mapping[str, Any], examples: int = 3) -> list[dict[str, Any]]:
@@ -636,6 +662,20 @@ def simulator_errors_text(results: Mapping[str, Any]) -> str | None:
     return text
 
 
+def states_audited_text(results: Mapping[str, Any]) -> str:
+    """What the audited states are, with the note on them when there is one; the note's own opening
+    (``these are probe states, ...``) is not said a second time after the name."""
+    audited = str(results.get("states_audited") or "probe states")
+    note = str(results.get("states_note") or "").removeprefix("note: ").strip()
+    if not note:
+        return audited
+    for opening in (f"these are {audited}, ", f"these are {audited} ", f"these are {audited}"):
+        if note.lower().startswith(opening.lower()):
+            note = note[len(opening) :].lstrip(",;: ")
+            break
+    return f"{audited}: {note}" if note else audited
+
+
 def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The audit's headline quantities (of ``summary``, default the primary mode's): both verdict views
     first, then what each view is made of. Every ε is the bias-aware estimate printed by the verdict."""
@@ -651,8 +691,7 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
          else str(n) + ("  LOW CONFIDENCE (N < 20)" if s["low_confidence"] else "")],
         ["states measured", str(s["n_states"])],
         ["infra failures excluded", infra_failures_text({**results, "summary": s})],
-        ["states audited", str(results.get("states_audited") or "probe states")
-         + (f" — {results['states_note'].removeprefix('note: ')}" if results.get("states_note") else "")],
+        ["states audited", states_audited_text(results)],
     ]  # fmt: skip
     for key, name in (("meaning", "meaning view"), ("reward", "reward view")):
         if key in verdicts:
@@ -691,14 +730,19 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
 
 def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
     """One row per state and sampling mode: ε̂ (bias-aware, as in the headline) with its CI, the plug-in
-    beside it, entropy, the reward view, the exact closed-set scores, status."""
+    beside it, entropy, the reward view, the exact closed-set scores, status.
+
+    A state is named by :func:`short_state_id` (an on-policy id repeats the audit's policy and simulator
+    specs); a column with nothing in any row (no exact scores, no decision, no error) is left out, so
+    the table fits the page's width instead of cutting its last columns.
+    """
     rows = []
     for mode, rs in states_by_mode(results).items():
         for r in rs:
             ok = r.get("collapse_error") is not None
             ex, rv = r.get("exact") or {}, r.get("reward_view") or {}
             rows.append([
-                r["state_id"], mode, r.get("source"), r.get("turn"), r.get("n"), r.get("status"),
+                short_state_id(str(r["state_id"])), mode, r.get("source"), r.get("turn"), r.get("n"), r.get("status"),
                 _f(state_estimate(r)) if ok else "n/a", _ci(r.get("collapse_error_ci95")), _f(r.get("collapse_error")),
                 _f(r.get("entropy")), _f(rv.get("collapse_error_estimate")),
                 " / ".join(f"{k}: {c}" for k, c in zip(rv.get("class_names") or [], rv.get("class_counts") or [], strict=False)),
@@ -706,9 +750,11 @@ def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
                 _f((r.get("decision") or {}).get("collapse_error")), r.get("error") or "",
             ])  # fmt: skip
     # status right after N: on a narrow page the table scrolls, and what a state's numbers mean starts there
-    return {"columns": ["state", "mode", "source", "turn", "N", "status", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)",
-                        "entropy", "reward-view ε̂", "reward classes", "exact: P(closed answer)",
-                        "exact: ε given a closed answer", "decision-label ε (plug-in)", "error"], "rows": rows}  # fmt: skip
+    columns = ["state", "mode", "source", "turn", "N", "status", "ε̂", "95% CI", "ε̂ plug-in (1 − max/N)", "entropy",
+               "reward-view ε̂", "reward classes", "exact: P(closed answer)", "exact: ε given a closed answer",
+               "decision-label ε (plug-in)", "error"]  # fmt: skip
+    keep = [j for j in range(len(columns)) if j < 2 or any(row[j] not in (None, "", "n/a") for row in rows)]
+    return {"columns": [columns[j] for j in keep], "rows": [[row[j] for j in keep] for row in rows]}
 
 
 def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:

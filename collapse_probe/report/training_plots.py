@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collapse_probe.report._html import Sentence
     from collapse_probe.results import TrainResults
 
 __all__ = [
@@ -110,7 +111,8 @@ def metric_over_steps_figure(
     yrange: Sequence[float] | None = None,
     alarms: Alarms = (),
 ) -> Any:
-    """One line per (run, key): runs by colour, keys by dash style.
+    """One line per (run, key): runs by colour, keys by dash style; a single run's keys each in a
+    colour of their own (four series of one run in one colour read as one).
 
     Args:
         curves: ``{run label: per-step records}``.
@@ -130,9 +132,10 @@ def metric_over_steps_figure(
     plotted = 0
     steps: list[Any] = []
     top: list[float] = []
+    by_key = len(curves) == 1 and len(keys) > 1
     for ri, (label, records) in enumerate(curves.items()):
-        colour = _PALETTE[ri % len(_PALETTE)]
         for ki, (key, suffix) in enumerate(keys.items()):
+            colour = _PALETTE[(ki if by_key else ri) % len(_PALETTE)]
             xs, ys = _series(records, key)
             if not xs:
                 continue
@@ -146,6 +149,7 @@ def metric_over_steps_figure(
                     name=name,
                     mode="lines+markers" if len(xs) <= 30 else "lines",
                     line={"color": colour, "dash": dashes[ki % len(dashes)]},
+                    marker={"color": colour},
                     legendgroup=label,
                 )
             )
@@ -255,7 +259,9 @@ def progress_curves(
 
 def training_figures(curves: Curves, alarms: Alarms = (), x: str = "auto") -> list[tuple[str, Any]]:
     """The Training view's figures as ``(heading, figure)`` pairs, ready for ``write_html_report``;
-    collapse-monitor ``alarms`` are marked on the reward, entropy and ε curves.
+    collapse-monitor ``alarms`` are marked on the reward, entropy and ε curves. The zero-variance
+    figure is a :class:`~collapse_probe.report._html.Sentence` instead when it has nothing to draw
+    (:func:`zero_variance_sentence`).
 
     ``x``: ``"step"`` (training steps), ``"progress"`` (each run's steps as a share of its own last
     step, so runs of very different length overlay), or ``"auto"``: progress where
@@ -269,7 +275,7 @@ def training_figures(curves: Curves, alarms: Alarms = (), x: str = "auto") -> li
     progress = x == "progress" or (x == "auto" and progress_axis(curves))
     if progress:
         curves, alarms = progress_curves(curves, alarms)
-    figures = [
+    figures: list[tuple[str, Any]] = [
         ("Train vs held-out reward", reward_curves_figure(curves, alarms)),
         ("Policy entropy", policy_entropy_figure(curves, alarms)),
         ("Simulator collapse error", sim_collapse_error_figure(curves, alarms)),
@@ -279,7 +285,25 @@ def training_figures(curves: Curves, alarms: Alarms = (), x: str = "auto") -> li
         for _, fig in figures:
             fig.update_xaxes(title="share of the run's steps (each run from its first to its last step)",
                              tickmode="auto", dtick=None, tick0=None, tickformat=".0%", range=[-0.02, 1.02])  # fmt: skip
-    return figures
+    zero = zero_variance_sentence(curves)
+    return [(h, zero if h == "Zero-variance groups" and zero else f) for h, f in figures]
+
+
+def zero_variance_sentence(curves: Curves) -> Sentence | None:
+    """What the zero-variance chart would show when it has nothing to draw, as a sentence: no step
+    recorded the share, or no group of any step had zero reward variance (a line along the axis).
+    ``None`` when there is a share above 0 to draw."""
+    from collapse_probe.report._html import Sentence
+
+    merged = _with_alias(curves, "zero_std_share", "zero_std_fraction")
+    shares = [v for rs in merged.values() for v in _series(rs, "zero_std_share")[1]]
+    if not shares:
+        return Sentence("No step of these runs recorded the share of rollout groups with zero reward variance.")
+    if max(shares) == 0:
+        runs = f" of {len(merged)} runs" if len(merged) > 1 else ""
+        return Sentence(f"No rollout group had zero reward variance in any of the {len(shares)} steps{runs} recorded: "
+                        "every group gave the policy an advantage signal.")  # fmt: skip
+    return None
 
 
 def write_train_report(

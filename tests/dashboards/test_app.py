@@ -98,9 +98,12 @@ def test_simulator_view_draws_the_real_audit(app, runs_root):
     assert len(charts) == 5  # collapse map, per state, by turn, direct vs VS, classes of the chosen state
     # the collapse map: one panel per mode, each row a state's class shares (largest first), rows summing to 1
     cmap = charts.pop(0)
-    assert [t["type"] for t in cmap["data"]] == ["heatmap", "heatmap"]
-    for t in cmap["data"]:
-        assert all(abs(sum(row) - 1) < 1e-9 and row == sorted(row[:-1], reverse=True) + row[-1:] for row in t["z"])
+    # per mode the ranked classes in blue, then the smaller classes together in grey (their own trace)
+    assert [t["type"] for t in cmap["data"]] == ["heatmap"] * 4
+    for ranked, tail in zip(cmap["data"][::2], cmap["data"][1::2], strict=True):
+        assert tail["x"] == ["#8+"] and tail["colorscale"] != ranked["colorscale"]
+        for row, rest in zip(ranked["z"], tail["z"], strict=True):
+            assert abs(sum(row + rest) - 1) < 1e-9 and row == sorted(row, reverse=True)
     # ε per state: both sampling modes, the bias-aware values of results.json (as printed) in its state order
     per_state = {t["name"]: t for t in charts[0]["data"]}
     assert set(per_state) == {"direct: on_policy", "verbalized: on_policy", f"ε* = {res['epsilon_star']:g}"}
@@ -202,7 +205,8 @@ def test_training_view_overlays_runs(app):
     chosen.set_value(labels).run()
     assert not at.exception
     charts = [_figure(c) for c in _plotly(at)]
-    assert len(charts) == 4
+    assert len(charts) == 3  # no group of these runs had zero reward variance: a sentence, not an empty chart
+    assert any("No rollout group had zero reward variance" in i.value for i in at.info)
     reward_traces = {t["name"] for t in charts[0]["data"]}
     assert {
         "train_single — train",
@@ -222,7 +226,7 @@ def test_runs_table_keeps_status_and_cost_in_view(app):
     assert columns.index("cost (USD)") < columns.index("modified") < columns.index("notes")
     assert columns.index("status") < columns.index("cost (USD)")
     widths = json.loads(table.proto.columns)
-    assert widths["run"]["width"] <= 320 and widths["notes"]["width"] == "large"
+    assert widths["run"]["width"] <= 320 and widths["notes"]["width"] <= 420
 
 
 def test_training_view_draws_runs_of_very_different_length_on_progress(tmp_path, monkeypatch):
@@ -268,7 +272,8 @@ def test_half_written_runs_do_not_crash(half_written_root, monkeypatch, view):
         assert sorted(ys) == sorted(r["collapse_error_estimate"] for r in recs)
         assert len(recs) == 3
     if view == "Training":
-        assert len(_plotly(at)) == 4  # the steps recorded before the torn line are drawn
+        # the steps recorded before the torn line are drawn (zero-variance groups: a sentence when none had any)
+        assert len(_plotly(at)) + sum("zero reward variance" in i.value for i in at.info) == 4
 
 
 def test_off_schema_results_are_one_line_not_a_crash(tmp_path, monkeypatch):
@@ -439,3 +444,24 @@ def test_compare_view_of_two_identical_runs_draws_both(tmp_path, monkeypatch):
     charts = [_figure(c) for c in _plotly(at)]
     assert len(charts) == 3
     assert charts[0] == charts[1]  # the two runs' per-state charts are the same chart, both on the page
+
+
+def test_runs_table_shows_each_runs_verdict_and_whole_cells(app, runs_root):
+    """A verdict column (the audit's answer, the gate's outcome), every cell as wide as its text, every
+    run in view up to the height where the table scrolls."""
+    from collapse_probe.dashboard.app import CAPPED, CELL_PAD_PX, CHAR_PX, ROW_PX, RUNS_SHOWN, runs_table_height
+
+    table = app.dataframe[0]
+    df = table.value
+    verdicts = dict(zip(df["run"], df["verdict"], strict=True))
+    answer = json.loads((runs_root / "audit_probe" / "results.json").read_text())["verdict_text"]["answer"]
+    assert verdicts["audit_probe"] == answer and verdicts["gate"].endswith(": pass")
+    assert verdicts["train_single"] == "—"
+    assert list(df.columns).index("verdict") < list(df.columns).index("cost (USD)")
+    widths = json.loads(table.proto.columns)
+    for name in df.columns:
+        longest = max(len(str(name)), *(len(str(v)) for v in df[name]))
+        assert widths[name]["width"] >= min(CELL_PAD_PX + CHAR_PX * longest, CAPPED.get(name, 10**6)), name
+    assert any(v == "not recorded" for v in df["model calls"])  # the cell that was cut ("not recorde")
+    assert runs_table_height(len(df)) >= ROW_PX * (len(df) + 1)  # no run hidden below the table's edge
+    assert runs_table_height(RUNS_SHOWN + 50) == runs_table_height(RUNS_SHOWN)  # more scroll inside it
