@@ -155,7 +155,7 @@ RUN_COMMANDS = ("play", "audit", "crossplay", "train")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``collapse-probe`` console script.
 
-    Exit status: the subcommand's (``gate``: 0 pass, 1 fail, 2 could not judge); 2 for bad input,
+    Exit status: the subcommand's (``gate``: 0 pass, 1 fail, 3 could not judge); 2 for bad input,
     named in one line on stderr; 130 when interrupted. Any unexpected exception is also one line
     (``-v`` shows the traceback), never a bare traceback. Nothing printed holds a configured secret
     (an API key, the credentials of a base URL in a model spec: :mod:`collapse_probe._secrets`).
