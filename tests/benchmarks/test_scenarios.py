@@ -95,6 +95,16 @@ def test_yaml_json_and_jsonl_give_the_same_scenarios(tmp_path):
     assert y == j == jl and [s.id for s in y] == ["hail-roof", "flood-basement"]
 
 
+def test_yes_no_and_number_answers_keep_their_text_in_yaml(tmp_path):
+    text = (
+        "- {id: chest pain 01, instructions: x, opening: hi, reward: {pattern: '\\[(YES|NO)\\]', values: {YES: 1, NO: 0}}}\n"
+        "- {id: b, instructions: x, opening: hi, reward: {pattern: '\\[STARS ([1-3])\\]', values: {1: 0, 2: 0.5, 3: 1}}}\n"
+    )
+    a, b = load_scenarios(_write(tmp_path, "s.yaml", text))
+    assert a.id == "chest pain 01" and a.reward.values == {"YES": 1.0, "NO": 0.0}
+    assert b.reward.values == {"1": 0.0, "2": 0.5, "3": 1.0}
+
+
 BAD = [  # (file name, content, what the one line must name besides the file)
     ("no-instructions.yaml", "- {id: a, opening: hi}\n", ["'a'", "field instructions", "missing"]),
     ("bad-regex.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|B', values: {A: 1}}}\n",

@@ -73,6 +73,14 @@ class Reward(BaseModel):
             raise ValueError("has no group: put the answer in parentheses, e.g. '\\[TRIAGE (URGENT|ROUTINE)\\]'")
         return v
 
+    @field_validator("values", mode="before")
+    @classmethod
+    def _answer_keys(cls, v: Any) -> Any:
+        # YAML reads an answer key 3 (of a pattern such as '([1-5])') as a number: its text is the answer
+        if isinstance(v, dict):
+            return {str(k) if isinstance(k, int) and not isinstance(k, bool) else k: x for k, x in v.items()}
+        return v
+
     @field_validator("values", "default")
     @classmethod
     def _finite(cls, v: Any) -> Any:
@@ -130,8 +138,8 @@ class Scenario(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    id: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\s:]+$")]
-    """A name unique in the file (no whitespace or ``:``, which state ids use as a separator)."""
+    id: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f\s]([^\x00-\x1f\x7f]*\S)?$")]
+    """A name unique in the file: one line, no leading or trailing whitespace (the task id of its records)."""
     instructions: NonBlank
     """What the simulated user is told: persona, goal and the facts it knows."""
     opening: NonBlank
@@ -377,7 +385,7 @@ def _problem(exc: ValidationError) -> str:
     if kind == "string_pattern_mismatch" and loc[-1:] != ["id"]:
         msg = "must not be blank"
     elif kind == "string_pattern_mismatch":
-        msg = "must be one word without whitespace or ':'"
+        msg = "must be one line without leading or trailing whitespace"
     got = err.get("input")
     shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
     if len(shown) > 80:
@@ -419,11 +427,12 @@ def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, Any]]:
 def _yaml(raw: bytes, p: Path) -> Any:
     import yaml
 
+    loader_class = _yaml_loader()
     from collapse_probe._files import check_values
 
     text = _text(raw, p)
     try:
-        loader = yaml.SafeLoader(text)
+        loader = loader_class(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML ({' '.join(str(exc).split())})") from None
     try:
@@ -442,6 +451,26 @@ def _yaml(raw: bytes, p: Path) -> Any:
         loader.dispose()
     check_values(data, p, expected=EXPECTED)
     return data
+
+
+def _yaml_loader() -> Any:
+    """``yaml.SafeLoader`` whose booleans are YAML 1.2's (``true``/``false``): YAML 1.1 reads the answers
+    ``YES``, ``NO``, ``ON`` and ``OFF`` of a pattern's ``values`` as booleans, losing their text."""
+    import re as _re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", _re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return Loader
 
 
 def _no_repeated_keys(root: Any, p: Path) -> None:
