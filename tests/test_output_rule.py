@@ -117,15 +117,19 @@ def test_a_file_the_project_did_not_write_is_never_modified(
         assert os.readlink(path) == str(target)
 
 
-@pytest.mark.parametrize("victim", ["/etc/passwd", "~/.bashrc"])
-def test_system_and_home_files_named_in_a_gate_config_are_refused(victim, run_dir, tmp_path, monkeypatch, capsys):
-    path = Path(os.path.expanduser(victim))
-    if victim.startswith("~"):
-        monkeypatch.setenv("HOME", str(tmp_path))
-        path = tmp_path / ".bashrc"
+@pytest.mark.parametrize("victim", ["etc/passwd", "home/.bashrc"])
+def test_system_and_home_files_named_in_a_gate_config_are_refused(victim, run_dir, tmp_path, capsys):
+    """A system file of root's (run as root it is "this user's": its content refuses it) and a user's shell
+    profile, named in a gate --config file. Copies stand in for the real files, so that a regression of
+    the rule can never damage the machine that runs the test."""
+    path = tmp_path / victim
+    path.parent.mkdir()
+    real = Path("/etc/passwd")
+    path.write_bytes(
+        real.read_bytes() if victim == "etc/passwd" and real.is_file() else b"root:x:0:0:root:/root:/bin/bash\n"
+    )
+    if victim.endswith(".bashrc"):
         path.write_text("export PATH=$HOME/bin:$PATH\n")
-    if not path.is_file():
-        pytest.skip(f"{path} is not a file here")
     before = (path.read_bytes(), os.stat(path).st_mtime_ns)
     cfg = tmp_path / "gate.yaml"
     cfg.write_text(f"json: {path}\nmarkdown: {path}.md\nmin-transfer: 0.5\n")
@@ -156,7 +160,9 @@ def test_a_second_gate_run_rewrites_its_own_reports_atomically(run_dir, tmp_path
 def test_a_markdown_report_from_before_the_marker_is_still_rewritten(run_dir, tmp_path, capsys):
     md = tmp_path / "gate.md"
     md.write_text("### collapse-probe gate: ✅ passed: transfer 1.4 (90% CI [1.2, 1.7]) clears 0.8 (rule: interval)\n")
-    rc, _, err = _cli(["gate", str(run_dir), "--policy", POLICY, "--min-transfer", "0.5", "--markdown", str(md)], capsys)
+    rc, _, err = _cli(
+        ["gate", str(run_dir), "--policy", POLICY, "--min-transfer", "0.5", "--markdown", str(md)], capsys
+    )
     assert rc == 0, err
     assert md.read_text().startswith("<!-- collapse-probe gate report -->\n")
 
@@ -183,4 +189,3 @@ def test_the_same_file_for_two_reports_is_refused(run_dir, tmp_path, capsys):
         capsys,
     )
     assert rc == 2 and "--json" in err and "--markdown" in err and not p.exists(), err
-

@@ -168,14 +168,15 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe._gate import EXIT_CANNOT_JUDGE, evaluate_gate, gate_run_dir
+    from collapse_probe._gate import EXIT_CANNOT_JUDGE, GateConfig, evaluate_gate, gate_run_dir
     from collapse_probe._output import write_report
     from collapse_probe.report.gate_text import junit_xml, markdown
 
     try:
-        check_outputs(args)
         options = model_values(args, config_fields(CONFIG, exclude=("policy",)))
+        GateConfig(policy=args.policy, **options)  # each option's own check first, naming the flag
         check_thresholds(options)
+        check_outputs(args)
         data = load_run(args.run_dir, [args.policy, options.get("baseline_policy")])
     except ConfigError as exc:
         print(f"collapse-probe gate: error: {exc}", file=sys.stderr)
