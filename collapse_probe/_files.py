@@ -70,8 +70,10 @@ deeper than any record, still clear of the interpreter's recursion limit."""
 MAX_INT_DIGITS = 100
 """Digits of an integer in a user's file: ids, counts and seeds have at most a few dozen; Python refuses
 to convert past 4,300, and a float field cannot hold past 309."""
-MAX_LINE_BYTES = 256 << 20
-"""One line of a JSONL file: a record is read whole, so a 3 GB line without a newline would be held in memory."""
+MAX_LINE_BYTES = 16 << 20
+"""One line of a JSONL file (a user's or a run's own): a record is read whole and parsed into Python
+objects several times its size, so a 200 MB line would exhaust memory; a conversation, long tool
+outputs included, takes a few hundred KB."""
 
 
 class FileProblem(ConfigError):
@@ -256,6 +258,8 @@ def parse_json(
         raise ConfigError(
             f"{where}: JSON nested deeper than {max_depth} levels (arrays and objects); expected {expected}"
         ) from None
+    except MemoryError:
+        raise ConfigError(f"{where}: too large to parse in the memory available; expected {expected}") from None
     problem = _value_problem(value, max_depth=max_depth, surrogates=surrogates, nonfinite=nonfinite)
     if problem is not None:
         at, what = problem

@@ -378,7 +378,7 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
         messages = []
         for i, m in enumerate(s.messages):
             calls = tuple(
-                (c.function, canonical_arguments(c.arguments)) for c in (getattr(m, "tool_calls", None) or [])
+                (c.function, canonical_arguments(c.arguments, where)) for c in (getattr(m, "tool_calls", None) or [])
             )
             role = "system" if i < n_given else roles.get(m.role, m.role)
             messages.append(PublishedMessage(role, m.text, calls, dict(m.metadata or {})))

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collapse_probe.errors import ConfigError
+
 SIDES = ("policy", "simulator", "tool", "system")
 """Roles of a neutral message (the rollout engine's names for the two sides, plus tools and system)."""
 
@@ -120,13 +122,30 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def canonical_arguments(arguments: Any) -> str:
-    """Tool-call arguments as canonical JSON (sorted keys), so equal calls compare equal."""
+def canonical_arguments(arguments: Any, where: str = "a tool call") -> str:
+    """Tool-call arguments as canonical JSON (sorted keys), so equal calls compare equal; arguments
+    given as text that is not JSON are their own form.
+
+    Raises:
+        ConfigError: the arguments (or the JSON their text holds) nest deeper than a user's file may
+            (:data:`~collapse_probe._files.MAX_JSON_DEPTH`), naming ``where``: a value thousands of
+            levels deep is no tool call, and every later walk over it would run out of stack.
+    """
+    from collapse_probe._files import MAX_JSON_DEPTH, check_values
+
+    field = f"{where}: arguments"
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except (ValueError, RecursionError):  # not JSON (or too deep to parse): the text is its own form
+        except RecursionError:
+            raise ConfigError(
+                f"{field}: JSON nested deeper than {MAX_JSON_DEPTH} levels (arrays and objects); expected a tool "
+                "call's arguments"
+            ) from None
+        except ValueError:  # not JSON: the text is its own form
             return arguments
+    check_values(arguments, field, expected="a tool call's arguments", max_depth=MAX_JSON_DEPTH, surrogates=True,
+                 nonfinite=True)  # fmt: skip
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 

@@ -251,8 +251,9 @@ def _conversation(sim: Any, run: Any) -> Any:
         return None
     role_of = {"assistant": "policy", "user": "simulator", "tool": "tool", "system": "system"}
     messages = []
+    where = f"{run.path}: simulation {sim.id!r}"
     for m in flat:
-        calls = tuple((c.name, canonical_arguments(c.arguments)) for c in (m.tool_calls or []))
+        calls = tuple((c.name, canonical_arguments(c.arguments, where)) for c in (m.tool_calls or []))
         messages.append(PublishedMessage(role_of.get(m.role, m.role), m.content or "", calls))
     errors: list[dict[str, Any]] = []
     if sim.termination_reason == USER_ERROR_TERMINATION:

@@ -42,7 +42,7 @@ def tool_calls_of(calls: Any, where: str) -> tuple[tuple[str, str], ...]:
         fn = c.get("function") if isinstance(c, dict) and isinstance(c.get("function"), dict) else c
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise ConfigError(f"{where}: tool_calls[{k}]: expected an object with a function name")
-        out.append((fn["name"], canonical_arguments(fn.get("arguments", {}))))
+        out.append((fn["name"], canonical_arguments(fn.get("arguments", {}), f"{where}: tool_calls[{k}]")))
     return tuple(out)
 
 

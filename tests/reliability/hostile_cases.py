@@ -707,7 +707,12 @@ CASES: list[Case] = [
     Case("τ2 llm_args a list", "tau2", tau2_llm_args_list, names=("llm_args",)),
     Case("τ2 NaN reward", "tau2", tau2_nan_reward, names=("reward", "NaN")),
     Case("τ2 tool arguments 900 deep", "tau2", tau2_deep_arguments, names=("nested", "arguments")),
-    Case("τ2 tool arguments a 50000-deep JSON string", "tau2", tau2_deep_arguments_string, expect="accept"),
+    Case(
+        "τ2 tool arguments a 50000-deep JSON string",
+        "tau2",
+        tau2_deep_arguments_string,
+        names=("results.json", "arguments", "nested"),
+    ),
     Case("τ2 100000-deep JSON", "tau2", tau2_deep_json, names=("results.json", "nested")),
     Case("τ2 tool_calls: 5", "tau2", tau2_tool_calls_int, names=("tool_calls",)),
     Case(
