@@ -79,3 +79,29 @@ def test_the_dashboard_draws_scenario_runs(runs_root, monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         assert not at.warning, [w.value for w in at.warning]
         assert list(at.get("plotly_chart")), view
+
+
+def test_the_train_config_takes_the_scenario_file(tmp_path):
+    from collapse_probe.trainers.config import TrainConfig
+
+    config = TrainConfig(benchmark="scenarios", arena_options={"scenarios": str(example_path())},
+                         sims=["scripted:clinic_patient_train"], max_turns=2)  # fmt: skip
+    arena = config.arena.build(["smollm2", "scripted:clinic_patient_train"])
+    assert isinstance(arena, ScenarioArena) and arena.max_turns == 3  # train hands max_turns to it itself
+    assert config.arena.options["scenarios"] == str(example_path())
+
+
+@pytest.mark.slow
+def test_train_runs_a_step_on_a_scenario_file(tmp_path, monkeypatch):
+    pytest.importorskip("peft")
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(example_path(), tmp_path / "clinic.yaml")
+    code = _cli("train", "--benchmark", "scenarios", "--scenarios", "clinic.yaml", "--policy", "smollm2",
+                "--sim", "scripted:clinic_patient_train", "--steps", "1", "--tasks", "1", "--group-size", "2",
+                "--max-turns", "2", "--max-tokens", "16", "--collapse-states", "1", "--collapse-samples", "2",
+                "--out", "runs/train")  # fmt: skip
+    assert code == 0
+    config = json.loads((tmp_path / "runs/train/config.json").read_text())
+    assert config["arena"]["benchmark"] == "scenarios" and config["arena"]["scenarios"] == "clinic.yaml"
+    rollouts = [json.loads(x) for x in (tmp_path / "runs/train/rollouts.jsonl").read_text().splitlines()]
+    assert rollouts and all(r["messages"][0]["meta"] == {"given": "opening"} for r in rollouts)
