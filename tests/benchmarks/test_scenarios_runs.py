@@ -105,3 +105,26 @@ def test_train_runs_a_step_on_a_scenario_file(tmp_path, monkeypatch):
     assert config["arena"]["benchmark"] == "scenarios" and config["arena"]["scenarios"] == "clinic.yaml"
     rollouts = [json.loads(x) for x in (tmp_path / "runs/train/rollouts.jsonl").read_text().splitlines()]
     assert rollouts and all(r["messages"][0]["meta"] == {"given": "opening"} for r in rollouts)
+
+
+def test_a_wheel_ships_the_example_and_its_scripted_models(tmp_path):
+    """A non-editable install finds the example and ``scripted:clinic_*`` by name from any directory."""
+    import subprocess
+    import sys
+    import zipfile
+
+    repo = Path(__file__).resolve().parents[2]
+    src = tmp_path / "src"
+    shutil.copytree(repo / "collapse_probe", src / "collapse_probe", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, src / name)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    if proc.returncode != 0:
+        pytest.skip(f"cannot build a wheel here: {proc.stderr[-300:]}")
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "collapse_probe/data/scenarios/clinic-intake.yaml" in names
+    assert "collapse_probe/benchmarks/scenarios/_schema.py" in names
+    for model in ("patient_train", "patient_cautious", "patient_anxious", "agent_promise", "agent_thorough"):
+        assert f"collapse_probe/data/scripted/clinic_{model}.json" in names
