@@ -602,8 +602,11 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
     if v["label"] == "NOT MEASURED":
         return f"not measured: {v.get('reason')}"
     if v["label"] == "NO REWARD SIGNAL":
-        return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  NO REWARD SIGNAL ({v.get('reason')}; the "
-                f"interval alone reads {v.get('interval_label') or 'COLLAPSED'})")  # fmt: skip
+        from collapse_probe._audit._verdict import FORMAT_COMPLIANCE_LOW, given_text, percent
+
+        return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  NO REWARD SIGNAL (a closed answer in "
+                f"{given_text(v)}, below {percent(FORMAT_COMPLIANCE_LOW)}: format, not collapse; the interval alone "
+                f"reads {v.get('interval_label') or 'COLLAPSED'})")  # fmt: skip
     rel = "<" if v["label"] == "COLLAPSED" else ">" if v["label"] == "NOT COLLAPSED" else "∋"
     return f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (CI {rel} ε* = {epsilon_star:g})"
 

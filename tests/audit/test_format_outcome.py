@@ -133,7 +133,7 @@ def test_a_real_audit_of_a_donor_that_never_states_a_donation_says_so_everywhere
     assert res["verdicts"]["reward"]["label"] == "NO REWARD SIGNAL"
     answer = res["verdict_text"]["answer"]
     assert "NO REWARD SIGNAL where the reward looks" in answer and answer in printed
-    assert "NO REWARD SIGNAL (the simulator gives one of the closed answers" in printed  # the table's reward row
+    assert "NO REWARD SIGNAL (a closed answer in 0 of 20 sampled replies" in printed  # the table's reward row
     # the report: the same answer, amber (not the green of NOT COLLAPSED), the same row
     report = (out / "report.html").read_text()
     assert answer.replace("'", "&#x27;") in report and "color:#9a6700" in report

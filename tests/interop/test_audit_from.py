@@ -88,7 +88,7 @@ def test_run_directory_is_a_normal_audit_with_report_samples_and_published_block
     assert all(len(s["conversations"]) == s["n"] for s in samples)
     assert res["verdicts"]["meaning"]["label"] in ("COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE")
     assert res["verdict"].startswith(("COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE"))
-    assert "rerun with --states" not in res["verdict"]  # a published file cannot be sampled again
+    assert "--states" not in res["verdict_text"]["next"]  # a published file cannot be sampled again
     errs = res["simulator_errors"]
     assert errs["flagged"] == 2 and errs["flagged_critical"] == 2 and errs["conversations"] == 3 * 6 - 1
     var = res["variance"]
