@@ -321,3 +321,17 @@ def test_the_clinic_gate_passes_the_thorough_agent_and_fails_the_exploiting_one(
         "--no-progress", "--out", "runs/cp",
     )  # fmt: skip
     assert code == 2 and "scenarios" in err, err
+
+
+def test_a_file_with_fewer_scenarios_than_asked_uses_them_all(tmp_path, monkeypatch, capsys, caplog):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "one.yaml", HIDDEN.split("- id: flood-basement")[0])
+    arena = make_arena(tmp_path / "one.yaml")
+    with caplog.at_level("WARNING"):
+        assert [t.task_id for t in arena.load_tasks(4)] == ["hail-roof"]
+    assert "holds 1 scenario(s)" in caplog.text
+    _write(tmp_path, "claimant.json", json.dumps(CLAIMANT))
+    code, _, err = _cli(capsys, "audit", "--benchmark", "scenarios", "--scenarios", "one.yaml", "--sim",
+                        "scripted:claimant.json", "--samples", "10", "--no-progress", "--out", "runs/a")  # fmt: skip
+    assert code == 0, err
+    assert len(json.loads((tmp_path / "runs/a/results.json").read_text())["states"]) == 3

@@ -11,6 +11,7 @@ model ``reward.judge`` about the whole conversation.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -118,7 +119,12 @@ class ScenarioArena:
             if n < 1:
                 raise ConfigError(f"--tasks must be >= 1, got {n}")
             if n > len(order):
-                raise ConfigError(f"--tasks {n} exceeds the {len(order)} scenarios of {self.source}")
+                # the file is the task set: a command's default count (play's 4, the audit's 2) must not
+                # refuse a file of one scenario
+                logging.getLogger(__name__).warning(
+                    "%d tasks asked for (--tasks, or the audit's --states): %s holds %d scenario(s); all are used",
+                    n, self.source, len(order),
+                )  # fmt: skip
             order = order[:n]
         return [Task(self.scenarios[i].id, {"scenario": self.scenarios[i].id}, split) for i in order]
 
