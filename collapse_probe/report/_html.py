@@ -62,7 +62,8 @@ def report_results(model: type[M], results: Any, path: str | Path, name: str = "
 
 def table_html(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A plain HTML table; every cell is escaped. A value cell (:func:`is_value_text`: ``0.569 ± 0.254``,
-    ``[0.019, 0.498]``) gets ``class="num"``, which never wraps: a number broken over lines reads as two."""
+    ``[0.019, 0.498]``) gets ``class="num"``, which never wraps: a number broken over lines reads as two;
+    a cell with a word longer than :data:`LONG_WORD` gets ``class="long"``, which may break inside it."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
     body = "".join("<tr>" + "".join(_cell(_fmt(v)) for v in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -79,9 +80,14 @@ def is_value_text(text: str) -> bool:
     return bool(text) and len(text) <= VALUE_CHARS and not letters
 
 
+LONG_WORD = 24
+"""A cell with a word longer than this (a model spec, a state id) may break inside it: a table cell
+grows to its longest word, and one spec would push the table past the page."""
+
+
 def _cell(text: str) -> str:
-    cls = ' class="num"' if is_value_text(text) else ""
-    return f"<td{cls}>{html.escape(text)}</td>"
+    cls = "num" if is_value_text(text) else "long" if any(len(w) > LONG_WORD for w in text.split()) else ""
+    return f'<td class="{cls}">{html.escape(text)}</td>' if cls else f"<td>{html.escape(text)}</td>"
 
 
 def _fmt(v: Any) -> str:
@@ -213,9 +219,9 @@ body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px
 h1, h2, .subtitle, td, th, p, pre {{ overflow-wrap: break-word; }}
 h1 {{ margin-bottom: 0.2rem; font-size: 1.6rem; }} .subtitle {{ color: #555; margin-bottom: 1.5rem; }}
 .scroll {{ overflow-x: auto; }}
-table {{ border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }}
-td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }} th {{ background: #f4f4f4; }}
-td.num {{ white-space: nowrap; }}
+table {{ border-collapse: collapse; margin: 0.5rem 0; font-size: 0.85rem; }}
+td, th {{ border: 1px solid #ddd; padding: 4px 5px; text-align: left; vertical-align: top; }} th {{ background: #f4f4f4; }}
+td.num {{ white-space: nowrap; }} td.long {{ overflow-wrap: anywhere; }}
 section {{ margin-bottom: 2rem; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1><div class="subtitle">{html.escape(subtitle)}</div>

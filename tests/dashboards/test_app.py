@@ -101,7 +101,7 @@ def test_simulator_view_draws_the_real_audit(app, runs_root):
     # per mode the ranked classes in blue, then the smaller classes together in grey (their own trace)
     assert [t["type"] for t in cmap["data"]] == ["heatmap"] * 4
     for ranked, tail in zip(cmap["data"][::2], cmap["data"][1::2], strict=True):
-        assert tail["x"] == ["#8+"] and tail["colorscale"] != ranked["colorscale"]
+        assert tail["x0"] == len(ranked["x"]) and tail["colorscale"] != ranked["colorscale"]
         for row, rest in zip(ranked["z"], tail["z"], strict=True):
             assert abs(sum(row + rest) - 1) < 1e-9 and row == sorted(row, reverse=True)
     # ε per state: both sampling modes, the bias-aware values of results.json (as printed) in its state order

@@ -80,7 +80,8 @@ def test_collapse_map_draws_the_tail_apart_and_its_caption_holds():
     diverse = _state("diverse", [2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])  # 11 classes: the tail holds 4 of 12
     fig = collapse_map_figure({"states": [collapsed, diverse], "mode": "direct", "samples_per_state": 12})
     ranked, tail = fig.data
-    assert list(ranked.x) == [f"#{k}" for k in range(1, 8)] and list(tail.x) == ["#8+"]
+    assert list(ranked.x) == list(range(7)) and tail.x0 == 7 and tail.dx == 1  # one column, right of rank 7
+    assert list(fig.layout.xaxis.ticktext) == [*(f"#{k}" for k in range(1, 8)), "#8+"]
     # the caption: a collapsed state is one dark first cell and an empty row
     assert "collapsed: a dark first cell" in COLLAPSE_MAP_TITLE.replace("<br>", " ")
     rows = dict(zip(ranked.y, ranked.z, strict=True))
