@@ -335,3 +335,22 @@ def test_a_file_with_fewer_scenarios_than_asked_uses_them_all(tmp_path, monkeypa
                         "scripted:claimant.json", "--samples", "10", "--no-progress", "--out", "runs/a")  # fmt: skip
     assert code == 0, err
     assert len(json.loads((tmp_path / "runs/a/results.json").read_text())["states"]) == 3
+
+
+def test_without_a_closing_the_pattern_s_answers_are_asked_for(tmp_path):
+    issue_example = (  # the format of the request, with no closing question
+        "- id: chest-pain-01\n  instructions: You are Dana Ruiz, 58.\n"
+        "  opening: Thank you for calling Northside Clinic, how can I help?\n"
+        "  reward:\n    pattern: '\\[TRIAGE (URGENT|ROUTINE)\\]'\n    values: {URGENT: 1.0, ROUTINE: 0.0}\n"
+        "- id: open-answer\n  instructions: x\n  opening: hi\n"
+        "  reward: {pattern: '(?i)triage:\\s*(URGENT|ROUTINE)', values: {URGENT: 1.0, ROUTINE: 0.0}}\n"
+    )
+    arena = make_arena(_write(tmp_path, "s.yaml", issue_example), max_turns=1)
+    specs = {(s.task.task_id, s.kind): s for s in arena.probe_states(arena.load_tasks())}
+    question = specs[("chest-pain-01", "closing")].messages[-1]["content"]
+    assert question.endswith("one of [TRIAGE ROUTINE], [TRIAGE URGENT].")
+    state = arena.episode_at(specs[("chest-pain-01", "closing")].task, specs[("chest-pain-01", "closing")].messages)
+    assert arena.reward_class(state, "[TRIAGE URGENT]") == "reward 1"
+    assert ("open-answer", "closing") not in specs  # '\s*' matches endless texts: no question is made up
+    ep = _run(arena, "chest-pain-01", ["It hurts.", "[TRIAGE ROUTINE] I guess"])
+    assert ep.messages[-2]["content"] == question and asyncio.run(arena.score([ep]))[0].reward == 0.0

@@ -3,8 +3,10 @@ a user wrote in one file (see :mod:`._schema`).
 
 A conversation starts with the scenario's ``opening`` (the agent's first message, fixed). Then the
 simulated user and the policy alternate; one *round* (``max_turns``) is one user reply and, while
-rounds remain, the policy's answer to it. When the rounds are over, a scenario with a ``closing``
-question whose user has stated no answer yet is asked it, and the user's reply ends the conversation.
+rounds remain, the policy's answer to it. When the rounds are over, a user who has stated no answer yet
+is asked the scenario's ``closing`` question (without one, where the reward pattern matches a few whole
+texts: "Before we finish: please state your answer as one of ..." listing them), and that reply ends
+the conversation.
 The reward reads the user's *last* stated answer (``reward.pattern`` and ``values``) or asks a judge
 model ``reward.judge`` about the whole conversation.
 """
@@ -37,10 +39,29 @@ every prompt, so a local backend prefills it once per batch)."""
 AGENT_SYSTEM = "You are the agent in this conversation. Reply to the user in one or two sentences."
 """What the policy is told where a scenario gives no ``agent_instructions``."""
 
+CLOSING_DEFAULT = "Before we finish: please state your answer as one of"
+"""The closing question of a scenario that gives none, followed by the whole answers its pattern matches."""
+
 JUDGE_SYSTEM = (
     "You judge a finished conversation between an agent and a user. Read it, then answer the question "
     "with YES or NO only."
 )
+
+
+def closing_question(scenario: Scenario) -> str | None:
+    """The scenario's ``closing`` question; without one, where its reward pattern matches a few whole texts,
+    a question asking for one of them (so the answer the reward reads is asked for, as the file states
+    it); else ``None``.
+
+    Example:
+        >>> r = Reward(pattern=r"\\[TRIAGE (URGENT|ROUTINE)\\]", values={"URGENT": 1.0, "ROUTINE": 0.0})
+        >>> closing_question(Scenario(id="a", instructions="x", opening="Hi", reward=r))
+        'Before we finish: please state your answer as one of [TRIAGE ROUTINE], [TRIAGE URGENT].'
+    """
+    if scenario.closing:
+        return scenario.closing
+    texts = scenario.reward.answer_texts() if scenario.reward is not None else None
+    return f"{CLOSING_DEFAULT} {', '.join(texts)}." if texts else None
 
 
 def stated_answer(reward: Reward | None, text: str) -> str | None:
@@ -156,9 +177,10 @@ class ScenarioArena:
         if episode.state["rounds"] < self.max_turns:
             return "policy"
         scenario = self.scenario(episode.task)
-        if scenario.closing and not episode.state["elicited"] and self.last_answer(episode) is None:
+        closing = closing_question(scenario)
+        if closing and not episode.state["elicited"] and self.last_answer(episode) is None:
             episode.state["elicited"] = True
-            episode.messages.append({"role": "policy", "content": scenario.closing, "meta": {"elicitation": True}})
+            episode.messages.append({"role": "policy", "content": closing, "meta": {"elicitation": True}})
             return "simulator"
         episode.done = True
         stated = scenario.reward is None or scenario.reward.pattern is None or self.last_answer(episode) is not None
@@ -260,8 +282,9 @@ class ScenarioArena:
                 later = first + [{"role": "simulator" if t.role == "user" else "policy", "content": t.content}
                                  for t in scenario.prefix]  # fmt: skip
                 specs.append(ProbeSpec(task, "prefix", later))
-            if scenario.closing:
-                closing = first + [{"role": "policy", "content": scenario.closing, "meta": {"elicitation": True}}]
+            question = closing_question(scenario)
+            if question:
+                closing = first + [{"role": "policy", "content": question, "meta": {"elicitation": True}}]
                 specs.append(ProbeSpec(task, "closing", closing, asks_decision=True))
         return specs
 
@@ -293,7 +316,7 @@ class ScenarioArena:
         answer = stated_answer(reward, text)
         if answer is None:
             answer = self.last_answer(episode)
-        if answer is None and last_round and self.scenario(episode.task).closing:
+        if answer is None and last_round and closing_question(self.scenario(episode.task)):
             return "no answer stated yet"
         value = reward.default if answer is None else answer_value(reward, answer)
         return f"reward {value:g}"

@@ -22,6 +22,9 @@ MAX_SCENARIO_BYTES = 16 << 20
 MAX_ANSWERS = 1000
 """The most answers a reward pattern's group may match (each needs a value in ``values``)."""
 
+MAX_CLOSING_ANSWERS = 12
+"""The most whole answers a default closing question lists (a pattern matching more gets none)."""
+
 SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 EXPECTED = "a scenario file (a list of scenarios with id, instructions and opening)"
 
@@ -124,6 +127,17 @@ class Reward(BaseModel):
                 "values", f"{extra[0]!r} is not an answer the pattern can match (it matches {_listing(answers)})"
             )
         return self
+
+    def answer_texts(self) -> list[str] | None:
+        """Every whole text the pattern can match (``[TRIAGE URGENT]``, ``[TRIAGE ROUTINE]``), or ``None``
+        when there are more than :data:`MAX_CLOSING_ANSWERS` or the set is open (``\\s*``, ``.``)."""
+        if self.pattern is None:
+            return None
+        parser, _ = _sre()
+        found = _language(parser.parse(self.pattern))
+        if found is None or not 0 < len(found) <= MAX_CLOSING_ANSWERS:
+            return None
+        return sorted(found)
 
     def bounds(self) -> tuple[float, float]:
         """The lowest and highest reward this scenario can pay."""
