@@ -35,8 +35,9 @@ import logging
 import math
 import os
 import random
+import reprlib
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from collapse_probe._constraints import Integer, check_value
 from collapse_probe._jsonl import dumps_line
 from collapse_probe._sync import run_sync
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_SEED
 from collapse_probe.models import GenerationRequest, derive_seed
 from collapse_probe.monitor._args import check_extra, check_groups, check_paths, check_rewards, check_texts, check_turn
 from collapse_probe.monitor._config import MonitorConfig
@@ -282,11 +284,20 @@ class CollapseMonitor:
         return {"phase": self._phase, "shadow_counter": self._shadow_counter}
 
     def restore_sampling_state(self, state: dict[str, Any]) -> None:
-        """Continue the shadow sampling from a :meth:`sampling_state` taken at a checkpoint."""
+        """Continue the shadow sampling from a :meth:`sampling_state` taken at a checkpoint.
+
+        Raises:
+            ConfigError: ``state`` is not such a mapping (naming the field and what was given).
+        """
+        if not isinstance(state, Mapping):
+            raise ConfigError(
+                "monitor sampling state: expected the mapping sampling_state() returned ({phase, shadow_counter}), "
+                f"got {reprlib.repr(state)}"
+            )
         phase, counter = state.get("phase"), state.get("shadow_counter")
         if not isinstance(phase, float) or not 0 <= phase < 1:
             raise ConfigError(f"monitor sampling state: phase must be a number in [0, 1), got {phase!r}")
-        check_value(counter, "monitor sampling state: shadow_counter", [Integer(0)])
+        check_value(counter, "monitor sampling state: shadow_counter", [Integer(0, most=MAX_SEED)])
         self._phase, self._shadow_counter = phase, int(counter)  # type: ignore[arg-type]  # checked above
 
     def _shadow_request(self, request: GenerationRequest) -> GenerationRequest:

@@ -45,9 +45,13 @@ import threading
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from collapse_probe._constraints import Config, Integer, Number
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.limits import MAX_CONVERSATIONS, MAX_SEED
 from collapse_probe.models import derive_seed
 from collapse_probe.monitor._adapters import check_version, fixed_scalars, framework_error
 from collapse_probe.monitor._config import MonitorConfig
@@ -90,25 +94,104 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def settings_from(config: Any, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``collapse_monitor`` section of verl's config, with ``overrides`` (an agent-loop YAML entry's
-    keys) on top; checked: ``sim`` and ``spool`` present, every key known."""
-    section = config.get(AGENT_NAME) if config is not None and hasattr(config, "get") else None
-    merged: dict[str, Any] = dict(_plain(section) or {})
-    merged.update(_plain(dict(overrides or {})))
-    from collapse_probe.benchmarks import DEFAULT_BENCHMARK, get_benchmark
+class VerlSettings(Config):
+    """The adapter's own keys of the ``collapse_monitor`` section (:data:`SETTINGS`), each checked once
+    with one line naming ``collapse_monitor.KEY``; a benchmark's options beside them are checked by
+    the benchmark when the arena is built."""
 
-    bench = str(merged.get("benchmark", DEFAULT_BENCHMARK))
-    known = set(SETTINGS) | set(get_benchmark(bench).options.model_fields)
-    unknown = sorted(set(merged) - known)
-    if unknown:
-        raise ConfigError(f"{AGENT_NAME}.{unknown[0]}: unknown setting; known: {', '.join(sorted(known))}")
+    FLAG_FORMAT: ClassVar[str] = AGENT_NAME + ".{name}"
+
+    sim: Annotated[str, Field(min_length=1)]
+    """The simulator: a participant spec."""
+    spool: Annotated[str, Field(min_length=1)]
+    """Directory shared by the agent loops and the reward manager."""
+    out: Annotated[str | None, Field(min_length=1)] = None
+    """The trainer-side monitor's run directory."""
+    benchmark: Annotated[str, Field(min_length=1)] = "p4g"
+    """The benchmark."""
+    seed: Annotated[int, Integer(0, most=MAX_SEED)] = 0
+    """Base seed of the conversations and of the task order."""
+    temperature: Annotated[float, Number(ge=0)] = 1.0
+    """The simulator's sampling temperature."""
+    rollouts_per_step: Annotated[int | None, Integer(1, optional=True, most=MAX_CONVERSATIONS)] = None
+    """Scored samples per monitor step."""
+    monitor: dict[str, Any] = {}
+    """Fields of MonitorConfig."""
+    cache: bool = False
+    """Serve the simulator's training replies through the response cache."""
+
+
+def _section(value: Any, where: str) -> dict[str, Any]:
+    plain = _plain(value)
+    if plain is None:
+        return {}
+    if not isinstance(plain, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of settings (key: value), got {type(plain).__name__}")
+    return {str(k): v for k, v in plain.items()}
+
+
+def check_settings(settings: Any) -> dict[str, Any]:
+    """The ``collapse_monitor`` settings checked: a mapping, ``sim`` and ``spool`` present, every key
+    known (:data:`SETTINGS` or an option of the benchmark), the adapter's own keys of the right type
+    and range (:class:`VerlSettings`) and ``monitor`` a valid :class:`MonitorConfig`.
+
+    Raises:
+        ConfigError: one line naming the setting (``collapse_monitor.seed must be ...``).
+    """
+    from collapse_probe.benchmarks import get_benchmark
+
+    merged = _section(settings, AGENT_NAME)
     for key in ("sim", "spool"):
-        if not merged.get(key):
+        if merged.get(key) is None or merged.get(key) == "":
             raise ConfigError(
                 f"{AGENT_NAME}.{key} is required ({SETTINGS[key]}): add +{AGENT_NAME}.{key}=... to verl's config"
             )
-    return merged
+    own = VerlSettings(**{k: v for k, v in merged.items() if k in SETTINGS})
+    known = set(SETTINGS) | set(get_benchmark(own.benchmark).options.model_fields)  # an unknown name: one line
+    unknown = sorted(set(merged) - known)
+    if unknown:
+        raise ConfigError(f"{AGENT_NAME}.{unknown[0]}: unknown setting; known: {', '.join(sorted(known))}")
+    bench = get_benchmark(own.benchmark)
+    try:
+        MonitorConfig(**_section(own.monitor, f"{AGENT_NAME}.monitor"))
+        bench.parse({k: v for k, v in merged.items() if k in bench.options.model_fields and v is not None})
+    except ConfigError as exc:
+        text = str(exc)
+        raise ConfigError(text if text.startswith(AGENT_NAME) else f"{AGENT_NAME}: {text}") from None
+    return {**merged, **{k: getattr(own, k) for k in merged if k in SETTINGS}}
+
+
+def settings_from(config: Any, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``collapse_monitor`` section of verl's config, with ``overrides`` (an agent-loop YAML entry's
+    keys) on top; checked by :func:`check_settings`."""
+    section = config.get(AGENT_NAME) if config is not None and hasattr(config, "get") else None
+    merged = _section(section, AGENT_NAME)
+    merged.update(_section(overrides, f"the agent loop's {AGENT_NAME} entry"))
+    return check_settings(merged)
+
+
+class SampleInfo(BaseModel):
+    """A sample's ``collapse_probe`` field as :meth:`RolloutSession.finish` writes it."""
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
+
+    reward: float | None = Field(None, allow_inf_nan=False)
+    task_id: str | int | None = None
+    opening: str | None = None
+    validate_: bool = Field(False, alias="validate")
+
+
+def _sample_info(info: Any) -> SampleInfo:
+    if not isinstance(info, Mapping):
+        raise ConfigError(
+            f"the sample's {FIELD} field: expected a mapping (reward, task_id, opening, ...), got {type(info).__name__}"
+        )
+    try:
+        return SampleInfo.model_validate(dict(info))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        at = str(err.get("loc", ("",))[0])
+        raise ConfigError(f"the sample's {FIELD}.{at}: {err.get('msg')}, got {err.get('input')!r:.200}") from None
 
 
 def _arena(settings: Mapping[str, Any]) -> Any:
@@ -138,6 +221,7 @@ class RolloutSession:
     def __init__(self, settings: Mapping[str, Any]) -> None:
         from collapse_probe.simulators import make_participant
 
+        settings = check_settings(settings)
         self.settings = dict(settings)
         self.arena = _arena(settings)
         self.seed = int(settings.get("seed", 0))
@@ -189,9 +273,10 @@ class RewardSession:
     """
 
     def __init__(self, settings: Mapping[str, Any], rollouts_per_step: int) -> None:
-        from collapse_probe._constraints import Integer, check_value
+        from collapse_probe._constraints import check_value
 
-        check_value(rollouts_per_step, f"{AGENT_NAME}.rollouts_per_step", [Integer(1)])
+        check_value(rollouts_per_step, f"{AGENT_NAME}.rollouts_per_step", [Integer(1, most=MAX_CONVERSATIONS)])
+        settings = check_settings(settings)
         self.arena = _arena(settings)
         config = MonitorConfig(**dict(settings.get("monitor") or {}))
         self.monitor = CollapseMonitor(config, arena=self.arena, spool=settings["spool"], out=settings.get("out"))
@@ -206,13 +291,13 @@ class RewardSession:
     async def record(self, info: Mapping[str, Any], group: Any = None) -> tuple[float | None, dict[str, float]]:
         """Record one scored sample (its ``collapse_probe`` field); returns ``(reward, figures)``: the
         figures of the last step closed before this sample (a validation sample is not recorded)."""
-        reward = info.get("reward")
-        reward = None if reward is None else float(reward)
+        sample = _sample_info(info)
+        reward = sample.reward
         logs = dict(self.scalars)
-        if info.get("validate"):
+        if sample.validate_:
             return reward, logs
-        opening = info.get("opening")
-        self.monitor.record_results([reward], groups=[str(group if group is not None else info.get("task_id"))],
+        opening = sample.opening
+        self.monitor.record_results([reward], groups=[str(group if group is not None else sample.task_id)],
                                     policy_texts=[opening] if opening else None)  # fmt: skip
         self.recorded += 1
         if self.recorded % self.rollouts_per_step == 0:
