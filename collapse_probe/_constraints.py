@@ -85,25 +85,42 @@ class Constraint:
 
 @dataclass(frozen=True)
 class Integer(Constraint):
-    """An integer (not a bool) ``>= least`` (``None``: any integer); ``optional`` also accepts ``None``.
+    """An integer (not a bool) ``>= least`` (``None``: no lower bound) and ``<= most`` (``None``: no upper
+    bound); ``optional`` also accepts ``None``.
 
-    ``why`` is appended to the message in parentheses (why the bound is what it is). ``numpy`` also
-    accepts numpy integers (an argument of a metrics function, often taken from an array)."""
+    ``most`` bounds a count or size a mistyped value would make run for ever or exhaust memory
+    (``--steps 10**30``): the maxima are in :mod:`collapse_probe.limits`. ``why`` is appended to the
+    message in parentheses (why the bound is what it is). ``numpy`` also accepts numpy integers (an
+    argument of a metrics function, often taken from an array)."""
 
     least: int | None = 1
     optional: bool = False
     why: str = ""
     numpy: bool = False
+    most: int | None = None
     numeric = True
+
+    @property
+    def allowed(self) -> str:
+        """The allowed values in words: ``an integer >= 1``, ``an integer in [1, 100,000]``."""
+        if self.most is None:
+            return "an integer" + (f" >= {self.least}" if self.least is not None else "")
+        if self.least is None:
+            return f"an integer <= {self.most:,}"
+        return f"an integer in [{self.least:,}, {self.most:,}]"
 
     def check(self, value: Any, flag: str) -> None:
         if self.optional and value is None:
             return
         integer = isinstance(value, numbers.Integral if self.numpy else int) and not isinstance(value, bool)
-        if not integer or (self.least is not None and value < self.least):
-            bound = f" >= {self.least}" if self.least is not None else ""
-            why = f" ({self.why})" if self.why else ""
-            raise ConfigError(f"{flag} must be an integer{bound}{why}, got {value!r}")
+        low = integer and self.least is not None and value < self.least
+        high = integer and self.most is not None and value > self.most
+        if not integer or low or high:
+            why = f" ({self.why})" if self.why and not high else ""
+            # a huge integer is not echoed digit by digit (nor converted: past 4,300 digits that fails)
+            digits = int(int(value).bit_length() * math.log10(2)) + 1 if integer else 0
+            shown = f"an integer of about {digits:,} digits" if digits > 40 else repr(value)
+            raise ConfigError(f"{flag} must be {self.allowed}{why}, got {shown}")
 
 
 @dataclass(frozen=True)

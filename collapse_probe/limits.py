@@ -21,6 +21,43 @@ MAX_TURNS = 1_000
 """Rounds of one conversation (``--max-turns``)."""
 MAX_CONVERSATIONS = 1_000_000
 """Conversations in one run (tasks x rollouts x matrix cells)."""
+MAX_ROLLOUTS = 10_000
+"""Conversations per task (``--rollouts``, ``--eval-rollouts``)."""
+MAX_LIVE = 100_000
+"""Conversations in flight at once (``--max-live``)."""
+MAX_VS_K = 100
+"""Candidates of one Verbalized-Sampling turn (``--vs-k``): each is a reply the model writes in one answer."""
+MAX_VARIANCE_DRAWS = 1_000
+"""Agent seeds per task (``--variance-agents``) and simulator continuations per agent prefix
+(``--variance-sims``) of the variance share: each multiplies the run's conversations."""
+MAX_STEPS = 1_000_000
+"""Updates of a training run or a lab run (``--steps``), and the step interval options (``--eval-every``,
+``--snapshot-every``, ``--save-every``); a lab step takes about a millisecond, a train step seconds."""
+MAX_GROUP = 4_096
+"""Rollouts of one advantage group or one batch (``--group-size``, ``--train-batch``, ``--tv-samples``
+per step), the members of a pool or an ensemble (``--pool-size``, ``--ensemble-size``, ``--keep-checkpoints``)."""
+MAX_TOKENS = 131_072
+"""Tokens of one generated reply (``--max-tokens``)."""
+MAX_LORA_RANK = 4_096
+"""LoRA rank and alpha (``--lora-r``, ``--lora-alpha``): past a model's hidden size a rank adds nothing."""
+MAX_LAB_SIZE = 10_000
+"""Tasks, strategies, behaviours, families and personas of the tabular lab (its tables hold their products)."""
+MAX_LAB_HORIZON = 12
+"""User turns of a lab conversation (``--horizon``): the exact analysis enumerates ``n_behaviours**horizon`` sequences."""
+MAX_SEED = 2**63 - 1
+"""A seed (``--seed``): what numpy and torch accept."""
+MAX_CONCURRENCY = 1_024
+"""Calls of one model in flight at once (backend option ``concurrency``): providers limit far lower."""
+MAX_RETRIES = 100
+"""Retries of one failed call (backend option ``max_retries``)."""
+MAX_WAIT_S = 3_600.0
+"""Seconds of one backend wait (``timeout``, ``backoff_base``, ``backoff_max``, ``max_retry_after``)."""
+MAX_DELAY_S = 60.0
+"""Seconds a scripted model waits per call (backend option ``delay_s``): simulated latency."""
+MAX_REPLICAS = 1_024
+"""Ray replica actors of one model (``--replicas``)."""
+MAX_BATCH = 4_096
+"""Sequences of one forward pass of a local model (backend option ``max_batch``)."""
 MAX_BOOT = 100_000
 """Bootstrap resamples (``--n-boot``); 2,000 already puts a 95 % interval's ends within Monte-Carlo noise."""
 MAX_BOOT_DRAWS = 50_000_000

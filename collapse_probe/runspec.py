@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 from collapse_probe._constraints import AtMost, Config, Constraint, Integer, Number
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, get_benchmark
-from collapse_probe.limits import MAX_STATES, MAX_TURNS, check_int
+from collapse_probe.limits import MAX_LIVE, MAX_ROLLOUTS, MAX_SEED, MAX_STATES, MAX_TURNS, check_int
 
 __all__ = [
     "LOCAL_PREFIXES",
@@ -176,16 +176,16 @@ class RolloutConfig(Config):
 
     tasks: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 4
     """Number of tasks (P4G: donor personas), the first of the benchmark's seeded order."""
-    rollouts: Annotated[int, Integer(1)] = 2
+    rollouts: Annotated[int, Integer(1, most=MAX_ROLLOUTS)] = 2
     """Conversations per task (and per cell of a cross-play matrix)."""
     max_turns: Annotated[int | None, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
     """Conversation rounds (P4G: persuader + persuadee exchanges); ``None``: the benchmark's own cap
     (P4G: 3; tau2: none, max steps end an episode)."""
-    seed: Annotated[int, Integer(None)] = 0
+    seed: Annotated[int, Integer(None, most=MAX_SEED)] = 0
     """Seed of the task order and of every conversation."""
     temperature: Annotated[float, Number(ge=0)] = 1.0
     """Sampling temperature of both sides."""
-    max_live: Annotated[int | None, Integer(1, optional=True)] = None
+    max_live: Annotated[int | None, Integer(1, optional=True, most=MAX_LIVE)] = None
     """At most this many conversations in flight (``None``: all). An execution setting: a run may
     resume with another value (every conversation has its own seed)."""
 

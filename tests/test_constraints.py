@@ -140,7 +140,7 @@ def test_a_bad_value_is_one_line_naming_the_flag_and_the_value(cls, name):
 def test_nothing_is_coerced_and_none_only_where_declared():
     with pytest.raises(ConfigError, match=r"--tasks must be an integer >= 1, got '3'"):
         _check(PlayConfig, tasks="3")
-    with pytest.raises(ConfigError, match=r"--rollouts must be an integer >= 1, got True"):
+    with pytest.raises(ConfigError, match=r"--rollouts must be an integer in \[1, 10,000\], got True"):
         _check(CrossplayConfig, rollouts=True)
     with pytest.raises(ConfigError, match=r"--temperature must be a finite number >= 0, got None"):
         _check(AuditConfig, temperature=None)
@@ -169,9 +169,10 @@ def test_messages_name_flag_allowed_values_and_value():
 def test_cross_field_rules_run_after_the_fields():
     with pytest.raises(ConfigError, match="--train-sim 'y' is not among --sims"):
         _check(CrossplayConfig, simulators=["x"], train_simulator="y")
-    with pytest.raises(ConfigError, match=r"--tasks x --rollouts x cells = 1000002: at most 1,000,000"):
-        _check(CrossplayConfig, policies=["a"], simulators=["x", "y"], tasks=1, rollouts=500_001)
-    with pytest.raises(ConfigError, match=r"--n-boot 100000000: at most 100,000 bootstrap resamples"):
+    with pytest.raises(ConfigError, match=r"--tasks x --rollouts x cells = 1020000: at most 1,000,000"):
+        _check(CrossplayConfig, policies=["a"], simulators=["x", "y"], tasks=51, rollouts=10_000)
+    # a field's own range is checked before the rules: one line naming the flag and the range
+    with pytest.raises(ConfigError, match=r"^--n-boot must be an integer in \[100, 100,000\], got 100000000$"):
         _check(AuditConfig, n_boot=100_000_000)
     with pytest.raises(ConfigError, match="ensemble_size must be < n_families"):
         _check(LabConfig, ensemble_size=6)

@@ -303,7 +303,7 @@ def test_the_train_config_nests_the_rollout_config_and_the_arena():
     assert TrainConfig.from_dict(plugin.to_dict()) == plugin
     assert TrainConfig().rollout == RolloutConfig(tasks=4, rollouts=4, max_turns=3)  # the trainer's defaults
     # the trainer's own bounds on the shared fields, named by its flags
-    with pytest.raises(ConfigError, match=r"^--group-size must be an integer >= 2 \(advantages"):
+    with pytest.raises(ConfigError, match=r"^--group-size must be an integer in \[2, 4,096\] \(advantages"):
         TrainConfig(group_size=1)
     with pytest.raises(ConfigError, match=r"^--temperature must be a finite number > 0 \(REINFORCE"):
         TrainConfig(temperature=0)

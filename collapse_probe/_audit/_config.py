@@ -9,7 +9,18 @@ from collapse_probe._constraints import AtMost, Config, Flag, Integer, Number, r
 from collapse_probe.benchmarks import Episode
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.benchmarks.p4g import DONATION_GRID, OPENINGS
-from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_STATES, MAX_TURNS, check_at_most, check_n_boot
+from collapse_probe.limits import (
+    MAX_BOOT,
+    MAX_ROLLOUTS,
+    MAX_SAMPLES_PER_STATE,
+    MAX_SEED,
+    MAX_STATES,
+    MAX_TURNS,
+    MAX_VARIANCE_DRAWS,
+    MAX_VS_K,
+    check_at_most,
+    check_n_boot,
+)
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
 from collapse_probe.runspec import ArenaSpec, BenchmarkOptions, RolloutConfig
 
@@ -58,13 +69,13 @@ class AuditConfig(Config):
     only what it can check itself)."""
     compare_vs: bool = False
     """Also audit the Verbalized-Sampling (or direct) mode on the same states and report the difference."""
-    vs_k: Annotated[int, Integer(2)] = 5
+    vs_k: Annotated[int, Integer(2, most=MAX_VS_K)] = 5
     """Candidates per Verbalized-Sampling turn."""
     human: str | None = None
     """Directory with the official P4G CSVs: add human-grounded states and compare with the human
     persuadees (with ``annotated_dialog.csv`` there: people's own ε at the matched states too, in
     ``human_reference.people_epsilon``)."""
-    rollouts: Annotated[int, Integer(1)] = 1
+    rollouts: Annotated[int, Integer(1, most=MAX_ROLLOUTS)] = 1
     """On-policy conversations per task."""
     max_turns: Annotated[int | None, Integer(1, optional=True), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
     """Conversation rounds (``None``: the benchmark's own cap; tau2 has none by default)."""
@@ -72,7 +83,7 @@ class AuditConfig(Config):
     """Sampling temperature of the audited responses and the on-policy rollouts."""
     top_p: Annotated[float, Number(gt=0, le=1)] = 1.0
     """Nucleus-sampling mass of the audited responses."""
-    seed: Annotated[int, Integer(None)] = 0
+    seed: Annotated[int, Integer(None, most=MAX_SEED)] = 0
     """Seed of the task order and of every sample."""
     epsilon_star: Annotated[float, Number(gt=0, lt=1)] = 0.2
     """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
@@ -83,17 +94,17 @@ class AuditConfig(Config):
     """Bound on |reward|, the R_max of the gradient-bias and reward-variance bounds (1 is the P4G range)."""
     variance_share: bool = False
     """Measure the simulator's share of reward variance by nested resampling (extra rollouts; needs a policy)."""
-    variance_agents: Annotated[int, Integer(1)] = 3
+    variance_agents: Annotated[int, Integer(1, most=MAX_VARIANCE_DRAWS)] = 3
     """Agent seeds (agent prefixes) per task for the variance share."""
-    variance_sims: Annotated[int, Integer(2)] = 4
+    variance_sims: Annotated[int, Integer(2, most=MAX_VARIANCE_DRAWS)] = 4
     """Simulator continuations per agent prefix for the variance share."""
     exact: bool = True
     """Compute the exact class distribution where the model scores a closed answer set."""
     vendi: bool = False
     """Embed responses for the Vendi score (always on with the embedding partition)."""
-    n_boot: Annotated[int, Integer(100)] = 1000
+    n_boot: Annotated[int, Integer(100, most=MAX_BOOT)] = 1000
     """Bootstrap resamples for the summary CIs."""
-    batch_states: Annotated[int | None, Integer(1, optional=True)] = None
+    batch_states: Annotated[int | None, Integer(1, optional=True, most=MAX_STATES)] = None
     """States sampled per ``generate`` call (each state's record is appended as its call finishes);
     ``None``: about 64 responses per call (``max(1, 64 // samples)``), which fills the local
     backend's micro-batches and still moves the progress bar often."""

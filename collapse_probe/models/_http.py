@@ -49,6 +49,7 @@ from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe._state import on_reset
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_WAIT_S
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
 from collapse_probe.models._usage import check_budget, record_usage
 
@@ -142,14 +143,15 @@ def check_base_url(url: str, where: str) -> str:
     return url.rstrip("/")
 
 
-def positive_int(value: Any, option: str, minimum: int = 1) -> int:
-    """Validate an integer option at the boundary."""
-    check_value(value, f"option {option!r}", [Integer(minimum)])
+def positive_int(value: Any, option: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """Validate an integer option at the boundary (in ``[minimum, maximum]``)."""
+    check_value(value, f"option {option!r}", [Integer(minimum, most=maximum)])
     return value
 
 
-def positive_float(value: Any, option: str, allow_zero: bool = True) -> float:
-    check_value(value, f"option {option!r}", [Number(ge=0) if allow_zero else Number(gt=0)])
+def positive_float(value: Any, option: str, allow_zero: bool = True, maximum: float = MAX_WAIT_S) -> float:
+    """Validate a number of seconds at the boundary (at most ``maximum``)."""
+    check_value(value, f"option {option!r}", [Number(ge=0, le=maximum) if allow_zero else Number(gt=0, le=maximum)])
     return float(value)
 
 
@@ -398,9 +400,9 @@ class APIChatModel:
         self.base_url = base_url
         self.api_key_env = api_key_env
         self._api_key = api_key
-        self.concurrency = positive_int(concurrency, "concurrency")
+        self.concurrency = positive_int(concurrency, "concurrency", maximum=MAX_CONCURRENCY)
         self.retry = RetryPolicy(
-            max_retries=positive_int(max_retries, "max_retries", minimum=0),
+            max_retries=positive_int(max_retries, "max_retries", minimum=0, maximum=MAX_RETRIES),
             backoff_base=positive_float(backoff_base, "backoff_base"),
             backoff_max=positive_float(backoff_max, "backoff_max"),
             max_retry_after=positive_float(max_retry_after, "max_retry_after"),

@@ -36,6 +36,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -49,6 +50,7 @@ from collapse_probe._constraints import Integer, Number, OneOf, check_value
 from collapse_probe._proc import pid_alive
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.limits import MAX_BATCH
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
 logger = logging.getLogger(__name__)
@@ -432,7 +434,7 @@ class LocalModel:
         tie_tolerance: float | None = None,
     ) -> None:
         check_value(prompt_style, "option prompt_style", [OneOf(PROMPT_STYLES)])
-        check_value(max_batch, "option max_batch", [Integer(1)])
+        check_value(max_batch, "option max_batch", [Integer(1, most=MAX_BATCH)])
         check_value(tie_tolerance, "option tie_tolerance", [Number(ge=0, optional=True)])
         if prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
             raise ConfigError(
@@ -1142,6 +1144,9 @@ def _top2_gap(x: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 
 _OPTIONS = ("prompt_style", "max_batch", "device", "dtype", "tie_tolerance")
+DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
+"""Values of the ``dtype`` option (``int8``: the CPU only)."""
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d{1,3})?")
 
 
 def _check_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -1153,6 +1158,10 @@ def _check_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
         )
     style = options.get("prompt_style")
     check_value(style, f"{spec}: option prompt_style", [OneOf(PROMPT_STYLES, optional=True)])
+    check_value(options.get("dtype"), f"{spec}: option dtype", [OneOf(DTYPES, optional=True)])
+    device = options.get("device")
+    if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
+        raise ConfigError(f"{spec}: option device must be auto, cpu, mps, cuda or cuda:N, got {device!r}")
     kwargs = {k: options[k] for k in ("max_batch", "tie_tolerance") if options.get(k) is not None}
     LocalModel(spec, None, None, prompt_style="transcript", **kwargs)  # validates the numbers
     return kwargs

@@ -45,6 +45,7 @@ from typing import Any
 from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
+from collapse_probe.limits import MAX_CONCURRENCY, MAX_REPLICAS
 from collapse_probe.models._types import GenerationRequest, GenerationResult
 
 logger = logging.getLogger(__name__)
@@ -218,7 +219,7 @@ def replica_plan(
     per_replica = [dict(opts) for _ in range(replicas)]
     if prefix in HTTP_PREFIXES:
         budget = opts.get("concurrency", DEFAULT_HTTP_CONCURRENCY)
-        check_value(budget, f"{spec}: option concurrency", [Integer(1)])
+        check_value(budget, f"{spec}: option concurrency", [Integer(1, most=MAX_CONCURRENCY)])
         if budget < replicas:
             raise ConfigError(
                 f"{spec}: {replicas} replicas cannot share a concurrency budget of {budget}; "
@@ -303,7 +304,7 @@ class RayReplicaModel:
     def __init__(
         self, spec: str, options: Mapping[str, Any], replicas: int, *, startup_timeout: float | None = None
     ) -> None:
-        check_value(replicas, f"{spec}: replicas", [Integer(1)])
+        check_value(replicas, f"{spec}: replicas", [Integer(1, most=MAX_REPLICAS)])
         self.spec = spec
         self._ray = require("ray", "ray", "model replicas on Ray")
         gpus = float(self._ray.cluster_resources().get("GPU", 0.0)) if self._ray.is_initialized() else 0.0

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collapse_probe._constraints import Number, check_value
 from collapse_probe._identity import bytes_fingerprint
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_DELAY_S
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 
 Distribution = list[tuple[str, float]]
@@ -256,7 +258,7 @@ _OPTIONS = ("delay_s",)
 
 
 def make_scripted_model(spec: str, name: str, **options: Any) -> ScriptedModel:
-    """Factory for ``scripted:<file>``; the only option is ``delay_s`` (a finite number of seconds >= 0).
+    """Factory for ``scripted:<file>``; the only option is ``delay_s`` (seconds in [0, :data:`~collapse_probe.limits.MAX_DELAY_S`]).
 
     Raises:
         ConfigError: an unknown option or a bad value, naming it and what is allowed.
@@ -270,8 +272,6 @@ def make_scripted_model(spec: str, name: str, **options: Any) -> ScriptedModel:
     delay = parsed.delay_s
     if options.get("delay_s") is not None:
         raw = options["delay_s"]
-        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and raw >= 0
-        if not ok:
-            raise ConfigError(f"{spec}: option delay_s must be a finite number of seconds >= 0, got {raw!r}")
+        check_value(raw, f"{spec}: option delay_s", [Number(ge=0, le=MAX_DELAY_S, why="seconds per call")])
         delay = float(raw)
     return ScriptedModel(spec, parsed.responses, parsed.turns, delay, parsed.rules, fingerprint=parsed.fingerprint)

@@ -77,7 +77,18 @@ from typing import Any
 
 from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.limits import MAX_SEED
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, find_stop
+
+_VLLM_MOST = {
+    "tensor_parallel_size": 1_024,
+    "pipeline_parallel_size": 1_024,
+    "max_model_len": 16_777_216,
+    "max_loras": 1_024,
+    "max_num_seqs": 65_536,
+}
+"""Upper bounds of vLLM's integer options: far above any machine, far below what exhausts memory when
+vLLM sizes its tables by them."""
 
 logger = logging.getLogger(__name__)
 
@@ -147,9 +158,9 @@ def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
         out["gpu_memory_utilization"] = float(v)
     for name in ("tensor_parallel_size", "max_model_len", "max_loras", "max_num_seqs", "pipeline_parallel_size"):
         if name in out and out[name] is not None:
-            out[name] = _as_number(name, out[name], Integer(1))
+            out[name] = _as_number(name, out[name], Integer(1, most=_VLLM_MOST[name]))
     if out.get("seed") is not None:
-        out["seed"] = _as_number("seed", out["seed"], Integer(0))
+        out["seed"] = _as_number("seed", out["seed"], Integer(0, most=MAX_SEED))
     if "max_lora_rank" in out and out["max_lora_rank"] is not None:
         v = _as_number("max_lora_rank", out["max_lora_rank"], Integer(None))
         if v not in LORA_RANKS:

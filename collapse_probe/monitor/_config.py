@@ -6,6 +6,7 @@ from typing import Annotated, Any, ClassVar
 
 from collapse_probe._constraints import Config, Integer, Number, OneOf, SubsetOf
 from collapse_probe._trackers import TRACKERS
+from collapse_probe.limits import MAX_SAMPLES_PER_STATE, MAX_SEED, MAX_STEPS
 
 BATCHING = ("auto", "joint", "separate")
 
@@ -32,7 +33,7 @@ class MonitorConfig(Config):
     """Share of simulator turns that are shadow-sampled, in (0, 1]. Turns are chosen by systematic
     sampling from a random start drawn from the monitor's own seed: every turn has inclusion
     probability exactly ``shadow_fraction`` and the count per step varies by at most one."""
-    shadow_samples: Annotated[int, Integer(2)] = 8
+    shadow_samples: Annotated[int, Integer(2, most=MAX_SAMPLES_PER_STATE)] = 8
     """N: replies per shadow-sampled state, the training reply included (N - 1 extra draws), >= 2."""
     epsilon_star: Annotated[float, Number(gt=0, le=1)] = 0.2
     """ε*: the collapse alarm fires at a step whose ε interval lies entirely below it."""
@@ -50,7 +51,7 @@ class MonitorConfig(Config):
     meaning key: the key reads donor replies) when installed, else ``exact``."""
     level: Annotated[float, Number(gt=0, lt=1)] = 0.95
     """Confidence level of every interval."""
-    seed: Annotated[int, Integer(None)] = 0
+    seed: Annotated[int, Integer(None, most=MAX_SEED)] = 0
     """Seed of the monitor's own random stream: which turns are shadowed and the shadow replies' seeds.
     Nothing the monitor does draws from the training stream (torch, ``random``, numpy, sampler seeds)."""
     batching: Annotated[str, OneOf(BATCHING)] = "auto"
@@ -59,7 +60,7 @@ class MonitorConfig(Config):
     ``separate``: a second call after the training call, under an RNG guard (for callables and
     backends that draw from global random state); ``auto``: joint for model specs and ChatModels,
     separate for plain callables."""
-    entropy_window: Annotated[int, Integer(2)] = 6
+    entropy_window: Annotated[int, Integer(2, most=MAX_STEPS)] = 6
     """Steps the strategy-entropy alarm looks back over (>= 2): it compares the mean of the window's
     later half with its earlier half."""
     entropy_drop: Annotated[float, Number(gt=0, le=1)] = 0.25

@@ -28,6 +28,7 @@ from collapse_probe._observe import note_infra_failure
 from collapse_probe._records import conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
 from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
+from collapse_probe.limits import MAX_LIVE
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
@@ -66,7 +67,7 @@ class EngineConfig(Config):
     """Nucleus-sampling mass of both sides."""
     progress: bool = True
     """Show a progress bar over conversations."""
-    max_live: Annotated[int | None, Integer(1, optional=True)] = None
+    max_live: Annotated[int | None, Integer(1, optional=True, most=MAX_LIVE)] = None
     """At most this many conversations in flight (``None``: all). New ones start as others finish;
     this bounds memory and batch size, and makes finished conversations land in waves."""
 

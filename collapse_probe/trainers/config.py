@@ -13,7 +13,18 @@ from typing import Annotated, Any
 from collapse_probe._constraints import AtMost, Config, Constraint, Flag, Integer, Number, OneOf, Specs, rule
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, TRAIN_ARENA_OPTIONS
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_STATES, MAX_TURNS
+from collapse_probe.limits import (
+    MAX_GROUP,
+    MAX_LORA_RANK,
+    MAX_ROLLOUTS,
+    MAX_SAMPLES_PER_STATE,
+    MAX_SEED,
+    MAX_STATES,
+    MAX_STEPS,
+    MAX_TOKENS,
+    MAX_TURNS,
+    MAX_VS_K,
+)
 from collapse_probe.runspec import ArenaSpec, BenchmarkOptions, RolloutConfig
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
@@ -69,16 +80,16 @@ class TrainConfig(Config):
     """Benchmark name (``p4g``, ``tau2-retail``, ``tau2-airline``, ``tau2-demo`` or an installed one)."""
     heldout: Annotated[list[str], Specs()] = []
     """Held-out simulator specs for the periodic cross-play evaluation (empty: no evaluation)."""
-    steps: Annotated[int, Integer(1)] = 10
+    steps: Annotated[int, Integer(1, most=MAX_STEPS)] = 10
     """Training steps (one rollout batch and one update each). May be raised when resuming."""
-    group_size: Annotated[int, Integer(2, why=GROUP_WHY)] = 4
+    group_size: Annotated[int, Integer(2, why=GROUP_WHY, most=MAX_GROUP)] = 4
     """Rollouts ``G`` per task per step: one group-relative advantage group (at least 2)."""
     tasks: Annotated[int, Integer(1), AtMost(MAX_STATES, "tasks")] = 4
     """Training tasks ``T`` (the first ``T`` of the benchmark's seeded order); every step rolls out
     ``G`` conversations of each, so a step's batch is ``T x G`` conversations."""
     max_turns: Annotated[int, Integer(1), AtMost(MAX_TURNS, "rounds of a conversation")] = 3
     """Conversation rounds (P4G: persuader + persuadee exchanges)."""
-    max_tokens: Annotated[int, Integer(1)] = 48
+    max_tokens: Annotated[int, Integer(1, most=MAX_TOKENS)] = 48
     """Token budget of every turn, both sides."""
     temperature: Annotated[float, Number(gt=0, why="REINFORCE needs a sampling policy")] = 1.0
     """Sampling temperature of both sides (above 0); log-probabilities are
@@ -87,9 +98,9 @@ class TrainConfig(Config):
     """AdamW learning rate of the policy's LoRA adapter."""
     sim_lr: Annotated[float | None, Number(gt=0, optional=True)] = None
     """AdamW learning rate of a trainable simulator's adapter (``None``: the same as :attr:`lr`)."""
-    lora_r: Annotated[int, Integer(1)] = 8
+    lora_r: Annotated[int, Integer(1, most=MAX_LORA_RANK)] = 8
     """LoRA rank."""
-    lora_alpha: Annotated[int, Integer(1)] = 16
+    lora_alpha: Annotated[int, Integer(1, most=MAX_LORA_RANK)] = 16
     """LoRA scaling numerator (scale = alpha / r)."""
     lora_dropout: Annotated[float, Number(ge=0, lt=1)] = 0.0
     """Dropout on the LoRA path."""
@@ -102,14 +113,14 @@ class TrainConfig(Config):
     """``eps`` of the group-relative advantage ``A = (R - mean) / (std + eps)`` (population std)."""
     max_grad_norm: Annotated[float, Number(ge=0)] = 1.0
     """Gradient clipping norm per update (0 disables clipping)."""
-    train_batch: Annotated[int, Integer(1)] = 8
+    train_batch: Annotated[int, Integer(1, most=MAX_GROUP)] = 8
     """Turns (sequences) per forward/backward micro-batch of the update."""
     cotrain_reward: Annotated[str, OneOf(SIMULATOR_REWARD_MODES)] = "adversarial"
     """Simulator reward of ``cotrain``/``population``: adversarial ``1 - R`` (persuasion default),
     cooperative ``R``, or curriculum ``exp(-(Var_g(R) - 0.25)^2 / 0.02)``."""
-    pool_size: Annotated[int, Integer(1)] = 5
+    pool_size: Annotated[int, Integer(1, most=MAX_GROUP)] = 5
     """``population``: FIFO pool of the K most recent simulator adapter snapshots."""
-    snapshot_every: Annotated[int, Integer(1)] = 1
+    snapshot_every: Annotated[int, Integer(1, most=MAX_STEPS)] = 1
     """``population``: push a snapshot of the co-trained simulator into the pool every this many steps."""
     pool_dir: str | None = None
     """``population``: pool directory (default ``OUT/pool``); its ``manifest.json`` lists the members."""
@@ -117,17 +128,17 @@ class TrainConfig(Config):
     """P4G persona file the ``persona`` method draws from (default: the shipped one); passed to the arena."""
     tau2_data: str | None = None
     """Official tau2 data directory for the tau2 benchmarks; passed to the arena."""
-    vs_k: Annotated[int, Integer(2)] = 5
+    vs_k: Annotated[int, Integer(2, most=MAX_VS_K)] = 5
     """Candidates per Verbalized-Sampling turn."""
-    eval_every: Annotated[int, Integer(1)] = 5
+    eval_every: Annotated[int, Integer(1, most=MAX_STEPS)] = 5
     """Cross-play evaluation over :attr:`heldout` every this many steps (and at the last step)."""
-    eval_tasks: Annotated[int | None, Integer(1, optional=True)] = None
+    eval_tasks: Annotated[int | None, Integer(1, optional=True, most=MAX_STATES)] = None
     """Tasks of the held-out evaluation (``None``: the same as :attr:`tasks`)."""
-    eval_rollouts: Annotated[int, Integer(1)] = 2
+    eval_rollouts: Annotated[int, Integer(1, most=MAX_ROLLOUTS)] = 2
     """Conversations per task and held-out simulator in the evaluation."""
-    collapse_states: Annotated[int, Integer(0)] = 2
+    collapse_states: Annotated[int, Integer(0, most=MAX_STATES)] = 2
     """Visited simulator states per step at which the simulator's collapse error is measured."""
-    collapse_samples: Annotated[int, Integer(2)] = 8
+    collapse_samples: Annotated[int, Integer(2, most=MAX_SAMPLES_PER_STATE)] = 8
     """Responses sampled per such state (``eps = 1 - max_count / N`` over :attr:`partitioner`'s classes)."""
     partitioner: Annotated[str, Flag("--partition", "--partitioner", metavar="NAME")] = "exact"
     """Partitioner of the simulator's replies for ``sim_collapse_error`` and of the policy's messages
@@ -135,9 +146,9 @@ class TrainConfig(Config):
     model and no benchmark hook)."""
     entropy_turns: Annotated[str, OneOf(("first", "all"))] = "first"
     """Policy turns entering ``policy_entropy``: the opening move (``first``) or every turn (``all``)."""
-    save_every: Annotated[int, Integer(1)] = 1
+    save_every: Annotated[int, Integer(1, most=MAX_STEPS)] = 1
     """Write a checkpoint every this many steps (and at the last step)."""
-    keep_checkpoints: Annotated[int, Integer(1)] = 2
+    keep_checkpoints: Annotated[int, Integer(1, most=MAX_GROUP)] = 2
     """Most recent checkpoints kept on disk."""
     rollout_backend: Annotated[str, OneOf(ROLLOUT_BACKENDS)] = "torch"
     """Engine that samples the rollouts: ``torch`` (the learner's own weights) or ``vllm`` (GPU)."""
@@ -158,7 +169,7 @@ class TrainConfig(Config):
     """Weights dtype of trained models (``None``: float32 for ``local/``, ``auto`` for ``hf/``)."""
     cache: bool = True
     """Serve frozen simulators through the response cache (trained models never are)."""
-    seed: Annotated[int, Integer(None)] = 0
+    seed: Annotated[int, Integer(None, most=MAX_SEED)] = 0
     """Seed of the task order, every conversation, LoRA initialisation and pool draws."""
     progress: bool = False
     """Show progress bars."""

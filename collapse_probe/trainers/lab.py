@@ -63,6 +63,7 @@ import numpy as np
 
 from collapse_probe._constraints import Config, Integer, Number, OneOf, check_field, rule
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_GROUP, MAX_LAB_HORIZON, MAX_LAB_SIZE, MAX_SAMPLES_PER_STATE, MAX_SEED, MAX_STEPS
 from collapse_probe.trainers._lab_world import (
     REWARD_FAMILY,
     SCORE_NORM_BOUND,
@@ -115,29 +116,29 @@ class LabConfig(Config):
 
     method: str = "single"
     """One of :data:`METHODS`."""
-    n_tasks: Annotated[int, Integer(1)] = 8
+    n_tasks: Annotated[int, Integer(1, most=MAX_LAB_SIZE)] = 8
     """Number of tasks ``x``."""
-    n_strategies: Annotated[int, Integer(2)] = 8
+    n_strategies: Annotated[int, Integer(2, most=MAX_LAB_SIZE)] = 8
     """Number of agent strategies ``y``."""
-    n_behaviours: Annotated[int, Integer(2)] = 4
+    n_behaviours: Annotated[int, Integer(2, most=MAX_LAB_SIZE)] = 4
     """Number of user behaviours ``b``."""
-    horizon: Annotated[int, Integer(1)] = 3
+    horizon: Annotated[int, Integer(1, most=MAX_LAB_HORIZON)] = 3
     """User turns ``H`` per conversation (exact analysis enumerates ``n_behaviours**horizon`` sequences)."""
-    group_size: Annotated[int, Integer(1)] = 8
+    group_size: Annotated[int, Integer(1, most=MAX_GROUP)] = 8
     """Rollouts ``G`` per task per step (one group-relative advantage group)."""
     lr: Annotated[float, Number(gt=0)] = 0.1
     """Step size of the policy's REINFORCE update on the logit table."""
     sim_lr: Annotated[float, Number(gt=0)] = 0.5
     """Step size of a trainable simulator's REINFORCE update (cotrain, population, selfplay)."""
-    steps: Annotated[int, Integer(1)] = 300
+    steps: Annotated[int, Integer(1, most=MAX_STEPS)] = 300
     """Policy updates."""
-    seed: Annotated[int, Integer(0, why="the lab's worlds are seeded by numpy")] = 0
+    seed: Annotated[int, Integer(0, why="the lab's worlds are seeded by numpy", most=MAX_SEED)] = 0
     """Seed of the world and of all sampling (one run)."""
     cotrain_reward: Annotated[str, OneOf(SIMULATOR_REWARD_MODES)] = "adversarial"
     """Simulator reward for ``cotrain``/``population``: adversarial, cooperative or curriculum."""
-    pool_size: Annotated[int, Integer(1)] = 5
+    pool_size: Annotated[int, Integer(1, most=MAX_GROUP)] = 5
     """FIFO pool size of ``population`` (the K most recent co-trained snapshots)."""
-    snapshot_every: Annotated[int, Integer(1)] = 10
+    snapshot_every: Annotated[int, Integer(1, most=MAX_STEPS)] = 10
     """Steps between simulator snapshots (population pool, self-play user copy)."""
     sim_temperature: Annotated[float, Number(gt=0)] = 0.3
     """``tau``: aligned simulators are ``softmax(log P_ref / tau)``; 1 is the base model (no collapse)."""
@@ -147,17 +148,17 @@ class LabConfig(Config):
     """Family noise: ``log P_ref,k = log q* + delta * xi_k`` (how far a base model is from people)."""
     user_spread: Annotated[float, Number(ge=0)] = 1.0
     """Real users ``q*(.|x) = softmax(user_spread * z)``: 0 is uniform, large is near-deterministic."""
-    n_families: Annotated[int, Integer(1)] = 6
+    n_families: Annotated[int, Integer(1, most=MAX_LAB_SIZE)] = 6
     """Simulator families ``K``; the first :attr:`ensemble_size` are trained on, the rest are held out."""
-    ensemble_size: Annotated[int, Integer(1)] = 3
+    ensemble_size: Annotated[int, Integer(1, most=MAX_LAB_SIZE)] = 3
     """Families rotated by ``ensemble``."""
-    n_personas: Annotated[int, Integer(1)] = 8
+    n_personas: Annotated[int, Integer(1, most=MAX_LAB_SIZE)] = 8
     """Personas in each family's persona prior."""
     persona_scale: Annotated[float, Number(ge=0)] = 1.0
     """Standard deviation of a persona's logit shift (the same scale as :attr:`user_spread`)."""
-    eval_every: Annotated[int, Integer(1)] = 5
+    eval_every: Annotated[int, Integer(1, most=MAX_STEPS)] = 5
     """Log the exact metrics every this many steps (and at step 0 and the last step)."""
-    tv_samples: Annotated[int, Integer(1)] = 256
+    tv_samples: Annotated[int, Integer(1, most=MAX_SAMPLES_PER_STATE)] = 256
     """Fresh rollouts per logged step for the sampled TV estimate."""
     adv_eps: Annotated[float, Number(ge=0)] = 1e-6
     """``eps`` of the group-relative advantage."""
