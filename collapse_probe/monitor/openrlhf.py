@@ -28,17 +28,53 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from collapse_probe._constraints import Integer, check_value
+from pydantic import Field
+
+from collapse_probe._constraints import Config, Integer, rule
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError, require
+from collapse_probe.limits import MAX_CONVERSATIONS, MAX_SEED, MAX_TURNS
 from collapse_probe.models import derive_seed
 from collapse_probe.monitor._adapters import check_version, fixed_scalars, framework_error
 from collapse_probe.monitor._config import MonitorConfig
 from collapse_probe.monitor._core import CollapseMonitor
 from collapse_probe.monitor._play import play_policy_turn
 from collapse_probe.rollout import hash_str
+
+
+class SessionSettings(Config):
+    """What :class:`ArenaSession` (and :func:`agent_classes`) take, checked once: one line naming the setting."""
+
+    FLAG_FORMAT: ClassVar[str] = "openrlhf {name}"
+
+    sim: Annotated[str, Field(min_length=1)]
+    """The simulator: a participant spec."""
+    benchmark: Annotated[str, Field(min_length=1)] = DEFAULT_BENCHMARK
+    """The benchmark."""
+    rollouts_per_step: Annotated[int, Integer(1, most=MAX_CONVERSATIONS)]
+    """Finished rollouts per monitor step."""
+    out: Annotated[str | None, Field(min_length=1)] = None
+    """The monitors' run directory (one per actor process inside it)."""
+    monitor: dict[str, Any] | None = None
+    """Fields of MonitorConfig."""
+    max_turns: Annotated[int | None, Integer(1, optional=True, most=MAX_TURNS)] = None
+    """Conversation rounds."""
+    seed: Annotated[int, Integer(0, most=MAX_SEED)] = 0
+    """Base seed of the conversations and of the task order."""
+    feedback: str = "\n{reply}\n"
+    """What the policy sees after its turn: ``{reply}`` is the simulator's reply."""
+
+    @rule
+    def _feedback_names_the_reply_only(self) -> None:
+        try:
+            self.feedback.format(reply="")
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise ConfigError(
+                f"openrlhf feedback: expected text with {{reply}} (and doubled braces for literal ones), got "
+                f"{self.feedback!r:.200} ({type(exc).__name__}: {exc})"
+            ) from None
 
 
 class ArenaSession:
@@ -49,7 +85,9 @@ class ArenaSession:
                  feedback: str = "\n{reply}\n") -> None:  # fmt: skip
         from collapse_probe.runspec import ArenaSpec
 
-        check_value(rollouts_per_step, "rollouts_per_step", [Integer(1)])
+        SessionSettings(sim=sim, benchmark=benchmark, rollouts_per_step=rollouts_per_step,
+                        out=None if out is None else str(out), monitor=monitor, max_turns=max_turns, seed=seed,
+                        feedback=feedback)  # fmt: skip
         self.arena = ArenaSpec.from_dict({"benchmark": benchmark, "max_turns": max_turns}).build([sim])
         self.by_id = {str(t.task_id): t for t in self.arena.load_tasks(None, seed=seed)}
         where = Path(out) / f"actor-{os.getpid()}" if out is not None else None
