@@ -354,3 +354,21 @@ def test_without_a_closing_the_pattern_s_answers_are_asked_for(tmp_path):
     assert ("open-answer", "closing") not in specs  # '\s*' matches endless texts: no question is made up
     ep = _run(arena, "chest-pain-01", ["It hurts.", "[TRIAGE ROUTINE] I guess"])
     assert ep.messages[-2]["content"] == question and asyncio.run(arena.score([ep]))[0].reward == 0.0
+
+
+def test_a_simulator_that_never_states_an_answer_gives_no_reward_signal_not_collapse(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    arena = make_arena(example_path())
+    assert arena.closed_answers() == [("[PATIENT AGREES]", "answer AGREES"), ("[PATIENT DECLINES]", "answer DECLINES"),
+                                      ("[PATIENT UNSURE]", "answer UNSURE")]  # fmt: skip
+    silent = {"responses": [{"text": "I will think about it.", "p": 0.5}, {"text": "Let me ask my wife.", "p": 0.5}]}
+    _write(tmp_path, "silent.json", json.dumps(silent))
+    code, _, err = _cli(capsys, "audit", "--benchmark", "scenarios", "--scenarios", str(example_path()), "--sim",
+                        "scripted:silent.json", "--states", "2", "--samples", "10", "--partition", "exact",
+                        "--no-progress", "--out", "runs/a")  # fmt: skip
+    assert code == 0, err
+    res = json.loads((tmp_path / "runs/a/results.json").read_text())
+    assert res["summary"]["reward_view"]["closed_answers_given"] == 0 and "NO REWARD SIGNAL" in res["verdict"]
+    mixed = _write(tmp_path, "mixed.yaml", HIDDEN + "- {id: other, instructions: x, opening: hi, closing: 'Done?', "
+                   "reward: {pattern: '(Y|N)', values: {Y: 1, N: 0}}}\n")  # fmt: skip
+    assert make_arena(mixed).closed_answers is None  # two patterns at closing states: no one closed set

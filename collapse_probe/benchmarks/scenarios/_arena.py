@@ -335,6 +335,23 @@ class ScenarioArena:
         label = self.decision_label(text)
         return None if label == "no answer" else label
 
+    @property
+    def closed_answers(self) -> Any:
+        """The audit hook ``closed_answers`` where the file has one: every scenario asked a closing question
+        shares one reward pattern that matches a few whole texts, each with its :meth:`decision_label`
+        class. The audit then counts how often sampled replies state one of them (a simulator that never
+        does gives the reward view no signal: format, not collapse) and scores them exactly where the
+        model can. ``None`` otherwise (the hook then does not apply)."""
+        closing = [s for s in self.scenarios if closing_question(s)]
+        patterns = {s.reward.pattern if s.reward is not None else None for s in closing}
+        if len(patterns) != 1 or None in patterns:
+            return None
+        texts = closing[0].reward.answer_texts() if closing[0].reward is not None else None
+        if not texts:
+            return None
+        pairs = [(t, self.decision_label(t)) for t in texts]
+        return lambda: list(pairs)
+
     def _patterns(self) -> list[Reward]:
         seen: dict[str, Reward] = {}
         for s in self.scenarios:
