@@ -120,6 +120,8 @@ class FaultServer:
         self.answers_sent: list[str] = []
         self.bodies: list[dict[str, Any]] = []
         """Every chat or completion request body received, in order (what the client sent)."""
+        self.authorizations: list[str] = []
+        """The ``Authorization`` header of every chat or completion request ("" when absent)."""
         outer = self
 
         class _H(BaseHTTPRequestHandler):
@@ -158,6 +160,8 @@ class FaultServer:
                 except ValueError:
                     self._send(400, b'{"error": {"message": "bad json"}}')
                     return
+                with outer._lock:
+                    outer.authorizations.append(self.headers.get("authorization", ""))
                 refused = [f for f in outer.refuse if f in body]
                 if refused:
                     with outer._lock:
