@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collapse_probe._crossplay import CrossplayConfig, crossplay_results
-from collapse_probe._gate import evaluate_gate
+from collapse_probe._gate import EXIT_CANNOT_JUDGE, evaluate_gate
 from collapse_probe.metrics.transfer import cluster_bootstrap_diff, mean_ci, transfer_ratio
 
 REWARD_RANGE = (0.0, 1.0)
@@ -140,7 +140,7 @@ def design_row(panel: Panel, tasks: int, rollouts: int, reps: int, seed: int, he
             count[f"{tag}_default"] += default == 0
             count[f"{tag}_point"] += point == 0
             if tag == "good":
-                count["good_undecided"] += default == 2
+                count["good_undecided"] += default == EXIT_CANNOT_JUDGE
             entry = next(t for t in res["transfer"] if t["policy"] == "candidate")
             ci, lo = entry["ci95"], entry["ci95_lower"]
             defined = entry["transfer_ratio"] is not None  # a training reward of 0: no ratio, the gate cannot judge
