@@ -30,7 +30,7 @@ CONFIG = "collapse_probe._gate:GateConfig"
 """The gate's options: every field of :class:`~collapse_probe._gate.GateConfig` is a flag."""
 
 EXIT_USAGE = 2
-EXIT_CODES = "exit 0 pass, 1 fail, 2 usage error (bad options, no threshold, no such run or policy), 3 could not judge"
+EXIT_CODES = "0 pass, 1 fail, 2 usage error (bad options, no threshold, no such run or policy), 3 could not judge"
 THRESHOLD_FLAGS = "--min-transfer X, --min-transfer-each X, or --baseline-policy P with --max-drop X"
 
 MARKDOWN_MARKER = "<!-- collapse-probe gate report -->"
