@@ -202,16 +202,14 @@ def view_runs(root: Path, runs: list[rd.RunInfo]) -> None:
                  height=runs_table_height(len(rows)))  # fmt: skip
 
 
-RUNS_SHOWN = 30
-"""Runs in view at once in the Runs table; more scroll inside it (every run is in the table)."""
-ROW_PX = 35
-"""Height of one row of a Streamlit dataframe (and of its header)."""
-CHAR_PX = 8
-"""Width of one character of a dataframe cell, rounded up (Source Sans at 14 px averages about 7)."""
-CELL_PAD_PX = 24
-"""A dataframe cell's padding and the room for its sort arrow."""
-CAPPED = {"run": 320, "verdict": 420, "schema": 240, "notes": 420}
-"""Columns of free text, capped (the cell shows the rest on hover), so status and cost stay in view."""
+# (comments, not docstrings: Streamlit's magic would write a bare string onto every page)
+RUNS_SHOWN = 30  # runs in view at once in the Runs table; more scroll inside it (every run is in the table)
+ROW_PX = 35  # height of one row of a Streamlit dataframe (and of its header)
+CHAR_PX = 7  # width of one character of a dataframe cell, rounded up (Source Sans at 14 px)
+CELL_PAD_PX = 22  # a dataframe cell's padding and the room for its sort arrow
+# free-text columns are capped (the cell shows the rest on hover), so that at 1400 px status, verdict
+# and cost stay in view
+CAPPED = {"run": 320, "verdict": 220, "schema": 240, "notes": 420}
 
 
 def runs_table_height(n: int) -> int:

@@ -136,6 +136,10 @@ def _category_axis(fig: Any, ids: Sequence[str]) -> None:
                      showticklabels=len(ids) <= MAX_STATE_TICKS, tickfont={"size": 10})  # fmt: skip
 
 
+TICK_CHAR_PX = 6
+"""Pixels one character of an upright state label takes (10 px tick font)."""
+
+
 def _epsilon_layout(
     fig: Any, title: str, xaxis_title: str, star: float | None, height: int = 450, note: str | None = None
 ) -> Any:
@@ -144,6 +148,10 @@ def _epsilon_layout(
         fig.add_trace(_star_legend(star))
     n = len(fig.layout.xaxis.categoryarray or [])
     many = f" ({n}, hover for each)"
+    ticks = fig.layout.xaxis.ticktext if fig.layout.xaxis.showticklabels is not False else None
+    # state labels may stand upright under the plot: the figure grows by their length, so the plot area
+    # keeps the height of the y title (a short plot pushed it up into the figure's title)
+    height += TICK_CHAR_PX * max((len(str(t)) for t in ticks or ()), default=0)
     fig.update_layout(yaxis_title="collapse error ε̂ (bias-aware; 0 = collapsed)", yaxis_range=[-0.02, 1.02],
                       xaxis_title=xaxis_title + ("" if n <= MAX_STATE_TICKS else many), height=height)  # fmt: skip
     return titled(fig, title, note)  # the legend stays at the right: above the plot it would wrap into the title

@@ -465,3 +465,13 @@ def test_runs_table_shows_each_runs_verdict_and_whole_cells(app, runs_root):
     assert any(v == "not recorded" for v in df["model calls"])  # the cell that was cut ("not recorde")
     assert runs_table_height(len(df)) >= ROW_PX * (len(df) + 1)  # no run hidden below the table's edge
     assert runs_table_height(RUNS_SHOWN + 50) == runs_table_height(RUNS_SHOWN)  # more scroll inside it
+
+
+def test_no_bare_string_is_written_onto_the_page():
+    """Streamlit's magic writes every bare string statement of the app script onto the page: a
+    docstring under a constant would appear above every view. Only the module docstring may be bare."""
+    import ast
+
+    tree = ast.parse(APP.read_text(encoding="utf-8"))
+    bare = [n.lineno for n in tree.body[1:] if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)]
+    assert not bare, f"bare strings at lines {bare} of {APP.name}"

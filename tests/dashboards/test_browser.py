@@ -150,7 +150,7 @@ def test_crossplay_heatmap_renders_without_error(served, browser, tmp_path):
     ("view", "wait_for", "min_charts"),
     [
         ("Simulator", ".js-plotly-plot", 2),
-        ("Training", ".js-plotly-plot", 4),
+        ("Training", ".js-plotly-plot", 3),  # zero-variance groups: a sentence (no group had any)
         ("Compare", ".js-plotly-plot", 3),
         ("Runs", "[data-testid='stDataFrame']", 0),
     ],
