@@ -115,7 +115,8 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
     rv = summary.get("reward_view") or {}
     reward: dict[str, Any] = {"label": view_label(rv.get("estimate"), rv.get("ci95"), star), "estimate": rv.get("estimate"),
                               "ci95": rv.get("ci95"), "n_states": int(rv.get("n_states") or 0),
-                              "classes": rv.get("classes"), "over": rv.get("states"), "reason": rv.get("reason"),
+                              "classes": rv.get("classes"), "reason": rv.get("reason"),
+                              "over": rv.get("states") if rv.get("estimate") is not None else None,
                               "low_confidence": low}  # fmt: skip
     if reward["label"] == NOT_MEASURED and not reward["reason"]:
         reward["reason"] = "no reward view in this summary"

@@ -26,6 +26,12 @@ def test_audit_from_says_the_replies_were_read_from_the_file(tmp_path, capsys):
     # a view that is not measured is over no states: no "over none" after its reason
     report = (out / "report.html").read_text()
     assert "not measured:" in report and "over none" not in report
+    res = json.loads((out / "results.json").read_text())
+    assert res["verdicts"]["reward"]["label"] == "NOT MEASURED" and res["verdicts"]["reward"]["over"] is None
+    from collapse_probe.interop._card import simulator_card
+
+    names = {f["name"] for f in simulator_card([out])["figures"]}
+    assert "reward view: reason" in names and "reward view: over" not in names
 
 
 def test_states_help_says_tasks_and_the_probe_states_they_give():
