@@ -245,7 +245,6 @@ class ScenarioArena:
         return [s for s in out if s is not None]
 
     async def _judge(self, episodes: Sequence[Episode]) -> list[Score]:
-        from collapse_probe.metrics.partitioners._judge import parse_yes_no
         from collapse_probe.models import GenerationRequest, SamplingParams
 
         requests = []
@@ -262,7 +261,7 @@ class ScenarioArena:
         scores = []
         for res in results:
             text = res.completions[0].text if res.completions else ""
-            verdict = parse_yes_no(text)
+            verdict = _yes_no(text)
             if verdict is None:
                 scores.append(Score(reward=None, info={"judge_reply": text[:200], "unjudged": "neither YES nor NO"}))
             else:
@@ -358,6 +357,20 @@ class ScenarioArena:
             if s.reward is not None and s.reward.pattern is not None:
                 seen.setdefault(s.reward.pattern, s.reward)
         return list(seen.values())
+
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def _yes_no(text: str) -> bool | None:
+    """A judge's verdict: its first standalone YES or NO (markdown and case ignored), ``None`` without one.
+
+    Example:
+        >>> _yes_no("**Yes.** The list was taken."), _yes_no("No, it was not"), _yes_no("unclear")
+        (True, False, None)
+    """
+    m = _YES_NO.search(text or "")
+    return None if m is None else m.group(1).lower() == "yes"
 
 
 def _clean_turn(text: str) -> str:
