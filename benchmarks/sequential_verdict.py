@@ -1,0 +1,201 @@
+"""Error rates and cost of the audit's sequential verdict on exact, mix-free bounds.
+
+Simulates audits of S states whose per-state class distributions are known (scripted multinomial
+states), draws replies in the looks of :class:`~collapse_probe.metrics.LookSchedule` until the
+verdict is decisive or the cap is reached, and decides each look exactly as the audit does (the
+pooled max counts for NOT COLLAPSED, the predictable-mode hits for COLLAPSED;
+:func:`~collapse_probe.metrics.exact_collapse_error_bounds`). Per mix family, number of states and
+true mean collapse error ε̄ it prints the share of audits called COLLAPSED and NOT COLLAPSED, the wrong
+calls per side with a one-sided 97.5 % Clopper–Pearson upper bound on their rate, and the mean replies
+per state the audit drew, for a fixed cap and for "run with a lower cap, then raise it" (the rerun
+replays the earlier replies from the cache and continues the same looks).
+
+Mix families at ε̄ (ε_s = 1 − modal probability of state s; the mean over the states is ε̄ exactly):
+
+- ``two classes``: every state [1 − ε̄, ε̄];
+- ``mode + tail``: every state a mode of 1 − ε̄ and ε̄ spread over 40 classes;
+- ``ties``: about half of the states tied [.5, .5], the others two classes set to keep ε̄
+  (defined where that is possible);
+- ``low-mode among point masses``: ⌈S·ε̄/0.8⌉ states with a low mode and a long tail over 40
+  classes, the others point masses (at S = 4, ε̄ = 0.2: three point masses and a state of mode 0.2);
+- ``collapsed / diverse``: states alternate between a point mass and a state of ε = 2ε̄ (mode
+  1 − 2ε̄, the rest over 5 classes).
+
+Run: ``python benchmarks/sequential_verdict.py [--reps 4000] [--seed 0] [--cap 80] [--quick]``.
+The shipped table is in ``docs/audit-verdict.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.stats import beta
+
+from collapse_probe.metrics import LookSchedule, collapsed_cutoff, not_collapsed_cutoff
+
+FAMILIES = ("two classes", "mode + tail", "ties", "low-mode among point masses", "collapsed / diverse")
+
+
+def _two(eps: float) -> np.ndarray:
+    return np.array([1.0]) if eps == 0 else np.array([1 - eps, eps])
+
+
+def _tail(eps: float, k: int = 40) -> np.ndarray:
+    return np.array([1.0]) if eps == 0 else np.concatenate([[1 - eps], np.full(k, eps / k)])
+
+
+def family_states(family: str, eps: float, s: int) -> list[np.ndarray] | None:
+    """The S state distributions of a family at mean collapse error ``eps`` (``None``: not defined)."""
+    if family == "two classes":
+        return [_two(eps)] * s if eps <= 0.5 else None
+    if family == "mode + tail":
+        return [_tail(eps)] * s
+    if family == "ties":
+        t = s // 2
+        rest = (s * eps - 0.5 * t) / (s - t)
+        while t > 0 and rest < 0:
+            t -= 1
+            rest = (s * eps - 0.5 * t) / (s - t)
+        if t == 0 or rest > 0.5:
+            return None
+        return [np.array([0.5, 0.5])] * t + [_two(rest)] * (s - t)
+    if family == "low-mode among point masses":
+        t = math.ceil(s * eps / 0.8 - 1e-9)
+        low = s * eps / t
+        if t >= s or low > 0.8 + 1e-9:
+            return None
+        return [_tail(low)] * t + [np.array([1.0])] * (s - t)
+    if family == "collapsed / diverse":
+        if s % 2 or 2 * eps > 0.8:
+            return None
+        div = np.concatenate([[1 - 2 * eps], np.full(5, 2 * eps / 5)])
+        return [np.array([1.0]) if i % 2 == 0 else div for i in range(s)]
+    raise ValueError(family)
+
+
+def _state_paths(rng: np.random.Generator, p: np.ndarray, reps: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per audit, the running max count and running predictable-mode hits of one state after
+    1..n replies (arrays of shape (reps, n)); ties go to the class seen first, as in the audit."""
+    k = len(p)
+    labels = rng.choice(k, size=(reps, n), p=p / p.sum())
+    counts = np.zeros((reps, k), dtype=np.int32)
+    first = np.full((reps, k), n + 1, dtype=np.int32)
+    maxes = np.empty((reps, n), dtype=np.int32)
+    hits = np.empty((reps, n), dtype=np.int32)
+    rows = np.arange(reps)
+    h = np.zeros(reps, dtype=np.int32)
+    for j in range(n):
+        lab = labels[:, j]
+        if j > 0:
+            # modal class of replies 1..j, ties to the class seen first
+            pred = np.argmax(counts * (n + 2) - first, axis=1)
+            h = h + (pred == lab)
+        counts[rows, lab] += 1
+        first[rows, lab] = np.minimum(first[rows, lab], j)
+        maxes[:, j] = counts.max(axis=1)
+        hits[:, j] = h
+    return maxes, hits
+
+
+def simulate(states: Sequence[np.ndarray], reps: int, cap: int, star: float, schedule: LookSchedule,
+             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Decision per look (+1 COLLAPSED, −1 NOT COLLAPSED, 0 none) of ``reps`` audits, shape
+    (reps, looks), and the replies per state at each look."""
+    looks = schedule.looks(cap)
+    n = looks[-1]
+    tot_max = np.zeros((reps, n), dtype=np.int64)
+    tot_hit = np.zeros((reps, n), dtype=np.int64)
+    for p in states:
+        m, h = _state_paths(rng, p, reps, n)
+        tot_max += m
+        tot_hit += h
+    s = len(states)
+    dec = np.zeros((reps, len(looks)), dtype=np.int8)
+    for i, nl in enumerate(looks):
+        a = schedule.alpha_at(i + 1)
+        c_nc = not_collapsed_cutoff(s * nl, a, 1 - star)
+        c_c = collapsed_cutoff(s * (nl - 1), a, 1 - star)
+        if c_c is not None:
+            dec[tot_hit[:, nl - 1] >= c_c, i] = 1
+        if c_nc is not None:
+            dec[tot_max[:, nl - 1] <= c_nc, i] = -1
+    return dec, np.array(looks)
+
+
+def outcome(dec: np.ndarray, looks: np.ndarray, n_looks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Final decision and replies per state of audits that may use the first ``n_looks`` looks."""
+    d = dec[:, :n_looks]
+    decided = d != 0
+    first = np.where(decided.any(axis=1), decided.argmax(axis=1), n_looks - 1)
+    final = d[np.arange(len(d)), first] * decided.any(axis=1)
+    return final, looks[first]
+
+
+def cp_upper(x: int, n: int) -> float:
+    return 1.0 if x >= n else float(beta.ppf(0.975, x + 1, n - x))
+
+
+def table(args: argparse.Namespace) -> None:
+    schedule = LookSchedule()
+    star = args.epsilon_star
+    print(f"looks at {schedule.looks(args.cap)} replies per state, one-sided error per look "
+          f"{[round(schedule.alpha_at(k), 5) for k in range(1, len(schedule.looks(args.cap)) + 1)]}, "
+          f"ε* = {star:g}, cap {args.cap}, first cap of \"raise\" {args.first_cap}, seed {args.seed}\n")  # fmt: skip
+    print("| family | states | true ε̄ | audits | pattern | COLLAPSED | NOT COLLAPSED | wrong COLLAPSED (≤ 97.5 % CP) "
+          "| wrong NOT COLLAPSED (≤ 97.5 % CP) | mean replies per state |")  # fmt: skip
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    cells = [(f, 4, e) for e in (0.05, 0.2, 0.3, 0.45) for f in FAMILIES]
+    if not args.quick:
+        cells += [(f, s, star) for s in (2, 16, 100) for f in FAMILIES]
+    for family, s, eps in cells:
+        states = family_states(family, eps, s)
+        if states is None:
+            continue
+        reps = args.reps if s <= 16 else max(args.reps // 4, 200)
+        rng = np.random.default_rng([args.seed, s, int(round(eps * 1000)), FAMILIES.index(family)])
+        dec, looks = simulate(states, reps, args.cap, star, schedule, rng)
+        n_first = len(schedule.looks(args.first_cap))
+        for pattern in ("fixed cap", "raise cap"):
+            if pattern == "fixed cap":
+                final, used = outcome(dec, looks, len(looks))
+                wrong_c = final == 1 if eps >= star else np.zeros(reps, bool)
+                wrong_nc = final == -1 if eps <= star else np.zeros(reps, bool)
+            else:
+                # first run: cap first_cap; its verdict is what the user sees if decisive, else the
+                # cap is raised and the rerun continues the looks on the cached replies
+                f1, _ = outcome(dec, looks, n_first)
+                final, used = outcome(dec, looks, len(looks))
+                seen_c = (f1 == 1) | (final == 1)
+                seen_nc = (f1 == -1) | (final == -1)
+                wrong_c = seen_c if eps >= star else np.zeros(reps, bool)
+                wrong_nc = seen_nc if eps <= star else np.zeros(reps, bool)
+            wc, wn = int(wrong_c.sum()), int(wrong_nc.sum())
+            print(f"| {family} | {s} | {eps:.2f} | {reps} | {pattern} | {np.mean(final == 1):.3f} | "
+                  f"{np.mean(final == -1):.3f} | {wc / reps:.4f} (≤ {cp_upper(wc, reps):.4f}) | "
+                  f"{wn / reps:.4f} (≤ {cp_upper(wn, reps):.4f}) | {used.mean():.1f} |", flush=True)  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument(
+        "--reps", type=int, default=4000, help="simulated audits per cell (default 4000; 1/4 at 100 states)"
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cap", type=int, default=80, help="replies per state the audit may draw (default 80)")
+    ap.add_argument("--first-cap", type=int, default=40, help='the first run\'s cap in "raise cap" (default 40)')
+    ap.add_argument("--epsilon-star", type=float, default=0.2)
+    ap.add_argument("--quick", action="store_true", help="4 states only")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    table(args)
+    print(f"\n{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
