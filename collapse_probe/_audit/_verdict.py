@@ -340,8 +340,9 @@ def verdict_parts(
     if infra_failures:
         why += f" [{infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures]"
     steps: list[str] = []
-    if silent is not None and not published:
-        steps += _format_steps(config)
+    if silent is not None:
+        steps += (["the file's simulator (almost) never answers in the reward's format: its replies are in "
+                   "samples.jsonl"] if published else _format_steps(config))  # fmt: skip
     undecided = [v for v in measured.values() if v["label"] == INCONCLUSIVE and not v.get("reason")]
     if undecided:
         if published:
@@ -381,9 +382,13 @@ def verdict_parts(
 def _format_steps(config: AuditConfig) -> list[str]:
     """The ``next:`` steps of NO REWARD SIGNAL, each a command that runs: read the replies the reward pays 0
     (one conversation, offline for a local simulator), then audit a model that follows the answer format."""
-    look = f"collapse-probe play --sim {shlex.quote(config.sim)} --tasks 1 --rollouts 1 --max-turns 1"
-    if config.benchmark != "p4g":
-        look += f" --benchmark {shlex.quote(config.benchmark)}"
+    from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
+
+    look = f"collapse-probe play --sim {shlex.quote(config.sim)} --tasks 1 --rollouts 1"
+    # P4G's one round then the donation question; another benchmark's --max-turns may end a task unscored
+    look += (
+        " --max-turns 1" if config.benchmark == DEFAULT_BENCHMARK else f" --benchmark {shlex.quote(config.benchmark)}"
+    )
     return [f"read what the simulator answers where the reward looks: {look}",
             f"audit a model that answers in the reward's format (needs OPENAI_API_KEY): "
             f"{audit_command(config, sim=FORMAT_MODEL)}"]  # fmt: skip

@@ -165,3 +165,11 @@ def test_the_dashboard_shows_the_outcome(tmp_path, monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     assert any("NO REWARD SIGNAL where the reward looks" in i.value.replace("\\", "") for i in at.info)
     assert any(m.delta == "NO REWARD SIGNAL" for m in at.metric)
+
+
+def test_a_published_file_without_the_format_is_not_told_there_is_nothing_to_fix():
+    config = AuditConfig()
+    verdicts = audit_verdicts(_summary(), config, partition="embedding")
+    nxt = verdict_parts(verdicts, config, published=True)["next"]
+    assert "nothing to fix" not in nxt and "never answers in the reward's format" in nxt
+    assert "collapse-probe play" not in nxt  # a published file's simulator cannot be asked again
