@@ -13,8 +13,10 @@ from readme_blocks import marked_blocks, run_block  # noqa: E402
 
 
 def _demo():
+    # the first block that names its exit statuses and gates: "A decision in seconds" (the scenarios
+    # section's clinic block after it reads a scenario file, so it is not the any-directory demo)
     blocks = [b for b in marked_blocks() if b.exits and any(c[1:2] == ["gate"] for c in b.commands)]
-    assert len(blocks) == 1, "the README has one demo block whose marker names its exit statuses"
+    assert blocks, "the README has a demo block whose marker names its exit statuses"
     return blocks[0]
 
 

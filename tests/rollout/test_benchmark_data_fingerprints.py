@@ -22,6 +22,7 @@ CASES = [
     ("p4g", "personas", DATA / "p4g" / "personas.jsonl", None),
     ("tau2-demo", "tau2_data", DATA / "tau2-demo", "tasks.json"),
     ("cooperbench-demo", "cooperbench_data", DATA / "cooperbench-demo", "demo_confparse_task/task3/run_tests.sh"),
+    ("scenarios", "scenarios", DATA / "scenarios" / "clinic-intake.yaml", None),
 ]
 
 
@@ -34,6 +35,7 @@ def test_every_shipped_benchmark_declares_the_data_it_reads() -> None:
         "tau2-demo": ("tau2_data",),
         "cooperbench": ("cooperbench_data",),
         "cooperbench-demo": ("cooperbench_data",),
+        "scenarios": ("scenarios",),
     }
 
 
