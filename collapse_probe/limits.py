@@ -56,6 +56,10 @@ MAX_DELAY_S = 60.0
 """Seconds a scripted model waits per call (backend option ``delay_s``): simulated latency."""
 MAX_REPLICAS = 1_024
 """Ray replica actors of one model (``--replicas``)."""
+MAX_RAY_CPUS = 4_096
+"""CPUs of a ``--ray-address local`` cluster (``--ray-num-cpus``)."""
+MAX_LAB_SEEDS = 1_000
+"""Seeds of a lab ``--compare`` / ``--sweep`` (``--seeds``): every method runs once per seed."""
 MAX_BATCH = 4_096
 """Sequences of one forward pass of a local model (backend option ``max_batch``)."""
 MAX_BOOT = 100_000

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_TURNS
+from collapse_probe.limits import MAX_TOKENS, MAX_TURNS
 
 __all__ = ["LOCAL_PREFIXES", "Benchmark", "BenchmarkOptions", "BuildContext", "is_local"]
 
@@ -48,7 +48,7 @@ class BenchmarkOptions(BaseModel):
         None, ge=1, le=MAX_TURNS, description="conversation rounds (default: the benchmark's own)"
     )
     max_tokens: int | None = Field(
-        None, ge=1, description="token budget of every turn, both sides (default: the benchmark's own)"
+        None, ge=1, le=MAX_TOKENS, description="token budget of every turn, both sides (default: the benchmark's own)"
     )
 
 

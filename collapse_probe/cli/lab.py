@@ -93,8 +93,10 @@ def _validate(args: argparse.Namespace) -> None:
     if args.seeds is not None:
         if not (args.compare or args.sweep):
             raise ConfigError("--seeds: only with --compare or --sweep (a single run uses --seed)")
-        if args.seeds < 1:
-            raise ConfigError(f"--seeds must be an integer >= 1, got {args.seeds}")
+        from collapse_probe._constraints import Integer, check_value
+        from collapse_probe.limits import MAX_LAB_SEEDS
+
+        check_value(args.seeds, "--seeds", [Integer(1, most=MAX_LAB_SEEDS)])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ from typing import Any
 from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
-from collapse_probe.limits import MAX_CONCURRENCY, MAX_REPLICAS
+from collapse_probe.limits import MAX_CONCURRENCY, MAX_RAY_CPUS, MAX_REPLICAS
 from collapse_probe.models._types import GenerationRequest, GenerationResult
 
 logger = logging.getLogger(__name__)
@@ -734,8 +734,11 @@ def parse_replicas(value: str | int | None) -> tuple[int, dict[str, int]]:
     for item in items:
         spec, sep, count = item.rpartition("=")
         text = count.strip()
-        if not text.isdigit() or int(text) < 1:
-            raise ConfigError(f"--replicas: expected N or MODEL=N entries with N >= 1, got {item!r}")
+        if not text.isdigit() or len(text) > 6 or not 1 <= int(text) <= MAX_REPLICAS:
+            shown = item if len(item) <= 60 else f"{item[:60]}... ({len(item):,} characters)"
+            raise ConfigError(
+                f"--replicas: expected N or MODEL=N entries with N in [1, {MAX_REPLICAS:,}], got {shown!r}"
+            )
         if sep:
             per_model[resolve_spec(spec)] = int(text)
         else:
@@ -802,6 +805,7 @@ def ray_replicas(
     if not ray.is_initialized():
         if address != "local" and num_cpus is not None:
             raise ConfigError("--ray-num-cpus applies to --ray-address local only (a running cluster has its own)")
+        check_value(num_cpus, "--ray-num-cpus", [Integer(1, optional=True, most=MAX_RAY_CPUS)])
         start_ray(ray, address, num_cpus)
         started = True
     session = RaySession(address=address, replicas=default, per_model=per_model, startup_timeout=startup_timeout)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from collapse_probe._constraints import Integer, check_value
+from collapse_probe.limits import MAX_VS_K
 
 VS_PRIME = "1. (p="
 """The primed start of the first candidate line at the end of a transcript prompt."""
@@ -43,7 +44,7 @@ _PROB_KEYS = ("probability", "p", "prob", "likelihood", "weight", "confidence")
 
 def check_vs_k(k: object) -> None:
     """Refuse a number of Verbalized-Sampling candidates below 2 (one line naming ``--vs-k``)."""
-    check_value(k, "--vs-k", [Integer(2, why="Verbalized Sampling needs at least 2 candidates")])
+    check_value(k, "--vs-k", [Integer(2, why="Verbalized Sampling needs at least 2 candidates", most=MAX_VS_K)])
 
 
 @dataclass
