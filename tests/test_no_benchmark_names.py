@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "collapse_probe"
-NAMES = ("p4g", "tau2", "cooperbench")
+NAMES = ("p4g", "tau2", "cooperbench", "scenarios")
 # a string literal (either quote) that is, or starts with, a shipped benchmark's name
 LITERAL = re.compile("[\"'](?:" + "|".join(NAMES) + ")")
 ALLOWED = (PACKAGE / "benchmarks", PACKAGE / "data")
