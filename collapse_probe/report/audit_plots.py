@@ -285,7 +285,7 @@ def compare_audits_figure(audits: Mapping[str, Mapping[str, Any]]) -> Any:
             fig.add_trace(_state_trace(go, [t[i] for i in ids], label, colour, ids).update(offsetgroup=str(k)))
         else:
             rows = sorted(t.values(), key=state_estimate)
-            shift = (k - (len(tables) - 1) / 2) * DODGE / (len(rows) * max(len(tables), 1))
+            shift = (k - (len(tables) - 1) / 2) * DODGE / (max(len(rows), 1) * len(tables))  # no row: none drawn
             xs = [(i + 0.5) / len(rows) + shift for i in range(len(rows))]
             fig.add_trace(_state_trace(go, rows, label, colour, xs))
     if shared:

@@ -137,6 +137,8 @@ def test_compared_audits_are_drawn_side_by_side(audit):
     xa, xb = (list(t.x) for t in fig.data[:2])
     assert len(xa) == len(xb) and all(a < b for a, b in zip(xa, xb, strict=True))
     assert all(b - a < 1 / len(xa) for a, b in zip(xa, xb, strict=True))  # still beside their own quantile
+    failed = {**audit, "states": [{**s, "status": "infra_error", "collapse_error": None} for s in audit["states"]]}
+    assert list(compare_audits_figure({"a": audit, "none measured": failed}).data[1].x) == []
 
 
 def test_labels_cut_from_the_left_start_at_a_word():
