@@ -57,7 +57,8 @@ MAX_DELAY_S = 60.0
 MAX_REPLICAS = 1_024
 """Ray replica actors of one model (``--replicas``)."""
 MAX_RAY_CPUS = 4_096
-"""CPUs of a ``--ray-address local`` cluster (``--ray-num-cpus``)."""
+"""CPUs of a ``--ray-address local`` cluster (``--ray-num-cpus``), threads of the local backend
+(``$COLLAPSE_PROBE_TORCH_THREADS``)."""
 MAX_LAB_SEEDS = 1_000
 """Seeds of a lab ``--compare`` / ``--sweep`` (``--seeds``): every method runs once per seed."""
 MAX_BATCH = 4_096

@@ -50,7 +50,7 @@ from collapse_probe._constraints import Integer, Number, OneOf, check_value
 from collapse_probe._proc import pid_alive
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.limits import MAX_BATCH
+from collapse_probe.limits import MAX_BATCH, MAX_RAY_CPUS
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
 logger = logging.getLogger(__name__)
@@ -228,9 +228,12 @@ def _set_threads(torch: Any) -> None:
         try:
             n = int(env)
         except ValueError:
-            raise ConfigError(f"COLLAPSE_PROBE_TORCH_THREADS must be a positive integer, got {env!r}") from None
-        if n < 1:
-            raise ConfigError(f"COLLAPSE_PROBE_TORCH_THREADS must be a positive integer, got {env!r}")
+            n = 0
+        if not 1 <= n <= MAX_RAY_CPUS:
+            shown = env if len(env) <= 40 else f"{env[:40]}... ({len(env):,} characters)"
+            raise ConfigError(
+                f"$COLLAPSE_PROBE_TORCH_THREADS must be an integer in [1, {MAX_RAY_CPUS:,}], got {shown!r}"
+            )
         torch.set_num_threads(n)
         return
     try:

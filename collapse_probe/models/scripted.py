@@ -167,8 +167,10 @@ def load_scripted(path: str | Path) -> ScriptedSpec:
     delay = data.get("delay_s", 0.0)
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
         raise ConfigError(f"{p}: field 'delay_s' must be a number of seconds >= 0, got {_short(delay)}")
-    if not _finite(delay):
-        raise ConfigError(f"{p}: field 'delay_s' must be a finite number of seconds >= 0, got {_short(delay)}")
+    if not _finite(delay) or delay > MAX_DELAY_S:
+        raise ConfigError(
+            f"{p}: field 'delay_s' must be a number of seconds in [0, {MAX_DELAY_S:g}], got {_short(delay)}"
+        )
     return ScriptedSpec(responses, turns, float(delay), rules, fingerprint=bytes_fingerprint(raw))
 
 

@@ -224,6 +224,9 @@ def test_backend_options_have_ranges(tmp_path):
     donor.write_text('{"responses": [{"text": "a", "p": 1.0}]}')
     with pytest.raises(ConfigError, match=r"option delay_s must be a number in \[0, 60\]"):
         make_scripted_model(f"scripted:{donor}", str(donor), delay_s=1e9)
+    donor.write_text('{"responses": [{"text": "a", "p": 1.0}], "delay_s": 1e9}')
+    with pytest.raises(ConfigError, match=r"d.json: field 'delay_s' must be a number of seconds in \[0, 60\], got 1"):
+        make_scripted_model(f"scripted:{donor}", str(donor))
 
 
 def test_an_openai_compatible_concurrency_past_the_range_is_refused_before_any_call(capsys):

@@ -45,10 +45,12 @@ def deep(n: int) -> str:
     return "[" * n + "]" * n
 
 
-def config(command: str, text: str, *extra: str, name: str = "c.yaml"):
+def config(command: str, text: str, *extra: str, name: str = "c.yaml", files: dict[str, str] | None = None):
     def build(d: Path) -> list[str]:
         (d / name).write_text(text)
         (d / "s.json").write_text(SIM)
+        for other, content in (files or {}).items():
+            (d / other).write_text(content)
         return cli(command, "--config", name, *extra)
 
     return build
@@ -66,6 +68,8 @@ def env_config(command: str, text: str, *extra: str):
 
 SIM = '{"responses": [{"text": "Sure [DONATE $1]", "p": 0.5}, {"text": "No [DONATE $0]", "p": 0.5}]}'
 """A scripted simulator (``s.json`` in every case's directory), so a run gets as far as its options."""
+SLOW = '{"responses": [{"text": "a", "p": 1.0}], "delay_s": 1e9}'
+"""A scripted model that would wait 30 years per call."""
 
 
 def args(*argv: str):
@@ -320,6 +324,19 @@ CASES = [
     ),
     Case("--config judge with a NUL", "nul", config("audit", 'judge: "j\\0"\n'), names=("c.yaml", "judge")),
     Case("-M value with a NUL", "nul", args("audit", *RUN, "-M", 'sim.x="a\\0b"'), names=("-M", "NUL")),
+    Case(
+        "$COLLAPSE_PROBE_TORCH_THREADS of 50 digits",
+        "range",
+        args("audit", "--out", "o", "--states", "1", "--samples", "2", "--no-progress"),
+        names=("COLLAPSE_PROBE_TORCH_THREADS",),
+        env={"COLLAPSE_PROBE_TORCH_THREADS": "9" * 50},
+    ),
+    Case(
+        "scripted file delay_s 1e9",
+        "range",
+        config("audit", "sim: scripted:slow.json\nout: o\n", name="c.yaml", files={"slow.json": SLOW}),
+        names=("slow.json", "delay_s"),
+    ),
     Case(
         "gate --min-trans 0.5",
         "abbrev",
