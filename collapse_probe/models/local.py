@@ -226,7 +226,7 @@ def _set_threads(torch: Any) -> None:
     env = os.environ.get("COLLAPSE_PROBE_TORCH_THREADS")
     if env:
         try:
-            n = int(env)
+            n = int(env) if len(env) <= 20 else 0
         except ValueError:
             n = 0
         if not 1 <= n <= MAX_RAY_CPUS:
