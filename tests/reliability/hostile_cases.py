@@ -974,7 +974,8 @@ def run_case(case: Case, tree: Path) -> tuple[str, str]:
             paths.insert(0, str(_plugin_site()))
         env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAPSE_PROBE_")}
         env.update(PYTHONPATH=os.pathsep.join(paths), COLLAPSE_PROBE_CACHE=str(d / "cache.sqlite"),
-                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **(case.env or {}))  # fmt: skip
+                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")  # fmt: skip
+        env.update(case.env or {})  # a case's own PYTHONPATH (another plugin distribution) included
         try:
             proc = subprocess.run([sys.executable, *argv], cwd=d, env=env, capture_output=True, text=True,
                                   timeout=case.timeout, preexec_fn=_limit_memory)  # fmt: skip
