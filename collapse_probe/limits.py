@@ -61,6 +61,8 @@ MAX_RAY_CPUS = 4_096
 (``$COLLAPSE_PROBE_TORCH_THREADS``)."""
 MAX_LAB_SEEDS = 1_000
 """Seeds of a lab ``--compare`` / ``--sweep`` (``--seeds``): every method runs once per seed."""
+MAX_SWEEP_VALUES = 100
+"""Values of a lab ``--sweep PARAM=V1,V2,...``: every method runs at each of them."""
 MAX_BATCH = 4_096
 """Sequences of one forward pass of a local model (backend option ``max_batch``)."""
 MAX_BOOT = 100_000

@@ -63,7 +63,15 @@ import numpy as np
 
 from collapse_probe._constraints import Config, Integer, Number, OneOf, check_field, rule
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_GROUP, MAX_LAB_HORIZON, MAX_LAB_SIZE, MAX_SAMPLES_PER_STATE, MAX_SEED, MAX_STEPS
+from collapse_probe.limits import (
+    MAX_GROUP,
+    MAX_LAB_HORIZON,
+    MAX_LAB_SIZE,
+    MAX_SAMPLES_PER_STATE,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_SWEEP_VALUES,
+)
 from collapse_probe.trainers._lab_world import (
     REWARD_FAMILY,
     SCORE_NORM_BOUND,
@@ -928,8 +936,13 @@ def parse_sweep(spec: str) -> tuple[str, list[float]]:
         raise ConfigError(
             f"--sweep: expected PARAM=V1,V2,... with PARAM one of {', '.join(SWEEP_PARAMS)}; got {spec!r}"
         )
+    items = raw.split(",")
+    if len(items) > MAX_SWEEP_VALUES:
+        raise ConfigError(
+            f"--sweep: at most {MAX_SWEEP_VALUES} values of {param} (each runs every method); got {len(items):,}"
+        )
     values = []
-    for item in raw.split(","):
+    for item in items:
         try:
             values.append(float(item))
         except ValueError:

@@ -189,6 +189,7 @@ def test_every_integer_field_has_an_upper_bound(cls, name):
         (["lab", "--steps", "9" * 30], "--steps must be an integer in [1, 1,000,000], got 9999"),
         (["lab", "--seed", "1" + "0" * 30], "--seed must be an integer in [0, 9,223,372,036,854,775,807]"),
         (["lab", "--compare", "--seeds", "1000000"], "--seeds must be an integer in [1, 1,000], got 1000000"),
+        (["lab", "--sweep", "delta=" + ",".join(str(i / 1000) for i in range(1000))], "--sweep: at most 100 values"),
         (["audit", "--variance-agents", "1000000000"], "--variance-agents must be an integer in [1, 1,000]"),
         (["audit", "--variance-sims", "1000000000"], "--variance-sims must be an integer in [2, 1,000]"),
         (["audit", "--n-boot", "10" + "0" * 60], "--n-boot must be an integer in [100, 100,000], got an integer of"),
