@@ -147,7 +147,8 @@ def _guarded(obj: Any, ep: EntryPoint, what: str) -> Any:
 
 
 ARENA_METHODS = ("load_tasks", "new_episode", "next_side", "prompt_for", "apply", "score")
-"""What a benchmark's ``build`` must return: an object with these methods (the ``Arena`` protocol)."""
+"""What a benchmark's ``build`` must return: an object with these methods (the ``Arena`` protocol); the
+ones before ``score`` fail as one line naming the plugin, ``load_tasks`` under the time limit."""
 
 
 def _arena_check(ep: EntryPoint, what: str) -> Callable[[Any], Any]:
@@ -158,6 +159,12 @@ def _arena_check(ep: EntryPoint, what: str) -> Callable[[Any], Any]:
                 f"{_plugin(ep, what)}: build returned {_a(arena)}, not an arena (it lacks {', '.join(missing)}); "
                 f"fix or uninstall {_distribution(ep)}"
             )
+        for m in ARENA_METHODS[:-1]:  # the plugin's own code as the engine calls it (score's failures are per episode)
+            try:
+                setattr(arena, m, guard_plugin_call(getattr(arena, m), ep, what, m,
+                                                    limit="first" if m == "load_tasks" else "never"))  # fmt: skip
+            except (AttributeError, TypeError):  # an arena with read-only attributes keeps its own methods
+                pass
         return arena
 
     return check

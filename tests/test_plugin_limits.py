@@ -114,6 +114,25 @@ def test_a_factory_that_returns_no_model_and_a_build_that_returns_no_arena_are_n
     with pytest.raises(ConfigError, match="build returned None, not an arena"):
         bench.build(None, None)
 
+    class Arena:
+        def load_tasks(self, n=None, split=None, seed=0):
+            raise RuntimeError("tasks file missing")
+
+        def next_side(self, episode):
+            return None
+
+        new_episode = prompt_for = apply = next_side
+
+        async def score(self, episodes):
+            return []
+
+    arena = _guarded(Benchmark("bad-arena", build=lambda o, c: Arena()), bench_ep, "benchmark 'no-arena'").build(1, 2)
+    with pytest.raises(
+        ConfigError, match=r"benchmark 'no-arena' \(plugin 'mod:BENCH'.*load_tasks failed: RuntimeError"
+    ):
+        arena.load_tasks()
+    assert arena.next_side(None) is None
+
 
 def _bench(**fields):
     from collapse_probe.benchmarks import Benchmark, BenchmarkOptions

@@ -60,6 +60,23 @@ PLUGIN_CODE = textwrap.dedent("""
 
     OWN_ERROR = Benchmark("own-error", BenchmarkOptions, build=_own_error)
 
+    class TasksMissing:
+        def load_tasks(self, n=None, split=None, seed=0):
+            raise RuntimeError("tasks file missing")
+
+        def new_episode(self, task, seed): ...
+        def next_side(self, episode): ...
+        def prompt_for(self, episode, side): ...
+        def apply(self, episode, side, completion, text): ...
+        async def score(self, episodes): ...
+
+    class TasksHang(TasksMissing):
+        def load_tasks(self, n=None, split=None, seed=0):
+            time.sleep(3600)
+
+    TASKS_MISSING = Benchmark("tasks-missing", BenchmarkOptions, build=lambda o, c: TasksMissing())
+    TASKS_HANG = Benchmark("tasks-hang", BenchmarkOptions, build=lambda o, c: TasksHang())
+
     class SimsOptions(BenchmarkOptions):
         sims: str = Field("x", description="clashes with --sims")
 
@@ -163,6 +180,8 @@ sleepy-resolve = "cphb_plugins:SLEEPY_RESOLVE"
 none-arena = "cphb_plugins:NONE_ARENA"
 str-arena = "cphb_plugins:STR_ARENA"
 own-error = "cphb_plugins:OWN_ERROR"
+tasks-missing = "cphb_plugins:TASKS_MISSING"
+tasks-hang = "cphb_plugins:TASKS_HANG"
 clash-sims = "cphb_plugins:CLASH_SIMS"
 clash-no-exact = "cphb_plugins:CLASH_NO_EXACT"
 clash-seed = "cphb_plugins:CLASH_SEED"
@@ -253,6 +272,29 @@ PLUGIN_CASES = [
     _case("benchmark build returning None", bench("none-arena"), "none-arena", DIST, "not an arena"),
     _case("benchmark build returning a string", bench("str-arena"), "str-arena", DIST, "not an arena"),
     _case("benchmark build raising its own ConfigError", bench("own-error"), "own-error", DIST, "data file"),
+    _case("benchmark arena's load_tasks raising", bench("tasks-missing"), "tasks-missing", DIST, "load_tasks"),
+    _case("benchmark arena's load_tasks sleeping", bench("tasks-hang"), "tasks-hang", DIST, "did not finish"),
+    _case(
+        "benchmark arena's load_tasks raising: play",
+        plugin(
+            "play",
+            "--benchmark",
+            "tasks-missing",
+            "--policy",
+            "scripted:donor.json",
+            "--sim",
+            "scripted:donor.json",
+            "--tasks",
+            "1",
+            "--rollouts",
+            "1",
+            "--no-progress",
+            "--out",
+            "o",
+        ),  # fmt: skip
+        "tasks-missing",
+        DIST,
+    ),
     _case("benchmark option --sims (crossplay)", bench("clash-sims", "crossplay"), "clash-sims", DIST, "--sims"),
     _case("benchmark option --no-exact (audit)", bench("clash-no-exact"), "clash-no-exact", DIST, "--no-exact"),
     _case("benchmark option --seed (audit)", bench("clash-seed"), "clash-seed", DIST, "--seed"),
