@@ -47,3 +47,32 @@ def test_bedrock_aws_credentials_are_secrets(monkeypatch):
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     make_bedrock_model("bedrock/anthropic.claude", "anthropic.claude")
     assert scrub("a wJalrXUtnFEMI-K7MDENG-bPxRfiCY b FwoGZXIvYXdzEJr-session-77") == "a *** b ***"
+
+
+def test_a_key_pasted_into_api_key_env_is_refused_without_showing_it(monkeypatch):
+    pytest.importorskip("openai")
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.models.openai import make_openai_compatible_model
+
+    pasted = "sk-live-pasted-7c6b5a49"
+    with pytest.raises(ConfigError, match="expected the name of an environment variable") as err:
+        make_openai_compatible_model("openai-compatible/m", "m", base_url="http://127.0.0.1:9/v1", api_key_env=pasted)
+    assert pasted not in str(err.value)
+    assert scrub(f"echo {pasted}") == "echo ***"  # and kept out of whatever prints the option later
+
+
+def test_an_api_key_env_that_is_not_set_is_an_error_not_a_keyless_run(monkeypatch):
+    pytest.importorskip("openai")
+    from collapse_probe.errors import ConfigError
+    from collapse_probe.models.openai import make_openai_compatible_model
+
+    monkeypatch.delenv("MY_SERVER_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"set the environment variable \$MY_SERVER_KEY"):
+        make_openai_compatible_model(
+            "openai-compatible/m", "m", base_url="http://127.0.0.1:9/v1", api_key_env="MY_SERVER_KEY"
+        )
+    monkeypatch.setenv("MY_SERVER_KEY", "sk-server-key-112233")
+    model = make_openai_compatible_model(
+        "openai-compatible/m", "m", base_url="http://127.0.0.1:9/v1", api_key_env="MY_SERVER_KEY"
+    )
+    assert model.api_key_env == "MY_SERVER_KEY"

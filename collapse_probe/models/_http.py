@@ -117,8 +117,22 @@ def api_key_from_env(names: Sequence[str], *, provider: str, required: bool) -> 
         ``(key or None, name of the variable used or to use)``.
 
     Raises:
-        ConfigError: when ``required`` and none of the variables is set; the message names them.
+        ConfigError: when ``required`` and none of the variables is set; the message names them. A
+            name that is not an environment variable's (a key pasted into ``api_key_env``) is refused
+            without showing it, and registered as a secret.
     """
+    import re
+
+    from collapse_probe._secrets import register_secret
+
+    for name in names:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            register_secret(name if isinstance(name, str) else None)
+            raise ConfigError(
+                f"option 'api_key_env' of the {provider} backend: expected the name of an environment variable "
+                "(letters, digits and _), got a value that is not one (not shown: it may be a key; keys are read "
+                "only from the environment: export KEY=... and pass api_key_env=KEY)"
+            )
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:

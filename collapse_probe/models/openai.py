@@ -538,7 +538,8 @@ def make_openai_compatible_model(spec: str, name: str, **options: Any) -> OpenAI
         )
     names = [options["api_key_env"]] if options.get("api_key_env") else ["COLLAPSE_PROBE_API_KEY", "OPENAI_API_KEY"]
     key: Secret | None
-    key, key_env = api_key_from_env(names, provider="OpenAI-compatible", required=False)
+    # the key is optional, unless the option api_key_env names its variable: then that must be set
+    key, key_env = api_key_from_env(names, provider="OpenAI-compatible", required=bool(options.get("api_key_env")))
     return OpenAIChatModel(
         spec,
         model,
