@@ -99,7 +99,7 @@ def test_a_switch_that_turns_a_field_off_reads_true_in_a_file_as_off(tmp_path):
         (["crossplay", "--policies", "a", "--sims", "b", "--out", "o"], {"COLLAPSE_PROBE_ENTROPY_TURNS": "some"},
          "$COLLAPSE_PROBE_ENTROPY_TURNS: expected one of first, all, got 'some'"),
         (["gate", "run", "--policy", "p"], {"COLLAPSE_PROBE_LEVEL": "nan"}, "$COLLAPSE_PROBE_LEVEL: expected a finite"),
-        (["train", "--group-size", "1"], {}, "--group-size must be an integer >= 2"),
+        (["train", "--group-size", "1"], {}, "--group-size must be an integer in [2, 4,096]"),
         (["crossplay", "--policies", "a", "--sims", " , ", "--out", "o"], {}, "--sims (simulators): expected at least one model spec (comma-separated), got an empty list"),
     ],
 )  # fmt: skip
