@@ -79,7 +79,13 @@ def secret_forms(*secrets: str) -> dict[str, str]:
 
 def _entry(way: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Arguments naming the simulator with the secret given ``way``; the environment set to match."""
-    for name in ("COLLAPSE_PROBE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "COLLAPSE_PROBE_BASE_URL"):
+    for name in (
+        "COLLAPSE_PROBE_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "COLLAPSE_PROBE_BASE_URL",
+        "COLLAPSE_PROBE_SIM",
+    ):
         monkeypatch.delenv(name, raising=False)
     with_creds = url.replace("http://", f"http://{USER}:{PASSWORD}@")
     if way == "url":
@@ -94,6 +100,9 @@ def _entry(way: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     if way == "env-url":
         monkeypatch.setenv("COLLAPSE_PROBE_BASE_URL", with_creds)
         return ["--sim", "openai-compatible/m"]
+    if way == "env-sim":
+        monkeypatch.setenv("COLLAPSE_PROBE_SIM", f"openai-compatible/m@{with_creds}")
+        return []
     if way == "M-url":
         return ["--sim", "openai-compatible/m", "-M", f"sim.base_url={with_creds}"]
     assert way == "config"
@@ -101,7 +110,7 @@ def _entry(way: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return ["--config", "audit.yaml"]
 
 
-@pytest.mark.parametrize("way", ["url", "env-key", "openai-key", "env-url", "M-url", "config"])
+@pytest.mark.parametrize("way", ["url", "env-key", "openai-key", "env-url", "env-sim", "M-url", "config"])
 def test_echoed_credentials_reach_no_output(way, tmp_path, monkeypatch, capsys):
     """A server that quotes the request's credentials in its 401 bodies and in its replies: the key,
     however it was given, is in no terminal line, run file or cache entry, in none of its forms."""
