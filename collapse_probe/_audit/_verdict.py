@@ -229,8 +229,30 @@ def audit_command(config: AuditConfig, *flags: str, sim: str | None = None) -> s
         words += ["--partition", config.partition]
     if config.judge:
         words += ["--judge", config.judge]
+    words += _benchmark_option_words(config.arena_options or {})
     words += [w for f in flags for w in f.split()]
     return " ".join(shlex.quote(w) for w in words)
+
+
+def _benchmark_option_words(options: dict[str, Any]) -> list[str]:
+    """The flags of the benchmark options the run was given (``--scenarios FILE``, ``--domain retail``), so a
+    ``next:`` command audits the same states: without them it would fail or audit the benchmark's default."""
+    import json
+
+    words: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False or name == "judge":
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, (str, int, float)):
+            words += [flag, str(value)]
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
+            words += [flag, ",".join(str(v) for v in value)]
+        else:
+            words += [flag, json.dumps(value, separators=(",", ":"), default=str)]
+    return words
 
 
 def _phrase(view: str, label: str) -> str:
@@ -389,6 +411,7 @@ def _format_steps(config: AuditConfig) -> list[str]:
     look += (
         " --max-turns 1" if config.benchmark == DEFAULT_BENCHMARK else f" --benchmark {shlex.quote(config.benchmark)}"
     )
+    look += "".join(" " + shlex.quote(w) for w in _benchmark_option_words(config.arena_options or {}))
     return [f"read what the simulator answers where the reward looks: {look}",
             f"audit a model that answers in the reward's format (needs OPENAI_API_KEY): "
             f"{audit_command(config, sim=FORMAT_MODEL)}"]  # fmt: skip

@@ -101,6 +101,22 @@ def _commands(next_line: str) -> list[str]:
             {"given": 0},
         ),  # fmt: skip
         (AuditConfig(sim="scripted:p4g_donor_wording_varies", states=3), {"given": 1, "read": 60}),
+        (
+            AuditConfig(
+                sim="scripted:clinic_patient_train",
+                benchmark="scenarios",
+                arena_options={"scenarios": "examples/clinic-intake.yaml"},
+            ),
+            {},
+        ),  # fmt: skip
+        (
+            AuditConfig(
+                sim="scripted:clinic_patient_train",
+                benchmark="scenarios",
+                arena_options={"scenarios": "examples/clinic-intake.yaml"},
+            ),
+            {"given": 40},
+        ),  # fmt: skip
     ],
 )
 def test_every_next_step_is_a_command_the_real_parser_accepts(config, kw):
@@ -113,6 +129,9 @@ def test_every_next_step_is_a_command_the_real_parser_accepts(config, kw):
         assert words[0] == "collapse-probe"
         assert not any(re.fullmatch(r"[A-Z_]{3,}(@[A-Z]+)?", w) for w in words), cmd  # no SPEC placeholders
         parser.parse_args(words[1:])  # argparse exits 2 on anything it cannot read
+        for name, value in (config.arena_options or {}).items():  # the same states: the benchmark's options kept
+            if "--benchmark" in words:
+                assert f"--{name.replace('_', '-')}" in words and str(value) in words, cmd
 
 
 def test_a_real_audit_of_a_donor_that_never_states_a_donation_says_so_everywhere(tmp_path, capsys, monkeypatch):
