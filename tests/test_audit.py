@@ -26,7 +26,7 @@ def _audit(spec, out=None, **kw):
 
 
 def test_known_distribution_at_n400_estimates_within_cis(write_scripted):
-    res = _audit(write_scripted(KNOWN), samples=400, partition=None)  # by meaning: 3 meanings
+    res = _audit(write_scripted(KNOWN), samples=400, partition=None, stop_early=False)  # by meaning: 3 meanings
     assert res["partitioner"] == "embedding"
     s = res["summary"]
     assert s["n_states"] == 4 and s["infra_failures"] == 0 and not s["low_confidence"]
@@ -94,8 +94,8 @@ def test_small_n_on_a_diverse_distribution_is_flagged_low_confidence(write_scrip
 
 def test_cached_rerun_is_identical_and_cached_samples_are_independent_draws(write_scripted, tmp_path):
     spec = write_scripted([("alpha", 0.5), ("beta", 0.3), ("gamma", 0.2)])
-    a = _audit(spec, tmp_path / "a", samples=400, states=1, partition="exact")
-    b = _audit(spec, tmp_path / "b", samples=400, states=1, partition="exact")
+    a = _audit(spec, tmp_path / "a", samples=400, states=1, partition="exact", stop_early=False)
+    b = _audit(spec, tmp_path / "b", samples=400, states=1, partition="exact", stop_early=False)
     assert a["states"] == b["states"] and a["summary"] == b["summary"]
     from collapse_probe._state import process_caches
     from collapse_probe.models import default_cache_path
@@ -200,7 +200,7 @@ def test_unparseable_vs_output_is_counted_not_dropped(write_scripted):
 
 
 def test_empty_responses_are_retried_then_dropped_never_a_class(write_scripted):
-    res = _audit(write_scripted([("", 0.5), ("hello", 0.5)]), samples=100, states=1, partition="exact")
+    res = _audit(write_scripted([("", 0.5), ("hello", 0.5)]), samples=100, states=1, partition="exact", stop_early=False)
     s = res["summary"]
     assert s["n_states"] == 2 and s["infra_failures"] == 0
     for st in res["states"]:

@@ -55,8 +55,10 @@ class AuditConfig(Config):
         int,
         Integer(2, why="a collapse error needs at least 2 responses per state"),
         AtMost(MAX_SAMPLES_PER_STATE, "responses per state"),
-    ] = 20
-    """N, responses sampled per state (N < 20 is flagged low-confidence)."""
+    ] = 80
+    """The cap on N, the responses sampled per state: the sequential audit draws them in looks of 20, 40,
+    60, … and stops at the first look where the verdict is decisive (a cap below 20 makes no look and
+    decides nothing; N < 20 is flagged low-confidence). A rerun with a raised cap continues the same test."""
     partition: Annotated[str | None, Flag("--partition", metavar="NAME")] = None
     """Equivalence classes of replies: ``exact``, ``embedding``, ``judge``, ``label`` or an installed
     partitioner. Default: by meaning, i.e. ``judge`` (LLM judge of bidirectional equivalence) when a
@@ -98,6 +100,10 @@ class AuditConfig(Config):
     """Agent seeds (agent prefixes) per task for the variance share."""
     variance_sims: Annotated[int, Integer(2, most=MAX_VARIANCE_DRAWS)] = 4
     """Simulator continuations per agent prefix for the variance share."""
+    stop_early: bool = True
+    """Stop drawing at the first look where every view's verdict is decisive (the sequential audit).
+    ``--no-stop-early`` draws all ``--samples`` replies per state, for estimates at a fixed N; the verdict
+    is the same sequential test either way."""
     exact: bool = True
     """Compute the exact class distribution where the model scores a closed answer set."""
     vendi: bool = False

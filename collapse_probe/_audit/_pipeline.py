@@ -11,6 +11,7 @@ from collapse_probe._audit._human import human_grounding, human_reference, peopl
 from collapse_probe._audit._presentation import write_audit_report
 from collapse_probe._audit._rows import state_row as _state_row
 from collapse_probe._audit._sampling import _Sampler, _state_seed, sample_problem
+from collapse_probe._audit._sequential import all_decided, look_plan, sequential_summary
 from collapse_probe._audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe._audit._summary import paired_difference, summarize_states
 from collapse_probe._audit._trajectory import trajectory_summary, variance_share
@@ -166,7 +167,8 @@ async def run_audit_async(
         from collapse_probe.runspec import arena_record
 
         record = {**config.to_dict(), "arena": arena_record(arena), "version": __version__}
-        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
+        # a raised --samples (the sequential audit's cap) continues the same run and the same test
+        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples",))
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
         for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
@@ -229,10 +231,7 @@ async def run_audit_async(
         initial = sum(1 for s in states for p in sims if (s.state_id, p.mode) in done)
         bar = tqdm(total=total, initial=initial, desc=f"audit {config.sim}", unit="state")
     try:
-        by_mode: dict[str, list[dict[str, Any]]] = {}
-        for p in sims:
-            sampler = _Sampler(arena, p, partitioner, config, run_dir, done, embedder=embedder, bar=bar)
-            by_mode[p.mode] = await sampler.run(states)
+        by_mode = await _sample_in_looks(arena, sims, partitioner, config, run_dir, done, embedder, bar, states)
     finally:
         if bar is not None:
             bar.close()
@@ -316,6 +315,27 @@ async def run_audit_async(
     return finish_audit(results, recs, run_dir, usage)
 
 
+async def _sample_in_looks(arena: Arena, sims: list[Participant], partitioner: Any, config: AuditConfig,
+                           run_dir: Any, done: dict[tuple[str, str], dict[str, Any]], embedder: Any, bar: Any,
+                           states: list[ProbeState]) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+    """The sequential audit's draws: every state of every mode up to a look's replies per state (the
+    response cache serves the sample indices drawn before), then the next look only while a view of
+    the primary mode is undecided, up to ``--samples`` (the cap). Any stopping rule keeps the error,
+    since every look the cap allows has its share (:mod:`collapse_probe._audit._sequential`)."""
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    plan = look_plan(config.samples) if config.stop_early else [config.samples]
+    for i, n in enumerate(plan):
+        if bar is not None and i > 0:
+            bar.reset(total=len(states) * len(sims))
+            bar.set_description(f"audit {config.sim} (look {i + 1}: N = {n})")
+        for p in sims:
+            sampler = _Sampler(arena, p, partitioner, config, run_dir, done, embedder=embedder, bar=bar, samples=n)
+            by_mode[p.mode] = await sampler.run(states)
+        if all_decided(by_mode[sims[0].mode], config.samples, config.epsilon_star):
+            break
+    return by_mode
+
+
 def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir: Any, usage: Any) -> AuditResults:
     """The end of an audit, live or of published trajectories: its spend, the results checked
     through the typed model and written with the report (when there is a run directory)."""
@@ -359,6 +379,8 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
     from collapse_probe._audit._verdict import meaning_checks
 
     summary["meaning_checks"] = meaning_checks(records, partition, config.rollout.seed, config.epsilon_star)
+    if mode != "published":  # a published file's replies are not drawn in looks
+        summary["sequential"] = sequential_summary(records, config.samples, config.epsilon_star)
     verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
     results = {
         "schema": SCHEMA,

@@ -16,7 +16,7 @@ import numpy as np
 
 from collapse_probe._audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe._audit._summary import _state_estimates
-from collapse_probe._audit._views import reward_reader, reward_view_of_state
+from collapse_probe._audit._views import NOT_READ, reward_reader, reward_view_of_state
 from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
@@ -169,6 +169,9 @@ def measured_state(state: ProbeState, texts: list[str], labels: list[int], parti
     }
     reward = reward_view_of_state(reward_read, state, texts, _state_seed(seed, state.state_id))
     if reward is not None:
+        # each reply's reward class in sample-index order: the sequential verdict's hits need the order
+        names = [NOT_READ if k is None else str(k) for k in (reward_read(state, t) for t in texts)]
+        reward["labels"] = [reward["class_names"].index(k) for k in names]
         rec["reward_view"] = reward
     if decide is not None and state.closed_set:
         names_d = [str(decide(t)) for t in texts]
@@ -190,23 +193,38 @@ class _Sampler:
     done: dict[tuple[str, str], dict[str, Any]]
     embedder: Any = None
     bar: Any = None
+    samples: int | None = None
+    """Replies per state to have at this look of the sequential audit (default ``config.samples``)."""
 
     @property
     def mode(self) -> str:
         return self.participant.mode
+
+    @property
+    def n_target(self) -> int:
+        return self.samples or self.config.samples
+
+    def _needs(self, state: ProbeState) -> bool:
+        """A state is sampled when it has no record, or a measured record of fewer replies than this
+        look asks for (the cache serves the earlier sample indices; the new ones are drawn)."""
+        rec = self.done.get((state.state_id, self.mode))
+        if rec is None:
+            return True
+        asked = int(rec.get("n") or 0) + int(rec.get("n_empty") or 0)
+        return rec.get("status") == "ok" and asked < self.n_target
 
     def request(self, state: ProbeState) -> GenerationRequest:
         prompt = self.participant.transform_prompt(self.arena.prompt_for(state.episode, "simulator"))
         params = SamplingParams(temperature=self.config.rollout.temperature, top_p=self.config.top_p,
                                 max_tokens=prompt.max_tokens, stop=tuple(prompt.stop),
                                 seed=_state_seed(self.config.rollout.seed, state.state_id))  # fmt: skip
-        return GenerationRequest(messages=tuple(prompt.messages), prompt=prompt.prompt, n=self.config.samples,
+        return GenerationRequest(messages=tuple(prompt.messages), prompt=prompt.prompt, n=self.n_target,
                                  params=params, tools=tuple(prompt.tools) if prompt.tools else None)  # fmt: skip
 
     async def run(self, states: Sequence[ProbeState]) -> list[dict[str, Any]]:
-        todo = [s for s in states if (s.state_id, self.mode) not in self.done]
-        batched = batch_chunk(self.participant.model, len(todo), self.config.samples)  # a provider batch: all at once
-        step = self.config.batch_states or batched or max(1, 64 // self.config.samples)
+        todo = [s for s in states if self._needs(s)]
+        batched = batch_chunk(self.participant.model, len(todo), self.n_target)  # a provider batch: all at once
+        step = self.config.batch_states or batched or max(1, 64 // self.n_target)
         for start in range(0, len(todo), step):
             await self._chunk(todo[start : start + step])
         return [self.done[(s.state_id, self.mode)] for s in states if (s.state_id, self.mode) in self.done]

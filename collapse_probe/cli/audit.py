@@ -37,7 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     helps = {"sim": "simulator spec; vs:SPEC audits Verbalized Sampling (default {default}). With --from: which "
              "simulator of the file to audit (default: the file's only one)",
-             "exact": "skip the exact closed-set scores (how often the whole reply is one of the benchmark's closed answers)"}  # fmt: skip
+             "exact": "skip the exact closed-set scores (how often the whole reply is one of the benchmark's closed answers)",
+             "stop_early": "draw all --samples replies per state (estimates at a fixed N); by default the audit stops "
+             "at the first look (20, 40, ... replies per state) where every view is decisive. The verdict is the same "
+             "sequential test either way"}  # fmt: skip
     add_model_options(p, CONFIG, exclude=NOT_FLAGS, helps=helps, mark_default=("sim",))
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_benchmark(p, CONFIG)
@@ -97,6 +100,11 @@ def _report(args: argparse.Namespace, results: AuditResults) -> int:
     print(summary_table(results))
     for notice in [*results.notices, *([results.states_note] if results.states_note else [])]:
         print(notice)
+    from collapse_probe._audit._sequential import looks_line
+
+    looks = looks_line(results.to_json()["summary"].get("sequential"))
+    if looks:
+        print(looks)
     print()
     print(results.verdict)
     print(f"results: {args.out}/results.json  report: {args.out}/report.html  samples: {args.out}/samples.jsonl")

@@ -294,10 +294,22 @@ def next_look(schedule: LookSchedule, looks_done: int, cap: int) -> int | None:
 
 
 def sequential_verdict(
-    label_seqs: Sequence[Sequence[int]], cap: int, epsilon_star: float, schedule: LookSchedule | None = None
+    label_seqs: Sequence[Sequence[int]],
+    cap: int,
+    epsilon_star: float,
+    schedule: LookSchedule | None = None,
+    drawn: int | None = None,
 ) -> SequentialVerdict:
     """Run the looks of the sequential test on the replies drawn so far (per state, in sample-index
     order) up to ``cap`` replies per state, stopping at the first decisive look.
+
+    Args:
+        label_seqs: per state, the class label of each reply in sample-index order.
+        cap: the most replies per state the audit may draw.
+        epsilon_star: the collapse threshold ε*.
+        schedule: the looks and their error shares (default :class:`LookSchedule`).
+        drawn: replies per state asked for so far (default: the shortest state's replies). A state
+            that lost empty replies has fewer; a look then uses the first n replies that every state has.
 
     The caller draws replies up to the next look (:func:`next_look`) while this returns
     ``stop_reason == "cap"`` with fewer replies than that look needs; the looks already made are
@@ -305,10 +317,11 @@ def sequential_verdict(
     """
     schedule = schedule or LookSchedule()
     shortest = min((len(s) for s in label_seqs), default=0)
+    drawn = shortest if drawn is None else drawn
     looks: list[Look] = []
     k = 1
-    while schedule.replies_at(k) <= min(cap, shortest):
-        n = schedule.replies_at(k)
+    while schedule.replies_at(k) <= min(cap, drawn) and shortest >= 1:
+        n = min(schedule.replies_at(k), shortest)
         b = exact_collapse_error_bounds(label_seqs, schedule.alpha_at(k), n)
         d = b.decision(epsilon_star)
         looks.append(Look(index=k, replies_per_state=n, alpha_side=schedule.alpha_at(k), bounds=b, decision=d))

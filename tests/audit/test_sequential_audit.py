@@ -1,0 +1,74 @@
+"""The sequential audit end to end with scripted simulators: replies drawn in looks until the exact
+verdict is decisive, the looks and the stopping reason in results.json and the terminal, and a raised
+cap that continues the same test from the cache."""
+
+from __future__ import annotations
+
+import json
+
+from collapse_probe._audit import AuditConfig, run_audit
+from collapse_probe.cli import main
+from collapse_probe.results import AuditResults
+
+
+def _audit(spec, out, **kw):
+    kw.setdefault("states", 2)
+    kw.setdefault("partition", "exact")
+    return run_audit(AuditConfig(sim=spec, **kw), out, progress=False)
+
+
+def _records(out):
+    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+
+
+def test_a_collapsed_simulator_stops_at_the_first_look(write_scripted, tmp_path):
+    spec = write_scripted([("No thanks.", 1.0)])
+    res = _audit(spec, tmp_path / "run", samples=80)
+    seq = res["summary"]["sequential"]
+    assert seq["cap"] == 80 and seq["drawn_per_state"] == 20
+    meaning = seq["views"]["meaning"]
+    assert meaning["decision"] == "COLLAPSED" and meaning["stop_reason"] == "decisive"
+    assert [lk["replies_per_state"] for lk in meaning["looks"]] == [20]
+    assert meaning["looks"][0]["hits"] == meaning["looks"][0]["hit_trials"] == 4 * 19
+    assert res["verdicts"]["meaning"]["label"] == "COLLAPSED"
+    assert {r["n"] for r in _records(tmp_path / "run")} == {20}  # nothing drawn past the decisive look
+    AuditResults.parse(json.loads((tmp_path / "run" / "results.json").read_text()))
+
+
+def test_an_undecided_simulator_draws_to_the_cap_and_a_raised_cap_continues_the_same_test(
+    write_scripted, tmp_path, capsys
+):
+    spec = write_scripted([("Sure! [DONATE $1]", 0.78), ("No thanks.", 0.22)])  # ε = 0.22, next to ε*
+    out = tmp_path / "run"
+    first = _audit(spec, out, samples=40)
+    m1 = first["summary"]["sequential"]["views"]["meaning"]
+    assert [lk["replies_per_state"] for lk in m1["looks"]] == [20, 40]
+    assert m1["stop_reason"] == "cap" and m1["decision"] is None
+    assert [lk["alpha_side"] for lk in m1["looks"]] == [0.025 * 0.24] * 2
+    replies = {r["state_id"]: r["responses"] for r in _records(out) if r["n"] == 40}
+
+    # the same directory, a raised cap: the looks at 20 and 40 are made again on the cached replies
+    again = _audit(spec, out, samples=80)
+    m2 = again["summary"]["sequential"]["views"]["meaning"]
+    assert m2["looks"][:2] == m1["looks"]
+    assert [lk["replies_per_state"] for lk in m2["looks"]][:3] == [20, 40, 60]
+    for r in _records(out):
+        if r["n"] >= 40:
+            assert r["responses"][:40] == replies[r["state_id"]]  # sample indices 0-39 served, not redrawn
+
+    capsys.readouterr()
+    rc = main(["audit", "--sim", spec, "--states", "2", "--samples", "80", "--partition", "exact", "--out", str(tmp_path / "cli"),
+               "--no-progress"])  # fmt: skip
+    cap = capsys.readouterr()
+    printed = cap.out
+    assert rc == 0, cap.err
+    assert "sequential verdict (exact bounds, cap 80 replies per state" in printed
+    assert "N = 20: ε̄ in [" in printed and "N = 40: ε̄ in [" in printed
+
+
+def test_a_cap_below_the_first_look_decides_nothing(write_scripted, tmp_path):
+    spec = write_scripted([("No thanks.", 1.0)])
+    res = _audit(spec, tmp_path / "run", samples=10)
+    meaning = res["summary"]["sequential"]["views"]["meaning"]
+    assert meaning["looks"] == [] and meaning["stop_reason"] == "below first look"
+    assert "below the first look at 20" in meaning["reason"]
