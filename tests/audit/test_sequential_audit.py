@@ -72,3 +72,13 @@ def test_a_cap_below_the_first_look_decides_nothing(write_scripted, tmp_path):
     meaning = res["summary"]["sequential"]["views"]["meaning"]
     assert meaning["looks"] == [] and meaning["stop_reason"] == "below first look"
     assert "below the first look at 20" in meaning["reason"]
+
+
+def test_no_stop_early_draws_every_reply_and_makes_the_same_test(write_scripted, tmp_path):
+    spec = write_scripted([("No thanks.", 1.0)])
+    early = _audit(spec, tmp_path / "a", samples=60)
+    full = _audit(spec, tmp_path / "b", samples=60, stop_early=False)
+    assert {st["n"] for st in early["states"]} == {20} and {st["n"] for st in full["states"]} == {60}
+    assert full["summary"]["sequential"]["drawn_per_state"] == 60
+    # the test stops at its first decisive look whatever was drawn: the same look, the same bounds
+    assert full["summary"]["sequential"]["views"] == early["summary"]["sequential"]["views"]
