@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
-from collapse_probe.errors import CollapseProbeError, ConfigError, RunAbortedError
+from collapse_probe.errors import CollapseProbeError, ConfigError, InfraError, RunAbortedError
 
 BENCHMARKS_GROUP = "collapse_probe.benchmarks"
 """Entry points naming a :class:`~collapse_probe.benchmarks.Benchmark`."""
@@ -279,8 +279,9 @@ def guard_plugin_call(
             else one line naming the plugin (:class:`PluginTimeout`).
         check: applied to the result (raises :class:`ConfigError` for one that is not what the plugin
             must return).
-        errors: ``False``: what ``fn`` raises passes unchanged (a backend's failed ``generate`` fails
-            its requests, not the run); only the time limit applies.
+        errors: ``False``: an exception ``fn`` raises becomes an :class:`InfraError` naming the plugin
+            (a backend's failed ``generate`` fails its requests, not the run); ``True``: a
+            :class:`ConfigError` (a broken plugin stops the run).
     """
     done = threading.Event()
 
@@ -288,13 +289,15 @@ def guard_plugin_call(
         return plugin_timeout() if limit == "always" or (limit == "first" and not done.is_set()) else None
 
     def named(exc: BaseException) -> BaseException:
-        if not errors or isinstance(exc, PluginTimeout):
+        if isinstance(exc, PluginTimeout):
             return exc
         if isinstance(exc, CollapseProbeError):
             text = str(exc)
             if ep.name not in text and _distribution(ep) not in text:
                 exc.args = (f"{_plugin(ep, what)}: {doing}: {text}", *exc.args[1:])
             return exc
+        if not errors and isinstance(exc, Exception):  # a failed call, not a broken plugin: named, same handling
+            return InfraError(f"{_plugin(ep, what)}: {doing} failed: {_failure(exc)}")
         return _call_error(exc, ep, what, doing)
 
     def checked(value: Any) -> Any:
@@ -315,7 +318,7 @@ def guard_plugin_call(
                             value = await asyncio.wait_for(fn(*args, **kwargs), seconds)
                         except asyncio.TimeoutError:
                             raise _timeout(ep, what, doing, seconds) from None
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, asyncio.CancelledError):
                 raise
             except BaseException as exc:  # noqa: BLE001 - a plugin's SystemExit too
                 raise named(exc) from None

@@ -20,7 +20,7 @@ from collapse_probe._plugins import (
     guard_plugin_call,
     refuse_clashing_options,
 )
-from collapse_probe.errors import ConfigError, RunAbortedError
+from collapse_probe.errors import ConfigError, InfraError, RunAbortedError
 
 EP = EntryPoint("slow-plugin", "slow_mod:thing", MODELS_GROUP)
 
@@ -63,7 +63,7 @@ def test_a_timeout_stops_the_run_rather_than_failing_requests():
     assert issubclass(PluginTimeout, ConfigError) and issubclass(PluginTimeout, RunAbortedError)
 
 
-def test_only_the_first_use_is_timed_and_a_backend_error_passes_unchanged():
+def test_only_the_first_use_is_timed_and_a_backend_error_is_a_named_failed_request():
     calls = []
 
     async def generate(requests):
@@ -77,8 +77,8 @@ def test_only_the_first_use_is_timed_and_a_backend_error_passes_unchanged():
     guarded = guard_plugin_call(generate, EP, "model backend 'slow-plugin'", "generate", limit="first", errors=False)
     assert asyncio.run(guarded([])) == ["ok"]
     assert asyncio.run(guarded([])) == ["ok"]
-    with pytest.raises(RuntimeError, match="provider down"):
-        asyncio.run(guarded([]))
+    with pytest.raises(InfraError, match=r"slow-plugin.*generate failed: RuntimeError: provider down"):
+        asyncio.run(guarded([]))  # a failed request (named), not a broken plugin: the run goes on
 
 
 def test_an_error_the_plugin_raises_for_the_user_gets_the_plugins_name():
@@ -310,3 +310,19 @@ def test_openrlhf_session_settings_are_checked(kw, needle):
     with pytest.raises(ConfigError) as err:
         ArenaSession(**{"sim": "scripted:d.json", "rollouts_per_step": 2, **kw})
     assert needle in str(err.value)
+
+
+def test_a_cancelled_first_generate_stays_a_cancellation():
+    async def generate(requests):
+        await asyncio.sleep(0.3)
+
+    guarded = guard_plugin_call(generate, EP, "model backend 'slow-plugin'", "generate", limit="first", errors=False)
+
+    async def main():
+        task = asyncio.ensure_future(guarded([]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
