@@ -103,9 +103,10 @@ def _state_paths(rng: np.random.Generator, p: np.ndarray, reps: int, n: int) -> 
 
 
 def simulate(states: Sequence[np.ndarray], reps: int, cap: int, star: float, schedule: LookSchedule,
-             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Decision per look (+1 COLLAPSED, −1 NOT COLLAPSED, 0 none) of ``reps`` audits, shape
-    (reps, looks), and the replies per state at each look."""
+    (reps, looks), the replies per state at each look, and the pooled max counts and hits after
+    1..cap replies per state (shape (reps, cap))."""
     looks = schedule.looks(cap)
     n = looks[-1]
     tot_max = np.zeros((reps, n), dtype=np.int64)
@@ -124,7 +125,19 @@ def simulate(states: Sequence[np.ndarray], reps: int, cap: int, star: float, sch
             dec[tot_hit[:, nl - 1] >= c_c, i] = 1
         if c_nc is not None:
             dec[tot_max[:, nl - 1] <= c_nc, i] = -1
-    return dec, np.array(looks)
+    return dec, np.array(looks), tot_max, tot_hit
+
+
+def fixed_decision(tot_max: np.ndarray, tot_hit: np.ndarray, s: int, n: int, alpha: float, star: float) -> np.ndarray:
+    """The decision of one fixed-size test at ``n`` replies per state spending all of ``alpha`` per side."""
+    out = np.zeros(len(tot_max), dtype=np.int8)
+    c_c = collapsed_cutoff(s * (n - 1), alpha, 1 - star)
+    c_nc = not_collapsed_cutoff(s * n, alpha, 1 - star)
+    if c_c is not None:
+        out[tot_hit[:, n - 1] >= c_c] = 1
+    if c_nc is not None:
+        out[tot_max[:, n - 1] <= c_nc] = -1
+    return out
 
 
 def outcome(dec: np.ndarray, looks: np.ndarray, n_looks: int) -> tuple[np.ndarray, np.ndarray]:
@@ -158,11 +171,21 @@ def table(args: argparse.Namespace) -> None:
             continue
         reps = args.reps
         rng = np.random.default_rng([args.seed, s, int(round(eps * 1000)), FAMILIES.index(family), cap])
-        dec, looks = simulate(states, reps, cap, star, schedule, rng)
+        dec, looks, tot_max, tot_hit = simulate(states, reps, cap, star, schedule, rng)
         n_first = len(schedule.looks(args.first_cap))
         patterns = [f"cap {cap}"] + ([f"cap {args.first_cap}, then {cap}"] if n_first < len(looks) else [])
+        if eps == star and cap == args.cap and s == 4:
+            patterns.append(f"restart: fixed {args.first_cap}, then fixed {cap}")
         for pattern in patterns:
-            if "then" not in pattern:
+            if pattern.startswith("restart"):
+                # what the sequential design avoids: each run a new fixed-size test at the full error,
+                # the rerun replaying the first run's replies from the cache
+                f1 = fixed_decision(tot_max, tot_hit, s, args.first_cap, schedule.alpha_side, star)
+                f2 = fixed_decision(tot_max, tot_hit, s, cap, schedule.alpha_side, star)
+                final = np.where(f1 != 0, f1, f2)
+                used = np.where(f1 != 0, args.first_cap, cap)
+                seen_c, seen_nc = (f1 == 1) | (f2 == 1), (f1 == -1) | (f2 == -1)
+            elif "then" not in pattern:
                 final, used = outcome(dec, looks, len(looks))
                 seen_c, seen_nc = final == 1, final == -1
             else:
@@ -182,9 +205,7 @@ def table(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument(
-        "--reps", type=int, default=4000, help="simulated audits per cell (default 4000)"
-    )
+    ap.add_argument("--reps", type=int, default=4000, help="simulated audits per cell (default 4000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cap", type=int, default=80, help="replies per state the audit may draw (default 80)")
     ap.add_argument("--first-cap", type=int, default=40, help='the first run\'s cap in "raise cap" (default 40)')
