@@ -381,6 +381,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
     summary["meaning_checks"] = meaning_checks(records, partition, config.rollout.seed, config.epsilon_star)
     if mode != "published":  # a published file's replies are not drawn in looks
         summary["sequential"] = sequential_summary(records, config.samples, config.epsilon_star)
+        summary["samples_per_state"] = summary["sequential"]["drawn_per_state"] or config.samples
     verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
     results = {
         "schema": SCHEMA,
@@ -393,7 +394,8 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "states_audited": states_audited or default_over,
         "states_note": states_note,
         "notices": notices,
-        "samples_per_state": config.samples,
+        # what was drawn: the sequential audit stops below its cap (--samples) where the verdict is decisive
+        "samples_per_state": summary.get("samples_per_state") or config.samples,
         "epsilon_star": config.epsilon_star,
         "config": config.to_dict(),
         "summary": summary,

@@ -32,6 +32,7 @@ def test_a_collapsed_simulator_stops_at_the_first_look(write_scripted, tmp_path)
     assert meaning["looks"][0]["hits"] == meaning["looks"][0]["hit_trials"] == 4 * 19
     assert res["verdicts"]["meaning"]["label"] == "COLLAPSED"
     assert {r["n"] for r in _records(tmp_path / "run")} == {20}  # nothing drawn past the decisive look
+    assert res["samples_per_state"] == res["summary"]["samples_per_state"] == 20  # what was drawn, not the cap
     AuditResults.parse(json.loads((tmp_path / "run" / "results.json").read_text()))
 
 
