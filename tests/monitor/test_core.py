@@ -263,7 +263,7 @@ def test_mlflow_tracker_gets_every_step_in_the_runs_own_store(tmp_path, monkeypa
     ("field", "value", "message"),
     [
         ("shadow_fraction", 0.0, r"shadow_fraction must be a number in \(0, 1\]"),
-        ("shadow_samples", 1, "shadow_samples must be an integer in [2, 100,000]"),
+        ("shadow_samples", 1, r"shadow_samples must be an integer in \[2, 100,000\]"),
         ("partition", "meaning", "partition: unknown partitioner 'meaning'"),
         ("trackers", ("neptune",), "trackers must be among"),
         ("batching", "both", "batching must be one of"),
