@@ -50,7 +50,9 @@ def test_prompt_asks_for_k_candidates_and_keeps_the_dialogue():
 
 
 def test_prompt_rejects_k_below_2():
-    with pytest.raises(ConfigError, match=r"--vs-k must be an integer >= 2 \(Verbalized Sampling needs at least 2"):
+    with pytest.raises(
+        ConfigError, match=r"--vs-k must be an integer in \[2, 100\] \(Verbalized Sampling needs at least 2"
+    ):
         verbalized_prompt(_p4g_prompt(), k=1)
 
 
