@@ -155,7 +155,7 @@ def _arena_check(ep: EntryPoint, what: str) -> Callable[[Any], Any]:
     def check(arena: Any) -> Any:
         missing = [m for m in ARENA_METHODS if not callable(getattr(arena, m, None))]
         if missing:
-            raise ConfigError(
+            raise BrokenPlugin(
                 f"{_plugin(ep, what)}: build returned {_a(arena)}, not an arena (it lacks {', '.join(missing)}); "
                 f"fix or uninstall {_distribution(ep)}"
             )
@@ -174,15 +174,38 @@ def _model_check(ep: EntryPoint, what: str) -> Callable[[Any], Any]:
     def check(model: Any) -> Any:
         generate = getattr(model, "generate", None)
         if not callable(generate) or not isinstance(getattr(model, "spec", None), str):
-            raise ConfigError(
+            raise BrokenPlugin(
                 f"{_plugin(ep, what)}: its factory returned {_a(model)}, not a model backend (an object with a "
                 f"string spec and async generate(requests)); fix or uninstall {_distribution(ep)}"
             )
         try:  # the first generate is the first use: under the time limit like the factory
-            model.generate = guard_plugin_call(generate, ep, what, "generate", limit="first", errors=False)
+            model.generate = guard_plugin_call(
+                generate,
+                ep,
+                what,
+                "generate",
+                limit="first",
+                errors=False,
+                check=_sequence_check(ep, what, "generate", "a list of results"),
+            )
         except (AttributeError, TypeError):  # a backend with read-only attributes keeps its own generate
             pass
         return model
+
+    return check
+
+
+def _sequence_check(ep: EntryPoint, what: str, doing: str, expected: str) -> Callable[[Any], Any]:
+    """A result that must be a sequence (a list, a tuple, an array): anything else is one line naming
+    the plugin, not a ``TypeError`` further on."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
+            raise BrokenPlugin(
+                f"{_plugin(ep, what)}: {doing} returned {_a(value)}, not {expected}; fix or uninstall "
+                f"{_distribution(ep)}"
+            )
+        return value
 
     return check
 
@@ -196,7 +219,12 @@ def _plugin(ep: EntryPoint, what: str) -> str:
     return f"{what} (plugin {ep.value!r} of distribution {_distribution(ep)})"
 
 
-class PluginTimeout(ConfigError, RunAbortedError):
+class BrokenPlugin(ConfigError, RunAbortedError):
+    """A plugin that cannot work as installed (its factory returns no model, its ``generate`` no list):
+    the run stops, naming it; pipelines that record other failures per request let this through."""
+
+
+class PluginTimeout(BrokenPlugin):
     """A plugin's construction or first use did not finish within :func:`plugin_timeout` seconds: the
     run stops (a backend's first ``generate`` that hangs is not one failed request among many)."""
 
@@ -358,7 +386,9 @@ def guard_partitioner_class(cls: Any, ep: EntryPoint, what: str) -> Any:
     if not isinstance(cls, type):
         return cls
     methods = {
-        m: guard_plugin_call(getattr(cls, m), ep, what, m, limit="first")
+        m: guard_plugin_call(
+            getattr(cls, m), ep, what, m, limit="first", check=_sequence_check(ep, what, m, "a list of class labels")
+        )  # fmt: skip
         for m in PARTITIONER_METHODS
         if callable(getattr(cls, m, None))
     }

@@ -326,3 +326,29 @@ def test_a_cancelled_first_generate_stays_a_cancellation():
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(main())
+
+
+def test_a_generate_or_partition_returning_no_list_stops_the_run_naming_the_plugin():
+    from collapse_probe._plugins import PARTITIONERS_GROUP, BrokenPlugin, _guarded
+
+    class Model:
+        spec = "slow-plugin/m"
+
+        async def generate(self, requests):
+            return 5
+
+    model = _guarded(lambda spec, name, **kw: Model(), EP, "model backend 'slow-plugin'")("slow-plugin/m", "m")
+    with pytest.raises(BrokenPlugin, match="slow-plugin.*generate returned an int, not a list of results"):
+        asyncio.run(model.generate([]))
+    assert issubclass(BrokenPlugin, RunAbortedError)  # not recorded as failed requests
+
+    class Partitioner:
+        name = "none-part"
+
+        def partition(self, texts):
+            return None
+
+    ep = EntryPoint("none-part", "mod:P", PARTITIONERS_GROUP)
+    cls = _guarded(Partitioner, ep, "partitioner 'none-part'")
+    with pytest.raises(ConfigError, match="none-part.*partition returned None, not a list of class labels"):
+        cls().partition(["a", "b"])

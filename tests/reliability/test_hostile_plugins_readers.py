@@ -156,6 +156,22 @@ PLUGIN_CODE = textwrap.dedent("""
         def partition(self, texts):
             time.sleep(3600)
 
+    class NonePartition:
+        name = "none-part"
+
+        def partition(self, texts):
+            return None
+
+    class ReturnsAnInt:
+        def __init__(self, spec):
+            self.spec = spec
+
+        async def generate(self, requests):
+            return 5
+
+    def make_returns_int(spec, name, **options):
+        return ReturnsAnInt(spec)
+
     class SleepyInit:
         name = "sleepy-init"
 
@@ -199,10 +215,12 @@ nonemodel = "cphb_plugins:make_none"
 nogen = "cphb_plugins:make_nogen"
 awaits = "cphb_plugins:make_awaits"
 blocks = "cphb_plugins:make_blocks"
+intgen = "cphb_plugins:make_returns_int"
 
 [project.entry-points."collapse_probe.partitioners"]
 sleepy-part = "cphb_plugins:SleepyPartition"
 sleepy-init = "cphb_plugins:SleepyInit"
+none-part = "cphb_plugins:NonePartition"
 """
 SITE = CACHE / "plugins-b2"
 
@@ -330,6 +348,8 @@ PLUGIN_CASES = [
         "blocks",
         DIST,
     ),
+    _case("model generate returning an int", audit("--sim", "intgen/m"), "intgen", DIST, "generate returned an int"),
+    _case("partitioner partition returning None", audit("--partition", "none-part"), "none-part", DIST, "None"),
     _case("partitioner partition sleeping", audit("--partition", "sleepy-part"), "sleepy-part", DIST, "partition"),
     _case("partitioner __init__ sleeping", audit("--partition", "sleepy-init"), "sleepy-init", DIST, "did not finish"),
 ]
