@@ -194,6 +194,7 @@ def write_audit_run(
         policy=None if policy is None else f"scripted:models/{policy}.json",
         states=states,
         samples=samples,
+        stop_early=False,  # N replies per state exactly, as the dashboards' tests count them
         compare_vs=compare_vs,
         vs_k=2,
         human=None if human is None else str(human),
