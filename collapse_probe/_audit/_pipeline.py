@@ -168,7 +168,8 @@ async def run_audit_async(
 
         record = {**config.to_dict(), "arena": arena_record(arena), "version": __version__}
         # a raised --samples (the sequential audit's cap) continues the same run and the same test
-        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples",))
+        # (and so does --no-stop-early: the same test, more replies drawn)
+        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples", "stop_early"))
         run_dir.repair(SAMPLES)
         usage = start_run_usage(out)
         for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
