@@ -22,6 +22,7 @@ ROW_KEYS = frozenset({
     "sim_variance_share", "strategy_entropy", "train_reward", "zero_std_share", "shadow_states",
     "simulator_turns", "rollouts", "shadow_failures", "empty_replies", "partition", "samples_per_state", "alarms",
     "monitor_seconds", "collapse_error_pooled", "reward_collapse_error_pooled", "zero_std",
+    "collapse_error_alarm_test", "reward_collapse_error_alarm_test",
 })  # fmt: skip
 """The fields of a monitor row that the monitor itself writes (``extra`` may not reuse them)."""
 

@@ -17,7 +17,9 @@ state (:mod:`~collapse_probe.monitor._shadow`); with the training reply they are
   the group fell in one meaning class at every turn);
 - the policy's strategy entropy over its own messages;
 
-and two alarms: **collapse** — the ε interval of a view lies entirely below ε*; **strategy entropy** —
+and two alarms: **collapse** — a run-wide sequential test of "ε ≥ ε* at the shadowed states" is rejected
+(:mod:`~collapse_probe.monitor._sequential`: a false alarm anywhere in the run has chance ≤ 1 − level);
+**strategy entropy** —
 over the last ``entropy_window`` steps the policy's strategy entropy fell by ``entropy_drop`` (relative)
 while mean train reward rose by ``reward_rise`` (the policy is exploiting the simulator's mode).
 
@@ -216,7 +218,6 @@ class CollapseMonitor:
         self._pool: dict[str, list[tuple[int, list[Any]]]] = {"meaning": [], "reward": []}
         """Per view, (step, class counts of its shadowed states) of the recent steps the collapse alarm pools."""
         self._step_counts: dict[str, list[Any]] = {}
-        self._design_warned = False
         """The shadow samplers made by :meth:`wrap` (where :meth:`on_turn` looks for shadow replies)."""
         if self.notice_:
             logger.warning(self.notice_)
@@ -722,24 +723,31 @@ class CollapseMonitor:
         out = []
         step_counts, self._step_counts = self._step_counts, {}
         for view, key in (("meaning", "collapse_error"), ("reward", "reward_collapse_error")):
-            pooled = self._pooled_view(view, row["step"], step_counts.get(view) or [])
-            if pooled is None:
+            counts = step_counts.get(view) or []
+            test = self._sequential_test(view, key, row, counts)
+            pooled = self._pooled_view(view, row["step"], counts)
+            if pooled is not None:
+                row[key + "_pooled"] = pooled
+            if test is None or view not in c.alarm_views or test["e_value"] is None:
                 continue
-            row[key + "_pooled"] = pooled
-            ci = pooled["ci95"]
-            if view in c.alarm_views and ci[1] < c.epsilon_star:
-                steps = pooled["steps"]
-                over = f"step {steps[0]}" if steps[0] == steps[1] else f"steps {steps[0]}–{steps[1]}"
+            if test["e_value"] >= test["threshold"]:
+                where = ""
+                if pooled is not None:
+                    steps, ci = pooled["steps"], pooled["ci95"]
+                    over = f"step {steps[0]}" if steps[0] == steps[1] else f"steps {steps[0]}–{steps[1]}"
+                    where = (f"; ε̂ = {pooled['estimate']:.3f}, {int(c.level * 100)}% CI [{ci[0]:.3f}, {ci[1]:.3f}] over "
+                             f"{pooled['n_states']} shadowed states of {over}")  # fmt: skip
                 out.append({
                     "kind": "collapse",
                     "view": view,
                     "step": row["step"],
-                    "value": ci[1],
-                    "threshold": c.epsilon_star,
-                    "window": pooled["window"],
-                    "message": f"simulator collapsed ({view} view): ε̂ = {pooled['estimate']:.3f}, {int(c.level * 100)}% CI "
-                               f"[{ci[0]:.3f}, {ci[1]:.3f}] lies below ε* = {c.epsilon_star:g} over {pooled['n_states']} "
-                               f"shadowed states of {over}",
+                    "value": test["e_value"],
+                    "threshold": test["threshold"],
+                    "epsilon_star": c.epsilon_star,
+                    "window": pooled["window"] if pooled is not None else 1,
+                    "message": f"simulator collapsed ({view} view): the run-wide test of ε ≥ ε* = {c.epsilon_star:g} is "
+                               f"rejected, e-value {test['e_value']:.3g} ≥ {test['threshold']:g} after {test['looks']} "
+                               f"steps (a false alarm anywhere in the run has chance ≤ {1 - c.level:.2g}){where}",
                 })  # fmt: skip
         history = [*self.rows_, row][-c.entropy_window :]
         ent = [(r.get("strategy_entropy") or {}).get("estimate") for r in history]
@@ -767,6 +775,23 @@ class CollapseMonitor:
         self.alarms_.extend(out)
         return out
 
+    def _sequential_test(self, view: str, key: str, row: dict[str, Any], counts: list[Any]) -> dict[str, Any] | None:
+        """The collapse alarm's run-wide sequential test of one view (:mod:`~collapse_probe.monitor._sequential`),
+        continued from the last row before this step (so a resumed run continues the same test), its
+        record in ``row[key + "_alarm_test"]``; ``None`` when the step has no shadowed states."""
+        from collapse_probe.monitor._sequential import CollapseTest
+
+        if not counts:
+            return None
+        c = self.config
+        before = [r for r in self.rows_ if int(r.get("step", 0)) < row["step"]]
+        test = CollapseTest.from_dict(before[-1].get(key + "_alarm_test") if before else None, c.epsilon_star, c.level)
+        history = [cs for at, cs in self._pool[view] if at < row["step"]]
+        record = test.update([[int(x) for x in np.asarray(cs).ravel()] for cs in counts],
+                             [[[int(x) for x in np.asarray(cs).ravel()] for cs in h] for h in history])  # fmt: skip
+        row[key + "_alarm_test"] = record
+        return record
+
     def _pooled_view(self, view: str, step: int, counts: list[Any]) -> dict[str, Any] | None:
         """The collapse alarm's interval of one view: the shadowed states of the last steps, pooled.
 
@@ -775,9 +800,8 @@ class CollapseMonitor:
         the evidence needs (:func:`alarm_window`: enough that identical replies would put the upper end
         at most 0.6 ε*), up to :data:`MAX_ALARM_WINDOW` steps. The simulator may change over those
         steps; the pooled states are then a mix of the steps' simulators, and the interval holds for
-        any mix of states, so it bounds the mean ε over the window: an alarm says the simulator was
-        collapsed on average over the steps named, and a short window is a collapse that is recent.
-        When one step alone can never reach a decision a warning says so, once.
+        any mix of states, so it bounds the mean ε over the window. It describes the recent steps (the
+        row's ``collapse_error_pooled``); the alarm itself is the run-wide test of :meth:`_sequential_test`.
         """
         from collapse_probe.metrics import mean_collapse_error_interval
 
@@ -790,13 +814,6 @@ class CollapseMonitor:
             return None
         sizes = [[int(np.sum(x)) for x in cs] for _, cs in pool]
         window = alarm_window(sizes, c.epsilon_star, c.level)
-        if window > 1 and not self._design_warned and view in c.alarm_views:
-            self._design_warned = True
-            logger.warning(
-                "monitor: one step's %d shadowed states of %d replies cannot raise the collapse alarm alone (identical "
-                "replies give an upper end above ε* = %g); the alarm pools the shadowed states of the last %d steps",
-                len(counts), int(np.median(sizes[-1])), c.epsilon_star, window,
-            )  # fmt: skip
         recent = pool[-window:]
         states = [x for _, cs in recent for x in cs]
         iv = mean_collapse_error_interval(states, level=c.level, seed=c.seed + step)

@@ -89,7 +89,10 @@ def test_interval_covers_known_epsilon_and_alarm_fires_only_after_collapse(arena
     assert sum(covered) >= 4
     assert all(r["shadow_states"] == 16 and r["collapse_error"]["n"] == 8 for r in before + after)
     assert not any(a["kind"] == "collapse" for r in before for a in r["alarms"])
-    assert {a["view"] for a in after[0]["alarms"] if a["kind"] == "collapse"} == {"meaning", "reward"}
+    # the run-wide test bets only on what earlier steps showed: the first collapsed step sets the bet,
+    # the second alarms
+    assert not after[0]["alarms"]
+    assert {a["view"] for a in after[1]["alarms"] if a["kind"] == "collapse"} == {"meaning", "reward"}
     # the reward view of these replies: rewards 1 / 0.5 / 0, all different, so the same ε
     assert before[0]["reward_collapse_error"]["plugin"] == before[0]["collapse_error"]["plugin"]
     # Lemma 3.3: the N replies of one state share the agent's prefix, and this donor ignores it
