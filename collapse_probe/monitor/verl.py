@@ -50,6 +50,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collapse_probe._constraints import Config, Integer, Number
+from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.limits import MAX_CONVERSATIONS, MAX_SEED
 from collapse_probe.models import derive_seed
@@ -107,7 +108,7 @@ class VerlSettings(Config):
     """Directory shared by the agent loops and the reward manager."""
     out: Annotated[str | None, Field(min_length=1)] = None
     """The trainer-side monitor's run directory."""
-    benchmark: Annotated[str, Field(min_length=1)] = "p4g"
+    benchmark: Annotated[str, Field(min_length=1)] = DEFAULT_BENCHMARK
     """The benchmark."""
     seed: Annotated[int, Integer(0, most=MAX_SEED)] = 0
     """Base seed of the conversations and of the task order."""

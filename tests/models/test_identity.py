@@ -117,7 +117,7 @@ def test_gate_refuses_a_run_that_mixes_two_models(tmp_path):
     spec = res["policies"][0]
     res["fingerprints"][spec] = ["sha256:aaa", "sha256:bbb"]
     verdict = evaluate_gate(res, spec)
-    assert verdict.exit_code == 2 and "mixes outputs of different models" in markdown(verdict)
+    assert verdict.exit_code == 3 and "mixes outputs of different models" in markdown(verdict)
 
 
 def test_cache_key_holds_the_fingerprint(tmp_path):
