@@ -29,10 +29,15 @@ gate pass a policy it should not) for the shipped MOVER-R interval and the alter
 chosen over: Fieller (MOVER-R with Student-t arms, no range), a delta-method studentized interval,
 scipy's BCa bootstrap over tasks and the percentile bootstrap. ``--at-threshold`` prints the share
 of runs that pass and that fail when the true transfer is the threshold itself (0.8), where the
-default rule's one-sided 95 % bounds promise at most 5 % each.
+default rule's one-sided 95 % bounds promise at most 5 % each. ``--each`` gates with
+``--min-transfer-each 0.8`` alone, for 1, 2 and 4 held-out simulators (``--heldout-list``): the share
+of runs whose verdict fails when every simulator's true transfer is exactly 0.8 (the verdict-level
+false fail, promised at most 5 %: Bonferroni over the simulators on the fail side) and passes at 0.75
+(promised at most 5 %: each must pass) — and its power: the share that passes at 1.0 and 0.9.
 
 Run: ``python benchmarks/gate_error_rates.py [--reps 1000] [--seed 0] [--panel bernoulli ...]
-[--tasks 10 20 40] [--rollouts 1 2 4] [--heldout 2] [--cells | --compare | --at-threshold]``. The shipped tables are in
+[--tasks 10 20 40] [--rollouts 1 2 4] [--heldout 2] [--cells | --compare | --at-threshold | --each
+[--heldout-list 1 2 4]]``. The shipped tables are in
 ``docs/ci-gate.md`` (with the commands that made them).
 """
 
@@ -297,6 +302,35 @@ def _threshold_table(panels: Sequence[str], args: argparse.Namespace) -> None:
                 print(f"| {n} x {g} | {cells} |", flush=True)
 
 
+def _each_table(panels: Sequence[str], args: argparse.Namespace) -> None:
+    print(f"gate --min-transfer-each {THRESHOLD} (alone); {args.reps} runs per design, truth and number of held-out "
+          f"simulators, seed {args.seed}: false fail = verdict fails at true transfer {THRESHOLD} on every simulator "
+          "(stated: at most 0.05); false pass = passes at 0.75 (stated: at most 0.05); power = passes at 1.0 / 0.9")  # fmt: skip
+    from scipy.stats import beta
+
+    for name in panels:
+        print(f"\n### panel `{name}`\n")
+        print("| held-out simulators | tasks x rollouts | false fail at 0.8 [95% CP] | false pass at 0.75 | "
+              "pass at 1.0 | pass at 0.9 |")  # fmt: skip
+        print("|---:|---|---:|---:|---:|---:|")
+        for k in args.heldout_list:
+            for n in args.tasks:
+                for g in args.rollouts:
+                    rng = np.random.default_rng([args.seed, n, g, k, 17])
+                    got = {}
+                    for truth, want in ((THRESHOLD, 1), (BAD, 0), (GOOD, 0), (0.9, 0)):
+                        hits = 0
+                        for _ in range(args.reps):
+                            res = simulate_run(rng, PANELS[name], n, g, truth, k)
+                            hits += evaluate_gate(res, "candidate", min_transfer_each=THRESHOLD).exit_code == want
+                        got[truth] = hits
+                    f = got[THRESHOLD]
+                    lo = 0.0 if f == 0 else float(beta.ppf(0.025, f, args.reps - f + 1))
+                    hi = 1.0 if f == args.reps else float(beta.ppf(0.975, f + 1, args.reps - f))
+                    print(f"| {k} | {n} x {g} | {f / args.reps:.3f} [{lo:.3f}, {hi:.3f}] | {got[BAD] / args.reps:.3f} | "
+                          f"{got[GOOD] / args.reps:.3f} | {got[0.9] / args.reps:.3f} |", flush=True)  # fmt: skip
+
+
 def _gate_table(panels: Sequence[str], args: argparse.Namespace) -> None:
     print(f"gate --min-transfer {THRESHOLD}; {args.reps} runs per design and truth, {args.heldout} held-out simulators, "
           f"seed {args.seed}; 95% interval coverage pooled over both truths (target >= 0.93)")  # fmt: skip
@@ -341,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--cells", action="store_true", help="per-cell reward CI coverage instead of the gate table")
     mode.add_argument("--compare", action="store_true", help="transfer-ratio intervals compared, instead of the gate")
     mode.add_argument("--at-threshold", action="store_true", help="pass and fail rates at true transfer = 0.8")
+    mode.add_argument("--each", action="store_true", help="--min-transfer-each: verdict-level errors and power")
+    ap.add_argument("--heldout-list", type=int, nargs="+", default=[1, 2, 4], help="held-out simulators for --each")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     table: Callable[[Sequence[str], argparse.Namespace], None] = (
@@ -350,6 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare
         else _threshold_table
         if args.at_threshold
+        else _each_table
+        if args.each
         else _gate_table
     )
     table(args.panel or (list(PANELS) if args.cells else ["bernoulli"]), args)

@@ -10,8 +10,14 @@ A verdict is a list of checks, each ``pass``, ``fail`` or ``error`` (could not j
   reward, the held-out simulators pooled) is at least ``min_transfer``;
 - ``transfer:<simulator>`` (``min_transfer_each``): each held-out simulator's own transfer ratio is at
   least ``min_transfer_each``, under the same rule (a policy that fails one kind of user fails here even
-  where the pooled ratio passes). Beside the pooled check, every held-out simulator's own ratio and
-  interval is listed (``per_simulator``) whether or not it is required;
+  where the pooled ratio passes). Under the ``interval`` rule the K checks hold a verdict-level error:
+  a check passes when its lower end (one-sided 5 %) clears the threshold, so the verdict passes only
+  when all K do (an intersection–union test: a policy below the threshold on any one simulator passes
+  in at most 5 % of runs), and a check fails only when its upper end at one-sided 5 %/K lies below it
+  (Bonferroni, which is Holm for "any fails"): a policy at or above the threshold on every simulator
+  fails the verdict in at most 5 % of runs, whatever K and however the simulators' ratios correlate.
+  Beside the pooled check, every held-out simulator's own ratio and interval is listed
+  (``per_simulator``) whether or not it is required;
 - ``regression`` (``baseline_policy`` + ``max_drop``): the candidate's held-out reward is at most
   ``max_drop`` below the baseline's, paired by task.
 
@@ -37,7 +43,7 @@ the package exits on bad input, so a CI job tells a mistyped gate from weak evid
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -277,9 +283,10 @@ def _judge_run(
     if min_transfer is not None:
         checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds)[0])
     if min_transfer is not None or min_transfer_each is not None:
-        for s in heldout if train_sim in sims else []:
+        each = heldout if train_sim in sims else []
+        for s in each:
             check, n_tasks = _transfer_check(
-                typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s
+                typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s, shared=len(each)
             )
             per_simulator.append({
                 "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
@@ -345,7 +352,10 @@ class _Judge:
         decide: Estimate,
         threshold: float,
         higher_is_better: bool,
+        fail_level: float | None = None,
     ) -> GateCheck:
+        """``fail_level``: the two-sided level whose far end ``decide`` carries (the fail side's
+        Bonferroni share); ``None`` when both ends are at :attr:`level`."""
         op_ok, op_bad = (">=", "<") if higher_is_better else ("<=", ">")
         near, far = (decide.lo, decide.hi) if higher_is_better else (decide.hi, decide.lo)
         extra: dict[str, Any] = {"value": value, "threshold": threshold, "rule": self.rule}
@@ -353,6 +363,12 @@ class _Judge:
         if self.rule != "point":
             extra.update(interval=[decide.lo, decide.hi], level=self.level)
         interval = f"{self.level:.0%} CI {format_interval([decide.lo, decide.hi])}"
+        if fail_level is not None:
+            extra["fail_level"] = fail_level
+            one_sided = (1 - fail_level) / 2
+            interval = (f"interval {format_interval([decide.lo, decide.hi])} ({'lower' if higher_is_better else 'upper'} "
+                        f"end one-sided {(1 - self.level) / 2:.1%}, {'upper' if higher_is_better else 'lower'} end "
+                        f"one-sided {one_sided:.2%}: the simulators share the verdict's fail error)")  # fmt: skip
         why = f" ({decide.note})" if decide.note else ""
 
         def clears(bound: float | None) -> bool:
@@ -398,8 +414,13 @@ def _transfer_check(
     judge: _Judge,
     bounds: tuple[float, float] | None,
     only: str | None = None,
+    shared: int = 1,
 ) -> tuple[GateCheck, int | None]:
-    """The pooled transfer check, or with ``only`` the transfer to that one held-out simulator; and its tasks."""
+    """The pooled transfer check, or with ``only`` the transfer to that one held-out simulator; and its tasks.
+
+    ``shared``: how many per-simulator checks share the verdict's fail-side error; under the
+    ``interval`` rule the upper end that decides a fail is then a one-sided (1 − level)/2/``shared``
+    bound (Bonferroni over the simulators), the lower end that decides a pass stays (1 − level)/2."""
     name = "transfer" if only is None else f"transfer:{only}"
     if train_sim is None:
         return GateCheck(
@@ -417,6 +438,11 @@ def _transfer_check(
     train = cells[(policy, train_sim)]
     report, info = transfer_estimate(train, heldout, level=STRICT_LEVEL, reward_range=bounds)
     decide, _ = transfer_estimate(train, heldout, level=judge.level, reward_range=bounds)
+    fail_level = None
+    if judge.rule == "interval" and shared > 1 and decide is not None:
+        fail_level = 1.0 - (1.0 - judge.level) / shared
+        upper, _ = transfer_estimate(train, heldout, level=fail_level, reward_range=bounds)
+        decide = replace(decide, hi=None if upper is None else upper.hi)
     if report is None or decide is None or report.value is None:
         why = info["note"] or "unknown reason"
         return GateCheck(name, "error", f"transfer ratio undefined: {why}", threshold=min_transfer), info[
@@ -426,7 +452,8 @@ def _transfer_check(
         f"{'held-out' if only is None else only} reward {format_number(info['heldout_reward'])} / training reward "
         f"{format_number(info['train_reward'])} on {train_sim} = {format_number(report.value)} over {info['n_tasks']} tasks"
     )
-    return judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True), info["n_tasks"]
+    check = judge(name, desc, report.value, report, decide, min_transfer, higher_is_better=True, fail_level=fail_level)
+    return check, info["n_tasks"]
 
 
 def _regression_check(

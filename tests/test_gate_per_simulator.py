@@ -107,3 +107,49 @@ def test_cli_exit_1_names_the_simulator(one_failing_heldout, tmp_path, capsys):
         parser.parse_args(["gate", str(run), "--policy", "cand", "--min-transfer-each", "x"])
     bad = parser.parse_args(["gate", str(run), "--policy", "cand", "--min-transfer-each", "-1"])
     assert gate.run(bad) == 2 and "--min-transfer-each must be a finite number >= 0" in capsys.readouterr().err
+
+
+def test_the_fail_side_of_each_check_is_bonferroni_over_the_simulators(one_failing_heldout):
+    """Two held-out simulators: a check's lower end (pass side) is the 90 % interval's, its upper end (fail
+    side) the 95 % interval's, i.e. one-sided 5 %/2; the pooled check keeps both ends at 90 %."""
+    from collapse_probe._crossplay import transfer_estimate
+    from collapse_probe.results import read_crossplay
+
+    res = one_failing_heldout
+    each = evaluate_gate(res, "cand", min_transfer_each=0.8)
+    checks = {c.name: c for c in each.checks}
+    typed = read_crossplay(res, "results")
+    cells = {(c.policy, c.simulator): c for c in typed.cells}
+    for sim in ("kind", "hostile"):
+        c = checks[f"transfer:{sim}"]
+        near, _ = transfer_estimate(cells[("cand", "train")], [cells[("cand", sim)]], level=0.9, reward_range=(0, 1))
+        far, _ = transfer_estimate(cells[("cand", "train")], [cells[("cand", sim)]], level=0.95, reward_range=(0, 1))
+        assert c.interval == [pytest.approx(near.lo), pytest.approx(far.hi)]
+        assert c.level == 0.9 and c.fail_level == pytest.approx(0.95)
+        assert "one-sided 2.50%" in c.message
+    assert checks["transfer:hostile"].status == "fail"  # far below 0.8 even at 2.5 %
+    pooled = {c.name: c for c in evaluate_gate(res, "cand", min_transfer=0.8).checks}["transfer"]
+    assert pooled.fail_level is None
+
+
+def test_verdict_false_fail_at_the_threshold_holds_with_four_heldout_simulators():
+    """Every simulator's true transfer exactly 0.8, 4 held-out simulators, 40 tasks x 4: the verdict fails in
+    at most 5 % of runs (each check's own 5 % fail side, as before, failed 0.10 of runs)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_error_rates.py"
+    spec = importlib.util.spec_from_file_location("gate_error_rates", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    rng = np.random.default_rng(7)
+    runs = 300
+    fails = sum(
+        evaluate_gate(bench.simulate_run(rng, bench.PANELS["bernoulli"], 40, 4, 0.8, 4), "candidate",
+                      min_transfer_each=0.8).exit_code == 1
+        for _ in range(runs)
+    )  # fmt: skip
+    assert fails / runs <= 0.075, fails

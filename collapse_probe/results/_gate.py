@@ -53,6 +53,9 @@ class GateCheck(ResultsModel):
     interval: Interval | None = None
     """The interval the rule read, at ``level`` (``None`` for the point rule)."""
     level: float | None = None
+    fail_level: float | None = None
+    """When the check shares the verdict's fail-side error with others (``transfer:<simulator>`` under the
+    interval rule): the two-sided level whose far end ``interval`` carries (its near end stays at ``level``)."""
 
     def __init__(self, *args: Any, **data: Any) -> None:
         """``name``, ``status`` and ``message`` may be given by position, as the gate writes its checks."""
