@@ -36,9 +36,10 @@ class MonitorConfig(Config):
     shadow_samples: Annotated[int, Integer(2, most=MAX_SAMPLES_PER_STATE)] = 8
     """N: replies per shadow-sampled state, the training reply included (N - 1 extra draws), >= 2."""
     epsilon_star: Annotated[float, Number(gt=0, le=1)] = 0.2
-    """ε*: the collapse alarm fires at a step whose ε interval lies entirely below it."""
+    """ε*: the collapse alarm fires when the run-wide sequential test rejects "ε ≥ ε* at the shadowed
+    states" (a false alarm anywhere in the run has chance ≤ 1 − ``level``; docs/monitor.md)."""
     alarm_views: Annotated[tuple[str, ...], SubsetOf(("meaning", "reward"))] = ("meaning",)
-    """Which views' ε intervals raise the collapse alarm: the headline ``meaning`` view by default; add
+    """Which views' run-wide collapse tests raise the collapse alarm: the headline ``meaning`` view by default; add
     ``reward`` to be alarmed also when what the reward pays for collapses (a simulator whose replies the
     reward never tells apart, e.g. a donor that never states an amount, is reward-collapsed from the
     first step: the reward view's ε is always in the rows either way)."""
