@@ -7,7 +7,8 @@ For each world of the panel (:mod:`collapse_probe.metrics.variance_sim`: tasks �
 noise entering at turns, optionally a stochastic judge judged several times), ``--seeds`` runs are simulated
 and decomposed; the table gives, per share, the true value (Monte Carlo), the mean estimate, and the share of
 seeds whose 95 % interval covers the truth (where the judge's share is not identified, the truth of a side's
-share includes the judge noise of the pairs it set off, as documented). The check passes when every identified share covers at >= 0.9
+share includes the judge noise of the pairs it set off, as documented), and the median interval and median
+width of each share's interval (what the interval says). The check passes when every identified share covers at >= 0.9
 (exit 1 otherwise). ``--random N`` adds N worlds with parameters drawn at random from the form.
 """
 
@@ -79,6 +80,7 @@ def coverage(world: VarianceWorld, seeds: int, n_boot: int) -> dict[str, dict[st
     hits: dict[str, list[bool]] = {k: [] for k in COMPONENTS}
     est: dict[str, list[float]] = {k: [] for k in COMPONENTS}
     used: dict[str, list[float]] = {k: [] for k in COMPONENTS}
+    ends: dict[str, list[tuple[float, float]]] = {k: [] for k in COMPONENTS}
     for seed in range(seeds):
         dec = decompose_variance(simulate(world, np.random.default_rng(seed)), n_boot=n_boot, seed=seed)
         truth = truths[dec.judge_source is not None]
@@ -88,11 +90,15 @@ def coverage(world: VarianceWorld, seeds: int, n_boot: int) -> dict[str, dict[st
                 continue
             lo, hi = sh["ci95"]
             hits[k].append(lo - 1e-9 <= truth[k] <= hi + 1e-9)
+            ends[k].append((lo, hi))
             est[k].append(sh["estimate"])
             used[k].append(truth[k])
     return {
         k: {"truth": float(np.mean(used[k])) if used[k] else truths[True][k], "mean": float(np.mean(est[k])) if est[k] else None,
-            "coverage": float(np.mean(hits[k])) if hits[k] else None, "runs": len(hits[k])}
+            "coverage": float(np.mean(hits[k])) if hits[k] else None, "runs": len(hits[k]),
+            "width": float(np.median([h - lo for lo, h in ends[k]])) if ends[k] else None,
+            "median_ci": [float(np.median([e[0] for e in ends[k]])), float(np.median([e[1] for e in ends[k]]))]
+            if ends[k] else None}
         for k in COMPONENTS
     }  # fmt: skip
 
@@ -109,17 +115,21 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.random):
         w = random_world(rng)
         worlds[f"random {i}: {sides_of(w.turns)}, {w.reward}, judged {w.judgements}x"] = w
-    print(f"| world | share | truth | mean estimate | 95% CI coverage ({args.seeds} seeds) |")
-    print("|---|---|---|---|---|")
+    print(
+        f"| world | share | truth | mean estimate | 95% CI coverage ({args.seeds} seeds) | median interval | median width |"
+    )
+    print("|---|---|---|---|---|---|---|")
     worst = 1.0
     for name, w in worlds.items():
         for k, row in coverage(w, args.seeds, args.n_boot).items():
             cov = row["coverage"]
             if cov is None:
-                print(f"| {name} | {k} | {row['truth']:.3f} | not identified | – |")
+                print(f"| {name} | {k} | {row['truth']:.3f} | not identified | – | – | – |")
                 continue
             worst = min(worst, cov)
-            print(f"| {name} | {k} | {row['truth']:.3f} | {row['mean']:.3f} | {cov:.2f} |")
+            lo, hi = row["median_ci"]
+            print(f"| {name} | {k} | {row['truth']:.3f} | {row['mean']:.3f} | {cov:.2f} | [{lo:.2f}, {hi:.2f}] | "
+                  f"{row['width']:.3f} |")  # fmt: skip
         sys.stdout.flush()
     print(f"\nworst coverage: {worst:.2f} (target >= 0.90): {'PASS' if worst >= 0.9 else 'FAIL'}")
     return 0 if worst >= 0.9 else 1

@@ -85,3 +85,12 @@ def test_a_resumed_run_continues_the_test_from_its_last_row(tmp_path):
     assert more[0]["collapse_error_alarm_test"]["looks"] == 3  # continues from step 1's row, not from scratch
     assert more[0]["collapse_error_alarm_test"]["started"] > rows[1]["collapse_error_alarm_test"]["started"]
     assert more[1]["collapse_error_alarm_test"]["looks"] == 4
+
+
+def test_the_benchmark_s_fast_path_is_the_monitor_s_alarm():
+    """``run_test`` (the alarm's test fed the draws directly, what the benchmark's large numbers use) fires
+    at exactly the steps ``run`` (through CollapseMonitor) does."""
+    bench = _bench()
+    for seed in range(3):
+        fired = bench.run(seed, 14, 6, states=2, samples=8)
+        assert fired and fired == bench.run_test(seed, 14, 6, states=2, samples=8)
