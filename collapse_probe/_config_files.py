@@ -135,6 +135,8 @@ def load_yaml(
     expected: str,
     max_nodes: int = MAX_CONFIG_NODES,
     on_long_integer: Callable[[], ConfigError] | None = None,
+    core_booleans: bool = False,
+    aliases: bool = False,
 ) -> Any:
     """The value of a YAML document from the user (a ``--config`` file, a ``-M`` value), every way it can
     be unusable one :class:`ConfigError` naming ``where``.
@@ -144,11 +146,19 @@ def load_yaml(
     the node it names (``&a [*a]``) to an endless one; a config file holds option values and needs
     neither. Also refused: a character YAML does not allow (a NUL byte), more than ``max_nodes`` nodes,
     nesting past :data:`MAX_YAML_DEPTH`, a repeated key, an integer too long to convert.
+
+    ``core_booleans`` reads only ``true``/``false`` as booleans (YAML 1.2's core schema): YAML 1.1 also
+    reads ``yes``, ``no``, ``on`` and ``off``, which loses the text of a user's answer keys (a scenario
+    file's ``values: {YES: 1, NO: 0}``).
+
+    ``aliases`` admits aliases (a scenario file repeats an agent's instructions) at the cost of the values
+    they stand for: ``max_nodes`` and the nesting limit count every alias written out, and an alias inside
+    the value it names is refused, so neither a billion laughs nor a cycle gets past the composer.
     """
     import yaml
 
     try:  # the reader checks the characters as it is built: a NUL or another control character fails here
-        loader = _no_alias_loader()(text)
+        loader = _no_alias_loader(core_booleans, aliases)(text)
     except yaml.YAMLError as exc:
         char, pos = getattr(exc, "character", None), getattr(exc, "position", None)
         what = f"character U+{char:04X} at offset {pos}" if isinstance(char, int) else " ".join(str(exc).split())
@@ -187,12 +197,33 @@ def _max_int_digits() -> int:
     return MAX_INT_DIGITS
 
 
+def _expanded(node: Any, memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(values, nesting) of a composed YAML node with every alias in it written out, memoised per node:
+    what a reader walking the loaded value meets (an alias shares its node, the walk does not)."""
+    import yaml
+
+    key = id(node)
+    if key not in memo:
+        if isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            kids = [x for pair in node.value for x in pair]
+        else:
+            kids = []
+        sizes = [_expanded(k, memo) for k in kids]
+        memo[key] = (1 + sum(n for n, _ in sizes), 1 + max((d for _, d in sizes), default=0))
+    return memo[key]
+
+
 @functools.cache
-def _no_alias_loader() -> type:
+def _no_alias_loader(core_booleans: bool = False, aliases: bool = False) -> type:
+    import re
+
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
-        """A safe loader whose composer refuses every alias and counts nodes and nesting as it goes."""
+        """A safe loader whose composer refuses every alias (or, with ``aliases``, counts each alias as the
+        values it stands for) and counts nodes and nesting as it goes."""
 
         where = "YAML"
         expected = "option values"
@@ -204,10 +235,14 @@ def _no_alias_loader() -> type:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 mark = event.start_mark
-                raise ConfigError(
-                    f"{self.where}: line {mark.line + 1}: YAML alias *{event.anchor} is not allowed "
-                    f"(aliases repeat what they name, without limit); write the value out; expected {self.expected}"
-                )
+                if not aliases:
+                    raise ConfigError(
+                        f"{self.where}: line {mark.line + 1}: YAML alias *{event.anchor} is not allowed "
+                        f"(aliases repeat what they name, without limit); write the value out; "
+                        f"expected {self.expected}"
+                    )
+                self._count_alias(event.anchor, mark)
+                return super().compose_node(parent, index)
             self._nodes += 1
             if self._nodes > self.max_nodes:
                 raise ConfigError(f"{self.where}: more than {self.max_nodes:,} YAML values; expected {self.expected}")
@@ -223,6 +258,39 @@ def _no_alias_loader() -> type:
             finally:
                 self._depth -= 1
 
+        def _count_alias(self, anchor: str, mark: Any) -> None:
+            """An alias costs the values and nesting it stands for: a few hundred bytes of nested aliases
+            (a "billion laughs") stand for billions of values, an alias inside what it names for endless ones."""
+            target = self.anchors.get(anchor)
+            if target is None:
+                return  # the composer's own error: an alias of no anchor
+            memo: dict[int, tuple[int, int]] = self.__dict__.setdefault("_memo", {})
+            if target.end_mark is None:  # the composer sets it when the node is complete
+                raise ConfigError(
+                    f"{self.where}: line {mark.line + 1}: YAML alias *{anchor} stands inside the value it names "
+                    f"(an endless value); write the value out; expected {self.expected}"
+                )
+            nodes, depth = _expanded(target, memo)
+            self._nodes += nodes
+            if self._nodes > self.max_nodes:
+                raise ConfigError(
+                    f"{self.where}: line {mark.line + 1}: more than {self.max_nodes:,} YAML values once aliases "
+                    f"are written out (*{anchor} stands for {nodes:,}); expected {self.expected}"
+                )
+            if self._depth + depth > MAX_YAML_DEPTH:
+                raise ConfigError(
+                    f"{self.where}: line {mark.line + 1}: YAML nested deeper than {MAX_YAML_DEPTH} levels once "
+                    f"*{anchor} is written out; expected {self.expected}"
+                )
+
+    if core_booleans:
+        NoAliasLoader.yaml_implicit_resolvers = {
+            first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+            for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+        NoAliasLoader.add_implicit_resolver(
+            "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+        )
     return NoAliasLoader
 
 

@@ -372,3 +372,35 @@ def test_a_simulator_that_never_states_an_answer_gives_no_reward_signal_not_coll
     mixed = _write(tmp_path, "mixed.yaml", HIDDEN + "- {id: other, instructions: x, opening: hi, closing: 'Done?', "
                    "reward: {pattern: '(Y|N)', values: {Y: 1, N: 0}}}\n")  # fmt: skip
     assert make_arena(mixed).closed_answers is None  # two patterns at closing states: no one closed set
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "named"),
+    [
+        ("cycle.yaml", "- &a {id: a, instructions: x, opening: hi, prefix: [*a]}\n", ["alias *a", "endless"]),
+        (
+            "deep-aliases.yaml",
+            "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 120)) + "scenarios: []\n",
+            ["nested deeper than 100", "*a"],
+        ),
+        (
+            "laughs.yaml",
+            "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+            + "scenarios: [{id: a, instructions: x, opening: hi}]\n",
+            ["stands for", "more than 1,000,000", "once aliases are written out"],
+        ),
+        ("nul.yaml", '- {id: a, instructions: "x\\0y", opening: hi}\n', ["'a'", "instructions", "NUL"]),
+        ("nul.json", '[{"id": "a", "instructions": "x", "opening": "h\\u0000i"}]', ["'a'", "opening", "NUL"]),
+    ],
+)
+def test_a_hostile_scenario_file_is_one_line_at_once(tmp_path, name, text, named):
+    """Aliases count as what they stand for (a billion laughs hung the reader, a cycle is endless); a NUL
+    is a damaged file."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_scenarios(path)
+    line = str(err.value)
+    assert "\n" not in line and str(path) in line
+    assert all(n in line for n in named), line

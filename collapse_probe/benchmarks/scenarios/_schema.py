@@ -26,6 +26,8 @@ MAX_CLOSING_ANSWERS = 12
 """The most whole answers a default closing question lists (a pattern matching more gets none)."""
 
 SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+MAX_SCENARIO_NODES = 1_000_000
+"""Values a YAML scenario file may hold, every alias written out (about a second of checking)."""
 EXPECTED = "a scenario file (a list of scenarios with id, instructions and opening)"
 
 NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
@@ -370,6 +372,10 @@ def _scenario(value: Any, p: Path, where: str) -> Scenario:
                           f"{type(value).__name__}")  # fmt: skip
     sid = value.get("id")
     name = f"scenario {sid!r} ({where})" if isinstance(sid, str) and sid else f"scenario at {where} (no id)"
+    from collapse_probe._config_files import check_no_nul
+
+    # a NUL in a prompt is a damaged file, and a C tokenizer or a path cuts the text there
+    check_no_nul(value, f"{p}: {name}", expected="text without NUL characters")
     try:
         return Scenario.model_validate(value)
     except ValidationError as exc:
@@ -439,75 +445,14 @@ def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, Any]]:
 
 
 def _yaml(raw: bytes, p: Path) -> Any:
-    import yaml
-
-    loader_class = _yaml_loader()
+    """The YAML reader of config files (bounded nesting and size, no repeated keys, no NUL), with aliases
+    counted as the values they stand for (a file repeats an agent's instructions with ``*agent``) and YAML
+    1.2's booleans, so the answers ``YES``/``NO`` of a pattern's ``values`` keep their text."""
+    from collapse_probe._config_files import load_yaml
     from collapse_probe._files import check_values
 
-    text = _text(raw, p)
-    try:
-        loader = loader_class(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({' '.join(str(exc).split())})") from None
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _no_repeated_keys(node, p)
-        data = loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}:" if mark is not None else ""
-        raise ConfigError(f"{p}:{where} not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: YAML nested deeper than the parser can follow") from None
-    finally:
-        loader.dispose()
+    data = load_yaml(
+        _text(raw, p), str(p), expected=EXPECTED, core_booleans=True, aliases=True, max_nodes=MAX_SCENARIO_NODES
+    )
     check_values(data, p, expected=EXPECTED)
     return data
-
-
-def _yaml_loader() -> Any:
-    """``yaml.SafeLoader`` whose booleans are YAML 1.2's (``true``/``false``): YAML 1.1 reads the answers
-    ``YES``, ``NO``, ``ON`` and ``OFF`` of a pattern's ``values`` as booleans, losing their text."""
-    import re as _re
-
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:bool", _re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-    )
-    return Loader
-
-
-def _no_repeated_keys(root: Any, p: Path) -> None:
-    """Refuse a key given twice in one mapping (YAML would keep the last silently), and alias bombs."""
-    import yaml
-
-    seen: set[int] = set()
-    stack = [root]
-    count = 0
-    while stack:
-        node = stack.pop()
-        count += 1
-        if count > 1_000_000:
-            raise ConfigError(f"{p}: expands to more than 1,000,000 values (YAML aliases); write the scenarios out")
-        if isinstance(node, yaml.MappingNode):
-            keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
-            dup = next((k for k in keys if keys.count(k) > 1), None)
-            if dup is not None:
-                line = node.start_mark.line + 1
-                raise ConfigError(f"{p}: line {line}: key {dup!r} is given twice in one mapping; keep one")
-            if id(node) not in seen:
-                seen.add(id(node))
-                stack.extend(x for pair in node.value for x in pair)
-        elif isinstance(node, yaml.SequenceNode) and id(node) not in seen:
-            seen.add(id(node))
-            stack.extend(node.value)
