@@ -84,7 +84,9 @@ class GateConfig(Config):
     min_transfer_each: Annotated[
         float | None, Number(ge=0, optional=True), Flag("--min-transfer-each", metavar="X")
     ] = None
-    """Fail when any one held-out simulator's own transfer ratio is below X (the same rule as :attr:`min_transfer`)."""
+    """Fail when any one held-out simulator's own transfer ratio is below X (the same rule as :attr:`min_transfer`).
+    Under the interval rule the fail side's 5 % is split over the K simulators: a policy at or above X on
+    every one fails the verdict in at most 5 % of runs."""
     baseline_policy: str | None = None
     """Compare the candidate's held-out reward with this policy of the same run."""
     max_drop: Annotated[float | None, Number(ge=0, optional=True)] = None
