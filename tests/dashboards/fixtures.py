@@ -376,7 +376,8 @@ def write_play_run(root: Path, name: str, sim: str = "scripted:models/sim_div.js
 def write_monitor_rows(out: Path, steps: int = 24, states: int = 4, collapse_at: int = 12) -> Path:
     """A monitor run directory written by :class:`~collapse_probe.monitor.CollapseMonitor` itself: each
     step shadows ``states`` states with six replies, varied before ``collapse_at`` and one reply after
-    it, so the rows from there on raise the collapse alarm; its ``report.html`` is the monitor's own."""
+    it, so the rows from the step after it on raise the collapse alarm (the run-wide test bets on what the
+    first collapsed step showed); its ``report.html`` is the monitor's own."""
     from collapse_probe.monitor import CollapseMonitor
 
     m = CollapseMonitor(partition="exact", out=out, seed=0)
