@@ -184,6 +184,8 @@ def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> d
     out = {side: (col(f"d_{side}") - j * col(f"im_{side}")).mean(-1) for side in SIDES}
     if judge_from is not None:  # each side's variance with the judge noise of its pairs left in: an upper bound
         out.update({f"{_WITH_JUDGE}{side}": col(f"d_{side}").mean(-1) for side in SIDES})
+        # and the judge noise those pairs carry, which the side's component subtracts (for MOVER)
+        out.update({f"{_JUDGE_PART}{side}": (j * col(f"im_{side}")).mean(-1) for side in SIDES})
     out["judge"] = judge + (col("d_identical") - j * col("im_identical")).mean(-1)
     # the within-task variance of one judgement: the trials' spread less the judge noise in their means, plus J
     within_one = (col("pair_var") - j * col("inv_m")).mean(-1) + judge
@@ -201,6 +203,9 @@ task) gets an upper end from its rate of setting such pairs off (:func:`decompos
 
 _WITH_JUDGE = "_with_judge_"
 """Prefix of the components that keep the judge noise of a side's pairs (:func:`_components`)."""
+
+_JUDGE_PART = "_judge_part_"
+"""Prefix of the components that hold the judge noise a side's pairs carry (:func:`_components`)."""
 
 _LARGE_REWARD = 1e100
 """Rewards larger than this in size are rescaled before their squares are taken."""
@@ -293,7 +298,7 @@ def decompose_variance(
     total = point.pop("_total")
     result.total = _raw(total, unit)
     for k, val in point.items():
-        if not k.startswith(_WITH_JUDGE):
+        if not k.startswith((_WITH_JUDGE, _JUDGE_PART)):
             comps[k] = _raw(val, unit)
     if unit != 1.0:
         notes.append(f"rewards up to {top:.3g} in size: the shares are computed on rewards / {unit:.3g}; a "
@@ -329,6 +334,8 @@ def decompose_variance(
     jt = jack.pop("_total")
     ok_b = bt > 0
     with_judge: dict[str, list[float] | None] = {}
+    judge_part: dict[str, list[float] | None] = {}
+    part_est: dict[str, float] = {}
     studentized = _bootstrap_t(table, judge_from, point, total, rng, n_boot) if t_count <= BOOTSTRAP_T_TASKS else {}
     for k, val in point.items():
         if k == "judge" and judge_from is None:
@@ -360,6 +367,11 @@ def decompose_variance(
             ci = [_unit(math.floor(float(lo) * 1000) / 1000 - 0.001), _unit(math.ceil(float(hi) * 1000) / 1000 + 0.001)]
         if k.startswith(_WITH_JUDGE):
             with_judge[k.removeprefix(_WITH_JUDGE)] = ci
+            part_est[k] = est
+            continue
+        if k.startswith(_JUDGE_PART):
+            judge_part[k.removeprefix(_JUDGE_PART)] = ci
+            part_est[k] = est
             continue
         shares[k] = {"estimate": _unit(est), "ci95": ci}
     # Where a side's interval reaches 0, its pairs cannot be told from judge noise: what is subtracted for the
@@ -387,9 +399,12 @@ def decompose_variance(
         if sh is None or sh["ci95"] is None or sh["ci95"][0] > 0:
             continue
         hi = sh["ci95"][1]
-        wj = with_judge.get(side)
-        if wj is not None:
-            hi = max(hi, wj[1])
+        wj, jp = with_judge.get(side), judge_part.get(side)
+        if wj is not None and jp is not None:
+            # MOVER (Zou & Donner 2008) for the side's share = (its pairs' spread) − (the judge noise they carry),
+            # from each part's own interval: est + sqrt((u_spread − spread)² + (noise − l_noise)²)
+            a, b = part_est[_WITH_JUDGE + side], part_est[_JUDGE_PART + side]
+            hi = max(hi, math.ceil((a - b + math.hypot(wj[1] - a, b - jp[0])) * 1000) / 1000)
         set_off = float(np.sum(table[:, _C[f"p_{side}"]] * comparisons))
         if set_off < RARE_SET_OFF:
             rate_hi = 1.0 if set_off >= n_cmp else float(betaincinv(set_off + 1, n_cmp - set_off, 1 - (1 - level) / 2))

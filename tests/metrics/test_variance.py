@@ -132,3 +132,29 @@ def test_a_side_that_sets_off_no_pair_is_not_certain_to_be_zero():
     # many set off: 40 tasks, every pair differs at the simulator's message -> not the rare-side bound
     many = [_t(f"t{i}", [(S, f"s{i}-{j}")], float((i + j) % 2)) for i in range(40) for j in range(4)]
     assert decompose_variance(many, n_boot=200).shares["agent"]["ci95"][1] < 0.1  # the agent set off none of 240
+
+
+def test_a_side_hidden_by_judge_noise_gets_the_mover_upper_end_not_the_noise_left_in():
+    """Where a side's interval reaches 0 under a noisy judge, its upper end is MOVER for (pairs' spread) −
+    (the judge noise they carry), each part from its own interval, no longer the spread's own upper end:
+    in the judge-dominated world (40 tasks x 4, judged twice) the simulator's and agent's median widths
+    were 0.153 and 0.326 over these 12 seeds; every interval still covers the truth."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        from variance_coverage import PANEL
+    finally:
+        sys.path.pop(0)
+    world = PANEL["judge-dominated, continuous, judged twice"]
+    truth = true_shares(world)
+    widths: dict[str, list[float]] = {"simulator": [], "agent": []}
+    for seed in range(12):
+        d = decompose_variance(simulate(world, np.random.default_rng(seed)), n_boot=1000, seed=seed)
+        for side, got in widths.items():
+            lo, hi = d.shares[side]["ci95"]
+            assert lo <= truth[side] <= hi, (seed, side, lo, hi)
+            got.append(hi - lo)
+    assert float(np.median(widths["simulator"])) < 0.13
+    assert float(np.median(widths["agent"])) < 0.25
