@@ -195,7 +195,7 @@ def test_run_dirs_the_pipelines_resume_and_the_gate_reads(files):
         except ConfigError:
             pass
         verdict = gate_run_dir(d, "p")
-        assert verdict.exit_code in (0, 1, 2)
+        assert verdict.exit_code in (0, 1, 2, 3)  # 3: could not judge (an unfinished or unreadable run)
     finally:
         shutil.rmtree(d)
 
