@@ -2,8 +2,9 @@
 
 The *meaning* view classes replies by what they say (embedding or judge partition); the *reward* view by
 what the benchmark's reward pays (:meth:`~collapse_probe.benchmarks.AuditHooks` ``reward_class``). Both
-are judged against ε* with the headline's interval: COLLAPSED when the interval lies below ε*, NOT
-COLLAPSED above it, INCONCLUSIVE when it contains ε*, NOT MEASURED when the view has no number (no state
+are judged against ε* by the sequential test's exact bounds (:mod:`collapse_probe._audit._sequential`; the
+headline's interval for ``audit --from``): COLLAPSED when they lie below ε*, NOT
+COLLAPSED above, INCONCLUSIVE when they contain ε*, NOT MEASURED when the view has no number (no state
 where the reward reads the reply; classes not by meaning because the sentence encoder is missing). A
 simulator whose wording varies while the reward sees one outcome is collapsed where it matters: the
 reward then has no simulator-side variance (Lemma 3.3), so the policy gets no learning signal from it.
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from collapse_probe._audit._config import AuditConfig
+from collapse_probe._audit._sequential import SCHEDULE
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics import MIN_CONFIDENT_SAMPLES
 from collapse_probe.metrics.partitioners import groups_by_meaning, meaning_partitions
@@ -40,6 +42,10 @@ _SOURCE_WORDS = {
     "human": "human-grounded state",
     "published": "shared-prefix state",
 }
+
+
+FIRST_LOOK = SCHEDULE.first
+"""Replies per state at the sequential audit's first look."""
 
 
 def view_label(estimate: float | None, ci95: Any, epsilon_star: float) -> str:
@@ -110,6 +116,9 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
         judged = partitioner_needs_model(partition)
     except ConfigError:  # a plugin partition that cannot be loaded is not a judge
         judged = False
+    tests = (summary.get("sequential") or {}).get("views") or {}
+    if meaning["label"] != NOT_MEASURED and "meaning" in tests:
+        meaning.update(sequential_fields(tests["meaning"]))
     if by_meaning and not fallback:
         meaning = checked_meaning_view(meaning, summary.get("meaning_checks"), judged)
     rv = summary.get("reward_view") or {}
@@ -120,11 +129,22 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
                               "low_confidence": low}  # fmt: skip
     if reward["label"] == NOT_MEASURED and not reward["reason"]:
         reward["reason"] = "no reward view in this summary"
+    if reward["label"] != NOT_MEASURED and "reward" in tests:
+        reward.update(sequential_fields(tests["reward"]))
     if reward["label"] == COLLAPSED:
         silent = format_outcome(rv, (summary.get("exact") or {}).get("closed_set_mass"))
         if silent is not None:
             reward.update(label=NO_REWARD_SIGNAL, interval_label=COLLAPSED, **silent)
     return {"meaning": meaning, "reward": reward}
+
+
+def sequential_fields(test: dict[str, Any]) -> dict[str, Any]:
+    """A view's label and evidence from its sequential test (``summary.sequential.views``): the decision of
+    the exact bounds, INCONCLUSIVE while undecided; ``exact_bounds`` are the last look's bounds on ε̄ and
+    ``decided_at`` its replies per state (``None`` without a look)."""
+    bounds = [test["lower"], test["upper"]] if test.get("looks") else None
+    return {"label": test.get("decision") or INCONCLUSIVE, "exact_bounds": bounds,
+            "decided_at": test.get("replies_per_state") or None, "stop_reason": test.get("stop_reason")}  # fmt: skip
 
 
 def format_outcome(reward_view: dict[str, Any], mass: float | None) -> dict[str, Any] | None:
@@ -205,6 +225,15 @@ def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
     if v["label"] == INCONCLUSIVE:
         rel = f"95% CI {rel}"
     extra = f", classes by {(v.get('classes') or '').split(' (')[0]}" if name == "meaning" and v.get("classes") else ""
+    if v.get("stop_reason") is not None:  # decided by the sequential test's exact bounds, not by the interval
+        rel = f"{where} ε* = {star:g}" if first else f"{where} ε*"
+        if v.get("exact_bounds"):
+            a, b = v["exact_bounds"]
+            rel = rel.replace("contains", "contain")
+            rel = f"exact bounds [{a:.3f}, {b:.3f}] at N = {v['decided_at']} {rel}"
+        else:
+            rel = f"no look of the sequential test (the cap is below {FIRST_LOOK} replies per state)"
+        return f"{name} ε̂ {v['estimate']:.3f} [{lo:.3f}, {hi:.3f}]; {rel}, over {v['over']}{extra}"
     return f"{name} ε̂ {v['estimate']:.3f} [{lo:.3f}, {hi:.3f}] {rel}, over {v['over']}{extra}"
 
 
@@ -369,6 +398,10 @@ def verdict_parts(
     if undecided:
         if published:
             steps.append("more trials per task (or more tasks) narrow the interval")
+        elif any(v.get("stop_reason") is not None for v in undecided):
+            cap = max(config.samples * 2, FIRST_LOOK * 4)
+            steps.append(f"raise the cap, which continues the same sequential test from the cached replies: "
+                         f"{audit_command(config, f'--samples {cap}')}")  # fmt: skip
         else:
             steps.append(f"sample more states or responses: {audit_command(config, rerun_advice(config).flags)}")
     for k, v in measured.items():

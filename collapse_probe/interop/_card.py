@@ -173,6 +173,14 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
                 b.add("verdict", f"{view} view ε̂", i, res, ["verdicts", view, "estimate"], ["verdicts", view, "ci95"])
                 for key in _VIEW_FIELDS:
                     b.add("verdict", f"{view} view: {key.replace('_', ' ')}", i, res, ["verdicts", view, key])
+    for view in ("meaning", "reward"):  # the sequential test that decided each view
+        seq = ["summary", "sequential", "views", view]
+        b.add("verdict", f"{view} view: exact lower bound on ε̄ at the last look", i, res, seq + ["lower"])
+        b.add("verdict", f"{view} view: exact upper bound on ε̄ at the last look", i, res, seq + ["upper"])
+        b.add("verdict", f"{view} view: replies per state at the last look", i, res, seq + ["replies_per_state"])
+        b.add("verdict", f"{view} view: why the sequential test stopped", i, res, seq + ["reason"])
+    b.add("verdict", "sequential test: cap (replies per state)", i, res, ["summary", "sequential", "cap"])
+    b.add("verdict", "sequential test: its looks and error", i, res, ["summary", "sequential", "rule"])
     b.add("verdict", "meaning view ε̂ (mean over states)", i, res, ["summary", "collapse_error", "estimate"],
           ["summary", "collapse_error", "ci95"])  # fmt: skip
     b.add("verdict", "ε*", i, res, ["epsilon_star"])

@@ -245,7 +245,11 @@ def verdict_box(results: Mapping[str, Any]) -> str:
     reward = ((results.get("verdicts") or {}).get("reward") or {}).get("label")
     if reward == "NO REWARD SIGNAL" and not answer.startswith("COLLAPSED"):
         colour = VERDICT_COLOURS["NO REWARD SIGNAL"]
-    body = "".join(f'<div style="margin-top:0.3rem">{html.escape(line)}</div>' for line in lines[1:])
+    from collapse_probe._audit._sequential import looks_line
+
+    looks = looks_line((results.get("summary") or {}).get("sequential"))
+    body = "".join(f'<div style="margin-top:0.3rem">{html.escape(line)}</div>'
+                   for line in [*lines[1:], *([looks] if looks else [])])  # fmt: skip
     return (f'<div class="verdict" style="border-left:6px solid {colour};padding:0.5rem 0.8rem;background:#fafafa">'
             f'<div style="font-size:1.25rem;font-weight:600;color:{colour}">{html.escape(answer)}</div>{body}</div>')  # fmt: skip
 
@@ -617,6 +621,9 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
                 f"{given_text(v)}, below {percent(FORMAT_COMPLIANCE_LOW)}: format, not collapse; the interval alone "
                 f"reads {v.get('interval_label') or 'COLLAPSED'})")  # fmt: skip
     rel = "<" if v["label"] == "COLLAPSED" else ">" if v["label"] == "NOT COLLAPSED" else "∋"
+    if v.get("exact_bounds"):  # decided by the sequential test's exact bounds at its last look
+        return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (exact bounds "
+                f"{fmt_interval(v['exact_bounds'])} {rel} ε* = {epsilon_star:g} at N = {v.get('decided_at')})")  # fmt: skip
     return f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (CI {rel} ε* = {epsilon_star:g})"
 
 

@@ -87,7 +87,7 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
         ("simulator", f"{r.simulator} ({r.mode})"),
         *states_rows(r),
         ("samples per state", samples_per_state_text(data)),
-        ("threshold ε*", f"{star:g}  (--epsilon-star: a view is COLLAPSED when its interval lies below ε*)"),
+        ("threshold ε*", f"{star:g}  (--epsilon-star: a view is COLLAPSED when its exact bounds lie below ε*)"),
         ("infra failures excluded", infra_failures_text(data)),
         ("meaning view: classes by", part + ("  (by meaning)" if groups_by_meaning(part) else "  (not by meaning)")),
         *([("  meaning key", r.meaning_key)] if r.meaning_key else []),

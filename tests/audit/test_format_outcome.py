@@ -143,7 +143,9 @@ def test_a_real_audit_of_a_donor_that_never_states_a_donation_says_so_everywhere
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "audit"
-    argv = ["audit", "--sim", NEVER_STATES_A_DONATION, "--states", "1", "--samples", "20", "--partition", "exact",
+    # one state the reward reads: its 19 hits of 19 at N = 20 do not decide (0.8^19 = 0.014 at ε*, above the
+    # look's 0.006); the sequential audit draws to 40, where 39 of 39 do
+    argv = ["audit", "--sim", NEVER_STATES_A_DONATION, "--states", "1", "--samples", "40", "--partition", "exact",
             "--no-progress", "--no-cache", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -152,7 +154,8 @@ def test_a_real_audit_of_a_donor_that_never_states_a_donation_says_so_everywhere
     assert res["verdicts"]["reward"]["label"] == "NO REWARD SIGNAL"
     answer = res["verdict_text"]["answer"]
     assert "NO REWARD SIGNAL where the reward looks" in answer and answer in printed
-    assert "NO REWARD SIGNAL (a closed answer in 0 of 20 sampled replies" in printed  # the table's reward row
+    assert "NO REWARD SIGNAL (a closed answer in 0 of 40 sampled replies" in printed  # the table's reward row
+    assert res["summary"]["sequential"]["views"]["reward"]["replies_per_state"] == 40
     # the report: the same answer, amber (not the green of NOT COLLAPSED), the same row
     report = (out / "report.html").read_text()
     assert answer.replace("'", "&#x27;") in report and "color:#9a6700" in report
@@ -173,7 +176,7 @@ def test_the_dashboard_shows_the_outcome(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "runs" / "audit-format"
-    argv = ["audit", "--sim", NEVER_STATES_A_DONATION, "--states", "1", "--samples", "20", "--partition", "exact",
+    argv = ["audit", "--sim", NEVER_STATES_A_DONATION, "--states", "1", "--samples", "40", "--partition", "exact",
             "--no-progress", "--no-cache", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path / "runs"))

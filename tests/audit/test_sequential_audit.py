@@ -83,3 +83,33 @@ def test_no_stop_early_draws_every_reply_and_makes_the_same_test(write_scripted,
     assert full["summary"]["sequential"]["drawn_per_state"] == 60
     # the test stops at its first decisive look whatever was drawn: the same look, the same bounds
     assert full["summary"]["sequential"]["views"] == early["summary"]["sequential"]["views"]
+
+
+def test_the_verdict_is_the_sequential_tests_and_says_so_everywhere(write_scripted, tmp_path):
+    from collapse_probe.interop._card import simulator_card
+
+    spec = write_scripted([("Sure! [DONATE $1]", 0.78), ("No thanks.", 0.22)])
+    out = tmp_path / "run"
+    res = _audit(spec, out, samples=40)
+    v = res["verdicts"]["meaning"]
+    seq = res["summary"]["sequential"]["views"]["meaning"]
+    assert v["label"] == "INCONCLUSIVE" and v["stop_reason"] == "cap"
+    assert v["exact_bounds"] == [seq["lower"], seq["upper"]] and v["decided_at"] == 40
+    lo, hi = v["exact_bounds"]
+    assert f"exact bounds [{lo:.3f}, {hi:.3f}] at N = 40 contain ε*" in res["verdict_text"]["why"]
+    # the advice raises the cap, which continues the test (not a new design from scratch)
+    assert "continues the same sequential test" in res["verdict_text"]["next"]
+    assert "--samples 80" in res["verdict_text"]["next"]
+    assert "sequential verdict (exact bounds, cap 40" in (out / "report.html").read_text()
+    figures = {f["name"]: f.get("value") for f in simulator_card([out])["figures"]}
+    assert figures["meaning view: replies per state at the last look"] == 40
+    assert figures["meaning view: exact upper bound on ε̄ at the last look"] == hi
+
+
+def test_no_look_no_decision_even_where_the_interval_lies_below_epsilon_star(write_scripted, tmp_path):
+    spec = write_scripted([("No thanks.", 1.0)])
+    res = _audit(spec, tmp_path / "run", samples=10)
+    assert res["summary"]["collapse_error"]["ci95"][1] < 0.2  # the interval alone read COLLAPSED before
+    assert res["verdicts"]["meaning"]["label"] == "INCONCLUSIVE"
+    assert res["verdicts"]["meaning"]["exact_bounds"] is None
+    assert "no look of the sequential test" in res["verdict_text"]["why"]

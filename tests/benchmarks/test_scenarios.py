@@ -364,7 +364,7 @@ def test_a_simulator_that_never_states_an_answer_gives_no_reward_signal_not_coll
     silent = {"responses": [{"text": "I will think about it.", "p": 0.5}, {"text": "Let me ask my wife.", "p": 0.5}]}
     _write(tmp_path, "silent.json", json.dumps(silent))
     code, _, err = _cli(capsys, "audit", "--benchmark", "scenarios", "--scenarios", str(example_path()), "--sim",
-                        "scripted:silent.json", "--states", "2", "--samples", "10", "--partition", "exact",
+                        "scripted:silent.json", "--states", "2", "--samples", "40", "--partition", "exact",
                         "--no-progress", "--out", "runs/a")  # fmt: skip
     assert code == 0, err
     res = json.loads((tmp_path / "runs/a/results.json").read_text())
