@@ -2,8 +2,9 @@
 
 Simulates the meaning view of an audit: ``--states`` states of ``--samples`` replies each, drawn from
 known per-state distributions whose mean collapse error ε̄ is set, judged against ε* (``--epsilon-star``)
-with the headline interval (:func:`~collapse_probe.metrics.mean_collapse_error_interval`) exactly as the
-audit judges it (:func:`~collapse_probe._audit._verdict.view_label`). For ε̄ from 0.05 to 0.5 in steps of
+with the headline interval (:func:`~collapse_probe.metrics.mean_collapse_error_interval`) alone
+(:func:`~collapse_probe._audit._verdict.view_label`), as the audit judged it before its sequential verdict
+(``benchmarks/sequential_verdict.py`` measures that one). For ε̄ from 0.05 to 0.5 in steps of
 0.05 it prints the share of audits called COLLAPSED, NOT COLLAPSED and INCONCLUSIVE, per family of states:
 
 - ``two classes``: every state [1 − ε̄, ε̄];
