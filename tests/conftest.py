@@ -48,3 +48,34 @@ def write_scripted(tmp_path):
         return f"scripted:{path}"
 
     return _write
+
+
+GATE_DEMO_POLICY = "scripted:p4g_persuader_rapport"
+"""The gate demo's candidate policy (the scripted rapport persuader)."""
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``collapse-probe ARGV`` in this process: its exit status, stdout and stderr."""
+    from collapse_probe.cli import main
+
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse and --config errors exit after their one line
+        rc = int(exc.code or 0)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+@pytest.fixture(scope="module")
+def gate_demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small finished cross-play of the shipped scripted models (gate, export and card read it)."""
+    from collapse_probe.cli import main
+
+    out = tmp_path_factory.mktemp("xp") / "demo"
+    rc = main([
+        "crossplay", "--policies", f"scripted:p4g_persuader_cause,{GATE_DEMO_POLICY}",
+        "--sims", "scripted:p4g_donor_diverse,scripted:p4g_donor_rapport", "--train-sim", "scripted:p4g_donor_diverse",
+        "--tasks", "6", "--max-turns", "1", "--no-progress", "--out", str(out),
+    ])  # fmt: skip
+    assert rc == 0
+    return out

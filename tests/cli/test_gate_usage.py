@@ -5,34 +5,11 @@ run does not have are usage errors in one line; an unfinished run and an undecid
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from collapse_probe.cli import main
-
-POLICY = "scripted:p4g_persuader_rapport"
-
-
-def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("xp") / "demo"
-    rc = main([
-        "crossplay", "--policies", f"scripted:p4g_persuader_cause,{POLICY}",
-        "--sims", "scripted:p4g_donor_diverse,scripted:p4g_donor_rapport", "--train-sim", "scripted:p4g_donor_diverse",
-        "--tasks", "6", "--max-turns", "1", "--no-progress", "--out", str(out),
-    ])  # fmt: skip
-    assert rc == 0
-    return out
+from tests.conftest import GATE_DEMO_POLICY, run_cli
 
 
 def _usage_error(rc: int, out: str, err: str, *needles: str) -> None:
@@ -43,50 +20,50 @@ def _usage_error(rc: int, out: str, err: str, *needles: str) -> None:
     assert out == ""  # no verdict is printed for a gate that was not asked properly
 
 
-def test_no_threshold_is_a_usage_error_naming_the_flags(run_dir, capsys):
-    rc, out, err = _cli(["gate", str(run_dir), "--policy", POLICY], capsys)
+def test_no_threshold_is_a_usage_error_naming_the_flags(gate_demo_run, capsys):
+    rc, out, err = run_cli(["gate", str(gate_demo_run), "--policy", GATE_DEMO_POLICY], capsys)
     _usage_error(rc, out, err, "no threshold", "--min-transfer", "--min-transfer-each", "--max-drop")
 
 
-def test_a_threshold_from_a_config_file_counts(run_dir, tmp_path, capsys):
+def test_a_threshold_from_a_config_file_counts(gate_demo_run, tmp_path, capsys):
     cfg = tmp_path / "gate.yaml"
     cfg.write_text("min-transfer: 0.5\n")
-    assert _cli(["gate", str(run_dir), "--policy", POLICY, "--config", str(cfg)], capsys)[0] == 0
+    assert run_cli(["gate", str(gate_demo_run), "--policy", GATE_DEMO_POLICY, "--config", str(cfg)], capsys)[0] == 0
 
 
-def test_a_mistyped_run_directory_is_a_usage_error(run_dir, capsys):
-    typo = str(run_dir) + "x"
-    rc, out, err = _cli(["gate", typo, "--policy", POLICY, "--min-transfer", "0.5"], capsys)
+def test_a_mistyped_run_directory_is_a_usage_error(gate_demo_run, capsys):
+    typo = str(gate_demo_run) + "x"
+    rc, out, err = run_cli(["gate", typo, "--policy", GATE_DEMO_POLICY, "--min-transfer", "0.5"], capsys)
     _usage_error(rc, out, err, typo, "does not exist")
 
 
 def test_a_folder_without_a_cross_play_run_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("x")
-    rc, out, err = _cli(["gate", str(tmp_path), "--policy", POLICY, "--min-transfer", "0.5"], capsys)
+    rc, out, err = run_cli(["gate", str(tmp_path), "--policy", GATE_DEMO_POLICY, "--min-transfer", "0.5"], capsys)
     _usage_error(rc, out, err, str(tmp_path), "no collapse-probe run")
     audit = tmp_path / "audit"
     audit.mkdir()
     (audit / "results.json").write_text(json.dumps({"schema": "collapse-probe/audit/v1"}))
-    rc, out, err = _cli(["gate", str(audit), "--policy", POLICY, "--min-transfer", "0.5"], capsys)
+    rc, out, err = run_cli(["gate", str(audit), "--policy", GATE_DEMO_POLICY, "--min-transfer", "0.5"], capsys)
     _usage_error(rc, out, err, "collapse-probe/audit/v1", "not a cross-play")
 
 
 @pytest.mark.parametrize("flags", [["--policy", "scripted:nope"], ["--baseline-policy", "scripted:nope"]])
-def test_a_policy_the_run_does_not_have_is_a_usage_error(flags, run_dir, capsys):
-    argv = ["gate", str(run_dir), "--min-transfer", "0.5", *flags]
+def test_a_policy_the_run_does_not_have_is_a_usage_error(flags, gate_demo_run, capsys):
+    argv = ["gate", str(gate_demo_run), "--min-transfer", "0.5", *flags]
     if flags[0] == "--baseline-policy":
-        argv += ["--policy", POLICY, "--max-drop", "0.1"]
-    rc, out, err = _cli(argv, capsys)
-    _usage_error(rc, out, err, flags[0], "scripted:nope", POLICY)  # the run's policies are listed
+        argv += ["--policy", GATE_DEMO_POLICY, "--max-drop", "0.1"]
+    rc, out, err = run_cli(argv, capsys)
+    _usage_error(rc, out, err, flags[0], "scripted:nope", GATE_DEMO_POLICY)  # the run's policies are listed
 
 
-def test_weak_evidence_and_an_unfinished_run_are_exit_3(run_dir, tmp_path, capsys):
-    rc, out, err = _cli(["gate", str(run_dir), "--policy", POLICY, "--min-transfer", "1.4"], capsys)
+def test_weak_evidence_and_an_unfinished_run_are_exit_3(gate_demo_run, tmp_path, capsys):
+    rc, out, err = run_cli(["gate", str(gate_demo_run), "--policy", GATE_DEMO_POLICY, "--min-transfer", "1.4"], capsys)
     assert rc == 3 and "could not judge" in out and "could not judge: transfer" in err, err
     unfinished = tmp_path / "xp"
     unfinished.mkdir()
     (unfinished / "config.json").write_text(json.dumps({"kind": "crossplay"}))
-    rc, out, err = _cli(["gate", str(unfinished), "--policy", POLICY, "--min-transfer", "0.5"], capsys)
+    rc, out, err = run_cli(["gate", str(unfinished), "--policy", GATE_DEMO_POLICY, "--min-transfer", "0.5"], capsys)
     assert rc == 3 and "could not judge: results" in err and "no cross-play results" in err, err
 
 
