@@ -200,7 +200,9 @@ def test_unparseable_vs_output_is_counted_not_dropped(write_scripted):
 
 
 def test_empty_responses_are_retried_then_dropped_never_a_class(write_scripted):
-    res = _audit(write_scripted([("", 0.5), ("hello", 0.5)]), samples=100, states=1, partition="exact", stop_early=False)
+    res = _audit(
+        write_scripted([("", 0.5), ("hello", 0.5)]), samples=100, states=1, partition="exact", stop_early=False
+    )
     s = res["summary"]
     assert s["n_states"] == 2 and s["infra_failures"] == 0
     for st in res["states"]:
