@@ -227,6 +227,7 @@ def parse_json(
     max_depth: int = MAX_JSON_DEPTH,
     surrogates: bool = False,
     nonfinite: bool = True,
+    unique_keys: bool = False,
 ) -> Any:
     """Parse JSON from a user's file or a run directory; every way it can be unusable is one line.
 
@@ -236,7 +237,9 @@ def parse_json(
     ``max_depth``, a string or key holding a lone surrogate (``"\\ud800"``: valid JSON, but not text
     that can be written back to a UTF-8 file; ``surrogates=True`` keeps them, for a run's own records,
     which write such a string as its escape) and, with ``nonfinite=False``, ``NaN``, ``Infinity`` and
-    float literals past the float range (a published file's reward or temperature).
+    float literals past the float range (a published file's reward or temperature); with
+    ``unique_keys``, a key given twice in one object (JSON keeps the last silently: a user's file that
+    says two things).
 
     Raises:
         ConfigError: naming ``where``, the field and what is wrong with it.
@@ -245,11 +248,18 @@ def parse_json(
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{where}: not UTF-8 text (byte {exc.start}); expected {expected}") from None
+    hook = _unique_pairs if unique_keys else None
     try:
         if nonfinite:
-            value = json.loads(text, parse_int=_parse_int)
+            value = json.loads(text, parse_int=_parse_int, object_pairs_hook=hook)
         else:
-            value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_NonFinite)
+            value = json.loads(
+                text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_NonFinite, object_pairs_hook=hook
+            )
+    except _RepeatedKey as exc:
+        raise ConfigError(
+            f"{where}: key {exc.args[0]!r} is given twice in one object; keep one; expected {expected}"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); expected {expected}"
@@ -265,6 +275,19 @@ def parse_json(
         at, what = problem
         raise ConfigError(f"{where}: {at or 'the value'}: {what}; expected {expected}")
     return value
+
+
+class _RepeatedKey(Exception):
+    """A key given twice in one JSON object (raised by :func:`_unique_pairs`)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _RepeatedKey(k)
+        out[k] = v
+    return out
 
 
 def check_values(

@@ -404,3 +404,51 @@ def test_a_hostile_scenario_file_is_one_line_at_once(tmp_path, name, text, named
     line = str(err.value)
     assert "\n" not in line and str(path) in line
     assert all(n in line for n in named), line
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "named"),
+    [
+        (
+            "repeated.json",
+            '[{"id": "a", "id": "b", "instructions": "x", "opening": "hi"}]',
+            ["'id'", "twice"],
+        ),
+        ("repeated.jsonl", '{"id": "a", "instructions": "x", "instructions": "y", "opening": "hi"}\n', ["twice"]),
+        (
+            "nested-repeat.yaml",
+            "- {id: a, instructions: x, opening: hi, reward: {pattern: '(YES|NO)(a+)+$', values: {YES: 1, NO: 0}}}\n",
+            ["'a'", "reward.pattern", "exponential"],
+        ),
+        (
+            "empty-answer.yaml",
+            "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|)', values: {A: 1, '': 0}}}\n",
+            ["'a'", "reward.pattern", "empty"],
+        ),
+        (
+            "nfc-nfd.json",
+            '[{"id": "caf\\u00e9", "instructions": "x", "opening": "hi"},'
+            ' {"id": "cafe\\u0301", "instructions": "x", "opening": "hi"}]',
+            ["field id", "duplicate"],
+        ),
+    ],
+)
+def test_a_file_that_says_two_things_or_would_stall_the_reward_is_refused(tmp_path, name, text, named):
+    """A key given twice (JSON keeps the last silently), a pattern whose search can take exponential time on
+    a reply, an empty answer that matches anywhere, and two ids that print alike are one line each."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_scenarios(path)
+    line = str(err.value)
+    assert "\n" not in line and str(path) in line
+    assert all(n in line for n in named), line
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".yaml"])
+def test_a_byte_order_mark_is_not_part_of_the_file(tmp_path, suffix):
+    one = {"id": "a", "instructions": "x", "opening": "hi"}
+    text = json.dumps(one) + "\n" if suffix == ".jsonl" else json.dumps([one])
+    path = tmp_path / f"bom{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert [s.id for s in load_scenarios(path)] == ["a"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -76,6 +77,11 @@ class Reward(BaseModel):
             raise ValueError(f"does not compile as a regular expression ({exc})") from None
         if compiled.groups < 1:
             raise ValueError("has no group: put the answer in parentheses, e.g. '\\[TRIAGE (URGENT|ROUTINE)\\]'")
+        if _nested_repeat(_sre()[0].parse(v)):
+            raise ValueError(
+                "repeats a repetition (such as (a+)+): a long reply can make the search take exponential time; "
+                "write each repetition once"
+            )
         return v
 
     @field_validator("values", mode="before")
@@ -112,6 +118,10 @@ class Reward(BaseModel):
                 "pattern",
                 "its answer group matches an open set of texts; write the answers out, e.g. (URGENT|ROUTINE), so "
                 "each has a value",
+            )
+        if "" in answers:
+            raise _FieldProblem(
+                "pattern", "its answer group can match the empty text (as in (A|)): every answer must be written out"
             )
         fold = _ignores_case(self.pattern or "")
         key = (lambda s: s.casefold()) if fold else (lambda s: s)
@@ -234,6 +244,29 @@ def _sre() -> tuple[Any, Any]:
     return _parser, _constants
 
 
+def _nested_repeat(items: Any, inside: bool = False) -> bool:
+    """Whether a parsed pattern repeats, without bound, something that itself repeats (``(a+)+``,
+    ``(\\w*)*``): the shape whose backtracking takes exponential time on a reply that almost matches."""
+    _, c = _sre()
+    nothing = object()
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", nothing))
+    for op, av in items:
+        if op in repeats:
+            lo, hi, sub = av
+            unbounded = hi is c.MAXREPEAT or hi > 8
+            if inside and unbounded:
+                return True
+            if _nested_repeat(sub, inside or unbounded):
+                return True
+        elif op is c.SUBPATTERN and _nested_repeat(av[-1], inside):
+            return True
+        elif op is c.BRANCH and any(_nested_repeat(sub, inside) for sub in av[1]):
+            return True
+        elif op is getattr(c, "ATOMIC_GROUP", nothing) and _nested_repeat(av, inside):
+            return True
+    return False
+
+
 def _find_group(items: Any, target: int) -> Any:
     _, c = _sre()
     nothing = object()
@@ -335,6 +368,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
         raise ConfigError(f"--scenarios: file {str(p)!r} does not exist") from None
     except FileProblem as exc:
         raise ConfigError(f"--scenarios {exc}") from None
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark some editors write: not part of the text
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise ConfigError(f"--scenarios: {str(p)!r} must end in {', '.join(SUFFIXES)} (YAML, JSON or JSONL)")
@@ -357,11 +391,12 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     seen: dict[str, str] = {}
     for where, value in items:
         scenario = _scenario(value, p, where)
-        if scenario.id in seen:
+        same = unicodedata.normalize("NFC", scenario.id)  # café twice, composed and decomposed, prints alike
+        if same in seen:
             raise ConfigError(
-                f"{p}: scenario {scenario.id!r} ({where}): field id: duplicate of the scenario at {seen[scenario.id]}"
+                f"{p}: scenario {scenario.id!r} ({where}): field id: duplicate of the scenario at {seen[same]}"
             )
-        seen[scenario.id] = where
+        seen[same] = where
         scenarios.append(scenario)
     return scenarios
 
@@ -430,7 +465,7 @@ def _text(raw: bytes, p: Path) -> str:
 def _json(raw: bytes, p: Path) -> Any:
     from collapse_probe._files import parse_json
 
-    return parse_json(raw, p, expected=EXPECTED, nonfinite=False)
+    return parse_json(raw, p, expected=EXPECTED, nonfinite=False, unique_keys=True)
 
 
 def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, Any]]:
@@ -440,7 +475,7 @@ def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, Any]]:
     for i, line in enumerate(_text(raw, p).splitlines(), start=1):
         if line.strip():
             items.append((f"line {i}", parse_json(line, f"{p}: line {i}", expected="one scenario per line",
-                                                   nonfinite=False)))  # fmt: skip
+                                                   nonfinite=False, unique_keys=True)))  # fmt: skip
     return items
 
 
