@@ -235,5 +235,7 @@ section {{ margin-bottom: 2rem; }}
     p.parent.mkdir(parents=True, exist_ok=True)
     # a spec's URL credentials, a key a reply quoted: never in a report (the run's data is scrubbed; the
     # embedded plotly.js is inserted afterwards, since scrubbing URL-like strings in its code breaks it)
-    p.write_text(scrub(doc).replace(marker, bundle, 1), encoding="utf-8")
+    # a record may keep a lone surrogate a model or a file gave ("\ud800": JSON, not UTF-8 text); the page
+    # shows U+FFFD there rather than failing to be written
+    p.write_text(scrub(doc).replace(marker, bundle, 1), encoding="utf-8", errors="replace")
     return p

@@ -135,3 +135,12 @@ def test_a_malformed_results_field_is_one_line_naming_the_file_and_the_field(run
     assert message.startswith(str(report.with_name(runs[kind].name))), message
     assert field in message and repr(value) in message, message
     assert not report.exists()  # refused before anything was written
+
+
+def test_a_lone_surrogate_in_a_record_still_gives_a_report(tmp_path):
+    """A run's records may keep a lone surrogate (valid JSON, not UTF-8 text); the page shows U+FFFD there."""
+    from collapse_probe.report._html import write_html_report
+
+    out = write_html_report(tmp_path / "report.html", "a reply \ud800 kept", [("texts", "<p>x \ud800 y</p>")])
+    page = out.read_text(encoding="utf-8")
+    assert "x ? y" in page or "x \ufffd y" in page
