@@ -42,6 +42,25 @@ class TurnPrompt:
     max_tokens: int = 96
     tools: list[dict[str, Any]] | None = None
 
+    @classmethod
+    def chat(
+        cls, system: str, episode: Episode, side: Side, tags: tuple[str, str], opener: str, max_tokens: int
+    ) -> TurnPrompt:
+        """A two-party chat's turn: ``system``, then the conversation with the speaking side as
+        ``assistant`` (the policy's first turn gets ``opener`` as the user's message), and the same as a
+        transcript whose lines are tagged ``tags`` = (policy's tag, simulator's tag), ending in the speaker's."""
+        policy_tag, sim_tag = tags
+        messages: list[Message] = [{"role": "system", "content": system}]
+        if side == "policy" and not episode.messages:
+            messages.append({"role": "user", "content": opener})
+        for m in episode.messages:
+            messages.append({"role": "assistant" if m["role"] == side else "user", "content": m["content"]})
+        lines = [system, ""]
+        lines += [f"{policy_tag if m['role'] == 'policy' else sim_tag}: {m['content']}" for m in episode.messages]
+        lines.append(f"{policy_tag if side == 'policy' else sim_tag}:")
+        return cls(messages=messages, prompt="\n".join(lines), stop=("\n", f"{policy_tag}:", f"{sim_tag}:"),
+                   max_tokens=max_tokens)  # fmt: skip
+
 
 @dataclass
 class Episode:

@@ -410,22 +410,8 @@ class P4GArena:
     def prompt_for(self, episode: Episode, side: Side) -> TurnPrompt:
         persona = episode.task.data["persona"]
         system = self.persuader_system() if side == "policy" else self.persuadee_system(persona)
-        messages = [{"role": "system", "content": system}]
-        if side == "policy" and not episode.messages:
-            messages.append({"role": "user", "content": "(The Persuadee has joined the chat. Start the conversation.)"})
-        for m in episode.messages:
-            messages.append({"role": "assistant" if m["role"] == side else "user", "content": m["content"]})
-        speaker = PERSUADER if side == "policy" else PERSUADEE
-        lines = [system, ""]
-        for m in episode.messages:
-            lines.append(f"{PERSUADER if m['role'] == 'policy' else PERSUADEE}: {m['content']}")
-        lines.append(f"{speaker}:")
-        return TurnPrompt(
-            messages=messages,
-            prompt="\n".join(lines),
-            stop=("\n", f"{PERSUADER}:", f"{PERSUADEE}:"),
-            max_tokens=self.max_tokens,
-        )
+        opener = "(The Persuadee has joined the chat. Start the conversation.)"
+        return TurnPrompt.chat(system, episode, side, (PERSUADER, PERSUADEE), opener, self.max_tokens)
 
     # --- reward
     def stated_donation(self, episode: Episode) -> float | None:

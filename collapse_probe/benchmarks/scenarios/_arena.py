@@ -199,20 +199,8 @@ class ScenarioArena:
             system = USER_SYSTEM + scenario.instructions.strip()
         else:
             system = (scenario.agent_instructions or AGENT_SYSTEM).strip()
-        messages = [{"role": "system", "content": system}]
-        if side == "policy" and not episode.messages:
-            messages.append({"role": "user", "content": "(The user has joined. Start the conversation.)"})
-        for m in episode.messages:
-            messages.append({"role": "assistant" if m["role"] == side else "user", "content": m["content"]})
-        lines = [system, ""]
-        lines += [f"{AGENT if m['role'] == 'policy' else USER}: {m['content']}" for m in episode.messages]
-        lines.append(f"{AGENT if side == 'policy' else USER}:")
-        return TurnPrompt(
-            messages=messages,
-            prompt="\n".join(lines),
-            stop=("\n", f"{AGENT}:", f"{USER}:"),
-            max_tokens=self.max_tokens,
-        )
+        opener = "(The user has joined. Start the conversation.)"
+        return TurnPrompt.chat(system, episode, side, (AGENT, USER), opener, self.max_tokens)
 
     # --- reward
     def last_answer(self, episode: Episode) -> str | None:
