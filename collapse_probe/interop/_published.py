@@ -70,6 +70,9 @@ class PublishedConversation:
     group: tuple[str, ...] = ()
     """Further identity of the state beyond the task (e.g. a training step or a persona): replies
     from records with different groups never share a state."""
+    task_content: str | None = None
+    """The task's own text where the file has it (τ2: the user scenario; τ-bench: the instruction),
+    used to pair tasks across files whose task ids are not stable; ``None`` when the file has none."""
 
 
 @dataclass

@@ -8,6 +8,8 @@ simulation). What is used:
 
 - ``info.user_info.llm`` (the user simulator), ``info.agent_info.llm`` and its ``llm_args``
   (temperature 0: the agent is greedy), ``info.environment_info.domain_name`` (the benchmark);
+- ``tasks[].user_scenario`` (the persona and instructions): each conversation's ``task_content``,
+  which pairs tasks across files whose ids differ;
 - per simulation: ``id``, ``task_id``, ``trial``, ``messages`` (roles ``assistant`` = the agent,
   ``user`` = the simulator, ``tool``, ``system``; a ``MultiToolMessage``'s ``tool_messages`` are
   read one by one), ``reward_info.reward``, ``termination_reason``;
@@ -139,6 +141,35 @@ class Results(_Model):
     simulations: list[SimulationRun] = Field(default_factory=list)
 
 
+_INSTRUCTION_FIELDS = ("domain", "reason_for_call", "known_info", "unknown_info", "task_instructions")
+"""The fields of tau2-bench's ``StructuredUserInstructions``, in the order the user simulator reads them."""
+
+
+def task_contents(tasks: Any) -> dict[str, str]:
+    """The text of each task of a results file's ``tasks[]`` by task id: the user scenario's persona and
+    instructions (``user_scenario.instructions``: a string, or tau2-bench's structured instructions read
+    field by field), what the user simulator was told. A task without a readable scenario has no entry
+    (its conversations are paired by id only); ``tasks`` that is not a list gives none."""
+    out: dict[str, str] = {}
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, dict) or isinstance(task.get("id"), bool) or not isinstance(task.get("id"), str | int):
+            continue
+        scenario = task.get("user_scenario")
+        if not isinstance(scenario, dict):
+            continue
+        parts = [scenario["persona"]] if isinstance(scenario.get("persona"), str) and scenario["persona"] else []
+        instructions = scenario.get("instructions")
+        if isinstance(instructions, str):
+            parts.append(instructions)
+        elif isinstance(instructions, dict):
+            parts.extend(f"{k}: {instructions[k]}" for k in _INSTRUCTION_FIELDS if isinstance(instructions.get(k), str))
+            parts.extend(f"{k}: {v}" for k, v in sorted(instructions.items())
+                         if k not in _INSTRUCTION_FIELDS and isinstance(v, str))  # fmt: skip
+        if parts:
+            out[str(task["id"])] = "\n".join(parts)
+    return out
+
+
 def _validation_error(path: Path, exc: Any, prefix: str = "") -> ConfigError:
     """One line naming the file, the field and what was expected (the first of pydantic's errors)."""
     err = exc.errors()[0]
@@ -226,9 +257,11 @@ def read_tau2_results(path: str | Path) -> Any:
         simulator=(user.llm or user.implementation) if user else None,
         agent_greedy=None if temperature is None else temperature == 0.0,
     )
+    contents = task_contents(data.get("tasks"))
     for sim in sims:
         conv = _conversation(sim, run)
         if conv is not None:
+            conv.task_content = contents.get(conv.task_id)
             run.conversations.append(conv)
     if sims_dir.is_dir() and not inline:
         run.notes.append(f"directory format: {len(sims)} simulation files in {sims_dir}")

@@ -4,7 +4,7 @@ and the results files ``run.py`` writes): a JSON array of ``{task_id, reward, in
 its ``tool_calls`` as ``{"function": {"name", "arguments"}}``, ``tool`` = a tool's answer).
 
 What is read: the messages (the sides named as the rollout engine names them), ``task_id``, ``trial``,
-``reward``; an ``info.error`` (τ-bench's record of a run that raised) makes the record an
+``reward``, ``info.task.instruction`` (the task's text, which pairs tasks across files); an ``info.error`` (τ-bench's record of a run that raised) makes the record an
 infrastructure failure, excluded from every estimate and counted. The file names no domain or user
 model: pass ``--benchmark`` for a benchmark's hooks and ``--sim NAME`` to name the simulator.
 """
@@ -18,6 +18,13 @@ from typing import Any
 from collapse_probe.errors import ConfigError
 
 _ROLES = {"user": "simulator", "assistant": "policy", "tool": "tool", "system": "system", "function": "tool"}
+
+
+def _instruction(info: dict[str, Any]) -> str | None:
+    """The task's instruction to the user simulator (``info.task.instruction``), ``None`` when absent."""
+    task = info.get("task")
+    text = task.get("instruction") if isinstance(task, dict) else None
+    return text if isinstance(text, str) and text else None
 
 
 def _where(p: Path, i: int) -> str:
@@ -104,5 +111,5 @@ def read_taubench(path: str | Path) -> Any:
         convs.append(PublishedConversation(
             conversation_id=f"{task}:{trial if trial is not None else i}", task_id=str(task), messages=messages,
             trial=trial, reward=None if error else (None if reward is None else float(reward)),
-            infra_error=str(error) if error else None))  # fmt: skip
+            infra_error=str(error) if error else None, task_content=_instruction(info)))  # fmt: skip
     return PublishedRun(conversations=convs, format="taubench", path=str(p), sha256=file_sha256(str(p)))
