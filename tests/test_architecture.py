@@ -31,19 +31,33 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_retry", "_state", "_constraints", "_secrets", "_output", "_trackers", "_config_files",
         },
     ),
+    ("results", {"results"}),
     ("models", {"models"}),
     ("simulators", {"simulators"}),
     ("benchmarks", {"benchmarks"}),
-    ("rollout", {"rollout", "runspec"}),
+    ("runspec", {"runspec"}),
+    ("rollout", {"rollout"}),
     ("metrics", {"metrics"}),
-    ("pipelines", {"play", "_audit", "_crossplay", "_gate", "trainers", "monitor", "interop", "results"}),
+    ("play", {"play"}),
+    ("monitor", {"monitor"}),
+    ("crossplay", {"_crossplay"}),
+    ("gate", {"_gate"}),
+    ("trainers", {"trainers"}),
+    ("interop", {"interop"}),
+    ("audit", {"_audit"}),
     ("report", {"report"}),
     ("api", {""}),
-    ("interfaces", {"dashboard", "cli", "__main__"}),
+    ("dashboard", {"dashboard"}),
+    ("cli", {"cli", "__main__"}),
 ]  # fmt: skip
 """Layer name and the top-level names under ``collapse_probe`` it holds, bottom first (``""`` is the
 package itself, ``collapse_probe/__init__.py``: the public API). A module may import its own layer
-and the layers below it."""
+and the layers below it. Every package (a directory with ``__init__.py``) has a layer of its own; only
+flat modules share one (the utilities at the bottom, ``__main__`` beside the command line it runs).
+To reorganise the top level, edit this table: the tests below read nothing else."""
+
+NOT_CODE = {"data", "schemas"}
+"""Top-level directories under ``collapse_probe`` that hold shipped files, not modules."""
 
 LEVEL = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 
@@ -99,8 +113,7 @@ def import_graph() -> dict[str, dict[str, int]]:
 
 
 def layer_of(module: str) -> int:
-    parts = module.split(".")
-    top = parts[1] if len(parts) > 1 else ""
+    top = top_level(module)
     if top not in LEVEL:
         pytest.fail(f"{module}: not in the layer table of tests/test_architecture.py; add {top!r} to its layer")
     return LEVEL[top]
@@ -116,6 +129,76 @@ def test_every_import_runs_down_the_layer_order():
         if layer_of(dep) > layer_of(mod)
     ]
     assert not up, "imports that run up the layer order:\n" + "\n".join(up)
+
+
+def top_level(module: str) -> str:
+    """The top-level name under ``collapse_probe`` a module belongs to (``""``: the package itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def package_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, str]]:
+    """Top-level name -> {top-level name it imports -> the first such import, as ``module:line -> module``}."""
+    out: dict[str, dict[str, str]] = {}
+    for mod, deps in sorted(graph.items()):
+        edges = out.setdefault(top_level(mod), {})
+        for dep, line in sorted(deps.items()):
+            if top_level(dep) != top_level(mod):
+                edges.setdefault(top_level(dep), f"{mod}:{line} -> {dep}")
+    return out
+
+
+def package_cycle(graph: dict[str, dict[str, int]]) -> list[str]:
+    """One cycle between top-level names, each step with the import that makes it; ``[]`` when there is none."""
+    packages = package_graph(graph)
+    try:
+        list(graphlib.TopologicalSorter({p: set(d) for p, d in packages.items()}).static_order())
+    except graphlib.CycleError as exc:
+        cycle = list(reversed(exc.args[1]))  # graphlib lists a cycle against the edges' direction
+        return [f"{a} -> {b} ({packages[a][b]})" for a, b in zip(cycle, cycle[1:], strict=False)]
+    return []
+
+
+def test_no_import_cycle_between_packages():
+    """A package-level graph (every import of every module, lazy ones included): two packages never import
+    each other, even when the modules involved form no cycle (``_audit`` -> ``interop`` -> ``_audit``)."""
+    cycle = package_cycle(import_graph())
+    assert not cycle, "import cycle between packages:\n" + "\n".join(cycle)
+
+
+def test_package_cycle_checker_sees_a_cycle_the_module_graph_does_not():
+    graph = {
+        "collapse_probe._audit._published": {"collapse_probe.interop._inspect": 82},
+        "collapse_probe.interop._inspect": {},
+        "collapse_probe.interop._rundata": {"collapse_probe._audit._sampling": 123},
+        "collapse_probe._audit._sampling": {},
+    }
+    list(graphlib.TopologicalSorter({m: set(d) for m, d in graph.items()}).static_order())  # modules: acyclic
+    cycle = package_cycle(graph)
+    assert len(cycle) == 2 and {c.split(" (")[0] for c in cycle} == {"_audit -> interop", "interop -> _audit"}
+    assert any("collapse_probe.interop._rundata:123 -> collapse_probe._audit._sampling" in c for c in cycle)
+    del graph["collapse_probe.interop._rundata"]
+    assert package_cycle(graph) == []
+
+
+def _top_level_names() -> set[str]:
+    names = {"", *(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")}
+    names |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    return names
+
+
+def test_the_layer_table_names_every_top_level_name_once_and_each_package_alone():
+    named = [n for _, names in LAYERS for n in names]
+    assert len(named) == len(set(named)), f"named in two layers: {sorted({n for n in named if named.count(n) > 1})}"
+    actual = _top_level_names()
+    assert not actual - set(named), f"not in the layer table: {sorted(actual - set(named))}"
+    assert not set(named) - actual, f"in the layer table but not in collapse_probe/: {sorted(set(named) - actual)}"
+    strays = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    strays -= actual | NOT_CODE
+    assert not strays, f"directories under collapse_probe/ that are neither a package nor data: {sorted(strays)}"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    shared = [(layer, sorted(names & packages)) for layer, names in LAYERS if len(names & packages) > 1]
+    assert not shared, f"packages sharing a layer (give each its own): {shared}"
 
 
 def test_import_graph_is_acyclic():

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 from collapse_probe._audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
 from collapse_probe._audit._human import human_grounding, human_reference, people_epsilon, towards_people
 from collapse_probe._audit._presentation import write_audit_report
-from collapse_probe._audit._rows import state_row as _state_row
-from collapse_probe._audit._sampling import _Sampler, _state_seed, sample_problem
+from collapse_probe._audit._sampling import _Sampler, _state_seed
 from collapse_probe._audit._sequential import all_decided, look_plan, sequential_summary
 from collapse_probe._audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe._audit._summary import paired_difference, summarize_states
@@ -22,6 +21,8 @@ from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
+from collapse_probe.results._samples import sample_problem
+from collapse_probe.results._samples import state_row as _state_row
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.simulators import Participant
 

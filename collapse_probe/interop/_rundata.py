@@ -120,7 +120,7 @@ def _checks(kind: str) -> tuple[Any, Any, Any]:
         return step_problem(rec)
 
     def sample(rec: dict[str, Any]) -> str | None:
-        from collapse_probe._audit._sampling import sample_problem
+        from collapse_probe.results._samples import sample_problem
 
         return sample_problem(rec)
 

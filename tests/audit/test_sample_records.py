@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from collapse_probe._audit._sampling import sample_problem
+from collapse_probe.results._samples import sample_problem
 
 GOOD = {
     "state_id": "t0/opening", "mode": "direct", "source": "opening", "kind": "opening", "turn": 0, "task_id": "t0",
