@@ -35,6 +35,14 @@ from collapse_probe.metrics._exact import (
     predictable_mode_hits,
     sequential_verdict,
 )
+from collapse_probe.metrics._meaning_material import (
+    MeaningMaterial,
+    MeaningPair,
+    MeaningState,
+    load_meaning_material,
+    read_labelled_states,
+    read_meaning_pairs,
+)
 from collapse_probe.metrics.estimators import (
     METRICS,
     MIN_CONFIDENT_SAMPLES,
@@ -121,6 +129,9 @@ __all__ = [
     "LabelPartitioner",
     "Look",
     "LookSchedule",
+    "MeaningMaterial",
+    "MeaningPair",
+    "MeaningState",
     "MetricInfo",
     "Partitioner",
     "SequentialVerdict",
@@ -158,6 +169,7 @@ __all__ = [
     "higher_is_better",
     "hill_number",
     "load_encoder",
+    "load_meaning_material",
     "load_paraphrase_pairs",
     "low_confidence",
     "mean_ci",
@@ -171,6 +183,8 @@ __all__ = [
     "paired_mean_diff",
     "parse_yes_no",
     "predictable_mode_hits",
+    "read_labelled_states",
+    "read_meaning_pairs",
     "reward_variance_bound",
     "sample_coverage",
     "sequential_verdict",
