@@ -395,53 +395,6 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present)
 
 
-def load_results_json(path: str | Path) -> dict[str, Any]:
-    """Read a cross-play ``results.json`` (a run directory or the file itself), checked through its model.
-
-    Returns the JSON object (:func:`collapse_probe.results.load_results` returns the typed model).
-
-    Raises:
-        ConfigError: the file is missing, not JSON, or not a cross-play result.
-    """
-
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.json"
-    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
-
-    try:
-        raw = read_bytes(p, max_bytes=1 << 30, expected="a cross-play results.json")
-    except MissingFile:
-        raise ConfigError(
-            f"no cross-play results at {str(p)!r} (run `collapse-probe crossplay --out DIR` first)"
-        ) from None
-    except FileProblem as exc:
-        raise ConfigError(str(exc)) from None
-    data = parse_json(raw, p, expected="a cross-play results.json")
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ConfigError(f"{p}: expected schema {SCHEMA!r}, got {got!r}")
-    check_results(data, p)
-    return data
-
-
-def check_results(data: dict[str, Any], where: str | Path) -> None:
-    """Check the numbers of a cross-play result before anything judges them (the gate, a report).
-
-    The file is parsed through :class:`~collapse_probe.results.CrossplayResults`
-    (:func:`~collapse_probe.results.read_crossplay` says what is refused).
-
-    Raises:
-        ConfigError: naming the file, the cell and the field.
-    """
-    from collapse_probe.results import read_crossplay
-
-    try:
-        read_crossplay(data, str(where))
-    except ConfigError as exc:
-        raise ConfigError(f"{exc}; the results file is corrupt or was edited: rerun the cross-play") from None
-
-
 def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None = None) -> str | None:
     """The first value of a cross-play cell that cannot be read (NaN, None, a string, a mean without
     scored conversations, a reward outside the declared range...), in one line, or ``None``: the cell

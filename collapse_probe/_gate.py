@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, cast
 
 from collapse_probe._constraints import Config, Flag, Number, OneOf, rule
 from collapse_probe._crossplay import SCHEMA, transfer_estimate
@@ -500,11 +500,11 @@ def _regression_check(
 def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateResults:
     """:func:`evaluate_gate` on a run directory (or a ``results.json``); a missing or unreadable result
     is a verdict that could not judge (exit 3), not an exception."""
-    from collapse_probe._crossplay import load_results_json
+    from collapse_probe.results import load
 
     config = GateConfig(policy=policy, **options)
     try:
-        results = load_results_json(run_dir)
+        results = cast(CrossplayResults, load(run_dir, kind="crossplay"))
     except ConfigError as exc:
         checks = [GateCheck("results", "error", str(exc))]
         return _results(policy, checks, rule=config.rule, level=config.rule_level,

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from collapse_probe._crossplay import SCHEMA, CrossplayConfig, crossplay_results, load_results_json, run_crossplay
+from collapse_probe._crossplay import SCHEMA, CrossplayConfig, crossplay_results, run_crossplay
 from collapse_probe.benchmarks.p4g import P4GArena, donation_reward, parse_donation
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, GenerationResult
+from collapse_probe.results import load
 from collapse_probe.simulators import Participant, make_participant
 
 N_TASKS, N_ROLLOUTS = 4, 2
@@ -114,7 +115,7 @@ def test_hand_computed_rewards(tmp_path, donors, policies):
     assert div[policies["polite"]]["n_classes"] == 2 and div[policies["polite"]]["strategy_entropy"] > 0.5
 
     # written results equal the returned ones; the report has the heatmap with CIs on hover
-    assert load_results_json(tmp_path / "run") == json.loads(json.dumps(res.to_json()))
+    assert load(tmp_path / "run", kind="crossplay").to_json() == json.loads(json.dumps(res.to_json()))
     html = (tmp_path / "run" / "report.html").read_text()
     assert "Cross-play matrix" in html and "95% CI" in html and "Transfer ratio" in html
 
@@ -315,7 +316,7 @@ def test_cli_end_to_end(tmp_path, donors, policies, capsys):
     assert crossplay.run(args) == 0
     printed = capsys.readouterr().out
     assert "transfer" in printed and "0.250" in printed
-    res = load_results_json(out)
+    res = load(out, kind="crossplay").to_json()
     assert [c["mean_reward"] for c in res["cells"]] == [1.0, 0.25]
     assert res["transfer"][0]["transfer_ratio"] == 0.25
 

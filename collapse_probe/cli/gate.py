@@ -131,8 +131,9 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
         ConfigError: the path does not exist, holds no cross-play run, or the run has no such policy
             (usage errors, exit 2).
     """
-    from collapse_probe._crossplay import SCHEMA, load_results_json
+    from collapse_probe._crossplay import SCHEMA
     from collapse_probe._output import _json_object
+    from collapse_probe.results import load
 
     p = Path(run_dir)
     if not os.path.lexists(p):
@@ -150,7 +151,7 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
             f"DIR {run_dir}: {held} and no results.json; expected a cross-play run directory (collapse-probe crossplay --out)"
         )
     try:
-        data = load_results_json(p)
+        data = load(p, kind="crossplay").to_json()
     except ConfigError:
         obj = _json_object(res)
         schema = obj.get("schema") if obj is not None else None

@@ -98,7 +98,7 @@ _VIEW_FIELDS = ("n_states", "classes", "over", "reason", "interval_label", "clos
 
 
 def _load(run_dir: str | Path) -> dict[str, Any]:
-    from collapse_probe.interop._rundata import read_results
+    from collapse_probe.results import load
     from collapse_probe.rollout._rundir import read_run_config
 
     p = Path(run_dir)
@@ -110,7 +110,7 @@ def _load(run_dir: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"{p}: holds a {kind or 'unknown'} run; a simulator card summarises {', '.join(CARD_KINDS)} runs"
         )
-    return {"path": p, "kind": kind, "config": config, "results": read_results(p)}
+    return {"path": p, "kind": kind, "config": config, "results": load(p).to_json()}
 
 
 def _simulators_of(run: dict[str, Any]) -> list[str]:

@@ -39,29 +39,6 @@ class RunData:
         return CONVERSATION_FILES.get(self.kind, "conversations.jsonl")
 
 
-def read_results(path: Path) -> dict[str, Any]:
-    """A run's ``results.json``, read through its typed model (:func:`collapse_probe.results.load`), as
-    the JSON object the file holds.
-
-    Raises:
-        ConfigError: missing (the run is in progress or was killed), unreadable, not a result, or a
-            known field of the wrong type (one line naming the file and the field).
-    """
-    return typed_results(path).to_json()
-
-
-def typed_results(path: Path) -> Any:
-    """The typed results of the run directory ``path`` (see :func:`read_results`)."""
-    from collapse_probe.results import load
-
-    p = path / "results.json"
-    if not os.path.lexists(p):
-        raise ConfigError(
-            f"{path}: no results.json yet (the run is in progress, or was stopped: rerun its command to finish it)"
-        )
-    return load(p)
-
-
 REQUIRED = {
     "play": ("conversations.jsonl",),
     "crossplay": ("conversations.jsonl",),
@@ -162,6 +139,7 @@ def load_run_data(path: str | Path) -> RunData:
             of the wrong type (naming the file, line and field), a record file missing or holding
             fewer records than the results report, or a unit recorded twice.
     """
+    from collapse_probe.results import load
     from collapse_probe.rollout._rundir import read_run_config
 
     p = Path(path)
@@ -173,7 +151,7 @@ def load_run_data(path: str | Path) -> RunData:
     kind = config.get("kind")
     if kind not in KINDS:
         raise ConfigError(f"{p}: holds a {kind or 'unknown'} run; expected one of {', '.join(KINDS)}")
-    results = read_results(p)
+    results = load(p).to_json()
     if results.get("mode") == "published":
         required: tuple[str, ...] = ()
     else:

@@ -146,11 +146,13 @@ def lab_text(results: LabRunResults | LabCompareResults | LabSweepResults | Mapp
         results: a typed lab output, or its ``results.json`` / ``compare.json`` / ``sweep.json`` object
             (told apart by its ``schema``).
     """
-    from collapse_probe.results import LabCompareResults, LabRunResults, LabSweepResults, parse_results
+    from collapse_probe.results import LabCompareResults, LabRunResults, LabSweepResults, read_results
 
-    r = results if isinstance(results, LabRunResults | LabCompareResults | LabSweepResults) else None
+    r: Any = results if isinstance(results, LabRunResults | LabCompareResults | LabSweepResults) else None
     if r is None:
-        r = parse_results(results)  # type: ignore[assignment]  # a lab schema, checked below
+        r, problem = read_results(results, "results")
+        if problem is not None:
+            raise ConfigError(problem)
     if isinstance(r, LabRunResults):
         return lab_run_text(r)
     if isinstance(r, LabCompareResults):

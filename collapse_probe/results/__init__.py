@@ -20,6 +20,7 @@ kind                model                   file
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, cast
 
@@ -108,12 +109,12 @@ def published_schema(kind: str) -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(text))
 
 
-def parse_results(data: Any, where: str = "results") -> ResultsModel:
-    """The typed results of a loaded ``results.json`` (``compare.json``, ...), by its ``schema``.
+def _parse(data: Any, where: str) -> Results:
+    """The typed results of loaded JSON data, by its ``schema`` (what :func:`load` does after reading the file).
 
     Raises:
         ConfigError: not an object, an unknown schema, or a known field of the wrong type (one line
-            naming ``where`` and the field).
+            naming ``where`` and the field; for a cross-play result, the cell).
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
@@ -122,8 +123,10 @@ def parse_results(data: Any, where: str = "results") -> ResultsModel:
         raise ConfigError(
             f"{where}: unknown results schema {data.get('schema')!r}; expected one of {', '.join(BY_SCHEMA)}"
         )
+    if model is CrossplayResults:
+        return read_crossplay(data, where)  # names the cell: ``cell P vs S: 'n' is '8'; expected ...``
     try:
-        return model.parse(data)
+        return model.parse(data)  # type: ignore[return-value]  # BY_SCHEMA holds exactly the members of Results
     except ValidationError as exc:
         raise ConfigError(describe_error(exc, model, where)) from None
 
@@ -160,36 +163,61 @@ Results = (
 """Any typed results file (what :func:`load` returns): the model of its ``schema``."""
 
 
-def load_results(path: str | Path) -> ResultsModel:
-    """Read and parse a results file (or a run directory's ``results.json``) through its model; a
-    problem names the file."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.json"
-    return parse_results(read_json(p), str(p))
+def load(path: str | Path, kind: str | None = None) -> Results:
+    """The typed results of a file or a run directory (its ``results.json``), by the file's ``schema``:
+    the one reader of a run's results (the gate, the exporters, cards and resume code read through it).
 
-
-def load(path: str | Path) -> Results:
-    """The typed results of a file or a run directory (its ``results.json``), by the file's ``schema``.
+    Args:
+        path: a results file (``results.json``, a lab's ``compare.json`` / ``sweep.json``) or a run directory.
+        kind: the kind of run the file must hold (one of :data:`KINDS`: ``"crossplay"`` for the gate);
+            ``None`` takes any.
 
     Example:
         ``collapse_probe.results.load("runs/audit").summary.collapse_error.estimate``
 
     Raises:
-        ConfigError: one line naming the file: missing or not JSON (:func:`read_json`), an unknown
-            schema, or a known field of the wrong type (naming the field and what was expected).
+        ConfigError: one line naming the file: a run directory without its results yet, missing or not
+            JSON (:func:`read_json`), an unknown schema or another kind than ``kind``, or a known field of
+            the wrong type (naming the field and what was expected).
     """
-    return load_results(path)  # type: ignore[return-value]  # BY_SCHEMA holds exactly the members of Results
+    if kind is not None and kind not in KINDS:
+        raise ConfigError(f"unknown results kind {kind!r}; expected one of {', '.join(KINDS)}")
+    what = "results.json" if kind is None else f"{_KIND_WORDS.get(kind, kind)} results.json"
+    p = Path(path)
+    if p.is_dir():
+        if not os.path.lexists(p / "results.json"):
+            raise ConfigError(
+                f"{p}: no {what} yet (the run is in progress, or was stopped: rerun its command to finish it)"
+            )
+        p = p / "results.json"
+    data = read_json(p, what)
+    if kind is not None and isinstance(data, dict):
+        schema = data.get("schema")
+        if BY_SCHEMA.get(str(schema)) not in _MODELS_OF_KIND[kind]:
+            word = _KIND_WORDS.get(kind, kind)
+            raise ConfigError(
+                f"{p}: holds results of schema {schema!r}; expected the results of {'an' if word[0] in 'aeiou' else 'a'} "
+                f"{word} run"
+            )
+    return _parse(data, str(p))
+
+
+_KIND_WORDS = {"crossplay": "cross-play"}
+_MODELS_OF_KIND: dict[str, tuple[type[ResultsModel], ...]] = {
+    **{kind: (model,) for kind, model in KINDS.items() if kind != "lab"},
+    "lab": (LabRunResults, LabCompareResults, LabSweepResults),
+}
+""":func:`load`'s ``kind`` -> the models a file of that kind is read by."""
 
 
 def read_results(data: Any, where: str = "results.json") -> tuple[Results | None, str | None]:
     """``(typed results, None)`` of loaded JSON data, or ``(None, the one-line problem)``; never raises.
 
     For readers that must keep going over files another process is writing or that another program
-    wrote (the dashboard): the problem is the line :func:`parse_results` would raise.
+    wrote (the dashboard): the problem is the line :func:`load` would raise for the file.
     """
     try:
-        return parse_results(data, where), None  # type: ignore[return-value]
+        return _parse(data, where), None
     except ConfigError as exc:
         return None, str(exc)
 
@@ -220,8 +248,6 @@ __all__ = [
     "VerdictView",
     "describe_error",
     "json_schema",
-    "load_results",
-    "parse_results",
     "published_schema",
     "Results",
     "load",

@@ -510,9 +510,9 @@ def results_api_bigint(d: Path) -> list[str]:
     return py(f"""
         import sys
         from collapse_probe.errors import ConfigError
-        from collapse_probe.results import load_results
+        from collapse_probe.results import load
         try:
-            load_results({str(d / "results.json")!r})
+            load({str(d / "results.json")!r})
         except ConfigError as exc:
             print("error: " + str(exc), file=sys.stderr)
             sys.exit(2)
@@ -756,7 +756,7 @@ CASES: list[Case] = [
     ),
     Case("gate results.json -> /dev/zero", "results", gate_devzero, names=("results.json", "device"), report="stdout"),
     Case("gate results.json 900 deep", "results", gate_deep, names=("results.json", "nested"), report="stdout"),
-    Case("load_results 5000-digit int", "results", results_api_bigint, names=("results.json", "n", "digits")),
+    Case("results.load 5000-digit int", "results", results_api_bigint, names=("results.json", "n", "digits")),
     Case("plugin raising on import: --help", "plugins", _with_plugins("--help"), expect="accept", env=PLUGIN_ENV),
     Case(
         "plugin raising on import: audit --help",

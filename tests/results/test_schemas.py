@@ -24,7 +24,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 from collapse_probe.cli import main  # noqa: E402
 from collapse_probe.errors import ConfigError  # noqa: E402
-from collapse_probe.results import KINDS, SCHEMA_ID_PREFIX, load_results, published_schema, schema_text  # noqa: E402
+from collapse_probe.results import KINDS, SCHEMA_ID_PREFIX, load, published_schema, schema_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
 from tau2_results import make_results  # noqa: E402
@@ -76,6 +76,13 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
     _cli("crossplay", "--policies", f"{polite},{pushy}", "--sims", f"{donor},{donor2}", "--train-sim", donor,
                 "--tasks", "3", "--rollouts", "2", "--max-turns", "2", "--out", str(xp), *small)  # fmt: skip
     out["crossplay"].append(xp / "results.json")
+
+    g = root / "published-gpt-4.1-mini.json"
+    make_results(g, {"7": [("I want a refund.", 0.5), ("Where is my order?", 0.5)]}, 5, seed=2,
+                 user_llm="gpt-4.1-mini")  # fmt: skip
+    _cli("compare", str(f), str(g), "--success-threshold", "0.5", "--out", str(root / "compare"))
+    _cli("compare", str(xp), "--n-boot", "200", "--out", str(root / "compare-xp"))
+    out["compare"] += [root / "compare" / "results.json", root / "compare-xp" / "results.json"]
 
     verdict = root / "gate.json"
     _cli("gate", str(xp), "--policy", polite, "--min-transfer", "0.5", "--json", str(verdict), ok=(0, 1, 2))
@@ -142,7 +149,7 @@ def test_every_real_run_validates_against_its_published_schema(runs, kind):
         errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
         assert not errors, f"{path}: {errors[:3]}"
         # the model reads it back and writes exactly what is in the file (no field dropped, none added)
-        again = load_results(path).to_json()
+        again = load(path).to_json()
         assert json.dumps(again, sort_keys=True) == json.dumps(data, sort_keys=True)
 
 
@@ -182,13 +189,12 @@ def test_nan_which_json_schema_cannot_refuse_is_refused_by_the_model_naming_the_
         read_crossplay(data)
 
 
-def test_a_plugin_benchmark_field_is_allowed_and_kept(runs):
+def test_a_plugin_benchmark_field_is_allowed_and_kept(runs, tmp_path):
     data = json.loads(runs["play"][0].read_text())
     data["my_benchmark_extra"] = {"anything": [1, "two"]}
     assert _validator("play").is_valid(data)
-    from collapse_probe.results import parse_results
-
-    assert parse_results(data).to_json()["my_benchmark_extra"] == {"anything": [1, "two"]}
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    assert load(tmp_path).to_json()["my_benchmark_extra"] == {"anything": [1, "two"]}
 
 
 def test_cell_problem_is_the_model_check_of_one_cell(runs):
