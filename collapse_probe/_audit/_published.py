@@ -49,14 +49,20 @@ EXACT_TOO_FINE = (
 
 
 def format_of(path: str | Path, given: str | None = None) -> str:
-    """The format of ``path``: ``given``, else from the name (``.eval`` inspect, ``.jsonl`` jsonl, a
-    directory or ``results.json`` tau2).
+    """The format of ``path``: ``given``, else from its content
+    (:func:`~collapse_probe.interop._detect.detect_format`: a renamed file reads the same), else from the
+    name (``.eval`` inspect, ``.jsonl`` jsonl, a directory or ``results.json`` tau2).
 
     Raises:
-        ConfigError: the name does not tell.
+        ConfigError: neither the content nor the name tells.
     """
     if given:
         return given
+    from collapse_probe.interop._detect import detect_format
+
+    found = detect_format(path)
+    if found is not None:
+        return found
     p = Path(path)
     if p.suffix == ".eval":
         return "inspect"
@@ -64,11 +70,12 @@ def format_of(path: str | Path, given: str | None = None) -> str:
         return "jsonl"
     if p.is_dir() or p.name == "results.json":
         return DIRECTORY_FORMAT
-    raise ConfigError(f"--from {path}: cannot tell the format from the name; give --format {'|'.join(FORMATS)}")
+    raise ConfigError(f"--from {path}: cannot tell the format from the content or the name; give --format "
+                      f"{'|'.join(FORMATS)}")  # fmt: skip
 
 
 def read_published(path: str | Path, fmt: str, sim_role: str = "user") -> Any:
-    """Read a published-trajectory file (``tau2``, ``inspect``, ``jsonl`` or ``taubench``) into a
+    """Read a published-trajectory file (a :data:`FORMATS` name) into a
     :class:`~collapse_probe.interop.PublishedRun`.
 
     Raises:

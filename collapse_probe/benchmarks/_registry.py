@@ -61,10 +61,18 @@ TRAIN_ARENA_OPTIONS: tuple[str, ...] = ("personas", "tau2_data")
 """Arena options the train config has as fields of its own (its ``--personas`` and ``--tau2-data`` flags)."""
 
 PUBLISHED_FORMATS: Registry[Callable[..., Any]] = Registry(
-    "published format", flag="--format", entries={"tau2": "collapse_probe.interop._tau2:read_tau2_results"}
+    "published format",
+    flag="--format",
+    entries={
+        "tau2": "collapse_probe.interop._tau2:read_tau2_results",
+        "verifiers": "collapse_probe.interop._verifiers:read_verifiers_traces",
+        "verifiers-results": "collapse_probe.interop._verifiers:read_verifiers_results",
+        "nemo-gym": "collapse_probe.interop._nemo_gym:read_nemo_gym_rollouts",
+    },
 )
-"""Benchmark formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``
-and ``jsonl``): name -> ``"module:reader"``, the reader taking the path."""
+"""Formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``, ``jsonl``
+and ``taubench``, whose readers take the simulator's role): name -> ``"module:reader"``, the reader taking
+the path. :mod:`collapse_probe.interop._detect` tells a file's format from its content."""
 DIRECTORY_FORMAT = "tau2"
 """The published format of a directory or a ``results.json`` (the τ2-bench layout)."""
 TAU2_BENCHMARK_PREFIX = "tau2-"

@@ -55,11 +55,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("audit of published trajectories (no model is called)")
     g.add_argument("--from", dest="from_file", default=None, metavar="FILE",
                    help="audit the simulator of trajectories already published: a tau2-bench results.json (or its "
-                   "directory), an inspect eval log, or JSONL conversations. Replies are grouped by shared "
+                   "directory; voice runs too), an inspect eval log, τ-bench trajectories, a verifiers traces.jsonl "
+                   "or results.jsonl, a NeMo-Gym rollouts.jsonl, or JSONL conversations. Replies are grouped by shared "
                    "conversation prefix (same task, same messages so far); prefixes answered 2+ times are the states")  # fmt: skip
     g.add_argument("--format", dest="from_format", choices=FORMATS, default=None,
-                   help="format of --from (default: from the name: .eval inspect, .jsonl jsonl, a directory or "
-                   "results.json tau2)")  # fmt: skip
+                   help="format of --from (default: told from the file's content, else from the name: .eval "
+                   "inspect, .jsonl jsonl, a directory or results.json tau2)")  # fmt: skip
     g.add_argument("--sim-role", choices=("user", "assistant"), default=None,
                    help="inspect and generic JSONL chats: the role the simulator speaks as (default user)")  # fmt: skip
 

@@ -164,7 +164,8 @@ def shared_prefix_states(conversations: Sequence[PublishedConversation]) -> tupl
     needs at least 2 replies to measure anything; prefixes with one reply are counted, not measured.
     States are ordered by the first appearance of their prefix (records in file order, messages in
     order), so the result does not depend on anything but the file. An empty reply is no reply (as
-    in a live audit) and is left out.
+    in a live audit) and is left out, and so is a simulator message whose ``meta`` marks it ``given``
+    (the task's prompt, part of every prefix after it but not a draw of the simulator).
 
     Returns:
         ``(states with >= 2 replies, number of prefixes with a single reply)``.
@@ -175,7 +176,9 @@ def shared_prefix_states(conversations: Sequence[PublishedConversation]) -> tupl
             continue
         turn = 0
         for i, m in enumerate(conv.messages):
-            if m.role != "simulator":
+            if m.role != "simulator" or m.meta.get("given"):
+                # a given user turn (a dataset prompt, the same text in every rollout) was not drawn
+                # from the simulator: N copies of it would read as a simulator that always says the same
                 continue
             key = _prefix_key(conv, conv.messages[:i])
             st = groups.get(key)

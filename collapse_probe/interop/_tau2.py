@@ -19,8 +19,9 @@ simulation). What is used:
 
 ``infrastructure_error`` and ``context_window_exceeded`` terminations are tau2-bench's own
 non-evaluable runs: infrastructure failures here, excluded from every estimate and counted.
-Full-duplex (voice) simulations that store only ``ticks`` and audio messages carry no text replies to
-class; they are skipped and counted.
+Full-duplex (voice) simulations store ``messages: null`` and their turns in ``ticks``: their turns are
+rebuilt from the ticks' chunks (:mod:`collapse_probe.interop._tau2_voice`). Half-duplex simulations
+whose messages are audio carry no text replies to class; they are skipped and counted.
 """
 
 from __future__ import annotations
@@ -265,6 +266,11 @@ def read_tau2_results(path: str | Path) -> Any:
             run.conversations.append(conv)
     if sims_dir.is_dir() and not inline:
         run.notes.append(f"directory format: {len(sims)} simulation files in {sims_dir}")
+    voice = [c for c in run.conversations if any("source" in m.meta for m in c.messages)]
+    if voice:
+        heard = sum(1 for c in voice if any(m.meta.get("source") == "transcript" for m in c.messages))
+        run.notes.append(f"{len(voice)} full-duplex (voice) simulations read from their ticks"
+                         + (f" ({heard} from the agent's transcript of the user)" if heard else ""))  # fmt: skip
     return run
 
 
@@ -272,22 +278,30 @@ def _conversation(sim: Any, run: Any) -> Any:
     from collapse_probe.interop._published import PublishedConversation, PublishedMessage, canonical_arguments
 
     raw = sim.messages
-    if raw is None:
-        reason = "full-duplex (ticks only, no text messages)" if sim.ticks else "no messages"
-        run.skipped[reason] = run.skipped.get(reason, 0) + 1
-        return None
-    flat: list[Any] = []
-    for m in raw:
-        flat.extend(m.tool_messages if m.tool_messages is not None else [m])
-    if any(m.is_audio for m in flat):
-        run.skipped["audio messages"] = run.skipped.get("audio messages", 0) + 1
-        return None
-    role_of = {"assistant": "policy", "user": "simulator", "tool": "tool", "system": "system"}
-    messages = []
     where = f"{run.path}: simulation {sim.id!r}"
-    for m in flat:
-        calls = tuple((c.name, canonical_arguments(c.arguments, where)) for c in (m.tool_calls or []))
-        messages.append(PublishedMessage(role_of.get(m.role, m.role), m.content or "", calls))
+    messages: list[Any] = []
+    if raw is None and sim.ticks:  # a full-duplex (voice) simulation: its turns are in its ticks
+        from collapse_probe.interop._tau2_voice import messages_from_ticks
+
+        messages, _ = messages_from_ticks(sim.ticks, where)
+        if not messages:
+            reason = "full-duplex (ticks carry no text: no chunk text, no transcript)"
+            run.skipped[reason] = run.skipped.get(reason, 0) + 1
+            return None
+    elif raw is None:
+        run.skipped["no messages"] = run.skipped.get("no messages", 0) + 1
+        return None
+    else:
+        flat: list[Any] = []
+        for m in raw:
+            flat.extend(m.tool_messages if m.tool_messages is not None else [m])
+        if any(m.is_audio for m in flat):
+            run.skipped["audio messages"] = run.skipped.get("audio messages", 0) + 1
+            return None
+        role_of = {"assistant": "policy", "user": "simulator", "tool": "tool", "system": "system"}
+        for m in flat:
+            calls = tuple((c.name, canonical_arguments(c.arguments, where)) for c in (m.tool_calls or []))
+            messages.append(PublishedMessage(role_of.get(m.role, m.role), m.content or "", calls))
     errors: list[dict[str, Any]] = []
     if sim.termination_reason == USER_ERROR_TERMINATION:
         errors.append({"flag": "termination:user_error", "critical": True})

@@ -170,7 +170,8 @@ def test_user_error_termination_hallucination_and_audio_records(tmp_path):
         "termination:user_error": 1,
         "hallucination_check": 1,
     }  # the agent's error is not the simulator's
-    assert res["source"]["skipped"] == {"full-duplex (ticks only, no text messages)": 1}
+    # a voice simulation is read from its ticks; one whose ticks carry no text at all is skipped, counted
+    assert res["source"]["skipped"] == {"full-duplex (ticks carry no text: no chunk text, no transcript)": 1}
 
 
 @pytest.mark.parametrize(

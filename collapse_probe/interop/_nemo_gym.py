@@ -1,0 +1,140 @@
+"""A reader of NVIDIA-NeMo/Gym's ``rollouts.jsonl`` (what ``gym eval run`` writes: one rollout per line),
+written here from Gym's source and its shipped ``example_rollouts.jsonl`` files; only the fields an
+audit needs are read.
+
+A line holds the request the policy model was sent (``responses_create_params``, OpenAI Responses-API
+shape: ``input`` is text or a list of items) and what came back (``response``: ``model``, ``status``,
+``error``, ``output[]`` items), the rollout's ``reward``, and Gym's ``_ng_task_index`` /
+``_ng_rollout_index`` (the task and the repeat). Items read, in order (``input`` then ``output``):
+
+- ``type: message`` (or an item with a ``role`` and no type): ``system`` / ``developer`` → system,
+  ``assistant`` → the policy, ``user`` → the simulated user; ``content`` as text or as
+  ``input_text`` / ``output_text`` parts;
+- ``function_call`` (``name``, ``arguments``) → a policy message with that tool call;
+  ``function_call_output`` (``output``) → a tool message;
+- ``reasoning`` and other item types carry no turn of the conversation and are left out.
+
+``input`` is the task as given (Gym expands a dataset row into its repeats): its user turns are kept in
+the prefix but marked ``given``, not draws of the simulator; the user turns of ``output`` (a multi-turn
+environment's replies) are the simulator's. The task's text (``task_content``) is the first user input.
+A row without a ``response``, or whose response failed (``error`` set, ``status`` ``failed`` or
+``cancelled``), is an infrastructure failure (never scored, counted). The simulator's model is named
+where the row has it (τ2 through Gym: ``config.llm_user``); the policy's is ``response.model``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from collapse_probe.errors import ConfigError
+from collapse_probe.interop._chat import array, ident, json_records, number, obj, text_of, trials_in_order
+
+EXPECTED = "a NeMo-Gym rollouts.jsonl (one rollout per line: responses_create_params, response, reward)"
+_ROLES = {"assistant": "policy", "user": "simulator", "system": "system", "developer": "system", "tool": "tool"}
+FAILED = ("failed", "cancelled")
+"""Responses-API statuses of a response that never completed."""
+
+
+def _items(value: Any, where: str, given: bool) -> list[Any]:
+    """The conversation turns of an ``input`` or ``output`` list (text input is one user turn)."""
+    from collapse_probe.interop._published import PublishedMessage, canonical_arguments
+
+    if isinstance(value, str):
+        return [PublishedMessage("simulator", value, (), {"given": True} if given else {})]
+    out = []
+    for k, item in enumerate(array(value, where, "Responses-API items")):
+        at = f"{where}[{k}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{at}: expected an item object, got {type(item).__name__}")
+        kind = item.get("type", "message" if "role" in item else None)
+        if kind == "message":
+            role = item.get("role")
+            if not isinstance(role, str) or role not in _ROLES:
+                raise ConfigError(f"{at}.role: expected one of {', '.join(_ROLES)}, got {role!r}")
+            side = _ROLES[role]
+            meta = {"given": True} if given and side == "simulator" else {}
+            out.append(PublishedMessage(side, text_of(item.get("content"), f"{at}.content"), (), meta))
+        elif kind == "function_call":
+            name = item.get("name")
+            if not isinstance(name, str) or not name:
+                raise ConfigError(f"{at}.name: expected the function's name, got {name!r}")
+            out.append(PublishedMessage("policy", "", ((name, canonical_arguments(item.get("arguments", {}), at)),)))
+        elif kind == "function_call_output":
+            out.append(PublishedMessage("tool", text_of(item.get("output"), f"{at}.output")))
+    return out
+
+
+def _first_user_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            text = text_of(item.get("content"), "input")
+            if text:
+                return text
+    return None
+
+
+def read_nemo_gym_rollouts(path: str | Path) -> Any:
+    """Read a NeMo-Gym ``rollouts.jsonl`` into a :class:`~collapse_probe.interop.PublishedRun`.
+
+    Raises:
+        ConfigError: the file is missing, or a line is not a rollout (naming the file, line and field).
+    """
+    from collapse_probe.interop._published import PublishedConversation, PublishedRun, file_sha256
+
+    p = Path(path)
+    convs: list[PublishedConversation] = []
+    policies: set[str] = set()
+    simulators: set[str] = set()
+    agents: set[str] = set()
+    for i, rec in json_records(p, EXPECTED):
+        where = f"{p}: line {i}"
+        params = obj(rec.get("responses_create_params"), f"{where}: responses_create_params",
+                     "the request the policy was sent {input, ...}", optional=False)  # fmt: skip
+        if "input" not in params:
+            raise ConfigError(f"{where}: responses_create_params.input: missing; expected the request's input items")
+        messages = _items(params["input"], f"{where}: responses_create_params.input", given=True)
+        response = obj(rec.get("response"), f"{where}: response", "the policy's response {output, ...}")
+        infra = None
+        if not response:
+            infra = "no response"
+        elif response.get("error"):
+            err = response["error"]
+            infra = f"response error: {err.get('message') if isinstance(err, dict) else err}"
+        elif response.get("status") in FAILED:
+            infra = f"response status {response['status']}"
+        messages += _items(response.get("output") or [], f"{where}: response.output", given=False)
+        content = _first_user_text(params["input"])
+        task_id = ident(rec.get("_ng_task_index"), f"{where}: _ng_task_index")
+        if task_id is None:  # rows without Gym's index: the task is its input, identical across repeats
+            task_id = hashlib.sha256((content or repr(params["input"])).encode()).hexdigest()[:16]
+        trial = rec.get("_ng_rollout_index")
+        if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int)):
+            raise ConfigError(f"{where}: _ng_rollout_index: expected an integer, got {trial!r}")
+        model = response.get("model")
+        policy = model if isinstance(model, str) and model else None
+        config = rec.get("config")
+        user = config.get("llm_user") if isinstance(config, dict) else None
+        simulator = user if isinstance(user, str) and user else None
+        ref = rec.get("agent_ref")
+        if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+            agents.add(ref["name"])
+        convs.append(PublishedConversation(
+            f"{task_id}:{trial}" if trial is not None else f"line-{i}", task_id, messages, trial=trial,
+            reward=None if infra else number(rec.get("reward"), f"{where}: reward"), infra_error=infra,
+            policy=policy, simulator=simulator, task_content=content,
+        ))  # fmt: skip
+        policies.update([policy] if policy else [])
+        simulators.update([simulator] if simulator else [])
+    trials_in_order(convs)
+    run = PublishedRun(
+        conversations=convs, format="nemo-gym", path=str(p), sha256=file_sha256(str(p)),
+        policy=next(iter(policies)) if len(policies) == 1 else None,
+        simulator=next(iter(simulators)) if len(simulators) == 1 else None,
+    )  # fmt: skip
+    if agents:
+        run.notes.append(f"NeMo-Gym agent {', '.join(sorted(agents))}")
+    return run
