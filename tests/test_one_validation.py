@@ -17,7 +17,13 @@ options, and are outside the pattern: they skip a value or describe what is wron
 from __future__ import annotations
 
 import ast
+import inspect
+import re
 from pathlib import Path
+
+import pytest
+
+from collapse_probe.errors import ConfigError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "collapse_probe"
 MECHANISM = {"_constraints.py", "limits.py"}  # the mechanism itself and its older integer helpers
@@ -162,3 +168,113 @@ def test_the_check_leaves_other_forms_alone() -> None:
         "    check_value(v, '--v', [Integer(1)])\n"
     )
     assert hand_written_checks(fine) == []
+
+
+# ------------------------------------------------------------------------------------- backend options
+# A backend's options are the fields of its options model (collapse_probe/models/_options.py), a Config
+# like every other: a factory parses them first and reads typed fields, never the raw keyword mapping.
+
+SHIPPED_BACKENDS = (
+    "local",
+    "hf",
+    "vllm",
+    "openai",
+    "openai-compatible",
+    "azure",
+    "anthropic",
+    "bedrock",
+    "vertex-anthropic",
+    "google",
+    "vertex",
+    "litellm",
+    "scripted",
+)
+
+
+def _factory(prefix: str):
+    import importlib
+
+    from collapse_probe.models._registry import BACKENDS
+
+    target = BACKENDS[prefix]
+    if isinstance(target, str):
+        module, _, name = target.partition(":")
+        return getattr(importlib.import_module(module), name)
+    return target
+
+
+def raw_option_reads(source: str) -> list[tuple[int, str]]:
+    """``(line, function)`` of every read of a ``**options`` mapping (``options.get(...)``,
+    ``options[...]``) in a function that takes it: a value used without its options model's check."""
+    found: list[tuple[int, str]] = []
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.args.kwarg is None:
+            continue
+        kwarg = func.args.kwarg.arg
+        for node in ast.walk(func):
+            target = node.value if isinstance(node, ast.Subscript) else None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+                target = node.func.value
+            if isinstance(target, ast.Name) and target.id == kwarg:
+                found.append((node.lineno, func.name))
+    return found
+
+
+def test_every_shipped_backend_is_registered_here() -> None:
+    from collapse_probe.models._registry import BACKENDS
+
+    assert sorted(BACKENDS) == sorted(SHIPPED_BACKENDS)
+
+
+@pytest.mark.parametrize("prefix", SHIPPED_BACKENDS)
+def test_every_backend_refuses_a_bad_option_through_its_options_model(prefix: str) -> None:
+    # before any package is imported, any key read or any file opened: the options model comes first
+    name = "m@http://127.0.0.1:9/v1" if prefix == "openai-compatible" else "m"
+    spec = f"scripted:{name}" if prefix == "scripted" else f"{prefix}/{name}"
+    if prefix == "vllm":  # every other vllm.LLM option is passed on: the declared ones are checked
+        options, message = {"tensor_parallel_size": 0}, r"^vllm option tensor_parallel_size must be an integer in"
+    else:
+        options, message = {"concurrrency": 4}, rf"unknown option\(s\) 'concurrrency' for the {prefix} backend"
+    with pytest.raises(ConfigError, match=message):
+        _factory(prefix)(spec, name, **options)
+
+
+def test_no_backend_factory_reads_its_options_unchecked() -> None:
+    found = []
+    for prefix in SHIPPED_BACKENDS:
+        func = _factory(prefix)
+        path = Path(inspect.getsourcefile(func) or "")
+        rel = path.relative_to(PACKAGE).as_posix()
+        found += [f"collapse_probe/{rel}:{line} ({fn})" for line, fn in raw_option_reads(path.read_text("utf-8"))]
+    assert not found, (
+        "backend options read without their options model; parse them with the backend's model in "
+        "collapse_probe/models/_options.py and read its fields:\n" + "\n".join(sorted(set(found)))
+    )
+
+
+def test_the_raw_option_read_check_finds_both_forms() -> None:
+    bad = (
+        "def make(spec, name, **options):\n"
+        "    a = options.get('concurrency', 16)\n"
+        "    b = options['timeout']\n"
+        "def fine(spec, name, **opts):\n"
+        "    return Model.parse(opts).concurrency\n"
+    )
+    assert raw_option_reads(bad) == [(2, "make"), (3, "make")]
+
+
+def test_backend_option_bounds_are_the_limits() -> None:
+    from collapse_probe.limits import MAX_BATCH, MAX_CONCURRENCY, MAX_DELAY_S, MAX_RETRIES, MAX_WAIT_S
+    from collapse_probe.models._options import HTTPOptions, LocalOptions, ScriptedOptions
+
+    for model, name, value, allowed in (
+        (HTTPOptions, "concurrency", MAX_CONCURRENCY + 1, f"[1, {MAX_CONCURRENCY:,}]"),
+        (HTTPOptions, "max_retries", MAX_RETRIES + 1, f"[0, {MAX_RETRIES:,}]"),
+        (HTTPOptions, "timeout", MAX_WAIT_S + 1, f"(0, {MAX_WAIT_S:g}]"),
+        (HTTPOptions, "backoff_max", MAX_WAIT_S + 1, f"[0, {MAX_WAIT_S:g}]"),
+        (LocalOptions, "max_batch", MAX_BATCH + 1, f"[1, {MAX_BATCH:,}]"),
+        (ScriptedOptions, "delay_s", MAX_DELAY_S + 1, f"[0, {MAX_DELAY_S:g}]"),
+    ):
+        model.parse({name: value - 1 if isinstance(value, int) else value - 1.0})
+        with pytest.raises(ConfigError, match=rf"^{model.BACKEND} option {name} must be .*{re.escape(allowed)}"):
+            model.parse({name: value})

@@ -45,11 +45,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe._state import on_reset
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_WAIT_S
+from collapse_probe.models._options import HTTPOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
 from collapse_probe.models._usage import check_budget, record_usage
 
@@ -155,18 +154,6 @@ def check_base_url(url: str, where: str) -> str:
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: expected a base URL starting with http:// or https://, got {shown!r}")
     return url.rstrip("/")
-
-
-def positive_int(value: Any, option: str, minimum: int = 1, maximum: int | None = None) -> int:
-    """Validate an integer option at the boundary (in ``[minimum, maximum]``)."""
-    check_value(value, f"option {option!r}", [Integer(minimum, most=maximum)])
-    return value
-
-
-def positive_float(value: Any, option: str, allow_zero: bool = True, maximum: float = MAX_WAIT_S) -> float:
-    """Validate a number of seconds at the boundary (at most ``maximum``)."""
-    check_value(value, f"option {option!r}", [Number(ge=0, le=maximum) if allow_zero else Number(gt=0, le=maximum)])
-    return float(value)
 
 
 # --------------------------------------------------------------------------------------------- retries
@@ -414,17 +401,27 @@ class APIChatModel:
         self.base_url = base_url
         self.api_key_env = api_key_env
         self._api_key = api_key
-        self.concurrency = positive_int(concurrency, "concurrency", maximum=MAX_CONCURRENCY)
-        self.retry = RetryPolicy(
-            max_retries=positive_int(max_retries, "max_retries", minimum=0, maximum=MAX_RETRIES),
-            backoff_base=positive_float(backoff_base, "backoff_base"),
-            backoff_max=positive_float(backoff_max, "backoff_max"),
-            max_retry_after=positive_float(max_retry_after, "max_retry_after"),
+        # the bounds of the options model, whoever builds the model (a factory has checked them already)
+        options = HTTPOptions.parse(
+            {
+                "concurrency": concurrency,
+                "max_retries": max_retries,
+                "backoff_base": backoff_base,
+                "backoff_max": backoff_max,
+                "max_retry_after": max_retry_after,
+                "timeout": timeout,
+                "extra_body": dict(extra_body) if isinstance(extra_body, Mapping) else extra_body,
+            }
         )
-        self.timeout = positive_float(timeout, "timeout", allow_zero=False)
-        if extra_body is not None and not isinstance(extra_body, Mapping):
-            raise ConfigError(f"option 'extra_body': expected a mapping of extra request fields, got {extra_body!r}")
-        self.extra_body = dict(extra_body or {})
+        self.concurrency = options.concurrency
+        self.retry = RetryPolicy(
+            max_retries=options.max_retries,
+            backoff_base=float(options.backoff_base),
+            backoff_max=float(options.backoff_max),
+            max_retry_after=float(options.max_retry_after),
+        )
+        self.timeout = float(options.timeout)
+        self.extra_body = dict(options.extra_body or {})
         self._native_n = self.native_n if native_n is None else bool(native_n)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._rng = random.Random()
@@ -768,32 +765,3 @@ async def sdk_post(client: Any, path: str, body: Mapping[str, Any], headers: Map
         raise CallFailure(
             f"HTTP {resp.status_code} from {path} is not JSON: {resp.text[:200]!r}", retryable=True
         ) from None
-
-
-def check_options(options: Mapping[str, Any], allowed: Sequence[str], backend: str) -> None:
-    """Reject unknown backend options with the list of known ones."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(map(repr, unknown))} for the {backend} backend; known: {', '.join(sorted(allowed))}"
-        )
-
-
-COMMON_OPTIONS = (
-    "base_url",
-    "api_key_env",
-    "concurrency",
-    "max_retries",
-    "backoff_base",
-    "backoff_max",
-    "max_retry_after",
-    "timeout",
-    "extra_body",
-    "native_n",
-)
-"""Options every HTTP backend accepts (see :class:`APIChatModel`)."""
-
-
-def common_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The :class:`APIChatModel` keyword arguments present in ``options`` (base URL and key handled apart)."""
-    return {k: v for k, v in options.items() if k in COMMON_OPTIONS and k not in ("base_url", "api_key_env")}

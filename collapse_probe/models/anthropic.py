@@ -43,13 +43,10 @@ from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
-    COMMON_OPTIONS,
     APIChatModel,
     CallFailure,
     api_key_from_env,
     check_base_url,
-    check_options,
-    common_kwargs,
     history_tool_calls,
     message_text,
     normalize_finish_reason,
@@ -58,6 +55,7 @@ from collapse_probe.models._http import (
     split_system,
     tool_schema,
 )
+from collapse_probe.models._options import AnthropicOptions, BedrockOptions, VertexAnthropicOptions
 from collapse_probe.models._types import Completion, GenerationRequest, Message
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -323,37 +321,29 @@ class AnthropicChatModel(APIChatModel):
         return [self.parse_answer(data)]
 
 
-_OPTIONS = (*COMMON_OPTIONS, "anthropic_version")
-
-
 def make_anthropic_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:
     """Factory for ``anthropic/<model>`` (see the module docstring for options)."""
-    check_options(options, _OPTIONS, "anthropic")
+    opts = AnthropicOptions.parse(options)
     _anthropic()
-    key, key_env = api_key_from_env(
-        [options.get("api_key_env") or "ANTHROPIC_API_KEY"], provider="Anthropic", required=True
-    )
-    base = options.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+    key, key_env = api_key_from_env([opts.api_key_env or "ANTHROPIC_API_KEY"], provider="Anthropic", required=True)
+    base = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
     return AnthropicChatModel(
         spec,
         name,
         base_url=check_base_url(base, "anthropic base URL (option base_url or $ANTHROPIC_BASE_URL)"),
         api_key=key,
         api_key_env=key_env,
-        anthropic_version=options.get("anthropic_version", ANTHROPIC_VERSION),
-        **common_kwargs(options),
+        anthropic_version=opts.anthropic_version or ANTHROPIC_VERSION,
+        **opts.common(),
     )
-
-
-_CLOUD_OPTIONS = tuple(o for o in (*COMMON_OPTIONS, "region", "project") if o != "api_key_env")
 
 
 def make_bedrock_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:
     """Factory for ``bedrock/<model-id>``: Claude on Amazon Bedrock (see the module docstring)."""
-    check_options(options, tuple(o for o in _CLOUD_OPTIONS if o != "project"), "bedrock")
+    opts = BedrockOptions.parse(options)
     _anthropic()
-    region = options.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    base = options.get("base_url") or os.environ.get("ANTHROPIC_BEDROCK_BASE_URL")
+    region = opts.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    base = opts.base_url or os.environ.get("ANTHROPIC_BEDROCK_BASE_URL")
     # the SDK reads AWS credentials by itself: they are secrets of this process all the same
     register_env_secrets(("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"))
     if not region and not base:
@@ -370,16 +360,16 @@ def make_bedrock_model(spec: str, name: str, **options: Any) -> AnthropicChatMod
         else f"https://bedrock-runtime.{region}.amazonaws.com",
         api_key=None,
         api_key_env="AWS_ACCESS_KEY_ID",
-        **common_kwargs(options),
+        **opts.common(),
     )
 
 
 def make_vertex_anthropic_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:
     """Factory for ``vertex-anthropic/<model>``: Claude on Vertex AI (see the module docstring)."""
-    check_options(options, _CLOUD_OPTIONS, "vertex-anthropic")
+    opts = VertexAnthropicOptions.parse(options)
     _anthropic()
-    region = options.get("region") or os.environ.get("CLOUD_ML_REGION")
-    project = options.get("project") or os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID")
+    region = opts.region or os.environ.get("CLOUD_ML_REGION")
+    project = opts.project or os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID")
     missing = [
         what
         for what, v in (
@@ -390,7 +380,7 @@ def make_vertex_anthropic_model(spec: str, name: str, **options: Any) -> Anthrop
     ]
     if missing:
         raise ConfigError(f"model spec {spec!r}: the vertex-anthropic backend needs {' and '.join(missing)}")
-    base = options.get("base_url") or os.environ.get("ANTHROPIC_VERTEX_BASE_URL")
+    base = opts.base_url or os.environ.get("ANTHROPIC_VERTEX_BASE_URL")
     default = (
         "https://aiplatform.googleapis.com/v1"
         if region == "global"
@@ -405,5 +395,5 @@ def make_vertex_anthropic_model(spec: str, name: str, **options: Any) -> Anthrop
         base_url=check_base_url(base, "vertex-anthropic base URL") if base else default,
         api_key=None,
         api_key_env="GOOGLE_APPLICATION_CREDENTIALS",
-        **common_kwargs(options),
+        **opts.common(),
     )

@@ -43,19 +43,17 @@ from typing import Any
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
-    COMMON_OPTIONS,
     APIChatModel,
     CallFailure,
     api_key_from_env,
     check_base_url,
-    check_options,
-    common_kwargs,
     history_tool_calls,
     message_text,
     normalize_finish_reason,
     split_system,
     tool_schema,
 )
+from collapse_probe.models._options import GoogleOptions, VertexOptions
 from collapse_probe.models._types import Completion, GenerationRequest, Message
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -427,46 +425,43 @@ class GeminiChatModel(APIChatModel):
         return self.parse_answer(data, k)
 
 
-_OPTIONS = (*COMMON_OPTIONS, "api_version")
 VERTEX_DEFAULT = "https://aiplatform.googleapis.com"
 
 
 def make_google_model(spec: str, name: str, **options: Any) -> GeminiChatModel:
     """Factory for ``google/<model>`` (see the module docstring for options)."""
-    check_options(options, _OPTIONS, "google")
+    opts = GoogleOptions.parse(options)
     _genai()
-    names = [options["api_key_env"]] if options.get("api_key_env") else ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
+    names = [opts.api_key_env] if opts.api_key_env else ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
     key, key_env = api_key_from_env(names, provider="Google Gemini", required=True)
-    base = options.get("base_url") or os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
+    base = opts.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
     return GeminiChatModel(
         spec,
         name,
         base_url=check_base_url(base, "google base URL (option base_url or $GOOGLE_GEMINI_BASE_URL)"),
         api_key=key,
         api_key_env=key_env,
-        api_version=options.get("api_version", "v1beta"),
-        **common_kwargs(options),
+        api_version=opts.api_version,
+        **opts.common(),
     )
 
 
 def make_vertex_model(spec: str, name: str, **options: Any) -> GeminiChatModel:
     """Factory for ``vertex/<model>``: Gemini on Vertex AI (see the module docstring)."""
-    check_options(options, (*COMMON_OPTIONS, "project", "location"), "vertex")
+    opts = VertexOptions.parse(options)
     _genai()
-    project = options.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT")
-    location = options.get("location") or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global"
+    project = opts.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
+    location = opts.location or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global"
     key = None
     key_env = "GOOGLE_APPLICATION_CREDENTIALS"
     if not project:
-        key, key_env = api_key_from_env(
-            [options.get("api_key_env") or "GOOGLE_API_KEY"], provider="Vertex AI", required=False
-        )
+        key, key_env = api_key_from_env([opts.api_key_env or "GOOGLE_API_KEY"], provider="Vertex AI", required=False)
         if key is None:
             raise ConfigError(
                 f"model spec {spec!r}: the vertex backend needs a Google Cloud project ($GOOGLE_CLOUD_PROJECT or the "
                 "option project, with application-default credentials) or an express-mode key in $GOOGLE_API_KEY"
             )
-    base = options.get("base_url") or VERTEX_DEFAULT
+    base = opts.base_url or VERTEX_DEFAULT
     return GeminiChatModel(
         spec,
         name,
@@ -476,5 +471,5 @@ def make_vertex_model(spec: str, name: str, **options: Any) -> GeminiChatModel:
         base_url=check_base_url(base, "vertex base URL (option base_url)"),
         api_key=key,
         api_key_env=key_env,
-        **common_kwargs(options),
+        **opts.common(),
     )

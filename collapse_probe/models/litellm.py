@@ -23,16 +23,14 @@ from typing import Any
 from collapse_probe._secrets import register_env_secrets
 from collapse_probe.errors import require
 from collapse_probe.models._http import (
-    COMMON_OPTIONS,
     RETRY_STATUSES,
     APIChatModel,
     CallFailure,
     check_base_url,
-    check_options,
-    common_kwargs,
     parse_retry_after,
     tool_schema,
 )
+from collapse_probe.models._options import LiteLLMOptions
 from collapse_probe.models._types import Completion, GenerationRequest
 from collapse_probe.models._usage import check_budget
 from collapse_probe.models.openai import parse_chat_response, to_openai_messages
@@ -153,15 +151,15 @@ class LiteLLMChatModel(APIChatModel):
 
 def make_litellm_model(spec: str, name: str, **options: Any) -> LiteLLMChatModel:
     """Factory for ``litellm/<provider>/<model>``; needs the ``litellm`` package (extra ``litellm``)."""
-    check_options(options, COMMON_OPTIONS, "litellm")
+    opts = LiteLLMOptions.parse(options)
     require("litellm", "litellm", "the litellm backend")
     # LiteLLM reads each provider's key itself: every key-like variable is a secret of this process,
     # scrubbed from every file and terminal line and refused in replies, like the SDK backends' keys
     register_env_secrets([n for n in os.environ if _SECRET_NAME.search(n)], min_length=8)
-    base = options.get("base_url")
+    base = opts.base_url
     return LiteLLMChatModel(
         spec,
         name,
         base_url=check_base_url(base, "litellm option base_url") if base else "",
-        **common_kwargs(options),
+        **opts.common(),
     )

@@ -36,7 +36,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -46,20 +45,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Integer, Number, OneOf, check_value
+from collapse_probe._constraints import OneOf, check_field, check_value
 from collapse_probe._proc import pid_alive
 from collapse_probe._state import process_cache
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.limits import MAX_BATCH, MAX_RAY_CPUS
+from collapse_probe.limits import MAX_RAY_CPUS
+from collapse_probe.models._options import PROMPT_STYLES, HFOptions, LocalOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
 logger = logging.getLogger(__name__)
 
-PROMPT_STYLES = ("chat", "transcript")
-"""``chat``: the tokenizer's chat template over ``request.messages``. ``transcript``: plain text,
-``request.prompt`` when set, else the messages rendered as ``"Role: content"`` lines."""
-
-DEFAULT_MAX_BATCH = 32
+DEFAULT_MAX_BATCH = LocalOptions.model_fields["max_batch"].default
 MIN_SHARED_PREFIX = 16
 """Shortest common token prefix of a micro-batch's prompts worth prefilling once and sharing."""
 
@@ -436,9 +432,9 @@ class LocalModel:
         max_batch: int = DEFAULT_MAX_BATCH,
         tie_tolerance: float | None = None,
     ) -> None:
-        check_value(prompt_style, "option prompt_style", [OneOf(PROMPT_STYLES)])
-        check_value(max_batch, "option max_batch", [Integer(1, most=MAX_BATCH)])
-        check_value(tie_tolerance, "option tie_tolerance", [Number(ge=0, optional=True)])
+        check_value(prompt_style, "local option prompt_style", [OneOf(PROMPT_STYLES)])
+        check_field(LocalOptions, "max_batch", max_batch)
+        check_field(LocalOptions, "tie_tolerance", tie_tolerance)
         if prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
             raise ConfigError(
                 f"{spec}: prompt_style='chat' needs a tokenizer with a chat template, and this one has none "
@@ -1146,28 +1142,13 @@ def _top2_gap(x: Any) -> Any:
 # Registry factories
 # --------------------------------------------------------------------------------------------
 
-_OPTIONS = ("prompt_style", "max_batch", "device", "dtype", "tie_tolerance")
-DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
-"""Values of the ``dtype`` option (``int8``: the CPU only)."""
-_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d{1,3})?")
 
-
-def _check_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Validate backend options before any model is loaded; return the :class:`LocalModel` keywords."""
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ConfigError(
-            f"{spec}: unknown option(s) {', '.join(unknown)}; the local backend takes {', '.join(_OPTIONS)}"
-        )
-    style = options.get("prompt_style")
-    check_value(style, f"{spec}: option prompt_style", [OneOf(PROMPT_STYLES, optional=True)])
-    check_value(options.get("dtype"), f"{spec}: option dtype", [OneOf(DTYPES, optional=True)])
-    device = options.get("device")
-    if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
-        raise ConfigError(f"{spec}: option device must be auto, cpu, mps, cuda or cuda:N, got {device!r}")
-    kwargs = {k: options[k] for k in ("max_batch", "tie_tolerance") if options.get(k) is not None}
-    LocalModel(spec, None, None, prompt_style="transcript", **kwargs)  # validates the numbers
-    return kwargs
+def _parse_options(
+    spec: str, options: dict[str, Any], backend: type[LocalOptions]
+) -> tuple[LocalOptions, dict[str, Any]]:
+    """The backend's options checked before any model is loaded, and the :class:`LocalModel` keywords given."""
+    opts = backend.parse(options, spec)
+    return opts, opts.given("max_batch", "tie_tolerance")
 
 
 def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
@@ -1179,13 +1160,13 @@ def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
     -- and float32 for Gemma; float32 on a GPU; ``"float32"``: texts the same alone and in any batch),
     ``tie_tolerance`` (default: from the dtype, :func:`tie_tolerance_for`).
     """
-    kwargs = _check_options(spec, options)
+    opts, kwargs = _parse_options(spec, options, LocalOptions)
     _check_local_name(name)
     torch = require("torch", "local", spec)
-    device = _resolve_device(options.get("device"), torch, "cpu")  # "auto" on a CPU-only machine is the CPU
-    dtype = options.get("dtype") or (LOCAL_MODELS[name].cpu_dtype if device == "cpu" else "float32")
+    device = _resolve_device(opts.device, torch, "cpu")  # "auto" on a CPU-only machine is the CPU
+    dtype = opts.dtype or (LOCAL_MODELS[name].cpu_dtype if device == "cpu" else "float32")
     model, tokenizer = load_local_model(name, device=device, dtype=dtype)
-    style = options.get("prompt_style") or LOCAL_MODELS[name].default_prompt_style
+    style = opts.prompt_style or LOCAL_MODELS[name].default_prompt_style
     out = LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
     out.source_path = converted_model_dir(name)
     return out
@@ -1198,9 +1179,9 @@ def make_hf_model(spec: str, name: str, **options: Any) -> LocalModel:
     ``dtype`` to ``"auto"`` (bfloat16 on CUDA, float32 on CPU) and ``prompt_style`` to ``"chat"`` when
     the tokenizer has a chat template, else ``"transcript"``.
     """
-    kwargs = _check_options(spec, options)
-    model, tokenizer = load_hf_model(name, device=options.get("device") or "auto", dtype=options.get("dtype") or "auto")
-    style = options.get("prompt_style") or ("chat" if getattr(tokenizer, "chat_template", None) else "transcript")
+    opts, kwargs = _parse_options(spec, options, HFOptions)
+    model, tokenizer = load_hf_model(name, device=opts.device or "auto", dtype=opts.dtype or "auto")
+    style = opts.prompt_style or ("chat" if getattr(tokenizer, "chat_template", None) else "transcript")
     out = LocalModel(spec, model, tokenizer, prompt_style=style, **kwargs)
     out.source_path = Path(name)
     return out

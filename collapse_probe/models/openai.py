@@ -48,18 +48,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from collapse_probe._constraints import check_field
 from collapse_probe._secrets import register_env_secrets
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (
-    COMMON_OPTIONS,
     APIChatModel,
     CallFailure,
     Secret,
     api_key_from_env,
     check_base_url,
-    check_options,
-    common_kwargs,
     history_tool_calls,
     normalize_finish_reason,
     parse_arguments,
@@ -67,12 +65,12 @@ from collapse_probe.models._http import (
     sdk_post,
     tool_schema,
 )
+from collapse_probe.models._options import AzureOptions, OpenAICompatibleOptions, OpenAIOptions
 from collapse_probe.models._types import Completion, GenerationRequest, Message
 
 logger = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-PROMPT_STYLES = ("chat", "transcript")
 _MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
@@ -245,8 +243,7 @@ class OpenAIChatModel(APIChatModel):
         **kwargs: Any,
     ) -> None:
         super().__init__(spec, model, **kwargs)
-        if prompt_style not in PROMPT_STYLES:
-            raise ConfigError(f"option 'prompt_style': expected one of {PROMPT_STYLES}, got {prompt_style!r}")
+        check_field(OpenAIOptions, "prompt_style", prompt_style)
         self.official = official
         self.prompt_style = prompt_style
         self.azure_api_version = azure_api_version
@@ -466,16 +463,13 @@ class OpenAIChatModel(APIChatModel):
         return self.parse_answer(data, transcript)
 
 
-_OPENAI_OPTIONS = (*COMMON_OPTIONS, "prompt_style")
-
-
 def make_openai_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     """Factory for ``openai/<model>`` (see the module docstring for options)."""
-    check_options(options, _OPENAI_OPTIONS, "openai")
+    opts = OpenAIOptions.parse(options)
     _openai()
-    key_env = options.get("api_key_env") or "OPENAI_API_KEY"
+    key_env = opts.api_key_env or "OPENAI_API_KEY"
     key, key_env = api_key_from_env([key_env], provider="OpenAI", required=True)
-    base = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    base = opts.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     return OpenAIChatModel(
         spec,
         name,
@@ -483,8 +477,8 @@ def make_openai_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
         base_url=check_base_url(base, "openai base URL (option base_url or $OPENAI_BASE_URL)"),
         api_key=key,
         api_key_env=key_env,
-        prompt_style=options.get("prompt_style", "chat"),
-        **common_kwargs(options),
+        prompt_style=opts.prompt_style,
+        **opts.common(),
     )
 
 
@@ -494,20 +488,20 @@ AZURE_API_VERSION = "2024-10-21"
 
 def make_azure_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     """Factory for ``azure/<deployment>`` (see the module docstring for options)."""
-    check_options(options, (*_OPENAI_OPTIONS, "api_version"), "azure")
+    opts = AzureOptions.parse(options)
     _openai()
-    endpoint = options.get("base_url") or os.environ.get("AZURE_OPENAI_ENDPOINT")
+    endpoint = opts.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
     if not endpoint:
         raise ConfigError(
             f"model spec {spec!r}: the azure backend needs the resource endpoint; set $AZURE_OPENAI_ENDPOINT "
             "(https://RESOURCE.openai.azure.com) or pass the option base_url"
         )
-    names = [options["api_key_env"]] if options.get("api_key_env") else ["AZURE_OPENAI_API_KEY"]
+    names = [opts.api_key_env] if opts.api_key_env else ["AZURE_OPENAI_API_KEY"]
     key, key_env = api_key_from_env(
         names, provider="Azure OpenAI", required=not os.environ.get("AZURE_OPENAI_AD_TOKEN")
     )
     register_env_secrets(("AZURE_OPENAI_AD_TOKEN",))  # read in _client_kwargs, not held in a Secret
-    version = options.get("api_version") or os.environ.get("OPENAI_API_VERSION") or AZURE_API_VERSION
+    version = opts.api_version or os.environ.get("OPENAI_API_VERSION") or AZURE_API_VERSION
     return OpenAIChatModel(
         spec,
         name,
@@ -516,8 +510,8 @@ def make_azure_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
         base_url=check_base_url(endpoint, "azure endpoint (option base_url or $AZURE_OPENAI_ENDPOINT)"),
         api_key=key,
         api_key_env=key_env,
-        prompt_style=options.get("prompt_style", "chat"),
-        **common_kwargs(options),
+        prompt_style=opts.prompt_style,
+        **opts.common(),
     )
 
 
@@ -526,20 +520,20 @@ _INLINE_URL = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 
 def make_openai_compatible_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
     """Factory for ``openai-compatible/<model>[@BASE_URL]`` (see the module docstring for options)."""
-    check_options(options, _OPENAI_OPTIONS, "openai-compatible")
+    opts = OpenAICompatibleOptions.parse(options)
     _openai()
     m = _INLINE_URL.match(name)
     model, inline = (m["model"], m["url"]) if m else (name, None)
-    base = inline or options.get("base_url") or os.environ.get("COLLAPSE_PROBE_BASE_URL")
+    base = inline or opts.base_url or os.environ.get("COLLAPSE_PROBE_BASE_URL")
     if not base:
         raise ConfigError(
             f"model spec {spec!r}: an OpenAI-compatible backend needs the server's base URL; write "
             f"'openai-compatible/{model}@http://HOST:PORT/v1', pass the option base_url, or set $COLLAPSE_PROBE_BASE_URL"
         )
-    names = [options["api_key_env"]] if options.get("api_key_env") else ["COLLAPSE_PROBE_API_KEY", "OPENAI_API_KEY"]
+    names = [opts.api_key_env] if opts.api_key_env else ["COLLAPSE_PROBE_API_KEY", "OPENAI_API_KEY"]
     key: Secret | None
     # the key is optional, unless the option api_key_env names its variable: then that must be set
-    key, key_env = api_key_from_env(names, provider="OpenAI-compatible", required=bool(options.get("api_key_env")))
+    key, key_env = api_key_from_env(names, provider="OpenAI-compatible", required=bool(opts.api_key_env))
     return OpenAIChatModel(
         spec,
         model,
@@ -547,6 +541,6 @@ def make_openai_compatible_model(spec: str, name: str, **options: Any) -> OpenAI
         base_url=check_base_url(base, f"model spec {spec!r}: base URL"),
         api_key=key,
         api_key_env=key_env,
-        prompt_style=options.get("prompt_style", "chat"),
-        **common_kwargs(options),
+        prompt_style=opts.prompt_style,
+        **opts.common(),
     )

@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe._constraints import Integer, Number, check_field, check_value
 from collapse_probe._retry import RetryPolicy
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
-from collapse_probe.limits import MAX_CONCURRENCY, MAX_RAY_CPUS, MAX_REPLICAS
+from collapse_probe.limits import MAX_RAY_CPUS, MAX_REPLICAS
+from collapse_probe.models._options import HTTPOptions
 from collapse_probe.models._types import GenerationRequest, GenerationResult
 
 logger = logging.getLogger(__name__)
@@ -219,7 +220,7 @@ def replica_plan(
     per_replica = [dict(opts) for _ in range(replicas)]
     if prefix in HTTP_PREFIXES:
         budget = opts.get("concurrency", DEFAULT_HTTP_CONCURRENCY)
-        check_value(budget, f"{spec}: option concurrency", [Integer(1, most=MAX_CONCURRENCY)])
+        check_field(HTTPOptions, "concurrency", budget, f"{spec}: option concurrency")
         if budget < replicas:
             raise ConfigError(
                 f"{spec}: {replicas} replicas cannot share a concurrency budget of {budget}; "

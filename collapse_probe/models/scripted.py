@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Number, check_value
 from collapse_probe._identity import bytes_fingerprint
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import MAX_DELAY_S
+from collapse_probe.models._options import ScriptedOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 
 Distribution = list[tuple[str, float]]
@@ -255,25 +255,13 @@ class ScriptedModel:
         return res
 
 
-_OPTIONS = ("delay_s",)
-"""Backend options of ``scripted:`` models: ``delay_s`` overrides the file's delay per call (seconds)."""
-
-
 def make_scripted_model(spec: str, name: str, **options: Any) -> ScriptedModel:
     """Factory for ``scripted:<file>``; the only option is ``delay_s`` (seconds in [0, :data:`~collapse_probe.limits.MAX_DELAY_S`]).
 
     Raises:
         ConfigError: an unknown option or a bad value, naming it and what is allowed.
     """
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ConfigError(
-            f"{spec}: unknown option(s) {', '.join(unknown)}; the scripted backend takes {', '.join(_OPTIONS)}"
-        )
+    opts = ScriptedOptions.parse(options, spec)
     parsed = load_scripted(name)
-    delay = parsed.delay_s
-    if options.get("delay_s") is not None:
-        raw = options["delay_s"]
-        check_value(raw, f"{spec}: option delay_s", [Number(ge=0, le=MAX_DELAY_S, why="seconds per call")])
-        delay = float(raw)
+    delay = parsed.delay_s if opts.delay_s is None else float(opts.delay_s)
     return ScriptedModel(spec, parsed.responses, parsed.turns, delay, parsed.rules, fingerprint=parsed.fingerprint)

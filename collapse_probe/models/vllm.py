@@ -75,28 +75,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe._constraints import Integer, check_value
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.limits import MAX_SEED
+from collapse_probe.models._options import LORA_RANKS, PROMPT_STYLES, VLLMOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, find_stop
-
-_VLLM_MOST = {
-    "tensor_parallel_size": 1_024,
-    "pipeline_parallel_size": 1_024,
-    "max_model_len": 16_777_216,
-    "max_loras": 1_024,
-    "max_num_seqs": 65_536,
-}
-"""Upper bounds of vLLM's integer options: far above any machine, far below what exhausts memory when
-vLLM sizes its tables by them."""
 
 logger = logging.getLogger(__name__)
 
-PROMPT_STYLES = ("chat", "transcript")
 BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
-
-LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-"""The LoRA ranks vLLM's engine accepts for ``max_lora_rank`` (any other value fails at engine start)."""
 
 MIN_VLLM_VERSION = (0, 19, 1)
 """Oldest vLLM this backend supports: 0.19.1 is the first release that works with transformers 5
@@ -126,58 +112,14 @@ def lora_rank_for_vllm(rank: int) -> int:
     raise ConfigError(f"LoRA rank {rank} is above the largest rank vLLM serves ({LORA_RANKS[-1]}); use --lora-r <= 512")
 
 
-def _as_number(name: str, value: Any, constraint: Integer | Number) -> Any:
-    """``value`` (or the number its text reads as) checked against ``constraint``."""
-    if isinstance(value, str):
-        kind = int if isinstance(constraint, Integer) else float
-        try:
-            value = kind(value)
-        except ValueError:
-            raise ConfigError(f"vllm option {name!r}: expected {kind.__name__}, got {value!r}") from None
-    check_value(value, f"vllm option {name!r}", [constraint])
-    return value
-
-
-def _as_bool(name: str, value: Any) -> bool:
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    if not isinstance(value, bool):
-        raise ConfigError(f"vllm option {name!r}: expected true or false, got {value!r}")
-    return value
-
-
 def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Check (and coerce from strings) the ``vllm.LLM`` options that vLLM only rejects at engine start.
+    """Check (and read from text) the ``vllm.LLM`` options that vLLM only rejects at engine start: the
+    fields of :class:`~collapse_probe.models._options.VLLMOptions`.
 
     Returns a new dict. ``max_lora_rank`` must be one of :data:`LORA_RANKS`; use
     :func:`lora_rank_for_vllm` to round an adapter's rank up.
     """
-    out = dict(options)
-    if "gpu_memory_utilization" in out:
-        v = _as_number("gpu_memory_utilization", out["gpu_memory_utilization"], Number(gt=0, le=1, why="a fraction"))
-        out["gpu_memory_utilization"] = float(v)
-    for name in ("tensor_parallel_size", "max_model_len", "max_loras", "max_num_seqs", "pipeline_parallel_size"):
-        if name in out and out[name] is not None:
-            out[name] = _as_number(name, out[name], Integer(1, most=_VLLM_MOST[name]))
-    if out.get("seed") is not None:
-        out["seed"] = _as_number("seed", out["seed"], Integer(0, most=MAX_SEED))
-    if "max_lora_rank" in out and out["max_lora_rank"] is not None:
-        v = _as_number("max_lora_rank", out["max_lora_rank"], Integer(None))
-        if v not in LORA_RANKS:
-            raise ConfigError(
-                f"vllm option 'max_lora_rank': vLLM accepts only {', '.join(map(str, LORA_RANKS))}; got {v} "
-                f"(use {lora_rank_for_vllm(v) if 0 < v <= LORA_RANKS[-1] else LORA_RANKS[-1]})"
-            )
-        out["max_lora_rank"] = v
-    modes = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-    if "logprobs_mode" in out and out["logprobs_mode"] not in modes:
-        raise ConfigError(
-            f"vllm option 'logprobs_mode': expected one of {', '.join(modes)}, got {out['logprobs_mode']!r}"
-        )
-    for name in ("enforce_eager", "enable_sleep_mode", "enable_prefix_caching", "trust_remote_code", "batch_invariant"):
-        if name in out:
-            out[name] = _as_bool(name, out[name])
-    return out
+    return VLLMOptions.parse(options).options()
 
 
 def check_vllm_version(vllm: Any) -> None:
@@ -358,11 +300,10 @@ class VLLMModel:
         logprobs: bool = False,
         **engine_options: Any,
     ) -> None:
-        if prompt_style not in PROMPT_STYLES:
-            raise ConfigError(f"option 'prompt_style': expected one of {PROMPT_STYLES}, got {prompt_style!r}")
-        if lora is not None and not enable_lora:
-            raise ConfigError("option 'lora' needs enable_lora=True for the vllm backend")
-        engine_options = validate_engine_options(engine_options)
+        own = {"enable_lora": enable_lora, "lora": lora, "prompt_style": prompt_style}
+        engine_options = VLLMOptions.parse({**own, **engine_options}).options()
+        for name in own:
+            engine_options.pop(name, None)
         self.batch_invariant = bool(engine_options.pop("batch_invariant", True))
         """Ask vLLM for batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``) when the engine starts."""
         self.engine_seed: int | None = engine_options.pop("seed", None)
@@ -598,5 +539,6 @@ class _Engine:
 
 def make_vllm_model(spec: str, name: str, **options: Any) -> VLLMModel:
     """Factory for ``vllm/<model>`` (a Hugging Face id or a local directory)."""
+    opts = VLLMOptions.parse(options)
     require("vllm", "vllm", "the vllm backend")
-    return VLLMModel(spec, name, **options)
+    return VLLMModel(spec, name, **opts.options())

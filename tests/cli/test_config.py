@@ -199,7 +199,7 @@ def test_model_args_reach_the_backend(capsys) -> None:
     assert main(["play", "--sim", spec, "--policy", f"scripted:{DONOR}", "-M", "sim.concurency=3", "--out", "x"]) == 2
     err = capsys.readouterr().err
     assert "unknown option(s) 'concurency'" in err and "concurrency" in err
-    assert f"error: -M/--model-arg for {spec}: unknown option(s)" in err  # where the option came from
+    assert f"error: -M/--model-arg for {spec}: unknown option(s) 'concurency' for the" in err  # where it came from
     with pytest.raises(SystemExit) as refused:  # refused while the command line is parsed, like any bad flag value
         main(["play", "-M", "critic.x=1", "--out", "x"])
     assert refused.value.code == 2

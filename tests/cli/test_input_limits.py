@@ -204,21 +204,25 @@ def test_counts_past_their_range_name_the_flag_and_the_range(tmp_path, capsys, a
 
 
 def test_backend_options_have_ranges(tmp_path):
-    from collapse_probe.models._http import positive_float, positive_int
-    from collapse_probe.models.local import _check_options
+    from collapse_probe.models._options import LocalOptions, OpenAIOptions
+    from collapse_probe.models.local import make_local_model
     from collapse_probe.models.ray_replicas import parse_replicas
     from collapse_probe.models.scripted import make_scripted_model
 
-    with pytest.raises(ConfigError, match=r"option 'concurrency' must be an integer in \[1, 1,024\], got 1000000000"):
-        positive_int(10**9, "concurrency", maximum=1024)
-    with pytest.raises(ConfigError, match=r"option 'timeout' must be a number in \[0, 3600\]"):
-        positive_float(1e9, "timeout")
-    with pytest.raises(ConfigError, match=r"option dtype must be one of auto, float32, .*, got \['int8'\]"):
-        _check_options("local/x", {"dtype": ["int8"]})
-    with pytest.raises(ConfigError, match=r"option device must be auto, cpu, mps, cuda or cuda:N, got 'tpu'"):
-        _check_options("local/x", {"device": "tpu"})
-    with pytest.raises(ConfigError, match=r"option max_batch must be an integer in \[1, 4,096\]"):
-        _check_options("local/x", {"max_batch": 10**9})
+    with pytest.raises(
+        ConfigError, match=r"^openai option concurrency must be an integer in \[1, 1,024\], got 1000000000$"
+    ):
+        OpenAIOptions.parse({"concurrency": 10**9})
+    with pytest.raises(ConfigError, match=r"^openai option timeout must be a number in \(0, 3600\], got 1000000000.0$"):
+        OpenAIOptions.parse({"timeout": 1e9})
+    with pytest.raises(
+        ConfigError, match=r"local/x: local option dtype must be one of auto, float32, .*, got \['int8'\]"
+    ):
+        LocalOptions.parse({"dtype": ["int8"]}, "local/x")
+    with pytest.raises(ConfigError, match=r"local option device must be auto, cpu, mps, cuda or cuda:N, got 'tpu'"):
+        make_local_model("local/x", "x", device="tpu")  # refused before any model is looked up or loaded
+    with pytest.raises(ConfigError, match=r"local option max_batch must be an integer in \[1, 4,096\]"):
+        make_local_model("local/x", "x", max_batch=10**9)
     with pytest.raises(ConfigError, match=r"--replicas: expected .* N in \[1, 1,024\], got '1000"):
         parse_replicas("1" + "0" * 5000)
     donor = tmp_path / "d.json"
@@ -235,4 +239,4 @@ def test_an_openai_compatible_concurrency_past_the_range_is_refused_before_any_c
     assert main(["audit", "--sim", spec, "--out", "o", "-M", "sim.concurrency=1000000000", "--no-cache"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "option 'concurrency' must be an integer in [1, 1,024], got 1000000000" in err
+    assert "openai-compatible option concurrency must be an integer in [1, 1,024], got 1000000000" in err

@@ -22,8 +22,8 @@ def scripted(tmp_path) -> str:
 
 @pytest.mark.parametrize(
     ("options", "needle"),
-    [({"bogus": 1}, "unknown option(s) bogus; the scripted backend takes delay_s"),
-     ({"delay_s": "abc"}, "option delay_s must be a number in [0, 60] (seconds per call), got 'abc'"),
+    [({"bogus": 1}, "donor.json: unknown option(s) 'bogus' for the scripted backend; known: delay_s"),
+     ({"delay_s": "abc"}, "donor.json: scripted option delay_s must be a number in [0, 60] (seconds per call), got 'abc'"),
      ({"delay_s": -1}, "got -1"), ({"delay_s": True}, "got True"), ({"delay_s": 1e9}, "in [0, 60]")],
 )  # fmt: skip
 def test_bad_options_are_refused_naming_them(scripted, options, needle):
