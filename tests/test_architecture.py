@@ -323,3 +323,68 @@ def test_no_config_field_has_a_hand_written_flag(command: str) -> None:
     hand_written = [a.option_strings[0] for a in actions if not getattr(a, "from_model", False)]
     assert not hand_written, f"collapse-probe {command}: flags of config fields written by hand: {hand_written}"
     assert len(actions) >= 4, f"collapse-probe {command}: only {len(actions)} flags set config fields"
+
+
+ARCHITECTURE_PAGE = REPO / "docs" / "architecture.md"
+PATH_IN_TICKS = r"`([\w/-]+(?:\.py|/))`"
+"""A path the page names: ``cli/_flags.py``, ``_audit/``, ``tests/test_architecture.py`` (dotted names are not paths)."""
+
+
+def _doc_path(name: str) -> Path:
+    top = name.split("/", 1)[0]
+    return REPO / name if top in {"tests", "scripts", "docs", ".ci", "collapse_probe"} else PACKAGE / name
+
+
+def diagram_layers(text: str) -> list[tuple[str, set[str]]]:
+    """The layer diagram of docs/architecture.md (its first code block, top layer first) as ``LAYERS`` is
+    written: bottom first, each layer's top-level names (``collapse_probe/__init__.py`` is ``""``). A layer
+    line starts at column 1; a line indented no further than the names column continues the names;
+    names are two spaces apart, the description three or more spaces after them."""
+    import re
+
+    block = text.split("```\n", 1)[1].split("```", 1)[0]
+    layers: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.strip() in ("", "│"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 1:
+            layer, _, rest = line.strip().partition(" ")
+            layers.append((layer, re.split(r"\s{3,}", rest.strip())[0].split()))
+        elif indent <= 14 and layers:
+            layers[-1][1].extend(re.split(r"\s{3,}", line.strip())[0].split())
+    norm = lambda n: "" if n == "collapse_probe/__init__.py" else n.rstrip("/").removesuffix(".py")  # noqa: E731
+    return [(layer, {norm(n) for n in names}) for layer, names in reversed(layers)]
+
+
+def test_the_architecture_diagram_is_the_layer_table():
+    assert diagram_layers(ARCHITECTURE_PAGE.read_text(encoding="utf-8")) == LAYERS, (
+        "docs/architecture.md's diagram differs from LAYERS in tests/test_architecture.py: update the page"
+    )
+
+
+def test_the_diagram_reader_sees_a_difference():
+    text = "```\n cli          cli/  __main__      the command line\n     │\n utilities    errors  _files\n" \
+           "              _jsonl\n```\n"  # fmt: skip
+    assert diagram_layers(text) == [("utilities", {"errors", "_files", "_jsonl"}), ("cli", {"cli", "__main__"})]
+    assert diagram_layers(text.replace("  __main__", "")) != diagram_layers(text)
+
+
+def test_every_module_the_architecture_page_names_exists():
+    """Outside "Where things moved", each path the page names is there; in that table, each new place is
+    there and an old module that moved whole is gone (a "was" cell naming a module that stays says so)."""
+    import re
+
+    text = ARCHITECTURE_PAGE.read_text(encoding="utf-8")
+    moved = text.split("## Where things moved", 1)[1].split("\n## ", 1)[0]
+    missing = sorted({p for p in re.findall(PATH_IN_TICKS, text.replace(moved, "")) if not _doc_path(p).exists()})
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
+    rows = [r for r in moved.splitlines() if r.startswith("| `") or r.startswith("| the ")]
+    assert len(rows) > 20
+    for row in rows:
+        was, now, _ = (c.strip() for c in row.strip().strip("|").split("|"))
+        gone = [p for p in re.findall(PATH_IN_TICKS, now) if not _doc_path(p).exists()]
+        assert not gone, f"docs/architecture.md: moved to {gone}, which does not exist ({row[:80]})"
+        stayed = [p for p in re.findall(PATH_IN_TICKS, was) if p.endswith(".py") and _doc_path(p).exists()]
+        stayed = [p for p in stayed if f"`{p}`:" not in was and "stay" not in was]
+        assert not stayed, f"docs/architecture.md: {stayed} moved, says the table, but still exist ({row[:80]})"
