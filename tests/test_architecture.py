@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("interop", {"interop"}),
     ("audit", {"_audit"}),
     ("report", {"report"}),
+    ("compare", {"_compare"}),
     ("api", {""}),
     ("dashboard", {"dashboard"}),
     ("cli", {"cli", "__main__"}),

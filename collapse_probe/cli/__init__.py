@@ -20,8 +20,8 @@ from collapse_probe.cli._config import add_config_option, add_model_args, parse_
 from collapse_probe.cli._env import apply_env
 from collapse_probe.errors import CollapseProbeError
 
-COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab", "dashboard", "models", "export", "card")
-CONFIG_COMMANDS = ("play", "audit", "crossplay", "gate", "train", "lab")
+COMMANDS = ("play", "audit", "crossplay", "gate", "compare", "train", "lab", "dashboard", "models", "export", "card")
+CONFIG_COMMANDS = ("play", "audit", "crossplay", "gate", "compare", "train", "lab")
 """Subcommands that take ``--config FILE``."""
 MODEL_COMMANDS = ("play", "audit", "crossplay", "train")
 """Subcommands that take ``-M / --model-arg`` backend options."""

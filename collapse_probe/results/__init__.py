@@ -14,6 +14,7 @@ kind                model                   file
 ``train``           :class:`TrainResults`   ``results.json``
 ``lab``             :data:`LabOutput`       ``results.json``, ``compare.json``, ``sweep.json``
 ``gate``            :class:`GateResults`    ``gate --json FILE``
+``compare``         :class:`CompareResults` ``results.json``
 ==================  ======================  ==============================================
 """
 
@@ -30,6 +31,7 @@ from collapse_probe.errors import ConfigError
 from collapse_probe.results._audit import AUDIT_SCHEMA, AuditResults, AuditSummary, StateRow, VerdictView
 from collapse_probe.results._base import ResultsModel, describe_error
 from collapse_probe.results._common import ModelUsage, RewardSummary
+from collapse_probe.results._compare import COMPARE_SCHEMA, CompareResults
 from collapse_probe.results._crossplay import (
     CROSSPLAY_SCHEMA,
     Cell,
@@ -58,6 +60,7 @@ KINDS: dict[str, Any] = {
     "train": TrainResults,
     "lab": LabOutput,
     "gate": GateResults,
+    "compare": CompareResults,
 }
 """Results kind -> its model (``lab``: the union of its three outputs); ``collapse_probe/schemas/<kind>.json``."""
 
@@ -70,6 +73,7 @@ BY_SCHEMA: dict[str, type[ResultsModel]] = {
     LAB_COMPARE_SCHEMA: LabCompareResults,
     LAB_SWEEP_SCHEMA: LabSweepResults,
     GATE_SCHEMA: GateResults,
+    COMPARE_SCHEMA: CompareResults,
 }
 """The ``schema`` string of a file -> the model that reads it."""
 
@@ -159,6 +163,7 @@ Results = (
     | LabCompareResults
     | LabSweepResults
     | GateResults
+    | CompareResults
 )
 """Any typed results file (what :func:`load` returns): the model of its ``schema``."""
 
@@ -228,6 +233,7 @@ __all__ = [
     "AuditResults",
     "AuditSummary",
     "Cell",
+    "CompareResults",
     "CrossplayResults",
     "GateCheck",
     "GateResults",

@@ -77,6 +77,13 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
                 "--tasks", "3", "--rollouts", "2", "--max-turns", "2", "--out", str(xp), *small)  # fmt: skip
     out["crossplay"].append(xp / "results.json")
 
+    g = root / "published-gpt-4.1-mini.json"
+    make_results(g, {"7": [("I want a refund.", 0.5), ("Where is my order?", 0.5)]}, 5, seed=2,
+                 user_llm="gpt-4.1-mini")  # fmt: skip
+    _cli("compare", str(f), str(g), "--success-threshold", "0.5", "--out", str(root / "compare"))
+    _cli("compare", str(xp), "--n-boot", "200", "--out", str(root / "compare-xp"))
+    out["compare"] += [root / "compare" / "results.json", root / "compare-xp" / "results.json"]
+
     verdict = root / "gate.json"
     _cli("gate", str(xp), "--policy", polite, "--min-transfer", "0.5", "--json", str(verdict), ok=(0, 1, 2))
     out["gate"].append(verdict)

@@ -1,0 +1,399 @@
+"""``collapse-probe compare``: how much of an agent's score is the user simulator, across published runs.
+
+The inputs are results files of the same tasks (anything :func:`collapse_probe._audit._published.read_published`
+reads: τ2-bench results, τ-bench trajectories, inspect logs, JSONL conversations, and the formats
+other readers add) and this project's cross-play run directories. Each conversation names its agent
+(``policy``) and its user simulator; a file that names neither gets them from ``--agent-of`` /
+``--simulator-of``. Several files of one agent and simulator are pooled (their trials add up).
+
+Pairing. A task is keyed by its content (:attr:`~collapse_probe.interop.PublishedConversation.task_content`,
+normalised: Unicode NFKC, case folded, runs of white space as one space) where every scored record
+has one, since forks renumber and edit tasks between runs, else by its id (``--task-key`` forces
+either). What could not be paired is counted by reason: infrastructure failures (never scored),
+records without a reward, records without the task's text (content key), and per comparison the
+tasks only one simulator ran.
+
+The statistics are :mod:`collapse_probe.metrics.simulator_effects`'s; ``docs/compare.md`` explains
+what they answer and what they cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from collapse_probe._constraints import Config, Flag, Integer, Number, OneOf, rule
+from collapse_probe._version import __version__
+from collapse_probe.errors import ConfigError
+
+COMPARE_KIND = "compare"
+TASK_KEYS = ("auto", "content", "id")
+LEVEL = 0.95
+
+
+class CompareConfig(Config):
+    """What ``collapse-probe compare`` reads and how it decides success (the command's flags)."""
+
+    success_threshold: Annotated[float | None, Number(optional=True), Flag("--success-threshold", metavar="X")] = None
+    """A trial succeeds when its reward is at least X (default: a cross-play record's own success, which its
+    benchmark decides; otherwise 1.0, for τ2-bench's and τ-bench's rewards of 0 or 1)."""
+    task_key: Annotated[Literal["auto", "content", "id"], OneOf(TASK_KEYS)] = "auto"
+    """How tasks are paired across files: ``content`` (the task's own text, normalised), ``id`` (the
+    task id), ``auto`` (content where every scored record has it, else id)."""
+    reference: str | None = None
+    """Compare every other simulator with this one (default: every pair of simulators, the one read
+    first as the reference)."""
+    agent_of: Annotated[list[str], Flag("--agent-of", metavar="FILE=NAME")] = []
+    """The agent of a file that does not name one (``FILE=NAME``; several: comma-separated or a JSON list)."""
+    simulator_of: Annotated[list[str], Flag("--simulator-of", metavar="FILE=NAME")] = []
+    """The user simulator of a file that does not name one (``FILE=NAME``)."""
+    format: str | None = None
+    """The format of every input (default: told from each file's name and content)."""
+    n_boot: Annotated[int, Integer(100, 100_000)] = 2000
+    """Bootstrap resamples of the rank correlation's interval."""
+    seed: Annotated[int, Integer(0)] = 0
+    """Seed of the bootstrap."""
+
+    @rule
+    def _pairs(self) -> None:
+        for flag, values in (("--agent-of", self.agent_of), ("--simulator-of", self.simulator_of)):
+            for v in values:
+                path, sep, name = v.rpartition("=")
+                if not sep or not path.strip() or not name.strip():
+                    raise ConfigError(f"{flag} {v!r}: expected FILE=NAME (a file of the command line and a name)")
+
+
+@dataclass
+class _Trial:
+    agent: str
+    simulator: str
+    task_id: str
+    content: str | None
+    reward: float | None
+    infra: bool
+    success: bool | None = None
+    """The record's own verdict (a cross-play record's ``success``), used without ``--success-threshold``."""
+
+
+@dataclass
+class _Source:
+    path: str
+    format: str
+    sha256: str
+    trials: list[_Trial]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def normalise_task_text(text: str) -> str:
+    """The form of a task's text that pairs it across files: NFKC, case folded, white space collapsed."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def _named(values: Sequence[str], flag: str, paths: Sequence[str]) -> dict[str, str]:
+    out = {}
+    known = {os.path.abspath(p): p for p in paths}
+    for v in values:
+        path, _, name = v.rpartition("=")
+        key = os.path.abspath(path)
+        if key not in known:
+            raise ConfigError(f"{flag} {v!r}: {path} is not one of the inputs ({', '.join(paths)})")
+        out[key] = name.strip()
+    return out
+
+
+def _format(path: str, given: str | None) -> str:
+    """The format of an input: ``given``, else from its name, else from its content (a JSON array of
+    trajectories is τ-bench's, an object with ``simulations`` τ2-bench's)."""
+    from collapse_probe._audit._published import format_of
+
+    try:
+        return format_of(path, given)
+    except ConfigError:
+        if Path(path).suffix != ".json":
+            raise
+    from collapse_probe._files import read_json_file
+
+    data = read_json_file(Path(path), expected="a results file (JSON)")
+    if isinstance(data, list):
+        return "taubench"
+    if isinstance(data, dict) and "simulations" in data:
+        return format_of(path, "tau2")
+    raise ConfigError(f"{path}: cannot tell the format (neither τ2-bench results nor τ-bench trajectories); "
+                      "give --format")  # fmt: skip
+
+
+def _crossplay_source(path: Path) -> _Source:
+    """A cross-play run directory: its ``conversations.jsonl`` records (policy, simulator, task, reward)."""
+    from collapse_probe.interop._published import file_sha256
+    from collapse_probe.rollout import RunDir
+
+    convs = path / "conversations.jsonl"
+    if not convs.is_file():
+        raise ConfigError(f"{path}: a cross-play run without conversations.jsonl; expected a finished or "
+                          "started cross-play run")  # fmt: skip
+    trials = []
+    for i, rec in enumerate(RunDir(path).read_jsonl("conversations.jsonl")):
+        where = f"{convs}: record {i}"
+        if not isinstance(rec, dict):
+            raise ConfigError(f"{where}: expected an object")
+        for k in ("policy", "simulator", "task_id"):
+            if not isinstance(rec.get(k), str | int) or isinstance(rec.get(k), bool):
+                raise ConfigError(f"{where}: {k}: expected a string, got {rec.get(k)!r}")
+        infra = rec.get("status") == "infra_error" or bool(rec.get("infra_error"))
+        reward = rec.get("reward")
+        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
+            raise ConfigError(f"{where}: reward: expected a number or null, got {reward!r}")
+        success = rec.get("success") if isinstance(rec.get("success"), bool) else None
+        trials.append(_Trial(str(rec["policy"]), str(rec["simulator"]), str(rec["task_id"]), None,
+                             None if infra or reward is None else float(reward), infra, success))  # fmt: skip
+    return _Source(str(path), "crossplay", file_sha256(str(convs)), trials)
+
+
+def read_source(path: str, config: CompareConfig, agents: dict[str, str], sims: dict[str, str]) -> _Source:
+    """One input as trials with their agent, simulator, task and reward.
+
+    Raises:
+        ConfigError: the input is missing or unreadable, or a conversation's agent or simulator is not
+            named by the file nor by ``--agent-of`` / ``--simulator-of``.
+    """
+    import math
+
+    from collapse_probe._audit._published import read_published
+    from collapse_probe._output import _json_object
+
+    p = Path(path)
+    if not os.path.lexists(p):
+        raise ConfigError(f"{path}: no such file or directory; expected a results file or a run directory")
+    if p.is_dir() and (p / "config.json").is_file():
+        cfg = _json_object(p / "config.json") or {}
+        if cfg.get("kind") == "crossplay":
+            return _crossplay_source(p)
+        if not (p / "simulations").is_dir():
+            raise ConfigError(f"{path}: holds {cfg.get('kind') or 'no'} run; compare reads cross-play run "
+                              "directories and published results files")  # fmt: skip
+    fmt = _format(path, config.format)
+    run = read_published(path, fmt)
+    key = os.path.abspath(path)
+    trials = []
+    for c in run.conversations:
+        agent = agents.get(key) or c.policy or run.policy
+        sim = sims.get(key) or c.simulator or run.simulator
+        if not agent:
+            raise ConfigError(
+                f"{path}: names no agent for conversation {c.conversation_id!r}; give --agent-of {path}=NAME"
+            )
+        if not sim:
+            raise ConfigError(f"{path}: names no user simulator for conversation {c.conversation_id!r}; give "
+                              f"--simulator-of {path}=NAME")  # fmt: skip
+        reward = c.reward
+        if reward is not None and not math.isfinite(reward):
+            reward = None
+        trials.append(_Trial(str(agent), str(sim), str(c.task_id), c.task_content, reward, c.infra_error is not None))
+    return _Source(str(path), fmt, run.sha256, trials, dict(run.skipped))
+
+
+def _key_mode(trials: Sequence[_Trial], asked: str) -> tuple[str, str]:
+    scored = [t for t in trials if not t.infra and t.reward is not None]
+    with_text = sum(1 for t in scored if t.content)
+    if asked == "id":
+        return "id", "asked for (--task-key id)"
+    if asked == "content":
+        return "content", "asked for (--task-key content)"
+    if scored and with_text == len(scored):
+        return "content", "every scored record carries its task's text"
+    return "id", f"{len(scored) - with_text} of {len(scored)} scored records carry no task text"
+
+
+def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[str, Any]:
+    """The ``results.json`` object of a comparison (schema ``collapse-probe/compare/v1``)."""
+    from collapse_probe.metrics import simulator_effects as se
+    from collapse_probe.metrics.variance import SUCCESS_ATOL
+
+    trials = [t for s in sources for t in s.trials]
+    mode, why = _key_mode(trials, config.task_key)
+    left: dict[str, int] = {}
+
+    def count(reason: str) -> None:
+        left[reason] = left.get(reason, 0) + 1
+
+    cells: dict[tuple[str, str], dict[str, list[bool]]] = {}
+    labels: dict[str, str] = {}
+    ids_of_key: dict[str, set[str]] = {}
+    threshold = 1.0 if config.success_threshold is None else config.success_threshold
+    verdicts: dict[str, int] = {}
+    for t in trials:
+        if t.infra:
+            count("infrastructure failure (not scored)")
+            continue
+        if t.reward is None:
+            count("no reward")
+            continue
+        if mode == "content":
+            if not t.content:
+                count("no task text (content key)")
+                continue
+            key = "c:" + hashlib.sha256(normalise_task_text(t.content).encode()).hexdigest()[:16]
+        else:
+            key = t.task_id
+        labels.setdefault(key, t.task_id)
+        ids_of_key.setdefault(key, set()).add(t.task_id)
+        if config.success_threshold is None and t.success is not None:
+            ok = t.success
+            verdicts["the records' own success"] = verdicts.get("the records' own success", 0) + 1
+        else:
+            ok = t.reward >= threshold - SUCCESS_ATOL
+            verdicts[f"reward >= {threshold:g}"] = verdicts.get(f"reward >= {threshold:g}", 0) + 1
+        cells.setdefault((t.agent, t.simulator), {}).setdefault(key, []).append(ok)
+    if not cells:
+        raise ConfigError(
+            f"no scored conversation in {', '.join(s.path for s in sources)} "
+            f"({', '.join(f'{n} {r}' for r, n in left.items()) or 'nothing read'})"
+        )
+    order: dict[str, None] = {}
+    for t in trials:
+        order.setdefault(t.simulator)
+    sims_in_order = [s for s in order if any(s == cs for _, cs in cells)]
+    agents = list(dict.fromkeys(a for a, _ in cells))
+    if config.reference is not None and config.reference not in sims_in_order:
+        raise ConfigError(f"--reference {config.reference!r}: not a simulator of the inputs (they hold "
+                          f"{', '.join(sims_in_order)})")  # fmt: skip
+
+    cell_rows = []
+    for (a, s), out in cells.items():
+        rate = se.success_rate(out)
+        cell_rows.append({"agent": a, "simulator": s, "n_tasks": rate.n_tasks, "trials": sum(map(len, out.values())),
+                          "success_rate": rate.rate, "ci95": list(rate.ci95)})  # fmt: skip
+
+    effects = []
+    for a in agents:
+        sims = [s for s in sims_in_order if (a, s) in cells]
+        for ref, sim in itertools.combinations(sims, 2):
+            if config.reference is not None:
+                if config.reference not in (ref, sim):
+                    continue
+                ref, sim = (ref, sim) if ref == config.reference else (sim, ref)
+            x, y = cells[(a, sim)], cells[(a, ref)]
+            only = {f"only under {sim}": sum(1 for k in x if k not in y),
+                    f"only under {ref}": sum(1 for k in y if k not in x)}  # fmt: skip
+            row: dict[str, Any] = {"agent": a, "simulator": sim, "reference": ref,
+                                   "left_out": {k: v for k, v in only.items() if v}}  # fmt: skip
+            try:
+                e = se.simulator_effect(x, y, LEVEL)
+            except ValueError:
+                row.update(difference=None, ci95=None, n_tasks=0, rate=None, reference_rate=None,
+                           rerun_difference_ci95=None, beyond_noise=None)  # fmt: skip
+            else:
+                row.update(difference=e.difference, ci95=list(e.ci95), n_tasks=e.n_tasks, rate=e.rate,
+                           reference_rate=e.reference_rate,
+                           rerun_difference_ci95=None if e.rerun_difference_ci95 is None else list(e.rerun_difference_ci95),
+                           beyond_noise=not (e.ci95[0] <= 0.0 <= e.ci95[1]))  # fmt: skip
+            effects.append(row)
+
+    noise = []
+    for (a, s), out in cells.items():
+        nf = se.noise_floor(out, LEVEL)
+        noise.append({"agent": a, "simulator": s, "n_tasks": nf.n_tasks, "tasks_with_repeats": nf.tasks_with_repeats,
+                      "trials": nf.trials, "flip_rate": nf.flip_rate, "flipping_tasks": nf.flipping_tasks,
+                      "pass_k": nf.pass_k,
+                      "rerun_difference_ci95": None if nf.rerun_difference_ci95 is None else list(nf.rerun_difference_ci95)})  # fmt: skip
+
+    flips = [{"agents": list(f.agents), "simulators": list(f.simulators), "rates": f.rates, "n_tasks": f.n_tasks}
+             for f in se.rank_flips(cells)]  # fmt: skip
+    corr = []
+    for s1, s2 in itertools.combinations(sims_in_order, 2):
+        rc = se.rank_correlation(cells, s1, s2, level=LEVEL, n_boot=config.n_boot, seed=config.seed)
+        if rc is not None:
+            corr.append({"simulators": [s1, s2], "agents": rc.agents, "tau": rc.tau,
+                         "ci95": None if rc.ci95 is None else list(rc.ci95), "n_tasks": rc.n_tasks})  # fmt: skip
+
+    merged = sum(1 for ids in ids_of_key.values() if len(ids) > 1)
+    notes = []
+    if mode == "content" and merged:
+        notes.append(
+            f"{merged} task texts appear under more than one task id across the inputs; they are paired by text"
+        )
+    if not effects:
+        notes.append("no agent ran under two simulators: no simulator effect to measure")
+    if len(agents) < 2:
+        notes.append("one agent: no ranking of agents to compare across simulators")
+    return {
+        "schema": "collapse-probe/compare/v1",
+        "version": __version__,
+        "success_threshold": threshold,
+        "success_rule": verdicts,
+        "level": LEVEL,
+        "sources": [
+            {
+                "path": s.path,
+                "format": s.format,
+                "sha256": s.sha256,
+                "conversations": len(s.trials),
+                "agents": sorted({t.agent for t in s.trials}),
+                "simulators": sorted({t.simulator for t in s.trials}),
+                "skipped": s.skipped,
+            }
+            for s in sources
+        ],  # fmt: skip
+        "pairing": {
+            "task_key": mode,
+            "why": why,
+            "records": len(trials),
+            "paired_records": sum(len(v) for c in cells.values() for v in c.values()),
+            "tasks": len(labels),
+            "left_out": left,
+        },  # fmt: skip
+        "agents": agents,
+        "simulators": sims_in_order,
+        "cells": cell_rows,
+        "simulator_effects": effects,
+        "noise_floor": noise,
+        "rank_correlation": corr,
+        "rank_flips": flips,
+        "notes": notes,
+    }
+
+
+def run_compare(paths: Sequence[str], config: CompareConfig, out: str | Path | None, *, fresh: bool = False) -> Any:
+    """Read the inputs, compare, and (with ``out``) write ``results.json`` and ``report.html`` into a run
+    directory; returns the typed :class:`~collapse_probe.results.CompareResults`.
+
+    The run's configuration names the inputs by content (their SHA-256), so the same files at other paths
+    rerun into the same directory; other inputs or options are refused there (``--fresh`` starts over).
+
+    Raises:
+        ConfigError: an input cannot be read, names no agent or simulator, is given twice, or nothing
+            could be scored.
+    """
+    from collapse_probe.results import CompareResults
+    from collapse_probe.rollout import RunDir
+
+    if not paths:
+        raise ConfigError("FILE_OR_RUN_DIR: expected one or more results files or run directories")
+    agents = _named(config.agent_of, "--agent-of", paths)
+    sims = _named(config.simulator_of, "--simulator-of", paths)
+    sources = [read_source(p, config, agents, sims) for p in paths]
+    seen: dict[str, str] = {}
+    for s in sources:
+        if s.sha256 in seen:
+            raise ConfigError(
+                f"{s.path}: the same content as {seen[s.sha256]}; give each run once (its trials would count twice)"
+            )
+        seen[s.sha256] = s.path
+    results = CompareResults.build(compare_results(sources, config))
+    if out is not None:
+        run_dir = RunDir(out)
+        record = {**config.model_dump(exclude={"agent_of", "simulator_of"}), "inputs": sorted(seen),
+                  "agent_of": sorted(agents.values()), "simulator_of": sorted(sims.values()), "version": __version__}  # fmt: skip
+        run_dir.create(record, kind=COMPARE_KIND, fingerprints={}, fresh=fresh)
+        run_dir.write_results(results)
+        from collapse_probe.report.compare_plots import write_compare_report
+
+        write_compare_report(run_dir.path / "report.html", results)
+    return results
