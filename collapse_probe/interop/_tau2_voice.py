@@ -10,9 +10,10 @@ of what it heard the user say. Audio itself is not serialized.
 
 Turns are rebuilt as tau2-bench's own ``merge_message_chunks`` joins chunks: a side's consecutive chunk
 texts concatenated, a space between chunks of different utterances. A side's turn lasts from its first
-spoken chunk until the other side starts a turn while this side is silent (in that tick and the one
-before): speech that overlaps (an interruption, a backchannel) does not cut the speaker's turn, a pause
-inside a turn does not cut it either. Turns are ordered by the tick they start in (the agent first within
+spoken chunk until the other side speaks while this side is silent (in that tick and the one before), or
+until this side speaks again after a pause in which the other side spoke: speech that overlaps (an
+interruption) does not cut the speaker's turn, a pause does not cut it while the other side stays silent,
+and a backchannel ("mhm") is a turn of its own. Turns are ordered by the tick they start in (the agent first within
 a tick, as ``Tick.get_all_messages`` orders them); a tool call ends its side's turn and is a message of
 its own, followed by its results.
 
@@ -75,6 +76,7 @@ def messages_from_ticks(ticks: list[Any], where: str) -> tuple[list[Any], str]:
     out: list[Any] = []
     turns: dict[str, list[Any] | None] = {"policy": None, "simulator": None}
     last_spoke: dict[str, int] = {"policy": -2, "simulator": -2}
+    started: dict[str, int] = {"policy": -1, "simulator": -1}  # the tick the side's latest turn began
 
     def close(role: str) -> None:
         turn = turns[role]
@@ -98,8 +100,13 @@ def messages_from_ticks(ticks: list[Any], where: str) -> tuple[list[Any], str]:
                 # one before): speech over the other's (an interruption, a backchannel) leaves it open
                 if last_spoke[other] < k - 1:
                     close(other)
+                # and this side's own open turn ended if the other spoke since it began and this side paused
+                # (it speaks again after an interruption or a backchannel: a new turn)
+                if last_spoke[other] >= started[role] and last_spoke[role] < k - 1:
+                    close(role)
                 turn = turns[role]
                 if turn is None:
+                    started[role] = k
                     turn = [role, [], ids, len(out), "transcript" if role == "simulator" and source == "transcript"
                             else "chunks"]  # fmt: skip
                     out.append(None)

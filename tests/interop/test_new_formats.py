@@ -1,0 +1,298 @@
+"""Readers of τ2 voice runs (turns in ``ticks``), verifiers ``traces.jsonl`` and legacy ``results.jsonl``,
+and NeMo-Gym ``rollouts.jsonl``: turns, roles, simulator, reward; detection by content; one-line errors
+naming the file and the line; ``audit --from`` on every shipped sample."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collapse_probe._audit._published import format_of, read_published
+from collapse_probe.cli import main
+from collapse_probe.errors import ConfigError
+from collapse_probe.interop import shared_prefix_states
+
+SAMPLES = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "published"
+SAMPLE_FORMATS = {
+    "tau2-voice-sim-a.json": "tau2",
+    "tau2-voice-sim-b.json": "tau2",
+    "verifiers-traces.jsonl": "verifiers",
+    "verifiers-legacy/results.jsonl": "verifiers-results",
+    "nemo-gym-rollouts.jsonl": "nemo-gym",
+}
+
+
+def turns(conv: Any) -> list[tuple[str, str]]:
+    return [(m.role, m.text) for m in conv.messages]
+
+
+# --- τ2 voice ------------------------------------------------------------------------------------------
+def tick(k: int, **fields: Any) -> dict[str, Any]:
+    return {"tick_id": k, "timestamp": f"t{k}", **fields}
+
+
+def chunk(text: str, utterance: str) -> dict[str, Any]:
+    return {"role": "x", "content": text, "is_audio": True, "utterance_ids": [utterance]}
+
+
+def voice_results(path: Path, sims: list[dict[str, Any]], user_llm: str = "user-llm") -> Path:
+    path.write_text(json.dumps({
+        "info": {"user_info": {"implementation": "user_simulator_streaming", "llm": user_llm},
+                 "agent_info": {"implementation": "audio_native", "llm": "voice-agent"},
+                 "environment_info": {"domain_name": "mock"}},
+        "tasks": [{"id": "t1", "user_scenario": {"instructions": "Get a refund."}}],
+        "simulations": sims,
+    }))  # fmt: skip
+    return path
+
+
+def voice_sim(sid: str, ticks: list[dict[str, Any]], reward: float = 1.0) -> dict[str, Any]:
+    return {"id": sid, "task_id": "t1", "trial": 0, "termination_reason": "user_stop", "messages": None,
+            "ticks": ticks, "reward_info": {"reward": reward}, "mode": "full_duplex"}  # fmt: skip
+
+
+def test_voice_turns_are_rebuilt_from_the_ticks_overlap_and_backchannel_included(tmp_path):
+    ticks = [
+        tick(0, agent_chunk=chunk("Hi! How ", "a0")), tick(1, agent_chunk=chunk("can I help?", "a0")),
+        tick(2), tick(3),
+        tick(4, user_chunk=chunk("I want ", "u0"), user_transcript="i want"),
+        tick(5, user_chunk=chunk("a refund ", "u0")),
+        tick(6, user_chunk=chunk("for my ", "u0"), agent_chunk=chunk("Mhm.", "a1")),  # a backchannel
+        tick(7, user_chunk=chunk("order.", "u0")),
+        tick(8), tick(9),
+        tick(10, agent_tool_calls=[{"id": "c1", "name": "find_order", "arguments": {"user": "u1"}}],
+             agent_tool_results=[{"role": "tool", "id": "c1", "content": "{\"order\": \"W1\"}"}]),
+        tick(11, agent_chunk=chunk("Your order W1 ", "a2")),
+        tick(12, agent_chunk=chunk("is refunded", "a2"), user_chunk=chunk("Thanks", "u1")),  # an interruption
+        tick(13, agent_chunk=chunk(" now.", "a2"), user_chunk=chunk(" a lot.", "u1")),
+        tick(14), tick(15),
+        tick(16, agent_chunk=chunk("Anything else?", "a3")),
+        tick(17, user_chunk=chunk("No,", "u2")), tick(18, user_chunk=chunk("bye.", "u3")),
+    ]  # fmt: skip
+    run = read_published(voice_results(tmp_path / "r.json", [voice_sim("s1", ticks, 0.5)]), "tau2")
+    (conv,) = run.conversations
+    assert turns(conv) == [
+        ("policy", "Hi! How can I help?"),
+        ("simulator", "I want a refund for my order."),  # the backchannel does not cut the user's turn
+        ("policy", "Mhm."),
+        ("policy", 'find_order({"user": "u1"})'),
+        ("tool", '{"order": "W1"}'),
+        ("policy", "Your order W1 is refunded now."),  # the user's overlap does not cut the agent's turn
+        ("simulator", "Thanks a lot."),
+        ("policy", "Anything else?"),  # the agent speaks again after the user spoke: a new turn
+        ("simulator", "No, bye."),  # two utterances of one turn, spaced as tau2-bench merges them
+    ]
+    assert conv.simulator == "user-llm" and conv.policy == "voice-agent" and conv.reward == 0.5
+    assert conv.task_content == "Get a refund." and run.skipped == {}
+    assert any("1 full-duplex (voice) simulations read from their ticks" in n for n in run.notes)
+
+
+def test_voice_without_user_chunk_text_is_read_from_the_agents_transcript(tmp_path):
+    ticks = [tick(0, agent_chunk=chunk("Hello.", "a0")), tick(1), tick(2),
+             tick(3, user_chunk={"role": "user", "content": "", "is_audio": True}, user_transcript="i need "),
+             tick(4, user_chunk={"role": "user", "content": None}, user_transcript="help")]  # fmt: skip
+    run = read_published(voice_results(tmp_path / "r.json", [voice_sim("s1", ticks)]), "tau2")
+    (conv,) = run.conversations
+    assert turns(conv) == [("policy", "Hello."), ("simulator", "i need help")]
+    assert conv.messages[1].meta["source"] == "transcript"
+    assert any("from the agent's transcript" in n for n in run.notes)
+
+
+def test_the_two_simulator_voice_samples_are_one_agent_under_two_simulators():
+    a = read_published(SAMPLES / "tau2-voice-sim-a.json", "tau2")
+    b = read_published(SAMPLES / "tau2-voice-sim-b.json", "tau2")
+    assert a.policy == b.policy == "voice-agent-1"
+    assert (a.simulator, b.simulator) == ("user-sim-model-1", "user-sim-model-2")
+    assert {c.task_id for c in a.conversations} == {c.task_id for c in b.conversations} == {"0", "1", "2"}
+    for run in (a, b):
+        assert len(run.conversations) == 12 and not run.skipped
+        for c in run.conversations:
+            assert c.messages[0].role == "policy" and c.messages[0].text == "Hi! How can I help you today?"
+            assert c.messages[1].role == "simulator" and c.task_content
+            assert [m.role for m in c.messages].count("simulator") == 3
+    data = json.loads((SAMPLES / "tau2-voice-sim-a.json").read_text())
+    assert all(s["messages"] is None and s["ticks"] for s in data["simulations"])
+
+
+# --- verifiers -------------------------------------------------------------------------------------------
+def node(parent: int | None, role: str, content: Any, sampled: bool = False, **extra: Any) -> dict[str, Any]:
+    return {"parent": parent, "message": {"role": role, "content": content, **extra}, "sampled": sampled}
+
+
+def episode(nodes_by_agent: list[tuple[str, bool, str, list[dict[str, Any]], dict[str, Any]]], **extra: Any) -> dict:
+    task = {"type": "Task", "key": "task-7", "data": {"idx": 7, "prompt": "Book a table for two."}}
+    traces = [{"task": task, "agent": {"name": n, "trainable": tr, "config": {"model": m}}, "nodes": nodes,
+               "calls": [], "rewards": rw} for n, tr, m, nodes, rw in nodes_by_agent]  # fmt: skip
+    return {"id": "ep1", "env": {"id": "user-sim"}, "task": task, "ok": True, "errors": [], "traces": traces, **extra}
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def test_verifiers_traces_the_untrainable_agent_is_the_user_and_the_trainable_one_is_scored(tmp_path):
+    user = [node(None, "system", "You are a diner."), node(0, "user", "Hello!"), node(1, "assistant", "A table for two.", True),
+            node(2, "user", [{"type": "text", "text": "For when?"}]), node(3, "assistant", "Tonight at 8.", True)]  # fmt: skip
+    agent = [node(None, "system", "You are a host."), node(0, "user", "A table for two."),
+             node(1, "assistant", None, True, tool_calls=[{"id": "c", "name": "check", "arguments": "{\"n\": 2}"}]),
+             node(2, "tool", "free", tool_call_id="c"), node(3, "assistant", "For when?", True),
+             node(4, "user", "Tonight at 8."), node(5, "assistant", "Booked.", True)]  # fmt: skip
+    rewards = {"booked": {"score": 1.0, "weight": 0.5}, "polite": {"score": 0.4, "weight": 1.0}, "skipped": None}
+    f = write_jsonl(tmp_path / "anything.log", [episode([("assistant", True, "agent-m", agent, rewards),
+                                                         ("user", False, "sim-m", user, {})])])  # fmt: skip
+    assert format_of(f) == "verifiers"
+    run = read_published(f, "verifiers")
+    (conv,) = run.conversations
+    assert turns(conv) == [("system", "You are a diner."), ("policy", "Hello!"), ("simulator", "A table for two."),
+                           ("policy", "For when?"), ("simulator", "Tonight at 8.")]  # fmt: skip
+    assert (conv.simulator, conv.policy, run.simulator, run.policy) == ("sim-m", "agent-m", "sim-m", "agent-m")
+    assert conv.reward == pytest.approx(0.9) and conv.task_id == "task-7" and conv.trial == 0
+    assert conv.task_content == "Book a table for two."
+
+
+def test_verifiers_single_agent_trace_reads_its_last_branch_and_the_prompt_is_given(tmp_path):
+    nodes = [node(None, "system", "Solve it."), node(0, "user", "What is 2+2?"),
+             node(1, "assistant", "5", True), node(1, "assistant", "4", True),  # two branches: the last leaf wins
+             node(3, "user", "Are you sure?"), node(4, "assistant", "Yes, 4.", True)]  # fmt: skip
+    ep = episode([("agent", True, "m", nodes, {"correct": {"score": 1.0}})])
+    failed = {**episode([("agent", True, "m", nodes[:2], {})]), "id": "ep2", "ok": False,
+              "errors": [{"type": "ProviderError", "message": "502"}]}  # fmt: skip
+    run = read_published(write_jsonl(tmp_path / "t.jsonl", [ep, failed]), "verifiers")
+    conv, bad = run.conversations
+    assert turns(conv) == [("system", "Solve it."), ("simulator", "What is 2+2?"), ("policy", "4"),
+                           ("simulator", "Are you sure?"), ("policy", "Yes, 4.")]  # fmt: skip
+    assert conv.messages[1].meta == {"given": True} and conv.messages[3].meta == {}
+    assert conv.reward == 1.0 and bad.infra_error == "ProviderError: 502" and bad.reward is None
+    assert bad.trial == 1  # the second rollout of the task
+
+
+def test_verifiers_legacy_results_prompt_is_given_completion_user_turns_are_the_simulator(tmp_path):
+    rows = [{"example_id": 3, "prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Task X"}],
+             "completion": [{"role": "assistant", "content": "", "tool_calls": [json.dumps(
+                 {"id": "c", "type": "function", "function": {"name": "look", "arguments": "{\"q\": 1}"}})]},
+                 {"role": "tool", "content": "found", "tool_call_id": "c"},
+                 {"role": "assistant", "content": "Which one?"}, {"role": "user", "content": "The red one."}],
+             "reward": 0.25, "error": None, "info": {}},
+            {"example_id": 3, "prompt": "Task X", "completion": "Done.", "reward": 1.0,
+             "error": {"error": "ModelError", "message": "timeout"}}]  # fmt: skip
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "metadata.json").write_text(json.dumps({"env_id": "env-x", "model": "agent-m"}))
+    f = write_jsonl(d / "out.jsonl", rows)
+    assert format_of(f) == "verifiers-results"
+    run = read_published(f, "verifiers-results")
+    a, b = run.conversations
+    assert turns(a) == [("system", "Be brief."), ("simulator", "Task X"), ("policy", 'look({"q": 1})'),
+                        ("tool", "found"), ("policy", "Which one?"), ("simulator", "The red one.")]  # fmt: skip
+    assert a.messages[1].meta.get("given") and not a.messages[5].meta.get("given")
+    assert (a.task_id, a.trial, a.reward, a.policy, a.task_content) == ("3", 0, 0.25, "agent-m", "Task X")
+    assert b.trial == 1 and b.infra_error == "ModelError: timeout" and b.reward is None
+    assert turns(b) == [("simulator", "Task X"), ("policy", "Done.")]
+
+
+def test_a_given_prompt_is_in_every_prefix_but_is_no_state():
+    """The legacy sample's prompt is the same text in all 4 rollouts of a task: counted as replies it would
+    be a state of total collapse. Only the drawn openings are states."""
+    run = read_published(SAMPLES / "verifiers-legacy" / "results.jsonl", "verifiers-results")
+    states, _ = shared_prefix_states(run.conversations)
+    assert len(states) == 3 and all(len(s.replies) == 4 for s in states)
+    assert not any(r.startswith("Customer scenario") for s in states for r in s.replies)
+    assert all(any(m.text.startswith("Customer scenario") for m in s.prefix) for s in states)
+
+
+# --- NeMo-Gym ------------------------------------------------------------------------------------------
+def gym_row(task: int, trial: int, reply: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "responses_create_params": {"input": [{"type": "message", "role": "developer", "content": "Be a clerk."},
+                                              {"role": "user", "content": [{"type": "input_text", "text": "My bill is wrong."}]}]},
+        "response": {"model": "agent-m", "status": "completed", "error": None, "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "think"}]},
+            {"type": "function_call", "name": "bill", "arguments": "{\"id\": 9}", "call_id": "c"},
+            {"type": "function_call_output", "call_id": "c", "output": "total 12"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Which line?"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": reply}]}]},
+        "reward": 1.0, "_ng_task_index": task, "_ng_rollout_index": trial, **extra,
+    }  # fmt: skip
+
+
+def test_nemo_gym_rollouts_input_is_given_output_user_turns_are_the_simulator(tmp_path):
+    rows = [gym_row(4, 0, "The second line."), gym_row(4, 1, "Line two."),
+            {**gym_row(4, 2, "x"), "response": {"status": "failed", "error": {"message": "overloaded"}, "output": []},
+             "config": {"llm_user": "sim-m"}}]  # fmt: skip
+    f = write_jsonl(tmp_path / "dump.jsonl", rows)
+    assert format_of(f) == "nemo-gym"
+    run = read_published(f, "nemo-gym")
+    a, b, bad = run.conversations
+    assert turns(a) == [("system", "Be a clerk."), ("simulator", "My bill is wrong."), ("policy", 'bill({"id": 9})'),
+                        ("tool", "total 12"), ("policy", "Which line?"), ("simulator", "The second line.")]  # fmt: skip
+    assert a.messages[1].meta == {"given": True} and a.messages[5].meta == {}
+    assert (a.task_id, a.trial, b.trial, a.reward, a.policy) == ("4", 0, 1, 1.0, "agent-m")
+    assert a.task_content == "My bill is wrong."
+    assert bad.infra_error == "response error: overloaded" and bad.reward is None and bad.simulator == "sim-m"
+    states, _ = shared_prefix_states(run.conversations)
+    assert [s.replies for s in states] == [["The second line.", "Line two."]]
+
+
+# --- detection, errors, the CLI ------------------------------------------------------------------------
+@pytest.mark.parametrize("name,fmt", sorted(SAMPLE_FORMATS.items()))
+def test_each_sample_is_detected_by_content_even_renamed(tmp_path, name, fmt):
+    assert format_of(SAMPLES / name) == fmt
+    renamed = tmp_path / "renamed.dat"
+    shutil.copy(SAMPLES / name, renamed)
+    assert format_of(renamed) == fmt
+    assert len(read_published(renamed, fmt).conversations) == 12
+
+
+@pytest.mark.parametrize(
+    "fmt,rows,match",
+    [
+        ("verifiers", [episode([("a", True, "m", [node(None, "user", "hi")], {})]), "{\"traces\": [1], \"task\": {}}"],
+         r"line 2: traces\[0\]: expected a trace"),
+        ("verifiers", [episode([("a", True, "m", [node(None, "user", "hi"), node(5, "assistant", "x")], {})])],
+         r"line 1: traces\[0\]\.nodes\[1\]\.parent: expected null or the index of an earlier node"),
+        ("verifiers-results", [{"example_id": 1, "prompt": [], "completion": [], "reward": 1},
+                               {"example_id": 1, "prompt": [], "completion": [], "reward": "high"}],
+         r"line 2: reward: expected a finite number"),
+        ("verifiers-results", [{"example_id": 1, "prompt": [], "completion": []}, "{\"example_id\": 1, \"prompt\": [{\"content\": 1}]"],
+         r"line 2: not valid JSON"),
+        ("nemo-gym", [gym_row(1, 0, "a"), {**gym_row(1, 1, "b"), "responses_create_params": {"input": [{"type": "message", "role": "robot"}]}}],
+         r"line 2: responses_create_params\.input\[0\]\.role: expected one of"),
+    ],
+)  # fmt: skip
+def test_a_malformed_record_is_one_line_naming_the_file_and_line_and_nothing_is_written(tmp_path, capsys, fmt,
+                                                                                     rows, match):  # fmt: skip
+    f = write_jsonl(tmp_path / "in.jsonl", rows)
+    with pytest.raises(ConfigError, match=match):
+        read_published(f, fmt)
+    out = tmp_path / "run"
+    assert main(["audit", "--from", str(f), "--partition", "exact", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(f) in err[0] and "line" in err[0] and "Traceback" not in err[0]
+    assert not out.exists()
+
+
+def test_a_malformed_voice_tick_names_the_simulation_and_tick(tmp_path):
+    f = voice_results(tmp_path / "r.json", [voice_sim("s9", [tick(0, user_chunk={"content": 7})])])
+    with pytest.raises(ConfigError, match=r"simulation 's9': ticks\[0\]\.user_chunk\.content: expected a string"):
+        read_published(f, "tau2")
+
+
+def test_tau2_pretty_printed_results_are_detected_by_content(tmp_path):
+    f = voice_results(tmp_path / "export.txt", [voice_sim("s1", [tick(0, agent_chunk=chunk("Hi.", "a"))])])
+    f.write_text(json.dumps(json.loads(f.read_text()), indent=2))
+    assert format_of(f) == "tau2"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLE_FORMATS))
+def test_audit_from_each_sample_through_the_cli(tmp_path, capsys, name):
+    out = tmp_path / "run"
+    rc = main(["audit", "--from", str(SAMPLES / name), "--partition", "exact", "--out", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    res = json.loads((out / "results.json").read_text())
+    assert res["source"]["format"] == SAMPLE_FORMATS[name] and res["source"]["conversations"] == 12
+    assert res["summary"]["n_states"] >= 3
