@@ -1,0 +1,199 @@
+"""The shipped meaning material (constructed pairs and labelled states) and its readers."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from collapse_probe._resources import package_path
+from collapse_probe.errors import ConfigError
+from collapse_probe.metrics import load_meaning_material, read_labelled_states, read_meaning_pairs
+from collapse_probe.metrics._meaning_material import DIFFERS_IN, PAIR_KINDS, as_state_records
+
+DATA = package_path("data", "meaning")
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "tau2-real"
+DOMAINS = {"retail", "telecom", "healthcare", "banking", "it_support", "travel"}
+PAIR_KEYS = {"id", "domain", "prefix", "a", "b", "kind", "differs_in", "note", "kind_second"}
+STATE_KEYS = {
+    "state_id", "source", "simulator", "domain", "task_id", "user_turn", "prefix", "replies", "labels",
+    "labels_second", "note",
+}  # fmt: skip
+
+
+def _lines(name: str) -> list[dict]:
+    return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _check_prefix(prefix: list) -> None:
+    assert prefix, "a constructed reply always answers an agent turn"
+    for turn in prefix:
+        assert set(turn) == {"role", "content"}
+        assert turn["role"] in ("assistant", "user") and turn["content"].strip()
+    assert prefix[-1]["role"] == "assistant"
+
+
+def test_every_shipped_pair_line_has_the_schema() -> None:
+    lines = _lines("pairs.jsonl")
+    assert len({rec["id"] for rec in lines}) == len(lines)
+    for rec in lines:
+        assert set(rec) <= PAIR_KEYS and PAIR_KEYS - {"note", "kind_second"} <= set(rec), rec["id"]
+        _check_prefix(rec["prefix"])
+        assert rec["kind"] in PAIR_KINDS and rec["differs_in"] in DIFFERS_IN
+        assert (rec["kind"] == "paraphrase") == (rec["differs_in"] == "none"), rec["id"]
+        assert rec["a"].strip() and rec["b"].strip() and rec["a"] != rec["b"]
+        assert rec.get("kind_second") in PAIR_KINDS, f"{rec['id']}: no second, blind pass"
+
+
+def test_every_shipped_state_line_has_the_schema() -> None:
+    lines = _lines("states.jsonl")
+    assert len({rec["state_id"] for rec in lines}) == len(lines)
+    for rec in lines:
+        assert set(rec) == STATE_KEYS, rec["state_id"]
+        assert rec["source"] == "written for collapse-probe" and rec["simulator"] == "constructed"
+        _check_prefix(rec["prefix"])
+        assert rec["user_turn"] == sum(t["role"] == "user" for t in rec["prefix"])
+        assert 4 <= len(rec["replies"]) <= 12 and all(r.strip() for r in rec["replies"])
+        for key in ("labels", "labels_second"):
+            labels = rec[key]
+            assert len(labels) == len(rec["replies"])
+            first: dict[int, int] = {}
+            assert [first.setdefault(x, len(first)) for x in labels] == labels, f"{rec['state_id']} {key}"
+
+
+def test_the_material_covers_every_domain_with_the_promised_counts() -> None:
+    material = load_meaning_material()
+    assert DOMAINS <= set(material.domains())
+    kinds = Counter((p.domain, p.kind) for p in material.pairs)
+    states = Counter(s.domain for s in material.states)
+    for domain in material.domains():
+        assert kinds[domain, "contrast"] >= 30 and kinds[domain, "paraphrase"] >= 30, domain
+        assert states[domain] >= 12, domain
+    # the states span the range of collapse: one meaning, every reply its own meaning, and between
+    classes = Counter(
+        min(len(set(s.labels)), 3) if len(set(s.labels)) < len(s.labels) else "all" for s in material.states
+    )
+    assert classes[1] >= 7 and classes[2] >= 7 and classes[3] >= 7 and classes["all"] >= 7
+    assert all(s.labels_second is not None for s in material.states)
+    assert all(p.kind_second is not None for p in material.pairs)
+
+
+def test_every_contrast_kind_is_used() -> None:
+    used = Counter(p.differs_in for p in load_meaning_material().pairs)
+    assert set(used) == set(DIFFERS_IN)
+
+
+@pytest.mark.skipif(
+    not (SHARED / "states.jsonl").is_file(), reason="the tau2-real labelled states are not at ../shared"
+)
+def test_no_reply_is_taken_from_the_labelled_tau2_sets() -> None:
+    shared = {r for f in SHARED.rglob("states.jsonl") for s in read_labelled_states(f) for r in s.replies}
+    material = load_meaning_material()
+    ours = {r for s in material.states for r in s.replies} | {t for p in material.pairs for t in (p.a, p.b)}
+    assert not ours & shared
+
+
+@pytest.mark.skipif(
+    not (SHARED / "states.jsonl").is_file(), reason="the tau2-real labelled states are not at ../shared"
+)
+def test_the_state_reader_reads_the_tau2_sets_too() -> None:
+    states = read_labelled_states(SHARED / "states.jsonl")
+    assert len(states) >= 70 and {t.role for s in states for t in s.prefix} >= {"assistant", "user"}
+
+
+def test_state_records_round_trip(tmp_path: Path) -> None:
+    states = load_meaning_material().states[:5]
+    path = tmp_path / "states.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in as_state_records(states)), encoding="utf-8")
+    back = read_labelled_states(path)
+    assert [(s.state_id, s.prefix, s.replies, s.labels) for s in back] == [
+        (s.state_id, s.prefix, s.replies, s.labels) for s in states
+    ]
+
+
+def test_a_pair_is_same_exactly_when_it_is_a_paraphrase() -> None:
+    pairs = load_meaning_material().pairs
+    assert {p.same for p in pairs if p.kind == "paraphrase"} == {True}
+    assert {p.same for p in pairs if p.kind == "contrast"} == {False}
+
+
+GOOD_PAIR = {
+    "id": "x-1", "domain": "retail", "prefix": [{"role": "assistant", "content": "Which item?"}],
+    "a": "The t-shirt.", "b": "The sunglasses.", "kind": "contrast", "differs_in": "item",
+}  # fmt: skip
+GOOD_STATE = {
+    "state_id": "s1", "source": "here", "simulator": "sim", "domain": "retail", "task_id": "1", "user_turn": 0,
+    "prefix": [{"role": "assistant", "content": "Hi!"}], "replies": ["a", "b", "a"], "labels": [0, 1, 0],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"kind": "similar"}, "field 'kind' is 'similar'; expected 'contrast' or 'paraphrase'"),
+        ({"kind": None}, "field 'kind' is null"),
+        ({"differs_in": "colour"}, "field 'differs_in' is 'colour'; expected one of item"),
+        ({"differs_in": "none"}, "field 'differs_in' is 'none' for a contrast"),
+        ({"kind": "paraphrase"}, "field 'differs_in' is 'item' for a paraphrase"),
+        ({"b": "The t-shirt."}, "fields 'a' and 'b' are the same text"),
+        ({"a": "  "}, "field 'a' is empty"),
+        ({"prefix": [{"role": "agent", "content": "Hi"}]}, "field 'prefix' item 0 is not"),
+        ({"prefix": "Hi"}, "field 'prefix' is str; expected a list"),
+        ({"kind_second": "maybe"}, "field 'kind_second' is 'maybe'"),
+    ],
+)
+def test_a_malformed_pair_line_is_refused_naming_the_line_and_field(tmp_path: Path, change: dict, needle: str) -> None:
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(GOOD_PAIR) + "\n" + json.dumps({**GOOD_PAIR, "id": "x-2", **change}) + "\n")
+    with pytest.raises(ConfigError) as err:
+        read_meaning_pairs(path)
+    message = str(err.value)
+    assert f"{path}: line 2: " in message and needle in message and "\n" not in message
+
+
+def test_a_pair_field_that_is_missing_or_an_id_given_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({k: v for k, v in GOOD_PAIR.items() if k != "b"}) + "\n")
+    with pytest.raises(ConfigError, match=r"line 1: field 'b' is missing"):
+        read_meaning_pairs(path)
+    path.write_text(json.dumps(GOOD_PAIR) + "\n" + json.dumps(GOOD_PAIR) + "\n")
+    with pytest.raises(ConfigError, match=r"line 2: id 'x-1' appears twice"):
+        read_meaning_pairs(path)
+    path.write_text(json.dumps(GOOD_PAIR) + "\n[1, 2]\n")
+    with pytest.raises(ConfigError, match=r"line 2: is list; expected one JSON object per line"):
+        read_meaning_pairs(path)
+    path.write_text(json.dumps(GOOD_PAIR) + "\n{not json\n")
+    with pytest.raises(ConfigError, match=r"line 2"):
+        read_meaning_pairs(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"labels": [1, 0, 1]}, "field 'labels' is [1, 0, 1]; expected a list of 3 class numbers"),
+        ({"labels": [0, 2, 0]}, "field 'labels' is [0, 2, 0]"),
+        ({"labels": [0, 1]}, "field 'labels' is [0, 1]; expected a list of 3"),
+        ({"labels": [0, True, 0]}, "field 'labels'"),
+        ({"labels_second": [0, 0, 2]}, "field 'labels_second' is [0, 0, 2]"),
+        ({"user_turn": 1}, "field 'user_turn' is 1; expected 0, the number of user turns"),
+        ({"user_turn": "0"}, "field 'user_turn' is str"),
+        ({"replies": []}, "field 'replies' is not a non-empty list"),
+        ({"replies": ["a", 2, "a"]}, "field 'replies' is not a non-empty list"),
+        ({"task_id": 7}, "field 'task_id' is int; expected a non-empty string"),
+    ],
+)
+def test_a_malformed_state_line_is_refused_naming_the_line_and_field(tmp_path: Path, change: dict, needle: str) -> None:
+    path = tmp_path / "states.jsonl"
+    path.write_text(json.dumps(GOOD_STATE) + "\n" + json.dumps({**GOOD_STATE, "state_id": "s2", **change}) + "\n")
+    with pytest.raises(ConfigError) as err:
+        read_labelled_states(path)
+    message = str(err.value)
+    assert f"{path}: line 2: " in message and needle in message and "\n" not in message
+
+
+def test_a_directory_without_the_files_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_meaning_material(tmp_path)
+    assert "pairs.jsonl" in str(err.value) and "\n" not in str(err.value)
