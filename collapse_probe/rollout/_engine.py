@@ -165,67 +165,18 @@ async def run_conversations(
     """
     config = config or EngineConfig()
     config.validate()
-    for s in specs:
-        for label in (s.policy, s.simulator):
-            if label not in participants:
-                raise ConfigError(f"no participant for {label!r}")
-    keys = [s.key for s in specs]
-    if len(set(keys)) != len(keys):
-        raise ConfigError("duplicate conversations in the run (same policy, simulator, task and rollout)")
+    keys = _check_specs(specs, participants)
 
-    from collapse_probe._identity import fingerprint_changes, participant_fingerprints
+    from collapse_probe._identity import participant_fingerprints
 
     fps = participant_fingerprints({label: participants[label] for s in specs for label in (s.policy, s.simulator)})
-    done: dict[str, dict[str, Any]] = {}
-    empties: dict[str, int] = {}
-    """Conversation key -> its consecutive empty-reply failures recorded so far."""
-    if run_dir is not None:
-        run_dir.repair(CONVERSATIONS)
-        wanted = set(keys)
-        for rec in run_dir.read_jsonl(CONVERSATIONS, conversation_problem):
-            key = rec.get("key")
-            if key not in wanted:
-                continue
-            empty = (
-                rec.get("status") == "infra_error"
-                and is_empty_reply_failure(rec.get("infra_error"))
-                and not any(_served_remotely(str(rec.get(side))) for side in ("policy", "simulator"))
-            )  # a remote service's empty reply may be a passing fault: it is always asked again
-            empties[key] = empties.get(key, 0) + 1 if empty else 0
-            old = rec.get("fingerprints")
-            if isinstance(old, dict):
-                now = {"policy": fps[rec["policy"]], "simulator": fps[rec["simulator"]]}
-                changed = fingerprint_changes(
-                    {
-                        rec["policy"]: old.get("policy", now["policy"]),
-                        rec["simulator"]: old.get("simulator", now["simulator"]),
-                    },
-                    {rec["policy"]: now["policy"], rec["simulator"]: now["simulator"]},
-                )
-                if changed:
-                    raise ConfigError(
-                        f"{run_dir.path / CONVERSATIONS}: model changed since these conversations were run: "
-                        f"{'; '.join(changed)}; use --fresh to start over or another --out"
-                    )
-            if retry_infra_failures and rec.get("status") == "infra_error" and empties[key] < EMPTY_REPEATS:
-                done.pop(key, None)
-                continue
-            done[key] = rec
-    repeated = [
-        k for k in keys if empties.get(k, 0) >= EMPTY_REPEATS and done.get(k, {}).get("status") == "infra_error"
-    ]
-    if repeated and retry_infra_failures:
-        logger.warning(
-            "%d conversation%s gave an empty reply on %d runs in a row with the same seeds (e.g. %s): not run again, "
-            "since a seeded model answers the same request the same way; they stay unscored infrastructure "
-            "failures. Another --seed, a larger --max-tokens or another model changes the request; --fresh starts over",
-            len(repeated), "s" if len(repeated) != 1 else "", EMPTY_REPEATS, repeated[0],
-        )  # fmt: skip
+    done = _resume(run_dir, keys, fps, retry_infra_failures) if run_dir is not None else {}
     todo = [s for s in specs if s.key not in done]
 
     bar = None
     if config.progress and todo:
         bar = _TurnProgress(arena, len(specs), len(specs) - len(todo))
+    turns = _Turns(arena, participants, config, bar, on_turn)
 
     queue = list(reversed(todo))
     live: list[_Live] = []
@@ -239,96 +190,8 @@ async def run_conversations(
     _refill()
     try:
         while live:
-            finished: list[_Live] = []
-            groups: dict[int, list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]]] = {}
-            for conv in live:
-                side = arena.next_side(conv.episode)
-                if side is None:
-                    conv.episode.done = True
-                    finished.append(conv)
-                    continue
-                participant = participants[conv.spec.policy if side == "policy" else conv.spec.simulator]
-                prompt = participant.transform_prompt(arena.prompt_for(conv.episode, side))
-                request = _request(prompt, conv, side, config)
-                groups.setdefault(id(participant.model), []).append((conv, side, participant, prompt, request))
-
-            async def _run_group(items: list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]]) -> None:
-                blank = await _answer(items, first_try=True)
-                if blank:
-                    # A blank reply is no answer: the same request is asked once more (a server's blank is
-                    # transient, and the same seed then gives the answer a fault-free run gets; the cache
-                    # never stores a blank, so this reaches the model). Still blank: an infrastructure failure.
-                    for conv, side, participant, _prompt, _request in blank:
-                        if participant.fallback_of is not None:
-                            logger.info("%s: no reply among the verbalized candidates (%s turn of %s: %s); asked "
-                                        "for a direct reply", participant.label, side, conv.spec.key,
-                                        participant.fallback_of.get("failure_reason"))  # fmt: skip
-                        else:
-                            logger.info(
-                                "%s: empty reply (%s turn of %s); retry 1/1", participant.label, side, conv.spec.key
-                            )
-                    await _answer(blank, first_try=False)
-
-            async def _answer(
-                items: list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]], first_try: bool
-            ) -> list[tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]]:
-                """Apply each answer to its conversation; return the items whose reply was blank (on the
-                first try; on the second a blank reply is an infrastructure failure)."""
-                model = items[0][2].model
-                err = "empty result"
-                try:
-                    results = await model.generate([it[4] for it in items])
-                    if len(results) != len(items):
-                        raise InfraError(f"the backend returned {len(results)} results for {len(items)} requests")
-                except (ConfigError, RunAbortedError):
-                    raise  # a model that cannot run as configured, or a lost cluster, stops the run
-                except Exception as exc:  # a backend that raises fails its requests, not the run
-                    results = None
-                    err = f"{type(exc).__name__}: {exc}"
-                blank = []
-                for i, (conv, side, participant, prompt, request) in enumerate(items):
-                    res = results[i] if results is not None else None
-                    if res is None or not res.ok or not res.completions or not _is_answer(res.completions[0]):
-                        if res is not None and res.ok and res.completions:
-                            err = "the backend returned a null answer"
-                        _fail(conv, (res.error if res is not None and not res.ok else err) or "empty result")
-                        continue
-                    comp = res.completions[0]
-                    text, info = participant.postprocess(comp, conv.rng)
-                    if is_blank(text, comp.tool_calls):
-                        if first_try and participant.mode == "verbalized" and info.get("vs"):
-                            # the same request would give the same candidates (seeded): ask for a direct reply
-                            direct = participant.direct_fallback(info["vs"])
-                            plain = arena.prompt_for(conv.episode, side)
-                            blank.append((conv, side, direct, plain, _request(plain, conv, side, config)))
-                        elif first_try:
-                            blank.append((conv, side, participant, prompt, request))
-                        elif participant.fallback_of is not None:
-                            _fail(conv, f"{participant.label}: {EMPTY_REPLY_FAILURE} ({side} turn): no reply among the "
-                                  f"verbalized candidates ({participant.fallback_of.get('failure_reason')}) and an "
-                                  "empty direct reply")  # fmt: skip
-                        else:
-                            _fail(conv, f"{participant.label}: empty reply ({side} turn), also when asked again")
-                        continue
-                    conv.turns += 1
-                    if bar is not None:
-                        bar.turn()
-                    turn_index = len(conv.episode.messages)
-                    before = copy.deepcopy(conv.episode) if on_turn is not None and side == "simulator" else None
-                    arena.apply(conv.episode, side, comp, text)
-                    if len(conv.episode.messages) > turn_index:
-                        msg = conv.episode.messages[turn_index]
-                        if info:
-                            msg.setdefault("meta", {}).update(info)
-                        if is_blank(msg.get("content"), msg.get("tool_calls") or comp.tool_calls):
-                            # what the arena records is empty (a reply that was only a speaker tag): no answer
-                            _fail(conv, f"{participant.label}: empty reply ({side} turn) once cleaned: {text[:80]!r}")
-                            continue
-                    if on_turn is not None:
-                        on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text, before))
-                return blank
-
-            await asyncio.gather(*(_run_group(items) for items in groups.values()))
+            finished, groups = turns.plan(live)
+            await asyncio.gather(*(turns.run_group(items) for items in groups.values()))
             fin_ids = {id(c) for c in finished}
             finished.extend(c for c in live if c.episode.done and id(c) not in fin_ids)
             if finished:
@@ -340,6 +203,196 @@ async def run_conversations(
         if bar is not None:
             bar.close()
     return [done[k] for k in keys if k in done]
+
+
+def _check_specs(specs: Sequence[ConversationSpec], participants: dict[str, Participant]) -> list[str]:
+    """The conversations' keys, once every label has its participant and no conversation is given twice."""
+    for s in specs:
+        for label in (s.policy, s.simulator):
+            if label not in participants:
+                raise ConfigError(f"no participant for {label!r}")
+    keys = [s.key for s in specs]
+    if len(set(keys)) != len(keys):
+        raise ConfigError("duplicate conversations in the run (same policy, simulator, task and rollout)")
+    return keys
+
+
+def _resume(
+    run_dir: RunDir, keys: list[str], fps: dict[str, Any], retry_infra_failures: bool
+) -> dict[str, dict[str, Any]]:
+    """Conversation key -> its record already in ``run_dir`` that is not run again (resume).
+
+    Raises:
+        ConfigError: a participant's model changed since its conversations were recorded.
+    """
+    done: dict[str, dict[str, Any]] = {}
+    empties: dict[str, int] = {}
+    """Conversation key -> its consecutive empty-reply failures recorded so far."""
+    run_dir.repair(CONVERSATIONS)
+    wanted = set(keys)
+    for rec in run_dir.read_jsonl(CONVERSATIONS, conversation_problem):
+        key = rec.get("key")
+        if key not in wanted:
+            continue
+        empty = (
+            rec.get("status") == "infra_error"
+            and is_empty_reply_failure(rec.get("infra_error"))
+            and not any(_served_remotely(str(rec.get(side))) for side in ("policy", "simulator"))
+        )  # a remote service's empty reply may be a passing fault: it is always asked again
+        empties[key] = empties.get(key, 0) + 1 if empty else 0
+        _check_fingerprints(run_dir, rec, fps)
+        if retry_infra_failures and rec.get("status") == "infra_error" and empties[key] < EMPTY_REPEATS:
+            done.pop(key, None)
+            continue
+        done[key] = rec
+    repeated = [
+        k for k in keys if empties.get(k, 0) >= EMPTY_REPEATS and done.get(k, {}).get("status") == "infra_error"
+    ]
+    if repeated and retry_infra_failures:
+        logger.warning(
+            "%d conversation%s gave an empty reply on %d runs in a row with the same seeds (e.g. %s): not run again, "
+            "since a seeded model answers the same request the same way; they stay unscored infrastructure "
+            "failures. Another --seed, a larger --max-tokens or another model changes the request; --fresh starts over",
+            len(repeated), "s" if len(repeated) != 1 else "", EMPTY_REPEATS, repeated[0],
+        )  # fmt: skip
+    return done
+
+
+def _check_fingerprints(run_dir: RunDir, rec: dict[str, Any], fps: dict[str, Any]) -> None:
+    """Refuse a recorded conversation whose participants' models changed since it was run."""
+    from collapse_probe._identity import fingerprint_changes
+
+    old = rec.get("fingerprints")
+    if not isinstance(old, dict):
+        return
+    now = {"policy": fps[rec["policy"]], "simulator": fps[rec["simulator"]]}
+    changed = fingerprint_changes(
+        {
+            rec["policy"]: old.get("policy", now["policy"]),
+            rec["simulator"]: old.get("simulator", now["simulator"]),
+        },
+        {rec["policy"]: now["policy"], rec["simulator"]: now["simulator"]},
+    )
+    if changed:
+        raise ConfigError(
+            f"{run_dir.path / CONVERSATIONS}: model changed since these conversations were run: "
+            f"{'; '.join(changed)}; use --fresh to start over or another --out"
+        )
+
+
+_Item = tuple[_Live, Side, Participant, TurnPrompt, GenerationRequest]
+"""One turn to take: the conversation, the side that speaks, its participant, its prompt and request."""
+
+
+@dataclass
+class _Turns:
+    """Takes the next turn of live conversations, one batched call per model."""
+
+    arena: Arena
+    participants: dict[str, Participant]
+    config: EngineConfig
+    bar: _TurnProgress | None
+    on_turn: Callable[[TurnEvent], None] | None
+
+    def plan(self, live: list[_Live]) -> tuple[list[_Live], dict[int, list[_Item]]]:
+        """The conversations that are over, and the next turn of every other one grouped by model."""
+        arena = self.arena
+        finished: list[_Live] = []
+        groups: dict[int, list[_Item]] = {}
+        for conv in live:
+            side = arena.next_side(conv.episode)
+            if side is None:
+                conv.episode.done = True
+                finished.append(conv)
+                continue
+            participant = self.participants[conv.spec.policy if side == "policy" else conv.spec.simulator]
+            prompt = participant.transform_prompt(arena.prompt_for(conv.episode, side))
+            request = _request(prompt, conv, side, self.config)
+            groups.setdefault(id(participant.model), []).append((conv, side, participant, prompt, request))
+        return finished, groups
+
+    async def run_group(self, items: list[_Item]) -> None:
+        """Take the turns of one model's conversations (a blank reply is asked once more)."""
+        blank = await self.answer(items, first_try=True)
+        if blank:
+            # A blank reply is no answer: the same request is asked once more (a server's blank is
+            # transient, and the same seed then gives the answer a fault-free run gets; the cache
+            # never stores a blank, so this reaches the model). Still blank: an infrastructure failure.
+            for conv, side, participant, _prompt, _request in blank:
+                if participant.fallback_of is not None:
+                    logger.info("%s: no reply among the verbalized candidates (%s turn of %s: %s); asked "
+                                "for a direct reply", participant.label, side, conv.spec.key,
+                                participant.fallback_of.get("failure_reason"))  # fmt: skip
+                else:
+                    logger.info("%s: empty reply (%s turn of %s); retry 1/1", participant.label, side, conv.spec.key)
+            await self.answer(blank, first_try=False)
+
+    async def answer(self, items: list[_Item], first_try: bool) -> list[_Item]:
+        """Apply each answer to its conversation; return the items whose reply was blank (on the
+        first try; on the second a blank reply is an infrastructure failure)."""
+        model = items[0][2].model
+        err = "empty result"
+        try:
+            results = await model.generate([it[4] for it in items])
+            if len(results) != len(items):
+                raise InfraError(f"the backend returned {len(results)} results for {len(items)} requests")
+        except (ConfigError, RunAbortedError):
+            raise  # a model that cannot run as configured, or a lost cluster, stops the run
+        except Exception as exc:  # a backend that raises fails its requests, not the run
+            results = None
+            err = f"{type(exc).__name__}: {exc}"
+        blank: list[_Item] = []
+        for i, item in enumerate(items):
+            res = results[i] if results is not None else None
+            if res is None or not res.ok or not res.completions or not _is_answer(res.completions[0]):
+                if res is not None and res.ok and res.completions:
+                    err = "the backend returned a null answer"
+                _fail(item[0], (res.error if res is not None and not res.ok else err) or "empty result")
+                continue
+            self._apply(item, res.completions[0], first_try, blank)
+        return blank
+
+    def _apply(self, item: _Item, comp: Completion, first_try: bool, blank: list[_Item]) -> None:
+        """Apply one answer to its conversation (a blank one on the first try: added to ``blank``)."""
+        conv, side, participant, prompt, request = item
+        text, info = participant.postprocess(comp, conv.rng)
+        if is_blank(text, comp.tool_calls):
+            self._blank(item, info, first_try, blank)
+            return
+        conv.turns += 1
+        if self.bar is not None:
+            self.bar.turn()
+        turn_index = len(conv.episode.messages)
+        before = copy.deepcopy(conv.episode) if self.on_turn is not None and side == "simulator" else None
+        self.arena.apply(conv.episode, side, comp, text)
+        if len(conv.episode.messages) > turn_index:
+            msg = conv.episode.messages[turn_index]
+            if info:
+                msg.setdefault("meta", {}).update(info)
+            if is_blank(msg.get("content"), msg.get("tool_calls") or comp.tool_calls):
+                # what the arena records is empty (a reply that was only a speaker tag): no answer
+                _fail(conv, f"{participant.label}: empty reply ({side} turn) once cleaned: {text[:80]!r}")
+                return
+        if self.on_turn is not None:
+            self.on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text, before))
+
+    def _blank(self, item: _Item, info: dict[str, Any], first_try: bool, blank: list[_Item]) -> None:
+        """A blank reply: asked again on the first try (a direct reply after verbalized candidates
+        without one), else an infrastructure failure."""
+        conv, side, participant = item[0], item[1], item[2]
+        if first_try and participant.mode == "verbalized" and info.get("vs"):
+            # the same request would give the same candidates (seeded): ask for a direct reply
+            direct = participant.direct_fallback(info["vs"])
+            plain = self.arena.prompt_for(conv.episode, side)
+            blank.append((conv, side, direct, plain, _request(plain, conv, side, self.config)))
+        elif first_try:
+            blank.append(item)
+        elif participant.fallback_of is not None:
+            _fail(conv, f"{participant.label}: {EMPTY_REPLY_FAILURE} ({side} turn): no reply among the "
+                  f"verbalized candidates ({participant.fallback_of.get('failure_reason')}) and an "
+                  "empty direct reply")  # fmt: skip
+        else:
+            _fail(conv, f"{participant.label}: empty reply ({side} turn), also when asked again")
 
 
 EMPTY_REPLY_FAILURE = "empty reply"
