@@ -36,60 +36,75 @@ _NUMBERS = ("collapse_error_estimate", "entropy_plugin", "entropy_miller_madow",
 def sample_problem(rec: dict[str, Any]) -> str | None:
     """What is wrong with one ``samples.jsonl`` record, or ``None`` when it is well formed (the
     fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`)."""
-
-    def number(v: Any) -> bool:
-        return isinstance(v, int | float) and not isinstance(v, bool)
-
-    def whole(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    def texts(v: Any) -> bool:
-        return isinstance(v, list) and all(isinstance(t, str) for t in v)
-
     for field in ("state_id", "mode", "status", "source", "kind"):
         if not isinstance(rec.get(field), str):
             return field_problem(field, "a string", rec.get(field))
-    if rec.get("turn") is not None and not whole(rec["turn"]):
+    if rec.get("turn") is not None and not _whole(rec["turn"]):
         return field_problem("turn", "a whole number >= 0 or null", rec["turn"])
     if rec["status"] != "ok":
         return _row_problem(rec)
+    return _classes_problem(rec) or _numbers_problem(rec) or _row_problem(rec)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _texts(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+
+def _classes_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong with a measured record's replies and their classes (``n``, ``class_counts``,
+    ``responses``, ``class_names``, ``class_examples``, ``labels``, ``n_empty``), or ``None``."""
     n, counts, responses = rec.get("n"), rec.get("class_counts"), rec.get("responses")
-    if not isinstance(n, int) or not whole(n) or n < 1:
+    if not isinstance(n, int) or not _whole(n) or n < 1:
         return field_problem("n", "a whole number >= 1", n)
-    if not isinstance(counts, list) or not counts or not all(whole(c) and c > 0 for c in counts) or sum(counts) != n:
+    if not isinstance(counts, list) or not counts or not all(_whole(c) and c > 0 for c in counts) or sum(counts) != n:
         return field_problem("class_counts", f"whole numbers >= 1 summing to n = {n}", counts)
-    if not isinstance(responses, list) or not texts(responses) or len(responses) != n:
+    if not isinstance(responses, list) or not _texts(responses) or len(responses) != n:
         return field_problem("responses", f"{n} reply texts", responses)
-    if not texts(rec.get("class_names")) or len(rec["class_names"]) != len(counts):
+    if not _texts(rec.get("class_names")) or len(rec["class_names"]) != len(counts):
         return field_problem("class_names", f"{len(counts)} class names", rec.get("class_names"))
     examples = rec.get("class_examples")
-    if not isinstance(examples, list) or len(examples) != len(counts) or not all(texts(e) for e in examples):
+    if not isinstance(examples, list) or len(examples) != len(counts) or not all(_texts(e) for e in examples):
         return field_problem("class_examples", f"{len(counts)} lists of example replies", examples)
     labels = rec.get("labels")
     if labels is not None and not (
-        isinstance(labels, list) and len(labels) == n and all(whole(x) and x < len(counts) for x in labels)
+        isinstance(labels, list) and len(labels) == n and all(_whole(x) and x < len(counts) for x in labels)
     ):
         return field_problem("labels", f"{n} class indices", labels)
-    if "n_empty" in rec and not whole(rec["n_empty"]):
+    if "n_empty" in rec and not _whole(rec["n_empty"]):
         return field_problem("n_empty", "a whole number >= 0", rec["n_empty"])
+    return None
+
+
+def _numbers_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong with a measured record's estimates and their intervals, or ``None``."""
     for field in _REQUIRED_NUMBERS:
-        if not number(rec.get(field)):
+        if not _number(rec.get(field)):
             return field_problem(field, "a number", rec.get(field))
     for field in _NUMBERS:
-        if rec.get(field) is not None and not number(rec[field]):
+        if rec.get(field) is not None and not _number(rec[field]):
             return field_problem(field, "a number or null", rec[field])
     for field in ("collapse_error_ci95", "entropy_ci95"):
         v = rec.get(field)
         # an entropy that is a lower bound only has no upper end: [lo, null]
         open_top = field == "entropy_ci95" and isinstance(v, list) and len(v) == 2 and v[1] is None
-        if v is not None and not (isinstance(v, list) and len(v) == 2 and number(v[0]) and (open_top or number(v[1]))):
+        if v is not None and not (
+            isinstance(v, list) and len(v) == 2 and _number(v[0]) and (open_top or _number(v[1]))
+        ):
             return field_problem(
                 field, "two numbers or null" + (" (or [number, null])" if field == "entropy_ci95" else ""), v
             )
     for field in ("hill", "exact", "decision", "vs"):
         if rec.get(field) is not None and not isinstance(rec[field], dict):
             return field_problem(field, "an object", rec[field])
-    return _row_problem(rec)
+    return None
 
 
 def _row_problem(rec: dict[str, Any]) -> str | None:
