@@ -206,7 +206,7 @@ def read_verifiers_traces(path: str | Path) -> Any:
             agent = next((t for t in agents if t["agent"].get("name") == "assistant"), agents[0] if agents else None)
             k = traces.index(user)
             messages = []
-            for j, (m, sampled) in enumerate(_branch(user["nodes"], f"{where}: traces[{k}]")):
+            for j, (m, sampled) in enumerate(_branch(user.get("nodes") or [], f"{where}: traces[{k}]")):
                 role, text, calls = _message(m, f"{where}: traces[{k}].nodes[{j}].message")
                 side = {"assistant": "simulator", "user": "policy"}.get(role, role)
                 meta = {} if role != "assistant" or sampled else {"given": True}
@@ -222,7 +222,7 @@ def read_verifiers_traces(path: str | Path) -> Any:
             for k, t in enumerate(traces):
                 messages = []
                 drawn = False  # the user turns before the agent's first sampled reply are the prompt
-                for j, (m, sampled) in enumerate(_branch(t["nodes"], f"{where}: traces[{k}]")):
+                for j, (m, sampled) in enumerate(_branch(t.get("nodes") or [], f"{where}: traces[{k}]")):
                     role, text, calls = _message(m, f"{where}: traces[{k}].nodes[{j}].message")
                     side = {"assistant": "policy", "user": "simulator"}.get(role, role)
                     drawn = drawn or (role == "assistant" and sampled)

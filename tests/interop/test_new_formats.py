@@ -296,3 +296,57 @@ def test_audit_from_each_sample_through_the_cli(tmp_path, capsys, name):
     res = json.loads((out / "results.json").read_text())
     assert res["source"]["format"] == SAMPLE_FORMATS[name] and res["source"]["conversations"] == 12
     assert res["summary"]["n_states"] >= 3
+
+
+# --- hostile values anywhere in a record ------------------------------------------------------------------
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+HOSTILE = st.one_of(
+    st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=2),
+    st.integers(min_value=100, max_value=900).map(lambda n: 10**n),
+    st.integers(min_value=101, max_value=300).map(lambda n: json.loads("[" * n + "]" * n)),
+    st.sampled_from([float("nan"), float("inf"), "hot", True, False, [], {}, [1, "x"], {"a": None}, None, 0, -3, 2.5]),
+)  # fmt: skip
+
+
+def _paths(v: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [at] if at else []
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+    for k, c in items:
+        out += _paths(c, (*at, k))
+    return out
+
+
+@settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(sorted(SAMPLE_FORMATS)), value=HOSTILE, pick=st.integers(0, 10**9))
+def test_a_hostile_value_anywhere_is_one_config_error_or_a_run_that_writes_back(tmp_path_factory, name, value, pick):
+    import math
+
+    fmt = SAMPLE_FORMATS[name]
+    if fmt == "tau2":
+        data = json.loads((SAMPLES / name).read_text())
+        data["simulations"] = data["simulations"][:2]
+        paths = _paths(data)
+    else:
+        data = [json.loads(line) for line in (SAMPLES / name).read_text().splitlines()[:2]]
+        paths = _paths(data)
+    path = paths[pick % len(paths)]
+    target = data
+    for p in path[:-1]:
+        target = target[p]
+    target[path[-1]] = value
+    f = tmp_path_factory.mktemp("fuzz") / "in.jsonl"
+    text = json.dumps(data) if fmt == "tau2" else "".join(json.dumps(r) + "\n" for r in data)
+    f.write_bytes(text.encode("utf-8", "surrogatepass"))
+    try:
+        run = read_published(f, fmt)
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and str(f) in str(exc)
+        return
+    for c in run.conversations:
+        for m in c.messages:
+            m.text.encode("utf-8")
+        assert c.reward is None or math.isfinite(c.reward)
+        json.dumps([c.conversation_id, c.task_id, c.trial, c.simulator, c.policy, c.task_content], allow_nan=False)
