@@ -365,21 +365,9 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
         return VSChoice("", [], [], False, "empty output")
     if _REFERENCE_RE.match(_clean_text(_MARKER_RE.sub("", text.strip(), count=1))):
         return VSChoice("", [], [], False, "a pick among replies, not replies")
-    body = _unfence(text)
-    if body is not text:
-        issues.append("code fence removed")
-    parsed = _parse_json(body)
-    fmt = "json"
+    body, parsed, fmt = _candidates(text, issues)
     if parsed is None:
-        parsed = _parse_lines(body)
-        fmt = "lines"
-    parsed = [(t, p) for t, p in parsed if t]
-    references = [t for t, _ in parsed if _REFERENCE_RE.match(t)]
-    if references:
-        parsed = [(t, p) for t, p in parsed if not _REFERENCE_RE.match(t)]
-        issues.append(f"{len(references)} candidate(s) only point at another reply ({references[0]!r}): dropped")
-        if not parsed:
-            return VSChoice("", [], [], False, "a pick among replies, not replies", issues=issues)
+        return VSChoice("", [], [], False, "a pick among replies, not replies", issues=issues)
     if not parsed:
         return _fallback(body, "no candidate list found", issues, rng)
     if len(parsed) > k:
@@ -394,6 +382,49 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
         issues.append(f"too few candidates ({len(parsed)} of {k})")
     texts = [t for t, _ in parsed]
     raw = [p for _, p in parsed]
+    probs = _repaired_probabilities(raw, issues)
+    if probs is None:
+        reason = "no valid probabilities"
+        uniform = [1.0 / len(texts)] * len(texts)
+        idx = _sample(uniform, rng)
+        return VSChoice(texts[idx], texts, uniform, False, reason, idx, raw, issues, fmt)
+    total = float(sum(probs))
+    if total <= 0:
+        uniform = [1.0 / len(texts)] * len(texts)
+        idx = _sample(uniform, rng)
+        return VSChoice(texts[idx], texts, uniform, False, "probabilities sum to 0", idx, raw, issues, fmt)
+    if abs(total - 1.0) > 1e-3:
+        issues.append(f"probabilities summed to {total:.3g}: renormalised")
+    norm = [float(p) / total for p in probs]
+    idx = _sample(norm, rng)
+    return VSChoice(texts[idx], texts, norm, True, None, idx, raw, issues, fmt)
+
+
+def _candidates(text: str, issues: list[str]) -> tuple[str, list[tuple[str, float | None]] | None, str]:
+    """``(body, candidates, format)``: the completion without code fences, its ``(text, probability)``
+    candidates (JSON first, else one per line; those that only point at another reply dropped; ``None``
+    when every candidate was such a pointer) and ``"json"`` or ``"lines"``; repairs go to ``issues``."""
+    body = _unfence(text)
+    if body is not text:
+        issues.append("code fence removed")
+    parsed = _parse_json(body)
+    fmt = "json"
+    if parsed is None:
+        parsed = _parse_lines(body)
+        fmt = "lines"
+    parsed = [(t, p) for t, p in parsed if t]
+    references = [t for t, _ in parsed if _REFERENCE_RE.match(t)]
+    if references:
+        parsed = [(t, p) for t, p in parsed if not _REFERENCE_RE.match(t)]
+        issues.append(f"{len(references)} candidate(s) only point at another reply ({references[0]!r}): dropped")
+        if not parsed:
+            return body, None, fmt
+    return body, parsed, fmt
+
+
+def _repaired_probabilities(raw: list[float | None], issues: list[str]) -> list[float] | None:
+    """The candidates' probabilities with a percentage read as one and NaN, negative or missing ones
+    sharing what the valid ones leave (each repair listed in ``issues``); ``None`` when none is valid."""
     probs: list[float | None] = []
     for p in raw:
         if p is not None and math.isfinite(p) and 1.0 < p <= 100.0:
@@ -403,10 +434,7 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
     n_bad = sum(1 for p in probs if p is None)
     valid = [p for p in probs if p is not None]
     if not valid:
-        reason = "no valid probabilities"
-        uniform = [1.0 / len(texts)] * len(texts)
-        idx = _sample(uniform, rng)
-        return VSChoice(texts[idx], texts, uniform, False, reason, idx, raw, issues, fmt)
+        return None
     if n_bad:
         bad_kinds = sorted(
             {
@@ -418,14 +446,6 @@ def choose_verbalized(text: str, k: int, rng: random.Random) -> VSChoice:
         left = 1.0 - sum(valid)
         fill = left / n_bad if left > 1e-9 else sum(valid) / len(valid)
         issues.append(f"{n_bad} {'/'.join(bad_kinds)} probabilit{'y' if n_bad == 1 else 'ies'} repaired")
-        probs = [fill if p is None else p for p in probs]
-    total = float(sum(p for p in probs if p is not None))
-    if total <= 0:
-        uniform = [1.0 / len(texts)] * len(texts)
-        idx = _sample(uniform, rng)
-        return VSChoice(texts[idx], texts, uniform, False, "probabilities sum to 0", idx, raw, issues, fmt)
-    if abs(total - 1.0) > 1e-3:
-        issues.append(f"probabilities summed to {total:.3g}: renormalised")
-    norm = [float(p) / total for p in probs if p is not None]
-    idx = _sample(norm, rng)
-    return VSChoice(texts[idx], texts, norm, True, None, idx, raw, issues, fmt)
+    else:
+        fill = 0.0
+    return [fill if p is None else p for p in probs]
