@@ -80,6 +80,15 @@ def test_the_material_covers_every_domain_with_the_promised_counts() -> None:
     assert all(p.kind_second is not None for p in material.pairs)
 
 
+def test_every_domain_has_material_that_must_be_judged_against_earlier_user_turns() -> None:
+    material = load_meaning_material()
+    after_user = Counter((p.domain, p.kind) for p in material.pairs if any(t.role == "user" for t in p.prefix))
+    later_states = Counter(s.domain for s in material.states if s.user_turn >= 2)
+    for domain in material.domains():
+        assert after_user[domain, "contrast"] >= 4 and after_user[domain, "paraphrase"] >= 4, domain
+        assert later_states[domain] >= 1, domain
+
+
 def test_every_contrast_kind_is_used() -> None:
     used = Counter(p.differs_in for p in load_meaning_material().pairs)
     assert set(used) == set(DIFFERS_IN)
