@@ -16,7 +16,9 @@ judgements of one transcript, or, without repeats, the mean ``d`` of identical-t
 judge noise a pair carries, ``J (1/m_j + 1/m_j') / 2``, is taken off its ``d`` before crediting it.
 The task component is the one-way ANOVA (method of moments) variance of the task means. Every
 component is an equal-weight mean over tasks (tasks are the independent units); the intervals are
-percentile bootstraps over tasks.
+BCa bootstraps over tasks, and a side's upper end is never below a score-type end whose variance grows with
+the side's share (where a side sets off few pairs, or its pairs are lost in judge noise, resampling cannot
+see how far its share reaches).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import betaincinv, ndtr, ndtri, stdtrit
+from scipy.special import ndtr, ndtri, stdtrit
 
 from collapse_probe.errors import ConfigError
 
@@ -115,7 +117,7 @@ class VarianceDecomposition:
             "identical_prefixes": self.identical_prefixes,
             "judge_source": self.judge_source,
             "level": self.level,
-            "estimator": "first divergence of trial pairs; one-way ANOVA across tasks; percentile bootstrap over tasks",
+            "estimator": "first divergence of trial pairs; one-way ANOVA across tasks; BCa bootstrap over tasks, score-type upper end for each side",
             "notes": self.notes,
         }
 
@@ -196,10 +198,6 @@ def _components(stats: np.ndarray, idx: np.ndarray, judge_from: str | None) -> d
     out["_total"] = total
     return out
 
-
-RARE_SET_OFF = 5
-"""A side that sets off fewer pairs whose rewards differ than this (counted in independent comparisons, n − 1 per
-task) gets an upper end from its rate of setting such pairs off (:func:`decompose_variance`)."""
 
 _WITH_JUDGE = "_with_judge_"
 """Prefix of the components that keep the judge noise of a side's pairs (:func:`_components`)."""
@@ -319,106 +317,128 @@ def decompose_variance(
             f"only {varying} of {len(stats)} tasks have trials whose rewards differ: the within-task shares rest on "
             f"{'that task' if varying == 1 else 'those tasks'}, and their intervals understate the uncertainty"
         )
-    rng = np.random.default_rng(seed)
-    boot = _components(table, rng.integers(0, len(stats), (n_boot, len(stats))), judge_from)
-    bt = boot.pop("_total")
-    # BCa (bias-corrected and accelerated; Efron 1987) at the expanded percentile's level (Hesterberg 2015):
-    # the shares are ratios of means of skewed per-task terms (a side that sets off few pairs), where the
-    # plain percentile interval misses on the long side; with few tasks its tails are also too short, so the
-    # tail probability is taken where a t interval with T - 1 degrees of freedom would put its ends
-    t_count = len(stats)
-    alpha = float(ndtr(math.sqrt(t_count / (t_count - 1)) * stdtrit(t_count - 1, (1 - level) / 2)))
-    z_lo, z_hi = float(ndtri(alpha)), float(ndtri(1 - alpha))
-    loo = np.array([[j for j in range(t_count) if j != i] for i in range(t_count)])
-    jack = _components(table, loo, judge_from)
-    jt = jack.pop("_total")
-    ok_b = bt > 0
-    with_judge: dict[str, list[float] | None] = {}
-    judge_part: dict[str, list[float] | None] = {}
-    part_est: dict[str, float] = {}
-    studentized = _bootstrap_t(table, judge_from, point, total, rng, n_boot) if t_count <= BOOTSTRAP_T_TASKS else {}
-    for k, val in point.items():
-        if k == "judge" and judge_from is None:
-            continue
-        ci = None
-        est = val / total
-        if ok_b.sum() >= n_boot / 2:
-            b = boot[k][ok_b] / bt[ok_b]
-            z0 = float(ndtri(min(max((np.sum(b < est) + 0.5 * np.sum(b == est)) / b.size, 1e-6), 1 - 1e-6)))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                th = np.where(jt > 0, jack[k] / jt, est) if k in jack else np.full(t_count, est)
-            th = np.where(np.isfinite(th), th, est)
-            dev = th.mean() - th
-            den = 6 * float(np.sum(dev**2)) ** 1.5
-            acc = float(np.sum(dev**3)) / den if den > 0 else 0.0
-            q = [float(ndtr(z0 + (z0 + z) / (1 - acc * (z0 + z)))) for z in (z_lo, z_hi)]
-            if not all(math.isfinite(x) for x in q):  # a degenerate jackknife (e.g. one task carries everything)
-                q = [alpha, 1 - alpha]
-            lo, hi = np.quantile(b, q)
-            # and never narrower than the jackknife t interval, est ± t_{T-1} · SE_jack (a second-order check on the
-            # bootstrap where a few tasks carry the component)
-            se = math.sqrt((t_count - 1) / t_count * float(np.sum(dev**2)))
-            half = float(stdtrit(t_count - 1, 1 - (1 - level) / 2)) * se * math.sqrt(t_count / (t_count - 1))
-            lo, hi = min(float(lo), est - half), max(float(hi), est + half)
-            if k in studentized and se > 0:  # with few tasks, also the bootstrap-t interval (its skew is the data's)
-                q_lo, q_hi = np.quantile(studentized[k], [(1 - level) / 2, 1 - (1 - level) / 2])
-                lo, hi = min(lo, est - float(q_hi) * se), max(hi, est - float(q_lo) * se)
-            # the ends are rounded outward to the 0.001 the tables print (below it a share reads as 0)
-            ci = [_unit(math.floor(float(lo) * 1000) / 1000 - 0.001), _unit(math.ceil(float(hi) * 1000) / 1000 + 0.001)]
-        if k.startswith(_WITH_JUDGE):
-            with_judge[k.removeprefix(_WITH_JUDGE)] = ci
-            part_est[k] = est
-            continue
-        if k.startswith(_JUDGE_PART):
-            judge_part[k.removeprefix(_JUDGE_PART)] = ci
-            part_est[k] = est
-            continue
-        shares[k] = {"estimate": _unit(est), "ci95": ci}
-    # Where a side's interval reaches 0, its pairs cannot be told from judge noise: what is subtracted for the
-    # judge is then as large as what the pairs differ by, and every resample's difference sits near it, so
-    # neither the bootstrap nor the jackknife sees how far the side's share can reach. The side's share is at
-    # most its pairs' variance with the judge noise left in, whose interval needs no subtraction: the upper end
-    # is the larger of the two.
-    # A side that sets off few pairs whose rewards differ is the other case where resampling cannot see far:
-    # with none among the sample's pairs every resample has none either. Its share is then bounded by the
-    # rate at which it sets off such pairs (the exact binomial upper end, each task's n − 1 independent
-    # comparisons as trials) times what such a pair carries, taken as twice the mean of the pairs whose
-    # rewards differ (judge noise included), and never more than a pair can carry, (reward range)² / 2;
-    # over the total. Measured, not proven: the pairs a rare side sets off are assumed to differ no more
-    # than twice as much as the others. The task share's lower end leaves room for what the sides may hold.
-    comparisons = table[:, _C["n"]] - 1
-    n_cmp = float(np.sum(comparisons))
-    spread = max((t.reward for t in all_trials), default=0.0) - min((t.reward for t in all_trials), default=0.0)
-    differing = float(np.sum(table[:, _C["p_simulator"]] + table[:, _C["p_agent"]]))
-    d_pair = float(np.sum(table[:, _C["d_simulator"]] + table[:, _C["d_agent"]])) / differing if differing else 0.0
-    # where no pair differs at all, what a pair carries is taken as what two trials of any tasks differ by
-    d_max = min((spread / unit) ** 2 / 2, 2 * d_pair if differing else total)
-    room = 0.0
-    for side in SIDES:
-        sh = shares[side]
-        if sh is None or sh["ci95"] is None or sh["ci95"][0] > 0:
-            continue
-        hi = sh["ci95"][1]
-        wj, jp = with_judge.get(side), judge_part.get(side)
-        if wj is not None and jp is not None:
-            # MOVER (Zou & Donner 2008) for the side's share = (its pairs' spread) − (the judge noise they carry),
-            # from each part's own interval: est + sqrt((u_spread − spread)² + (noise − l_noise)²)
-            a, b = part_est[_WITH_JUDGE + side], part_est[_JUDGE_PART + side]
-            hi = max(hi, math.ceil((a - b + math.hypot(wj[1] - a, b - jp[0])) * 1000) / 1000)
-        set_off = float(np.sum(table[:, _C[f"p_{side}"]] * comparisons))
-        if set_off < RARE_SET_OFF:
-            rate_hi = 1.0 if set_off >= n_cmp else float(betaincinv(set_off + 1, n_cmp - set_off, 1 - (1 - level) / 2))
-            bound = math.ceil(rate_hi * d_max / total * 1000) / 1000
-            if bound > hi:
-                room += bound - max(sh["estimate"], 0.0)
-                hi = bound
-        sh["ci95"][1] = _unit(hi)
-    task = shares["task"]
-    if room and task is not None and task["ci95"] is not None:
-        task["ci95"][0] = _unit(min(task["ci95"][0], math.floor((task["estimate"] - room) * 1000) / 1000))
+    for k, ci in _share_intervals(table, judge_from, point, total, level, n_boot, seed).items():
+        shares[k] = {"estimate": _unit(point[k] / total), "ci95": ci}
     if shares["task"] is None and len(stats) >= 2:
         notes.append("the task share is not identified")
     return result
+
+
+def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str, float], total: float, level: float,
+                     n_boot: int, seed: int) -> dict[str, list[float] | None]:  # fmt: skip
+    """Each identified share's interval (the interval stage of :func:`decompose_variance`): BCa over tasks for
+    every share; for the task and judge shares never narrower than the jackknife and (≤ 40 tasks) bootstrap-t
+    intervals; for a side, the upper end is also never below its score-type end (:func:`_side_upper`)."""
+    rng = np.random.default_rng(seed)
+    t_count = len(table)
+    boot = _components(table, rng.integers(0, t_count, (n_boot, t_count)), judge_from)
+    bt = boot.pop("_total")
+    loo = np.array([[j for j in range(t_count) if j != i] for i in range(t_count)])
+    jack = _components(table, loo, judge_from)
+    jt = jack.pop("_total")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = {k: np.where(np.isfinite(v / jt) & (jt > 0), v / jt, point[k] / total) for k, v in jack.items()}
+    studentized = _bootstrap_t(table, judge_from, point, total, rng, n_boot) if t_count <= BOOTSTRAP_T_TASKS else {}
+    ok_b = bt > 0
+    out: dict[str, list[float] | None] = {}
+    bca: dict[str, tuple[float, float]] = {}
+    for k, val in point.items():
+        est = val / total
+        if ok_b.sum() < n_boot / 2:  # most resamples have no variance: no interval
+            continue
+        lo, hi = _bca(boot[k][ok_b] / bt[ok_b], est, theta.get(k, np.full(t_count, est)), level)
+        bca[k] = (lo, hi)
+        if k in ("task", "judge"):
+            # never narrower than the jackknife t interval, est ± t_{T-1} · SE_jack (a second-order check on the
+            # bootstrap where a few tasks carry the component), nor, with few tasks, the bootstrap-t interval
+            se = _jack_se(theta[k]) if k in theta else 0.0
+            half = float(stdtrit(t_count - 1, 1 - (1 - level) / 2)) * se * math.sqrt(t_count / (t_count - 1))
+            lo, hi = min(lo, est - half), max(hi, est + half)
+            if k in studentized and se > 0:  # with few tasks, also the bootstrap-t interval (its skew is the data's)
+                q_lo, q_hi = np.quantile(studentized[k], [(1 - level) / 2, 1 - (1 - level) / 2])
+                lo, hi = min(lo, est - float(q_hi) * se), max(hi, est - float(q_lo) * se)
+        out[k] = [lo, hi]
+    for side in SIDES:
+        ci = out.get(side)
+        if ci is not None:
+            out[side] = [ci[0], max(ci[1], _side_upper(side, table, point, total, theta, bca, judge_from, level))]
+    # the ends are rounded outward to the 0.001 the tables print (below it a share reads as 0)
+    shares: dict[str, list[float] | None] = {}
+    for k in COMPONENTS:
+        if k not in point or (k == "judge" and judge_from is None):
+            continue
+        ci = out.get(k)
+        shares[k] = None if ci is None else [_unit(math.floor(ci[0] * 1000) / 1000 - 0.001),
+                                              _unit(math.ceil(ci[1] * 1000) / 1000 + 0.001)]  # fmt: skip
+    return shares
+
+
+def _jack_se(theta: np.ndarray) -> float:
+    """The jackknife standard error of a statistic from its leave-one-task-out values."""
+    n = theta.size
+    return math.sqrt((n - 1) / n * float(np.sum((theta - theta.mean()) ** 2)))
+
+
+def _bca(b: np.ndarray, est: float, theta: np.ndarray, level: float) -> tuple[float, float]:
+    """BCa (bias-corrected and accelerated; Efron 1987) at the expanded percentile's level (Hesterberg 2015): the
+    shares are ratios of means of skewed per-task terms, where the plain percentile interval misses on the long
+    side; with few tasks its tails are also too short, so the tail probability is taken where a t interval with
+    T − 1 degrees of freedom would put its ends. ``b``: the resampled shares; ``theta``: the leave-one-out ones."""
+    t_count = theta.size
+    alpha = float(ndtr(math.sqrt(t_count / (t_count - 1)) * stdtrit(t_count - 1, (1 - level) / 2)))
+    z0 = float(ndtri(min(max((np.sum(b < est) + 0.5 * np.sum(b == est)) / b.size, 1e-6), 1 - 1e-6)))
+    dev = theta.mean() - theta
+    den = 6 * float(np.sum(dev**2)) ** 1.5
+    acc = float(np.sum(dev**3)) / den if den > 0 else 0.0
+    q = [float(ndtr(z0 + (z0 + z) / (1 - acc * (z0 + z)))) for z in (float(ndtri(alpha)), float(ndtri(1 - alpha)))]
+    if not all(math.isfinite(x) for x in q):  # a degenerate jackknife (e.g. one task carries everything)
+        q = [alpha, 1 - alpha]
+    lo, hi = np.quantile(b, q)
+    return float(lo), float(hi)
+
+
+def _score_upper(est: float, var_jack: float, phi: float, crit: float) -> float:
+    """The largest share θ in [0, 1] with (est − θ)² ≤ crit² · max(var_jack, φ θ): a score-type (Wilson-like) upper
+    end whose variance is taken at θ, not at the estimate, so it does not collapse where the estimate is near 0."""
+    est = max(est, 0.0)
+    root = (crit * math.sqrt(phi) + math.sqrt(crit * crit * phi + 4 * est)) / 2  # (θ − est)² = crit² φ θ, θ ≥ est
+    return min(1.0, max(root * root, est + crit * math.sqrt(max(var_jack, 0.0))))
+
+
+def _side_upper(side: str, table: np.ndarray, point: dict[str, float], total: float, theta: dict[str, np.ndarray],
+                bca: dict[str, tuple[float, float]], judge_from: str | None, level: float) -> float:  # fmt: skip
+    """A side's upper end where resampling cannot see how far its share reaches (few or no pairs set off by it, or
+    its pairs lost in judge noise).
+
+    The side's share is A − B: its pairs' spread ``A`` (judge noise left in; with the judge not identified, the
+    share itself) less the judge noise ``B`` those pairs carry. ``A``'s upper end is score-type (quasi-likelihood):
+    its sampling variance is taken as φ · A, with the dispersion φ = Var_jack(Σ_sides Â) / Σ_sides Â read from
+    both sides' spreads together (a side's spread is a thinned part of the within-task spread, so its variance
+    grows with its size), φ never below a count's (d̄ / total · mean_i 1/(n_i − 1) / T, d̄ the mean d of the
+    pairs whose rewards differ), and the variance never below the side's own jackknife variance. With the judge identified the two parts
+    are combined by MOVER (Zou & Donner 2008), each from its own interval: Â − B̂ + √((u_A − Â)² + (B̂ − l_B)²).
+    Approximate, measured on the simulated panel (``benchmarks/variance_coverage.py``), not proven."""
+    key_a = f"{_WITH_JUDGE}{side}" if judge_from is not None else side
+    keys = [f"{_WITH_JUDGE}{s}" if judge_from is not None else s for s in SIDES]
+    t_count = next(iter(theta.values())).size
+    crit = float(stdtrit(t_count - 1, 1 - (1 - level) / 2))
+    a = point[key_a] / total
+    pooled = sum(point[k] for k in keys) / total
+    pooled_jack = np.sum([theta[k] for k in keys], axis=0)
+    if pooled <= 0:  # no two trials of a task differ: nothing to read a dispersion from
+        return a
+    # never below the dispersion of a count: pairs whose rewards differ, each carrying the mean d of such pairs,
+    # set off at a rate over each task's n − 1 independent comparisons (what 7 alike tasks cannot show by jackknife)
+    differing = float(np.sum(table[:, _C["p_simulator"]] + table[:, _C["p_agent"]]))
+    d_pair = float(np.sum(table[:, _C["d_simulator"]] + table[:, _C["d_agent"]])) / differing if differing else 0.0
+    per_comparison = float(np.mean(1 / np.maximum(table[:, _C["n"]] - 1, 1))) / t_count
+    phi = max(_jack_se(pooled_jack) ** 2 / pooled, d_pair / total * per_comparison)
+    u_a = _score_upper(a, _jack_se(theta[key_a]) ** 2, phi, crit)
+    if judge_from is None:
+        return u_a
+    b = point[f"{_JUDGE_PART}{side}"] / total
+    l_b = bca.get(f"{_JUDGE_PART}{side}", (b, b))[0]
+    return a - b + math.hypot(u_a - a, b - max(l_b, 0.0))
 
 
 def variance_notes(d: dict[str, Any], agent_greedy: bool | None = None) -> list[str]:
