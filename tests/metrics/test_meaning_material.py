@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
@@ -14,6 +15,7 @@ from collapse_probe.metrics import load_meaning_material, read_labelled_states, 
 from collapse_probe.metrics._meaning_material import DIFFERS_IN, PAIR_KINDS, as_state_records
 
 DATA = package_path("data", "meaning")
+REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "tau2-real"
 DOMAINS = {"retail", "telecom", "healthcare", "banking", "it_support", "travel"}
 PAIR_KEYS = {"id", "domain", "prefix", "a", "b", "kind", "differs_in", "note", "kind_second"}
@@ -206,3 +208,71 @@ def test_a_directory_without_the_files_is_refused_in_one_line(tmp_path: Path) ->
     with pytest.raises(ConfigError) as err:
         load_meaning_material(tmp_path)
     assert "pairs.jsonl" in str(err.value) and "\n" not in str(err.value)
+
+
+def _blind_pass_script():
+    spec = importlib.util.spec_from_file_location("meaning_blind_pass", REPO / "scripts" / "meaning_blind_pass.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_agreement_table_is_the_one_the_data_gives() -> None:
+    script = _blind_pass_script()
+    table = script.agreement(_lines("states.jsonl"), _lines("pairs.jsonl"), "labels_second", "kind_second")
+    n, same, delta, ari = next(line.split()[1:] for line in table.splitlines() if line.split()[:1] == ["all"])
+    readme = (DATA / "README.md").read_text(encoding="utf-8")
+    assert f"| states, all | {n} | {same} | {delta} | {ari} |" in readme
+    pairs_all = [line.split()[1:] for line in table.splitlines() if line.split()[:1] == ["all"]][1]
+    assert f"| **pairs** (kind), all | {pairs_all[0]} | {pairs_all[1]} agree |" in readme
+
+
+def test_a_blind_pass_is_printed_without_labels_and_mapped_back(tmp_path: Path, capsys) -> None:
+    script = _blind_pass_script()
+    material, work = tmp_path / "meaning", tmp_path / "work"
+    material.mkdir()
+    for name in ("states.jsonl", "pairs.jsonl"):
+        (material / name).write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert script.main(["print", "--dir", str(material), "--out", str(work), "--seed", "3"]) == 0
+    printed = (work / "states.txt").read_text(encoding="utf-8") + (work / "pairs.txt").read_text(encoding="utf-8")
+    assert "labels" not in printed and "contrast" not in printed and "paraphrase" not in printed
+    key = json.loads((work / "key.json").read_text(encoding="utf-8"))
+    states = {s["state_id"]: s for s in _lines("states.jsonl")}
+    pairs = {p["id"]: p for p in _lines("pairs.jsonl")}
+    # an annotator who agrees everywhere except that one state is given a single class
+    answers, merged = [], next(iter(key["states"]))
+    for printed_key, entry in key["states"].items():
+        labels = states[entry["state_id"]]["labels"]
+        shown = [0] * len(labels) if printed_key == merged else [labels[r] for r in entry["perm"]]
+        answers.append(f"{printed_key} {','.join(map(str, shown))}")
+    (work / "states_labels.txt").write_text("\n".join(answers) + "\n")
+    (work / "pairs_kinds.txt").write_text("".join(f"{k} {pairs[i]['kind'][0]}\n" for k, i in key["pairs"].items()))
+    assert script.main(["apply", "--dir", str(material), "--work", str(work)]) == 0
+    back = {s.state_id: s for s in read_labelled_states(material / "states.jsonl")}
+    raw = {json.loads(line)["state_id"]: json.loads(line) for line in (material / "states.jsonl").open()}
+    merged_id = key["states"][merged]["state_id"]
+    for state_id, s in back.items():
+        expected = [0] * len(s.labels) if state_id == merged_id else list(s.labels)
+        assert raw[state_id]["labels_third"] == expected
+    kinds = [json.loads(line) for line in (material / "pairs.jsonl").open()]
+    assert all(p["kind_third"] == p["kind"] for p in kinds)
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["all"]]
+    differs = len(set(states[merged_id]["labels"])) > 1
+    assert rows[0][1:3] == [str(len(back)), str(len(back) - differs)]  # states: n, identical partitions
+    assert rows[1][1:3] == [str(len(kinds)), str(len(kinds))]  # pairs: n, agree
+
+
+def test_a_blind_pass_answer_that_does_not_fit_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    script = _blind_pass_script()
+    material, work = tmp_path / "meaning", tmp_path / "work"
+    material.mkdir()
+    for name in ("states.jsonl", "pairs.jsonl"):
+        (material / name).write_text((DATA / name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert script.main(["print", "--dir", str(material), "--out", str(work)]) == 0
+    (work / "states_labels.txt").write_text("S000 0,1\n")
+    (work / "pairs_kinds.txt").write_text("")
+    assert script.main(["apply", "--dir", str(material), "--work", str(work)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "states_labels.txt: S000 has 2 classes for" in err and "\n" not in err
+    assert script.main(["print", "--dir", str(material)]) == 2
