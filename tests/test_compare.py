@@ -54,3 +54,162 @@ def test_taubench_task_content_is_the_instruction(tmp_path: Path) -> None:
     (tmp_path / "t.json").write_text(json.dumps(recs))
     run = read_taubench(tmp_path / "t.json")
     assert [c.task_content for c in run.conversations] == ["You are Olivia.", None]
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+import contextlib  # noqa: E402
+import io  # noqa: E402
+
+import pytest  # noqa: E402
+
+from collapse_probe.cli import main  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "tau2-real" / "published"
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+TEXTS = {f"t{i}": f"Task {i}: change the address of order #{100 + i}." for i in range(6)}
+
+
+def _pair(tmp_path: Path) -> tuple[Path, Path]:
+    """One agent under two simulators; the second file renumbers the tasks and respaces their texts."""
+    a = tau2_file(tmp_path / "mini.json", "agent-1", "gpt-4.1-mini",
+                  {"t0": [1.0, 1.0], "t1": [1.0, 0.0], "t2": [0.0, 0.0], "t3": [1.0, None], "t4": [1.0, 1.0],
+                   "t5": [0.0, 1.0]}, TEXTS)  # fmt: skip
+    renumber = {f"t{i}": str(50 + i) for i in range(5)}  # t5 is not in the second run
+    b = tau2_file(tmp_path / "full.json", "agent-1", "gpt-4.1",
+                  {renumber[t]: r for t, r in {"t0": [0.0, 1.0], "t1": [0.0, 0.0], "t2": [0.0, 0.0], "t3": [None, None],
+                                               "t4": [1.0, 0.0]}.items()},
+                  {renumber[t]: "  " + TEXTS[t].upper().replace(" ", "\n ") for t in renumber})  # fmt: skip
+    return a, b
+
+
+def test_compare_pairs_renumbered_tasks_by_their_text_and_says_what_it_left_out(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path)
+    rc, out, err = _cli("compare", str(b), str(a), "--out", str(tmp_path / "run"))
+    assert rc == 0, err
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert data["schema"] == "collapse-probe/compare/v1"
+    p = data["pairing"]
+    assert p["task_key"] == "content" and p["tasks"] == 6
+    assert p["left_out"] == {"infrastructure failure (not scored)": 3}
+    [e] = data["simulator_effects"]
+    # t3 ran only under mini (its gpt-4.1 trials all failed on infrastructure), t5 only under mini
+    assert (e["agent"], e["simulator"], e["reference"], e["n_tasks"]) == ("agent-1", "gpt-4.1-mini", "gpt-4.1", 4)
+    assert e["left_out"] == {"only under gpt-4.1-mini": 2}
+    # task means: mini t0..t4 (shared t0,t1,t2,t4) = 1, .5, 0, 1 -> .625; gpt-4.1 = .5, 0, 0, .5 -> .25
+    assert e["difference"] == pytest.approx(0.375)
+    assert e["ci95"][0] < 0.375 < e["ci95"][1]
+    line = next(x for x in out.splitlines() if x.startswith("agent-1: gpt-4.1-mini vs gpt-4.1:"))
+    assert "+37.5 points [" in line and "on 4 shared tasks; reruns alone differ by ±" in line
+    assert "2 tasks only under gpt-4.1-mini left out" in line
+    assert "paired 19 of 22 conversations into 6 tasks by task content" in out
+    nf = {(n["agent"], n["simulator"]): n for n in data["noise_floor"]}
+    assert nf[("agent-1", "gpt-4.1-mini")]["flip_rate"] == pytest.approx(2 / 5)  # t1, t5 of t0, t1, t2, t4, t5
+    assert data["rank_flips"] == [] and (tmp_path / "run" / "report.html").is_file()
+
+
+def test_task_key_id_pairs_nothing_across_renumbered_files(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path)
+    rc, out, err = _cli("compare", str(b), str(a), "--task-key", "id", "--out", str(tmp_path / "run"))
+    assert rc == 0, err
+    assert "agent-1: gpt-4.1-mini vs gpt-4.1: no shared task" in out
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert data["simulator_effects"][0]["n_tasks"] == 0 and data["pairing"]["task_key"] == "id"
+
+
+def test_auto_key_falls_back_to_ids_when_a_file_has_no_task_text(tmp_path: Path) -> None:
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [1.0], "2": [0.0]}, {"1": "one", "2": "two"})
+    b = tau2_file(tmp_path / "b.json", "ag", "s2", {"1": [0.0], "2": [0.0]})
+    rc, out, _ = _cli("compare", str(a), str(b), "--out", str(tmp_path / "run"))
+    assert rc == 0 and "by task id (2 of 4 scored records carry no task text)" in out
+
+
+def test_rank_flips_and_correlation_with_several_agents(tmp_path: Path) -> None:
+    files = []
+    rates = {("A", "x"): [1.0, 1.0, 0.0], ("B", "x"): [0.0, 1.0, 0.0], ("A", "y"): [0.0, 0.0, 0.0],
+             ("B", "y"): [1.0, 1.0, 1.0]}  # fmt: skip
+    for (agent, sim), r in rates.items():
+        files.append(
+            str(tau2_file(tmp_path / f"{agent}{sim}.json", agent, sim, {f"t{i}": [v] for i, v in enumerate(r)}))
+        )
+    rc, out, err = _cli("compare", *files, "--n-boot", "200", "--out", str(tmp_path / "run"))
+    assert rc == 0, err
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert data["rank_flips"] == [{"agents": ["A", "B"], "simulators": ["x", "y"], "n_tasks": 3,
+                                   "rates": {"x": {"A": pytest.approx(2 / 3), "B": pytest.approx(1 / 3)},
+                                             "y": {"A": 0.0, "B": 1.0}}}]  # fmt: skip
+    assert data["rank_correlation"][0]["tau"] == pytest.approx(-1.0)
+    assert "rank flip: A and B change order between x and y" in out
+
+
+def test_rerun_into_the_same_directory_resumes_and_other_inputs_are_refused(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path)
+    run = str(tmp_path / "run")
+    assert _cli("compare", str(a), str(b), "--out", run)[0] == 0
+    assert _cli("compare", str(a), str(b), "--out", run)[0] == 0
+    c = tau2_file(tmp_path / "other.json", "agent-1", "gpt-5", {"t0": [1.0]}, {"t0": TEXTS["t0"]})
+    rc, _, err = _cli("compare", str(a), str(c), "--out", run)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--out" in err
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        (lambda d, a, b: [str(d / "missing.json"), str(a)], "missing.json: no such file or directory"),
+        (lambda d, a, b: [str(a), str(a)], "the same content as"),
+        (lambda d, a, b: [str(a), str(b), "--reference", "nope"], "--reference 'nope': not a simulator"),
+        (lambda d, a, b: [str(a), str(b), "--agent-of", "x.json=A"], "--agent-of 'x.json=A': x.json is not one of"),
+        (lambda d, a, b: [str(a), str(b), "--agent-of", "noname"], "--agent-of 'noname': expected FILE=NAME"),
+        (lambda d, a, b: [str(a), str(b), "--success-threshold", "inf"], "--success-threshold"),
+        (lambda d, a, b: [str(a), str(b), "--task-key", "hash"], "--task-key"),
+        (lambda d, a, b: [str(_bad(d)), str(a)], "bad.json"),
+        (lambda d, a, b: [str(_anonymous(d)), str(a)], "names no agent for conversation"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, setup: Any, expected: str) -> None:
+    a, b = _pair(tmp_path)
+    out = tmp_path / "run"
+    rc, _, err = _cli("compare", *setup(tmp_path, a, b), "--out", str(out))
+    assert rc == 2
+    assert len(err.strip().splitlines()) == 1 and expected in err and "Traceback" not in err and "internal" not in err
+    assert not out.exists()
+
+
+def _bad(d: Path) -> Path:
+    (d / "bad.json").write_text('{"info": {}, "simulations": [{"id": 1}]}')
+    return d / "bad.json"
+
+
+def _anonymous(d: Path) -> Path:
+    recs = [{"task_id": 0, "trial": 0, "reward": 1.0, "traj": [], "info": {}}]
+    (d / "anon.json").write_text(json.dumps(recs))
+    return d / "anon.json"
+
+
+def test_agent_and_simulator_named_on_the_command_line(tmp_path: Path) -> None:
+    f = _anonymous(tmp_path)
+    a = tau2_file(tmp_path / "a.json", "gpt-4o", "gpt-4.1", {"0": [0.0]})
+    rc, out, err = _cli("compare", str(f), str(a), "--agent-of", f"{f}=gpt-4o", "--simulator-of", f"{f}=old-user",
+                        "--task-key", "id", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert rc == 0, err
+    assert "gpt-4o: gpt-4.1 vs old-user: -100.0 points" in out
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="the shared τ2 results are not in this checkout")
+def test_published_tau2_runs_pair_by_task_text(tmp_path: Path) -> None:
+    files = sorted(str(p) for p in SHARED.glob("2025-*.json"))
+    rc, out, err = _cli("compare", *files, "--out", str(tmp_path / "run"))
+    assert rc == 0, err
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    # the grok-3 and grok-4 runs of airline task 1 share its scenario although one is the tighter-policy domain
+    assert data["pairing"]["task_key"] == "content"
+    assert data["pairing"]["paired_records"] == sum(n["trials"] for n in data["noise_floor"])
+    assert {(n["agent"], n["simulator"]) for n in data["noise_floor"]} >= {("xai/grok-3", "xai/grok-3")}
