@@ -30,7 +30,7 @@ from collapse_probe.results import (  # noqa: E402
     LabRunResults,
 )
 
-VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare")
+VIEWS = ("Runs", "Simulator", "Cross-play", "Training", "Monitor", "Compare", "Simulator effects")
 AUDIT_KINDS = ("audit",)
 CROSSPLAY_KINDS = ("crossplay",)
 TRAINING_KINDS = ("train", "lab")
@@ -701,6 +701,46 @@ def view_compare(runs: list[rd.RunInfo]) -> None:
         figure_or_note(ap.compare_audits_figure, {a.name: a.results or {}, b.name: b.results or {}}, key="cmp_audits")
 
 
+# -- simulator effects across published runs (collapse-probe compare)
+
+
+def view_simulator_effects(runs: list[rd.RunInfo]) -> None:
+    import pandas as pd
+
+    from collapse_probe.report import compare_plots as cmp
+    from collapse_probe.results import CompareResults
+
+    st.subheader("Simulator effects: how much of each agent's score is the user simulator")
+    done = [r for r in runs if r.kind == "compare" and r.complete]
+    run = pick_run(done, "Compare run", "se_run")
+    if run is None:
+        st.info("No compare runs found. Create one with `collapse-probe compare FILE... --out RUNS_DIR/NAME`.")
+        return
+    typed = run.typed
+    if not isinstance(typed, CompareResults):
+        st.error(md_text(run.invalid or f"{run.name}: results.json is not a comparison's results"))
+        return
+    p = typed.pairing
+    left = ", ".join(f"{n} {k}" for k, n in p.left_out.items())
+    st.caption(md_text(f"{p.paired_records} of {p.records} conversations paired into {p.tasks} tasks by task "
+                       f"{p.task_key} ({p.why})" + (f"; left out: {left}" if left else "")))  # fmt: skip
+    for e in typed.simulator_effects:
+        st.markdown(md_text(cmp.effect_line(e.to_json())))
+    figure_or_note(cmp.effects_figure, typed, key="se_effects")
+    for title, rows in (("Noise floor (reruns of one configuration)", cmp.noise_rows(typed)),
+                        ("Agent ranking across simulators", cmp.rank_rows(typed))):  # fmt: skip
+        if rows:
+            st.markdown(f"**{title}**")
+            st.dataframe(pd.DataFrame(rows), width="stretch", hide_index=True)
+    if typed.rank_flips:
+        st.markdown("**Rank flips**")
+        st.dataframe(pd.DataFrame([{"agents": " vs ".join(f.agents), "simulators": " vs ".join(f.simulators),
+                                    "shared tasks": f.n_tasks} for f in typed.rank_flips]),
+                     width="stretch", hide_index=True)  # fmt: skip
+    for note in typed.notes:
+        st.caption(md_text(note))
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
@@ -729,6 +769,7 @@ def main() -> None:
         "Training": lambda: view_training(runs),
         "Monitor": lambda: view_monitor(runs),
         "Compare": lambda: view_compare(runs),
+        "Simulator effects": lambda: view_simulator_effects(runs),
     }[view]
     try:
         show()

@@ -45,7 +45,7 @@ __all__ = [
     "training_curves",
 ]
 
-KINDS = ("audit", "crossplay", "gate", "train", "lab", "play")
+KINDS = ("audit", "crossplay", "gate", "train", "lab", "play", "compare")
 """Run kinds the dashboard knows; other kinds are listed but get no dedicated view."""
 
 RUN_MARKERS = (
