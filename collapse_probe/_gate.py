@@ -235,15 +235,49 @@ def _judge_run(
 ) -> None:
     """Append every check of ``policy`` on ``results`` to ``checks`` (and the held-out simulators'
     own ratios to ``per_simulator``), stopping where the rest cannot be judged."""
-    # --- can the run be judged at all?
     rows = [p for p in (policy, baseline_policy) if p is not None]
+    readable = _readable(results, rows, checks)
+    if readable is None:
+        return
+    typed, cells, bounds = readable
+    if not _cells_checked(typed, cells, rows, checks, max_infra_rate):
+        return
+    sims = typed.simulators
+    train_sim = typed.train_simulator
+    heldout = [s for s in sims if s != train_sim]
+
+    # --- transfer ratio
+    if min_transfer is not None:
+        checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds)[0])
+    if min_transfer is not None or min_transfer_each is not None:
+        each = heldout if train_sim in sims else []
+        _transfer_each(typed, cells, policy, each, checks, per_simulator, judge, bounds, min_transfer_each)
+
+    # --- regression against a baseline on the held-out simulators
+    if baseline_policy is not None and max_drop is not None:
+        checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, judge, bounds))
+    if min_transfer is None and max_drop is None and min_transfer_each is None:
+        # Without a threshold the gate is a health check of the run (complete, scored, infra failures
+        # under the limit), as it always was; say so in the verdict, since such a gate passes any policy.
+        checks.append(GateCheck(
+            "thresholds", "pass",
+            "none given: only the run's completeness and infrastructure failures were checked, not the policy; "
+            "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
+        ))  # fmt: skip
+
+
+def _readable(
+    results: Any, rows: list[str], checks: list[GateCheck]
+) -> tuple[CrossplayResults, dict[tuple[str, str], Any], tuple[float, float] | None] | None:
+    """``(typed results, cells by (policy, simulator), reward bounds)`` when the run can be judged at all
+    (typed, every row's cells there, one model per spec, every reward inside the range); else ``None``,
+    with the reason appended to ``checks``."""
     typed, problem = _typed(results)
     problem = problem or _structure_problem(typed, rows)
     if typed is None or problem:
         checks.append(GateCheck("results", "error", problem or "unreadable results"))
-        return
+        return None
     cells = {(c.policy, c.simulator): c for c in typed.cells}
-    sims = typed.simulators
     mixed = sorted(k for k, v in typed.fingerprints.items() if isinstance(v, list) and len(v) > 1)
     if mixed:
         checks.append(GateCheck(
@@ -251,15 +285,26 @@ def _judge_run(
             f"the run mixes outputs of different models under one spec: {', '.join(mixed)} "
             "(the model changed while the run was resumed); rerun into a fresh --out",
         ))  # fmt: skip
-        return
-    read = [(p, s) for p in rows for s in sims]
+        return None
+    read = [(p, s) for p in rows for s in typed.simulators]
     bounds = None if typed.reward_range is None else (typed.reward_range[0], typed.reward_range[1])
     bad = next((msg for p, s in read if (msg := reward_outside_range(cells[(p, s)], bounds))), None)
     if bad:
         checks.append(GateCheck("results", "error", bad))
-        return
-    train_sim = typed.train_simulator
-    heldout = [s for s in sims if s != train_sim]
+        return None
+    return typed, cells, bounds
+
+
+def _cells_checked(
+    typed: CrossplayResults,
+    cells: dict[tuple[str, str], Any],
+    rows: list[str],
+    checks: list[GateCheck],
+    max_infra_rate: float,
+) -> bool:
+    """Append the check that every cell of ``rows`` is scored and each cell's infrastructure check;
+    whether every cell was scored (else nothing more can be judged)."""
+    read = [(p, s) for p in rows for s in typed.simulators]
     unscored = [f"{p} vs {s}" for p, s in read if cells[(p, s)].n < 1]
     checks.append(
         GateCheck("results", "error", f"cells with no scored conversation: {', '.join(unscored)}")
@@ -278,37 +323,34 @@ def _judge_run(
             + ("" if ok else ": too many to judge this cell"),
             value=rate, threshold=max_infra_rate,
         ))  # fmt: skip
-    if unscored:
-        return
+    return not unscored
 
-    # --- transfer ratio
-    if min_transfer is not None:
-        checks.append(_transfer_check(typed, cells, policy, train_sim, min_transfer, judge, bounds)[0])
-    if min_transfer is not None or min_transfer_each is not None:
-        each = heldout if train_sim in sims else []
-        for s in each:
-            check, n_tasks = _transfer_check(
-                typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s, shared=len(each)
-            )
-            per_simulator.append({
-                "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
-                "n_tasks": n_tasks, "status": check.status if min_transfer_each is not None else None,
-                "note": None if check.value is not None else check.message,
-            })  # fmt: skip
-            if min_transfer_each is not None:
-                checks.append(check)
 
-    # --- regression against a baseline on the held-out simulators
-    if baseline_policy is not None and max_drop is not None:
-        checks.append(_regression_check(cells, policy, baseline_policy, heldout, max_drop, judge, bounds))
-    if min_transfer is None and max_drop is None and min_transfer_each is None:
-        # Without a threshold the gate is a health check of the run (complete, scored, infra failures
-        # under the limit), as it always was; say so in the verdict, since such a gate passes any policy.
-        checks.append(GateCheck(
-            "thresholds", "pass",
-            "none given: only the run's completeness and infrastructure failures were checked, not the policy; "
-            "pass --min-transfer and/or --baseline-policy with --max-drop to judge it",
-        ))  # fmt: skip
+def _transfer_each(
+    typed: CrossplayResults,
+    cells: dict[tuple[str, str], Any],
+    policy: str,
+    each: list[str],
+    checks: list[GateCheck],
+    per_simulator: list[dict[str, Any]],
+    judge: _Judge,
+    bounds: tuple[float, float] | None,
+    min_transfer_each: float | None,
+) -> None:
+    """Each held-out simulator's own transfer ratio (into ``per_simulator``; a check with
+    ``--min-transfer-each``)."""
+    train_sim = typed.train_simulator
+    for s in each:
+        check, n_tasks = _transfer_check(
+            typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s, shared=len(each)
+        )
+        per_simulator.append({
+            "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
+            "n_tasks": n_tasks, "status": check.status if min_transfer_each is not None else None,
+            "note": None if check.value is not None else check.message,
+        })  # fmt: skip
+        if min_transfer_each is not None:
+            checks.append(check)
 
 
 def _typed(results: Any) -> tuple[CrossplayResults | None, str | None]:
