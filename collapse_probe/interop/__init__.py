@@ -4,8 +4,9 @@ trajectories others published read back for an audit.
 - :func:`export_run`: a finished ``play``, ``audit``, ``crossplay`` or ``train`` run as an inspect_ai
   eval log (``inspect view``, ``samples_df``), parquet tables with a documented schema
   (:func:`run_tables`, :func:`read_table`), or a Hugging Face ``datasets`` dataset.
-- Readers of published trajectories (:func:`read_tau2_results`, :func:`read_inspect_log`,
-  :func:`read_jsonl_conversations`) into :class:`PublishedConversation` records, and
+- Readers of published trajectories (:func:`read_tau2_results` — voice runs too —, :func:`read_inspect_log`,
+  :func:`read_jsonl_conversations`, :func:`read_verifiers_traces`, :func:`read_verifiers_results`,
+  :func:`read_nemo_gym_rollouts`) into :class:`PublishedConversation` records, and
   :func:`shared_prefix_states`, the states an audit of them measures
   (``collapse-probe audit --from FILE``, :func:`collapse_probe._audit.run_audit_from`).
 - :func:`simulator_card`: a portable, fingerprinted summary of a simulator from run directories.
@@ -19,6 +20,7 @@ from collapse_probe.interop._card import simulator_card, write_card
 from collapse_probe.interop._export import FORMATS, export_run, hf_dataset
 from collapse_probe.interop._inspect import build_eval_log, read_inspect_log
 from collapse_probe.interop._jsonl import read_jsonl_conversations
+from collapse_probe.interop._nemo_gym import read_nemo_gym_rollouts
 from collapse_probe.interop._published import (
     PublishedConversation,
     PublishedMessage,
@@ -31,6 +33,7 @@ from collapse_probe.interop._rundata import RunData, load_run_data
 from collapse_probe.interop._tables import json_columns, read_table, run_tables
 from collapse_probe.interop._tau2 import read_tau2_results
 from collapse_probe.interop._trackers import TRACKERS, log_run, run_figures
+from collapse_probe.interop._verifiers import read_verifiers_results, read_verifiers_traces
 
 __all__ = [
     "FORMATS",
@@ -48,8 +51,11 @@ __all__ = [
     "log_run",
     "read_inspect_log",
     "read_jsonl_conversations",
+    "read_nemo_gym_rollouts",
     "read_table",
     "read_tau2_results",
+    "read_verifiers_results",
+    "read_verifiers_traces",
     "run_figures",
     "run_tables",
     "shared_prefix_states",
