@@ -350,3 +350,29 @@ def test_a_hostile_value_anywhere_is_one_config_error_or_a_run_that_writes_back(
             m.text.encode("utf-8")
         assert c.reward is None or math.isfinite(c.reward)
         json.dumps([c.conversation_id, c.task_id, c.trial, c.simulator, c.policy, c.task_content], allow_nan=False)
+
+
+@pytest.mark.reliability
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(sorted(SAMPLE_FORMATS)), value=HOSTILE, pick=st.integers(0, 10**9))
+def test_audit_from_a_sample_with_a_hostile_value_ends_in_an_answer_or_one_line(tmp_path_factory, capsys, name,
+                                                                                value, pick):  # fmt: skip
+    """Through the whole audit (not the reader alone): exit 0, 1 or one error line, never the CLI's backstop."""
+    fmt = SAMPLE_FORMATS[name]
+    lines = (SAMPLES / name).read_text().splitlines()
+    data: Any = json.loads((SAMPLES / name).read_text()) if fmt == "tau2" else [json.loads(x) for x in lines]
+    paths = _paths(data)
+    path = paths[pick % len(paths)]
+    target = data
+    for p in path[:-1]:
+        target = target[p]
+    target[path[-1]] = value
+    d = tmp_path_factory.mktemp("cli")
+    f = d / "in.data"
+    text = json.dumps(data) if fmt == "tau2" else "".join(json.dumps(r) + "\n" for r in data)
+    f.write_bytes(text.encode("utf-8", "surrogatepass"))
+    capsys.readouterr()
+    rc = main(["audit", "--from", str(f), "--partition", "exact", "--out", str(d / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err
+    assert rc in (0, 1) or (rc == 2 and len([x for x in err.splitlines() if "error" in x]) == 1), err
