@@ -18,6 +18,7 @@ human data comes in; the project ships none.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -430,38 +431,15 @@ def people_epsilon(
     Returns:
         ``None`` when no audited state is a prefix of an annotated dialogue.
     """
-    from collections import Counter
-
-    from collapse_probe.benchmarks.p4g_stance import STANCES, default_stance_reader, key_stance, turn_act, turn_stance
+    from collapse_probe.benchmarks.p4g_stance import STANCES, default_stance_reader
 
     reader = reader if reader is not None and callable(getattr(reader, "keys", None)) else default_stance_reader()
     by_id = {d.dialogue_id: d for d in annotated if d.acts}
-    people: dict[str, Counter[str]] = {}
-    people_acts: dict[str, Counter[str]] = {}
-    for d in by_id.values():
-        for k in range(1, len(d.turns)):
-            if d.turns[k - 1][0] == "policy" and d.turns[k][0] == "simulator" and d.acts[k - 1]:
-                g = d.acts[k - 1][-1] or "(unlabelled)"
-                people.setdefault(g, Counter())[turn_stance(d.acts[k])] += 1
-                people_acts.setdefault(g, Counter())[turn_act(d.acts[k])] += 1
-    audited = []
-    for r in records:
-        if r.get("status") != "ok" or r.get("source") != "human" or not r.get("responses"):
-            continue
-        did, _, depth = str(r["state_id"]).removeprefix("human:").rpartition(":")
-        d = by_id.get(did)
-        if d is None or not depth.isdigit() or not 0 < int(depth) <= len(d.acts) or not d.acts[int(depth) - 1]:
-            continue
-        audited.append((r, d.acts[int(depth) - 1][-1] or "(unlabelled)"))
+    people, people_acts = _people_counts(by_id)
+    audited = _audited_states(records, by_id)
     if not audited:
         return None
-    keys = reader.keys([t for r, _ in audited for t in r["responses"]])
-    sim: dict[str, list[list[int]]] = {}
-    at = 0
-    for r, g in audited:
-        c = Counter(key_stance(x) for x in keys[at : at + len(r["responses"])])
-        at += len(r["responses"])
-        sim.setdefault(g, []).append([c[s] for s in STANCES])
+    sim = _simulator_counts(audited, reader)
     groups: list[dict[str, Any]] = []
     for g in sorted(sim, key=lambda g: (-sum(people.get(g, Counter()).values()), g)):
         if g not in people:
@@ -492,6 +470,51 @@ def people_epsilon(
         "simulator_within_state": _mean_eps([c for g in names for c in sim[g]], seed),
         "groups": groups,
     }
+
+
+def _people_counts(by_id: dict[str, Any]) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
+    """Persuader act -> the persuadees' next-turn stances, and -> their next-turn acts, over every
+    annotated dialogue (one reply per person and prefix)."""
+    from collapse_probe.benchmarks.p4g_stance import turn_act, turn_stance
+
+    people: dict[str, Counter[str]] = {}
+    people_acts: dict[str, Counter[str]] = {}
+    for d in by_id.values():
+        for k in range(1, len(d.turns)):
+            if d.turns[k - 1][0] == "policy" and d.turns[k][0] == "simulator" and d.acts[k - 1]:
+                g = d.acts[k - 1][-1] or "(unlabelled)"
+                people.setdefault(g, Counter())[turn_stance(d.acts[k])] += 1
+                people_acts.setdefault(g, Counter())[turn_act(d.acts[k])] += 1
+    return people, people_acts
+
+
+def _audited_states(records: Sequence[dict[str, Any]], by_id: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """``(record, persuader act)`` of every measured human-grounded state that is a prefix of an
+    annotated dialogue."""
+    audited = []
+    for r in records:
+        if r.get("status") != "ok" or r.get("source") != "human" or not r.get("responses"):
+            continue
+        did, _, depth = str(r["state_id"]).removeprefix("human:").rpartition(":")
+        d = by_id.get(did)
+        if d is None or not depth.isdigit() or not 0 < int(depth) <= len(d.acts) or not d.acts[int(depth) - 1]:
+            continue
+        audited.append((r, d.acts[int(depth) - 1][-1] or "(unlabelled)"))
+    return audited
+
+
+def _simulator_counts(audited: list[tuple[dict[str, Any], str]], reader: Any) -> dict[str, list[list[int]]]:
+    """Persuader act -> one stance count vector per audited state (its replies read by ``reader``)."""
+    from collapse_probe.benchmarks.p4g_stance import STANCES, key_stance
+
+    keys = reader.keys([t for r, _ in audited for t in r["responses"]])
+    sim: dict[str, list[list[int]]] = {}
+    at = 0
+    for r, g in audited:
+        c = Counter(key_stance(x) for x in keys[at : at + len(r["responses"])])
+        at += len(r["responses"])
+        sim.setdefault(g, []).append([c[s] for s in STANCES])
+    return sim
 
 
 def people_epsilon_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
