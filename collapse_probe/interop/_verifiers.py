@@ -120,25 +120,28 @@ def _prompt_text(prompt: Any, where: str) -> str | None:
     return "\n".join(parts) or None
 
 
-def _task(task: dict[str, Any], where: str, line: int) -> tuple[str, str | None]:
-    """``(task id, task text)``: the task's stable key (else its content hash, else its row index)."""
-    data = obj(task.get("data"), f"{where}.task.data", "the task's row")
+def _task(task: dict[str, Any], where: str, line: int, group: Any) -> tuple[str, str | None]:
+    """``(task id, task text)``: the task's stable key (else its content hash, its row index, its name, the
+    episode's rollout group, a digest of its prompt)."""
+    data = obj(task.get("data"), f"{where}: task.data", "the task's row")
     task_id = None
     for field, value in (("key", task.get("key")), ("hash", task.get("hash")), ("data.idx", data.get("idx")),
                          ("data.name", data.get("name"))):  # fmt: skip
-        task_id = ident(value, f"{where}.task.{field}")
+        task_id = ident(value, f"{where}: task.{field}")
         if task_id is not None:
             break
-    content = _prompt_text(data.get("prompt"), f"{where}.task.data.prompt")
+    content = _prompt_text(data.get("prompt"), f"{where}: task.data.prompt")
     if content is None and isinstance(data.get("system_prompt"), str) and data["system_prompt"]:
         content = data["system_prompt"]
+    if task_id is None and isinstance(group, dict):  # a rollout group holds the rollouts of one example
+        task_id = ident(group.get("id"), f"{where}: group.id")
     if task_id is None:
         task_id = hashlib.sha256(content.encode()).hexdigest()[:16] if content else f"line-{line}"
     return task_id, content
 
 
 def _infra(rec: dict[str, Any], where: str) -> str | None:
-    errors = array(rec.get("errors"), f"{where}.errors", "the episode's errors")
+    errors = array(rec.get("errors"), f"{where}: errors", "the episode's errors")
     if rec.get("ok") is True or not errors:
         return None
     last = errors[-1] if isinstance(errors[-1], dict) else {"message": str(errors[-1])}
@@ -176,7 +179,7 @@ def read_verifiers_traces(path: str | Path) -> Any:
         task = rec.get("task")
         if task is None and traces:
             task = traces[0].get("task")
-        task_id, content = _task(obj(task, f"{where}: task", "the episode's task"), where, i)
+        task_id, content = _task(obj(task, f"{where}: task", "the episode's task"), where, i, rec.get("group"))
         env = rec.get("env")
         if isinstance(env, dict) and isinstance(env.get("id"), str) and env["id"]:
             envs.add(env["id"])

@@ -171,6 +171,22 @@ def test_verifiers_single_agent_trace_reads_its_last_branch_and_the_prompt_is_gi
     assert bad.trial == 1  # the second rollout of the task
 
 
+def test_verifiers_task_without_a_key_is_its_rollout_group_and_a_training_step_keeps_states_apart(tmp_path):
+    nodes = [node(None, "user", "Q?"), node(0, "assistant", "A.", True), node(1, "user", "And?"),
+             node(2, "assistant", "B.", True)]  # fmt: skip
+    rows = []
+    for step, trial in ((1, 0), (1, 1), (2, 0)):
+        ep = episode([("agent", True, "m", nodes, {})], group={"id": "g-5"}, id=f"e{step}{trial}",
+                     run={"type": "train", "id": "r", "work": {"type": "train", "step": step}})  # fmt: skip
+        ep["task"] = {"type": "Task", "data": {"prompt": None}}
+        rows.append(ep)
+    run = read_published(write_jsonl(tmp_path / "t.jsonl", rows), "verifiers")
+    assert [c.task_id for c in run.conversations] == ["g-5"] * 3
+    assert [c.group for c in run.conversations] == [("step=1",), ("step=1",), ("step=2",)]
+    states, singletons = shared_prefix_states(run.conversations)
+    assert [s.replies for s in states] == [["And?", "And?"]] and singletons == 1  # step 2's reply stands alone
+
+
 def test_verifiers_legacy_results_prompt_is_given_completion_user_turns_are_the_simulator(tmp_path):
     rows = [{"example_id": 3, "prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Task X"}],
              "completion": [{"role": "assistant", "content": "", "tool_calls": [json.dumps(
