@@ -2,9 +2,10 @@
 
 The shipped material (``collapse_probe/data/meaning/``) carries two labellings: ``labels`` / ``kind``
 and a blind second pass ``labels_second`` / ``kind_second``. This script reproduces the agreement
-table of its README and runs a further blind pass (an independent annotator, a judge):
+table of its README, scores a partitioner against the first labels the same way (``--partition``,
+e.g. ``disclosure`` or ``exact``), and runs a further blind pass (an independent annotator, a judge):
 
-    python scripts/meaning_blind_pass.py agreement [--dir DIR]
+    python scripts/meaning_blind_pass.py agreement [--dir DIR] [--partition NAME]
     python scripts/meaning_blind_pass.py print --out WORKDIR [--dir DIR] [--seed N]
     python scripts/meaning_blind_pass.py apply --work WORKDIR [--name third] [--dir DIR]
 
@@ -20,6 +21,7 @@ stores them as ``labels_NAME`` in states (classes renumbered in order of first a
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import random
 import sys
@@ -77,12 +79,39 @@ def agreement(states: list[dict[str, Any]], pairs: list[dict[str, Any]], field: 
         for group in (p["domain"], "all"):
             prow[group]["n"] += 1
             prow[group]["agree"] += p["kind"] == p[kind_field]
-    out.append(f"pairs ({kind_field} vs kind): domain, n, agree")
-    out += [f"  {g:12s} {c['n']:4d} {c['agree']:4d}" for g, c in sorted(prow.items())]
+            prow[group][p["kind"]] += 1
+            prow[group][p["kind"] + " agree"] += p["kind"] == p[kind_field]
+    out.append(f"pairs ({kind_field} vs kind): domain, n, agree, contrasts agreed / n, paraphrases agreed / n")
+    out += [
+        f"  {g:12s} {c['n']:4d} {c['agree']:4d} {c['contrast agree']:4d} / {c['contrast']:<4d}"
+        f" {c['paraphrase agree']:4d} / {c['paraphrase']}"
+        for g, c in sorted(prow.items())
+    ]
     if done:
         kappa = cohen_kappa_score([p["kind"] for p in done], [p[kind_field] for p in done])
         out.append(f"  Cohen's kappa {kappa:.3f}")
     return "\n".join(out)
+
+
+def partition_pass(states: list[dict[str, Any]], pairs: list[dict[str, Any]], name: str) -> None:
+    """Label the material with the partitioner ``name`` as if it were one more pass: each state's
+    replies partitioned (``labels_<name>``), each pair as a state of two replies (``kind_<name>``:
+    ``contrast`` where it splits them). A partitioner that reads context gets the agent's last turn,
+    as the audit gives it."""
+    from collapse_probe.metrics.partitioners import get_partitioner
+
+    partitioner = get_partitioner(name)
+    groups = [s["replies"] for s in states] + [[p["a"], p["b"]] for p in pairs]
+    prefixes = [s["prefix"] for s in states] + [p["prefix"] for p in pairs]
+    contexts = [next((t["content"] for t in reversed(pre) if t["role"] == "assistant"), None) for pre in prefixes]
+    if "contexts" in inspect.signature(partitioner.partition_many).parameters:
+        labels = partitioner.partition_many(groups, contexts=contexts)
+    else:
+        labels = partitioner.partition_many(groups)
+    for s, lab in zip(states, labels[: len(states)], strict=True):
+        s[f"labels_{name}"] = _first_appearance(list(lab))
+    for p, lab in zip(pairs, labels[len(states) :], strict=True):
+        p[f"kind_{name}"] = "contrast" if lab[0] != lab[1] else "paraphrase"
 
 
 def blind_print(states: list[dict[str, Any]], pairs: list[dict[str, Any]], work: Path, seed: int) -> None:
@@ -159,12 +188,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, default=package_path("data", "meaning"), help="the material")
     ap.add_argument("--out", "--work", dest="work", type=Path, help="working directory of a blind pass")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--partition", help="agreement: score this partitioner instead of the second pass")
     ap.add_argument("--name", default="third", help="the new pass is stored as labels_NAME and kind_NAME")
     args = ap.parse_args(argv)
     try:
         load_meaning_material(args.dir)  # a malformed line is refused here, naming file, line and field
         states, pairs = _read(args.dir / "states.jsonl"), _read(args.dir / "pairs.jsonl")
-        if args.command == "agreement":
+        if args.command == "agreement" and args.partition:
+            partition_pass(states, pairs, args.partition)
+            print(agreement(states, pairs, f"labels_{args.partition}", f"kind_{args.partition}"))
+        elif args.command == "agreement":
             print(agreement(states, pairs, "labels_second", "kind_second"))
         elif args.work is None:
             raise ConfigError(f"{args.command} needs --out / --work DIR")

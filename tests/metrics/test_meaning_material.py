@@ -276,3 +276,17 @@ def test_a_blind_pass_answer_that_does_not_fit_is_refused_in_one_line(tmp_path: 
     err = capsys.readouterr().err.strip()
     assert "states_labels.txt: S000 has 2 classes for" in err and "\n" not in err
     assert script.main(["print", "--dir", str(material)]) == 2
+
+
+def test_a_partitioner_is_scored_against_the_labels_like_a_further_pass(capsys) -> None:
+    script = _blind_pass_script()
+    assert script.main(["agreement", "--partition", "exact"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["all"]]
+    material = load_meaning_material()
+    one_class_per_reply = sum(len(set(s.labels)) == len(s.labels) for s in material.states)
+    # exact text splits every pair and gives every distinct reply its own class
+    assert rows[0][1:3] == [str(len(material.states)), str(one_class_per_reply)]
+    contrasts = sum(p.kind == "contrast" for p in material.pairs)
+    assert rows[1][1:] == [str(len(material.pairs)), str(contrasts), str(contrasts), "/", str(contrasts), "0", "/"] + [
+        str(len(material.pairs) - contrasts)
+    ]
