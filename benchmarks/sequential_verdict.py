@@ -23,7 +23,7 @@ Mix families at ε̄ (ε_s = 1 − modal probability of state s; the mean over t
 
 Tie shapes (``--ties``, on unless ``--quick``): ``k-way ties at t of S``: t states uniform over k tied
 classes (ε = 1 − 1/k), the other S − t states two classes set to keep ε̄, for k = 2, 3, 4, t = one
-state or half of them, and S = 2, 4, 16, 100, at ε̄ = ε* and ε̄ = 0.30.
+state, a quarter or half of them (where the others can keep ε̄), and S = 2, 4, 16, 100, at ε̄ = ε* and ε̄ = 0.30.
 
 Every cell replays its first ``--verify`` audits (default 40) through the product's own
 :func:`~collapse_probe.metrics.sequential_verdict` on the same replies and stops if a decision or the
@@ -103,8 +103,8 @@ def tie_states(k: int, tied: int, eps: float, s: int) -> list[np.ndarray] | None
 
 
 def tie_shapes(s: int) -> list[tuple[str, int, int]]:
-    """(name, k, tied states) of the tie shapes at ``s`` states: one tied state, and half of them."""
-    counts = sorted({1, s // 2})
+    """(name, k, tied states) of the tie shapes at ``s`` states: one tied state, a quarter and half of them."""
+    counts = sorted({1, s // 4, s // 2} - {0})
     return [(f"{k}-way ties at {t} of {s}", k, t) for k in (2, 3, 4) for t in counts]
 
 
@@ -293,7 +293,8 @@ def ties_frontier(reps: int, seed: int, star: float = 0.2, s: int = 4) -> None:
     for n in (30, 40, 50, 60, 80):
         dec = fixed_decision(tot_max, tot_hit, s, n, 0.025, star)
         bound, q = (np.nan, np.nan) if n > 60 else np_bound(n, 0.025, 1 - r, s, 1 - star)
-        print(f"| {n} | {np.mean(dec == -1):.3f} | {bound:.3f} | {q:.2f}, {2 * (1 - star) - q:.2f} |", flush=True)
+        null = "–" if n > 60 else f"{q:.2f}, {2 * (1 - star) - q:.2f}"
+        print(f"| {n} | {np.mean(dec == -1):.3f} | {'–' if n > 60 else f'{bound:.3f}'} | {null} |", flush=True)
 
 
 def np_bound(n: int, alpha: float, m_other: float, s: int, m_star: float) -> tuple[float, float]:
