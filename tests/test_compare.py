@@ -213,3 +213,23 @@ def test_published_tau2_runs_pair_by_task_text(tmp_path: Path) -> None:
     assert data["pairing"]["task_key"] == "content"
     assert data["pairing"]["paired_records"] == sum(n["trials"] for n in data["noise_floor"])
     assert {(n["agent"], n["simulator"]) for n in data["noise_floor"]} >= {("xai/grok-3", "xai/grok-3")}
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "published" / "compare"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "compare.md"
+
+
+def test_the_shipped_samples_print_what_the_docs_show(tmp_path: Path) -> None:
+    """docs/compare.md's first output block is what the command prints on the shipped samples, and the
+    samples' true rank flip (agent-large leads under gpt-4.1, agent-small under gpt-4.1-mini) is found."""
+    files = sorted(str(p) for p in SAMPLES.glob("*.json"))
+    assert len(files) == 4
+    rc, out, err = _cli("compare", *files, "--reference", "gpt-4.1", "--out", str(tmp_path / "run"))
+    assert rc == 0, err
+    block = DOC.read_text(encoding="utf-8").split("```text\n", 1)[1].split("```", 1)[0]
+    shown = [x for x in block.splitlines() if not x.startswith("results:")]
+    assert shown == [x for x in out.splitlines() if not x.startswith("results:")]
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [(f["agents"], f["simulators"]) for f in data["rank_flips"]] == [
+        (["agent-large", "agent-small"], ["gpt-4.1", "gpt-4.1-mini"])
+    ]
