@@ -145,28 +145,7 @@ class JudgeEquivalencePartitioner:
         n_classes = [0] * len(groups)
         orders = 2 if self.bidirectional else 1
         while True:
-            questions: list[tuple[int, int, int]] = []  # (group, candidate index, class id)
-            reqs = []
-            for gi, g in enumerate(groups):
-                todo = [i for i, lab in enumerate(labels[gi]) if lab is None]
-                if not todo:
-                    continue
-                leader, rest = todo[0], todo[1:]
-                cls = n_classes[gi]
-                n_classes[gi] += 1
-                labels[gi][leader] = cls
-                asked: dict[str, int] = {}  # one question per distinct candidate text
-                for i in rest:
-                    if norm[gi][i] == norm[gi][leader]:
-                        labels[gi][i] = cls
-                    elif norm[gi][i] in asked:
-                        continue
-                    else:
-                        asked[norm[gi][i]] = i
-                        questions.append((gi, i, cls))
-                        reqs.append(self._request(g[leader], g[i]))
-                        if self.bidirectional:
-                            reqs.append(self._request(g[i], g[leader]))
+            questions, reqs = self._round(groups, norm, labels, n_classes)
             if not questions:
                 if all(lab is not None for gl in labels for lab in gl):
                     break
@@ -174,25 +153,7 @@ class JudgeEquivalencePartitioner:
             results = await model.generate(reqs)
             self.n_rounds_ += 1
             self.n_questions_ += len(reqs)
-            if len(results) != len(reqs):
-                raise InfraError(
-                    f"judge {getattr(model, 'spec', model)!r} returned {len(results)} results for {len(reqs)} requests"
-                )
-            failed = [r.error for r in results if not r.ok or not r.completions]
-            if failed:
-                raise InfraError(
-                    f"judge {getattr(model, 'spec', model)!r} failed on {len(failed)} of {len(reqs)} "
-                    f"equivalence questions (first error: {failed[0]})"
-                )
-            blank = sum(1 for r in results if not r.completions[0].text.strip())
-            if blank:  # an empty answer is the backend's failure, not a NO: the states are sampled again
-                raise InfraError(f"judge {getattr(model, 'spec', model)!r} returned {blank} empty answers to "
-                                 f"{len(reqs)} equivalence questions")  # fmt: skip
-            unparsed = sum(1 for r in results if parse_yes_no(r.completions[0].text) is None)
-            if unparsed * 2 > len(reqs):
-                raise InfraError(f"judge {getattr(model, 'spec', model)!r} answered neither YES nor NO to {unparsed} "
-                                 f"of {len(reqs)} equivalence questions (e.g. {results[0].completions[0].text[:80]!r}): "
-                                 "its classes would be guesses; use a judge that follows the instruction")  # fmt: skip
+            _check_answers(model, results, len(reqs))
             for q, (gi, i, cls) in enumerate(questions):
                 verdicts = [self._verdict(results[q * orders + k]) for k in range(orders)]
                 if all(verdicts):
@@ -200,3 +161,65 @@ class JudgeEquivalencePartitioner:
                         if labels[gi][j] is None and t == norm[gi][i]:
                             labels[gi][j] = cls
         return [[int(x) for x in gl] for gl in labels]  # type: ignore[arg-type]
+
+    def _round(
+        self,
+        groups: Sequence[Sequence[str]],
+        norm: list[list[str]],
+        labels: list[list[int | None]],
+        n_classes: list[int],
+    ) -> tuple[list[tuple[int, int, int]], list[Any]]:
+        """Open one class per group (its first unlabelled text leads it; equal texts join at once) and
+        the questions that ask whether each other distinct unlabelled text says the same:
+        ``(group, candidate index, class id)`` and their requests (both orders when bidirectional)."""
+        questions: list[tuple[int, int, int]] = []
+        reqs = []
+        for gi, g in enumerate(groups):
+            todo = [i for i, lab in enumerate(labels[gi]) if lab is None]
+            if not todo:
+                continue
+            leader, rest = todo[0], todo[1:]
+            cls = n_classes[gi]
+            n_classes[gi] += 1
+            labels[gi][leader] = cls
+            asked: dict[str, int] = {}  # one question per distinct candidate text
+            for i in rest:
+                if norm[gi][i] == norm[gi][leader]:
+                    labels[gi][i] = cls
+                elif norm[gi][i] in asked:
+                    continue
+                else:
+                    asked[norm[gi][i]] = i
+                    questions.append((gi, i, cls))
+                    reqs.append(self._request(g[leader], g[i]))
+                    if self.bidirectional:
+                        reqs.append(self._request(g[i], g[leader]))
+        return questions, reqs
+
+
+def _check_answers(model: Any, results: Sequence[Any], n_requests: int) -> None:
+    """Refuse a round of the judge's answers that cannot be read as classes (a missing, failed, empty
+    or mostly unparsed answer) as an infrastructure failure.
+
+    Raises:
+        InfraError: naming the judge and what went wrong.
+    """
+    if len(results) != n_requests:
+        raise InfraError(
+            f"judge {getattr(model, 'spec', model)!r} returned {len(results)} results for {n_requests} requests"
+        )
+    failed = [r.error for r in results if not r.ok or not r.completions]
+    if failed:
+        raise InfraError(
+            f"judge {getattr(model, 'spec', model)!r} failed on {len(failed)} of {n_requests} "
+            f"equivalence questions (first error: {failed[0]})"
+        )
+    blank = sum(1 for r in results if not r.completions[0].text.strip())
+    if blank:  # an empty answer is the backend's failure, not a NO: the states are sampled again
+        raise InfraError(f"judge {getattr(model, 'spec', model)!r} returned {blank} empty answers to "
+                         f"{n_requests} equivalence questions")  # fmt: skip
+    unparsed = sum(1 for r in results if parse_yes_no(r.completions[0].text) is None)
+    if unparsed * 2 > n_requests:
+        raise InfraError(f"judge {getattr(model, 'spec', model)!r} answered neither YES nor NO to {unparsed} "
+                         f"of {n_requests} equivalence questions (e.g. {results[0].completions[0].text[:80]!r}): "
+                         "its classes would be guesses; use a judge that follows the instruction")  # fmt: skip
