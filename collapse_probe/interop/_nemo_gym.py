@@ -17,6 +17,15 @@ shape: ``input`` is text or a list of items) and what came back (``response``: `
 ``input`` is the task as given (Gym expands a dataset row into its repeats): its user turns are kept in
 the prefix but marked ``given``, not draws of the simulator; the user turns of ``output`` (a multi-turn
 environment's replies) are the simulator's. The task's text (``task_content``) is the first user input.
+A user-simulation environment (``conversational_tool_use_simulation``) records the whole conversation in
+``result.trajectory.messages`` (``type`` ``text`` / ``tool_call`` / ``tool_execution``, ``source``
+``user`` / ``agent`` / ``environment``), the simulated user's turns with the calls that drew them (its
+opening too, which ``input`` carries): there the conversation is read from the trajectory (after
+``input``'s system messages), every user turn a draw except the first ``prefill_message_count`` messages
+(taken from the data), and the simulator's model is its turns' ``responses[].model``.
+τ2 through Gym (``responses_api_agents/tau2``) stores τ2's own simulation record in ``result``
+(``messages``, ``termination_reason``): its messages are the conversation, every user turn a draw, and the
+models are ``config.llm_user`` / ``config.llm_agent``.
 A row without a ``response``, or whose response failed (``error`` set, ``status`` ``failed`` or
 ``cancelled``), is an infrastructure failure (never scored, counted). The simulator's model is named
 where the row has it (τ2 through Gym: ``config.llm_user``); the policy's is ``response.model``.
@@ -66,6 +75,68 @@ def _items(value: Any, where: str, given: bool) -> list[Any]:
     return out
 
 
+def _trajectory(trajectory: dict[str, Any], where: str) -> tuple[list[Any], str | None]:
+    """The turns of a user-simulation environment's ``result.trajectory.messages`` (``type`` ``text`` /
+    ``tool_call`` / ``tool_execution``, ``source`` ``user`` / ``agent`` / ``environment``) and the model
+    that drew the user's turns (their ``responses[].model``). The first ``prefill_message_count`` messages
+    came from the data (given)."""
+    from collapse_probe.interop._published import PublishedMessage, canonical_arguments
+
+    prefill = trajectory.get("prefill_message_count") or 0
+    if isinstance(prefill, bool) or not isinstance(prefill, int) or prefill < 0:
+        raise ConfigError(f"{where}.prefill_message_count: expected an integer >= 0, got {prefill!r}")
+    out, model = [], None
+    for k, m in enumerate(array(trajectory.get("messages"), f"{where}.messages", "the conversation's messages")):
+        at = f"{where}.messages[{k}]"
+        if not isinstance(m, dict):
+            raise ConfigError(f"{at}: expected a message object, got {type(m).__name__}")
+        kind, source = m.get("type"), m.get("source")
+        if kind == "text":
+            if source not in ("user", "agent"):
+                raise ConfigError(f"{at}.source: expected 'user' or 'agent' for a text message, got {source!r}")
+            side = "simulator" if source == "user" else "policy"
+            given = side == "simulator" and k < prefill
+            out.append(
+                PublishedMessage(side, text_of(m.get("text"), f"{at}.text"), (), {"given": True} if given else {})
+            )
+            responses = m.get("responses") if side == "simulator" and model is None else None
+            for r in responses if isinstance(responses, list) else []:
+                if isinstance(r, dict) and isinstance(r.get("model"), str) and r["model"]:
+                    model = r["model"]
+                    break
+        elif kind == "tool_call":
+            name = m.get("tool_name")
+            if not isinstance(name, str) or not name:
+                raise ConfigError(f"{at}.tool_name: expected the tool's name, got {name!r}")
+            side = "simulator" if source == "user" else "policy"
+            out.append(PublishedMessage(side, "", ((name, canonical_arguments(m.get("arguments", {}), at)),)))
+        elif kind == "tool_execution":
+            out.append(PublishedMessage("tool", text_of(m.get("execution_result"), f"{at}.execution_result")))
+    return out, model
+
+
+def _tau2_messages(messages: list[Any], where: str) -> list[Any]:
+    """τ2 messages (``assistant`` the agent, ``user`` the simulator, ``tool``, ``system``; a multi-tool
+    message's ``tool_messages`` one by one) as published messages."""
+    from collapse_probe.interop._chat import tool_calls
+    from collapse_probe.interop._published import PublishedMessage
+
+    out = []
+    for k, m in enumerate(messages):
+        at = f"{where}[{k}]"
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ConfigError(f"{at}: expected a message object with a string 'role'")
+        parts = m["tool_messages"] if isinstance(m.get("tool_messages"), list) else [m]
+        for j, part in enumerate(parts):
+            if not isinstance(part, dict):
+                raise ConfigError(f"{at}.tool_messages[{j}]: expected a tool message object")
+            role = str(part.get("role", m["role"]))
+            side = {"assistant": "policy", "user": "simulator"}.get(role, role)
+            out.append(PublishedMessage(side, text_of(part.get("content"), f"{at}.content"),
+                                        tool_calls(part.get("tool_calls"), at)))  # fmt: skip
+    return out
+
+
 def _first_user_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value or None
@@ -107,6 +178,18 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
         elif response.get("status") in FAILED:
             infra = f"response status {response['status']}"
         messages += _items(response.get("output") or [], f"{where}: response.output", given=False)
+        result = rec.get("result")
+        trajectory = result.get("trajectory") if isinstance(result, dict) else None
+        drawn_by = None
+        if isinstance(result, dict) and isinstance(result.get("messages"), list) and "termination_reason" in result:
+            # τ2 through Gym: ``result`` is τ2's own simulation record, every user turn of it drawn in the rollout
+            messages = _tau2_messages(result["messages"], f"{where}: result.messages")
+        elif isinstance(trajectory, dict) and trajectory.get("messages") is not None:
+            # a user-simulation environment records the whole conversation, the simulator's turns with the
+            # calls that drew them (its opening included, which ``input`` carries as if it were given)
+            system = [m for m in messages if m.role == "system"]
+            turns, drawn_by = _trajectory(trajectory, f"{where}: result.trajectory")
+            messages = system + turns
         content = _first_user_text(params["input"])
         task_id = ident(rec.get("_ng_task_index"), f"{where}: _ng_task_index")
         if task_id is None:  # rows without Gym's index: the task is its input, identical across repeats
@@ -115,10 +198,12 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
         if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int)):
             raise ConfigError(f"{where}: _ng_rollout_index: expected an integer, got {trial!r}")
         model = response.get("model")
-        policy = model if isinstance(model, str) and model else None
         config = rec.get("config")
+        if not (isinstance(model, str) and model) and isinstance(config, dict):
+            model = config.get("llm_agent")  # τ2 through Gym names its agent's model in its config
+        policy = model if isinstance(model, str) and model else None
         user = config.get("llm_user") if isinstance(config, dict) else None
-        simulator = user if isinstance(user, str) and user else None
+        simulator = user if isinstance(user, str) and user else drawn_by
         ref = rec.get("agent_ref")
         if isinstance(ref, dict) and isinstance(ref.get("name"), str):
             agents.add(ref["name"])

@@ -254,6 +254,38 @@ def test_nemo_gym_rollouts_input_is_given_output_user_turns_are_the_simulator(tm
     assert [s.replies for s in states] == [["The second line.", "Line two."]]
 
 
+def test_nemo_gym_user_simulation_trajectory_and_tau2_through_gym_are_read_with_every_user_turn_drawn(tmp_path):
+    sim_turn = {"type": "text", "source": "user", "text": "I need a ramp at the venue.",
+                "responses": [{"model": "sim-m", "output": []}]}  # fmt: skip
+    trajectory_row = {
+        **gym_row(1, 0, "unused"),
+        "result": {"trajectory": {"prefill_message_count": 0, "messages": [
+            sim_turn,
+            {"type": "tool_call", "source": "agent", "tool_name": "ramp", "arguments": "{\"v\": 1}"},
+            {"type": "tool_execution", "source": "environment", "tool_name": "ramp", "execution_result": "ok"},
+            {"type": "text", "source": "agent", "text": "Booked."},
+            {"type": "text", "source": "user", "text": "###STOP###"}]}},
+    }  # fmt: skip
+    tau2_row = {
+        **gym_row(2, 0, "unused"), "config": {"llm_user": "user-llm", "llm_agent": "agent-llm"},
+        "result": {"task_id": "2", "termination_reason": "user_stop", "messages": [
+            {"role": "assistant", "content": "Hi! How can I help you today?"},
+            {"role": "user", "content": "Cancel my order."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "name": "cancel", "arguments": {"o": 1}}]},
+            {"role": "tool", "content": "done", "id": "c"}]},
+    }  # fmt: skip
+    tau2_row["response"] = {**tau2_row["response"], "model": ""}
+    run = read_published(write_jsonl(tmp_path / "g.jsonl", [trajectory_row, tau2_row]), "nemo-gym")
+    a, b = run.conversations
+    assert turns(a) == [("system", "Be a clerk."), ("simulator", "I need a ramp at the venue."),
+                        ("policy", 'ramp({"v": 1})'), ("tool", "ok"), ("policy", "Booked."),
+                        ("simulator", "###STOP###")]  # fmt: skip
+    assert all(not m.meta.get("given") for m in a.messages) and (a.simulator, a.policy) == ("sim-m", "agent-m")
+    assert turns(b) == [("policy", "Hi! How can I help you today?"), ("simulator", "Cancel my order."),
+                        ("policy", 'cancel({"o": 1})'), ("tool", "done")]  # fmt: skip
+    assert (b.simulator, b.policy, b.task_id) == ("user-llm", "agent-llm", "2")
+
+
 # --- detection, errors, the CLI ------------------------------------------------------------------------
 @pytest.mark.parametrize("name,fmt", sorted(SAMPLE_FORMATS.items()))
 def test_each_sample_is_detected_by_content_even_renamed(tmp_path, name, fmt):
