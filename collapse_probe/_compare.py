@@ -109,24 +109,15 @@ def _named(values: Sequence[str], flag: str, paths: Sequence[str]) -> dict[str, 
 
 
 def _format(path: str, given: str | None) -> str:
-    """The format of an input: ``given``, else from its name, else from its content (a JSON array of
-    trajectories is τ-bench's, an object with ``simulations`` τ2-bench's)."""
-    from collapse_probe._audit._published import format_of
+    """The format of an input: ``given``, else told from its content, else from its name
+    (:func:`collapse_probe._audit._published.format_of`)."""
+    from collapse_probe._audit._published import FORMATS, format_of
 
     try:
         return format_of(path, given)
     except ConfigError:
-        if Path(path).suffix != ".json":
-            raise
-    from collapse_probe._files import read_json_file
-
-    data = read_json_file(Path(path), expected="a results file (JSON)")
-    if isinstance(data, list):
-        return "taubench"
-    if isinstance(data, dict) and "simulations" in data:
-        return format_of(path, "tau2")
-    raise ConfigError(f"{path}: cannot tell the format (neither τ2-bench results nor τ-bench trajectories); "
-                      "give --format")  # fmt: skip
+        raise ConfigError(f"{path}: cannot tell the format from the content or the name; give --format "
+                          f"{'|'.join(FORMATS)}") from None  # fmt: skip
 
 
 def _crossplay_source(path: Path) -> _Source:
@@ -176,8 +167,9 @@ def read_source(path: str, config: CompareConfig, agents: dict[str, str], sims: 
         if cfg.get("kind") == "crossplay":
             return _crossplay_source(p)
         if not (p / "simulations").is_dir():
-            raise ConfigError(f"{path}: holds {cfg.get('kind') or 'no'} run; compare reads cross-play run "
-                              "directories and published results files")  # fmt: skip
+            kind = f"a run of kind {cfg['kind']!r}" if isinstance(cfg.get("kind"), str) else "no collapse-probe run"
+            raise ConfigError(f"{path}: holds {kind}; compare reads cross-play run directories and published "
+                              "results files")  # fmt: skip
     fmt = _format(path, config.format)
     run = read_published(path, fmt)
     key = os.path.abspath(path)

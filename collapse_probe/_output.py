@@ -200,7 +200,7 @@ def _kind(mode: int) -> str:
     return "a file" if stat.S_ISREG(mode) else kind_of(mode)
 
 
-RUN_KINDS = ("play", "audit", "crossplay", "train", "lab", "monitor", "gate")
+RUN_KINDS = ("play", "audit", "crossplay", "train", "lab", "monitor", "gate", "compare")
 """``kind`` values of a run's ``config.json``."""
 
 

@@ -233,3 +233,43 @@ def test_the_shipped_samples_print_what_the_docs_show(tmp_path: Path) -> None:
     assert [(f["agents"], f["simulators"]) for f in data["rank_flips"]] == [
         (["agent-large", "agent-small"], ["gpt-4.1", "gpt-4.1-mini"])
     ]
+
+
+def _crossplay_dir(d: Path) -> Path:
+    """A cross-play run directory as ``crossplay --out`` leaves it: its config and conversation records."""
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"kind": "crossplay", "policies": ["p1"], "simulators": ["s1", "s2"]}))
+    recs = []
+    for sim, outcomes in (("s1", [True, True, False, None]), ("s2", [False, False, False, True])):
+        for i, ok in enumerate(outcomes):
+            recs.append({"task_id": f"task-{i % 2}", "rollout": i // 2, "policy": "p1", "simulator": sim,
+                         "reward": None if ok is None else (0.7 if ok else 0.1), "success": ok,
+                         "status": "infra_error" if ok is None else "done",
+                         "infra_error": "timeout" if ok is None else None})  # fmt: skip
+    (d / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return d
+
+
+def test_a_crossplay_run_directory_is_read_with_its_records_own_success(tmp_path: Path) -> None:
+    run = _crossplay_dir(tmp_path / "xp")
+    rc, out, err = _cli("compare", str(run), "--out", str(tmp_path / "cmp"))
+    assert rc == 0, err
+    data = json.loads((tmp_path / "cmp" / "results.json").read_text())
+    assert data["success_rule"] == {"the records' own success": 7}
+    assert data["pairing"]["left_out"] == {"infrastructure failure (not scored)": 1}
+    [e] = data["simulator_effects"]
+    # s1: task-0 [T, F] .5, task-1 [T] 1 -> .75; s2: task-0 [F, F] 0, task-1 [F, T] .5 -> .25
+    assert (e["simulator"], e["reference"], e["difference"]) == ("s2", "s1", pytest.approx(-0.5))
+    # with a threshold the rewards decide: 0.7 >= 0.5 is a success, as the records say
+    rc, _, _ = _cli("compare", str(run), "--success-threshold", "0.8", "--out", str(tmp_path / "cmp2"))
+    data = json.loads((tmp_path / "cmp2" / "results.json").read_text())
+    assert data["success_rule"] == {"reward >= 0.8": 7} and data["simulator_effects"][0]["difference"] == 0.0
+
+
+def test_a_run_directory_of_another_kind_is_refused(tmp_path: Path) -> None:
+    d = tmp_path / "audit"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"kind": "audit"}))
+    a, _ = _pair(tmp_path)
+    rc, _, err = _cli("compare", str(d), str(a), "--out", str(tmp_path / "cmp"))
+    assert rc == 2 and "holds a run of kind 'audit'; compare reads cross-play run directories" in err
