@@ -171,3 +171,34 @@ def test_ties_at_epsilon_030_are_called_not_collapsed_within_the_cap():
     assert right >= 0.82
     assert all(v.decision != COLLAPSED for v in runs)
     assert np.mean([v.replies_per_state for v in runs]) <= 66
+
+
+def _benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sequential_verdict.py"
+    spec = importlib.util.spec_from_file_location("sequential_verdict_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_benchmarks_tie_shapes_keep_the_mean_error_and_its_audits_are_the_products():
+    bench = _benchmark()
+    for s in (2, 4, 16, 100):
+        for _, k, t in bench.tie_shapes(s):
+            for eps in (0.2, 0.3):
+                states = bench.tie_states(k, t, eps, s)
+                if states is not None:
+                    assert np.mean([1 - p.max() for p in states]) == pytest.approx(eps)
+                    assert sum(np.allclose(p, 1 / k) for p in states) == t
+    assert bench.tie_states(2, 2, 0.2, 4) is None  # two ties at four states exceed ε̄ = 0.2
+    # the simulation's decisions are replayed through sequential_verdict, and a wrong one is caught
+    states = bench.tie_states(2, 2, 0.3, 4)
+    rng = np.random.default_rng(2)
+    dec, looks, _, _ = bench.simulate(states, 30, 80, 0.2, LookSchedule(), rng, verify=30)
+    labels = [bench._state_paths(np.random.default_rng(4), p, 30, 80)[2] for p in states]
+    with pytest.raises(SystemExit, match="disagree"):
+        bench.check_against_product(labels, np.zeros_like(dec), looks, 80, 0.2, LookSchedule())
