@@ -12,7 +12,9 @@ rate under a simulator is the mean over tasks of the task's share of successful 
 unbiased for it. The two rates come from different conversations, so given the tasks they are
 independent, with ``Var R = (1/n²) Σ_t p_t(1 − p_t)/k_t ≤ p̄(1 − p̄)/m`` where ``m = n² / Σ_t 1/k_t``
 (the effective number of trials; ``m = n k`` with ``k`` trials per task): a sum of Bernoulli trials with
-different probabilities is less variable than a binomial with their mean (Hoeffding 1956). Each rate
+different probabilities is less variable than a binomial with their mean (Hoeffding 1956). The bound is
+exact for equal trials per task; with unequal trials (infrastructure failures) it holds unless the
+tasks with fewer trials are also the ones nearer 0.5, and ``m`` is then an approximation. Each rate
 gets the Clopper–Pearson interval of ``R m`` successes in ``m`` trials (exact for the binomial, the
 least concentrated case), and the two are combined into an interval for the difference by MOVER
 (Newcombe 1998; Zou & Donner 2008)::
@@ -30,13 +32,15 @@ Where tasks differ in difficulty the interval is conservative (the binomial boun
 more scored trials whose trials do not all agree, i.e. at least one success and one failure), pass^k
 (:func:`~collapse_probe.metrics.variance.pass_hat_k`), and ``rerun_difference_ci95``: the range
 ``±h`` within which two reruns of the same configuration (same tasks, same trials per task) differ in
-success rate 95 % of the time, ``h = z √(2 Σ_t v_t / k_t) / n`` with ``v_t = k_t/(k_t − 1) p̂_t(1 − p̂_t)``
+success rate 95 % of the time (a normal approximation, estimated from the data), ``h = z √(2 Σ_t v_t / k_t) / n`` with ``v_t = k_t/(k_t − 1) p̂_t(1 − p̂_t)``
 the unbiased estimate of the task's Bernoulli variance (tasks with two or more trials only).
 
 **Ranks** (:func:`rank_flips`, :func:`rank_correlation`): an agent's rate under a simulator is the rate
 above over the tasks the compared cells share. A rank flip is a pair of agents and a pair of simulators
 where the agents' observed order strictly reverses: ``R(a, s) > R(b, s)`` and ``R(a, s') < R(b, s')`` (or
-the mirror); an equal rate under either simulator is a tie, never a flip.
+the mirror); an equal rate under either simulator is a tie, never a flip. Rates are compared as exact
+fractions. Kendall's τ-b is undefined when a simulator ties every agent; bootstrap resamples where it is
+undefined are left out of its interval.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from scipy import stats
@@ -177,6 +182,12 @@ def noise_floor(outcomes: Outcomes, level: float = 0.95) -> NoiseFloor:
     )
 
 
+def exact_rate(outcomes: Outcomes, tasks: Sequence[str]) -> Fraction:
+    """The success rate over ``tasks`` as an exact fraction (what rank flips compare: equal rates tie
+    exactly, whatever order floating-point sums would take)."""
+    return sum((Fraction(sum(map(bool, outcomes[t])), len(outcomes[t])) for t in tasks), Fraction(0)) / len(tasks)
+
+
 @dataclass
 class RankFlip:
     """Two agents whose observed order reverses between two simulators."""
@@ -206,10 +217,10 @@ def rank_flips(cells: Mapping[tuple[str, str], Outcomes]) -> list[RankFlip]:
             shared = [k for k in cells[four[0]] if all(k in cells[c] for c in four[1:])]
             if not shared:
                 continue
-            r = {c: success_rate(cells[c], shared).rate for c in four}
+            r = {c: exact_rate(cells[c], shared) for c in four}
             first, second = r[(a, s)] - r[(b, s)], r[(a, t)] - r[(b, t)]
             if first * second < 0:  # strictly opposite signs; a tie (0) under either is no flip
-                rates = {s: {a: r[(a, s)], b: r[(b, s)]}, t: {a: r[(a, t)], b: r[(b, t)]}}
+                rates = {s: {a: float(r[(a, s)]), b: float(r[(b, s)])}, t: {a: float(r[(a, t)]), b: float(r[(b, t)])}}
                 out.append(RankFlip((a, b), (s, t), rates, len(shared)))
     return out
 

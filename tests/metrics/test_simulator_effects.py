@@ -167,3 +167,17 @@ def test_rank_correlation_undefined_when_every_agent_ties() -> None:
     rc = rank_correlation(cells, "x", "y")
     assert rc is not None and rc.tau is None and rc.ci95 is None
     assert rank_correlation({("A", "x"): {"t": [True]}, ("A", "y"): {"t": [True]}}, "x", "y") is None
+
+
+def test_rates_that_tie_exactly_are_a_tie_whatever_the_floating_point_sum() -> None:
+    """1/10 + 2/10 is 0.30000000000000004 in floating point and 3/10 + 0/10 is 0.3: the two agents tie
+    under x, so their reversal under y is no flip."""
+
+    def cell(*successes: int) -> dict[str, list[bool]]:
+        return {f"t{i}": [True] * c + [False] * (10 - c) for i, c in enumerate(successes)}
+
+    assert (0.1 + 0.2) / 2 > (0.3 + 0.0) / 2  # what a float comparison would read as an order
+    cells = {("A", "x"): cell(1, 2), ("B", "x"): cell(3, 0), ("A", "y"): cell(0, 0), ("B", "y"): cell(9, 9)}
+    assert rank_flips(cells) == []
+    cells[("A", "x")] = cell(2, 2)  # now A leads under x and trails under y
+    assert [(f.agents, f.simulators) for f in rank_flips(cells)] == [(("A", "B"), ("x", "y"))]
