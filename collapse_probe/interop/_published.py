@@ -81,7 +81,8 @@ class PublishedRun:
 
     conversations: list[PublishedConversation]
     format: str
-    """``tau2``, ``inspect`` or ``jsonl``."""
+    """The format's name (``tau2``, ``inspect``, ``jsonl``, ``taubench``, ``verifiers``, ``verifiers-results``,
+    ``nemo-gym``)."""
     path: str
     sha256: str
     benchmark: str | None = None
