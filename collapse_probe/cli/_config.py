@@ -157,58 +157,71 @@ def _options_by_key(sp: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 def _coerce(path: Path, key: str, value: Any, action: argparse.Action, shown: str | None = None) -> Any:
     """Check a file value against the option it sets; return the value argparse would have produced
     (``shown``: the key as the file writes it, for the messages)."""
-
-    def bad(expected: str) -> NoReturn:
-        import reprlib
-
-        got = "null" if value is None else reprlib.repr(value)
-        raise ConfigError(f"{path}: key {shown or key!r}: expected {expected}, got {got}")
-
+    where = f"{path}: key {shown or key!r}"
     if value is None:  # null: the option's default, as if the key were absent
         if action.required:
-            bad("a value (the option is required)")
+            _bad(where, value, "a value (the option is required)")
         return action.default
     if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction | argparse.BooleanOptionalAction):
         if not isinstance(value, bool):
-            bad("true or false")
+            _bad(where, value, "true or false")
         return not value if isinstance(action, argparse._StoreFalseAction) else value
     if isinstance(action, argparse._AppendAction):
-        if isinstance(value, str):
-            value = [value]
-        if key == "model_arg" and isinstance(value, dict):
-            items = []
-            for role, opts in value.items():
-                if not isinstance(opts, dict):
-                    bad("a mapping {ROLE: {option: value}} or a list of 'ROLE.key=value' strings")
-                items += [f"{role}.{k}={_yaml_scalar(v)}" for k, v in opts.items()]
-            value = items
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            bad("a list of strings")
-        if key == "model_arg":
-            try:
-                parse_model_args(value)
-            except ConfigError as exc:
-                raise ConfigError(f"{path}: key {shown or key!r}: {exc}") from None
-        return value
-    kind = action.type
+        return _coerce_list(where, key, value)
+    value = _coerce_typed(where, key, value, action.type)
+    allowed = getattr(action, "allowed", None) or action.choices
+    if allowed is not None and value not in allowed:
+        _bad(where, value, f"one of {', '.join(map(str, allowed))}")
+    return value
+
+
+def _bad(where: str, value: Any, expected: str) -> NoReturn:
+    """Refuse a config file's value: ``where`` names the file and the key."""
+    import reprlib
+
+    got = "null" if value is None else reprlib.repr(value)
+    raise ConfigError(f"{where}: expected {expected}, got {got}")
+
+
+def _coerce_list(where: str, key: str, value: Any) -> list[str]:
+    """The value of a repeatable option (``-M``: also a mapping ``{ROLE: {option: value}}``)."""
+    if isinstance(value, str):
+        value = [value]
+    if key == "model_arg" and isinstance(value, dict):
+        items = []
+        for role, opts in value.items():
+            if not isinstance(opts, dict):
+                _bad(where, value, "a mapping {ROLE: {option: value}} or a list of 'ROLE.key=value' strings")
+            items += [f"{role}.{k}={_yaml_scalar(v)}" for k, v in opts.items()]
+        value = items
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        _bad(where, value, "a list of strings")
+    if key == "model_arg":
+        try:
+            parse_model_args(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return value
+
+
+def _coerce_typed(where: str, key: str, value: Any, kind: Any) -> Any:
+    """The value of an option whose command-line text goes through ``kind`` (``str``, ``int``,
+    ``float`` or a parser of the text)."""
     if kind is None or kind is str:
         if not isinstance(value, str):
-            bad("a string")
+            _bad(where, value, "a string")
     elif kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, int | (float if kind is float else int)):
-            bad("an integer" if kind is int else "a number")
+            _bad(where, value, "an integer" if kind is int else "a number")
         value = kind(value)
     elif callable(kind):  # a parser of the command line's text: a list or mapping in the file reaches it as JSON
         strings = isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
         if getattr(kind, "comma_list", False) and not strings:
-            bad("a list of strings or a comma-separated string")
+            _bad(where, value, "a list of strings or a comma-separated string")
         try:
             value = kind(json.dumps(value) if isinstance(value, list | dict) else str(value))
         except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
-            bad(f"a value accepted by --{key.replace('_', '-')} ({exc})")
-    allowed = getattr(action, "allowed", None) or action.choices
-    if allowed is not None and value not in allowed:
-        bad(f"one of {', '.join(map(str, allowed))}")
+            _bad(where, value, f"a value accepted by --{key.replace('_', '-')} ({exc})")
     return value
 
 
