@@ -273,3 +273,31 @@ def test_a_run_directory_of_another_kind_is_refused(tmp_path: Path) -> None:
     a, _ = _pair(tmp_path)
     rc, _, err = _cli("compare", str(d), str(a), "--out", str(tmp_path / "cmp"))
     assert rc == 2 and "holds a run of kind 'audit'; compare reads cross-play run directories" in err
+
+
+def test_one_jsonl_file_of_several_agents_and_simulators(tmp_path: Path) -> None:
+    """Generic JSONL conversations naming their policy and simulator per record: one file holds the grid."""
+    recs = []
+    for agent, sim, rewards in (("A", "x", [1, 1, 0]), ("A", "y", [0, 1, 0]), ("B", "x", [0, 0, 0]),
+                                ("B", "y", [1, 1, 1])):  # fmt: skip
+        for task, r in enumerate(rewards):
+            for trial in range(2):
+                recs.append({"task_id": f"t{task}", "trial": trial, "policy": agent, "simulator": sim,
+                             "reward": r, "messages": [{"role": "assistant", "content": "Hello"},
+                                                       {"role": "user", "content": "Hi"}]})  # fmt: skip
+    f = tmp_path / "grid.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rc, out, err = _cli("compare", str(f), "--n-boot", "100", "--out", str(tmp_path / "run"))
+    assert rc == 0, err
+    assert "A: y vs x: -33.3 points [" in out and "B: y vs x: +100.0 points [" in out
+    assert "rank flip: A and B change order between x and y" in out
+
+
+def test_the_report_shows_the_effects_noise_floor_and_pairing(tmp_path: Path) -> None:
+    a, b = _pair(tmp_path)
+    assert _cli("compare", str(b), str(a), "--out", str(tmp_path / "run"))[0] == 0
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    for text in ("agent-1: gpt-4.1-mini vs gpt-4.1: +37.5 points", "Simulator effects", "Noise floor",
+                 "19 of 22 conversations paired into 6 tasks by task content", "only under gpt-4.1-mini",
+                 "no pair of agents changes order", "fewer than two agents"):  # fmt: skip
+        assert text in page, text
