@@ -51,9 +51,10 @@ class CompareConfig(Config):
     """Compare every other simulator with this one (default: every pair of simulators, the one read
     first as the reference)."""
     agent_of: Annotated[list[str], Flag("--agent-of", metavar="FILE=NAME")] = []
-    """The agent of a file that does not name one (``FILE=NAME``; several: comma-separated or a JSON list)."""
+    """The agent of a file's conversations (``FILE=NAME``; several: comma-separated or a JSON list), for a
+    file that names none (τ-bench's trajectories) or to replace the name it gives."""
     simulator_of: Annotated[list[str], Flag("--simulator-of", metavar="FILE=NAME")] = []
-    """The user simulator of a file that does not name one (``FILE=NAME``)."""
+    """The user simulator of a file's conversations (``FILE=NAME``), as ``--agent-of``."""
     format: str | None = None
     """The format of every input (default: told from each file's name and content)."""
     n_boot: Annotated[int, Integer(100, 100_000)] = 2000
@@ -122,6 +123,8 @@ def _format(path: str, given: str | None) -> str:
 
 def _crossplay_source(path: Path) -> _Source:
     """A cross-play run directory: its ``conversations.jsonl`` records (policy, simulator, task, reward)."""
+    import math
+
     from collapse_probe.interop._published import file_sha256
     from collapse_probe.rollout import RunDir
 
@@ -139,8 +142,10 @@ def _crossplay_source(path: Path) -> _Source:
                 raise ConfigError(f"{where}: {k}: expected a string, got {rec.get(k)!r}")
         infra = rec.get("status") == "infra_error" or bool(rec.get("infra_error"))
         reward = rec.get("reward")
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
-            raise ConfigError(f"{where}: reward: expected a number or null, got {reward!r}")
+        if reward is not None and (
+            isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward)
+        ):
+            raise ConfigError(f"{where}: reward: expected a finite number or null, got {reward!r}")
         success = rec.get("success") if isinstance(rec.get("success"), bool) else None
         trials.append(_Trial(str(rec["policy"]), str(rec["simulator"]), str(rec["task_id"]), None,
                              None if infra or reward is None else float(reward), infra, success))  # fmt: skip

@@ -301,3 +301,14 @@ def test_the_report_shows_the_effects_noise_floor_and_pairing(tmp_path: Path) ->
                  "19 of 22 conversations paired into 6 tasks by task content", "only under gpt-4.1-mini",
                  "no pair of agents changes order", "fewer than two agents"):  # fmt: skip
         assert text in page, text
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", '"0.5"', "true"])
+def test_a_crossplay_record_with_a_reward_that_is_no_number_is_refused(tmp_path: Path, value: str) -> None:
+    run = _crossplay_dir(tmp_path / "xp")
+    lines = (run / "conversations.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"reward": 0.7', f'"reward": {value}')
+    (run / "conversations.jsonl").write_text("\n".join(lines) + "\n")
+    rc, _, err = _cli("compare", str(run), "--out", str(tmp_path / "cmp"))
+    assert rc == 2 and "conversations.jsonl: record 1: reward: expected a finite number or null" in err
+    assert not (tmp_path / "cmp").exists()
