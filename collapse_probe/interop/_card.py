@@ -286,40 +286,19 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
         raise ConfigError("card: give at least one run directory")
     runs = [_load(d) for d in run_dirs]
     sim = _choose(runs, simulator)
-    fps = {str(r["path"]): _fingerprint(r, sim) for r in runs}
-    distinct = {json.dumps(v, sort_keys=True) for v in fps.values() if v is not None}
-    if len(distinct) > 1:
-        raise ConfigError(
-            f"the runs measured different models under the spec {sim!r} ("
-            + "; ".join(f"{k}: {v}" for k, v in fps.items() if v is not None)
-            + "); a card describes one simulator"
-        )
+    fps = _one_model(runs, sim)
     b = _Builder()
     sources, benchmarks, modes, texts, crossplay = [], [], [], [], []
     for i, r in enumerate(runs):
         res = r["results"]
-        sources.append({
-            "run": str(r["path"]), "kind": r["kind"], "schema": res.get("schema"), "version": res.get("version"),
-            "results_sha256": _sha256(r["path"] / "results.json"), "config_sha256": _sha256(r["path"] / "config.json"),
-        })  # fmt: skip
+        sources.append(_source(r))
         benchmarks.append(res.get("benchmark") or r["config"].get("benchmark"))
         if r["kind"] == "audit":
             modes.append(res.get("mode"))
-            summary = res.get("summary") or {}
-            texts.append({
-                "run": i, "partitioner": res.get("partitioner"), "states_audited": res.get("states_audited"),
-                "notices": res.get("notices") or [], "verdict": res.get("verdict"), "verdicts": res.get("verdicts"),
-                # the headline blocks as results.json holds them (the figures below point into them)
-                **{k: summary.get(k) for k in HEADLINE if k in summary},
-            })  # fmt: skip
+            texts.append(_audit_text(i, res))
             _audit_figures(b, i, res)
         elif r["kind"] == "crossplay":
-            crossplay.append({
-                "run": i, "train_simulator": res.get("train_simulator"),
-                "cells": [c for c in res.get("cells") or [] if isinstance(c, dict) and c.get("simulator") == sim],
-                "transfer": [t for t in res.get("transfer") or [] if isinstance(t, dict)
-                             and (t.get("train_simulator") == sim or sim in (t.get("heldout_simulators") or []))],
-            })  # fmt: skip
+            crossplay.append(_crossplay_entry(i, res, sim))
             _crossplay_figures(b, i, res, sim)
         else:
             b.add("transfer", f"reward of {res.get('policy')} against it (play)", i, res, ["summary", "mean_reward"],
@@ -349,6 +328,53 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
         card["null_reasons"] = reasons
     card["card_fingerprint"] = _card_fingerprint(card)
     return card
+
+
+def _one_model(runs: list[dict[str, Any]], sim: str) -> dict[str, Any]:
+    """Run path -> the fingerprint of the model that answered as ``sim`` in it (``None``: not recorded).
+
+    Raises:
+        ConfigError: two runs recorded different models under the spec.
+    """
+    fps = {str(r["path"]): _fingerprint(r, sim) for r in runs}
+    distinct = {json.dumps(v, sort_keys=True) for v in fps.values() if v is not None}
+    if len(distinct) > 1:
+        raise ConfigError(
+            f"the runs measured different models under the spec {sim!r} ("
+            + "; ".join(f"{k}: {v}" for k, v in fps.items() if v is not None)
+            + "); a card describes one simulator"
+        )
+    return fps
+
+
+def _source(r: dict[str, Any]) -> dict[str, Any]:
+    """The card's record of one run it was built from (what it is, the hashes of its files)."""
+    res = r["results"]
+    return {
+        "run": str(r["path"]), "kind": r["kind"], "schema": res.get("schema"), "version": res.get("version"),
+        "results_sha256": _sha256(r["path"] / "results.json"), "config_sha256": _sha256(r["path"] / "config.json"),
+    }  # fmt: skip
+
+
+def _audit_text(i: int, res: dict[str, Any]) -> dict[str, Any]:
+    """The card's account of audit run ``i``: its partitioner, states, notices, verdicts and headline."""
+    summary = res.get("summary") or {}
+    return {
+        "run": i, "partitioner": res.get("partitioner"), "states_audited": res.get("states_audited"),
+        "notices": res.get("notices") or [], "verdict": res.get("verdict"), "verdicts": res.get("verdicts"),
+        # the headline blocks as results.json holds them (the figures below point into them)
+        **{k: summary.get(k) for k in HEADLINE if k in summary},
+    }  # fmt: skip
+
+
+def _crossplay_entry(i: int, res: dict[str, Any], sim: str) -> dict[str, Any]:
+    """The card's account of cross-play run ``i``: the cells against ``sim`` and the transfers it is in."""
+    return {
+        "run": i, "train_simulator": res.get("train_simulator"),
+        "cells": [c for c in res.get("cells") or [] if isinstance(c, dict) and c.get("simulator") == sim],
+        "transfer": [t for t in res.get("transfer") or [] if isinstance(t, dict)
+                     and (t.get("train_simulator") == sim or sim in (t.get("heldout_simulators") or []))],
+    }  # fmt: skip
 
 
 def _card_fingerprint(card: dict[str, Any]) -> str:
