@@ -390,7 +390,7 @@ def run_compare(paths: Sequence[str], config: CompareConfig, out: str | Path | N
                   "agent_of": sorted(agents.values()), "simulator_of": sorted(sims.values()), "version": __version__}  # fmt: skip
         run_dir.create(record, kind=COMPARE_KIND, fingerprints={}, fresh=fresh)
         run_dir.write_results(results)
-        from collapse_probe.report.compare_plots import write_compare_report
+        from collapse_probe._reports import write_report
 
-        write_compare_report(run_dir.path / "report.html", results)
+        write_report("compare", run_dir.path / "report.html", results)
     return results

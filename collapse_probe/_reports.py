@@ -23,6 +23,7 @@ REPORT_WRITERS: Registry[Callable[..., Any]] = Registry(
     entries={
         "audit": "collapse_probe.report.audit_report:write_audit_report",
         "audit-table": "collapse_probe.report.audit_report:summary_table",
+        "compare": "collapse_probe.report.compare_plots:write_compare_report",
         "crossplay": "collapse_probe.report.crossplay_plots:write_crossplay_report",
         "monitor": "collapse_probe.report.monitor_plots:write_monitor_report",
         "play": "collapse_probe.report.play_plots:write_play_report",

@@ -45,8 +45,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("trainers", {"trainers"}),
     ("interop", {"interop"}),
     ("audit", {"_audit"}),
-    ("report", {"report"}),
     ("compare", {"_compare"}),
+    ("report", {"report"}),
     ("api", {""}),
     ("dashboard", {"dashboard"}),
     ("cli", {"cli", "__main__"}),
@@ -241,7 +241,7 @@ def test_metrics_load_neither_benchmarks_nor_models():
 def test_every_report_writer_loads():
     from collapse_probe import _reports
 
-    assert set(_reports.REPORT_WRITERS) == {"audit", "audit-table", "crossplay", "monitor", "play", "train"}
+    assert set(_reports.REPORT_WRITERS) == {"audit", "audit-table", "compare", "crossplay", "monitor", "play", "train"}
     for kind in _reports.REPORT_WRITERS:
         assert callable(_reports.report_writer(kind))
 
