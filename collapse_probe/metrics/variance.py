@@ -326,9 +326,9 @@ def decompose_variance(
 
 def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str, float], total: float, level: float,
                      n_boot: int, seed: int) -> dict[str, list[float] | None]:  # fmt: skip
-    """Each identified share's interval (the interval stage of :func:`decompose_variance`): BCa over tasks for
-    every share; for the task and judge shares never narrower than the jackknife and (≤ 40 tasks) bootstrap-t
-    intervals; for a side, the upper end is also never below its score-type end (:func:`_side_upper`)."""
+    """Each identified share's interval (the interval stage of :func:`decompose_variance`): BCa over tasks, never
+    narrower than the jackknife and (≤ 40 tasks) bootstrap-t intervals, except that a side's upper end is the
+    larger of BCa's and its score-type end (:func:`_side_upper`)."""
     rng = np.random.default_rng(seed)
     t_count = len(table)
     boot = _components(table, rng.integers(0, t_count, (n_boot, t_count)), judge_from)
@@ -348,15 +348,19 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
             continue
         lo, hi = _bca(boot[k][ok_b] / bt[ok_b], est, theta.get(k, np.full(t_count, est)), level)
         bca[k] = (lo, hi)
-        if k in ("task", "judge"):
+        if k in COMPONENTS:
             # never narrower than the jackknife t interval, est ± t_{T-1} · SE_jack (a second-order check on the
-            # bootstrap where a few tasks carry the component), nor, with few tasks, the bootstrap-t interval
+            # bootstrap where a few tasks carry the component), nor, with few tasks, the bootstrap-t interval; a
+            # side's upper end is its score-type end instead (below), so these widen only its lower end
             se = _jack_se(theta[k]) if k in theta else 0.0
             half = float(stdtrit(t_count - 1, 1 - (1 - level) / 2)) * se * math.sqrt(t_count / (t_count - 1))
-            lo, hi = min(lo, est - half), max(hi, est + half)
+            ends = [(est - half, est + half)]
             if k in studentized and se > 0:  # with few tasks, also the bootstrap-t interval (its skew is the data's)
                 q_lo, q_hi = np.quantile(studentized[k], [(1 - level) / 2, 1 - (1 - level) / 2])
-                lo, hi = min(lo, est - float(q_hi) * se), max(hi, est - float(q_lo) * se)
+                ends.append((est - float(q_hi) * se, est - float(q_lo) * se))
+            lo = min(lo, *(e[0] for e in ends))
+            if k not in SIDES:
+                hi = max(hi, *(e[1] for e in ends))
         out[k] = [lo, hi]
     for side in SIDES:
         ci = out.get(side)
