@@ -481,11 +481,33 @@ class LLMTrainer:
 
     def step(self, step: int) -> dict[str, Any]:
         """Run training step ``step`` (1-based) and return its metrics record."""
-        c = self.config
         assert self.policy is not None
         t0 = time.perf_counter()
+        data, row, groups, rewards, zero, examples, weight_stats = self._sample_step(step)
+        losses = self._update(step, examples)
+        record = self._step_record(step, data, row, groups, rewards, zero, losses)
+        record.update(weight_stats)
+        self._step_extras(step, record, row, losses)
+        record["seconds"] = round(time.perf_counter() - t0, 3)
+        for r in data.records:
+            self.run_dir.append_jsonl(ROLLOUTS, {"step": step, **r})
+        return record
+
+    def _sample_step(
+        self, step: int
+    ) -> tuple[
+        _StepData,
+        dict[str, Any] | None,
+        dict[str, list[str]],
+        dict[str, float],
+        float | None,
+        dict[str, list[TrainingExample]],
+        dict[str, Any],
+    ]:
+        """Roll out step ``step`` (a lagged pool member plays when one is due) and build its examples:
+        ``(data, monitor row, groups, rewards, zero-std share, examples, importance-weight stats)``."""
+        c = self.config
         live_sim = None
-        member = None
         if self.pool is not None and self.simulator is not None:
             _, _, pinfo = self._simulator_for_step(step)
             member = next(m for m in self.pool.members if m["step"] == pinfo["pool_member"])
@@ -511,19 +533,30 @@ class LLMTrainer:
                 self.simulator.load_adapter_state(live_sim)  # type: ignore[union-attr]
         weight_stats: dict[str, Any] = {}
         if live_sim is not None and examples["simulator"]:
-            assert self.simulator is not None
-            live = turn_logprob_sums(
-                self.simulator.model,
-                examples["simulator"],
-                pad_id=self.simulator.pad_id,
-                temperature=c.rollout.temperature,
-                micro_batch=c.train_batch,
-            )
-            for e, lp_live, lp_played in zip(examples["simulator"], live, played, strict=True):
-                e.weight = float(min(1.0, np.exp(min(lp_live - lp_played, 0.0))))
-            ws = [e.weight for e in examples["simulator"]]
-            weight_stats = {"sim_importance_weight_mean": float(np.mean(ws))}
+            weight_stats = self._importance_weights(examples["simulator"], played)
+        return data, row, groups, rewards, zero, examples, weight_stats
 
+    def _importance_weights(self, examples: list[TrainingExample], played: list[float]) -> dict[str, Any]:
+        """Weight each simulator example by min(1, p_live / p_played) (it was played by a lagged
+        snapshot); return the mean weight for the step's record."""
+        assert self.simulator is not None
+        c = self.config
+        live = turn_logprob_sums(
+            self.simulator.model,
+            examples,
+            pad_id=self.simulator.pad_id,
+            temperature=c.rollout.temperature,
+            micro_batch=c.train_batch,
+        )
+        for e, lp_live, lp_played in zip(examples, live, played, strict=True):
+            e.weight = float(min(1.0, np.exp(min(lp_live - lp_played, 0.0))))
+        ws = [e.weight for e in examples]
+        return {"sim_importance_weight_mean": float(np.mean(ws))}
+
+    def _update(self, step: int, examples: dict[str, list[TrainingExample]]) -> dict[str, dict[str, Any]]:
+        """Update every trained model on its examples (vLLM asleep meanwhile); snapshot the simulator
+        into the pool when one is due. Returns model name -> its update's losses."""
+        c = self.config
         if self._vllm is not None:
             self._vllm.sleep()  # the learner step gets vLLM's memory; the next rollout wakes it
         losses = {}
@@ -538,10 +571,24 @@ class LLMTrainer:
         if self.pool is not None and self.simulator is not None and step % c.snapshot_every == 0:
             sim = self.simulator
             self.pool.push(step, lambda p: sim.model.save_pretrained(str(p), safe_serialization=True))
+        return losses
 
+    def _step_record(
+        self,
+        step: int,
+        data: _StepData,
+        row: dict[str, Any] | None,
+        groups: dict[str, list[str]],
+        rewards: dict[str, float],
+        zero: float | None,
+        losses: dict[str, dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The step's metrics record: rewards, the policy's strategy entropy, the simulator's collapse
+        error and the policy's update."""
         from collapse_probe._records import INFRA_ERROR
         from collapse_probe.metrics.strategy import policy_strategy_entropy
 
+        c = self.config
         scored = [r["reward"] for r in data.records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
         entropy = policy_strategy_entropy(
             [r for r in data.records if r.get("status") != INFRA_ERROR],
@@ -549,7 +596,7 @@ class LLMTrainer:
             partitioner=c.partitioner,
             turns=c.entropy_turns,  # type: ignore[arg-type]
         )
-        record: dict[str, Any] = {
+        return {
             "step": step,
             "train_reward": float(np.mean(scored)) if scored else None,
             "zero_std_share": zero,
@@ -564,8 +611,14 @@ class LLMTrainer:
             "policy_tokens": losses["policy"]["n_tokens"],
             "policy_update_skipped": losses["policy"]["skipped"],
             **data.info,
-            **weight_stats,
         }
+
+    def _step_extras(
+        self, step: int, record: dict[str, Any], row: dict[str, Any] | None, losses: dict[str, dict[str, Any]]
+    ) -> None:
+        """Add to ``record`` what only some steps have: the monitor's estimate and alarms, the rollout
+        adapter, the KL term, the logprob mismatch, the simulator's update, the held-out reward."""
+        c = self.config
         if row is not None:
             record["sim_collapse_error_estimate"] = row["collapse_error"]["estimate"]
             record["sim_collapse_error_ci95"] = row["collapse_error"]["ci95"]
@@ -582,10 +635,6 @@ class LLMTrainer:
             record["sim_tokens"] = losses["simulator"]["n_tokens"]
         if c.heldout and (step % c.eval_every == 0 or step == c.steps):
             record["heldout_reward"] = self.evaluate_heldout()
-        record["seconds"] = round(time.perf_counter() - t0, 3)
-        for r in data.records:
-            self.run_dir.append_jsonl(ROLLOUTS, {"step": step, **r})
-        return record
 
     def _policy_advantages(
         self, groups: dict[str, list[str]], rewards: dict[str, float]
