@@ -109,22 +109,11 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
         "collapse_error": {
             "estimate": eps["estimate"],
             "ci95": eps["ci95"],
-            "method": eps.get("method"),
-            "plugin": eps.get("plugin"),
-            "level": eps.get("level"),
+            **{k: eps.get(k) for k in ("method", "plugin", "level")},
             "target": "mean over the audited states of their true collapse error",
         },
         "collapse_error_corrected": float(np.mean([r["collapse_error_corrected"] for r in ok])) if ok else None,
-        "entropy": {
-            "estimate": ent["estimate"],
-            "ci95": ent["ci95"],
-            "estimator": "chao_wang_jost",
-            "unit": "nats",
-            "method": ent.get("method"),
-            "plugin": ent.get("plugin"),
-            "note": ent.get("note"),
-            "lower_bound_only": ent.get("lower_bound_only", False),
-        },  # fmt: skip
+        "entropy": _entropy_block(ent),
         "effective_modes": math.exp(ent["estimate"]) if ent["estimate"] is not None else None,
         "effective_modes_note": "exp of the mean entropy estimate, incl. unseen classes",
         **effective_modes_bound(ent, min((int(r["n"]) for r in ok), default=config.samples)),
@@ -140,25 +129,51 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
         "low_confidence": config.samples < MIN_CONFIDENT_SAMPLES,
         "n_empty_responses": int(sum(r.get("n_empty", 0) for r in ok)),
     }
+    vs_failures = _vs_parse_failures(ok)
+    if vs_failures is not None:
+        summary["vs_parse_failures"] = vs_failures
+    summary["by_source"] = _by_source(ok, config.rollout.seed)
+    return summary
+
+
+def _entropy_block(ent: dict[str, Any]) -> dict[str, Any]:
+    """The summary's entropy block: the mean Chao-Wang-Jost estimate (nats) and its interval."""
+    return {
+        "estimate": ent["estimate"],
+        "ci95": ent["ci95"],
+        "estimator": "chao_wang_jost",
+        "unit": "nats",
+        "method": ent.get("method"),
+        "plugin": ent.get("plugin"),
+        "note": ent.get("note"),
+        "lower_bound_only": ent.get("lower_bound_only", False),
+    }
+
+
+def _vs_parse_failures(ok: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Verbalized-Sampling turns that fell back, over the measured states' replies (``None``: no VS state)."""
     vs = [r["vs"] for r in ok if "vs" in r]
-    if vs:
-        fails = sum(v["parse_failures"] for v in vs)
-        total = sum(r["n"] for r in ok if "vs" in r)
-        reasons: Counter[str] = Counter()
-        for v in vs:
-            reasons.update(v["failure_reasons"])
-        summary["vs_parse_failures"] = {"count": fails, "of": total, "rate": fails / total if total else None,
-                                        "reasons": dict(reasons)}  # fmt: skip
+    if not vs:
+        return None
+    fails = sum(v["parse_failures"] for v in vs)
+    total = sum(r["n"] for r in ok if "vs" in r)
+    reasons: Counter[str] = Counter()
+    for v in vs:
+        reasons.update(v["failure_reasons"])
+    return {"count": fails, "of": total, "rate": fails / total if total else None, "reasons": dict(reasons)}
+
+
+def _by_source(ok: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """State source (benchmark, human, ...) -> the mean ε and entropy over its measured states."""
     by_source: dict[str, Any] = {}
     for src in sorted({r["source"] for r in ok}):
         rs = [r for r in ok if r["source"] == src]
-        e = mean_collapse_error([r["class_counts"] for r in rs], seed=config.rollout.seed)
+        e = mean_collapse_error([r["class_counts"] for r in rs], seed=seed)
         by_source[src] = {"collapse_error": e["estimate"], "ci95": e["ci95"], "n_states": len(rs),
                           "collapse_error_plugin": e["plugin"], "method": e["method"],
                           "entropy": float(np.mean([r["entropy"] for r in rs])),
-                          "entropy_ci95": mean_entropy([r["class_counts"] for r in rs], seed=config.rollout.seed)["ci95"]}  # fmt: skip
-    summary["by_source"] = by_source
-    return summary
+                          "entropy_ci95": mean_entropy([r["class_counts"] for r in rs], seed=seed)["ci95"]}  # fmt: skip
+    return by_source
 
 
 def entropy_lower_bound_only(ent: dict[str, Any], n: int) -> bool:
