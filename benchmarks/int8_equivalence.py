@@ -21,10 +21,11 @@ answer set (a few-shot "answer yes or no" quiz): a reply's meaning is its first 
    state's own sampling noise. The same test is printed for the share of the screen's modal answer (a
    class fixed in advance) as a second reading.
 
-Why ±0.05: it is the audit's finest resolution. At its cap (4 states × 80 replies) the exact interval
-around ε̄ = 0.2 is about ±0.045 wide, so a shift below 0.05 is within what the most precise default audit
-can see, while the verdict's decisive region starts about 0.1 away from ε* (ε̄ 0.30 is decided NOT
-COLLAPSED ≥ 0.90 of the time, 0.25 is not).
+Why ±0.05: it is the audit's finest resolution. At its cap (4 states × 80 replies) the exact (Clopper–
+Pearson) interval of the pooled modal mass at ε̄ = 0.2 is [0.158, 0.248] in ε, about ±0.045, so a shift
+below 0.05 is inside what the most precise default audit can resolve, and half the distance from ε* = 0.2
+at which the sequential audit becomes decisive (ε̄ 0.30: NOT COLLAPSED in 0.89–0.99 of audits,
+``docs/audit-verdict.md``).
 """
 
 from __future__ import annotations
