@@ -10,6 +10,7 @@ keywords) and returning its result::
     verdict = collapse_probe.gate("runs/x", "smollm2", min_transfer=0.8)
     trained = collapse_probe.train(TrainConfig(...), out="runs/train")
     lab = collapse_probe.lab(method="population")
+    effects = collapse_probe.compare(["run-a.json", "run-b.json"], out="runs/compare")
 
 and ``await collapse_probe.audit_async(...)`` (``crossplay_async``, ``gate_async``,
 ``train_async``, ``lab_async``) in async code. Each returns its typed results model
@@ -45,10 +46,18 @@ from collapse_probe.errors import CollapseProbeError, ConfigError, InfraError
 if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on first use (__getattr__)
     from collapse_probe._audit._api import audit, audit_async
     from collapse_probe._audit._config import AuditConfig
+    from collapse_probe._compare import CompareConfig, compare
     from collapse_probe._crossplay import CrossplayConfig, crossplay, crossplay_async
     from collapse_probe._gate import gate, gate_async
     from collapse_probe._state import reset_caches
-    from collapse_probe.results import AuditResults, CrossplayResults, GateResults, LabRunResults, TrainResults
+    from collapse_probe.results import (
+        AuditResults,
+        CompareResults,
+        CrossplayResults,
+        GateResults,
+        LabRunResults,
+        TrainResults,
+    )
     from collapse_probe.trainers._api import lab, lab_async, train, train_async
     from collapse_probe.trainers.config import TrainConfig
     from collapse_probe.trainers.lab import LabConfig
@@ -57,6 +66,8 @@ __all__ = [
     "AuditConfig",
     "AuditResults",
     "CollapseProbeError",
+    "CompareConfig",
+    "CompareResults",
     "ConfigError",
     "CrossplayConfig",
     "CrossplayResults",
@@ -69,6 +80,7 @@ __all__ = [
     "__version__",
     "audit",
     "audit_async",
+    "compare",
     "crossplay",
     "crossplay_async",
     "gate",
@@ -87,6 +99,9 @@ _LAZY = {
     "crossplay": "collapse_probe._crossplay",
     "crossplay_async": "collapse_probe._crossplay",
     "CrossplayConfig": "collapse_probe._crossplay",
+    "compare": "collapse_probe._compare",
+    "CompareConfig": "collapse_probe._compare",
+    "CompareResults": "collapse_probe.results",
     "gate": "collapse_probe._gate",
     "gate_async": "collapse_probe._gate",
     "train": "collapse_probe.trainers._api",

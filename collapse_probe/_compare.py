@@ -27,11 +27,14 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from collapse_probe._constraints import Config, Flag, Integer, Number, OneOf, rule
 from collapse_probe._version import __version__
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.results import CompareResults
 
 COMPARE_KIND = "compare"
 TASK_KEYS = ("auto", "content", "id")
@@ -357,7 +360,9 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
     }
 
 
-def run_compare(paths: Sequence[str], config: CompareConfig, out: str | Path | None, *, fresh: bool = False) -> Any:
+def run_compare(
+    paths: Sequence[str], config: CompareConfig, out: str | Path | None, *, fresh: bool = False
+) -> CompareResults:
     """Read the inputs, compare, and (with ``out``) write ``results.json`` and ``report.html`` into a run
     directory; returns the typed :class:`~collapse_probe.results.CompareResults`.
 
@@ -394,3 +399,23 @@ def run_compare(paths: Sequence[str], config: CompareConfig, out: str | Path | N
 
         write_report("compare", run_dir.path / "report.html", results)
     return results
+
+
+def compare(
+    paths: Sequence[str | Path], /, *, out: str | Path | None = None, fresh: bool = False, **options: Any
+) -> CompareResults:
+    """``collapse-probe compare`` as one call (``collapse_probe.compare([...])``): the simulator effects,
+    noise floor and rank flips of results files or run directories of the same tasks.
+
+    Args:
+        paths: the inputs (results files, τ2 results directories, cross-play run directories).
+        out: a run directory for ``results.json`` and ``report.html`` (``None``: nothing is written).
+        fresh: start over in ``out``.
+        options: :class:`CompareConfig`'s fields (``success_threshold``, ``task_key``, ``reference``,
+            ``agent_of``, ``simulator_of``, ``format``, ``n_boot``, ``seed``).
+
+    Returns:
+        The typed results (:class:`~collapse_probe.results.CompareResults`): ``r.simulator_effects``,
+        ``r.noise_floor``, ``r.rank_flips``, ``r.pairing``.
+    """
+    return run_compare([str(p) for p in paths], CompareConfig(**options), out, fresh=fresh)

@@ -312,3 +312,17 @@ def test_a_crossplay_record_with_a_reward_that_is_no_number_is_refused(tmp_path:
     rc, _, err = _cli("compare", str(run), "--out", str(tmp_path / "cmp"))
     assert rc == 2 and "conversations.jsonl: record 1: reward: expected a finite number or null" in err
     assert not (tmp_path / "cmp").exists()
+
+
+def test_the_public_call_equals_the_command(tmp_path: Path) -> None:
+    import collapse_probe
+    from collapse_probe.results import CompareResults, load
+
+    a, b = _pair(tmp_path)
+    r = collapse_probe.compare([b, a], out=tmp_path / "api")
+    assert isinstance(r, CompareResults) and "compare" in collapse_probe.__all__
+    assert _cli("compare", str(b), str(a), "--out", str(tmp_path / "cli"))[0] == 0
+    from_cli = load(tmp_path / "cli")
+    assert isinstance(from_cli, CompareResults)
+    assert from_cli.simulator_effects == r.simulator_effects and from_cli.noise_floor == r.noise_floor
+    assert load(tmp_path / "api").to_json() == r.to_json()
