@@ -211,111 +211,169 @@ def _key_mode(trials: Sequence[_Trial], asked: str) -> tuple[str, str]:
     return "id", f"{len(scored) - with_text} of {len(scored)} scored records carry no task text"
 
 
-def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[str, Any]:
-    """The ``results.json`` object of a comparison (schema ``collapse-probe/compare/v1``)."""
-    from collapse_probe.metrics import simulator_effects as se
+Cells = dict[tuple[str, str], dict[str, list[bool]]]
+"""``(agent, simulator)`` -> task key -> the successes of the task's scored trials."""
+
+
+@dataclass
+class _Paired:
+    """The scored trials keyed by task, and what was left out."""
+
+    mode: str
+    why: str
+    threshold: float
+    cells: Cells = field(default_factory=dict)
+    ids_of_key: dict[str, set[str]] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=dict)
+    success_rule: dict[str, int] = field(default_factory=dict)
+
+
+def _tally(counts: dict[str, int], reason: str) -> None:
+    counts[reason] = counts.get(reason, 0) + 1
+
+
+def _task_key(t: _Trial, mode: str) -> str | None:
+    """The key that pairs a trial's task across files; ``None``: no task text under the content key."""
+    if mode != "content":
+        return t.task_id
+    if not t.content:
+        return None
+    return "c:" + hashlib.sha256(normalise_task_text(t.content).encode()).hexdigest()[:16]
+
+
+def pair_trials(trials: Sequence[_Trial], config: CompareConfig) -> _Paired:
+    """Key every scored trial by its task and decide its success; count what is left out, by reason."""
     from collapse_probe.metrics.variance import SUCCESS_ATOL
 
-    trials = [t for s in sources for t in s.trials]
     mode, why = _key_mode(trials, config.task_key)
-    left: dict[str, int] = {}
-
-    def count(reason: str) -> None:
-        left[reason] = left.get(reason, 0) + 1
-
-    cells: dict[tuple[str, str], dict[str, list[bool]]] = {}
-    labels: dict[str, str] = {}
-    ids_of_key: dict[str, set[str]] = {}
     threshold = 1.0 if config.success_threshold is None else config.success_threshold
-    verdicts: dict[str, int] = {}
+    out = _Paired(mode, why, threshold)
     for t in trials:
         if t.infra:
-            count("infrastructure failure (not scored)")
+            _tally(out.left_out, "infrastructure failure (not scored)")
             continue
         if t.reward is None:
-            count("no reward")
+            _tally(out.left_out, "no reward")
             continue
-        if mode == "content":
-            if not t.content:
-                count("no task text (content key)")
-                continue
-            key = "c:" + hashlib.sha256(normalise_task_text(t.content).encode()).hexdigest()[:16]
-        else:
-            key = t.task_id
-        labels.setdefault(key, t.task_id)
-        ids_of_key.setdefault(key, set()).add(t.task_id)
+        key = _task_key(t, mode)
+        if key is None:
+            _tally(out.left_out, "no task text (content key)")
+            continue
+        out.ids_of_key.setdefault(key, set()).add(t.task_id)
         if config.success_threshold is None and t.success is not None:
             ok = t.success
-            verdicts["the records' own success"] = verdicts.get("the records' own success", 0) + 1
-        else:
+            _tally(out.success_rule, "the records' own success")
+        else:  # the same tolerance as the flip rate's: a reward of 0.9999999999 out of 1 is a success
             ok = t.reward >= threshold - SUCCESS_ATOL
-            verdicts[f"reward >= {threshold:g}"] = verdicts.get(f"reward >= {threshold:g}", 0) + 1
-        cells.setdefault((t.agent, t.simulator), {}).setdefault(key, []).append(ok)
-    if not cells:
-        raise ConfigError(
-            f"no scored conversation in {', '.join(s.path for s in sources)} "
-            f"({', '.join(f'{n} {r}' for r, n in left.items()) or 'nothing read'})"
-        )
-    order: dict[str, None] = {}
-    for t in trials:
-        order.setdefault(t.simulator)
-    sims_in_order = [s for s in order if any(s == cs for _, cs in cells)]
-    agents = list(dict.fromkeys(a for a, _ in cells))
-    if config.reference is not None and config.reference not in sims_in_order:
-        raise ConfigError(f"--reference {config.reference!r}: not a simulator of the inputs (they hold "
-                          f"{', '.join(sims_in_order)})")  # fmt: skip
+            _tally(out.success_rule, f"reward >= {threshold:g}")
+        out.cells.setdefault((t.agent, t.simulator), {}).setdefault(key, []).append(ok)
+    return out
 
-    cell_rows = []
-    for (a, s), out in cells.items():
-        rate = se.success_rate(out)
-        cell_rows.append({"agent": a, "simulator": s, "n_tasks": rate.n_tasks, "trials": sum(map(len, out.values())),
-                          "success_rate": rate.rate, "ci95": list(rate.ci95)})  # fmt: skip
 
-    effects = []
+def _listed(ci: Sequence[float] | None) -> list[float] | None:
+    return None if ci is None else list(ci)
+
+
+def effect_rows(
+    cells: Cells, agents: Sequence[str], sims: Sequence[str], reference: str | None
+) -> list[dict[str, Any]]:
+    """One row per agent and pair of its simulators (or, with ``reference``, per other simulator)."""
+    from collapse_probe.metrics import simulator_effects as se
+
+    rows = []
     for a in agents:
-        sims = [s for s in sims_in_order if (a, s) in cells]
-        for ref, sim in itertools.combinations(sims, 2):
-            if config.reference is not None:
-                if config.reference not in (ref, sim):
+        mine = [s for s in sims if (a, s) in cells]
+        for ref, sim in itertools.combinations(mine, 2):
+            if reference is not None:
+                if reference not in (ref, sim):
                     continue
-                ref, sim = (ref, sim) if ref == config.reference else (sim, ref)
+                ref, sim = (ref, sim) if ref == reference else (sim, ref)
             x, y = cells[(a, sim)], cells[(a, ref)]
             only = {f"only under {sim}": sum(1 for k in x if k not in y),
                     f"only under {ref}": sum(1 for k in y if k not in x)}  # fmt: skip
             row: dict[str, Any] = {"agent": a, "simulator": sim, "reference": ref,
                                    "left_out": {k: v for k, v in only.items() if v}}  # fmt: skip
-            try:
-                e = se.simulator_effect(x, y, LEVEL)
-            except ValueError:
+            if not any(k in y for k in x):
                 row.update(difference=None, ci95=None, n_tasks=0, rate=None, reference_rate=None,
                            rerun_difference_ci95=None, beyond_noise=None)  # fmt: skip
             else:
+                e = se.simulator_effect(x, y, LEVEL)
                 row.update(difference=e.difference, ci95=list(e.ci95), n_tasks=e.n_tasks, rate=e.rate,
-                           reference_rate=e.reference_rate,
-                           rerun_difference_ci95=None if e.rerun_difference_ci95 is None else list(e.rerun_difference_ci95),
+                           reference_rate=e.reference_rate, rerun_difference_ci95=_listed(e.rerun_difference_ci95),
                            beyond_noise=not (e.ci95[0] <= 0.0 <= e.ci95[1]))  # fmt: skip
-            effects.append(row)
+            rows.append(row)
+    return rows
 
-    noise = []
+
+def noise_rows(cells: Cells) -> list[dict[str, Any]]:
+    """The noise floor of every agent under every simulator."""
+    from collapse_probe.metrics import simulator_effects as se
+
+    rows = []
     for (a, s), out in cells.items():
         nf = se.noise_floor(out, LEVEL)
-        noise.append({"agent": a, "simulator": s, "n_tasks": nf.n_tasks, "tasks_with_repeats": nf.tasks_with_repeats,
-                      "trials": nf.trials, "flip_rate": nf.flip_rate, "flipping_tasks": nf.flipping_tasks,
-                      "pass_k": nf.pass_k,
-                      "rerun_difference_ci95": None if nf.rerun_difference_ci95 is None else list(nf.rerun_difference_ci95)})  # fmt: skip
+        rows.append({"agent": a, "simulator": s, "n_tasks": nf.n_tasks, "tasks_with_repeats": nf.tasks_with_repeats,
+                     "trials": nf.trials, "flip_rate": nf.flip_rate, "flipping_tasks": nf.flipping_tasks,
+                     "pass_k": nf.pass_k, "rerun_difference_ci95": _listed(nf.rerun_difference_ci95)})  # fmt: skip
+    return rows
+
+
+def rank_rows(
+    cells: Cells, sims: Sequence[str], config: CompareConfig
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(rank_correlation, rank_flips)`` rows."""
+    from collapse_probe.metrics import simulator_effects as se
 
     flips = [{"agents": list(f.agents), "simulators": list(f.simulators), "rates": f.rates, "n_tasks": f.n_tasks}
              for f in se.rank_flips(cells)]  # fmt: skip
     corr = []
-    for s1, s2 in itertools.combinations(sims_in_order, 2):
+    for s1, s2 in itertools.combinations(sims, 2):
         rc = se.rank_correlation(cells, s1, s2, level=LEVEL, n_boot=config.n_boot, seed=config.seed)
         if rc is not None:
-            corr.append({"simulators": [s1, s2], "agents": rc.agents, "tau": rc.tau,
-                         "ci95": None if rc.ci95 is None else list(rc.ci95), "n_tasks": rc.n_tasks})  # fmt: skip
+            corr.append({"simulators": [s1, s2], "agents": rc.agents, "tau": rc.tau, "ci95": _listed(rc.ci95),
+                         "n_tasks": rc.n_tasks})  # fmt: skip
+    return corr, flips
 
-    merged = sum(1 for ids in ids_of_key.values() if len(ids) > 1)
+
+def _source_row(s: _Source) -> dict[str, Any]:
+    return {"path": s.path, "format": s.format, "sha256": s.sha256, "conversations": len(s.trials),
+            "agents": sorted({t.agent for t in s.trials}), "simulators": sorted({t.simulator for t in s.trials}),
+            "skipped": s.skipped}  # fmt: skip
+
+
+def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[str, Any]:
+    """The ``results.json`` object of a comparison (schema ``collapse-probe/compare/v1``): pair the trials,
+    then the simulator effects, the noise floor and the ranks over the cells.
+
+    Raises:
+        ConfigError: nothing could be scored, or ``--reference`` names no simulator of the inputs.
+    """
+    from collapse_probe.metrics import simulator_effects as se
+
+    trials = [t for s in sources for t in s.trials]
+    paired = pair_trials(trials, config)
+    cells = paired.cells
+    if not cells:
+        raise ConfigError(
+            f"no scored conversation in {', '.join(s.path for s in sources)} "
+            f"({', '.join(f'{n} {r}' for r, n in paired.left_out.items()) or 'nothing read'})"
+        )
+    held = {s for _, s in cells}
+    sims = [s for s in dict.fromkeys(t.simulator for t in trials) if s in held]  # in the order read
+    agents = list(dict.fromkeys(a for a, _ in cells))
+    if config.reference is not None and config.reference not in sims:
+        raise ConfigError(f"--reference {config.reference!r}: not a simulator of the inputs (they hold "
+                          f"{', '.join(sims)})")  # fmt: skip
+    cell_rows = []
+    for (a, s), out in cells.items():
+        rate = se.success_rate(out)
+        cell_rows.append({"agent": a, "simulator": s, "n_tasks": rate.n_tasks, "trials": sum(map(len, out.values())),
+                          "success_rate": rate.rate, "ci95": list(rate.ci95)})  # fmt: skip
+    effects = effect_rows(cells, agents, sims, config.reference)
+    corr, flips = rank_rows(cells, sims, config)
+    merged = sum(1 for ids in paired.ids_of_key.values() if len(ids) > 1)
     notes = []
-    if mode == "content" and merged:
+    if paired.mode == "content" and merged:
         notes.append(
             f"{merged} task texts appear under more than one task id across the inputs; they are paired by text"
         )
@@ -326,34 +384,23 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
     return {
         "schema": "collapse-probe/compare/v1",
         "version": __version__,
-        "success_threshold": threshold,
-        "success_rule": verdicts,
+        "success_threshold": paired.threshold,
+        "success_rule": paired.success_rule,
         "level": LEVEL,
-        "sources": [
-            {
-                "path": s.path,
-                "format": s.format,
-                "sha256": s.sha256,
-                "conversations": len(s.trials),
-                "agents": sorted({t.agent for t in s.trials}),
-                "simulators": sorted({t.simulator for t in s.trials}),
-                "skipped": s.skipped,
-            }
-            for s in sources
-        ],  # fmt: skip
+        "sources": [_source_row(s) for s in sources],
         "pairing": {
-            "task_key": mode,
-            "why": why,
+            "task_key": paired.mode,
+            "why": paired.why,
             "records": len(trials),
             "paired_records": sum(len(v) for c in cells.values() for v in c.values()),
-            "tasks": len(labels),
-            "left_out": left,
+            "tasks": len(paired.ids_of_key),
+            "left_out": paired.left_out,
         },  # fmt: skip
         "agents": agents,
-        "simulators": sims_in_order,
+        "simulators": sims,
         "cells": cell_rows,
         "simulator_effects": effects,
-        "noise_floor": noise,
+        "noise_floor": noise_rows(cells),
         "rank_correlation": corr,
         "rank_flips": flips,
         "notes": notes,
