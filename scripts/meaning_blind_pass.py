@@ -1,9 +1,11 @@
 """Blind labelling passes over the meaning material, and the agreement between passes.
 
-The shipped material (``collapse_probe/data/meaning/``) carries two labellings: ``labels`` / ``kind``
-and a blind second pass ``labels_second`` / ``kind_second``. This script reproduces the agreement
-table of its README, scores a partitioner against the first labels the same way (``--partition``,
-e.g. ``disclosure`` or ``exact``), and runs a further blind pass (an independent annotator, a judge):
+The shipped material (``collapse_probe/data/meaning/``) carries three labellings: ``labels`` /
+``kind``, a blind second pass ``labels_second`` / ``kind_second`` and a third pass by an annotator
+who had not seen the others, ``labels_third`` / ``kind_third``. This script reproduces the agreement
+table of its README (every pass against every earlier one), scores a partitioner against the first
+labels the same way (``--partition``, e.g. ``disclosure`` or ``exact``), and runs a further blind pass
+(an independent annotator, a judge):
 
     python scripts/meaning_blind_pass.py agreement [--dir DIR] [--partition NAME]
     python scripts/meaning_blind_pass.py print --out WORKDIR [--dir DIR] [--seed N]
@@ -54,43 +56,69 @@ def _collapse_error(labels: list[int]) -> float:
     return 1 - max(Counter(labels).values()) / len(labels)
 
 
-def agreement(states: list[dict[str, Any]], pairs: list[dict[str, Any]], field: str, kind_field: str) -> str:
+def agreement(
+    states: list[dict[str, Any]],
+    pairs: list[dict[str, Any]],
+    field: str,
+    kind_field: str,
+    base: str = "labels",
+    base_kind: str = "kind",
+) -> str:
     """The agreement table: per domain, states with identical partitions, mean |Δε| and mean ARI
-    between ``labels`` and ``field``; pairs whose ``kind`` equals ``kind_field``, and Cohen's κ."""
+    between ``base`` (the first labels unless told) and ``field``; pairs whose ``base_kind`` equals
+    ``kind_field``, and Cohen's κ."""
     from sklearn.metrics import adjusted_rand_score, cohen_kappa_score
 
     rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0])
     for s in states:
-        if field not in s:
+        if field not in s or base not in s:
             continue
         for group in (s["domain"], "all"):
             row = rows[group]
             row[0] += 1
-            row[1] += s["labels"] == s[field]
-            row[2] += abs(_collapse_error(s["labels"]) - _collapse_error(s[field]))
-            row[3] += adjusted_rand_score(s["labels"], s[field])
-    out = [f"states ({field} vs labels): domain, n, identical partitions, mean |delta eps|, mean ARI"]
+            row[1] += s[base] == s[field]
+            row[2] += abs(_collapse_error(s[base]) - _collapse_error(s[field]))
+            row[3] += adjusted_rand_score(s[base], s[field])
+    out = [f"states ({field} vs {base}): domain, n, identical partitions, mean |delta eps|, mean ARI"]
     out += [
         f"  {g:12s} {n:4.0f} {same:4.0f} {de / n:.3f} {ari / n:.3f}" for g, (n, same, de, ari) in sorted(rows.items())
     ]
-    done = [p for p in pairs if kind_field in p]
+    done = [p for p in pairs if kind_field in p and base_kind in p]
     prow: dict[str, Counter[str]] = defaultdict(Counter)
     for p in done:
         for group in (p["domain"], "all"):
             prow[group]["n"] += 1
-            prow[group]["agree"] += p["kind"] == p[kind_field]
-            prow[group][p["kind"]] += 1
-            prow[group][p["kind"] + " agree"] += p["kind"] == p[kind_field]
-    out.append(f"pairs ({kind_field} vs kind): domain, n, agree, contrasts agreed / n, paraphrases agreed / n")
+            prow[group]["agree"] += p[base_kind] == p[kind_field]
+            prow[group][p[base_kind]] += 1
+            prow[group][p[base_kind] + " agree"] += p[base_kind] == p[kind_field]
+    out.append(f"pairs ({kind_field} vs {base_kind}): domain, n, agree, contrasts agreed / n, paraphrases agreed / n")
     out += [
         f"  {g:12s} {c['n']:4d} {c['agree']:4d} {c['contrast agree']:4d} / {c['contrast']:<4d}"
         f" {c['paraphrase agree']:4d} / {c['paraphrase']}"
         for g, c in sorted(prow.items())
     ]
     if done:
-        kappa = cohen_kappa_score([p["kind"] for p in done], [p[kind_field] for p in done])
+        kappa = cohen_kappa_score([p[base_kind] for p in done], [p[kind_field] for p in done])
         out.append(f"  Cohen's kappa {kappa:.3f}")
     return "\n".join(out)
+
+
+def passes(states: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The labelling passes stored in the states, first to last: ``(labels field, kind field)``,
+    the first labels (``labels`` / ``kind``) and then every ``labels_NAME`` / ``kind_NAME``."""
+    names = dict.fromkeys(k.removeprefix("labels_") for s in states for k in s if k.startswith("labels_"))
+    return [("labels", "kind")] + [(f"labels_{n}", f"kind_{n}") for n in names]
+
+
+def all_agreements(states: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
+    """The agreement table of every pass against every earlier one (second vs first, third vs
+    first, third vs second, ...)."""
+    found = passes(states)
+    return "\n\n".join(
+        agreement(states, pairs, field, kind_field, base, base_kind)
+        for i, (field, kind_field) in enumerate(found)
+        for base, base_kind in found[:i]
+    )
 
 
 def partition_pass(states: list[dict[str, Any]], pairs: list[dict[str, Any]], name: str) -> None:
@@ -198,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             partition_pass(states, pairs, args.partition)
             print(agreement(states, pairs, f"labels_{args.partition}", f"kind_{args.partition}"))
         elif args.command == "agreement":
-            print(agreement(states, pairs, "labels_second", "kind_second"))
+            print(all_agreements(states, pairs))
         elif args.work is None:
             raise ConfigError(f"{args.command} needs --out / --work DIR")
         elif args.command == "print":

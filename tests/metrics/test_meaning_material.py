@@ -18,10 +18,10 @@ DATA = package_path("data", "meaning")
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "tau2-real"
 DOMAINS = {"retail", "telecom", "healthcare", "banking", "it_support", "travel"}
-PAIR_KEYS = {"id", "domain", "prefix", "a", "b", "kind", "differs_in", "note", "kind_second"}
+PAIR_KEYS = {"id", "domain", "prefix", "a", "b", "kind", "differs_in", "note", "kind_second", "kind_third"}
 STATE_KEYS = {
     "state_id", "source", "simulator", "domain", "task_id", "user_turn", "prefix", "replies", "labels",
-    "labels_second", "note",
+    "labels_second", "note", "labels_third",
 }  # fmt: skip
 
 
@@ -41,12 +41,13 @@ def test_every_shipped_pair_line_has_the_schema() -> None:
     lines = _lines("pairs.jsonl")
     assert len({rec["id"] for rec in lines}) == len(lines)
     for rec in lines:
-        assert set(rec) <= PAIR_KEYS and PAIR_KEYS - {"note", "kind_second"} <= set(rec), rec["id"]
+        assert set(rec) <= PAIR_KEYS and PAIR_KEYS - {"note", "kind_second", "kind_third"} <= set(rec), rec["id"]
         _check_prefix(rec["prefix"])
         assert rec["kind"] in PAIR_KINDS and rec["differs_in"] in DIFFERS_IN
         assert (rec["kind"] == "paraphrase") == (rec["differs_in"] == "none"), rec["id"]
         assert rec["a"].strip() and rec["b"].strip() and rec["a"] != rec["b"]
         assert rec.get("kind_second") in PAIR_KINDS, f"{rec['id']}: no second, blind pass"
+        assert rec.get("kind_third") in PAIR_KINDS, f"{rec['id']}: no third pass (an annotator blind to the labels)"
 
 
 def test_every_shipped_state_line_has_the_schema() -> None:
@@ -58,7 +59,7 @@ def test_every_shipped_state_line_has_the_schema() -> None:
         _check_prefix(rec["prefix"])
         assert rec["user_turn"] == sum(t["role"] == "user" for t in rec["prefix"])
         assert 4 <= len(rec["replies"]) <= 12 and all(r.strip() for r in rec["replies"])
-        for key in ("labels", "labels_second"):
+        for key in ("labels", "labels_second", "labels_third"):
             labels = rec[key]
             assert len(labels) == len(rec["replies"])
             first: dict[int, int] = {}
@@ -220,12 +221,21 @@ def _blind_pass_script():
 
 def test_the_readme_agreement_table_is_the_one_the_data_gives() -> None:
     script = _blind_pass_script()
-    table = script.agreement(_lines("states.jsonl"), _lines("pairs.jsonl"), "labels_second", "kind_second")
-    n, same, delta, ari = next(line.split()[1:] for line in table.splitlines() if line.split()[:1] == ["all"])
+    states, pairs = _lines("states.jsonl"), _lines("pairs.jsonl")
+    found = script.passes(states)
+    assert [f for f, _ in found] == ["labels", "labels_second", "labels_third"]
+    names = {"labels": "first", "labels_second": "second", "labels_third": "third"}
     readme = (DATA / "README.md").read_text(encoding="utf-8")
-    assert f"| states, all | {n} | {same} | {delta} | {ari} |" in readme
-    pairs_all = [line.split()[1:] for line in table.splitlines() if line.split()[:1] == ["all"]][1]
-    assert f"| **pairs** (kind), all | {pairs_all[0]} | {pairs_all[1]} agree |" in readme
+    for i, (field, kind_field) in enumerate(found):
+        for base, base_kind in found[:i]:
+            table = script.agreement(states, pairs, field, kind_field, base, base_kind)
+            rows = [line.split()[1:] for line in table.splitlines() if line.split()[:1] == ["all"]]
+            (n, same, delta, ari), pairs_all = rows[0], rows[1]
+            passes = f"{names[field]} vs {names[base]}"
+            assert f"| {passes} | states, all | {n} | {same} | {delta} | {ari} |" in readme
+            assert f"| {passes} | pairs (kind), all | {pairs_all[0]} | {pairs_all[1]} agree |" in readme
+    # the command prints every pass against every earlier one
+    assert script.all_agreements(states, pairs).count("states (") == 3
 
 
 def test_a_blind_pass_is_printed_without_labels_and_mapped_back(tmp_path: Path, capsys) -> None:
