@@ -203,9 +203,9 @@ def _key_mode(trials: Sequence[_Trial], asked: str) -> tuple[str, str]:
     scored = [t for t in trials if not t.infra and t.reward is not None]
     with_text = sum(1 for t in scored if t.content)
     if asked == "id":
-        return "id", "asked for (--task-key id)"
+        return "id", "as asked: --task-key id"
     if asked == "content":
-        return "content", "asked for (--task-key content)"
+        return "content", "as asked: --task-key content"
     if scored and with_text == len(scored):
         return "content", "every scored record carries its task's text"
     return "id", f"{len(scored) - with_text} of {len(scored)} scored records carry no task text"
