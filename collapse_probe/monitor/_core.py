@@ -97,6 +97,24 @@ class _Step:
     """rollout -> simulator turn -> the training reply (for the zero-std groups' causes)."""
 
 
+def _zero_std_share(rewards: Sequence[float | None], groups: Sequence[Hashable]) -> float | None:
+    """Share of the step's groups whose finite rewards have no spread (fewer than 2, or all equal).
+
+    Raises:
+        ConfigError: not one group per reward.
+    """
+    if len(groups) != len(rewards):
+        raise ConfigError(f"monitor end_step: {len(groups)} groups for {len(rewards)} rewards")
+    by_group: dict[Hashable, list[float]] = {}
+    for g, r in zip(groups, rewards, strict=True):
+        if r is not None and _finite(r):
+            by_group.setdefault(g, []).append(float(r))
+    if not by_group:
+        return None
+    zero = sum(1 for v in by_group.values() if len(v) < 2 or float(np.std(v)) == 0.0)
+    return zero / len(by_group)
+
+
 def _interval_dict(iv: Any) -> dict[str, Any]:
     return {
         "estimate": iv.estimate,
@@ -510,12 +528,7 @@ class CollapseMonitor:
         groups: Sequence[Hashable] | None,
         policy_texts: Sequence[str] | None,
     ) -> dict[str, Any]:
-        from collapse_probe.metrics import (
-            class_counts,
-            collapse_error_intervals,
-            mean_collapse_error_interval,
-            mean_entropy_interval,
-        )
+        from collapse_probe.metrics import class_counts
 
         c = self.config
         states = st.states
@@ -539,28 +552,7 @@ class CollapseMonitor:
             "samples_per_state": c.shadow_samples,
         }
         if states:
-            labels = await self._meaning().apartition_many([s.texts for s in states])
-            counts = [class_counts(lab) for lab in labels]
-            self._step_counts["meaning"] = counts
-            row["collapse_error"] = _interval_dict(
-                mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step)
-            )
-            ent = mean_entropy_interval(counts, level=c.level, seed=c.seed + step)
-            row["response_entropy"] = {"estimate": ent.estimate, "ci95": list(ent.ci95), "note": ent.note}
-            per_state = [iv.estimate for iv in collapse_error_intervals(counts, level=c.level, seed=c.seed + step)]
-            by_turn: dict[int, list[float]] = {}
-            for s, e in zip(states, per_state, strict=True):
-                by_turn.setdefault(s.turn, []).append(e)
-            reached = {t: sum(1 for n in st.turns.values() if n > t) for t in range(max(st.turns.values(), default=0))}
-            covered = [t for t in reached if t in by_turn]
-            row["accumulated_collapse_error"] = {
-                "estimate": float(sum(reached[t] / n_rollouts * float(np.mean(by_turn[t])) for t in covered)),
-                "turns_covered": len(covered),
-                "turns": len(reached),
-                "method": "sum over simulator turns t of P(turn t reached) x mean bias-aware ε̂ at turn t",
-            }
-            if self.reward_view is not None:
-                row["reward_collapse_error"], row["sim_variance_share"] = await self._reward_view(states, step)
+            await self._meaning_view(row, st, step)
         texts = list(policy_texts) if policy_texts is not None else list(st.policy_texts.values())
         texts = [t for t in texts if isinstance(t, str) and t.strip()]
         if texts:
@@ -574,16 +566,42 @@ class CollapseMonitor:
             vals = [float(r) for r in rewards if r is not None and _finite(r)]
             row["train_reward"] = float(np.mean(vals)) if vals else None
             if groups is not None:
-                if len(groups) != len(rewards):
-                    raise ConfigError(f"monitor end_step: {len(groups)} groups for {len(rewards)} rewards")
-                by_group: dict[Hashable, list[float]] = {}
-                for g, r in zip(groups, rewards, strict=True):
-                    if r is not None and _finite(r):
-                        by_group.setdefault(g, []).append(float(r))
-                if by_group:
-                    zero = sum(1 for v in by_group.values() if len(v) < 2 or float(np.std(v)) == 0.0)
-                    row["zero_std_share"] = zero / len(by_group)
+                row["zero_std_share"] = _zero_std_share(rewards, groups)
         return row
+
+    async def _meaning_view(self, row: dict[str, Any], st: _Step, step: int) -> None:
+        """Fill the step's meaning-view figures into ``row``: the mean ε over the shadow states, the
+        response entropy, the accumulated ε over turns and (with a reward view) the reward view's ε."""
+        from collapse_probe.metrics import (
+            class_counts,
+            collapse_error_intervals,
+            mean_collapse_error_interval,
+            mean_entropy_interval,
+        )
+
+        c = self.config
+        states = st.states
+        n_rollouts = len(st.turns)
+        labels = await self._meaning().apartition_many([s.texts for s in states])
+        counts = [class_counts(lab) for lab in labels]
+        self._step_counts["meaning"] = counts
+        row["collapse_error"] = _interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step))
+        ent = mean_entropy_interval(counts, level=c.level, seed=c.seed + step)
+        row["response_entropy"] = {"estimate": ent.estimate, "ci95": list(ent.ci95), "note": ent.note}
+        per_state = [iv.estimate for iv in collapse_error_intervals(counts, level=c.level, seed=c.seed + step)]
+        by_turn: dict[int, list[float]] = {}
+        for s, e in zip(states, per_state, strict=True):
+            by_turn.setdefault(s.turn, []).append(e)
+        reached = {t: sum(1 for n in st.turns.values() if n > t) for t in range(max(st.turns.values(), default=0))}
+        covered = [t for t in reached if t in by_turn]
+        row["accumulated_collapse_error"] = {
+            "estimate": float(sum(reached[t] / n_rollouts * float(np.mean(by_turn[t])) for t in covered)),
+            "turns_covered": len(covered),
+            "turns": len(reached),
+            "method": "sum over simulator turns t of P(turn t reached) x mean bias-aware ε̂ at turn t",
+        }
+        if self.reward_view is not None:
+            row["reward_collapse_error"], row["sim_variance_share"] = await self._reward_view(states, step)
 
     async def _zero_std(self, st: _Step, rewards: Sequence[float | None], groups: Sequence[Hashable],
                         rollouts: Sequence[str] | None) -> dict[str, Any]:  # fmt: skip
@@ -731,49 +749,66 @@ class CollapseMonitor:
             if test is None or view not in c.alarm_views or test["e_value"] is None:
                 continue
             if test["e_value"] >= test["threshold"]:
-                where = ""
-                if pooled is not None:
-                    steps, ci = pooled["steps"], pooled["ci95"]
-                    over = f"step {steps[0]}" if steps[0] == steps[1] else f"steps {steps[0]}–{steps[1]}"
-                    where = (f"; ε̂ = {pooled['estimate']:.3f}, {int(c.level * 100)}% CI [{ci[0]:.3f}, {ci[1]:.3f}] over "
-                             f"{pooled['n_states']} shadowed states of {over}")  # fmt: skip
-                out.append({
-                    "kind": "collapse",
-                    "view": view,
-                    "step": row["step"],
-                    "value": test["e_value"],
-                    "threshold": test["threshold"],
-                    "epsilon_star": c.epsilon_star,
-                    "window": pooled["window"] if pooled is not None else 1,
-                    "message": f"simulator collapsed ({view} view): the run-wide test of ε ≥ ε* = {c.epsilon_star:g} is "
-                               f"rejected, e-value {test['e_value']:.3g} ≥ {test['threshold']:g} after {test['looks']} "
-                               f"steps (a false alarm anywhere in the run has chance ≤ {1 - c.level:.2g}){where}",
-                })  # fmt: skip
+                out.append(self._collapse_alarm(view, row["step"], test, pooled))
+        entropy_alarm = self._entropy_alarm(row)
+        if entropy_alarm is not None:
+            out.append(entropy_alarm)
+        self.alarms_.extend(out)
+        return out
+
+    def _collapse_alarm(
+        self, view: str, step: int, test: dict[str, Any], pooled: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The collapse alarm of one view, its run-wide test having rejected ε ≥ ε*."""
+        c = self.config
+        where = ""
+        if pooled is not None:
+            steps, ci = pooled["steps"], pooled["ci95"]
+            over = f"step {steps[0]}" if steps[0] == steps[1] else f"steps {steps[0]}–{steps[1]}"
+            where = (f"; ε̂ = {pooled['estimate']:.3f}, {int(c.level * 100)}% CI [{ci[0]:.3f}, {ci[1]:.3f}] over "
+                     f"{pooled['n_states']} shadowed states of {over}")  # fmt: skip
+        return {
+            "kind": "collapse",
+            "view": view,
+            "step": step,
+            "value": test["e_value"],
+            "threshold": test["threshold"],
+            "epsilon_star": c.epsilon_star,
+            "window": pooled["window"] if pooled is not None else 1,
+            "message": f"simulator collapsed ({view} view): the run-wide test of ε ≥ ε* = {c.epsilon_star:g} is "
+                       f"rejected, e-value {test['e_value']:.3g} ≥ {test['threshold']:g} after {test['looks']} "
+                       f"steps (a false alarm anywhere in the run has chance ≤ {1 - c.level:.2g}){where}",
+        }  # fmt: skip
+
+    def _entropy_alarm(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """The strategy-entropy alarm: over the last ``entropy_window`` steps the policy's strategy entropy
+        fell (beyond its intervals' noise) while the train reward rose; ``None`` when it did not."""
+        c = self.config
         history = [*self.rows_, row][-c.entropy_window :]
         ent = [(r.get("strategy_entropy") or {}).get("estimate") for r in history]
         rew = [r.get("train_reward") for r in history]
-        if len(history) == c.entropy_window and all(_finite(x) for x in ent + rew):
-            half = c.entropy_window // 2
-            ent_f, rew_f = [float(x) for x in ent if x is not None], [float(x) for x in rew if x is not None]
-            h0, h1 = float(np.mean(ent_f[:half])), float(np.mean(ent_f[-half:]))
-            r0, r1 = float(np.mean(rew_f[:half])), float(np.mean(rew_f[-half:]))
-            # the fall must also clear the sampling noise: the later steps' intervals lie below the earlier ones'
-            lo0 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h0, h0])[0] for r in history[:half]]))
-            # an entropy that is a lower bound only (upper end None) has no upper end to clear the noise with
-            his = [(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]
-            hi1 = math.inf if any(x is None for x in his) else float(np.mean(his))
-            if h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and hi1 < lo0 and r1 - r0 >= c.reward_rise:
-                out.append({
-                    "kind": "strategy_entropy",
-                    "step": row["step"],
-                    "value": h1 / h0,
-                    "threshold": 1 - c.entropy_drop,
-                    "message": f"the policy's strategy entropy fell from {h0:.3f} to {h1:.3f} nats while train reward rose "
-                               f"from {r0:.3f} to {r1:.3f} over the last {c.entropy_window} steps: it is exploiting the "
-                               "simulator's mode",
-                })  # fmt: skip
-        self.alarms_.extend(out)
-        return out
+        if len(history) != c.entropy_window or not all(_finite(x) for x in ent + rew):
+            return None
+        half = c.entropy_window // 2
+        ent_f, rew_f = [float(x) for x in ent if x is not None], [float(x) for x in rew if x is not None]
+        h0, h1 = float(np.mean(ent_f[:half])), float(np.mean(ent_f[-half:]))
+        r0, r1 = float(np.mean(rew_f[:half])), float(np.mean(rew_f[-half:]))
+        # the fall must also clear the sampling noise: the later steps' intervals lie below the earlier ones'
+        lo0 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h0, h0])[0] for r in history[:half]]))
+        # an entropy that is a lower bound only (upper end None) has no upper end to clear the noise with
+        his = [(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]
+        hi1 = math.inf if any(x is None for x in his) else float(np.mean(his))
+        if not (h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and hi1 < lo0 and r1 - r0 >= c.reward_rise):
+            return None
+        return {
+            "kind": "strategy_entropy",
+            "step": row["step"],
+            "value": h1 / h0,
+            "threshold": 1 - c.entropy_drop,
+            "message": f"the policy's strategy entropy fell from {h0:.3f} to {h1:.3f} nats while train reward rose "
+                       f"from {r0:.3f} to {r1:.3f} over the last {c.entropy_window} steps: it is exploiting the "
+                       "simulator's mode",
+        }  # fmt: skip
 
     def _sequential_test(self, view: str, key: str, row: dict[str, Any], counts: list[Any]) -> dict[str, Any] | None:
         """The collapse alarm's run-wide sequential test of one view (:mod:`~collapse_probe.monitor._sequential`),
