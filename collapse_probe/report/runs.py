@@ -404,12 +404,46 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
     for e in entries:
         if e.name in (*RUN_MARKERS, USAGE_FILE, LOCK_FILE) and e.name not in files:
             problems.append(read_run_file(e.path)[1] or f"{e.name} not read")
+    config = _read_config(p, files, problems)
+    results, typed, invalid = _read_results(p, files, problems)
+    verdicts = _verdict_files(entries)
+    verdict_names = {n for n, _ in verdicts}
+    mtime = 0.0
+    for e in entries:
+        if e.name in RUN_MARKERS or e.name in verdict_names:
+            try:
+                mtime = max(mtime, e.stat(follow_symlinks=False).st_mtime)
+            except OSError:
+                pass
+    return RunInfo(
+        path=p,
+        name=_run_name(p, root),
+        kind=_kind_of(config, results, files, verdicts),
+        config=config,
+        results=None if invalid is not None else results,
+        files=tuple(sorted(files)),
+        problems=problems,
+        mtime=mtime,
+        verdicts=verdicts,
+        typed=typed,
+        invalid=invalid,
+    )
+
+
+def _read_config(p: Path, files: set[str], problems: list[str]) -> dict[str, Any] | None:
+    """The run's ``config.json`` (``None``: absent or unreadable, the problem appended to ``problems``)."""
     config, prob = peek_json(p / CONFIG_FILE)
     if prob and CONFIG_FILE in files:
         problems.append(prob)
     if config is not None and not isinstance(config, dict):
         problems.append(f"{CONFIG_FILE} is not a JSON object")
         config = None
+    return config
+
+
+def _read_results(p: Path, files: set[str], problems: list[str]) -> tuple[dict[str, Any] | None, Any, str | None]:
+    """``(results, typed results, why the results are invalid)`` of the run (``results.json``, or a
+    compare run's file); each problem appended to ``problems``."""
     results_file = COMPARE_FILE if COMPARE_FILE in files and RESULTS_FILE not in files else RESULTS_FILE
     results, prob = peek_json(p / results_file)
     if prob and results_file in files:
@@ -422,15 +456,11 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
         typed, invalid = read_results(results, results_file)
         if invalid is not None:
             problems.append(invalid)
-    verdicts = _verdict_files(entries)
-    verdict_names = {n for n, _ in verdicts}
-    mtime = 0.0
-    for e in entries:
-        if e.name in RUN_MARKERS or e.name in verdict_names:
-            try:
-                mtime = max(mtime, e.stat(follow_symlinks=False).st_mtime)
-            except OSError:
-                pass
+    return results, typed, invalid
+
+
+def _run_name(p: Path, root: str | Path | None) -> str:
+    """The run's name: its path relative to ``root`` (``.`` for the root itself), else its folder's name."""
     if root is not None:
         try:
             rel = p.relative_to(Path(root).resolve())
@@ -439,21 +469,7 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
             name = p.name
     else:
         name = p.name
-    if name == "":
-        name = "."
-    return RunInfo(
-        path=p,
-        name=name,
-        kind=_kind_of(config, results, files, verdicts),
-        config=config,
-        results=None if invalid is not None else results,
-        files=tuple(sorted(files)),
-        problems=problems,
-        mtime=mtime,
-        verdicts=verdicts,
-        typed=typed,
-        invalid=invalid,
-    )
+    return "." if name == "" else name
 
 
 MODEL_FILES = ("model.safetensors", "adapter_config.json", "adapter_model.safetensors", "pytorch_model.bin",
