@@ -46,7 +46,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("monitor/_args.py", "check_turn"): (
         "values a training loop hands the monitor each turn: the message names the argument and what it got"
     ),
-    ("benchmarks/p4g.py", "load_personas"): (
+    ("benchmarks/p4g.py", "_check_persona"): (
         "data read from a persona file: the message names the file, the line and the persona"
     ),
     ("models/scripted.py", "_parse_dist"): (

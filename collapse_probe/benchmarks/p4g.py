@@ -135,9 +135,27 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, a line is not JSON, or a field is missing or malformed.
     """
-    from collapse_probe._files import FileProblem, MissingFile, lone_surrogate_at, read_bytes
-
     p = Path(path) if path is not None else default_datasets_dir() / "p4g" / "personas.jsonl"
+    personas = []
+    for i, line in enumerate(_persona_text(p).splitlines(), start=1):
+        if not line.strip():
+            continue
+        obj = _persona_line(p, i, line)
+        _check_persona(p, i, obj)
+        personas.append(obj)
+    if not personas:
+        raise ConfigError(f"{p}: no personas in the file")
+    return personas
+
+
+def _persona_text(p: Path) -> str:
+    """The persona file's text.
+
+    Raises:
+        ConfigError: the file is missing, unreadable or not UTF-8.
+    """
+    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+
     try:
         raw = read_bytes(p, expected="a JSONL persona file")
     except MissingFile:
@@ -145,56 +163,63 @@ def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
     except FileProblem as exc:
         raise ConfigError(f"persona file {exc}") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSONL persona file") from None
-    personas = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
-        except ValueError:  # an integer too long to convert
-            raise ConfigError(f"{p}: line {i} holds an integer too long to convert") from None
-        at = lone_surrogate_at(obj)
-        if at is not None:
-            raise ConfigError(f"{p}: line {i}: {at or 'the line'} holds a lone surrogate (\\ud800-\\udfff), not text")
-        if not isinstance(obj, dict):
-            raise ConfigError(f"{p}: line {i}: expected a JSON object")
-        if "persona_id" not in obj:
-            raise ConfigError(f"{p}: line {i}: missing field 'persona_id'")
-        for f in PERSONA_FIELDS:
-            if f not in obj:
-                raise ConfigError(f"{p}: line {i} (persona {obj['persona_id']!r}): missing field {f!r}")
-        for f in SCORE_FIELDS:
-            v = obj[f]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ConfigError(
-                    f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be a number, got {v!r}"
-                )
-        for f in DEMOGRAPHICS:
-            v = obj[f]
-            if f == "age":
-                ok = v is None or (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v))
-                want = "a number or null"
-            elif f == "income":
-                ok = v is None or isinstance(v, (str, int, float)) and not isinstance(v, bool)
-                want = "a string, a number or null"
-            else:
-                ok = v is None or isinstance(v, str)
-                want = "a string or null"
-            if not ok:
-                raise ConfigError(
-                    f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be {want}, got {v!r}"
-                )
-        personas.append(obj)
-    if not personas:
-        raise ConfigError(f"{p}: no personas in the file")
-    return personas
+
+
+def _persona_line(p: Path, i: int, line: str) -> dict[str, Any]:
+    """Line ``i`` of the persona file as a JSON object with a ``persona_id`` and every persona field.
+
+    Raises:
+        ConfigError: naming the file and the line.
+    """
+    from collapse_probe._files import lone_surrogate_at
+
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}: line {i} is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: line {i} is JSON nested too deeply") from None
+    except ValueError:  # an integer too long to convert
+        raise ConfigError(f"{p}: line {i} holds an integer too long to convert") from None
+    at = lone_surrogate_at(obj)
+    if at is not None:
+        raise ConfigError(f"{p}: line {i}: {at or 'the line'} holds a lone surrogate (\\ud800-\\udfff), not text")
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{p}: line {i}: expected a JSON object")
+    if "persona_id" not in obj:
+        raise ConfigError(f"{p}: line {i}: missing field 'persona_id'")
+    for f in PERSONA_FIELDS:
+        if f not in obj:
+            raise ConfigError(f"{p}: line {i} (persona {obj['persona_id']!r}): missing field {f!r}")
+    return obj
+
+
+def _check_persona(p: Path, i: int, obj: dict[str, Any]) -> None:
+    """Refuse a persona whose survey scores are not numbers or whose demographics are of the wrong type.
+
+    Raises:
+        ConfigError: naming the file, the line, the persona and the field.
+    """
+    for f in SCORE_FIELDS:
+        v = obj[f]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ConfigError(f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be a number, got {v!r}")
+    for f in DEMOGRAPHICS:
+        v = obj[f]
+        if f == "age":
+            ok = v is None or (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v))
+            want = "a number or null"
+        elif f == "income":
+            ok = v is None or isinstance(v, (str, int, float)) and not isinstance(v, bool)
+            want = "a string, a number or null"
+        else:
+            ok = v is None or isinstance(v, str)
+            want = "a string or null"
+        if not ok:
+            raise ConfigError(f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be {want}, got {v!r}")
 
 
 def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list[HumanDialogue]]:
