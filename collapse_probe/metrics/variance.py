@@ -241,6 +241,61 @@ def decompose_variance(
         ConfigError: a trial without a judgement, a non-finite reward, a side that is neither
             ``simulator`` nor ``agent``, or an option out of range.
     """
+    by_task = _by_task(trials, level, n_boot)
+    all_trials = [t for v in by_task.values() for t in v]
+    notes: list[str] = []
+    multi = {k: v for k, v in by_task.items() if len(v) >= 2}
+    top, unit = _reward_unit(all_trials)
+    stats = [_task_stats([replace(t, rewards=tuple(x / unit for x in t.rewards)) for t in v]) for v in multi.values()]
+    divergence = _divergence(list(multi.values()))
+    judge_from = _judge_source(list(multi.values()), stats, divergence, notes)
+    rewards = [[t.reward for t in v] for v in by_task.values() if v]
+    fr = flip_rate(rewards, success) if success is not None else None
+    pk = pass_hat_k(rewards, success) if success is not None and rewards else {}
+    shares: dict[str, dict[str, Any] | None] = dict.fromkeys(COMPONENTS)
+    comps: dict[str, float | None] = dict.fromkeys(COMPONENTS)
+    result = VarianceDecomposition(shares, comps, None, fr, pk, len(multi), len(all_trials), sum(divergence.values()),
+                                   divergence, _identical_prefixes(list(multi.values())), judge_from, level, notes)  # fmt: skip
+    if not stats:
+        notes.append("no task has 2 scored trials: no decomposition")
+        return result
+    table = np.stack(stats)
+    point = {k: float(v[0]) for k, v in _components(table, np.arange(len(stats))[None, :], judge_from).items()}
+    total = point.pop("_total")
+    result.total = _raw(total, unit)
+    comps.update({k: _raw(val, unit) for k, val in point.items() if not k.startswith((_WITH_JUDGE, _JUDGE_PART))})
+    if unit != 1.0:
+        notes.append(f"rewards up to {top:.3g} in size: the shares are computed on rewards / {unit:.3g}; a "
+                     "component whose square overflows is null")  # fmt: skip
+    if not _identified(table, point, total, notes):
+        return result
+    for k, ci in _share_intervals(table, judge_from, point, total, level, n_boot, seed).items():
+        shares[k] = {"estimate": _unit(point[k] / total), "ci95": ci}
+    if shares["task"] is None and len(stats) >= 2:
+        notes.append("the task share is not identified")
+    return result
+
+
+def _reward_unit(trials: Sequence[Trial]) -> tuple[float, float]:
+    """The largest reward in size and the unit the squares are taken in: the shares do not depend on the
+    rewards' unit, and rewards near the float range (±1e308) would overflow the squares, so they are computed on
+    rewards / unit and the components reported back in raw units where those are finite."""
+    top = max((abs(x) for t in trials for x in t.rewards), default=0.0)
+    return top, (top if top > _LARGE_REWARD else 1.0)
+
+
+def _divergence(groups: Sequence[Sequence[Trial]]) -> dict[str, int]:
+    """Trial pairs by the side of their first differing step (``identical``: the same transcript)."""
+    out = {s: 0 for s in (*SIDES, "identical")}
+    for v in groups:
+        for i in range(len(v)):
+            for j in range(i + 1, len(v)):
+                out[_first_divergence(v[i].steps, v[j].steps)] += 1
+    return out
+
+
+def _by_task(trials: Iterable[Trial], level: float, n_boot: int) -> dict[Hashable, list[Trial]]:
+    """The trials grouped by task (the build stage of :func:`decompose_variance`), each checked, and the options."""
     if not 0 < level < 1:
         raise ConfigError(f"level must be in (0, 1), got {level}")
     if not isinstance(n_boot, int) or n_boot < 10:
@@ -253,75 +308,46 @@ def decompose_variance(
         if bad is not None:
             raise ConfigError(f"trial of task {t.task!r}: a step's side must be 'simulator' or 'agent', got {bad!r}")
         by_task.setdefault(t.task, []).append(t)
-    all_trials = [t for v in by_task.values() for t in v]
-    notes: list[str] = []
-    multi = {k: v for k, v in by_task.items() if len(v) >= 2}
-    # the shares do not depend on the rewards' unit; rewards near the float range (±1e308) would overflow
-    # the squares, so they are computed on rewards / unit and the components reported back in raw units
-    # where those are finite
-    top = max((abs(x) for t in all_trials for x in t.rewards), default=0.0)
-    unit = top if top > _LARGE_REWARD else 1.0
-    stats = [_task_stats([replace(t, rewards=tuple(x / unit for x in t.rewards)) for t in v]) for v in multi.values()]
-    divergence = {s: 0 for s in (*SIDES, "identical")}
-    for v in multi.values():
-        for i in range(len(v)):
-            for j in range(i + 1, len(v)):
-                divergence[_first_divergence(v[i].steps, v[j].steps)] += 1
-    if any(len(t.rewards) >= 2 for v in multi.values() for t in v):
-        judge_from: str | None = "repeated judgements"
-    elif (
+    return by_task
+
+
+def _judge_source(groups: Sequence[Sequence[Trial]], stats: Sequence[np.ndarray], divergence: dict[str, int],
+                  notes: list[str]) -> str | None:  # fmt: skip
+    """Where the judge's variance is read from (``None``, with a note, where it is not identified)."""
+    if any(len(t.rewards) >= 2 for v in groups for t in v):
+        return "repeated judgements"
+    if (
         divergence["identical"] >= MIN_IDENTICAL_PAIRS
         and sum(1 for st in stats if st[_C["ident_pairs"]] > 0) >= MIN_IDENTICAL_TASKS
     ):
-        judge_from = "identical transcripts"
-    else:
-        judge_from = None
-        notes.append(
-            "the judge's share is not identified (no transcript was judged twice, and fewer than "
-            f"{MIN_IDENTICAL_PAIRS} pairs of trials in {MIN_IDENTICAL_TASKS} tasks have the same transcript): any judge "
-            "noise is counted in the share of the side that set each pair off"
-        )
-    ok = [k for k, v in by_task.items() if v]
-    fr = flip_rate([[t.reward for t in by_task[k]] for k in ok], success) if success is not None else None
-    pk = pass_hat_k([[t.reward for t in by_task[k]] for k in ok], success) if success is not None and ok else {}
-    shares: dict[str, dict[str, Any] | None] = dict.fromkeys(COMPONENTS)
-    comps: dict[str, float | None] = dict.fromkeys(COMPONENTS)
-    result = VarianceDecomposition(shares, comps, None, fr, pk, len(multi), len(all_trials), sum(divergence.values()),
-                                   divergence, _identical_prefixes(list(multi.values())), judge_from, level, notes)  # fmt: skip
-    if not stats:
-        notes.append("no task has 2 scored trials: no decomposition")
-        return result
-    table = np.stack(stats)
-    point = {k: float(v[0]) for k, v in _components(table, np.arange(len(stats))[None, :], judge_from).items()}
-    total = point.pop("_total")
-    result.total = _raw(total, unit)
-    for k, val in point.items():
-        if not k.startswith((_WITH_JUDGE, _JUDGE_PART)):
-            comps[k] = _raw(val, unit)
-    if unit != 1.0:
-        notes.append(f"rewards up to {top:.3g} in size: the shares are computed on rewards / {unit:.3g}; a "
-                     "component whose square overflows is null")  # fmt: skip
+        return "identical transcripts"
+    notes.append(
+        "the judge's share is not identified (no transcript was judged twice, and fewer than "
+        f"{MIN_IDENTICAL_PAIRS} pairs of trials in {MIN_IDENTICAL_TASKS} tasks have the same transcript): any judge "
+        "noise is counted in the share of the side that set each pair off"
+    )
+    return None
+
+
+def _identified(table: np.ndarray, point: dict[str, float], total: float, notes: list[str]) -> bool:
+    """Whether the shares are identified (rewards that vary, 2 tasks), with the notes on what they rest on."""
     if total <= 0:
         notes.append("the rewards do not vary: every share is undefined")
-        return result
-    if len(stats) < 2:
+        return False
+    if len(table) < 2:
         split = ", ".join(f"{k} {point[k] / total:.3f}" for k in ("simulator", "agent", "judge") if k in point)
         notes.append(
-            f"only {len(stats)} task has 2 or more scored trials: the shares need 2 tasks (tasks are the units of the "
+            f"only {len(table)} task has 2 or more scored trials: the shares need 2 tasks (tasks are the units of the "
             f"interval, and the task share is the variance between them); within that task: {split}"
         )
-        return result
+        return False
     varying = int(np.sum(table[:, _C["pair_var"]] > 0))
     if varying < MIN_VARYING_TASKS:
         notes.append(
-            f"only {varying} of {len(stats)} tasks have trials whose rewards differ: the within-task shares rest on "
+            f"only {varying} of {len(table)} tasks have trials whose rewards differ: the within-task shares rest on "
             f"{'that task' if varying == 1 else 'those tasks'}, and their intervals understate the uncertainty"
         )
-    for k, ci in _share_intervals(table, judge_from, point, total, level, n_boot, seed).items():
-        shares[k] = {"estimate": _unit(point[k] / total), "ci95": ci}
-    if shares["task"] is None and len(stats) >= 2:
-        notes.append("the task share is not identified")
-    return result
+    return True
 
 
 def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str, float], total: float, level: float,
