@@ -19,7 +19,8 @@ check's text.
   batch (``benchmarks/local_generation.py`` prints the ratios).
 
 What it costs in fidelity is measured, not assumed: ``benchmarks/int8_quality.py`` compares the
-log-likelihood per token and the audit's numbers against float32 (``docs/embedded-int8.md``).
+log-likelihood per token and the audit's numbers against float32, and ``benchmarks/int8_equivalence.py``
+tests the collapse error for equivalence (TOST, margin ±0.05) at states near ε* = 0.2 (``docs/embedded-int8.md``).
 
 torch's weight-only kernel (``torch._weight_int8pack_mm``, float activations) was measured 10-20×
 slower than float32 on these CPUs, and its dynamic quantization (``quantize_dynamic``) shares one
