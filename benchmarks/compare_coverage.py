@@ -8,7 +8,8 @@ Two parts:
    the interval is least conservative), or probabilities spread over [0, 1], or exactly 0 and 1, or the
    same under both simulators (a tie, true difference 0); 5, 10 and 40 tasks; 1, 2 and 4 trials. For
    each cell: how often the 95 % interval covers the truth (the difference of the mean per-task
-   probabilities over the shared tasks), its mean width, and, for contrast, the coverage of a paired t
+   probabilities over the shared tasks), how often it misses on each side ("miss lo": the interval lies
+   above the truth; "miss hi": below it; each should be near 0.025), its mean width, and, for contrast, the coverage of a paired t
    interval over tasks (which collapses to zero width when every task's trials agree) and the width an
    oracle that knew every task's probability would give (``2 · 1.96 · √Var D``).
 2. **Files** (the whole command, :func:`collapse_probe._compare.run_compare`): per replication, τ2-bench
@@ -29,6 +30,7 @@ import itertools
 import json
 import tempfile
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +66,7 @@ def panel(reps: int, seed: int) -> list[dict[str, object]]:
             for k in (1, 2, 4):
                 p1, p0 = f1(n), f0(n)
                 truth = float(np.mean(p1) - np.mean(p0))
-                cover = cover_t = 0
+                cover = cover_t = above = below = 0
                 widths = []
                 for _ in range(reps):
                     c1, c0 = rng.binomial(k, p1), rng.binomial(k, p0)
@@ -72,12 +74,14 @@ def panel(reps: int, seed: int) -> list[dict[str, object]]:
                     b = {str(t): [True] * int(c0[t]) + [False] * (k - int(c0[t])) for t in range(n)}
                     e = simulator_effect(a, b)
                     cover += e.ci95[0] - 1e-12 <= truth <= e.ci95[1] + 1e-12
+                    below += truth < e.ci95[0] - 1e-12  # the interval lies above the truth
+                    above += truth > e.ci95[1] + 1e-12
                     widths.append(e.ci95[1] - e.ci95[0])
                     lo, hi = _paired_t(c1 / k, c0 / k)
                     cover_t += lo - 1e-12 <= truth <= hi + 1e-12
                 oracle = 2 * 1.96 * np.sqrt(np.sum(p1 * (1 - p1) + p0 * (1 - p0)) / k) / n
                 rows.append({"case": name, "tasks": n, "trials": k, "truth": truth, "coverage": cover / reps,
-                             "width": float(np.mean(widths)), "oracle_width": float(oracle),
+                             "miss_low": below / reps, "miss_high": above / reps, "width": float(np.mean(widths)), "oracle_width": float(oracle),
                              "paired_t_coverage": cover_t / reps})  # fmt: skip
     return rows
 
@@ -102,7 +106,7 @@ def files(reps: int, seed: int, n_tasks: int, trials: int) -> dict[str, object]:
 
     rng = np.random.default_rng(seed)
     agents, sims = ["agent-a", "agent-b", "agent-c"], ["sim-x", "sim-y", "sim-z"]
-    covered = total = 0
+    covered = total = miss_low = miss_high = 0
     flip_ok = flip_total = 0
     flips_ok = 0
     flips_seen = 0
@@ -139,6 +143,8 @@ def files(reps: int, seed: int, n_tasks: int, trials: int) -> dict[str, object]:
             truth = float(np.mean(p[(e.agent, e.simulator)] - p[(e.agent, e.reference)]))
             assert e.ci95 is not None and e.n_tasks == n_tasks
             covered += e.ci95[0] - 1e-12 <= truth <= e.ci95[1] + 1e-12
+            miss_low += truth < e.ci95[0] - 1e-12
+            miss_high += truth > e.ci95[1] + 1e-12
             total += 1
             widths.append(e.ci95[1] - e.ci95[0])
             pa, pb = p[(e.agent, e.simulator)], p[(e.agent, e.reference)]
@@ -154,7 +160,8 @@ def files(reps: int, seed: int, n_tasks: int, trials: int) -> dict[str, object]:
                 expect = sum(1 for v in multi if 0 < sum(v) < len(v)) / len(multi)
                 flip_ok += nf.flip_rate is not None and abs(nf.flip_rate - expect) < 1e-12
             flip_total += 1
-        rate = {c: float(np.mean([np.mean(v) for v in d.values()])) for c, d in scored.items()}
+        # exact rates: with 3 trials a task's share is a third, and a float sum would break exact ties
+        rate = {c: sum(Fraction(int(sum(v)), len(v)) for v in d.values()) / len(d) for c, d in scored.items()}
         expect_flips = set()
         for a, b in itertools.combinations(agents, 2):
             for s, t in itertools.combinations(sims, 2):
@@ -165,7 +172,7 @@ def files(reps: int, seed: int, n_tasks: int, trials: int) -> dict[str, object]:
         flips_ok += got == expect_flips
         flips_seen += len(expect_flips)
     return {"replications": reps, "tasks": n_tasks, "trials": trials, "effects": total,
-            "coverage": covered / total, "mean_width": float(np.mean(widths)),
+            "coverage": covered / total, "miss_low": miss_low / total, "miss_high": miss_high / total, "mean_width": float(np.mean(widths)),
             "oracle_width": float(np.mean(oracle)),
             "flip_rate_matches": f"{flip_ok}/{flip_total}", "rank_flips_exact": f"{flips_ok}/{reps}",
             "rank_flips_seen": flips_seen}  # fmt: skip
@@ -182,13 +189,14 @@ def main() -> None:
     t0 = time.time()
     rows = panel(reps, args.seed)
     print(f"panel: {reps} replications per cell")
-    print(f"{'case':38} {'tasks':>5} {'trials':>6} {'truth':>7} {'coverage':>8} {'width':>6} {'oracle':>6} "
-          f"{'paired t':>8}")  # fmt: skip
+    print(f"{'case':38} {'tasks':>5} {'trials':>6} {'truth':>7} {'coverage':>8} {'miss lo':>7} {'miss hi':>7} "
+          f"{'width':>6} {'oracle':>6} {'paired t':>8}")  # fmt: skip
     for r in rows:
-        print(f"{r['case']:38} {r['tasks']:5d} {r['trials']:6d} {r['truth']:+7.3f} {r['coverage']:8.3f} "
+        print(f"{r['case']:38} {r['tasks']:5d} {r['trials']:6d} {r['truth']:+7.3f} {r['coverage']:8.3f} {r['miss_low']:7.3f} {r['miss_high']:7.3f} "
               f"{r['width']:6.3f} {r['oracle_width']:6.3f} {r['paired_t_coverage']:8.3f}")  # fmt: skip
     cov = [float(r["coverage"]) for r in rows]  # type: ignore[arg-type]
-    print(f"panel: lowest coverage {min(cov):.3f}, mean {np.mean(cov):.3f} over {len(rows)} cells")
+    print(f"panel: lowest coverage {min(cov):.3f}, mean {np.mean(cov):.3f} over {len(rows)} cells; largest one-sided "
+          f"miss {max(max(float(r['miss_low']), float(r['miss_high'])) for r in rows):.3f} (each side: 0.025)")  # type: ignore[arg-type]  # fmt: skip
     for n_tasks, trials in ((8, 1), (10, 3), (40, 4)):
         print("files:", files(file_reps, args.seed + n_tasks, n_tasks, trials))
     print(f"{time.time() - t0:.0f} s")
