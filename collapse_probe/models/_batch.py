@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
+from collapse_probe.limits import MAX_WAIT_S
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 from collapse_probe.models._usage import check_budget
 
@@ -118,12 +120,10 @@ def configure_batch(
         except ValueError:
             raise ConfigError(f"$COLLAPSE_PROBE_BATCH_THRESHOLD: expected an integer, got {raw!r}") from None
     if threshold is not None:
-        if threshold < 1:
-            raise ConfigError(f"batch threshold must be >= 1, got {threshold}")
+        check_value(threshold, "batch threshold", [Integer(1)])
         SETTINGS.threshold = threshold
     if poll_s is not None:
-        if not poll_s > 0:
-            raise ConfigError(f"batch poll interval must be > 0 s, got {poll_s}")
+        check_value(poll_s, "batch poll interval (seconds)", [Number(gt=0, le=MAX_WAIT_S)])
         SETTINGS.poll_s = poll_s
     if state_dir is not None:
         SETTINGS.state_dir = Path(state_dir)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 
 Message = dict[str, Any]
@@ -44,12 +45,9 @@ class SamplingParams:
     """Return the log-probability of each generated token where the backend has them."""
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_tokens < 1:
-            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        check_value(self.temperature, "temperature", [Number(ge=0, numpy=True)])
+        check_value(self.top_p, "top_p", [Number(gt=0, le=1, numpy=True)])
+        check_value(self.max_tokens, "max_tokens", [Integer(1, numpy=True)])
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -80,8 +78,7 @@ class GenerationRequest:
     (:meth:`ChatModel.score_choices`); generation ignores it."""
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ConfigError(f"n must be >= 1, got {self.n}")
+        check_value(self.n, "n", [Integer(1, numpy=True)])
         if not self.messages and self.prompt is None:
             raise ConfigError("a request needs messages or a prompt")
         object.__setattr__(self, "messages", tuple(self.messages))
