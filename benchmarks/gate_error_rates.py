@@ -54,6 +54,7 @@ import numpy as np
 
 from collapse_probe._crossplay import CrossplayConfig, crossplay_results
 from collapse_probe._gate import EXIT_CANNOT_JUDGE, evaluate_gate
+from collapse_probe._records import ConversationRecord
 from collapse_probe.metrics.transfer import cluster_bootstrap_diff, mean_ci, transfer_ratio
 
 REWARD_RANGE = (0.0, 1.0)
@@ -115,8 +116,8 @@ def simulate_run(
         for t in range(tasks):
             for g in range(rollouts):
                 r = float(rewards[t, g])
-                records.append({"policy": pol, "simulator": sim, "task_id": f"t{t}", "rollout": g,
-                                "status": "done", "reward": r, "success": r > 0, "messages": []})  # fmt: skip
+                records.append(ConversationRecord.make(policy=pol, simulator=sim, task_id=f"t{t}", rollout=g,
+                                                       reward=r, success=r > 0))  # fmt: skip
     config = CrossplayConfig(
         policies=["candidate", "baseline"], simulators=sims, train_simulator="train", tasks=tasks, rollouts=rollouts
     )
@@ -184,8 +185,8 @@ def cell_row(panel: Panel, tasks: int, rollouts: int, reps: int, seed: int) -> d
     for _ in range(reps):
         p = rng.beta(panel.task_a, panel.task_b, size=tasks)
         rewards = panel.draw(rng, p, rollouts)
-        records = [{"policy": "p", "simulator": "s", "task_id": f"t{t}", "rollout": g, "status": "done",
-                    "reward": float(rewards[t, g]), "messages": []}
+        records = [ConversationRecord.make(policy="p", simulator="s", task_id=f"t{t}", rollout=g,
+                                           reward=float(rewards[t, g]))
                    for t in range(tasks) for g in range(rollouts)]  # fmt: skip
         cell = crossplay_results(records, config, reward_range=REWARD_RANGE)["cells"][0]
         old = mean_ci(rewards.ravel())

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from collapse_probe._callable import config_and_options
 from collapse_probe._constraints import Flag, OneOf, Specs, rule
-from collapse_probe._records import INFRA_ERROR, record_fingerprints
+from collapse_probe._records import INFRA_ERROR, ConversationRecord, record_fingerprints
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
@@ -230,7 +230,7 @@ async def run_crossplay_async(
 
 
 def crossplay_results(
-    records: Sequence[dict[str, Any]],
+    records: Sequence[ConversationRecord],
     config: CrossplayConfig,
     *,
     task_ids: Sequence[str] | None = None,
@@ -250,10 +250,10 @@ def crossplay_results(
     """
     config.validate()
     if task_ids is None:
-        task_ids = list(dict.fromkeys(str(r["task_id"]) for r in records))
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        task_ids = list(dict.fromkeys(r.task_id for r in records))
+    by_cell: dict[tuple[str, str], list[ConversationRecord]] = {}
     for r in records:
-        by_cell.setdefault((r["policy"], r["simulator"]), []).append(r)
+        by_cell.setdefault((r.policy, r.simulator), []).append(r)
 
     cells = []
     for p in config.policies:
@@ -276,7 +276,7 @@ def crossplay_results(
     for p in config.policies:
         diversity.append(
             policy_strategy_entropy(
-                [r for r in records if r["policy"] == p and r.get("status") != INFRA_ERROR],
+                [r for r in records if r.policy == p and r.status != INFRA_ERROR],
                 p,
                 partitioner=config.partitioner,
                 turns=config.entropy_turns,

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collapse_probe._constraints import rule
+from collapse_probe._records import ConversationRecord
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
@@ -58,12 +59,13 @@ def run_play(
     )
 
 
-def _play_variance(records: list[dict[str, Any]], arena: Arena, seed: int) -> dict[str, Any]:
+def _play_variance(records: list[ConversationRecord], arena: Arena, seed: int) -> dict[str, Any]:
     """``results.json``'s ``variance`` of a play run (its tasks' rollouts are the trials)."""
     from collapse_probe.metrics.variance import decompose_variance, trials_from_records, variance_notes
 
     bounds = declared_reward_range(arena)
-    out = decompose_variance(trials_from_records(records), seed=seed, success=bounds[1] if bounds else 1.0).to_dict()
+    trials = trials_from_records(r.to_line_dict() for r in records)
+    out = decompose_variance(trials, seed=seed, success=bounds[1] if bounds else 1.0).to_dict()
     out["notes"] = variance_notes(out)
     return out
 

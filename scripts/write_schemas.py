@@ -1,4 +1,4 @@
-"""Write the JSON Schema of every results kind to ``collapse_probe/schemas/<kind>.json``, from the typed models.
+"""Write the JSON Schema of every results kind and record kind to ``collapse_probe/schemas/<kind>.json``, from the typed models.
 
     python scripts/write_schemas.py            # (re)write collapse_probe/schemas/*.json (shipped in the wheel)
     python scripts/write_schemas.py --check    # exit 1 when a committed schema differs from its model
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import collapse_probe
-from collapse_probe.results import KINDS, schema_text
+from collapse_probe.results import KINDS, RECORDS, schema_text
 
 SCHEMA_DIR = Path(collapse_probe.__file__).resolve().parent / "schemas"
 """The source tree's schema folder (run from a checkout or an editable install)."""
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=SCHEMA_DIR, help=f"directory (default {SCHEMA_DIR})")
     args = parser.parse_args(argv)
     stale = []
-    for kind in KINDS:
+    for kind in [*KINDS, *RECORDS]:
         path = args.out / f"{kind}.json"
         text = schema_text(kind)
         if args.check:

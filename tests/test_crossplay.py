@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from collapse_probe._crossplay import SCHEMA, CrossplayConfig, crossplay_results, run_crossplay
+from collapse_probe._records import ConversationRecord
 from collapse_probe.benchmarks.p4g import P4GArena, donation_reward, parse_donation
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, GenerationResult
@@ -177,17 +178,16 @@ def test_partial_infra_failures_excluded_from_mean(donors, policies):
     for i in range(6):
         infra = i % 2 == 0
         recs.append(
-            {
-                "policy": "p",
-                "simulator": "s",
-                "task_id": f"t{i // 2}",
-                "rollout": i % 2,
-                "status": "infra_error" if infra else "done",
-                "infra_error": "timeout" if infra else None,
-                "reward": None if infra else 0.5 * (i // 2),
-                "success": None if infra else i > 1,
-                "messages": [],
-            }
+            ConversationRecord.make(
+                policy="p",
+                simulator="s",
+                task_id=f"t{i // 2}",
+                rollout=i % 2,
+                status="infra_error" if infra else "done",
+                infra_error="timeout" if infra else None,
+                reward=None if infra else 0.5 * (i // 2),
+                success=None if infra else i > 1,
+            )
         )
     res = crossplay_results(recs, CrossplayConfig(policies=["p"], simulators=["s"], tasks=3, rollouts=2))
     c = res["cells"][0]
@@ -374,8 +374,7 @@ def test_resume_after_a_kill_mid_run(tmp_path, donors, policies):
 def test_cell_ci_clusters_by_task():
     """Rollouts of a task are correlated: 2 tasks x 20 rollouts are 2 units, not 40."""
     recs = [
-        {"policy": "p", "simulator": "s", "task_id": f"t{t}", "rollout": g, "status": "done",
-         "reward": float(t), "messages": []}
+        ConversationRecord.make(policy="p", simulator="s", task_id=f"t{t}", rollout=g, reward=float(t))
         for t in range(2) for g in range(20)
     ]  # fmt: skip
     cell = crossplay_results(recs, CrossplayConfig(policies=["p"], simulators=["s"], tasks=2, rollouts=20))["cells"][0]
@@ -387,8 +386,7 @@ def test_cell_ci_clusters_by_task():
 
 def test_rewards_outside_the_declared_range_are_noted(donors, policies):
     recs = [
-        {"policy": "p", "simulator": "s", "task_id": f"t{t}", "rollout": 0, "status": "done",
-         "reward": 1.5 if t == 0 else 0.5, "messages": []}
+        ConversationRecord.make(policy="p", simulator="s", task_id=f"t{t}", reward=1.5 if t == 0 else 0.5)
         for t in range(3)
     ]  # fmt: skip
     cfg = CrossplayConfig(policies=["p"], simulators=["s"], tasks=3, rollouts=1)

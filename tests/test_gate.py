@@ -13,6 +13,7 @@ import pytest
 
 from collapse_probe._crossplay import CrossplayConfig, crossplay_results, run_crossplay
 from collapse_probe._gate import evaluate_gate, gate_run_dir
+from collapse_probe._records import ConversationRecord
 from collapse_probe.benchmarks.p4g import P4GArena
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion, GenerationRequest, GenerationResult
@@ -232,7 +233,7 @@ def test_strict_needs_the_ci_to_clear_the_threshold(tmp_path, write_scripted):
     assert evaluate_gate(res, policy, min_transfer=threshold).exit_code == 3  # the interval contains it
 
 
-def _records(rewards: dict[str, dict[str, list[float | None]]]) -> list[dict]:
+def _records(rewards: dict[str, dict[str, list[float | None]]]) -> list[ConversationRecord]:
     """Records from {policy|simulator: {task: [reward or None for an infra failure]}}."""
     recs = []
     for cell, tasks in rewards.items():
@@ -240,17 +241,16 @@ def _records(rewards: dict[str, dict[str, list[float | None]]]) -> list[dict]:
         for task, rs in tasks.items():
             for g, r in enumerate(rs):
                 recs.append(
-                    {
-                        "policy": pol,
-                        "simulator": sim,
-                        "task_id": task,
-                        "rollout": g,
-                        "messages": [],
-                        "status": "infra_error" if r is None else "done",
-                        "reward": r,
-                        "infra_error": "timeout" if r is None else None,
-                        "success": None if r is None else r > 0,
-                    }
+                    ConversationRecord.make(
+                        policy=pol,
+                        simulator=sim,
+                        task_id=task,
+                        rollout=g,
+                        status="infra_error" if r is None else "done",
+                        reward=r,
+                        infra_error="timeout" if r is None else None,
+                        success=None if r is None else r > 0,
+                    )
                 )
     return recs
 

@@ -12,10 +12,11 @@ import pytest
 
 from collapse_probe._crossplay import CrossplayConfig, crossplay_results
 from collapse_probe._gate import evaluate_gate
+from collapse_probe._records import ConversationRecord
 from collapse_probe.report.gate_text import headline, junit_xml, markdown
 
 
-def _records(means: dict[str, list[float]], rollouts: int, rng: np.random.Generator) -> list[dict]:
+def _records(means: dict[str, list[float]], rollouts: int, rng: np.random.Generator) -> list[ConversationRecord]:
     """Pass/fail rollouts whose per-task success rates are ``means[simulator]`` (policy ``cand``)."""
     recs = []
     for sim, per_task in means.items():
@@ -24,8 +25,8 @@ def _records(means: dict[str, list[float]], rollouts: int, rng: np.random.Genera
             outcome = [1.0] * k + [0.0] * (rollouts - k)
             rng.shuffle(outcome)
             for g, r in enumerate(outcome):
-                recs.append({"policy": "cand", "simulator": sim, "task_id": f"t{t}", "rollout": g, "messages": [],
-                             "status": "done", "reward": r, "infra_error": None, "success": r > 0})  # fmt: skip
+                recs.append(ConversationRecord.make(policy="cand", simulator=sim, task_id=f"t{t}", rollout=g,
+                                                    status="done", reward=r, infra_error=None, success=r > 0))  # fmt: skip
     return recs
 
 

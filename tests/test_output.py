@@ -174,9 +174,9 @@ def test_null_with_a_reason_for_rows_that_are_recorded_as_given():
 
 
 def test_reward_means_near_the_float_limit_do_not_overflow():
-    from collapse_probe.metrics.rewards import cell_summary
+    from collapse_probe.metrics.rewards import Outcome, cell_summary
 
-    recs = [{"reward": v, "task_id": t, "rollout": 0} for v, t in ((1e308, "a"), (1e308, "b"), (-1e308, "c"))]
+    recs = [Outcome(t, v) for v, t in ((1e308, "a"), (1e308, "b"), (-1e308, "c"))]
     cell = cell_summary(recs, "p", "s", ["a", "b", "c"])
     assert math.isclose(cell["mean_reward"], 1e308 / 3)
     assert cell["ci95"] is None and "overflow" in cell["ci95_note"]

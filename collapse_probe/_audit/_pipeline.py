@@ -16,6 +16,7 @@ from collapse_probe._audit._summary import paired_difference, summarize_states
 from collapse_probe._audit._trajectory import trajectory_summary, variance_share
 from collapse_probe._audit._verdict import audit_verdicts, render_verdict
 from collapse_probe._audit._views import kind_views, reward_reader, reward_view_of_state
+from collapse_probe._records import ConversationRecord
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.benchmarks._base import audit_hook
@@ -190,7 +191,7 @@ async def run_audit_async(
 
     tasks = _load_tasks(arena, config.rollout.tasks, config.rollout.seed)
     states: list[ProbeState] = []
-    conv_records: list[dict[str, Any]] = []
+    conv_records: list[ConversationRecord] = []
     if policy is not None:
         specs = make_specs(tasks, [policy.label], [sims[0].label], config.rollout.rollouts, config.rollout.seed)
         conv_records = await run_conversations(

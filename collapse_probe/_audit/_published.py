@@ -249,7 +249,7 @@ async def run_audit_from_async(
     from collapse_probe.benchmarks import declared_reward_range
     from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
     from collapse_probe.metrics.partitioners import partitioner_needs_model
-    from collapse_probe.metrics.rewards import summarize_rewards
+    from collapse_probe.metrics.rewards import Outcome, summarize_rewards
     from collapse_probe.rollout import RunDir
 
     run = read_published(path, fmt, sim_role)
@@ -353,8 +353,6 @@ async def run_audit_from_async(
     results["variance"] = _variance(convs, declared_reward_range(arena), config.rollout.seed, run.agent_greedy)
     results["simulator_errors"] = simulator_error_summary(convs)
     results["rollouts"] = summarize_rewards(
-        [{"reward": c.reward, "status": "infra_error" if c.infra_error else "done", "infra_error": c.infra_error,
-          "task_id": c.task_id} for c in convs],
-        reward_range=declared_reward_range(arena),
-    )  # fmt: skip
+        [Outcome(c.task_id, c.reward, c.infra_error or None) for c in convs], reward_range=declared_reward_range(arena)
+    )
     return finish_audit(results, recs, run_dir, usage)

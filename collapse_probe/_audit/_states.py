@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collapse_probe._audit._config import ProbeState
+from collapse_probe._records import INFRA_ERROR, ConversationRecord
 from collapse_probe.benchmarks import Arena, Episode, Task
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import ConfigError
@@ -73,7 +74,7 @@ def human_probe_states(
     return states
 
 
-def on_policy_states(arena: Arena, records: Sequence[dict[str, Any]], tasks: dict[str, Task]) -> list[ProbeState]:
+def on_policy_states(arena: Arena, records: Sequence[ConversationRecord], tasks: dict[str, Task]) -> list[ProbeState]:
     """The simulator turns that rollouts visited (Definition 3.1), rebuilt from conversation records.
 
     The state of the simulator turn at message index m is the record's first m messages. It is
@@ -83,18 +84,18 @@ def on_policy_states(arena: Arena, records: Sequence[dict[str, Any]], tasks: dic
     """
     states = []
     for rec in records:
-        if rec.get("status") == "infra_error":
+        if rec.status == INFRA_ERROR:
             continue
-        task = tasks[rec["task_id"]]
-        msgs = rec["messages"]
-        for m_idx, m in enumerate(msgs):
-            if m["role"] != "simulator":
+        task = tasks[rec.task_id]
+        msgs = [m.as_dict() for m in rec.messages]
+        for m_idx, m in enumerate(rec.messages):
+            if m.role != "simulator":
                 continue
             prefix = msgs[:m_idx]
-            last_is_elicitation = bool(prefix and (prefix[-1].get("meta") or {}).get("elicitation"))
-            turn = sum(1 for p in prefix if p["role"] == "simulator")
+            last_is_elicitation = bool(m_idx and (rec.messages[m_idx - 1].meta or {}).get("elicitation"))
+            turn = sum(1 for p in rec.messages[:m_idx] if p.role == "simulator")
             states.append(ProbeState(
-                f"on_policy:{rec['key']}:{m_idx}", "on_policy", turn, _episode(arena, task, prefix),
-                closed_set=last_is_elicitation, conversation=rec["key"],
+                f"on_policy:{rec.key}:{m_idx}", "on_policy", turn, _episode(arena, task, prefix),
+                closed_set=last_is_elicitation, conversation=rec.key,
             ))  # fmt: skip
     return states

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from collapse_probe._audit._config import AuditConfig
+from collapse_probe._records import INFRA_ERROR
 from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.models import GenerationRequest, derive_seed
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
@@ -96,10 +97,10 @@ async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participan
     groups: dict[tuple[str, str], list[float]] = {}
     infra = 0
     for rec in records:
-        if rec.get("status") == "infra_error" or rec.get("reward") is None:
+        if rec.status == INFRA_ERROR or rec.reward is None:
             infra += 1
             continue
-        groups.setdefault((rec["policy"], rec["task_id"]), []).append(float(rec["reward"]))
+        groups.setdefault((rec.policy, rec.task_id), []).append(rec.reward)
     groups = {k: v for k, v in groups.items() if len(v) >= 2}
     if not groups:
         return {"share": None, "note": "no agent prefix had 2 scored continuations", "infra_failures": infra}

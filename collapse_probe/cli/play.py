@@ -60,13 +60,12 @@ def run(args: argparse.Namespace) -> int:
     )
     records = results.conversations
     for rec in records[: args.show]:
-        print(f"\n--- task {rec['task_id']} rollout {rec['rollout']} ({rec['status']}, reward {rec['reward']})")
-        for m in rec["messages"]:
-            role = str(m.get("role"))
-            who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(role, role.upper())
-            print(f"{who:>9}: {m.get('content')}")
+        print(f"\n--- task {rec.task_id} rollout {rec.rollout} ({rec.status}, reward {rec.reward})")
+        for m in rec.messages:
+            who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(m.role, m.role.upper())
+            print(f"{who:>9}: {m.content}")
     print()
-    first = next((str(r["infra_error"]) for r in records if r.get("infra_error")), None)
+    first = next((r.infra_error for r in records if r.infra_error), None)
     from collapse_probe.report.terminal import play_text
 
     print(play_text(results, first_error=first))

@@ -5,15 +5,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from collapse_probe._records import INFRA_ERROR
+from collapse_probe._records import ConversationRecord
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the reward statistics read of a conversation that is not one of collapse-probe's own
+    records (a published run's): its task, its reward and whether it failed."""
+
+    task_id: str
+    reward: float | None
+    """``None``: not scored."""
+    infra_error: str | None = None
+    """Why it is an infrastructure failure (counted, never scored), or ``None``."""
+    success: bool | None = None
+    rollout: int = 0
+
+
+Scored = ConversationRecord | Outcome
+"""A conversation the reward statistics read: a conversation record or a published conversation's outcome."""
 
 
 def cell_summary(
-    records: Sequence[dict[str, Any]],
+    records: Sequence[Scored],
     policy: str,
     simulator: str,
     task_ids: Sequence[str],
@@ -33,11 +52,12 @@ def cell_summary(
     """
     from collapse_probe.metrics.transfer import cluster_mean_ci
 
-    scored = [r for r in records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
-    infra = [r for r in records if r.get("status") == INFRA_ERROR]
+    scored = [r for r in records if r.infra_error is None and r.reward is not None]
+    infra = [r for r in records if r.infra_error is not None]
     task_rewards: dict[str, list[float]] = {t: [] for t in task_ids}
-    for r in sorted(scored, key=lambda r: int(r.get("rollout", 0))):
-        task_rewards.setdefault(str(r["task_id"]), []).append(float(r["reward"]))
+    for r in sorted(scored, key=lambda r: r.rollout):
+        if r.reward is not None:
+            task_rewards.setdefault(r.task_id, []).append(float(r.reward))
     by_task = {t: v for t, v in task_rewards.items() if v}
     mean = lo = hi = method = note = None
     if by_task:
@@ -58,7 +78,7 @@ def cell_summary(
             note = "rewards too large for a floating-point interval (their sums overflow): no interval"
     errors: dict[str, int] = {}
     for r in infra:
-        msg = str(r.get("infra_error") or "unknown")[:200]
+        msg = (r.infra_error or "unknown")[:200]
         errors[msg] = errors.get(msg, 0) + 1
     total = len(records)
     return {
@@ -71,7 +91,7 @@ def cell_summary(
         "ci95": [lo, hi] if lo is not None and hi is not None else None,
         "ci95_method": method,
         "ci95_note": note,
-        "success_rate": (sum(1 for r in scored if r.get("success") is True) / len(scored)) if scored else None,
+        "success_rate": (sum(1 for r in scored if r.success is True) / len(scored)) if scored else None,
         "infra_failures": len(infra),
         "infra_rate": len(infra) / total if total else None,
         "infra_errors": errors,
@@ -93,9 +113,7 @@ def finite_mean(values: Sequence[float]) -> float:
     return top * (math.fsum(v / top for v in values) / len(values))
 
 
-def summarize_rewards(
-    records: list[dict[str, Any]], *, reward_range: tuple[float, float] | None = None
-) -> dict[str, Any]:
+def summarize_rewards(records: Sequence[Scored], *, reward_range: tuple[float, float] | None = None) -> dict[str, Any]:
     """Mean reward with a 95 % CI over scored conversations (tasks as clusters, inside the arena's
     declared ``reward_range``); infra failures counted, not scored."""
     cell = cell_summary(records, "", "", [], reward_range=reward_range)

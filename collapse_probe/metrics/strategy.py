@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from collapse_probe._records import ConversationRecord
 
 EntropyTurns = Literal["first", "all"]
 
 
 def policy_strategy_entropy(
-    records: Sequence[dict[str, Any]], policy: str, *, partitioner: str = "exact", turns: EntropyTurns = "first"
+    records: Sequence[ConversationRecord], policy: str, *, partitioner: str = "exact", turns: EntropyTurns = "first"
 ) -> dict[str, Any]:
     """Strategy entropy (nats, Chao–Wang–Jost) of a policy's own messages over all its conversations.
 
@@ -26,21 +29,17 @@ def policy_strategy_entropy(
     texts: list[str] = []
     seen: set[tuple[str, int]] = set()
     for r in records:
-        own = [
-            m
-            for m in r.get("messages", [])
-            if m.get("role") == "policy" and not {"elicitation", "given"} & set(m.get("meta") or {})
-        ]
+        own = [m for m in r.messages if m.role == "policy" and not {"elicitation", "given"} & set(m.meta or {})]
         if not own:
             continue
         if turns == "first":
-            key = (str(r["task_id"]), int(r.get("rollout", 0)))
+            key = (r.task_id, r.rollout)
             if key in seen:
                 continue
             seen.add(key)
-            texts.append(str(own[0]["content"]))
+            texts.append(str(own[0].content))
         else:
-            texts.extend(str(m["content"]) for m in own)
+            texts.extend(str(m.content) for m in own)
     out: dict[str, Any] = {
         "policy": policy,
         "partitioner": partitioner,

@@ -10,25 +10,26 @@ from typing import TYPE_CHECKING, Any
 from collapse_probe.report._html import TICK_FORMAT, note_figure
 
 if TYPE_CHECKING:
+    from collapse_probe._records import ConversationRecord
     from collapse_probe.results import PlayResults
 
 SHOWN_CONVERSATIONS = 6
 """Conversations printed in full in the report."""
 
 
-def reward_by_task_figure(records: Sequence[Mapping[str, Any]]) -> Any:
+def reward_by_task_figure(records: Sequence[ConversationRecord]) -> Any:
     """Mean reward per task over its scored conversations (hover: n and infrastructure failures)."""
     import plotly.graph_objects as go
 
-    by_task: dict[str, list[Mapping[str, Any]]] = {}
+    by_task: dict[str, list[ConversationRecord]] = {}
     for r in records:
-        by_task.setdefault(str(r.get("task_id")), []).append(r)
+        by_task.setdefault(r.task_id, []).append(r)
     xs, ys, hover = [], [], []
     for task, rows in by_task.items():
-        scored = [float(r["reward"]) for r in rows if r.get("reward") is not None and not r.get("infra_error")]
+        scored = [r.reward for r in rows if r.reward is not None and not r.infra_error]
         xs.append(task)
         ys.append(sum(scored) / len(scored) if scored else None)
-        infra = sum(1 for r in rows if r.get("infra_error"))
+        infra = sum(1 for r in rows if r.infra_error)
         hover.append(f"task {task}<br>scored conversations {len(scored)}<br>infrastructure failures {infra}")
     fig = go.Figure(
         go.Bar(x=xs, y=ys, customdata=hover, hovertemplate="%{customdata}<extra></extra>", marker_color="#4c72b0")
@@ -49,21 +50,18 @@ def reward_by_task_figure(records: Sequence[Mapping[str, Any]]) -> Any:
     return fig
 
 
-def _conversation_html(record: Mapping[str, Any]) -> str:
-    head = (
-        f"task {record.get('task_id')} rollout {record.get('rollout')} — {record.get('status')}, "
-        f"reward {record.get('reward')}"
-    )
+def _conversation_html(record: ConversationRecord) -> str:
+    head = f"task {record.task_id} rollout {record.rollout} — {record.status}, reward {record.reward}"
     lines = [f"<p><b>{html.escape(head)}</b></p><pre style='white-space:pre-wrap'>"]
-    for m in record.get("messages") or []:
-        who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(m.get("role"), str(m.get("role")).upper())
-        lines.append(html.escape(f"{who:>9}: {m.get('content')}") + "\n")
+    for m in record.messages:
+        who = {"policy": "POLICY", "simulator": "SIMULATOR"}.get(m.role, m.role.upper())
+        lines.append(html.escape(f"{who:>9}: {m.content}") + "\n")
     lines.append("</pre>")
     return "".join(lines)
 
 
 def write_play_report(
-    results: PlayResults | Mapping[str, Any], records: Sequence[Mapping[str, Any]], path: str | Path
+    results: PlayResults | Mapping[str, Any], records: Sequence[ConversationRecord], path: str | Path
 ) -> Path:
     """Write the self-contained ``report.html`` of a play run (its typed results or its ``results.json``
     object, parsed through :class:`~collapse_probe.results.PlayResults` first).
@@ -90,7 +88,7 @@ def write_play_report(
         ],
         "rows": [[r.policy, r.sim, r.benchmark, s.n, s.mean_reward, ci[0], ci[1], s.infra_failures]],
     }
-    ordered = sorted(records, key=lambda r: (str(r.get("task_id")), int(r.get("rollout") or 0)))
+    ordered = sorted(records, key=lambda r: (r.task_id, r.rollout))
     shown = "".join(_conversation_html(r) for r in ordered[:SHOWN_CONVERSATIONS]) or "<p>no conversations</p>"
     sections: list[tuple[str, Any]] = [
         ("Summary", summary),

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
+from collapse_probe._records import ConversationRecord
 from collapse_probe.errors import ConfigError
 from collapse_probe.results._audit import AUDIT_SCHEMA, AuditResults, AuditSummary, StateRow, VerdictView
 from collapse_probe.results._base import ResultsModel, describe_error
@@ -81,15 +82,22 @@ BY_SCHEMA: dict[str, type[ResultsModel]] = {
 SCHEMA_ID_PREFIX = "urn:collapse-probe:results:"
 """Each published schema's ``$id`` is this prefix and its kind (``urn:collapse-probe:results:audit``)."""
 
+RECORDS: dict[str, Any] = {"conversation": ConversationRecord}
+"""Record kind -> the model of one line of a run's JSONL file (``conversation``: ``conversations.jsonl``);
+its schema ships beside the results schemas, ``collapse_probe/schemas/<kind>.json``."""
+RECORD_ID_PREFIX = "urn:collapse-probe:records:"
+"""A record schema's ``$id`` is this prefix and its kind (``urn:collapse-probe:records:conversation``)."""
+
 
 def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of a results kind, generated from its model (what :func:`published_schema` ships)."""
-    model = KINDS[kind]
-    adapter = TypeAdapter(model)
+    """The JSON Schema of a results kind or a record kind (:data:`RECORDS`), generated from its model (what
+    :func:`published_schema` ships)."""
+    record = kind in RECORDS
+    adapter = TypeAdapter(RECORDS[kind] if record else KINDS[kind])
     schema = adapter.json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = SCHEMA_ID_PREFIX + kind
-    schema.setdefault("title", f"collapse-probe {kind} results")
+    schema["$id"] = (RECORD_ID_PREFIX if record else SCHEMA_ID_PREFIX) + kind
+    schema.setdefault("title", f"collapse-probe {kind} {'record' if record else 'results'}")
     return schema
 
 
@@ -107,8 +115,8 @@ def published_schema(kind: str) -> dict[str, Any]:
     """
     from importlib.resources import files
 
-    if kind not in KINDS:
-        raise ConfigError(f"unknown results kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind not in KINDS and kind not in RECORDS:
+        raise ConfigError(f"unknown results kind {kind!r}; expected one of {', '.join([*KINDS, *RECORDS])}")
     text = files("collapse_probe").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
     return cast(dict[str, Any], json.loads(text))
 
@@ -230,6 +238,8 @@ def read_results(data: Any, where: str = "results.json") -> tuple[Results | None
 __all__ = [
     "BY_SCHEMA",
     "KINDS",
+    "RECORDS",
+    "RECORD_ID_PREFIX",
     "AuditResults",
     "AuditSummary",
     "Cell",

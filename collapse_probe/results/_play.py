@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pydantic import Field, PrivateAttr
 
+from collapse_probe._records import ConversationRecord
 from collapse_probe.results._audit import VarianceDecomposition
 from collapse_probe.results._base import JSON, ResultsModel
 from collapse_probe.results._common import Fingerprints, RewardSummary, Usage
@@ -50,10 +51,10 @@ class PlayResults(ResultsModel):
     """Model spec -> content fingerprint of the model its conversations ran with."""
     usage: Usage = {}
     """Model spec -> spend."""
-    _conversations: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _conversations: list[ConversationRecord] = PrivateAttr(default_factory=list)
 
     @property
-    def conversations(self) -> list[dict[str, Any]]:
+    def conversations(self) -> list[ConversationRecord]:
         """The run's conversation records (messages, reward, status), in task and rollout order, as
         ``conversations.jsonl`` holds them; not part of ``results.json`` (empty for results read from a file)."""
         return self._conversations

@@ -1,6 +1,6 @@
 """Batched multi-turn rollouts and run directories."""
 
-from collapse_probe._records import INFRA_ERROR, record_fingerprints
+from collapse_probe._records import INFRA_ERROR, ConversationRecord, Message, ToolCall, record_fingerprints
 from collapse_probe.rollout._engine import (
     CONVERSATIONS,
     ConversationSpec,
@@ -15,10 +15,13 @@ from collapse_probe.rollout._rundir import RunDir, iter_jsonl, write_json_atomic
 
 __all__ = [
     "CONVERSATIONS",
+    "ConversationRecord",
     "ConversationSpec",
     "EngineConfig",
     "RunDir",
     "INFRA_ERROR",
+    "Message",
+    "ToolCall",
     "TurnEvent",
     "hash_str",
     "iter_jsonl",

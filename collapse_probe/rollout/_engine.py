@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from collapse_probe._constraints import Config, Integer, Number
 from collapse_probe._observe import note_infra_failure
-from collapse_probe._records import conversation_problem
+from collapse_probe._records import INFRA_ERROR, ConversationRecord, conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
 from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
 from collapse_probe.limits import MAX_LIVE
@@ -146,7 +146,7 @@ async def run_conversations(
     run_dir: RunDir | None = None,
     on_turn: Callable[[TurnEvent], None] | None = None,
     retry_infra_failures: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[ConversationRecord]:
     """Run conversations to completion, batched per model, and return their records.
 
     Args:
@@ -218,36 +218,35 @@ def _check_specs(specs: Sequence[ConversationSpec], participants: dict[str, Part
 
 
 def _resume(
-    run_dir: RunDir, keys: list[str], fps: dict[str, Any], retry_infra_failures: bool
-) -> dict[str, dict[str, Any]]:
+    run_dir: RunDir, keys: list[str], fps: dict[str, str], retry_infra_failures: bool
+) -> dict[str, ConversationRecord]:
     """Conversation key -> its record already in ``run_dir`` that is not run again (resume).
 
     Raises:
         ConfigError: a participant's model changed since its conversations were recorded.
     """
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, ConversationRecord] = {}
     empties: dict[str, int] = {}
     """Conversation key -> its consecutive empty-reply failures recorded so far."""
     run_dir.repair(CONVERSATIONS)
     wanted = set(keys)
-    for rec in run_dir.read_jsonl(CONVERSATIONS, conversation_problem):
-        key = rec.get("key")
+    for line in run_dir.read_jsonl(CONVERSATIONS, conversation_problem):
+        rec = ConversationRecord.parse(line)
+        key = rec.key
         if key not in wanted:
             continue
         empty = (
-            rec.get("status") == "infra_error"
-            and is_empty_reply_failure(rec.get("infra_error"))
-            and not any(_served_remotely(str(rec.get(side))) for side in ("policy", "simulator"))
+            rec.status == INFRA_ERROR
+            and is_empty_reply_failure(rec.infra_error)
+            and not any(_served_remotely(label) for label in (rec.policy, rec.simulator))
         )  # a remote service's empty reply may be a passing fault: it is always asked again
         empties[key] = empties.get(key, 0) + 1 if empty else 0
         _check_fingerprints(run_dir, rec, fps)
-        if retry_infra_failures and rec.get("status") == "infra_error" and empties[key] < EMPTY_REPEATS:
+        if retry_infra_failures and rec.status == INFRA_ERROR and empties[key] < EMPTY_REPEATS:
             done.pop(key, None)
             continue
         done[key] = rec
-    repeated = [
-        k for k in keys if empties.get(k, 0) >= EMPTY_REPEATS and done.get(k, {}).get("status") == "infra_error"
-    ]
+    repeated = [k for k in keys if empties.get(k, 0) >= EMPTY_REPEATS and k in done and done[k].status == INFRA_ERROR]
     if repeated and retry_infra_failures:
         logger.warning(
             "%d conversation%s gave an empty reply on %d runs in a row with the same seeds (e.g. %s): not run again, "
@@ -258,20 +257,18 @@ def _resume(
     return done
 
 
-def _check_fingerprints(run_dir: RunDir, rec: dict[str, Any], fps: dict[str, Any]) -> None:
+def _check_fingerprints(run_dir: RunDir, rec: ConversationRecord, fps: dict[str, str]) -> None:
     """Refuse a recorded conversation whose participants' models changed since it was run."""
     from collapse_probe._identity import fingerprint_changes
 
-    old = rec.get("fingerprints")
-    if not isinstance(old, dict):
+    old = rec.fingerprints
+    if old is None:
         return
-    now = {"policy": fps[rec["policy"]], "simulator": fps[rec["simulator"]]}
+    now = {"policy": fps[rec.policy], "simulator": fps[rec.simulator]}
+    was = {side: getattr(old, side) if side in old.model_fields_set else now[side] for side in now}
     changed = fingerprint_changes(
-        {
-            rec["policy"]: old.get("policy", now["policy"]),
-            rec["simulator"]: old.get("simulator", now["simulator"]),
-        },
-        {rec["policy"]: now["policy"], rec["simulator"]: now["simulator"]},
+        {rec.policy: was["policy"], rec.simulator: was["simulator"]},
+        {rec.policy: now["policy"], rec.simulator: now["simulator"]},
     )
     if changed:
         raise ConfigError(
@@ -483,7 +480,7 @@ async def _finish(
     arena: Arena,
     finished: list[_Live],
     run_dir: RunDir | None,
-    done: dict[str, dict[str, Any]],
+    done: dict[str, ConversationRecord],
     bar: Any,
     fps: dict[str, str],
 ) -> None:
@@ -517,7 +514,7 @@ async def _finish(
                 "reward_error": f"the arena's reward was {reward!r}, not a finite number; not scored",
             }
             reward = None
-        record: dict[str, Any] = {
+        record = ConversationRecord.model_validate({
             "key": spec.key,
             "task_id": spec.task.task_id,
             "rollout": spec.rollout,
@@ -532,17 +529,17 @@ async def _finish(
             "fingerprints": {"policy": fps[spec.policy], "simulator": fps[spec.simulator]},
             "info": info,
             "seconds": round(time.perf_counter() - c.started, 3),
-        }
+        })  # fmt: skip
         done[spec.key] = record
         if c.infra_error is not None:
             note_infra_failure(error=c.infra_error)
         if run_dir is not None:
-            run_dir.append_jsonl(CONVERSATIONS, record)
+            run_dir.append_jsonl(CONVERSATIONS, record.to_line_dict())
         if bar is not None:
             bar.finished(c.turns)
 
 
-def run_conversations_sync(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+def run_conversations_sync(*args: Any, **kwargs: Any) -> list[ConversationRecord]:
     """:func:`run_conversations` for synchronous callers (inside a running event loop too)."""
     from collapse_probe._sync import run_sync
 

@@ -24,12 +24,15 @@ reward is credited with :func:`batch_relative_advantages` — z-scored across th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe._records import ConversationRecord
 
 ZERO_STD_ATOL = 1e-12
 """A group is zero-std when ``max(R) - min(R) <= ZERO_STD_ATOL`` (exact ties up to float noise)."""
@@ -196,16 +199,16 @@ def group_advantages_by_key(
 
 
 def zero_std_causes(
-    groups: dict[str, list[str]], rewards: dict[str, float], records: dict[str, dict[str, Any]]
+    groups: dict[str, list[str]], rewards: dict[str, float], simulator_turns: Mapping[str, list[str | None]]
 ) -> dict[str, float | None]:
     """The step's zero-std groups by cause, as flat metrics: ``zero_std_all_success_share`` and
     ``zero_std_all_fail_share`` (of all groups) and ``zero_std_sim_caused_share`` (of the zero-std groups:
     the simulator's messages of the group's conversations were the same text, turn by turn).
+    ``simulator_turns``: conversation key -> the simulator's messages, in order.
 
     Example:
-        >>> recs = {k: {"messages": [{"role": "simulator", "content": c}]} for k, c in
-        ...         [("a0", "hi"), ("a1", "hi"), ("b0", "no"), ("b1", "yes")]}
-        >>> zero_std_causes({"a": ["a0", "a1"], "b": ["b0", "b1"]}, {"a0": 1.0, "a1": 1.0, "b0": 0.0, "b1": 0.0}, recs)
+        >>> turns = {"a0": ["hi"], "a1": ["hi"], "b0": ["no"], "b1": ["yes"]}
+        >>> zero_std_causes({"a": ["a0", "a1"], "b": ["b0", "b1"]}, {"a0": 1.0, "a1": 1.0, "b0": 0.0, "b1": 0.0}, turns)
         {'zero_std_all_success_share': 0.5, 'zero_std_all_fail_share': 0.5, 'zero_std_sim_caused_share': 0.5}
     """
     from collapse_probe.metrics.variance import zero_std_by_cause
@@ -214,8 +217,7 @@ def zero_std_causes(
     for keys in groups.values():
         scored = [k for k in keys if k in rewards]
         reward_groups.append([rewards[k] for k in scored])
-        classes.append([[m.get("content") for m in records.get(k, {}).get("messages", []) if m.get("role") == "simulator"]
-                        for k in scored])  # fmt: skip
+        classes.append([simulator_turns.get(k, []) for k in scored])
     out = zero_std_by_cause(reward_groups, classes)
     return {
         "zero_std_all_success_share": out["all_success_share"],
@@ -224,15 +226,13 @@ def zero_std_causes(
     }
 
 
-def reward_groups(records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, float]]:
+def reward_groups(records: Sequence[ConversationRecord]) -> tuple[dict[str, list[str]], dict[str, float]]:
     """A step's groups: task id -> conversation keys in rollout order, and key -> reward of the scored
     conversations (an infrastructure failure has no reward and enters no group's statistics)."""
-    from collapse_probe._records import INFRA_ERROR
-
     groups: dict[str, list[str]] = {}
     rewards: dict[str, float] = {}
-    for r in sorted(records, key=lambda r: (str(r["task_id"]), int(r["rollout"]))):
-        groups.setdefault(str(r["task_id"]), []).append(r["key"])
-        if r.get("status") != INFRA_ERROR and r.get("reward") is not None:
-            rewards[r["key"]] = float(r["reward"])
+    for r in sorted(records, key=lambda r: (r.task_id, r.rollout)):
+        groups.setdefault(r.task_id, []).append(r.key)
+        if r.scored and r.reward is not None:
+            rewards[r.key] = r.reward
     return groups, rewards

@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from collapse_probe._jsonl import dumps_line
+from collapse_probe._records import INFRA_ERROR, ConversationRecord
 from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, Task
@@ -118,7 +119,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class _StepData:
-    records: list[dict[str, Any]]
+    records: list[ConversationRecord]
     events: list[TurnEvent]
     sim_label: str
     sim_participant: Participant
@@ -474,9 +475,8 @@ class LLMTrainer:
                 on_turn=on_turn,
             )
         )
-        for r in records:
-            if r["key"] in personas:
-                r["persona_id"] = personas[r["key"]]
+        # the persona a conversation's simulator played is kept with its record in rollouts.jsonl
+        records = [r.model_copy(update={"persona_id": personas[r.key]}) if r.key in personas else r for r in records]
         return _StepData(records, events, sim_label, sim_part, info)
 
     def step(self, step: int) -> dict[str, Any]:
@@ -490,7 +490,7 @@ class LLMTrainer:
         self._step_extras(step, record, row, losses)
         record["seconds"] = round(time.perf_counter() - t0, 3)
         for r in data.records:
-            self.run_dir.append_jsonl(ROLLOUTS, {"step": step, **r})
+            self.run_dir.append_jsonl(ROLLOUTS, {"step": step, **r.to_line_dict()})
         return record
 
     def _sample_step(
@@ -585,13 +585,12 @@ class LLMTrainer:
     ) -> dict[str, Any]:
         """The step's metrics record: rewards, the policy's strategy entropy, the simulator's collapse
         error and the policy's update."""
-        from collapse_probe._records import INFRA_ERROR
         from collapse_probe.metrics.strategy import policy_strategy_entropy
 
         c = self.config
-        scored = [r["reward"] for r in data.records if r.get("status") != INFRA_ERROR and r.get("reward") is not None]
+        scored = [r.reward for r in data.records if r.reward is not None and r.status != INFRA_ERROR]
         entropy = policy_strategy_entropy(
-            [r for r in data.records if r.get("status") != INFRA_ERROR],
+            [r for r in data.records if r.status != INFRA_ERROR],
             self.policy_label,
             partitioner=c.partitioner,
             turns=c.entropy_turns,  # type: ignore[arg-type]
@@ -600,14 +599,14 @@ class LLMTrainer:
             "step": step,
             "train_reward": float(np.mean(scored)) if scored else None,
             "zero_std_share": zero,
-            **zero_std_causes(groups, rewards, {r["key"]: r for r in data.records}),
+            **zero_std_causes(groups, rewards, {r.key: r.texts_of("simulator") for r in data.records}),
             "policy_entropy": entropy["strategy_entropy"],
             "sim_collapse_error": (row or {}).get("collapse_error", {}).get("plugin"),
             "loss": losses["policy"]["loss"],
             "seconds": None,
             "simulator": data.sim_label,
             "n_conversations": len(data.records),
-            "infra_failures": sum(1 for r in data.records if r.get("status") == INFRA_ERROR),
+            "infra_failures": sum(1 for r in data.records if r.status == INFRA_ERROR),
             "policy_tokens": losses["policy"]["n_tokens"],
             "policy_update_skipped": losses["policy"]["skipped"],
             **data.info,
@@ -690,12 +689,10 @@ class LLMTrainer:
         """
         if self.monitor is None:
             return None
-        from collapse_probe._records import INFRA_ERROR
-
-        rewards = [None if r.get("status") == INFRA_ERROR else r.get("reward") for r in data.records]
-        groups = [str(r["task_id"]) for r in data.records]
+        rewards = [None if r.status == INFRA_ERROR else r.reward for r in data.records]
+        groups = [r.task_id for r in data.records]
         return self.monitor.end_step(step, rewards=rewards, groups=groups, extra={"simulator": data.sim_label},
-                                     rollouts=[str(r["key"]) for r in data.records])  # fmt: skip
+                                     rollouts=[r.key for r in data.records])  # fmt: skip
 
     def evaluate_heldout(self) -> float | None:
         """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""

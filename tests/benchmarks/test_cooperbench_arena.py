@@ -41,9 +41,9 @@ def _run(arena, task_ids, policy, sim):
 def test_arena_gold_agents_score_success(tmp_path):
     arena = make_arena("cooperbench-demo", compact=True, tool_protocol="text")
     (rec,) = _run(arena, ["demo_minstats_task/task4/f1_f2"], GOLD, GOLD)
-    assert rec["status"] == "submitted", rec["messages"]
-    assert rec["success"] is True and rec["reward"] == 1.0
-    info = rec["info"]
+    assert rec.status == "submitted", rec.messages
+    assert rec.success is True and rec.reward == 1.0
+    info = rec.info or {}
     assert info["merge"] == "union" and info["order"] == "12"
     assert all(a["status"] == "submitted" for a in info["agents"].values())
     assert "def mode" in info["patches"]["agent1"] and "def variance" in info["patches"]["agent2"]

@@ -51,7 +51,7 @@ def test_requests_for_one_model_go_in_one_batch_per_turn(write_scripted):
     # the "[DONATE $2]" simulator: 8 conversations x 2 turns; "No." also gets the elicitation turn
     assert parts[sims[0]].model.batches == [8, 8]
     assert parts[sims[1]].model.batches == [8, 8, 8]
-    rewards = {r["simulator"]: r["reward"] for r in records}
+    rewards = {r.simulator: r.reward for r in records}
     assert rewards == {sims[0]: 1.0, sims[1]: 0.0}
 
 
@@ -63,8 +63,8 @@ def test_conversation_draws_do_not_depend_on_batch_composition(write_scripted):
     specs = make_specs(arena.load_tasks(6), [pol], [sim], rollouts=3, seed=5)
     together = asyncio.run(run_conversations(arena, specs, parts, config=QUIET))
     alone = asyncio.run(run_conversations(arena, specs[7:8], parts, config=QUIET))
-    assert alone[0]["messages"] == together[7]["messages"]
-    assert len({json.dumps(r["messages"]) for r in together}) > 3  # rollouts differ
+    assert alone[0].messages == together[7].messages
+    assert len({json.dumps(r.to_line_dict()["messages"]) for r in together}) > 3  # rollouts differ
 
 
 def test_infra_failures_are_recorded_not_scored(write_scripted, tmp_path):
@@ -80,8 +80,8 @@ def test_infra_failures_are_recorded_not_scored(write_scripted, tmp_path):
     specs = make_specs(arena.load_tasks(2), [pol], ["failing"], rollouts=1, seed=0)
     run_dir = RunDir(tmp_path / "run")
     records = asyncio.run(run_conversations(arena, specs, parts, config=QUIET, run_dir=run_dir))
-    assert [r["status"] for r in records] == ["infra_error", "infra_error"]
-    assert all(r["reward"] is None and "503" in r["infra_error"] for r in records)
+    assert [r.status for r in records] == ["infra_error", "infra_error"]
+    assert all(r.reward is None and "503" in (r.infra_error or "") for r in records)
     assert len(run_dir.read_jsonl("conversations.jsonl")) == 2
 
 
@@ -182,8 +182,8 @@ def test_a_reward_that_is_not_a_finite_number_is_recorded_as_null_with_the_reaso
     records = asyncio.run(run_conversations(arena, specs, _participants(pol, [sim], wrap=False), config=QUIET,
                                             run_dir=rd))  # fmt: skip
     rd.release()
-    rewards = sorted((r["reward"] for r in records), key=lambda v: (v is not None, v or 0))
+    rewards = sorted((r.reward for r in records), key=lambda v: (v is not None, v or 0))
     assert rewards == [None] * 5 + [1e308]  # nan, ±inf, a string and a bool are not scores
-    assert all("not a finite number" in r["info"]["reward_error"] for r in records if r["reward"] is None)
+    assert all("not a finite number" in (r.info or {})["reward_error"] for r in records if r.reward is None)
     text = (tmp_path / "run" / "conversations.jsonl").read_text()
     assert "NaN" not in text and "Infinity" not in text

@@ -193,9 +193,9 @@ def test_vs_simulator_in_the_engine_records_choices_and_counts_failures(write_sc
              "vs:bad": Participant("vs:bad", get_model(bad), "verbalized", 2)}  # fmt: skip
     specs = make_specs(arena.load_tasks(4), [pol], ["vs:good", "vs:bad"], rollouts=5, seed=0)
     records = asyncio.run(run_conversations(arena, specs, parts, config=EngineConfig(progress=False)))
-    good_recs = [r for r in records if r["simulator"] == "vs:good"]
-    assert {r["reward"] for r in good_recs} == {0.0, 1.0}  # both candidates are sampled
-    meta = good_recs[0]["messages"][1]["meta"]["vs"]
+    good_recs = [r for r in records if r.simulator == "vs:good"]
+    assert {r.reward for r in good_recs} == {0.0, 1.0}  # both candidates are sampled
+    meta = (good_recs[0].messages[1].meta or {})["vs"]
     assert meta["parse_ok"] and len(meta["candidates"]) == 2
     assert parts["vs:good"].stats["vs_parse_failures"] == 0
     # the unparseable simulator: every turn (the reply and the elicitation) falls back and is counted
