@@ -11,7 +11,7 @@ Two readers, one key vocabulary (see :func:`~collapse_probe.benchmarks.p4g.donor
 - **model** (with the ``embed`` extra): a multinomial logistic regression over the packaged
   all-MiniLM-L6-v2 sentence embedding and a few hand-made features (:data:`STANCE_FEATURES`, among
   them the rule reader's own answer), fitted on the training dialogues by
-  ``python scripts/fit_stance_model.py`` and shipped as plain coefficients in
+  ``python datasets/build/fit_stance_model.py`` and shipped as plain coefficients in
   ``collapse_probe/data/p4g/stance_model.json`` (with the encoder's name and a content hash);
 - **rules** (without it): :func:`rule_stance`, regular expressions.
 
@@ -304,7 +304,7 @@ def load_stance_model(path: str | Path | None = None) -> StanceModel:
         raise ConfigError(f"{p}: content hash does not match field 'sha256' (the file was changed by hand)")
     if tuple(payload.get("features") or ()) != STANCE_FEATURES:
         raise ConfigError(
-            f"{p}: field 'features' must be {list(STANCE_FEATURES)} (refit with scripts/fit_stance_model.py)"
+            f"{p}: field 'features' must be {list(STANCE_FEATURES)} (refit with datasets/build/fit_stance_model.py)"
         )
     coef = np.asarray(payload["coef"], dtype=np.float64)
     dim = int(payload["embedding_dim"]) + len(STANCE_FEATURES)

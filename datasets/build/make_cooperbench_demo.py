@@ -4,12 +4,13 @@ MIT like the project). The generator lives here, out of the wheel; its outputs s
 Each task is a tiny pure-Python package: ``repo/`` is BASE, every ``feature<N>/`` holds the spec, the
 gold change and the hidden tests as diffs against BASE (made with ``git diff``), and ``run_tests.sh``
 is the host-side runner (``run_tests.sh <repo_path> <tests.patch> [<feature.patch>]``). Run
-``python scripts/make_cooperbench_demo.py`` after editing the sources below; it checks that every gold patch passes its
-own tests and that those tests fail at BASE.
+``python datasets/build/make_cooperbench_demo.py`` after editing the sources below; it checks that every gold patch passes
+its own tests and that those tests fail at BASE (``--out DIR`` writes elsewhere, ``--no-check`` skips the check).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "cooperbench-demo"  # what it writes
+HERE = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "cooperbench-demo"  # what it writes
 
 RUN_TESTS = """#!/bin/bash
 # Host-side runner: run_tests.sh <repo_path> <tests.patch> [<feature.patch>]
@@ -804,7 +805,15 @@ def check(out: Path = HERE) -> int:
     return 1 if bad else 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE, help=f"directory to write the tasks to (default {HERE})")
+    parser.add_argument("--no-check", action="store_true", help="write only; do not run the gold patches' tests")
+    args = parser.parse_args(argv)
+    build(args.out)
+    write_scripted(args.out)
+    return 0 if args.no_check else check(args.out)
+
+
 if __name__ == "__main__":
-    build()
-    write_scripted()
-    raise SystemExit(check())
+    raise SystemExit(main())

@@ -2,12 +2,13 @@
 
 The personas are written from scratch by this seeded script (no participant data): Big-Five traits
 (1-5), moral foundations (1-6), Schwartz values (1-6), decision style (1-5) and demographics, with
-marginals chosen to resemble an online-crowdworker population. Run ``python scripts/make_p4g_personas.py`` to
+marginals chosen to resemble an online-crowdworker population. Run ``python datasets/build/make_p4g_personas.py`` to
 rebuild the file (the generator stays out of the wheel); the output is deterministic.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
@@ -76,9 +77,19 @@ def make_personas(n: int = 120, seed: int = 2019) -> list[dict]:
     return out
 
 
-if __name__ == "__main__":
-    path = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
+OUT = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "p4g"
+"""The shipped dataset's directory in the source tree (``--out`` writes elsewhere)."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"directory to write personas.jsonl to (default {OUT})")
+    path = parser.parse_args(argv).out / "personas.jsonl"
     with open(path, "w", encoding="utf-8") as f:
         for p in make_personas():
             f.write(json.dumps(p) + "\n")
     print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

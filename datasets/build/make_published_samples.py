@@ -6,17 +6,19 @@ drawn from a known distribution per task (seeded), so ``collapse-probe audit --f
 states to measure. The two τ2 voice files are one agent under two user simulators: the second simulator
 draws from narrower distributions (it says the same thing more often).
 
-    python scripts/make_published_samples.py   # rewrites the files; the output is deterministic
+    python datasets/build/make_published_samples.py [--out DIR]   # rewrites the files; the output is deterministic
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "published"
+OUT = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "published"
+"""The shipped dataset's directory in the source tree (``--out`` writes elsewhere)."""
 GREETING = "Hi! How can I help you today?"
 TRIALS = 4
 TASKS: dict[str, dict[str, Any]] = {
@@ -268,24 +270,27 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "verifiers-legacy").mkdir(exist_ok=True)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"directory to write the samples to (default {OUT})")
+    out = parser.parse_args(argv).out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "verifiers-legacy").mkdir(exist_ok=True)
     for name, llm, narrow, seed in (("tau2-voice-sim-a.json", "user-sim-model-1", False, 11),
                                     ("tau2-voice-sim-b.json", "user-sim-model-2", True, 12)):  # fmt: skip
         data = _tau2_voice(llm, narrow, seed)
         for sim in data["simulations"]:  # a silent tick keeps its id and time only (the reader needs no more)
             sim["ticks"] = [{k: v for k, v in t.items() if v or k == "tick_id"} for t in sim["ticks"]]
-        (OUT / name).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        (out / name).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     rng = random.Random(21)
-    _jsonl(OUT / "verifiers-traces.jsonl", [_verifiers_episode(t, n, rng) for t in TASKS for n in range(TRIALS)])
+    _jsonl(out / "verifiers-traces.jsonl", [_verifiers_episode(t, n, rng) for t in TASKS for n in range(TRIALS)])
     rng = random.Random(22)
-    _jsonl(OUT / "verifiers-legacy" / "results.jsonl", [_legacy_row(t, n, rng) for t in TASKS for n in range(TRIALS)])
-    (OUT / "verifiers-legacy" / "metadata.json").write_text(json.dumps(
+    _jsonl(out / "verifiers-legacy" / "results.jsonl", [_legacy_row(t, n, rng) for t in TASKS for n in range(TRIALS)])
+    (out / "verifiers-legacy" / "metadata.json").write_text(json.dumps(
         {"env_id": "retail-sample", "model": "agent-model-1", "num_examples": len(TASKS),
          "rollouts_per_example": TRIALS, "sampling_args": {"temperature": 1.0}}, indent=1) + "\n", encoding="utf-8")  # fmt: skip
     rng = random.Random(23)
-    _jsonl(OUT / "nemo-gym-rollouts.jsonl", [_gym_row(t, n, rng) for t in TASKS for n in range(TRIALS)])
+    _jsonl(out / "nemo-gym-rollouts.jsonl", [_gym_row(t, n, rng) for t in TASKS for n in range(TRIALS)])
 
 
 if __name__ == "__main__":

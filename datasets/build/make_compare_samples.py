@@ -2,7 +2,7 @@
 two agents, each run under two user simulators on the same 12 tasks with 4 trials per task, from known
 per-task success probabilities, for ``docs/compare.md`` and the tests.
 
-    python scripts/make_compare_samples.py
+    python datasets/build/make_compare_samples.py [--out DIR]
 
 The ``gpt-4.1-mini`` runs come from a fork that renumbered the tasks and re-wrapped their texts, so their
 task ids do not match the ``gpt-4.1`` runs: ``compare`` pairs them by the task's text. A few trials end in
@@ -11,11 +11,12 @@ an infrastructure error. Every text was written for this project.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "published" / "compare"
+OUT = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "published" / "compare"
 
 TASKS = [
     "You want to cancel order #W2378156 because it arrived late. You will accept a refund to the original card.",
@@ -75,11 +76,14 @@ def _file(agent: str, user: str, rng: random.Random) -> dict[str, object]:
     }  # fmt: skip
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"directory to write the samples to (default {OUT})")
+    out = parser.parse_args(argv).out
+    out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(54)
     for agent, user in P:
-        path = OUT / f"{agent}_user_{user}.json"
+        path = out / f"{agent}_user_{user}.json"
         path.write_text(json.dumps(_file(agent, user, rng), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {path}")
 

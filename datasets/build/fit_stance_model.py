@@ -7,7 +7,7 @@ the class offsets by 5-fold cross-validation grouped by dialogue, and writes the
 (``collapse_probe/data/p4g/stance_model.json``, with the encoder's name and a content hash).
 Measure it with ``python benchmarks/stance_accuracy.py``.
 
-    python scripts/fit_stance_model.py [--data DIR] [--out FILE]
+    python datasets/build/fit_stance_model.py [--data DIR] [--out FILE]
 """
 
 from __future__ import annotations
