@@ -233,6 +233,12 @@ def run_verdict(run: rd.RunInfo) -> str:
     if isinstance(run.typed, AuditResults):
         r = run.typed
         return r.verdict_text.answer if r.verdict_text else (r.verdict or "").split("\n")[0] or "—"
+    from collapse_probe.results import CompareResults
+
+    if isinstance(run.typed, CompareResults):  # how many simulator effects lie beyond their interval's 0
+        effects = [e for e in run.typed.simulator_effects if e.beyond_noise is not None]
+        beyond = sum(1 for e in effects if e.beyond_noise)
+        return f"{beyond} of {len(effects)} simulator effects exclude 0" if effects else "—"
     found = []
     for _, v in run.verdicts:
         typed, _problem = rd.read_gate_verdict(v, run.name)
@@ -241,8 +247,9 @@ def run_verdict(run: rd.RunInfo) -> str:
     return "; ".join(found) or "—"
 
 
-# Run kinds that call no model (the tabular lab; the gate reads a cross-play run): usage does not apply.
-NO_MODELS = ("lab", "lab-compare", "gate")
+# Run kinds that call no model (the tabular lab; the gate reads a cross-play run; compare reads results files):
+# usage does not apply.
+NO_MODELS = ("lab", "lab-compare", "gate", "compare")
 
 
 def usage_columns(run: rd.RunInfo) -> dict[str, Any]:

@@ -40,3 +40,19 @@ def test_simulator_effects_view_shows_the_lines_the_terminal_prints(tmp_path, mo
     assert any("Rank flips" in m.value for m in at.markdown)
     frames = [d.value for d in at.dataframe]
     assert any("flip rate" in f.columns for f in frames)
+
+
+def test_the_runs_table_gives_a_comparison_its_count_of_effects_beyond_zero(tmp_path, monkeypatch):
+    st_testing = pytest.importorskip("streamlit.testing.v1")
+    root = tmp_path / "runs"
+    root.mkdir()
+    a = tau2_file(tmp_path / "a.json", "A", "x", {f"t{i}": [1.0, 1.0] for i in range(12)})
+    b = tau2_file(tmp_path / "b.json", "A", "y", {f"t{i}": [0.0, 0.0] for i in range(12)})
+    run_compare([str(a), str(b)], CompareConfig(), root / "cmp")
+    monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(root))
+    at = st_testing.AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    row = table[table["run"] == "cmp"].iloc[0]
+    assert row["kind"] == "compare" and row["verdict"] == "1 of 1 simulator effects exclude 0"
