@@ -604,7 +604,8 @@ def meaning_checks(records: Sequence[dict[str, Any]], partition: str, seed: int,
 
 
 def judge_advice(partition: str) -> str:
-    return "rerun with --judge MODEL (an LLM classes the replies by the rubric's definition of a meaning)"
+    return ("rerun with --partition judge --judge MODEL, a capable LLM (it classes the replies by the same "
+            "rubric the offline partition was fitted to)")
 
 
 def checked_meaning_view(view: dict[str, Any], checks: dict[str, Any] | None, judged: bool) -> dict[str, Any]:

@@ -1,37 +1,53 @@
-"""What a customer-service reply *discloses* and *asks for*: the facts and requests that decide the
-agent's next action, read offline without a model.
+"""What a conversational reply *states* and *asks for*, read without a model and without a domain's
+vocabulary: the facts and acts that decide the other party's next action.
 
-The meaning of a user-simulator reply in a customer-service conversation (τ2-bench, τ-bench) is
-what the agent must act on (``RUBRIC`` below): the request or decision the reply makes and the
-task-relevant facts it discloses (user id, names, reservation or order numbers, dates, times,
-amounts, places, items, reasons, preferences). Sentence encoders read these replies as near
-duplicates — customer-service replies to one prompt sit at a median cosine distance of about 0.1, and
-"I don't remember my user ID" / "My user ID is sophia_taylor_9065" are 0.24 apart — so a distance
-threshold alone cannot see that one reply gives the agent an id and the other does not.
+The meaning of a user-simulator reply in a service conversation (τ2-bench, τ-bench, any help desk) is
+what the agent must act on (``RUBRIC`` below): the request or decision the reply makes and the facts it
+states. Sentence encoders read such replies as near duplicates — replies to one prompt sit at a median
+cosine distance of about 0.1, "return the t-shirt" and "return the sunglasses" closer than two wordings
+of one request — so a distance threshold alone cannot see which facts differ.
 
-:func:`disclosures` extracts a reply's items as strings of a *family* and a value: ``id:…``,
-``email:…``, ``code:…`` (reservation / order numbers), ``date:may-21``, ``time:15:00``,
-``money:120``, ``place:EWR`` (airport codes, and city names mapped to them), ``name:…`` (proper
-nouns inside a sentence), ``num:…`` and ``c:…`` (a request, decision or preference concept:
-``c:cancel``, ``c:refund``, ``c:nonstop``, ``c:reason_health``, ``c:stop`` …). What the conversation
-already said (the prefix) is subtracted by the caller: restating it discloses nothing new.
+:func:`disclosures` reads a reply into items ``family:value``, with no list of a domain's words:
 
-:func:`pair_features` turns two replies' items and their embedding distance into the features of
-the pairwise equivalence model (:mod:`collapse_probe.metrics._service_model`): which families differ,
-which concepts differ, and the distance.
+- **facts by shape**: ``id:`` (a token of letters and digits, with underscores, ``#`` codes, upper-case
+  codes), ``email:``, ``phone:``, ``money:``, ``date:`` (``May 21st``, ``21 May``, ISO, ``5/21``, week
+  days), ``time:``, ``num:`` (numbers and number words, so "two bags" = "2 bags"), ``name:`` (a
+  capitalised word inside a sentence) and ``quote:`` (a quoted string);
+- **content words** ``w:<lemma>``: every noun, adjective or unknown word (items, option values, colours,
+  sizes, settings, conditions), lemmatised by ``lemminflect``'s dictionary ("sunglasses" = "sunglass"),
+  less function words and the vocabulary of politeness and of asking for help, which every reply shares;
+- **polarity**: ``neg:<lemma>`` for a content word under a negation ("no allergies", "not working",
+  "without the case") and ``pol:on`` / ``pol:off`` (turn on / off, enable / disable);
+- **acts** ``act:<name>``: domain-free request and decision verbs with their synonyms mapped to one name
+  (return = send back, exchange = swap = replace, change = modify = reschedule, cancel, refund, add,
+  remove, order = buy = book, pay, check, transfer to a person), the speech acts yes / no / "I don't
+  know", a question asked (not a request such as "can you help me?"), and ending the conversation.
+
+What the conversation already said is subtracted by the caller: restating it discloses nothing new.
+:func:`pair_features` turns two replies' items and their embedding distance into the features of the
+pairwise equivalence model (:mod:`collapse_probe.metrics._service`): which fact families differ, how
+many content words one reply has in place of another's (a substitution: "black" for "white") and how
+many only one of them adds, with the rare ones (Zipf frequency below :data:`RARE_ZIPF`, ``wordfreq``)
+counted apart, whether an act, a polarity or a question differs, and the distance.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
 
 __all__ = [
-    "CONCEPTS",
+    "ACTS",
     "FAMILIES",
+    "RARE_ZIPF",
     "RUBRIC",
+    "SYNONYM_SIMILARITY",
+    "VALUES",
     "disclosures",
     "feature_names",
+    "new_disclosures",
     "pair_features",
 ]
 
@@ -48,6 +64,10 @@ RUBRIC = (
 """The meaning-class definition of a customer-service reply (what the judge partition is asked, and
 what the labelled states behind the shipped model were labelled against)."""
 
+RARE_ZIPF = 4.5
+"""A content word whose Zipf frequency (``wordfreq``, English) is below this is *rare*: items, brands,
+conditions and settings mostly are; the words of any conversation ("time", "order") mostly are not."""
+
 _MONTH = (
     r"(january|february|march|april|may|june|july|august|september|october|november|december|"
     r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
@@ -56,152 +76,342 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 _DATE = re.compile(r"\b" + _MONTH + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
 _DATE_DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"(?!\w)", re.I)
 _ISO_DATE = re.compile(r"\b(?:19|20)\d\d-(\d\d)-(\d\d)\b")
+_SLASH_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(?:\d{2}|\d{4}))?\b")
+_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
 _TIME = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm|a\.m\.|p\.m\.)", re.I)
 _TIME_24 = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
-_MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)|\b(\d[\d,]*(?:\.\d+)?)\s*(?:dollars|usd|bucks)\b", re.I)
-_USER_ID = re.compile(r"\b[a-z]+(?:_[a-z]+)+_\d+\b", re.I)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_CODE = re.compile(r"#?\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b|#[A-Z]?\d{4,}\b|\b[A-Z]{6}\b")
-_NUMBER = re.compile(r"(?<![\w$#.:])(\d+(?:\.\d+)?)(?![\w:])")
-_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][a-z]+(?:'[A-Z]?[a-z]+)?)")
-_AIRPORT = re.compile(r"\b[A-Z]{3}\b")
-_SENTENCE_END = '.!?:;\n"(-\u2013\u2014'
-
-PLACES = {
-    "atlanta": "ATL", "austin": "AUS", "boston": "BOS", "charlotte": "CLT", "chicago": "ORD", "o'hare": "ORD",
-    "dallas": "DFW", "denver": "DEN", "detroit": "DTW", "houston": "IAH", "las vegas": "LAS", "vegas": "LAS",
-    "los angeles": "LAX", "laguardia": "LGA", "la guardia": "LGA", "miami": "MIA", "minneapolis": "MSP",
-    "newark": "EWR", "new york": "NYC", "kennedy": "JFK", "orlando": "MCO", "philadelphia": "PHL",
-    "phoenix": "PHX", "portland": "PDX", "salt lake city": "SLC", "san diego": "SAN", "san francisco": "SFO",
-    "seattle": "SEA", "washington": "DCA", "texas": "TX", "california": "CA", "florida": "FL",
-}  # fmt: skip
-"""Place names as the airport code (or region) customer-service replies also use for them, so
-"from Newark" and "from EWR" disclose the same place."""
-
-_PLACE_WORDS = {w for name in PLACES for w in name.split()}
-_NOT_NAMES = frozenset(
-    """i i'm i'd i'll i've hi hello hey thanks thank yes no okay ok sure please could can would will my the a an
-    and but so if that this it is are was be do does did have has had what when where which who why how great
-    perfect alright also actually well oh just let sorry dear sir madam mr mrs ms miss dr monday tuesday
-    wednesday thursday friday saturday sunday today tomorrow january february march april may june july august
-    september october november december user id ids reservation economy business basic first class""".split()
+_MONEY = re.compile(
+    r"[$€£]\s?(\d[\d,]*(?:\.\d+)?)|\b(\d[\d,]*(?:\.\d+)?)\s*(?:dollars|usd|bucks|euros?|pounds)\b", re.I
 )
-_NOT_CODES = frozenset({"PLEASE", "THANKS", "CANCEL", "REFUND", "ASAP", "STOP", "TRANSFER", "HELLO"})
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_PHONE = re.compile(r"(?<![\w.])\+?\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}\b")
+_ID = re.compile(
+    r"#\s?[\w-]*\d[\w-]*"  # order #W123, # 4411
+    r"|\b(?=[\w-]*\d)(?=[\w-]*[a-z])[a-z][\w-]{2,}\b"  # letters and digits: a1b2c3, sku-123, user_9
+    r"|\b[a-z]+(?:_[a-z0-9]+)+\b"  # snake_case ids without a digit
+    r"|\b\d[\w-]*[a-z][\w-]*\b",  # 12ab, 4k (a number with its unit glued on is read here too)
+    re.I,
+)
+_CODE = re.compile(r"\b[A-Z][A-Z0-9]{2,11}\b")
+_NUMBER = re.compile(r"(?<![\w$€£#.:/])(\d+(?:[.,]\d+)?)(?![\w:/])")
+_QUOTE = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][a-z]+(?:'[A-Z]?[a-z]+)?)")
+_WORD = re.compile(r"[a-z][a-z'-]*[a-z]|[a-z]")
+_SENTENCE_END = '.!?:;\n"(-\u2013\u2014'
+_NUMBER_WORDS = {
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
+    "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30", "fifty": "50", "hundred": "100",
+    "single": "1", "double": "2", "twice": "2", "half": "0.5", "first": "1st", "second": "2nd", "third": "3rd",
+}  # fmt: skip
+_NOT_CODES = frozenset(
+    "PLEASE THANKS CANCEL REFUND ASAP STOP TRANSFER HELLO YES NO OK OKAY THE AND URGENT HELP ASAP FYI".split()
+)
 
-CONCEPTS: tuple[tuple[str, str], ...] = (
-    ("cancel", r"\bcancel\w*"),
-    ("change", r"\b(chang\w*|modif\w*|adjust\w*|reschedul\w*|switch\w*|rebook\w*|mov(e|ing) (it|my|the))\b"),
-    ("book", r"\b(book (a|an|another|the|new|same|my)|to book|booking (a|an|another|new))\b"),
-    ("refund", r"\brefund\w*"),
-    ("compensation", r"\b(compensat\w*|vouchers?|certificates?)\b"),
+# Function words, the vocabulary of politeness and of asking for help, and words every service reply
+# shares: none of them tells the agent what to act on, and paraphrases differ in them.
+_STOP = frozenset(
+    """a an the this that these those it its it's i i'm i'd i'll i've me my mine myself we we're our us you
+    you're your yours he she him her his they them their there here what which who whom whose when where why
+    how whether if then than so and or but nor as at by for from in into of off on onto out over to up upon
+    with within without about above across after against along among around before behind below beneath
+    beside between beyond down during except inside near outside past since through throughout till toward
+    towards under underneath until via be am is are was were been being do does did done doing have has had
+    having can could may might must shall should will would ought not no nor never none n't don't doesn't
+    didn't isn't aren't wasn't weren't won't wouldn't can't cannot couldn't shouldn't haven't hasn't hadn't
+    just also too very really quite rather pretty so such much many more most some any all both each every
+    either neither other another else own same only even still yet already again ever once now then today
+    tonight soon later currently actually basically probably maybe perhaps definitely certainly sure surely
+    hi hello hey dear greetings good morning afternoon evening day night bye goodbye thanks thank thankyou
+    please kindly sorry apologies appreciate appreciated great perfect awesome wonderful fantastic excellent
+    fine okay ok alright right well yes yeah yep nope oh ah um uh hmm wow glad happy pleasure welcome nice
+    lovely sounds sound like love hope hoping wish wishing wonder wondering want wanting wanted need needing
+    needed help helping helped assistance assist assisting assisted support question questions query
+    inquiry enquiry issue issues matter matters thing things something anything everything nothing stuff way
+    ways bit lot lots kind sort type regard regards regarding concerning reference respect time times moment
+    moments minute second while point place case situation information info detail details process step
+    steps option options back possible possibility able chance sure certain get got getting go going goes went
+    gone make making made take taking took taken give giving gave given let lets let's see seeing saw seen
+    look looking looked know knowing knew known think thinking thought feel feeling felt tell telling told say
+    saying said ask asking asked try trying tried call calling called reach reaching contact contacting
+    talk talking speak speaking spoke run running use using used come coming came put
+    keep keeping hear heard mean meant guess figure sort sorted handle handling handled deal dealing care
+    taken recently currently earlier later previously just yet anyway anyhow though although however
+    because since while whereas therefore otherwise instead meanwhile first firstly also additionally
+    further furthermore besides plus next last following following one ones someone somebody anyone
+    anybody everyone everybody person people customer agent representative rep service team account name
+    mister mr mrs ms miss sir madam dr ma'am folks guys""".split()
+)
+
+# Request and decision verbs (and the nouns of the same act), one name per act: paraphrases map to one.
+ACTS: tuple[tuple[str, str], ...] = (
+    ("cancel", r"\b(cancel\w*|call(ing)? off|terminat\w*|close (my|the|this) \w+)\b"),
+    ("return", r"\b(return(s|ed|ing)?|send(ing)? (\w+ ){0,3}back|sent (\w+ ){0,3}back|ship(ping)? (\w+ ){0,3}back|bring (\w+ ){0,3}back)\b"),
+    ("exchange", r"\b(exchang\w*|swap\w*|replac\w*|trade (\w+ ){0,2}(for|in))\b"),
+    ("refund", r"\b(refund\w*|reimburs\w*|money back|chargeback)\b"),
+    ("change", r"\b(chang\w*|modif\w*|adjust\w*|reschedul\w*|updat\w*|edit\w*|alter\w*|amend\w*|rebook\w*|mov(e|ing) (it|my|the))\b"),
+    ("add", r"\b(add|adding|added|include)\b"),
+    ("remove", r"\b(remov\w*|delet\w*|take (\w+ )?off|drop (\w+ )?from)\b"),
+    ("order", r"\b(book(ing)? (a|an|another|the|new|same)|to book|order (a|an|another|some|the|new)|purchas\w*|buy\w*|reserv(e|ing) (a|an|the))\b"),
+    ("pay", r"\b(pay|paying|paid|payment|charge[ds]?|bill(ed|ing)?)\b"),
+    ("check", r"\b(check(ing)? (on|the|my|if|whether|status)|status|track\w*|look (it |them |\w+ )?up|where is|find out)\b"),
+    ("compensation", r"\b(compensat\w*|vouchers?|discount\w*)\b"),
     ("upgrade", r"\bupgrad\w*"),
     ("downgrade", r"\bdowngrad\w*"),
-    ("remove", r"\b(remov\w*|take \w+ off|drop \w+ from)\b"),
-    ("add", r"\b(add|adding)\b"),
-    ("exchange", r"\b(exchang\w*|replace\w*|swap\w*)\b"),
-    ("return_item", r"\breturn(ing)? (the|an|my|this|these|those|it|them|\w+ (item|order)s?)\b|\bsend(ing)? (\w+ ){0,3}back\b"),
-    ("baggage", r"\b(bag|bags|baggage|luggage|suitcases?)\b"),
-    ("insurance", r"\binsur\w*"),
-    ("nonstop", r"\b(non-?stop|direct flights?)\b"),
-    ("business", r"\bbusiness class\b|\bbusiness\b(?! trip)"),
-    ("basic_economy", r"\bbasic economy\b"),
-    ("economy", r"(?<!basic )\beconomy\b"),
-    ("first_class", r"\bfirst class\b"),
-    ("cheapest", r"\b(cheap\w*|lowest (price|fare|cost)|least expensive)\b"),
-    ("fastest", r"\b(fastest|quickest|shortest)\b"),
-    ("earliest", r"\b(earliest|earlier|sooner|as soon as)\b"),
-    ("later", r"\b(later|latest)\b"),
-    ("same_day", r"\bsame day\b"),
-    ("next_day", r"\b(next day|day later|following day|tomorrow)\b"),
-    ("round_trip", r"\bround[- ]trip\b"),
-    ("one_way", r"\bone[- ]way\b"),
-    ("return_flight", r"\breturn (flight|trip|leg)s?\b|\bflight back\b"),
-    ("passenger", r"\bpassengers?\b"),
-    ("card", r"\b(credit|debit) cards?\b|\bcard ending\b"),
-    ("gift_card", r"\bgift ?cards?\b"),
-    ("paypal", r"\bpaypal\b"),
-    ("original_payment", r"\boriginal (payment|form|method)\b"),
-    ("balance", r"\bbalances?\b"),
-    ("address", r"\baddress\w*"),
-    ("reason_health", r"\b(sick|ill|illness|health|medical|hospital\w*|surgery|doctor)\b"),
-    ("reason_family", r"\b(mother|mom|father|dad|family|wife|husband|son|daughter|kids?|children)\b"),
-    ("reason_weather", r"\bweather\b"),
-    ("reason_work", r"\b(work|meeting|business trip|conference)\b"),
-    ("delay", r"\bdelay\w*"),
-    ("complaint", r"\b(frustrat\w*|unacceptable|upset|angry|disappoint\w*|ridiculous)\b"),
-    ("transfer_human", r"\b(human|real person|supervisor|manager)\b"),
-    ("stop", r"###(STOP|TRANSFER|OUT-OF-SCOPE)###"),
-    ("yes", r"^\W*(yes|yeah|yep|sure|correct|that's (right|correct)|please (proceed|go ahead)|go ahead|confirm\w*)\b"),
-    ("no", r"^\W*(no|nope|not really|actually,? no)\b"),
-    ("dont_know", r"\b(don'?t (have|know|remember|recall)|do not (have|know|remember)|not sure|can'?t (find|remember|recall))\b"),
-    ("list", r"\b(list|show me|look (it |them )?up|find (it|them|my))\b"),
-    ("all", r"\b(all|both|every|each)\b"),
-    ("membership", r"\b(gold|silver|regular) (member|status)\w*\b"),
+    ("human", r"\b(human|real person|live (agent|person)|supervisor|manager)\b"),
+    ("stop", r"###(STOP|TRANSFER|OUT-OF-SCOPE)###|\b(that'?s all|that is all|nothing else|good ?bye|bye)\b"),
+    ("yes", r"^\W*(yes|yeah|yep|yup|sure|correct|right|exactly|that'?s (right|correct|it)|please (proceed|go ahead|do)|go ahead|confirm\w*|absolutely|of course|sounds good)\b"),
+    ("no", r"^\W*(no|nope|nah|not really|actually,? no)\b|\b(never ?mind|don'?t want|do not want|decline|rather not)\b"),
+    ("dont_know", r"\b(don'?t (have|know|remember|recall)|do not (have|know|remember|recall)|not sure|unsure|can'?t (find|remember|recall|locate)|forgot|no idea)\b"),
 )  # fmt: skip
-"""Request, decision and preference concepts: ``(name, regular expression)``; a reply that matches
-discloses ``c:<name>``. Paraphrases map to one concept (change / modify / adjust / reschedule)."""
+"""Domain-free request, decision and speech acts: ``(name, regular expression)``; a reply that
+matches states ``act:<name>``."""
 
-_CONCEPT_RX = tuple((name, re.compile(rx, re.I | (re.M if name in ("yes", "no") else 0))) for name, rx in CONCEPTS)
+_ACT_RX = tuple((name, re.compile(rx, re.I | re.M)) for name, rx in ACTS)
+_ACT_WORDS = frozenset(
+    """cancel cancellation return exchange swap replace replacement refund reimbursement change modify
+    modification adjust adjustment reschedule update edit alter amend add remove removal delete order
+    purchase buy book booking reserve pay payment charge check status track compensation voucher
+    discount upgrade downgrade human supervisor manager confirm confirmation decline send ship bring
+    trade""".split()
+)
+"""Words the acts stand for: not content words too (the act reads them, with their synonyms)."""
 
-FAMILIES = ("id", "email", "code", "date", "time", "money", "place", "name", "num")
-"""The fact families :func:`disclosures` extracts besides the ``c:`` concepts."""
+_NEGATORS = frozenset("no not n't never without none nothing neither nor don't doesn't didn't isn't aren't "
+                      "wasn't weren't won't can't cannot haven't hasn't hadn't".split())  # fmt: skip
+_REQUEST_QUESTION = re.compile(
+    r"^\W*(?:(?:hi|hello|hey|ok|okay|thanks|great)(?: there)?\W+)?(?:and |so |also |but )?"
+    r"(?:(can|could|would|will|may)\s+(you|i|we)\b|please|i'?d|i would|i want|i need)", re.I
+)  # fmt: skip
+_POL_ON = re.compile(
+    r"\b(turn(ed|ing|s)? (\w+ ){0,3}on|switch(ed|ing|es)? (\w+ ){0,3}on|enabl\w*|activat\w*|(is|are|was|were|be|it's|still) on\b|\bon(?=\s*[.,!?;]|$))",
+    re.I,
+)  # fmt: skip
+_POL_OFF = re.compile(r"\b(off|disabl\w*|deactivat\w*)\b", re.I)
+
+VALUES = frozenset(
+    """black white red blue green yellow orange purple pink brown grey gray silver gold beige navy tan
+    maroon teal cream ivory small medium large extra-large xl xxl xs petite tall short wide narrow
+    left right front top bottom upper lower new used refurbished single double twin queen king
+    daily weekly monthly yearly annual quarterly morning afternoon evening weekday weekend early late
+    cheap cheapest expensive basic standard premium deluxe regular express overnight""".split()
+)
+"""Option values every catalogue and form uses (colours, sizes, sides, conditions, frequencies, tiers):
+two such values are two different choices, though a sentence encoder reads "black" and "white" as
+near synonyms (cosine 0.76). A content word in this list also states ``val:<word>``."""
+
+FAMILIES = ("id", "email", "phone", "money", "date", "time", "num", "name", "quote", "val")
+"""The fact families :func:`disclosures` reads by shape (besides ``w:``, ``neg:``, ``pol:`` and ``act:``)."""
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> Any:  # the lemminflect module
+    from collapse_probe.errors import require
+
+    lemminflect = require("lemminflect", "embed", "the disclosure meaning partition (content words)")
+    return lemminflect
+
+
+_NOUNS: set[str] = set()
+"""Content words read as nouns (or unknown to the dictionary: brands, items, codes), by their surface."""
+
+
+@lru_cache(maxsize=20000)
+def _lemma(word: str) -> str | None:
+    """A content word's lemma (noun first, then adjective, then verb), ``None`` for an adverb or a
+    function word; a word the dictionary does not know (a brand, a code, a rare item) is a
+    content word as it stands, its plural read as a noun's."""
+    lex = _lexicon()
+    parts = [w for w in word.split("'", 1)[0].split("-") if w]  # "mom's" is "mom"
+    if not parts:
+        return None
+    head = parts[-1]  # compound words keep their modifiers: "t-shirt", "one-way"
+    known = lex.getAllLemmas(head)
+    if not known or "NOUN" in known or "PROPN" in known:
+        _NOUNS.add("-".join(parts))
+    if not known:
+        guess = lex.getAllLemmasOOV(head, upos="NOUN").get("NOUN", (head,))[0] if head.endswith("s") else head
+        base = guess
+    elif "NOUN" in known or "PROPN" in known:
+        base = (known.get("NOUN") or known["PROPN"])[0]
+    elif "ADJ" in known:
+        base = known["ADJ"][0]
+    elif "VERB" in known:
+        base = known["VERB"][0]  # "freeze" / "cancel", "stolen" / "lost": verbs carry the request too
+    elif len(parts) > 1:
+        base = head
+    else:
+        return None
+    return "-".join([*parts[:-1], base]) if len(parts) > 1 else base
+
+
+@lru_cache(maxsize=20000)
+def rarity(lemma: str) -> float:
+    """Zipf frequency of a content word (its first part for a compound); 0 for a word wordfreq lacks."""
+    from collapse_probe.errors import require
+
+    wordfreq = require("wordfreq", "embed", "the disclosure meaning partition (rare words)")
+    return float(wordfreq.zipf_frequency(lemma.split("-")[-1], "en"))
 
 
 def _month(word: str) -> str:
     return word[:3].lower()
 
 
-def disclosures(text: str) -> frozenset[str]:
-    """The facts and concepts a reply discloses, as ``family:value`` strings.
-
-    Example:
-        >>> sorted(disclosures("Hi, I'm Raj Sanchez. Please cancel reservation H9ZU1C from EWR on May 21st."))
-        ['c:cancel', 'code:H9ZU1C', 'date:may-21', 'name:raj', 'name:sanchez', 'place:EWR']
-    """
-    t = text.replace("\u2019", "'").replace("\u2018", "'")
-    low = t.lower()
+def _facts(t: str) -> tuple[set[str], list[tuple[int, int]]]:
+    """Facts read by shape, and the spans they cover (no content word is read inside them)."""
     out: set[str] = set()
-    out.update("id:" + m.group(0).lower() for m in _USER_ID.finditer(t))
-    out.update("email:" + m.group(0).lower() for m in _EMAIL.finditer(t))
+    taken: list[tuple[int, int]] = []
+
+    def add(item: str, m: re.Match[str]) -> None:
+        out.add(item)
+        taken.append(m.span())
+
+    for m in _EMAIL.finditer(t):
+        add("email:" + m.group(0).lower(), m)
+    for m in _PHONE.finditer(t):
+        add("phone:" + re.sub(r"\D", "", m.group(0))[-10:], m)
     for m in _DATE.finditer(t):
-        out.add(f"date:{_month(m.group(1))}-{int(m.group(2))}")
+        add(f"date:{_month(m.group(1))}-{int(m.group(2))}", m)
     for m in _DATE_DAY_FIRST.finditer(t):
-        out.add(f"date:{_month(m.group(2))}-{int(m.group(1))}")
+        add(f"date:{_month(m.group(2))}-{int(m.group(1))}", m)
     for m in _ISO_DATE.finditer(t):
-        month = int(m.group(1))
-        if 1 <= month <= 12:
-            out.add(f"date:{_MONTHS[month - 1]}-{int(m.group(2))}")
+        if 1 <= int(m.group(1)) <= 12:
+            add(f"date:{_MONTHS[int(m.group(1)) - 1]}-{int(m.group(2))}", m)
+    for m in _SLASH_DATE.finditer(t):
+        if 1 <= int(m.group(1)) <= 12 and 1 <= int(m.group(2)) <= 31:
+            add(f"date:{_MONTHS[int(m.group(1)) - 1]}-{int(m.group(2))}", m)
+    for m in _WEEKDAY.finditer(t):
+        add("date:" + m.group(1).lower(), m)
     for m in _TIME.finditer(t):
         hour = int(m.group(1)) % 12 + (12 if m.group(3).lower().startswith("p") else 0)
-        out.add(f"time:{hour}:{m.group(2) or '00'}")
+        add(f"time:{hour}:{m.group(2) or '00'}", m)
     for m in _TIME_24.finditer(t):
-        out.add(f"time:{int(m.group(1))}:{m.group(2)}")
+        add(f"time:{int(m.group(1))}:{m.group(2)}", m)
     for m in _MONEY.finditer(t):
         amount = (m.group(1) or m.group(2)).replace(",", "")
-        out.add("money:" + (amount.rstrip("0").rstrip(".") if "." in amount else amount))
+        add("money:" + (amount.rstrip("0").rstrip(".") if "." in amount else amount), m)
+
+    def free(m: re.Match[str]) -> bool:
+        return not any(a < m.end() and m.start() < b for a, b in taken)
+
+    for m in _ID.finditer(t):
+        if free(m):
+            add("id:" + re.sub(r"[#\s]", "", m.group(0)).lower(), m)
     for m in _CODE.finditer(t):
-        word = m.group(0).lstrip("#")
-        if word not in _NOT_CODES:
-            out.add("code:" + word)
-    for m in _AIRPORT.finditer(t):
-        if m.group(0) not in _NOT_CODES:
-            out.add("place:" + m.group(0))
-    for name, code in PLACES.items():
-        if re.search(r"\b" + re.escape(name) + r"\b", low):
-            out.add("place:" + code)
+        if free(m) and m.group(0) not in _NOT_CODES and not (len(m.group(0)) <= 3 and m.group(0) == "I"):
+            add("id:" + m.group(0).lower(), m)
+    for m in _NUMBER.finditer(t):
+        if free(m):
+            add("num:" + m.group(1).replace(",", ""), m)
+    for m in _QUOTE.finditer(t):
+        add("quote:" + " ".join(m.group(1).lower().split()), m)
     for m in _CAPITALISED.finditer(t):
-        word = m.group(1).lower()
-        if word in _NOT_NAMES or word in _PLACE_WORDS:
-            continue
         before = t[: m.start()].rstrip()
         if not before or before[-1] in _SENTENCE_END:
             continue  # a sentence's first word is capitalised whatever it is
-        out.add("name:" + word)
-    values = {item.split(":", 1)[1] for item in out}
-    for m in _NUMBER.finditer(t):
-        if not any(m.group(1) in v for v in values):
-            out.add("num:" + m.group(1))
-    out.update("c:" + name for name, rx in _CONCEPT_RX if rx.search(t))
+        word = m.group(1).lower()
+        if word in _STOP or word in _NUMBER_WORDS or _WEEKDAY.fullmatch(word) or re.fullmatch(_MONTH, word):
+            continue
+        add("name:" + word, m)
+    return out, taken
+
+
+def _words(t: str) -> set[str]:
+    """Content words (``w:``), negated content words (``neg:``) and number words (``num:``)."""
+    out: set[str] = set()
+    low = t.lower()
+    for clause in re.split(r"[.!?;,:\n()]+|\b(?:but|and|or|so|because)\b", low):
+        tokens = _WORD.findall(clause)
+        negated_from = None
+        for k, tok in enumerate(tokens):
+            if tok in _NEGATORS or tok.endswith("n't"):
+                negated_from = k
+                continue
+            if tok in _NUMBER_WORDS:
+                out.add("num:" + _NUMBER_WORDS[tok])
+                continue
+            if tok in _STOP or tok in _ACT_WORDS or len(tok) < 2:
+                continue
+            lemma = _lemma(tok)
+            if lemma is None or lemma in _STOP or (lemma in _ACT_WORDS and not tok.endswith(("ing", "ings"))):
+                continue  # "checking" (an account) is not the act of checking
+            out.add("w:" + lemma)
+            if tok in _NOUNS or "-".join(w for w in tok.split("'", 1)[0].split("-") if w) in _NOUNS:
+                out.add("n:" + lemma)
+            if lemma in VALUES:
+                out.add("val:" + lemma)
+            if negated_from is not None:  # to the end of the clause: "haven't been able to use mobile data"
+                out.add("neg:" + lemma)
+    return out
+
+
+_UNITS = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}  # fmt: skip
+_TENS = {w: 10 * n for n, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if n > 1}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUMBER_RUN = re.compile(
+    r"\b(?:(?:a|one|" + "|".join([*_UNITS, *_TENS]) + r")[\s-]+)?(?:(?:" + "|".join([*_UNITS, *_TENS, *_SCALES])
+    + r")(?:[\s-]+(?:and[\s-]+)?|\b)){1,6}", re.I)  # fmt: skip
+
+
+def _number_value(words: list[str]) -> int | None:
+    total = current = 0
+    seen = False
+    for w in words:
+        if w in ("a", "and"):
+            current = current or (1 if w == "a" else current)
+            continue
+        if w in _UNITS:
+            current += _UNITS[w]
+        elif w in _TENS:
+            current += _TENS[w]
+        elif w in _SCALES:
+            current = max(current, 1) * _SCALES[w]
+            if _SCALES[w] >= 1000:
+                total, current = total + current, 0
+        else:
+            return None
+        seen = True
+    return total + current if seen else None
+
+
+def _digits(text: str) -> str:
+    """Spelled-out numbers of two or more words, or with a scale, as digits ("five hundred dollars" is
+    "500 dollars", "eighteen hundred" is "1800"): so they compare equal to the same number in digits."""
+
+    def sub(m: re.Match[str]) -> str:
+        words = [w.lower() for w in re.split(r"[\s-]+", m.group(0).strip()) if w]
+        if len(words) < 2 and not (words and words[0] in _SCALES):
+            return m.group(0)
+        value = _number_value(words)
+        return m.group(0) if value is None else f"{value} "
+
+    return _NUMBER_RUN.sub(sub, text)
+
+
+def disclosures(text: str) -> frozenset[str]:
+    """The facts, content words, polarities and acts a reply states, as ``family:value`` strings.
+
+    Example:
+        >>> sorted(disclosures("Hi, I'm Raj Sanchez. Please return the black t-shirt from order #W2378156."))
+        ['act:return', 'id:w2378156', 'name:raj', 'name:sanchez', 'w:black', 'w:t-shirt']
+    """
+    t = _digits(text.replace("\u2019", "'").replace("\u2018", "'"))
+    out, spans = _facts(t)
+    masked = list(t)
+    for a, b in spans:
+        masked[a:b] = " " * (b - a)
+    out.update(_words("".join(masked)))
+    out.update("act:" + name for name, rx in _ACT_RX if rx.search(t))
+    if _POL_ON.search(t):
+        out.add("pol:on")
+    if _POL_OFF.search(t):
+        out.add("pol:off")
+    for sentence in re.findall(r"[^.!?\n]*\?", t):
+        if not _REQUEST_QUESTION.search(sentence.strip()):
+            out.add("act:question")
+            break
     return frozenset(out)
 
 
@@ -210,30 +420,106 @@ def new_disclosures(text: str, known: Iterable[str] = ()) -> frozenset[str]:
     return disclosures(text) - frozenset(known)
 
 
+SYNONYM_SIMILARITY = 0.5
+"""Two content words whose encoder embeddings have cosine at least this are read as one wording of a
+thing ("flight" / "trip" 0.60, "mom" / "mother" 0.90, "sick" / "ill" 0.56), below it as two things
+("t-shirt" / "sunglasses" 0.33, "savings" / "checking" 0.27). Co-hyponyms the encoder puts close
+("black" / "white" 0.76) are option :data:`VALUES`, compared by their ``val:`` items instead."""
+
+
 def feature_names() -> list[str]:
     """Names of :func:`pair_features`' columns, in order."""
     return [
         "distance",
         "distance_sq",
         *(f"differs:{f}" for f in FAMILIES),
-        *(f"differs:c:{name}" for name, _ in CONCEPTS),
         "n_fact_differences",
-        "n_concept_differences",
+        "words_substituted",
+        "words_added",
+        "distinct_words_substituted",
+        "distinct_words_added",
+        "rare_distinct_words",
+        "distinct_nouns_substituted",
+        "most_distinct_word",
+        "differs:neg",
+        "differs:pol",
+        "n_act_differences",
+        "differs:act:question",
+        "differs:act:yes_no",
+        "differs:act:stop",
+        "differs:act:dont_know",
+        "differs:choice",
+        "same_items",
     ]
 
 
-def pair_features(a: frozenset[str], b: frozenset[str], distance: float) -> list[float]:
-    """The pairwise model's features of two replies: their embedding distance, whether each fact
-    family and each concept differs between their disclosures, and how many items differ."""
-    diff = a ^ b
-    families = {item.split(":", 1)[0] for item in diff if not item.startswith("c:")}
-    concepts = {item for item in diff if item.startswith("c:")}
-    n_facts = sum(1 for item in diff if not item.startswith("c:"))
+def _unmatched(mine: set[str], theirs: set[str], similarity: Callable[[str, str], float] | None) -> set[str]:
+    """Words of ``mine`` with no word of ``theirs`` at :data:`SYNONYM_SIMILARITY` or more."""
+    if similarity is None:
+        return set(mine)
+    return {w for w in mine if not any(similarity(w, v) >= SYNONYM_SIMILARITY for v in theirs)}
+
+
+def pair_features(
+    a: frozenset[str],
+    b: frozenset[str],
+    distance: float,
+    similarity: Callable[[str, str], float] | None = None,
+    known: frozenset[str] = frozenset(),
+) -> list[float]:
+    """The pairwise model's features of two replies (their new :func:`disclosures` and embedding distance).
+
+    A content word one reply has where the other has another one is a *substitution* ("black" for
+    "white", "t-shirt" for "sunglasses"): the smaller of the two sides' unmatched counts. The rest are
+    *additions* (one reply says more). They are counted twice: as they stand, and *distinct* — less the
+    words that have a synonym on the other side under ``similarity`` (a function of two lemmas, the
+    cosine of their encoder embeddings; ``None`` treats every word as distinct). Counts are capped at 3.
+
+    ``known`` is what the conversation already said. An item of it that one reply restates and the other
+    does not is no difference (restating); two replies that each pick a *different* item of one family
+    from it ("the first one, #W912" / "the second one, #W551" after the agent listed both; "credit card"
+    / "gift card" after it offered both) make a different choice: ``differs:choice``.
+    """
+    ca, cb = (a & known) - b, (b & known) - a
+    choice = bool({x.split(":", 1)[0] for x in ca} & {x.split(":", 1)[0] for x in cb})
+    a, b = a - known, b - known
+    diff = {x for x in a ^ b if not x.startswith("n:")}
+    facts = [x for x in diff if x.split(":", 1)[0] in FAMILIES]
+    families = {x.split(":", 1)[0] for x in facts}
+    wa = {x[2:] for x in a - b if x.startswith("w:")}
+    wb = {x[2:] for x in b - a if x.startswith("w:")}
+    all_a = {x[2:] for x in a if x.startswith("w:")}
+    all_b = {x[2:] for x in b if x.startswith("w:")}
+    da = _unmatched(wa, all_b, similarity)
+    db = _unmatched(wb, all_a, similarity)
+    rare = sum(1 for w in da | db if rarity(w) < RARE_ZIPF)
+    nouns_a = {w for w in da if "n:" + w in a}
+    nouns_b = {w for w in db if "n:" + w in b}
+    most = 0.0
+    for mine, theirs in ((wa, all_b), (wb, all_a)):
+        for w in mine:
+            best = max((similarity(w, v) for v in theirs), default=0.0) if similarity is not None else 0.0
+            most = max(most, 1.0 - best)
+    acts = {x for x in diff if x.startswith("act:")}
     return [
         float(distance),
         float(distance) ** 2,
         *(1.0 if f in families else 0.0 for f in FAMILIES),
-        *(1.0 if f"c:{name}" in concepts else 0.0 for name, _ in CONCEPTS),
-        float(min(n_facts, 5)),
-        float(min(len(concepts), 5)),
+        float(min(len(facts), 3)),
+        float(min(len(wa), len(wb), 3)),
+        float(min(abs(len(wa) - len(wb)), 3)),
+        float(min(len(da), len(db), 3)),
+        float(min(abs(len(da) - len(db)), 3)),
+        float(min(rare, 3)),
+        float(min(len(nouns_a), len(nouns_b), 3)),
+        most,
+        1.0 if any(x.startswith("neg:") for x in diff) else 0.0,
+        1.0 if any(x.startswith("pol:") for x in diff) else 0.0,
+        float(min(len(acts), 3)),
+        1.0 if "act:question" in acts else 0.0,
+        1.0 if acts & {"act:yes", "act:no"} else 0.0,
+        1.0 if "act:stop" in acts else 0.0,
+        1.0 if "act:dont_know" in acts else 0.0,
+        1.0 if choice else 0.0,
+        1.0 if not diff and not choice else 0.0,
     ]

@@ -46,9 +46,10 @@ __all__ = [
 ]
 
 MODEL_FILE = ("data", "calibration", "service_meaning.json")
-MODEL_FORMAT = "collapse-probe/service-meaning/v1"
-SERVICE_DOMAIN = "customer-service user replies (τ2-bench / τ-bench airline user simulators)"
-"""The domain the shipped model was fitted and checked on, as the audit names it."""
+MODEL_FORMAT = "collapse-probe/service-meaning/v2"
+SERVICE_DOMAIN = "customer-service user replies"
+"""The kind of text the shipped model was fitted and checked on, as the audit names it (the validated
+domains themselves are in the model file: :attr:`ServiceModel.domains`)."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,13 @@ class ServiceModel:
     """Average-linkage cut on ``1 − P(same)``: groups merge while their mean is below it."""
     features: tuple[str, ...]
     centroid: np.ndarray
-    """Unit mean of the training states' mean reply embeddings."""
+    """One row per validated domain: the unit mean of its states' mean reply embeddings."""
+    others: np.ndarray
+    """One row per known *other* kind of text (P4G persuadee replies): a state nearer to one of them than
+    to every validated domain is outside."""
     domain_threshold: float
-    """A state is in the domain when its replies' mean embedding has cosine ≥ this with the centroid."""
+    """A state is in a validated domain when its replies' mean embedding has cosine ≥ this with the
+    domain's centroid."""
     encoder: str
     sha256: str
     info: dict[str, Any]
@@ -98,11 +103,14 @@ def _load(path: str) -> ServiceModel:
         intercept=float(payload["intercept"]),
         cut=float(payload["cut"]),
         features=tuple(names),
-        centroid=np.asarray(payload["domain"]["centroid"], dtype=np.float64),
+        centroid=np.atleast_2d(np.asarray(payload["domain"]["centroids"], dtype=np.float64)),
+        others=np.asarray(list((payload["domain"].get("others") or {}).values()), dtype=np.float64).reshape(
+            -1, len(payload["domain"]["centroids"][0])
+        ),
         domain_threshold=float(payload["domain"]["threshold"]),
         encoder=str(payload.get("encoder")),
         sha256=hashlib.sha256(raw).hexdigest()[:12],
-        info={k: payload.get(k) for k in ("C", "trained_on", "cv")},
+        info={k: payload.get(k) for k in ("C", "trained_on", "cv")} | {"domains": payload["domain"].get("validated")},
     )
 
 
@@ -114,18 +122,42 @@ def load_service_model(path: str | None = None) -> ServiceModel:
     return _load(str(path or package_path(*MODEL_FILE)))
 
 
-def state_disclosures(replies: Sequence[str], context: str | None) -> list[frozenset[str]]:
-    """Each reply's disclosures less what ``context`` (the conversation so far) already disclosed."""
+def state_disclosures(replies: Sequence[str], context: str | None) -> tuple[list[frozenset[str]], frozenset[str]]:
+    """Each reply's disclosures, and what ``context`` (the conversation so far) already disclosed
+    (:func:`~collapse_probe.metrics._disclosure.pair_features` reads restatements and choices from it)."""
     known = disclosures(context) if context else frozenset()
-    return [disclosures(t) - known for t in replies]
+    return [disclosures(t) for t in replies], known
 
 
-def _pairs(found: Sequence[frozenset[str]], emb: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+class WordVectors:
+    """Unit encoder embeddings of content words (``w:`` lemmas), embedded once each, and their cosine:
+    the synonym test of :func:`~collapse_probe.metrics._disclosure.pair_features`."""
+
+    def __init__(self, embed: Callable[[list[str]], np.ndarray]) -> None:
+        self.embed = embed
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def add(self, found: Sequence[frozenset[str]]) -> WordVectors:
+        """Embed the content words of ``found`` not embedded yet (one call)."""
+        new = sorted({x[2:] for f in found for x in f if x.startswith("w:")} - set(self.vectors))
+        if new:
+            self.vectors.update(zip(new, np.asarray(self.embed(new), dtype=np.float64), strict=True))
+        return self
+
+    def similarity(self, a: str, b: str) -> float:
+        va, vb = self.vectors.get(a), self.vectors.get(b)
+        return float(va @ vb) if va is not None and vb is not None else 0.0
+
+
+def _pairs(found: Sequence[frozenset[str]], emb: np.ndarray, words: WordVectors | None = None,
+           known: frozenset[str] = frozenset()) -> tuple[np.ndarray, list[tuple[int, int]]]:  # fmt: skip
     idx = list(itertools.combinations(range(len(found)), 2))
     if not idx:
         return np.zeros((0, len(feature_names()))), idx
     dist = np.clip(1.0 - np.einsum("ij,ij->i", emb[[i for i, _ in idx]], emb[[j for _, j in idx]]), 0.0, 2.0)
-    x = np.array([pair_features(found[i], found[j], float(d)) for (i, j), d in zip(idx, dist, strict=True)])
+    sim = words.similarity if words is not None else None
+    x = np.array([pair_features(found[i], found[j], float(d), sim, known)
+                  for (i, j), d in zip(idx, dist, strict=True)])  # fmt: skip
     return x, idx
 
 
@@ -141,18 +173,57 @@ def _cluster(n: int, idx: list[tuple[int, int]], p_same: np.ndarray, cut: float)
     return _renumber(fit.fit(d).labels_.tolist())
 
 
-def service_labels(found: Sequence[frozenset[str]], emb: np.ndarray, model: ServiceModel) -> list[int]:
-    """Class labels of one state's distinct replies (their disclosures and unit embeddings)."""
-    x, idx = _pairs(found, emb)
+def service_labels(found: Sequence[frozenset[str]], emb: np.ndarray, model: ServiceModel,
+                   words: WordVectors | None = None, known: frozenset[str] = frozenset()) -> list[int]:  # fmt: skip
+    """Class labels of one state's distinct replies (their disclosures, unit embeddings and the
+    embeddings of their content words)."""
+    x, idx = _pairs(found, emb, words, known)
     p = model.p_same(x) if len(idx) else np.zeros(0)
     return _cluster(len(found), idx, p, model.cut)
 
 
-def domain_similarity(emb: np.ndarray, centroid: np.ndarray) -> float:
-    """Cosine between a state's mean reply embedding and a domain's centroid."""
+def domain_similarity(emb: np.ndarray, centroid: np.ndarray, others: np.ndarray | None = None) -> float:
+    """Cosine between a state's mean reply embedding and the nearest validated domain's centroid (rows of
+    ``centroid``), less the margin by which the nearest known other kind of text (rows of ``others``) is
+    nearer still: persuasion replies about money sit close to banking (0.51) but closer to persuasion."""
     m = np.asarray(emb, dtype=np.float64).mean(axis=0)
     norm = float(np.linalg.norm(m))
-    return float(m @ centroid / norm) if norm > 0 else 0.0
+    if norm == 0:
+        return 0.0
+    near = float(np.max(np.atleast_2d(centroid) @ m) / norm)
+    if others is not None and len(others):
+        near -= max(0.0, float(np.max(others @ m) / norm) - near)
+    return near
+
+
+def domain_fields(states: Sequence[LabelledState], others: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The model file's ``domain``: each domain of the training states is a validated domain with its
+    centroid (:func:`domain_centroids`); ``others`` are centroids of known other kinds of text; the
+    threshold is the 5th percentile of the training states' own :func:`domain_similarity`, so that a
+    state of an unseen kind (dev-ops, careers, code, chit-chat: 0.2–0.33) reads outside."""
+    names, cents = domain_centroids(states)
+    other = np.array(list(others.values()), dtype=np.float64).reshape(-1, cents.shape[1])
+    sims = np.array([domain_similarity(st.emb, cents, other) for st in states])
+    return {
+        "name": SERVICE_DOMAIN,
+        "validated": names,
+        "centroids": np.round(cents, 6).tolist(),
+        "others": {k: np.round(v, 6).tolist() for k, v in others.items()},
+        "threshold": round(float(np.percentile(sims, 5)), 4),
+        "training_similarity": {"min": round(float(sims.min()), 4), "median": round(float(np.median(sims)), 4)},
+    }
+
+
+def domain_centroids(states: Sequence[LabelledState]) -> tuple[list[str], np.ndarray]:
+    """Each domain's centroid: the unit mean of its states' unit mean reply embeddings."""
+    names = sorted({st.domain for st in states})
+    rows = []
+    for name in names:
+        means = np.array([st.emb.mean(axis=0) / max(np.linalg.norm(st.emb.mean(axis=0)), 1e-12)
+                          for st in states if st.domain == name])  # fmt: skip
+        c = means.mean(axis=0)
+        rows.append(c / np.linalg.norm(c))
+    return names, np.array(rows)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -167,8 +238,13 @@ class LabelledState:
     emb: np.ndarray
     labels: list[int]
     group: str
+    """What no split may share between fitting and checking: the benchmark's task (airline) or the
+    domain (constructed material)."""
     simulator: str = ""
     texts: list[str] = field(default_factory=list)
+    domain: str = ""
+    words: WordVectors | None = None
+    known: frozenset[str] = frozenset()
 
     def distinct(self) -> tuple[list[int], list[int]]:
         """``(first index of each distinct reply, each reply's distinct index)``: replies equal after
@@ -181,6 +257,17 @@ class LabelledState:
         for i, d in reversed(list(enumerate(inverse))):
             reps[d] = i
         return reps, inverse
+
+
+@dataclass
+class LabelledPair:
+    """A constructed pair of replies after one prompt: its features and whether it is one meaning."""
+
+    x: np.ndarray
+    same: bool
+    domain: str
+    kind: str
+    differs_in: str = ""
 
 
 def _collapse_error(labels: Sequence[int]) -> float:
@@ -198,18 +285,36 @@ def evaluate(pred: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) -> d
             "bias": float(d.mean()), "too_collapsed_share": float((d < -0.2).mean()), "n_states": len(d)}  # fmt: skip
 
 
-def _fit_lr(states: Sequence[LabelledState], c: float) -> tuple[np.ndarray, float]:
+def evaluate_pairs(same_pred: Sequence[bool], pairs: Sequence[LabelledPair]) -> dict[str, float]:
+    """Share of contrast pairs split and of paraphrase pairs merged."""
+    split = [not p for p, q in zip(same_pred, pairs, strict=True) if not q.same]
+    merged = [bool(p) for p, q in zip(same_pred, pairs, strict=True) if q.same]
+    return {"contrasts_split": float(np.mean(split)) if split else float("nan"), "n_contrasts": len(split),
+            "paraphrases_merged": float(np.mean(merged)) if merged else float("nan"), "n_paraphrases": len(merged)}  # fmt: skip
+
+
+PAIR_WEIGHT = 0.3
+"""The constructed pairs' total weight in the fit, as a multiple of the states' (each state weighs 1)."""
+
+
+def _fit_lr(states: Sequence[LabelledState], c: float, pairs: Sequence[LabelledPair] = ()) -> tuple[np.ndarray, float]:
+    """Logistic regression on every pair of every state's distinct replies (each state weighs the same,
+    whatever its size) and on the constructed pairs (together as much as the states)."""
     from sklearn.linear_model import LogisticRegression
 
     xs, ys, ws = [], [], []
     for st in states:
         reps, _ = st.distinct()
-        x, idx = _pairs([st.found[r] for r in reps], st.emb[reps])
+        x, idx = _pairs([st.found[r] for r in reps], st.emb[reps], st.words, st.known)
         if not idx:
             continue
         xs.append(x)
         ys.append(np.array([st.labels[reps[i]] == st.labels[reps[j]] for i, j in idx]))
-        ws.append(np.full(len(idx), 1.0 / len(idx)))  # every state weighs the same, whatever its size
+        ws.append(np.full(len(idx), 1.0 / len(idx)))
+    if pairs:
+        xs.append(np.vstack([p.x for p in pairs]))
+        ys.append(np.array([p.same for p in pairs]))
+        ws.append(np.full(len(pairs), PAIR_WEIGHT * max(len(ws), 1) / len(pairs)))
     y = np.concatenate(ys)
     if y.all() or not y.any():
         raise ConfigError("fitting the service model needs both same-class and different-class pairs")
@@ -223,9 +328,17 @@ def _predict(states: Sequence[LabelledState], coef: np.ndarray, intercept: float
     out = []
     for st in states:
         reps, inverse = st.distinct()
-        labels = service_labels([st.found[r] for r in reps], st.emb[reps], model)
+        labels = service_labels([st.found[r] for r in reps], st.emb[reps], model, st.words, st.known)
         out.append(_renumber([labels[d] for d in inverse]))
     return out
+
+
+def _predict_pairs(pairs: Sequence[LabelledPair], coef: np.ndarray, intercept: float, cut: float) -> list[bool]:
+    """Two replies are one class when ``1 − P(same)`` is below the cut (average linkage of two)."""
+    if not pairs:
+        return []
+    model = ServiceModel(coef, intercept, cut, tuple(feature_names()), np.zeros(1), 0.0, "", "", {})
+    return [bool(p) for p in (1.0 - model.p_same(np.vstack([q.x for q in pairs]))) < cut]
 
 
 def _renumber(labels: Sequence[int]) -> list[int]:
@@ -233,78 +346,75 @@ def _renumber(labels: Sequence[int]) -> list[int]:
     return [seen.setdefault(x, len(seen)) for x in labels]
 
 
-def _grouped_folds(states: Sequence[LabelledState], folds: int) -> list[tuple[list[int], list[int]]]:
+def _splits(groups: Sequence[str], folds: int) -> list[tuple[list[int], list[int]]]:
     from sklearn.model_selection import GroupKFold
 
-    groups = [st.group for st in states]
     k = min(folds, len(set(groups)))
     return [(list(a), list(b)) for a, b in GroupKFold(n_splits=k).split(groups, groups=groups)]
 
 
-def _choose(states: Sequence[LabelledState], cs: Sequence[float], cuts: Sequence[float],
-            folds: int) -> tuple[float, float, dict[str, float]]:  # fmt: skip
-    """``(C, cut, grouped-CV mean |Δε| by "C/cut")``: the pair whose cut *and its neighbours in the grid*
-    have the smallest mean |Δε| on average, so the choice sits on a plateau and not at the edge of a
-    cliff (a cut just beside the best one can merge every reply); ties: the smaller C, then cut."""
-    splits = _grouped_folds(states, folds)
+def _objective(ev: dict[str, float], pair_ev: dict[str, float]) -> float:
+    """What the choice of C and the cut minimises: mean |Δε| + 0.1 (1 − mean ARI) + 0.1 × the share of
+    constructed pairs read the wrong way (contrasts merged and paraphrases split, averaged)."""
+    wrong = [1 - pair_ev[k] for k in ("contrasts_split", "paraphrases_merged") if not np.isnan(pair_ev[k])]
+    return ev["mean_abs_error"] + 0.1 * (1 - ev["mean_ari"]) + 0.1 * (float(np.mean(wrong)) if wrong else 0.0)
+
+
+def _choose(states: Sequence[LabelledState], pairs: Sequence[LabelledPair], cs: Sequence[float],
+            cuts: Sequence[float], folds: int) -> tuple[float, float, dict[str, float]]:  # fmt: skip
+    """``(C, cut, grouped-CV objective by "C/cut")``: states grouped by task or domain and pairs by domain,
+    held out together; the pair whose cut *and its neighbours in the grid* score best on average, so the
+    choice sits on a plateau and not at the edge of a cliff; ties: the smaller C, then cut."""
+    groups = [st.group for st in states] + [p.domain for p in pairs]
+    n = len(states)
+    splits = _splits(groups, folds)
     scores: dict[str, float] = {}
     best: tuple[float, float, float] | None = None
     for c in cs:
-        fitted = [(_fit_lr([states[i] for i in a], c), b) for a, b in splits]
-        errors = []
+        fitted = []
+        for a, b in splits:
+            coef, icpt = _fit_lr([states[i] for i in a if i < n], c, [pairs[i - n] for i in a if i >= n])
+            fitted.append((coef, icpt, [i for i in b if i < n], [i - n for i in b if i >= n]))
+        values = []
         for cut in cuts:
             pred: dict[int, list[int]] = {}
-            for (coef, icpt), b in fitted:
-                for i, lab in zip(b, _predict([states[i] for i in b], coef, icpt, cut), strict=True):
-                    pred[i] = lab
-            ev = evaluate([pred[i] for i in range(len(states))], [st.labels for st in states])
-            scores[f"{c:g}/{cut:g}"] = round(ev["mean_abs_error"], 4)
-            errors.append(ev["mean_abs_error"])
+            same: dict[int, bool] = {}
+            for coef, icpt, bs, bp in fitted:
+                pred.update(zip(bs, _predict([states[i] for i in bs], coef, icpt, cut), strict=True))
+                same.update(zip(bp, _predict_pairs([pairs[i] for i in bp], coef, icpt, cut), strict=True))
+            ev = evaluate([pred[i] for i in range(n)], [st.labels for st in states])
+            pev = evaluate_pairs([same[i] for i in range(len(pairs))], pairs)
+            scores[f"{c:g}/{cut:g}"] = round(_objective(ev, pev), 4)
+            values.append(scores[f"{c:g}/{cut:g}"])
         for k, cut in enumerate(cuts):
-            plateau = float(np.mean(errors[max(0, k - 1) : k + 2]))
+            plateau = float(np.mean(values[max(0, k - 1) : k + 2]))
             if best is None or (plateau, c, cut) < best:
                 best = (plateau, c, cut)
     assert best is not None
     return best[1], best[2], scores
 
 
+DEFAULT_CS = (0.1, 0.3, 1.0, 3.0)
+DEFAULT_CUTS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+
+
 def fit_service_model(
     states: Sequence[LabelledState],
     encoder: str,
-    cs: Sequence[float] = (0.03, 0.1, 0.3, 1.0, 3.0),
-    cuts: Sequence[float] = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6),
+    pairs: Sequence[LabelledPair] = (),
+    cs: Sequence[float] = DEFAULT_CS,
+    cuts: Sequence[float] = DEFAULT_CUTS,
     folds: int = 5,
+    others: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Fit the model on labelled states; returns the model file's content.
+    """Fit the model on labelled states and constructed pairs; returns the model file's content.
 
-    ``C`` and the cut are chosen by cross-validation grouped by ``group`` (the source file: no run's
-    states are both fitted and checked); the figures stored under ``cv`` are *nested*: for each outer
-    fold, C and the cut are chosen on the other folds only, so they are held-out estimates of the
-    whole procedure. Then the model is refitted on all states. The domain threshold is the 2nd
-    percentile of the training states' similarity to their centroid, less 0.05.
+    ``C`` and the cut are chosen by cross-validation grouped by task (labelled benchmark states) and
+    domain (constructed material), then the model is refitted on everything. Each domain of the states
+    is a validated domain (:func:`domain_fields`); ``others``: centroids of known other kinds of text.
     """
-    splits = _grouped_folds(states, folds)
-    outer: dict[int, list[int]] = {}
-    chosen = []
-    for a, b in splits:
-        inner = [states[i] for i in a]
-        c, cut, _ = _choose(inner, cs, cuts, folds)
-        coef, icpt = _fit_lr(inner, c)
-        chosen.append(f"{c:g}/{cut:g}")
-        for i, lab in zip(b, _predict([states[i] for i in b], coef, icpt, cut), strict=True):
-            outer[i] = lab
-    pred = [outer[i] for i in range(len(states))]
-    truth = [st.labels for st in states]
-    by_sim: dict[str, dict[str, float]] = {}
-    for sim in sorted({st.simulator for st in states}):
-        rows = [i for i, st in enumerate(states) if st.simulator == sim]
-        by_sim[sim] = evaluate([pred[i] for i in rows], [truth[i] for i in rows])
-    c, cut, scores = _choose(states, cs, cuts, folds)
-    coef, icpt = _fit_lr(states, c)
-    means = np.array([st.emb.mean(axis=0) / max(np.linalg.norm(st.emb.mean(axis=0)), 1e-12) for st in states])
-    centroid = means.mean(axis=0)
-    centroid /= np.linalg.norm(centroid)
-    sims = means @ centroid
+    c, cut, scores = _choose(states, pairs, cs, cuts, folds)
+    coef, icpt = _fit_lr(states, c, pairs)
     return {
         "format": MODEL_FORMAT,
         "encoder": encoder,
@@ -313,48 +423,76 @@ def fit_service_model(
         "cut": cut,
         "coef": np.round(coef, 6).tolist(),
         "intercept": round(icpt, 6),
-        "domain": {
-            "name": SERVICE_DOMAIN,
-            "centroid": np.round(centroid, 6).tolist(),
-            "threshold": round(float(np.percentile(sims, 2)) - 0.05, 4),
-            "training_similarity": {"min": round(float(sims.min()), 4), "median": round(float(np.median(sims)), 4)},
-        },  # fmt: skip
+        "domain": domain_fields(states, others or {}),
         "trained_on": {
             "states": len(states),
-            "sources": len({st.group for st in states}),
-            "simulators": sorted({st.simulator for st in states}),
+            "pairs": len(pairs),
+            "groups": len({st.group for st in states}),
+            "simulators": sorted({st.simulator for st in states if st.simulator}),
+            "domains": sorted({st.domain for st in states} | {p.domain for p in pairs}),
         },  # fmt: skip
-        "cv": {
-            "nested_grouped_by_source": {**evaluate(pred, truth), "chosen_per_fold": chosen, "by_simulator": by_sim},
-            "grid_mean_abs_error": scores,
-        },  # fmt: skip
+        "cv": {"grid_objective": scores},
     }
 
 
-def labelled_states(records: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.ndarray]) -> list[LabelledState]:
+def _context(rec: dict[str, Any]) -> str:
+    return " ".join(str(m.get("content") or "") for m in rec.get("prefix") or [] if isinstance(m, dict))
+
+
+def labelled_states(records: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.ndarray],
+                    words: WordVectors | None = None) -> list[LabelledState]:  # fmt: skip
     """Labelled states from ``states.jsonl``-shaped records (``replies``, ``labels``, ``prefix``,
-    ``source``, ``simulator``), with each reply's embedding from ``embed`` (called once, on the
-    distinct texts)."""
+    ``source``, ``simulator``, ``domain``, ``task_id``), with each reply's embedding from ``embed``
+    (called once, on the distinct texts). A state's group is its benchmark's task (``τ-bench`` or
+    ``τ2`` by the source, and the task id) or, for constructed states, its domain."""
     prepared = []
     texts: dict[str, None] = {}
     for n, rec in enumerate(records):
         replies, labels = rec.get("replies"), rec.get("labels")
         if not isinstance(replies, list) or not isinstance(labels, list) or len(replies) != len(labels) or not replies:
             raise ConfigError(f"state {n}: 'replies' and 'labels' must be non-empty lists of one length")
-        context = " ".join(str(m.get("content") or "") for m in rec.get("prefix") or [] if isinstance(m, dict))
-        prepared.append((rec, [str(t) for t in replies], labels, context))
+        prepared.append((rec, [str(t) for t in replies], labels, _context(rec)))
         texts.update(dict.fromkeys(str(t) for t in replies))
     unique = list(texts)
     emb = np.asarray(embed(unique))
     row = {t: i for i, t in enumerate(unique)}
-    return [
-        LabelledState(
-            found=state_disclosures(replies, context),
-            emb=emb[[row[t] for t in replies]],
-            labels=[int(x) for x in labels],
-            group=str(rec.get("source")),
-            simulator=str(rec.get("simulator") or ""),
-            texts=replies,
-        )  # fmt: skip
-        for rec, replies, labels, context in prepared
-    ]
+    words = words or WordVectors(embed)
+    out = []
+    for rec, replies, labels, context in prepared:
+        found, known = state_disclosures(replies, context)
+        words.add(found)
+        out.append(LabelledState(found=found, emb=emb[[row[t] for t in replies]], labels=[int(x) for x in labels],
+                                 group=state_group(rec), simulator=str(rec.get("simulator") or ""), texts=replies,
+                                 domain=str(rec.get("domain") or ""), words=words, known=known))  # fmt: skip
+    return out
+
+
+def state_group(rec: dict[str, Any]) -> str:
+    """The split group of a labelled state: ``<benchmark>:<domain>:<task>`` for a benchmark's states
+    (no task is both fitted and checked), ``constructed:<domain>`` for states written for this project."""
+    source = str(rec.get("source") or "")
+    domain = str(rec.get("domain") or "")
+    if "tau-bench" in source or "tau2" in source:
+        bench = "tau-bench" if "sierra-research/tau-bench" in source else "tau2"
+        return f"{bench}:{domain}:{rec.get('task_id')}"
+    return f"constructed:{domain}"
+
+
+def labelled_pairs(records: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.ndarray],
+                   words: WordVectors | None = None) -> list[LabelledPair]:  # fmt: skip
+    """Constructed pairs (``a``, ``b``, ``kind``: contrast / paraphrase, ``domain``, ``prefix``)."""
+    unique = list(dict.fromkeys(str(r[k]) for r in records for k in ("a", "b")))
+    emb = np.asarray(embed(unique)) if unique else np.zeros((0, 0))
+    row = {t: i for i, t in enumerate(unique)}
+    words = words or WordVectors(embed)
+    out = []
+    for n, rec in enumerate(records):
+        if rec.get("kind") not in ("contrast", "paraphrase"):
+            raise ConfigError(f"pair {n}: 'kind' must be 'contrast' or 'paraphrase', got {rec.get('kind')!r}")
+        (a, b), known = state_disclosures([str(rec["a"]), str(rec["b"])], _context(rec))
+        words.add([a, b])
+        d = float(np.clip(1.0 - emb[row[str(rec["a"])]] @ emb[row[str(rec["b"])]], 0.0, 2.0))
+        out.append(LabelledPair(x=np.array(pair_features(a, b, d, words.similarity, known)), same=rec["kind"] == "paraphrase",
+                                domain=str(rec.get("domain") or ""), kind=str(rec["kind"]),
+                                differs_in=str(rec.get("differs_in") or "")))  # fmt: skip
+    return out

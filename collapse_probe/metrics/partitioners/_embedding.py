@@ -220,20 +220,22 @@ class EmbeddingPartitioner:
 
 
 class DisclosurePartitioner(EmbeddingPartitioner):
-    """Customer-service replies classed by the request they make and the task facts they disclose.
+    """Service-conversation replies classed by the request they make and the facts they state.
 
-    A pairwise equivalence model (:mod:`collapse_probe.metrics._service`, fitted on labelled states
-    of real τ2-bench / τ-bench user simulators) reads each pair of a state's distinct replies: which
-    facts (ids, names, reservation or order numbers, dates, times, amounts, places) and which
-    requests or preferences (cancel, refund, nonstop, a reason, ending the call …) differ between
-    what the two disclose beyond the conversation so far, and their cosine distance under the
-    packaged all-MiniLM-L6-v2. Replies are clustered by average linkage on ``1 − P(same)``. A
-    state's context (the conversation so far) is subtracted from what its replies disclose:
-    restating what the agent said discloses nothing.
+    A pairwise equivalence model (:mod:`collapse_probe.metrics._service`, fitted on labelled states of
+    real τ2-bench / τ-bench user simulators and on states and contrast / paraphrase pairs written for
+    this project in seven further domains) reads each pair of a state's distinct replies: which facts
+    (identifiers, numbers, amounts, dates, times, e-mails, phones, names, quoted strings, option values)
+    differ, how many content words (items, settings, conditions, read by a lexicon, with synonyms found
+    by the encoder) one has in place of the other's, whether an act (return, exchange, cancel, yes / no,
+    a question, ending the call), a negation or an on / off differs, and their cosine distance under
+    the packaged all-MiniLM-L6-v2. Replies are clustered by average linkage on ``1 − P(same)``. What
+    the conversation so far said is no difference when one reply restates it; two replies that pick
+    different items of it are.
 
-    The default meaning partition where no benchmark meaning key applies. Validated on
-    :data:`~collapse_probe.metrics._service.SERVICE_DOMAIN` only: :meth:`domain_similarities` says how
-    far a state's replies are from that domain, and the audit's meaning view is INCONCLUSIVE outside it.
+    The default meaning partition where no benchmark meaning key applies. Validated on the domains the
+    model file names (:data:`validated_on`): :meth:`domain_similarity` says how close a state's replies
+    are to the nearest of them, and the audit's meaning view is INCONCLUSIVE outside them.
 
     Args:
         model: sentence-transformers model directory; ``None`` for the packaged all-MiniLM-L6-v2 (the
@@ -248,7 +250,10 @@ class DisclosurePartitioner(EmbeddingPartitioner):
     needs_model = False
     needs_benchmark = False
     arena_hooks: ClassVar[Mapping[str, str]] = {}
-    validated_on = "customer-service user replies (τ2-bench / τ-bench airline user simulators)"
+    validated_on = (
+        "customer-service user replies in the domains airline (τ2-bench / τ-bench runs), retail, telecom, "
+        "healthcare, banking, IT support, travel and insurance (replies written for collapse-probe)"
+    )
 
     def __init__(self, model: str | None = None, device: str | None = None, batch_size: int = 64,
                  model_file: str | None = None) -> None:  # fmt: skip
@@ -262,7 +267,7 @@ class DisclosurePartitioner(EmbeddingPartitioner):
         self, groups: Sequence[Sequence[str]], contexts: Sequence[str | None] | None = None
     ) -> list[list[int]]:
         """Labels for many states at once; ``contexts``: one per group, the conversation so far."""
-        from collapse_probe.metrics._service import service_labels, state_disclosures
+        from collapse_probe.metrics._service import WordVectors, service_labels, state_disclosures
 
         groups = [_check_texts(g, f"groups[{i}]") for i, g in enumerate(groups)]
         if contexts is not None and len(contexts) != len(groups):
@@ -273,16 +278,17 @@ class DisclosurePartitioner(EmbeddingPartitioner):
             reps.append([first[u] for u in dict.fromkeys(normalize_text(t) for t in g)])
         flat = [t for r in reps for t in r]
         emb = self.embed(flat) if flat else np.zeros((0, 0))
+        read = [state_disclosures(r, None if contexts is None else contexts[gi]) for gi, r in enumerate(reps)]
+        words = WordVectors(self.embed).add([f for found, _ in read for f in found])
         out: list[list[int]] = []
         start = 0
-        for gi, (g, r) in enumerate(zip(groups, reps, strict=True)):
+        for g, r, (found, known) in zip(groups, reps, read, strict=True):
             if not g:
                 out.append([])
                 continue
             e = emb[start : start + len(r)]
             start += len(r)
-            found = state_disclosures(r, None if contexts is None else contexts[gi])
-            lab = service_labels(found, e, self.service)
+            lab = service_labels(found, e, self.service, words, known)
             of = {normalize_text(t): x for t, x in zip(r, lab, strict=True)}
             out.append(canonical_labels([of[normalize_text(t)] for t in g]))
         return out
@@ -291,7 +297,7 @@ class DisclosurePartitioner(EmbeddingPartitioner):
         """Cosine between a state's mean reply embedding (of this partition's encoder) and the domain's centroid."""
         from collapse_probe.metrics._service import domain_similarity
 
-        return domain_similarity(embeddings, self.service.centroid)
+        return domain_similarity(embeddings, self.service.centroid, self.service.others)
 
     @classmethod
     def domain_threshold(cls) -> float:
