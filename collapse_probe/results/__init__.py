@@ -52,6 +52,7 @@ from collapse_probe.results._lab import (
     LabSweepResults,
 )
 from collapse_probe.results._play import PLAY_SCHEMA, PlayResults
+from collapse_probe.results._samples import SampleRecord
 from collapse_probe.results._train import TRAIN_SCHEMA, TrainResults, TrainStep
 
 KINDS: dict[str, Any] = {
@@ -82,8 +83,9 @@ BY_SCHEMA: dict[str, type[ResultsModel]] = {
 SCHEMA_ID_PREFIX = "urn:collapse-probe:results:"
 """Each published schema's ``$id`` is this prefix and its kind (``urn:collapse-probe:results:audit``)."""
 
-RECORDS: dict[str, Any] = {"conversation": ConversationRecord}
-"""Record kind -> the model of one line of a run's JSONL file (``conversation``: ``conversations.jsonl``);
+RECORDS: dict[str, Any] = {"conversation": ConversationRecord, "sample": SampleRecord}
+"""Record kind -> the model of one line of a run's JSONL file (``conversation``: ``conversations.jsonl``,
+``sample``: an audit's ``samples.jsonl``);
 its schema ships beside the results schemas, ``collapse_probe/schemas/<kind>.json``."""
 RECORD_ID_PREFIX = "urn:collapse-probe:records:"
 """A record schema's ``$id`` is this prefix and its kind (``urn:collapse-probe:records:conversation``)."""

@@ -5,7 +5,20 @@ imports the other for it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from collapse_probe._records import field_problem
 
@@ -32,79 +45,162 @@ _NUMBERS = ("collapse_error_estimate", "entropy_plugin", "entropy_miller_madow",
             "distinct_2", "vendi", "mean_pairwise_cosine")  # fmt: skip
 """Per-state estimates a ``samples.jsonl`` record may hold (``null`` where undefined)."""
 
+Whole = Annotated[int, Field(ge=0)]
+"""A whole number >= 0."""
+Pair = Annotated[list[float], Field(min_length=2, max_length=2)]
+"""``[low, high]``."""
+
+
+class _SampleHeader(BaseModel):
+    """What every ``samples.jsonl`` record says of its state."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    state_id: str
+    """The state's id (``on_policy:KEY:M``, ``opening:TASK``, ...)."""
+    mode: str
+    """How the simulator was asked (``direct``, ``verbalized``)."""
+    status: str
+    """``ok`` when the state was measured, else why not (``infra_error``, ...)."""
+    source: str
+    """Where the state comes from (``on_policy``, ``benchmark``, ``human``)."""
+    kind: str
+    """The state's kind (``opening``, ``mid``, ...)."""
+    turn: Whole | None = None
+    """The simulator turn the state is before (0-based), ``null`` when it has none."""
+
+
+class FailedSample(_SampleHeader):
+    """A state that was not measured: its header (the rest is checked through its per-state row)."""
+
+    model_config = ConfigDict(json_schema_extra={"not": {"properties": {"status": {"const": "ok"}}}})
+
+
+class MeasuredSample(_SampleHeader):
+    """A measured state: its replies, their classes and the estimates made from them."""
+
+    status: Literal["ok"]
+    """Measured."""
+    n: Annotated[int, Field(ge=1)]
+    """Replies sampled."""
+    class_counts: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)]
+    """Replies per class, summing to ``n``."""
+    responses: list[str]
+    """The ``n`` replies."""
+    class_names: list[str]
+    """One name per class."""
+    class_examples: list[list[str]]
+    """Example replies per class."""
+    labels: list[Whole] | None = None
+    """The class of each reply."""
+    n_empty: Whole = 0
+    """Replies that were empty."""
+    collapse_error: float
+    collapse_error_corrected: float
+    entropy: float
+    collapse_error_estimate: float | None = None
+    entropy_plugin: float | None = None
+    entropy_miller_madow: float | None = None
+    sample_coverage: float | None = None
+    distinct_1: float | None = None
+    distinct_2: float | None = None
+    vendi: float | None = None
+    mean_pairwise_cosine: float | None = None
+    collapse_error_ci95: Pair | None = None
+    """95 % interval of the collapse error."""
+    entropy_ci95: Annotated[list[float | None], Field(min_length=2, max_length=2)] | None = None
+    """95 % interval of the entropy; ``[low, null]`` when the entropy is a lower bound only."""
+    hill: dict[str, JsonValue] | None = None
+    exact: dict[str, JsonValue] | None = None
+    decision: dict[str, JsonValue] | None = None
+    vs: dict[str, JsonValue] | None = None
+
+    @field_validator("class_counts")
+    @classmethod
+    def _sum_n(cls, v: list[int], info: ValidationInfo) -> list[int]:
+        if "n" in info.data and sum(v) != info.data["n"]:
+            raise ValueError("does not sum to n")
+        return v
+
+    @field_validator("responses", "labels")
+    @classmethod
+    def _n_long(cls, v: list[Any] | None, info: ValidationInfo) -> list[Any] | None:
+        if v is not None and "n" in info.data and len(v) != info.data["n"]:
+            raise ValueError("not n long")
+        return v
+
+    @field_validator("class_names", "class_examples")
+    @classmethod
+    def _per_class(cls, v: list[Any], info: ValidationInfo) -> list[Any]:
+        if "class_counts" in info.data and len(v) != len(info.data["class_counts"]):
+            raise ValueError("not one per class")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _class_indices(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        if v is not None and "class_counts" in info.data and any(x >= len(info.data["class_counts"]) for x in v):
+            raise ValueError("not a class index")
+        return v
+
+    @field_validator("entropy_ci95")
+    @classmethod
+    def _low_end(cls, v: list[float | None] | None) -> list[float | None] | None:
+        if v is not None and v[0] is None:
+            raise ValueError("no low end")
+        return v
+
+
+def _sample_kind(v: Any) -> str:
+    return "ok" if isinstance(v, dict) and v.get("status") == "ok" else "failed"
+
+
+SampleRecord = Annotated[
+    Annotated[MeasuredSample, Tag("ok")] | Annotated[FailedSample, Tag("failed")], Discriminator(_sample_kind)
+]
+"""One line of an audit's ``samples.jsonl``: a measured state or one that failed (by ``status``); its JSON
+Schema ships as ``collapse_probe/schemas/sample.json``."""
+SAMPLE_RECORD: TypeAdapter[MeasuredSample | FailedSample] = TypeAdapter(SampleRecord)
+"""Validates a ``samples.jsonl`` line (``SAMPLE_RECORD.validate_python(data, strict=True)``)."""
+
+
+def _expected(field: str, rec: dict[str, Any]) -> str:
+    """What a record's ``field`` must hold, worded with the record's own counts."""
+    n, counts = rec.get("n"), rec.get("class_counts")
+    k = len(counts) if isinstance(counts, list) else 0
+    words = {
+        "turn": "a whole number >= 0 or null", "n": "a whole number >= 1",
+        "class_counts": f"whole numbers >= 1 summing to n = {n}", "responses": f"{n} reply texts",
+        "class_names": f"{k} class names", "class_examples": f"{k} lists of example replies",
+        "labels": f"{n} class indices", "n_empty": "a whole number >= 0",
+        "collapse_error_ci95": "two numbers or null", "entropy_ci95": "two numbers or null (or [number, null])",
+    }  # fmt: skip
+    if field in words:
+        return words[field]
+    if field in _REQUIRED_NUMBERS:
+        return "a number"
+    if field in _NUMBERS:
+        return "a number or null"
+    return "an object" if field in ("hill", "exact", "decision", "vs") else "a string"
+
+
+_ORDER = ("state_id", "mode", "status", "source", "kind", "turn", *MeasuredSample.model_fields)
+"""The order a record's fields are checked in: the first bad one is named."""
+
 
 def sample_problem(rec: dict[str, Any]) -> str | None:
     """What is wrong with one ``samples.jsonl`` record, or ``None`` when it is well formed (the
-    fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`)."""
-    for field in ("state_id", "mode", "status", "source", "kind"):
-        if not isinstance(rec.get(field), str):
-            return field_problem(field, "a string", rec.get(field))
-    if rec.get("turn") is not None and not _whole(rec["turn"]):
-        return field_problem("turn", "a whole number >= 0 or null", rec["turn"])
-    if rec["status"] != "ok":
-        return _row_problem(rec)
-    return _classes_problem(rec) or _numbers_problem(rec) or _row_problem(rec)
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _whole(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _texts(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(t, str) for t in v)
-
-
-def _classes_problem(rec: dict[str, Any]) -> str | None:
-    """What is wrong with a measured record's replies and their classes (``n``, ``class_counts``,
-    ``responses``, ``class_names``, ``class_examples``, ``labels``, ``n_empty``), or ``None``."""
-    n, counts, responses = rec.get("n"), rec.get("class_counts"), rec.get("responses")
-    if not isinstance(n, int) or not _whole(n) or n < 1:
-        return field_problem("n", "a whole number >= 1", n)
-    if not isinstance(counts, list) or not counts or not all(_whole(c) and c > 0 for c in counts) or sum(counts) != n:
-        return field_problem("class_counts", f"whole numbers >= 1 summing to n = {n}", counts)
-    if not isinstance(responses, list) or not _texts(responses) or len(responses) != n:
-        return field_problem("responses", f"{n} reply texts", responses)
-    if not _texts(rec.get("class_names")) or len(rec["class_names"]) != len(counts):
-        return field_problem("class_names", f"{len(counts)} class names", rec.get("class_names"))
-    examples = rec.get("class_examples")
-    if not isinstance(examples, list) or len(examples) != len(counts) or not all(_texts(e) for e in examples):
-        return field_problem("class_examples", f"{len(counts)} lists of example replies", examples)
-    labels = rec.get("labels")
-    if labels is not None and not (
-        isinstance(labels, list) and len(labels) == n and all(_whole(x) and x < len(counts) for x in labels)
-    ):
-        return field_problem("labels", f"{n} class indices", labels)
-    if "n_empty" in rec and not _whole(rec["n_empty"]):
-        return field_problem("n_empty", "a whole number >= 0", rec["n_empty"])
-    return None
-
-
-def _numbers_problem(rec: dict[str, Any]) -> str | None:
-    """What is wrong with a measured record's estimates and their intervals, or ``None``."""
-    for field in _REQUIRED_NUMBERS:
-        if not _number(rec.get(field)):
-            return field_problem(field, "a number", rec.get(field))
-    for field in _NUMBERS:
-        if rec.get(field) is not None and not _number(rec[field]):
-            return field_problem(field, "a number or null", rec[field])
-    for field in ("collapse_error_ci95", "entropy_ci95"):
-        v = rec.get(field)
-        # an entropy that is a lower bound only has no upper end: [lo, null]
-        open_top = field == "entropy_ci95" and isinstance(v, list) and len(v) == 2 and v[1] is None
-        if v is not None and not (
-            isinstance(v, list) and len(v) == 2 and _number(v[0]) and (open_top or _number(v[1]))
-        ):
-            return field_problem(
-                field, "two numbers or null" + (" (or [number, null])" if field == "entropy_ci95" else ""), v
-            )
-    for field in ("hill", "exact", "decision", "vs"):
-        if rec.get(field) is not None and not isinstance(rec[field], dict):
-            return field_problem(field, "an object", rec[field])
-    return None
+    fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`):
+    its :data:`SampleRecord`, then its per-state row of ``results.json``."""
+    try:
+        SAMPLE_RECORD.validate_python(rec, strict=True)
+    except ValidationError as exc:
+        fields = [str(e["loc"][1]) for e in exc.errors() if len(e["loc"]) > 1 and e["loc"][1] in _ORDER]
+        if not fields:
+            return exc.errors(include_url=False)[0]["msg"]
+        field = min(fields, key=_ORDER.index)
+        return field_problem(field, _expected(field, rec), rec.get(field))
+    return _row_problem(rec)
 
 
 def _row_problem(rec: dict[str, Any]) -> str | None:
