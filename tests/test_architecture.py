@@ -333,7 +333,7 @@ PATH_IN_TICKS = r"`([\w/-]+(?:\.py|/))`"
 
 def _doc_path(name: str) -> Path:
     top = name.split("/", 1)[0]
-    return REPO / name if top in {"tests", "scripts", "docs", ".ci", "collapse_probe"} else PACKAGE / name
+    return REPO / name if top in {"tests", "scripts", "docs", ".ci", "collapse_probe", "datasets"} else PACKAGE / name
 
 
 def diagram_layers(text: str) -> list[tuple[str, set[str]]]:
