@@ -33,8 +33,16 @@ def test_shipped_files_are_found_through_the_package() -> None:
     assert len(load_personas()) == 120
     assert (demo_dir() / "tasks.json").is_file()
     assert dataset_path("scripted", "p4g_donor_diverse.json").is_file()
-    # nothing at the repository root may be installed as a top-level package
-    assert not (REPO / "datasets").exists() and not (REPO / "dashboards").exists()
+    # nothing at the repository root may be installed as a top-level package: datasets/ (cards and builders,
+    # not shipped) is no package, and the package finder of pyproject.toml takes collapse_probe* only
+    from setuptools import find_packages
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    find = read_configuration(REPO / "pyproject.toml", expand=False)["tool"]["setuptools"]["packages"]["find"]
+    packages = find_packages(str(REPO), include=find["include"])
+    assert packages and all(p.split(".")[0] == "collapse_probe" for p in packages), packages
+    assert not list((REPO / "datasets").rglob("__init__.py"))
+    assert not (REPO / "dashboards").exists()
 
 
 def test_datasets_env_points_the_root_elsewhere(tmp_path, monkeypatch) -> None:
