@@ -247,7 +247,7 @@ def test_every_report_writer_loads():
 
 
 def test_the_wheel_ships_no_generator_scripts():
-    """What the package data holds is data: the scripts that generate it live in ``scripts/``. The CooperBench
+    """What the package data holds is data: the scripts that generate it live in ``datasets/build/``. The CooperBench
     demo tasks' ``repo/`` trees are exempt: they are the tasks' own source (data the arena runs tests on)."""
     data = PACKAGE / "data"
     scripts = sorted(str(p.relative_to(REPO)) for p in data.rglob("*.py") if "repo" not in p.relative_to(data).parts)
