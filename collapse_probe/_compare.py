@@ -7,9 +7,10 @@ other readers add) and this project's cross-play run directories. Each conversat
 ``--simulator-of``. Several files of one agent and simulator are pooled (their trials add up).
 
 Pairing. A task is keyed by its content (:attr:`~collapse_probe.interop.PublishedConversation.task_content`,
-normalised: Unicode NFKC, case folded, runs of white space as one space) where every scored record
-has one, since forks renumber and edit tasks between runs, else by its id (``--task-key`` forces
-either). What could not be paired is counted by reason: infrastructure failures (never scored),
+normalised: Unicode NFKC, case folded, runs of white space as one space) where the task ids are not
+stable across the inputs (forks renumber and edit tasks between runs) and the text can stand for the
+task (every scored record has one, no file gives one text to two ids), else by its id (:func:`_key_mode`;
+``--task-key`` forces either). What could not be paired is counted by reason: infrastructure failures (never scored),
 records without a reward, records without the task's text (content key), and per comparison the
 tasks only one simulator ran.
 
@@ -49,7 +50,8 @@ class CompareConfig(Config):
     benchmark decides; otherwise 1.0, for τ2-bench's and τ-bench's rewards of 0 or 1)."""
     task_key: Annotated[Literal["auto", "content", "id"], OneOf(TASK_KEYS)] = "auto"
     """How tasks are paired across files: ``content`` (the task's own text, normalised), ``id`` (the
-    task id), ``auto`` (content where every scored record has it, else id)."""
+    task id), ``auto`` (the text where the ids are not stable across the files and the text tells the
+    tasks apart, else the id)."""
     reference: str | None = None
     """Compare every other simulator with this one (default: every pair of simulators, the one read
     first as the reference)."""
@@ -199,16 +201,37 @@ def read_source(path: str, config: CompareConfig, agents: dict[str, str], sims: 
     return _Source(str(path), fmt, run.sha256, trials, dict(run.skipped))
 
 
-def _key_mode(trials: Sequence[_Trial], asked: str) -> tuple[str, str]:
-    scored = [t for t in trials if not t.infra and t.reward is not None]
-    with_text = sum(1 for t in scored if t.content)
-    if asked == "id":
-        return "id", "as asked: --task-key id"
-    if asked == "content":
-        return "content", "as asked: --task-key content"
-    if scored and with_text == len(scored):
-        return "content", "every scored record carries its task's text"
-    return "id", f"{len(scored) - with_text} of {len(scored)} scored records carry no task text"
+def _key_mode(sources: Sequence[_Source], asked: str) -> tuple[str, str]:
+    """``(task key, why)``: ``id`` or ``content`` as asked, else (``auto``) the task's text exactly where
+    the ids are not stable across the inputs and the text can stand for the task.
+
+    The text pairs tasks only if every scored record carries it and no input gives one text to two
+    task ids (then the text does not tell its tasks apart: a template scenario). The ids are stable
+    when each id has one text across the inputs and each text one id; then both keys pair the same
+    trials, and the id is kept."""
+    if asked in ("id", "content"):
+        return asked, f"as asked: --task-key {asked}"
+    scored = [(i, t) for i, s in enumerate(sources) for t in s.trials if not t.infra and t.reward is not None]
+    missing = sum(1 for _, t in scored if not t.content)
+    if not scored or missing:
+        return "id", f"{missing} of {len(scored)} scored records carry no task text"
+    ids_of: dict[tuple[int, str], set[str]] = {}
+    texts_of: dict[str, set[str]] = {}
+    all_ids_of: dict[str, set[str]] = {}
+    for i, t in scored:
+        text = normalise_task_text(t.content or "")
+        ids_of.setdefault((i, text), set()).add(t.task_id)
+        texts_of.setdefault(t.task_id, set()).add(text)
+        all_ids_of.setdefault(text, set()).add(t.task_id)
+    shared = sorted({sources[i].path for (i, _), ids in ids_of.items() if len(ids) > 1})
+    if shared:
+        return "id", f"{shared[0]} gives one task text to several task ids, so the text does not tell its tasks apart"
+    if all(len(v) == 1 for v in texts_of.values()) and all(len(v) == 1 for v in all_ids_of.values()):
+        return "id", "the task ids are stable across the inputs: each id has one text, each text one id"
+    renamed = sum(1 for v in all_ids_of.values() if len(v) > 1)
+    edited = sum(1 for v in texts_of.values() if len(v) > 1)
+    return "content", (f"task ids are not stable across the inputs: {renamed} texts under several ids, "
+                       f"{edited} ids with several texts")  # fmt: skip
 
 
 Cells = dict[tuple[str, str], dict[str, list[bool]]]
@@ -241,11 +264,12 @@ def _task_key(t: _Trial, mode: str) -> str | None:
     return "c:" + hashlib.sha256(normalise_task_text(t.content).encode()).hexdigest()[:16]
 
 
-def pair_trials(trials: Sequence[_Trial], config: CompareConfig) -> _Paired:
+def pair_trials(sources: Sequence[_Source], config: CompareConfig) -> _Paired:
     """Key every scored trial by its task and decide its success; count what is left out, by reason."""
     from collapse_probe.metrics.variance import SUCCESS_ATOL
 
-    mode, why = _key_mode(trials, config.task_key)
+    trials = [t for s in sources for t in s.trials]
+    mode, why = _key_mode(sources, config.task_key)
     threshold = 1.0 if config.success_threshold is None else config.success_threshold
     out = _Paired(mode, why, threshold)
     for t in trials:
@@ -351,7 +375,7 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
     from collapse_probe.metrics import simulator_effects as se
 
     trials = [t for s in sources for t in s.trials]
-    paired = pair_trials(trials, config)
+    paired = pair_trials(sources, config)
     cells = paired.cells
     if not cells:
         raise ConfigError(

@@ -204,15 +204,30 @@ def test_agent_and_simulator_named_on_the_command_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="the shared τ2 results are not in this checkout")
-def test_published_tau2_runs_pair_by_task_text(tmp_path: Path) -> None:
+def test_published_tau2_runs_have_stable_ids_and_pair_alike_by_text(tmp_path: Path) -> None:
+    """The published τ2 runs give each airline task id one scenario (the grok-4 run of the tighter-policy
+    domain included): the ids are stable, and pairing by text pairs exactly the same trials."""
     files = sorted(str(p) for p in SHARED.glob("2025-*.json"))
-    rc, out, err = _cli("compare", *files, "--out", str(tmp_path / "run"))
+    runs = {}
+    for key in ("auto", "content"):
+        rc, out, err = _cli("compare", *files, "--task-key", key, "--out", str(tmp_path / key))
+        assert rc == 0, err
+        runs[key] = json.loads((tmp_path / key / "results.json").read_text())
+    assert runs["auto"]["pairing"]["task_key"] == "id" and "stable" in runs["auto"]["pairing"]["why"]
+    assert runs["auto"]["pairing"]["paired_records"] == sum(n["trials"] for n in runs["auto"]["noise_floor"]) == 66
+    assert runs["auto"]["noise_floor"] == runs["content"]["noise_floor"]
+    assert {(n["agent"], n["simulator"]) for n in runs["auto"]["noise_floor"]} >= {("xai/grok-3", "xai/grok-3")}
+
+
+def test_auto_key_keeps_ids_when_a_file_gives_one_text_to_several_tasks(tmp_path: Path) -> None:
+    """A template scenario shared by every task cannot stand for the task: pairing by it would merge them."""
+    same = {f"t{i}": "You are a customer. Follow the instructions." for i in range(4)}
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {f"t{i}": [1.0] for i in range(4)}, same)
+    b = tau2_file(tmp_path / "b.json", "ag", "s2", {f"t{i}": [0.0] for i in range(4)}, same)
+    rc, out, err = _cli("compare", str(a), str(b), "--out", str(tmp_path / "run"))
     assert rc == 0, err
-    data = json.loads((tmp_path / "run" / "results.json").read_text())
-    # the grok-3 and grok-4 runs of airline task 1 share its scenario although one is the tighter-policy domain
-    assert data["pairing"]["task_key"] == "content"
-    assert data["pairing"]["paired_records"] == sum(n["trials"] for n in data["noise_floor"])
-    assert {(n["agent"], n["simulator"]) for n in data["noise_floor"]} >= {("xai/grok-3", "xai/grok-3")}
+    assert "into 4 tasks by task id" in out and "gives one task text to several task ids" in out
+    assert "ag: s2 vs s1: -100.0 points" in out and "on 4 shared tasks" in out
 
 
 SAMPLES = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "published" / "compare"
