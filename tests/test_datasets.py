@@ -160,3 +160,31 @@ def test_the_package_data_globs_carry_every_shipped_file():
     }
     left_out = sorted(set(_tracked()) - carried)
     assert not left_out, f"pyproject.toml's package-data globs {patterns} leave out shipped files: {left_out}"
+
+
+def test_the_wheel_carries_every_shipped_file_and_nothing_of_datasets(tmp_path: Path):
+    """A wheel built from the tracked files (what a clone holds) holds every file of ``collapse_probe/data`` and
+    none of ``datasets/``: the globs above are what setuptools reads, this is what it writes."""
+    import zipfile
+
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode()
+    if not _tracked():
+        pytest.fail("git tracks no file under collapse_probe/data")
+    clone = tmp_path / "clone"
+    for name in filter(None, tracked.split("\0")):
+        if (REPO / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, clone / name)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "."],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    left_out = sorted(f for f in _tracked() if f"collapse_probe/data/{f}" not in names)
+    assert not left_out, f"the wheel leaves out shipped files: {left_out}"
+    assert not [n for n in names if n.startswith("datasets/")], "the wheel carries datasets/ (cards and builders)"
