@@ -323,8 +323,15 @@ def _fit_lr(states: Sequence[LabelledState], c: float, pairs: Sequence[LabelledP
     return m.coef_[0].astype(np.float64), float(m.intercept_[0])
 
 
+def _bare_model(coef: np.ndarray, intercept: float, cut: float) -> ServiceModel:
+    """A model of these coefficients with no domain (for predicting held-out folds)."""
+    return ServiceModel(coef=coef, intercept=intercept, cut=cut, features=tuple(feature_names()),
+                        centroid=np.zeros((0, 1)), others=np.zeros((0, 1)), domain_threshold=0.0, encoder="",
+                        sha256="", info={})  # fmt: skip
+
+
 def _predict(states: Sequence[LabelledState], coef: np.ndarray, intercept: float, cut: float) -> list[list[int]]:
-    model = ServiceModel(coef, intercept, cut, tuple(feature_names()), np.zeros(1), 0.0, "", "", {})
+    model = _bare_model(coef, intercept, cut)
     out = []
     for st in states:
         reps, inverse = st.distinct()
@@ -337,7 +344,7 @@ def _predict_pairs(pairs: Sequence[LabelledPair], coef: np.ndarray, intercept: f
     """Two replies are one class when ``1 − P(same)`` is below the cut (average linkage of two)."""
     if not pairs:
         return []
-    model = ServiceModel(coef, intercept, cut, tuple(feature_names()), np.zeros(1), 0.0, "", "", {})
+    model = _bare_model(coef, intercept, cut)
     return [bool(p) for p in (1.0 - model.p_same(np.vstack([q.x for q in pairs]))) < cut]
 
 

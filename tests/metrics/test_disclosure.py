@@ -167,3 +167,29 @@ def test_the_domain_check_tells_validated_domains_from_others(disclosure):
         assert disclosure.domain_similarity(disclosure.embed(texts)) >= threshold, name
     for name, texts in outside.items():
         assert disclosure.domain_similarity(disclosure.embed(texts)) < threshold, name
+
+
+def test_the_fit_separates_what_its_material_separates():
+    """fit_service_model end to end on synthetic states (no encoder): replies that differ in an item are
+    split, wordings of one are merged, and the file names its domains and checks them."""
+    import numpy as np
+
+    from collapse_probe.metrics._service import LabelledState, _predict, fit_service_model
+
+    rng = np.random.default_rng(0)
+
+    def unit(n):
+        v = rng.normal(size=(n, 8))
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    texts = [("I'd like to return the t-shirt.", 0), ("Please take back the t-shirt.", 0),
+             ("I'd like to return the sunglasses.", 1), ("Return the lamp, please.", 2)]  # fmt: skip
+    states = []
+    for k in range(8):
+        found = [disclosures(t) for t, _ in texts]
+        states.append(LabelledState(found=found, emb=unit(len(texts)) * 0.3 + 0.7 * unit(1), labels=[c for _, c in texts],
+                                    group=f"constructed:d{k % 4}", texts=[t for t, _ in texts], domain=f"d{k % 4}"))  # fmt: skip
+    out = fit_service_model(states, "test", cs=(1.0,), cuts=(0.5,), folds=2)
+    assert out["format"].endswith("/v2") and out["domain"]["validated"] == ["d0", "d1", "d2", "d3"]
+    coef, icpt = np.array(out["coef"]), out["intercept"]
+    assert _predict(states[:1], coef, icpt, out["cut"]) == [[0, 0, 1, 2]]
