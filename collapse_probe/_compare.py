@@ -249,6 +249,8 @@ class _Paired:
     ids_of_key: dict[str, set[str]] = field(default_factory=dict)
     left_out: dict[str, int] = field(default_factory=dict)
     success_rule: dict[str, int] = field(default_factory=dict)
+    thresholded: list[tuple[float, bool]] = field(default_factory=list)
+    """``(reward, success)`` of the trials the threshold decided."""
 
 
 def _tally(counts: dict[str, int], reason: str) -> None:
@@ -290,6 +292,7 @@ def pair_trials(sources: Sequence[_Source], config: CompareConfig) -> _Paired:
         else:  # the same tolerance as the flip rate's: a reward of 0.9999999999 out of 1 is a success
             ok = t.reward >= threshold - SUCCESS_ATOL
             _tally(out.success_rule, f"reward >= {threshold:g}")
+            out.thresholded.append((t.reward, ok))
         out.cells.setdefault((t.agent, t.simulator), {}).setdefault(key, []).append(ok)
     return out
 
@@ -401,6 +404,11 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
         notes.append(
             f"{merged} task texts appear under more than one task id across the inputs; they are paired by text"
         )
+    rewards = [r for r, _ in paired.thresholded]
+    if rewards and len({ok for _, ok in paired.thresholded}) == 1:
+        verdict = "reaches" if paired.thresholded[0][1] else "fails to reach"
+        notes.append(f"every trial {verdict} the success threshold {paired.threshold:g} (rewards from {min(rewards):g} "
+                     f"to {max(rewards):g}): no success rate can differ; see --success-threshold")  # fmt: skip
     if not effects:
         notes.append("no agent ran under two simulators: no simulator effect to measure")
     if len(agents) < 2:

@@ -341,3 +341,13 @@ def test_the_public_call_equals_the_command(tmp_path: Path) -> None:
     assert isinstance(from_cli, CompareResults)
     assert from_cli.simulator_effects == r.simulator_effects and from_cli.noise_floor == r.noise_floor
     assert load(tmp_path / "api").to_json() == r.to_json()
+
+
+def test_a_threshold_no_trial_reaches_is_noted(tmp_path: Path) -> None:
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [0.5, 0.25], "2": [0.75]})
+    b = tau2_file(tmp_path / "b.json", "ag", "s2", {"1": [0.5], "2": [0.0]})
+    rc, out, _ = _cli("compare", str(a), str(b), "--out", str(tmp_path / "run"))
+    assert rc == 0
+    assert "note: every trial fails to reach the success threshold 1 (rewards from 0 to 0.75)" in out
+    rc, out, _ = _cli("compare", str(a), str(b), "--success-threshold", "0.5", "--out", str(tmp_path / "run2"))
+    assert rc == 0 and "success threshold" not in out and "ag: s2 vs s1: -25.0 points" in out
