@@ -17,7 +17,16 @@ Framework adapters, one module each, import their framework only when used:
 """
 
 from collapse_probe.monitor._config import TRACKERS, MonitorConfig
-from collapse_probe.monitor._core import MONITOR_ROWS, SCHEMA, AlarmCallback, CollapseMonitor, ShadowState
+from collapse_probe.monitor._core import (
+    MONITOR_ROWS,
+    SCHEMA,
+    Alarm,
+    AlarmCallback,
+    AlarmCallbackError,
+    CollapseMonitor,
+    PooledInterval,
+    ShadowState,
+)
 from collapse_probe.monitor._play import play_simulator_turns, simulator_reply
 from collapse_probe.monitor._rng import rng_isolated
 from collapse_probe.monitor._shadow import CallableSimulator, ShadowSimulator
@@ -33,12 +42,15 @@ __all__ = [
     "MONITOR_ROWS",
     "SCHEMA",
     "TRACKERS",
+    "Alarm",
     "AlarmCallback",
+    "AlarmCallbackError",
     "ArenaRewardView",
     "CallableSimulator",
     "CollapseMonitor",
     "FunctionRewardView",
     "MonitorConfig",
+    "PooledInterval",
     "RewardView",
     "ShadowSimulator",
     "ShadowState",

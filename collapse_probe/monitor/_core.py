@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
@@ -58,12 +58,61 @@ from collapse_probe.monitor._rng import rng_isolated
 from collapse_probe.monitor._shadow import CallableSimulator, ShadowSimulator, shadow_request
 from collapse_probe.monitor._views import meaning_partition, reward_view_for, strategy_partition
 
+if TYPE_CHECKING:
+    from collapse_probe.metrics._intervals import IntervalEstimate
+
 logger = logging.getLogger(__name__)
 
 SCHEMA = "collapse-probe/monitor/v1"
 MONITOR_ROWS = "monitor.jsonl"
 
-AlarmCallback = Callable[[dict[str, Any], "CollapseMonitor"], None]
+
+class Alarm(TypedDict):
+    """One alarm of a monitor row (``row["alarms"]``; what the ``on_alarm`` callback is handed)."""
+
+    kind: Literal["collapse", "strategy_entropy"]
+    """``collapse``: the simulator collapsed (a view's run-wide test rejected ε ≥ ε*); ``strategy_entropy``:
+    the policy's strategy entropy fell while the train reward rose."""
+    step: int
+    value: float
+    """The collapse test's e-value, or the ratio of the later to the earlier strategy entropy."""
+    threshold: float
+    """The value at which the alarm is raised."""
+    message: str
+    """What happened, in one line."""
+    view: NotRequired[str]
+    """The collapse alarm's view (``meaning`` or ``reward``)."""
+    epsilon_star: NotRequired[float]
+    """The collapse alarm's ε*."""
+    window: NotRequired[int]
+    """The steps the collapse alarm's interval pools."""
+
+
+class AlarmCallbackError(TypedDict):
+    """A failure of the ``on_alarm`` callback (:attr:`CollapseMonitor.alarm_callback_errors_`)."""
+
+    step: int
+    alarm: str
+    """The alarm's ``kind``."""
+    error: str
+
+
+class PooledInterval(TypedDict):
+    """The mean collapse error over a view's recent shadowed states (``collapse_error_pooled``)."""
+
+    estimate: float
+    ci95: list[float | None]
+    plugin: float
+    n_states: int
+    n: int
+    low_confidence: bool
+    window: NotRequired[int]
+    """Steps pooled."""
+    steps: NotRequired[list[int]]
+    """``[first, last]`` step pooled."""
+
+
+AlarmCallback = Callable[[Alarm, "CollapseMonitor"], None]
 """``callback(alarm, monitor)``: called once per alarm, e.g. to switch the simulator to Verbalized
 Sampling or add a population member before the next step."""
 
@@ -115,7 +164,7 @@ def _zero_std_share(rewards: Sequence[float | None], groups: Sequence[Hashable])
     return zero / len(by_group)
 
 
-def _interval_dict(iv: Any) -> dict[str, Any]:
+def _interval_dict(iv: IntervalEstimate) -> PooledInterval:
     return {
         "estimate": iv.estimate,
         "ci95": list(iv.ci95),
@@ -226,8 +275,8 @@ class CollapseMonitor:
         self._step = _Step()
         self.rows_: list[dict[str, Any]] = []
         """Every row written so far (this process), in step order."""
-        self.alarms_: list[dict[str, Any]] = []
-        self.alarm_callback_errors_: list[dict[str, Any]] = []
+        self.alarms_: list[Alarm] = []
+        self.alarm_callback_errors_: list[AlarmCallbackError] = []
         """Each failure of the ``on_alarm`` callback: ``{"step", "alarm", "error"}``."""
         self._trackers: list[Any] | None = None
         self._run_dir: Any = None
@@ -503,7 +552,7 @@ class CollapseMonitor:
                 self._call_on_alarm(alarm, step)
         return row
 
-    def _call_on_alarm(self, alarm: dict[str, Any], step: int) -> None:
+    def _call_on_alarm(self, alarm: Alarm, step: int) -> None:
         """Run the ``on_alarm`` callback; one that raises neither stops the training loop nor passes
         unseen: each failure is kept in :attr:`alarm_callback_errors_` and the first is logged."""
         assert self.on_alarm is not None
@@ -511,7 +560,7 @@ class CollapseMonitor:
             self.on_alarm(alarm, self)
         except Exception as exc:  # the user's callback: the training loop goes on
             detail = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}".rstrip(": ")
-            self.alarm_callback_errors_.append({"step": step, "alarm": alarm.get("kind"), "error": detail})
+            self.alarm_callback_errors_.append({"step": step, "alarm": alarm["kind"], "error": detail})
             if len(self.alarm_callback_errors_) == 1:
                 logger.warning(
                     "monitor: the on_alarm callback raised at step %d (%s); training goes on, later failures are "
@@ -666,7 +715,7 @@ class CollapseMonitor:
         view: dict[str, Any] = {"estimate": None, "ci95": None, "n_states": 0}
         self._step_counts["reward"] = counts
         if counts:
-            view = _interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step))
+            view = dict(_interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step)))
         share = None
         if by_prefix:
             vs = simulator_variance_share(by_prefix, n_boot=200, level=c.level, seed=c.seed + step, estimator="anova")
@@ -736,9 +785,9 @@ class CollapseMonitor:
 
     # ---- alarms -------------------------------------------------------------------------------
 
-    def _alarms(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+    def _alarms(self, row: dict[str, Any]) -> list[Alarm]:
         c = self.config
-        out = []
+        out: list[Alarm] = []
         step_counts, self._step_counts = self._step_counts, {}
         for view, key in (("meaning", "collapse_error"), ("reward", "reward_collapse_error")):
             counts = step_counts.get(view) or []
@@ -756,9 +805,7 @@ class CollapseMonitor:
         self.alarms_.extend(out)
         return out
 
-    def _collapse_alarm(
-        self, view: str, step: int, test: dict[str, Any], pooled: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def _collapse_alarm(self, view: str, step: int, test: dict[str, Any], pooled: PooledInterval | None) -> Alarm:
         """The collapse alarm of one view, its run-wide test having rejected ε ≥ ε*."""
         c = self.config
         where = ""
@@ -774,13 +821,13 @@ class CollapseMonitor:
             "value": test["e_value"],
             "threshold": test["threshold"],
             "epsilon_star": c.epsilon_star,
-            "window": pooled["window"] if pooled is not None else 1,
+            "window": pooled.get("window", 1) if pooled is not None else 1,
             "message": f"simulator collapsed ({view} view): the run-wide test of ε ≥ ε* = {c.epsilon_star:g} is "
                        f"rejected, e-value {test['e_value']:.3g} ≥ {test['threshold']:g} after {test['looks']} "
                        f"steps (a false alarm anywhere in the run has chance ≤ {1 - c.level:.2g}){where}",
         }  # fmt: skip
 
-    def _entropy_alarm(self, row: dict[str, Any]) -> dict[str, Any] | None:
+    def _entropy_alarm(self, row: dict[str, Any]) -> Alarm | None:
         """The strategy-entropy alarm: over the last ``entropy_window`` steps the policy's strategy entropy
         fell (beyond its intervals' noise) while the train reward rose; ``None`` when it did not."""
         c = self.config
@@ -827,7 +874,7 @@ class CollapseMonitor:
         row[key + "_alarm_test"] = record
         return record
 
-    def _pooled_view(self, view: str, step: int, counts: list[Any]) -> dict[str, Any] | None:
+    def _pooled_view(self, view: str, step: int, counts: list[Any]) -> PooledInterval | None:
         """The collapse alarm's interval of one view: the shadowed states of the last steps, pooled.
 
         One step may hold too few replies to decide: 2 states of 8 identical replies still give an
@@ -853,7 +900,7 @@ class CollapseMonitor:
         states = [x for _, cs in recent for x in cs]
         iv = mean_collapse_error_interval(states, level=c.level, seed=c.seed + step)
         out = _interval_dict(iv)
-        out.update(window=len(recent), steps=[recent[0][0], recent[-1][0]])
+        out["window"], out["steps"] = len(recent), [recent[0][0], recent[-1][0]]
         return out
 
     # ---- output -------------------------------------------------------------------------------
