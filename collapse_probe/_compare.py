@@ -126,7 +126,7 @@ def _format(path: str, given: str | None) -> str:
                           f"{'|'.join(FORMATS)}") from None  # fmt: skip
 
 
-def _crossplay_source(path: Path) -> _Source:
+def _crossplay_source(path: Path, agent: str | None = None, sim: str | None = None) -> _Source:
     """A cross-play run directory: its ``conversations.jsonl`` records (policy, simulator, task, reward)."""
     import math
 
@@ -152,7 +152,7 @@ def _crossplay_source(path: Path) -> _Source:
         ):
             raise ConfigError(f"{where}: reward: expected a finite number or null, got {reward!r}")
         success = rec.get("success") if isinstance(rec.get("success"), bool) else None
-        trials.append(_Trial(str(rec["policy"]), str(rec["simulator"]), str(rec["task_id"]), None,
+        trials.append(_Trial(agent or str(rec["policy"]), sim or str(rec["simulator"]), str(rec["task_id"]), None,
                              None if infra or reward is None else float(reward), infra, success))  # fmt: skip
     return _Source(str(path), "crossplay", file_sha256(str(convs)), trials)
 
@@ -175,7 +175,7 @@ def read_source(path: str, config: CompareConfig, agents: dict[str, str], sims: 
     if p.is_dir() and (p / "config.json").is_file():
         cfg = _json_object(p / "config.json") or {}
         if cfg.get("kind") == "crossplay":
-            return _crossplay_source(p)
+            return _crossplay_source(p, agents.get(os.path.abspath(path)), sims.get(os.path.abspath(path)))
         if not (p / "simulations").is_dir():
             kind = f"a run of kind {cfg['kind']!r}" if isinstance(cfg.get("kind"), str) else "no collapse-probe run"
             raise ConfigError(f"{path}: holds {kind}; compare reads cross-play run directories and published "

@@ -279,6 +279,9 @@ def test_a_crossplay_run_directory_is_read_with_its_records_own_success(tmp_path
     rc, _, _ = _cli("compare", str(run), "--success-threshold", "0.8", "--out", str(tmp_path / "cmp2"))
     data = json.loads((tmp_path / "cmp2" / "results.json").read_text())
     assert data["success_rule"] == {"reward >= 0.8": 7} and data["simulator_effects"][0]["difference"] == 0.0
+    # a name given on the command line replaces the run's own (every record of the directory)
+    rc, out, _ = _cli("compare", str(run), "--agent-of", f"{run}=renamed", "--out", str(tmp_path / "cmp3"))
+    assert rc == 0 and "renamed: s2 vs s1: -50.0 points" in out
 
 
 def test_a_run_directory_of_another_kind_is_refused(tmp_path: Path) -> None:
