@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from collapse_probe._audit import benchmark_probe_states, on_policy_states
+from collapse_probe._records import ConversationRecord
 from collapse_probe.benchmarks import Task
 from collapse_probe.benchmarks.p4g import ELICITATION, OPENINGS, P4GArena
 from collapse_probe.models import Completion
@@ -37,7 +38,7 @@ def test_on_policy_states_have_the_episode_state_of_the_rollout(arena):
     assert [b.state for b in before] == [
         {"rounds": 0, "elicited": False}, {"rounds": 1, "elicited": False}, {"rounds": 2, "elicited": True},
     ]  # fmt: skip
-    record = {"key": "k", "task_id": task.task_id, "messages": ep.messages, "status": "ok"}
+    record = ConversationRecord.make(policy="p", simulator="s", task_id=task.task_id, messages=ep.messages, status="ok")
     states = on_policy_states(arena, [record], {task.task_id: task})
     assert [s.episode.state for s in states] == [b.state for b in before]
     assert [s.episode.messages for s in states] == [b.messages for b in before]
@@ -67,6 +68,8 @@ def test_an_arena_without_the_hook_gets_a_plain_episode():
 
     task = Task("t", {})
     msgs = [{"role": "policy", "content": "hi"}, {"role": "simulator", "content": "yo"}]
-    rec = {"key": "k", "task_id": "t", "messages": msgs + [{"role": "policy", "content": "?"}], "status": "ok"}
+    rec = ConversationRecord.make(
+        policy="p", simulator="s", task_id="t", messages=[*msgs, {"role": "policy", "content": "?"}], status="ok"
+    )
     (state,) = on_policy_states(Plain(), [rec], {"t": task})
     assert state.episode.state == {"untouched": True} and state.episode.messages == msgs[:1]
