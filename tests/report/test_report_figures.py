@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from collapse_probe._records import ConversationRecord
 from collapse_probe.play import PlayConfig, run_play
 from collapse_probe.report._html import TICK_FORMAT
 from collapse_probe.report.crossplay_plots import strategy_entropy_bars, transfer_bars
@@ -39,7 +40,9 @@ def test_undefined_and_empty_charts_say_why() -> None:
     )
     assert "--train-sim" in _notes(transfer_bars({"train_simulator": None, "transfer": []}))
     assert "no policy messages" in _notes(strategy_entropy_bars({"policy_diversity": []}))
-    failed = [{"task_id": "t", "reward": None, "infra_error": "timeout"}]
+    failed = [
+        ConversationRecord.make(policy="p", simulator="s", task_id="t", status="infra_error", infra_error="timeout")
+    ]
     assert "infrastructure failure" in _notes(reward_by_task_figure(failed))
     assert "no data yet" in _notes(reward_curves_figure({"run": [{"step": 1}]}))
     # a chart with data has no note
