@@ -266,7 +266,7 @@ try:
     refused = ""
 except ConfigError as exc:
     refused = str(exc)
-print(json.dumps({"tasks": sorted({r["task_id"] for r in records}), "n_states": audit["summary"]["n_states"],
+print(json.dumps({"tasks": sorted({r.task_id for r in records}), "n_states": audit["summary"]["n_states"],
                   "cells": len(xp["cells"]), "xp_n": xp["cells"][0]["n"], "replay": type(replay).__name__,
                   "classes": get_partitioner("first-word").partition(["[YES] a", "[NO] b", "[YES] c"]),
                   "monitor_refuses_a_judge": "needs a judge model" in refused}))
