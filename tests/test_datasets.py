@@ -82,6 +82,21 @@ def test_every_shipped_file_is_named_in_its_card():
     assert not unnamed, f"shipped files their card does not name: {unnamed}"
 
 
+DATASHEET = ("**What**", "**Source and licence**", "**How built**", "**Size**", "**May be used for**", "**Not for**")
+"""What every card says of each dataset it describes (a card of several files says it once per part)."""
+
+
+def test_every_card_is_a_datasheet():
+    cards = sorted({card_of(e) for e in _entries()})
+    incomplete = {
+        c.name: [field for field in DATASHEET if field not in c.read_text(encoding="utf-8")]
+        for c in cards
+        if c.is_file()
+    }
+    incomplete = {name: missing for name, missing in incomplete.items() if missing}
+    assert not incomplete, f"cards without these datasheet fields: {incomplete}"
+
+
 def test_every_builder_a_card_names_exists():
     texts = {p.name: p.read_text(encoding="utf-8") for p in [*DATASETS.glob("*.md")]}
     named = {(name, m) for name, text in texts.items() for m in BUILDER.findall(text)}
