@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from collapse_probe._callable import config_and_options
 from collapse_probe._constraints import Flag, OneOf, Specs, rule
@@ -34,7 +34,7 @@ from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import MAX_CONVERSATIONS, check_at_most
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
-from collapse_probe.metrics.rewards import cell_summary, conversations, heldout_task_rewards, task_means
+from collapse_probe.metrics.rewards import CellStats, cell_summary, conversations, heldout_task_rewards, task_means
 from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
@@ -309,6 +309,29 @@ def crossplay_results(
     }
 
 
+class TransferMeans(TypedDict):
+    """The means a transfer ratio divides, over the tasks scored in every cell it reads."""
+
+    train_reward: float | None
+    heldout_reward: float | None
+    n_tasks: int
+    note: str | None
+    """Why there is no ratio, or what limits its interval."""
+
+
+class TransferRow(TransferMeans):
+    """One policy's transfer ratio (``results.json``'s ``transfer``)."""
+
+    policy: str
+    train_simulator: str
+    heldout_simulators: list[str]
+    transfer_ratio: float | None
+    ci95: list[float] | None
+    ci95_lower: float | None
+    """The interval's lower end (set also when the upper end is unbounded)."""
+    method: str | None
+
+
 CellData = Mapping[str, Any] | Cell
 """A cell of the matrix: its JSON object or the typed :class:`~collapse_probe.results.Cell`."""
 
@@ -319,7 +342,7 @@ def transfer_estimate(
     *,
     level: float = 0.95,
     reward_range: tuple[float, float] | None = None,
-) -> tuple[Estimate | None, dict[str, Any]]:
+) -> tuple[Estimate | None, TransferMeans]:
     """Transfer ratio of one policy with its interval at ``level`` (the computation behind
     :func:`policy_transfer`, which the gate repeats at its own level).
 
@@ -329,7 +352,7 @@ def transfer_estimate(
     """
     from collapse_probe.metrics.transfer import transfer_ratio
 
-    info: dict[str, Any] = {"train_reward": None, "heldout_reward": None, "n_tasks": 0, "note": None}
+    info = TransferMeans(train_reward=None, heldout_reward=None, n_tasks=0, note=None)
     if not heldout_cells:
         info["note"] = "no held-out simulator"
         return None, info
@@ -346,7 +369,7 @@ def transfer_estimate(
         reward_range=reward_range,
         n_units=(conversations(heldout_cells, common), conversations([train_cell], common)),
     )
-    info.update(
+    info = TransferMeans(
         train_reward=sum(train_t[t] for t in common) / len(common),
         heldout_reward=sum(heldout_t[t] for t in common) / len(common),
         n_tasks=len(common),
@@ -356,11 +379,11 @@ def transfer_estimate(
 
 
 def policy_transfer(
-    train_cell: dict[str, Any],
-    heldout_cells: Sequence[dict[str, Any]],
+    train_cell: CellStats,
+    heldout_cells: Sequence[CellStats],
     *,
     reward_range: tuple[float, float] | None = None,
-) -> dict[str, Any]:
+) -> TransferRow:
     """Transfer ratio of one policy: held-out reward / training-simulator reward, with a task-cluster CI.
 
     Per task, the training reward is the task's mean over rollouts on the training simulator and
@@ -374,18 +397,19 @@ def policy_transfer(
     reaches 0 leaves the CI without an upper end (``ci95`` ``None``, ``ci95_lower`` set, a ``note``).
     """
     est, info = transfer_estimate(train_cell, heldout_cells, level=0.95, reward_range=reward_range)
-    return {
-        "policy": train_cell["policy"],
-        "train_simulator": train_cell["simulator"],
-        "heldout_simulators": [c["simulator"] for c in heldout_cells],
-        **{k: info[k] for k in ("train_reward", "heldout_reward")},
-        "transfer_ratio": est.value if est else None,
-        "ci95": [est.lo, est.hi] if est and est.lo is not None and est.hi is not None else None,
-        "ci95_lower": est.lo if est else None,
-        "method": est.method if est else None,
-        "n_tasks": info["n_tasks"],
-        "note": info["note"],
-    }
+    return TransferRow(
+        policy=train_cell["policy"],
+        train_simulator=train_cell["simulator"],
+        heldout_simulators=[c["simulator"] for c in heldout_cells],
+        train_reward=info["train_reward"],
+        heldout_reward=info["heldout_reward"],
+        transfer_ratio=est.value if est else None,
+        ci95=[est.lo, est.hi] if est and est.lo is not None and est.hi is not None else None,
+        ci95_lower=est.lo if est else None,
+        method=est.method if est else None,
+        n_tasks=info["n_tasks"],
+        note=info["note"],
+    )
 
 
 def _mean_or_none(values: Sequence[float | None]) -> float | None:

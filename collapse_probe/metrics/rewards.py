@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -31,6 +31,37 @@ Scored = ConversationRecord | Outcome
 """A conversation the reward statistics read: a conversation record or a published conversation's outcome."""
 
 
+class RewardStats(TypedDict):
+    """Mean reward with its 95 % CI over tasks (``play``'s ``summary``, the audit's ``rollouts``)."""
+
+    n: int
+    """Scored conversations."""
+    infra_failures: int
+    mean_reward: float | None
+    ci95: list[float] | None
+    ci95_method: str | None
+    n_tasks: int
+    """Tasks with a scored conversation."""
+
+
+class CellStats(RewardStats):
+    """One cell of a cross-play matrix, as :func:`cell_summary` measures it (``results.json``'s ``cells``)."""
+
+    policy: str
+    simulator: str
+    n_conversations: int
+    ci95_note: str | None
+    """Why there is no interval, or why the declared reward range was not used."""
+    success_rate: float | None
+    infra_rate: float | None
+    infra_errors: dict[str, int]
+    """Infrastructure failure message (first 200 characters) -> conversations that ended in it."""
+    unscored: int
+    """Conversations the arena could not judge (no reward, no infrastructure failure)."""
+    task_rewards: dict[str, list[float]]
+    """Task -> its scored conversations' rewards, in rollout order."""
+
+
 def cell_summary(
     records: Sequence[Scored],
     policy: str,
@@ -38,7 +69,7 @@ def cell_summary(
     task_ids: Sequence[str],
     *,
     reward_range: tuple[float, float] | None = None,
-) -> dict[str, Any]:
+) -> CellStats:
     """One matrix cell: mean reward and 95 % CI over scored conversations; infra failures counted apart.
 
     A conversation whose arena could not judge it (``reward`` ``None`` without an infra error) is
@@ -113,11 +144,12 @@ def finite_mean(values: Sequence[float]) -> float:
     return top * (math.fsum(v / top for v in values) / len(values))
 
 
-def summarize_rewards(records: Sequence[Scored], *, reward_range: tuple[float, float] | None = None) -> dict[str, Any]:
+def summarize_rewards(records: Sequence[Scored], *, reward_range: tuple[float, float] | None = None) -> RewardStats:
     """Mean reward with a 95 % CI over scored conversations (tasks as clusters, inside the arena's
     declared ``reward_range``); infra failures counted, not scored."""
-    cell = cell_summary(records, "", "", [], reward_range=reward_range)
-    return {k: cell[k] for k in ("n", "infra_failures", "mean_reward", "ci95", "ci95_method", "n_tasks")}
+    c = cell_summary(records, "", "", [], reward_range=reward_range)
+    return RewardStats(n=c["n"], infra_failures=c["infra_failures"], mean_reward=c["mean_reward"], ci95=c["ci95"],
+                       ci95_method=c["ci95_method"], n_tasks=c["n_tasks"])  # fmt: skip
 
 
 def task_means(cell: Any) -> dict[str, float]:
