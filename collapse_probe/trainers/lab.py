@@ -57,7 +57,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypedDict
 
 import numpy as np
 
@@ -254,15 +254,15 @@ class LabResult:
     def grad_bound_holds(self) -> bool:
         return all(g <= b * (1 + BOUND_RTOL) + BOUND_RTOL for g, b in zip(self.grad_gap, self.grad_bound, strict=True))
 
-    def tv_sampled_check(self) -> dict[str, Any]:
+    def tv_sampled_check(self) -> SampledTVCheck:
         """The TV bound against the sampled TV, pooled over the logged steps."""
         return tv_sampled_check(self.tv_sampled_off, self.tv_sampled_total, float(np.mean(self.tv_bound)))
 
-    def corollary_3_5(self) -> dict[str, Any]:
+    def corollary_3_5(self) -> LogOddsFit:
         """Line through the exploit log-odds in their middle phase (Corollary 3.5)."""
         return log_odds_fit(self.steps, self.exploit_log_odds)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """End-of-run numbers: rewards at start, peak and end, entropy ratio, bound tightness."""
         peak = int(np.argmax(self.heldout_reward))
         tight = [t for t in self.grad_tightness if not math.isnan(t)]
@@ -362,7 +362,78 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     return (float(lo), float(hi))
 
 
-def tv_sampled_check(off: int, total: int, bound: float) -> dict[str, Any]:
+class SampledTVCheck(TypedDict):
+    """Theorem 3.2's TV bound against the sampled TV (:func:`tv_sampled_check`)."""
+
+    estimate: float | None
+    """Share of sampled rollouts that left the mode path (``None`` without any)."""
+    ci95: list[float]
+    n: int
+    bound: float
+    holds: bool
+    """Whether even the lower end of the 99.9 % Wilson interval stays within the bound."""
+
+
+class LogOddsFit(TypedDict):
+    """A least-squares line through the exploit log-odds in their middle phase (:func:`log_odds_fit`)."""
+
+    slope: float | None
+    intercept: float | None
+    r2: float | None
+    n_points: int
+
+
+class SeedStat(TypedDict):
+    """A number's mean over seeds with its 95 % Student-t interval (:func:`mean_ci`)."""
+
+    mean: float | None
+    ci95: list[float | None] | None
+    n_seeds: int
+
+
+class RunSummary(TypedDict):
+    """A lab run's end-of-run numbers (:meth:`LabResult.summary`)."""
+
+    train_reward_start: float
+    train_reward_peak: float
+    train_reward_end: float
+    heldout_reward_start: float
+    heldout_reward_peak: float
+    heldout_reward_peak_step: int
+    heldout_reward_end: float
+    heldout_sim_reward_start: float
+    heldout_sim_reward_peak: float
+    heldout_sim_reward_end: float
+    policy_entropy_start: float
+    policy_entropy_end: float
+    entropy_ratio: float
+    collapse_error_end: float
+    max_tv_over_bound: float
+    max_grad_gap_over_bound: float
+    grad_tightness_end: float | None
+
+
+SummaryNumber = Literal[
+    "train_reward_start",
+    "train_reward_peak",
+    "train_reward_end",
+    "heldout_reward_start",
+    "heldout_reward_peak",
+    "heldout_reward_end",
+    "heldout_sim_reward_start",
+    "heldout_sim_reward_peak",
+    "heldout_sim_reward_end",
+    "policy_entropy_start",
+    "policy_entropy_end",
+    "entropy_ratio",
+    "collapse_error_end",
+    "max_tv_over_bound",
+    "max_grad_gap_over_bound",
+]
+"""A number of :class:`RunSummary` that a comparison averages over seeds."""
+
+
+def tv_sampled_check(off: int, total: int, bound: float) -> SampledTVCheck:
     """Theorem 3.2's TV bound against a sampled estimate of ``TV(P_phi, P_mode)``.
 
     ``TV`` to the mode-only simulator is the probability that a rollout leaves the mode path, so
@@ -382,7 +453,7 @@ def tv_sampled_check(off: int, total: int, bound: float) -> dict[str, Any]:
 
 def log_odds_fit(
     steps: Sequence[float], log_odds: Sequence[float], phase: tuple[float, float] = LOG_ODDS_PHASE
-) -> dict[str, Any]:
+) -> LogOddsFit:
     """Least-squares line through the log-odds in ``phase`` with its R^2 (``None`` with fewer than 5 points)."""
     s, lo = np.asarray(steps, dtype=float), np.asarray(log_odds, dtype=float)
     mid = (lo >= phase[0]) & (lo <= phase[1])
@@ -401,7 +472,7 @@ def log_odds_fit(
     }
 
 
-def mean_ci(values: Sequence[float | None]) -> dict[str, Any]:
+def mean_ci(values: Sequence[float | None]) -> SeedStat:
     """Mean over seeds with a two-sided 95% Student-t interval (:func:`collapse_probe.metrics.transfer.mean_ci`);
     ``None`` and ``nan`` are left out."""
     from collapse_probe.metrics.transfer import mean_ci as t_interval
@@ -807,7 +878,7 @@ def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> d
     fits = [r.corollary_3_5() for r in results]
     tv_checks = [r.tv_sampled_check() for r in results]
 
-    def stat(key: str) -> dict[str, Any]:
+    def stat(key: SummaryNumber) -> SeedStat:
         return mean_ci([s[key] for s in sums])
 
     curve = []
@@ -861,7 +932,7 @@ def _shared_config(config: LabConfig) -> dict[str, Any]:
     return {k: v for k, v in config.to_dict().items() if k not in ("method", "seed")}
 
 
-PAIRED_KEYS = {
+PAIRED_KEYS: dict[str, SummaryNumber] = {
     "heldout_final": "heldout_reward_end",
     "heldout_sim_final": "heldout_sim_reward_end",
     "train_final": "train_reward_end",
@@ -870,7 +941,7 @@ PAIRED_KEYS = {
 :data:`~collapse_probe.trainers.methods.BASELINE`) in the same worlds (``*_vs_single``)."""
 
 
-def paired_vs_single(results: dict[str, list[LabResult]], label: str) -> dict[str, Any]:
+def paired_vs_single(results: dict[str, list[LabResult]], label: str) -> dict[str, SeedStat]:
     """``{key_vs_single: mean, ci95, n_seeds}`` of ``label`` minus the baseline ``single``, seed by seed.
 
     Every row of a comparison trains in the same worlds (same seeds), so the per-seed difference
