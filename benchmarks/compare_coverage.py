@@ -12,6 +12,8 @@ Two parts:
    above the truth; "miss hi": below it; each should be near 0.025), its mean width, and, for contrast, the coverage of a paired t
    interval over tasks (which collapses to zero width when every task's trials agree) and the width an
    oracle that knew every task's probability would give (``2 · 1.96 · √Var D``).
+   Then trials lost where the outcome is uncertain: half the tasks at 0.5 with 1 trial, half at 0.02
+   with 10 (what grouping the tasks by their number of trials is for).
 2. **Files** (the whole command, :func:`collapse_probe._compare.run_compare`): per replication, τ2-bench
    results files for 3 agents × 3 simulators × k trials over tasks with per-task probabilities drawn
    from Beta(0.6, 0.6) plus a simulator and an agent shift (some exactly 0 or 1), with infrastructure
@@ -83,6 +85,31 @@ def panel(reps: int, seed: int) -> list[dict[str, object]]:
                 rows.append({"case": name, "tasks": n, "trials": k, "truth": truth, "coverage": cover / reps,
                              "miss_low": below / reps, "miss_high": above / reps, "width": float(np.mean(widths)), "oracle_width": float(oracle),
                              "paired_t_coverage": cover_t / reps})  # fmt: skip
+    return rows
+
+
+def unequal(reps: int, seed: int) -> list[dict[str, object]]:
+    """Trials lost where the outcome is uncertain (infrastructure failures on the longer, harder tasks):
+    half the tasks at p = 0.5 with 1 trial, half at 0.02 with 10, under both simulators (the second
+    shifted by ``shift``)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in (6, 10, 20, 40):
+        p = np.r_[np.full(n // 2, 0.5), np.full(n - n // 2, 0.02)]
+        k = np.r_[np.full(n // 2, 1), np.full(n - n // 2, 10)]
+        for shift in (0.0, 0.1):
+            p1 = np.clip(p + shift, 0, 1)
+            truth = float(np.mean(p1 - p))
+            cover = below = above = 0
+            for _ in range(reps):
+                a = {str(t): list(rng.random(k[t]) < p1[t]) for t in range(n)}
+                b = {str(t): list(rng.random(k[t]) < p[t]) for t in range(n)}
+                lo, hi = simulator_effect(a, b).ci95
+                cover += lo - 1e-12 <= truth <= hi + 1e-12
+                below += truth < lo - 1e-12
+                above += truth > hi + 1e-12
+            rows.append({"tasks": n, "shift": shift, "coverage": cover / reps, "miss_low": below / reps,
+                         "miss_high": above / reps})  # fmt: skip
     return rows
 
 
@@ -197,6 +224,10 @@ def main() -> None:
     cov = [float(r["coverage"]) for r in rows]  # type: ignore[arg-type]
     print(f"panel: lowest coverage {min(cov):.3f}, mean {np.mean(cov):.3f} over {len(rows)} cells; largest one-sided "
           f"miss {max(max(float(r['miss_low']), float(r['miss_high'])) for r in rows):.3f} (each side: 0.025)")  # type: ignore[arg-type]  # fmt: skip
+    print("unequal trials: half the tasks at 0.5 with 1 trial, half at 0.02 with 10")
+    for r in unequal(reps, args.seed + 1):
+        print(f"  {r['tasks']:3d} tasks, shift {r['shift']:.1f}: coverage {r['coverage']:.3f}, miss low "
+              f"{r['miss_low']:.3f}, miss high {r['miss_high']:.3f}")  # fmt: skip
     for n_tasks, trials in ((8, 1), (10, 3), (40, 4)):
         print("files:", files(file_reps, args.seed + n_tasks, n_tasks, trials))
     print(f"{time.time() - t0:.0f} s")

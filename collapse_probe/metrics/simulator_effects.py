@@ -12,11 +12,13 @@ rate under a simulator is the mean over tasks of the task's share of successful 
 unbiased for it. The two rates come from different conversations, so given the tasks they are
 independent, with ``Var R = (1/n²) Σ_t p_t(1 − p_t)/k_t ≤ p̄(1 − p̄)/m`` where ``m = n² / Σ_t 1/k_t``
 (the effective number of trials; ``m = n k`` with ``k`` trials per task): a sum of Bernoulli trials with
-different probabilities is less variable than a binomial with their mean (Hoeffding 1956). The bound is
-exact for equal trials per task; with unequal trials (infrastructure failures) it holds unless the
-tasks with fewer trials are also the ones nearer 0.5, and ``m`` is then an approximation. Each rate
-gets the Clopper–Pearson interval of ``R m`` successes in ``m`` trials (exact for the binomial, the
-least concentrated case), and the two are combined into an interval for the difference by MOVER
+different probabilities is less variable than a binomial with their mean (Hoeffding 1956). That bound
+holds for equal trials per task; with unequal trials (infrastructure failures, often on the longer and
+harder tasks) it fails when the tasks with fewer trials are the ones nearer 0.5, so the tasks are then
+grouped by their number of trials ``k_g``: ``R = Σ_g (n_g/n) R_g``, each ``R_g`` with the bound above
+at ``n_g k_g`` trials, and the groups' Clopper–Pearson margins add in quadrature (MOVER for a sum). Each rate
+gets the Clopper–Pearson interval of its successes in its trials (exact for the binomial, the least
+concentrated case), and the two are combined into an interval for the difference by MOVER
 (Newcombe 1998; Zou & Donner 2008)::
 
     low  = D − √((R₁ − l₁)² + (u₀ − R₀)²)
@@ -91,8 +93,10 @@ class Rate:
 
 
 def success_rate(outcomes: Outcomes, tasks: Sequence[str] | None = None, level: float = 0.95) -> Rate:
-    """The success rate over ``tasks`` (default all of ``outcomes``) with its Clopper–Pearson interval
-    at the effective number of trials."""
+    """The success rate over ``tasks`` (default all of ``outcomes``) with its interval: the Clopper–Pearson
+    interval of the successes in all the trials when every task has as many trials, else the MOVER sum
+    of the Clopper–Pearson intervals of each group of tasks with the same number of trials (module
+    docstring)."""
     tasks = list(outcomes) if tasks is None else list(tasks)
     if not tasks:
         raise ValueError("no tasks")
@@ -100,7 +104,15 @@ def success_rate(outcomes: Outcomes, tasks: Sequence[str] | None = None, level: 
     n = len(tasks)
     m = n * n / float(np.sum(1.0 / k))
     r = float(np.mean(p))
-    return Rate(r, n, m, clopper_pearson(r * m, m, level))
+    below = above = 0.0
+    for kg in np.unique(k):
+        g = k == kg
+        share, rate = float(np.mean(g)), float(np.mean(p[g]))  # R = Σ_g share_g · R_g
+        successes = int(round(rate * kg * int(np.sum(g))))  # an integer count of the group's trials
+        lo, hi = clopper_pearson(successes, kg * int(np.sum(g)), level)
+        below += (share * (rate - lo)) ** 2
+        above += (share * (hi - rate)) ** 2
+    return Rate(r, n, m, (max(0.0, r - math.sqrt(below)), min(1.0, r + math.sqrt(above))))
 
 
 @dataclass
