@@ -5,12 +5,27 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.config import TRAINABLE_PREFIXES, TrainConfig
 from collapse_probe.trainers.reinforce import TrainingExample, reinforce_backward
+
+
+class UpdateStats(TypedDict):
+    """What one optimizer step of a trained model did (:meth:`TrainedModel.update`)."""
+
+    loss: float | None
+    kl: float | None
+    n_tokens: int
+    """Completion tokens of the step's examples."""
+    skipped: bool
+    """No step was taken (no example with a non-zero coefficient, and no KL)."""
+    logprob_mismatch: NotRequired[float | None]
+    """Mean |learner - sampler| log-probability of the sampled tokens (``None``: no sampler log-probabilities)."""
+    tis_clipped_share: NotRequired[float | None]
+    """Share of those tokens whose importance weight hit the cap (``None`` without a cap)."""
 
 
 @dataclass
@@ -59,7 +74,7 @@ class TrainedModel:
             raise ConfigError(f"adapter file {str(f)!r} is missing")
         self.load_adapter_state(safetensors.load_file(str(f), device=str(next(self.model.parameters()).device)))
 
-    def update(self, config: TrainConfig, examples: list[TrainingExample]) -> dict[str, Any]:
+    def update(self, config: TrainConfig, examples: list[TrainingExample]) -> UpdateStats:
         """One optimizer step on ``examples`` with ``config``'s loss settings; skipped (no step) when every
         coefficient is 0 and there is no KL."""
         torch = require("torch", "train", "LoRA training")

@@ -94,7 +94,7 @@ from collapse_probe.rollout._rundir import check_out_path
 from collapse_probe.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers._checkpoints import list_checkpoints, load_checkpoint, save_checkpoint
-from collapse_probe.trainers._models import TrainedModel, trained_model
+from collapse_probe.trainers._models import TrainedModel, UpdateStats, trained_model
 from collapse_probe.trainers._train_results import METRICS, ROLLOUTS, step_problem, train_results, write_train_report
 from collapse_probe.trainers.advantages import (
     group_advantages_by_key,
@@ -553,7 +553,7 @@ class LLMTrainer:
         ws = [e.weight for e in examples]
         return {"sim_importance_weight_mean": float(np.mean(ws))}
 
-    def _update(self, step: int, examples: dict[str, list[TrainingExample]]) -> dict[str, dict[str, Any]]:
+    def _update(self, step: int, examples: dict[str, list[TrainingExample]]) -> dict[str, UpdateStats]:
         """Update every trained model on its examples (vLLM asleep meanwhile); snapshot the simulator
         into the pool when one is due. Returns model name -> its update's losses."""
         c = self.config
@@ -581,7 +581,7 @@ class LLMTrainer:
         groups: dict[str, list[str]],
         rewards: dict[str, float],
         zero: float | None,
-        losses: dict[str, dict[str, Any]],
+        losses: dict[str, UpdateStats],
     ) -> dict[str, Any]:
         """The step's metrics record: rewards, the policy's strategy entropy, the simulator's collapse
         error and the policy's update."""
@@ -613,7 +613,7 @@ class LLMTrainer:
         }
 
     def _step_extras(
-        self, step: int, record: dict[str, Any], row: dict[str, Any] | None, losses: dict[str, dict[str, Any]]
+        self, step: int, record: dict[str, Any], row: dict[str, Any] | None, losses: dict[str, UpdateStats]
     ) -> None:
         """Add to ``record`` what only some steps have: the monitor's estimate and alarms, the rollout
         adapter, the KL term, the logprob mismatch, the simulator's update, the held-out reward."""
