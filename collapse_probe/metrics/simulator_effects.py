@@ -273,7 +273,8 @@ def rank_correlation(
     # per cell and task: the task's share of successes
     m = np.array([_task_means(cells[c], shared)[0] for c in keys])  # (2 · agents, tasks)
     na = len(agents)
-    tau = _tau(m[:na].mean(1), m[na:].mean(1))
+    exact = np.array([float(exact_rate(cells[c], shared)) for c in keys])  # ties exact, as rank flips read them
+    tau = _tau(exact[:na], exact[na:])
     ci = None
     if tau is not None and len(shared) >= 2:
         rng = np.random.default_rng(seed)
