@@ -18,13 +18,24 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Required, TypedDict, runtime_checkable
 
 from collapse_probe._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 
-Message = dict[str, Any]
-"""A chat message in the OpenAI layout: ``{"role": "system"|"user"|"assistant"|"tool", "content": str}``."""
+
+class Message(TypedDict, total=False):
+    """A chat message in the OpenAI layout: ``{"role": "system"|"user"|"assistant"|"tool", "content": str}``."""
+
+    role: Required[str]
+    content: str | list[dict[str, Any]] | None
+    """The text, a list of content parts (``{"type": "text", "text": ...}``), or ``None`` beside tool calls."""
+    name: str | None
+    """A tool message's tool name."""
+    tool_calls: list[dict[str, Any]] | None
+    """An assistant message's tool calls, ``[{"id", "name", "arguments"}]`` (or the OpenAI wire form)."""
+    tool_call_id: str | None
+    """The call a tool message answers."""
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collapse_probe._constraints import check_field
@@ -78,7 +78,8 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Our messages in the Chat Completions wire form (tool calls with JSON-string arguments)."""
     out = []
     for m in messages:
-        wire = {k: m[k] for k in _MESSAGE_KEYS if k in m}
+        fields: Mapping[str, Any] = m
+        wire = {k: fields[k] for k in _MESSAGE_KEYS if k in fields}
         if m.get("tool_calls"):
             wire["tool_calls"] = [
                 {

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models import Completion, GenerationRequest, Message, SamplingParams, derive_seed
 from collapse_probe.monitor._shadow import ShadowSimulator
 
 
@@ -80,7 +80,7 @@ async def play_simulator_turns(
 
 async def simulator_reply(
     simulator: Any,
-    messages: Sequence[dict[str, Any]],
+    messages: Sequence[Message],
     *,
     rollout: str,
     seed: int | None = None,
@@ -101,7 +101,7 @@ async def simulator_reply(
 
     model = simulator.model if isinstance(simulator, Participant) else simulator
     params = SamplingParams(temperature=temperature, max_tokens=max_tokens, stop=tuple(stop), seed=seed)
-    request = GenerationRequest(messages=tuple(dict(m) for m in messages), params=params)
+    request = GenerationRequest(messages=tuple(Message(**m) for m in messages), params=params)
     res = (await model.generate([request]))[0]
     shadowed, shadows = model.take(request) if isinstance(model, ShadowSimulator) else (False, None)
     if not res.ok or not res.completions or not isinstance(res.completions[0].text, str):

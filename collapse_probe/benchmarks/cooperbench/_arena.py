@@ -60,7 +60,7 @@ from collapse_probe.benchmarks.cooperbench._evaluate import (
 from collapse_probe.benchmarks.cooperbench._sandbox import Limits, network_isolation, run_command
 from collapse_probe.benchmarks.tau2._protocol import parse_action
 from collapse_probe.errors import ConfigError
-from collapse_probe.models import Completion
+from collapse_probe.models import Completion, Message
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 AGENTS = ("agent1", "agent2")
@@ -408,7 +408,7 @@ class CooperBenchArena:
         system = SOLO_SYSTEM if st["mode"] == "solo" else SYSTEM
         user = self._task_text(episode, agent, partner)
         protocol = self._protocol_text(partner)
-        messages: list[dict[str, Any]] = [
+        messages: list[Message] = [
             {"role": "system", "content": system + ("\n\n" + protocol if text_protocol else "")},
             {"role": "user", "content": user},
         ]

@@ -45,7 +45,7 @@ from collapse_probe.benchmarks.tau2._protocol import (
     parse_action,
 )
 from collapse_probe.errors import ConfigError
-from collapse_probe.models import ChatModel, Completion, GenerationRequest, SamplingParams
+from collapse_probe.models import ChatModel, Completion, GenerationRequest, Message, SamplingParams
 
 GREETING = "Hi! How can I help you today?"
 STOP_SIGNALS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
@@ -369,7 +369,7 @@ class Tau2Arena:
 
     def _agent_prompt(self, ep: Episode) -> TurnPrompt:
         text_messages = self.tool_protocol == "text"
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self.agent_system(text_protocol=text_messages)}]
+        messages: list[Message] = [{"role": "system", "content": self.agent_system(text_protocol=text_messages)}]
         lines: list[str] = []
         for m in ep.messages:
             role = m["role"]
@@ -430,7 +430,7 @@ class Tau2Arena:
 
     def _user_prompt(self, ep: Episode) -> TurnPrompt:
         system = self.user_system(ep.task)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        messages: list[Message] = [{"role": "system", "content": system}]
         lines = []
         for m in ep.messages:
             if m["role"] == "policy" and not m.get("tool_calls"):

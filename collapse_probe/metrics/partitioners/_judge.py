@@ -105,10 +105,10 @@ class JudgeEquivalencePartitioner:
         return self.model
 
     def _request(self, a: str, b: str) -> Any:
-        from collapse_probe.models import GenerationRequest, SamplingParams
+        from collapse_probe.models import GenerationRequest, Message, SamplingParams
 
         system = JUDGE_SYSTEM if self.rubric is None else f"{JUDGE_SYSTEM}\n\n{self.rubric}"
-        messages = (
+        messages: tuple[Message, ...] = (
             {"role": "system", "content": system},
             {"role": "user", "content": JUDGE_TEMPLATE.format(a=a, b=b)},
         )
