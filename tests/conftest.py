@@ -13,6 +13,36 @@ SHARED_DATASETS = Path(os.environ.get("COLLAPSE_PROBE_SHARED_DATASETS") or REPO.
 """The public data sets beside the repository (``$COLLAPSE_PROBE_SHARED_DATASETS`` overrides, e.g. in a worktree)."""
 
 
+REAL_MODEL_HINT = (
+    "use a tiny random model (collapse_probe.models.tiny.build_tiny_llama, as hf/DIR), a scripted model or "
+    "--partition exact, or mark the test realmodel (run with -m realmodel)"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_model_outside_its_tier(request, monkeypatch):
+    """The default tier runs on tiny and scripted models: a test that loads an embedded chat model
+    (``local/smollm2-135m`` and the other converted checkpoints) or the packaged sentence encoder in
+    this process fails, naming what it loaded, unless it is marked ``realmodel``."""
+    if request.node.get_closest_marker("realmodel") is not None:
+        return
+    from collapse_probe.models import _encoder, local
+
+    load_dir, default_encoder = local._load_dir, _encoder._default_model_path
+
+    def guarded_load_dir(path, device, dtype, purpose):
+        if purpose.startswith("local/"):
+            pytest.fail(f"{request.node.nodeid} loads the embedded model {purpose}: {REAL_MODEL_HINT}")
+        return load_dir(path, device, dtype, purpose)
+
+    def guarded_encoder():
+        path = default_encoder()
+        pytest.fail(f"{request.node.nodeid} loads the sentence encoder {path}: {REAL_MODEL_HINT}")
+
+    monkeypatch.setattr(local, "_load_dir", guarded_load_dir)
+    monkeypatch.setattr(_encoder, "_default_model_path", guarded_encoder)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own response cache, so no test reads another's samples."""

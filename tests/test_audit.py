@@ -25,9 +25,11 @@ def _audit(spec, out=None, **kw):
     return run_audit(AuditConfig(sim=spec, **kw), out, progress=False)
 
 
-def test_known_distribution_at_n400_estimates_within_cis(write_scripted):
-    res = _audit(write_scripted(KNOWN), samples=400, partition=None, stop_early=False)  # by meaning: 3 meanings
-    assert res["partitioner"] == "embedding"
+@pytest.mark.parametrize("partition", ["exact", pytest.param(None, marks=pytest.mark.realmodel)])
+def test_known_distribution_at_n400_estimates_within_cis(write_scripted, partition):
+    # three replies that are three meanings: exact text, and the default (by meaning) in the real-model tier
+    res = _audit(write_scripted(KNOWN), samples=400, partition=partition, stop_early=False)
+    assert res["partitioner"] == (partition or "embedding")
     s = res["summary"]
     assert s["n_states"] == 4 and s["infra_failures"] == 0 and not s["low_confidence"]
     lo, hi = s["collapse_error"]["ci95"]
@@ -234,16 +236,16 @@ def test_simulator_errors_are_infra_failures_excluded_and_counted(write_scripted
 
     spec = write_scripted(KNOWN)
     part = Participant(spec, _Failing(get_model(spec)))
-    res = asyncio.run(run_audit_async(AuditConfig(sim=spec, states=2, samples=50), None, progress=False,
-                                      participants=[part]))  # fmt: skip
+    res = asyncio.run(run_audit_async(AuditConfig(sim=spec, states=2, samples=50, partition="exact"), None,
+                                      progress=False, participants=[part]))  # fmt: skip
     s = res["summary"]
     assert s["n_states"] == 2 and s["infra_failures"] == 2 and s["infra_errors"] == ["provider 503"]
     assert "2 states excluded" in res["verdict"]
     bad = [st for st in res["states"] if st["status"] == "infra_error"]
     assert len(bad) == 2 and all(st["collapse_error"] is None for st in bad)
     crash = Participant(spec, _Failing(get_model(spec), raise_all=True))
-    res = asyncio.run(run_audit_async(AuditConfig(sim=spec, states=1, samples=5), None, progress=False,
-                                      participants=[crash]))  # fmt: skip
+    res = asyncio.run(run_audit_async(AuditConfig(sim=spec, states=1, samples=5, partition="exact"), None,
+                                      progress=False, participants=[crash]))  # fmt: skip
     assert res["summary"]["infra_failures"] == 2 and res["verdict"].startswith("NO RESULT")
     assert "backend crashed" in res["states"][0]["error"]
 
@@ -263,9 +265,16 @@ def test_cli_reports_bad_samples(write_scripted, capsys, tmp_path):
     assert "--samples must be an integer >= 2" in capsys.readouterr().err
 
 
-def test_human_reference(write_scripted, p4g_dir):
+@pytest.mark.parametrize("reader", ["rules", pytest.param("auto", marks=pytest.mark.realmodel)])
+def test_human_reference(write_scripted, p4g_dir, monkeypatch, reader):
+    """The human reference with the rules stance reader, and with the default one (the fitted model over the
+    packaged sentence encoder) in the real-model tier."""
+    from collapse_probe.benchmarks import p4g_stance
+
+    monkeypatch.setattr(p4g_stance, "default_stance_reader", lambda: p4g_stance.StanceReader(reader))
     spec = write_scripted([("[DONATE $1]", 0.5), ("No thanks, not today.", 0.5)])
     res = _audit(spec, samples=20, states=3, human=str(p4g_dir))
+    assert ("by rules" in res["human_reference"]["people_epsilon"]["stance_reader"]) == (reader == "rules")
     assert {s["source"] for s in res["states"]} == {"opening", "elicitation", "human"}
     d = res["human_reference"]["donations"]
     assert d["n_human"] > 100 and d["n_simulated"] > 0

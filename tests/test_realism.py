@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,15 +123,17 @@ def test_human_reply_is_placed_among_the_simulators_classes():
     assert 0 <= lo <= hi <= 0.5
 
 
-def test_audit_with_human_reports_realism(p4g_dir, write_scripted, tmp_path):
+def test_audit_with_human_reports_realism(p4g_dir, write_scripted, tmp_path, monkeypatch, capsys):
+    from collapse_probe.benchmarks import p4g_stance
+    from collapse_probe.cli import main
+
+    # the rules stance reader: the default one embeds with the packaged sentence encoder (the real-model tier's)
+    monkeypatch.setattr(p4g_stance, "default_stance_reader", lambda: p4g_stance.StanceReader("rules"))
     sim = write_scripted([("No thanks.", 0.6), ("Sure [DONATE $1]", 0.4)])
     out = tmp_path / "audit"
-    proc = subprocess.run(
-        [sys.executable, "-m", "collapse_probe.cli", "audit", "--sim", sim, "--human", str(p4g_dir), "--states", "3",
-         "--samples", "10", "--partition", "exact", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    rc = main(["audit", "--sim", sim, "--human", str(p4g_dir), "--states", "3", "--samples", "10", "--partition",
+               "exact", "--out", str(out), "--no-progress"])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
     res = json.loads((out / "results.json").read_text())
     ref = res["human_reference"]
     assert ref["donations"]["bins_closed"] == "right" and ref["donations"]["n_human"] == 1017

@@ -134,6 +134,7 @@ def test_every_next_step_is_a_command_the_real_parser_accepts(config, kw):
                 assert f"--{name.replace('_', '-')}" in words and str(value) in words, cmd
 
 
+@pytest.mark.realmodel
 def test_a_real_audit_of_a_donor_that_never_states_a_donation_says_so_everywhere(tmp_path, capsys, monkeypatch):
     pytest.importorskip("jsonschema")
     import jsonschema

@@ -25,6 +25,7 @@ MEANINGS = [
 REPLIES = [(t, p / len(ts)) for p, ts in MEANINGS for t in ts]
 
 
+@pytest.mark.realmodel
 def test_paraphrases_of_four_meanings_give_the_collapse_error_by_meaning(write_scripted):
     spec = write_scripted(REPLIES)
     res = run_audit(AuditConfig(sim=spec, states=2, samples=100, stop_early=False), None, progress=False, cache=False)

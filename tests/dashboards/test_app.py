@@ -157,7 +157,13 @@ def test_simulator_view_state_selection(app, runs_root):
 
 
 def test_simulator_view_human_reference(p4g_dir, tmp_path, monkeypatch):
-    run = fixtures.write_audit_run(tmp_path, "audit_human", "sim_mode", samples=20, states=3, human=p4g_dir)
+    from collapse_probe.benchmarks import p4g_stance
+
+    # the rules stance reader: the default one embeds with the packaged encoder (the real-model tier's)
+    monkeypatch.setattr(p4g_stance, "default_stance_reader", lambda: p4g_stance.StanceReader("rules"))
+    run = fixtures.write_audit_run(
+        tmp_path, "audit_human", "sim_mode", samples=20, states=3, human=p4g_dir, partition="exact"
+    )
     res = json.loads((run / "results.json").read_text())
     monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(tmp_path))
     at = _view(_app(tmp_path), "Simulator")
@@ -393,9 +399,9 @@ def test_compare_audits_matches_shared_states(write_scripted):
     from collapse_probe.report import audit_plots as ap
 
     a = run_audit(AuditConfig(sim=write_scripted([("[DONATE $1]", 0.9), ("No.", 0.1)], name="a.json"), samples=20,
-                              n_boot=200), None, progress=False, cache=False)  # fmt: skip
+                              n_boot=200, partition="exact"), None, progress=False, cache=False)  # fmt: skip
     b = run_audit(AuditConfig(sim=write_scripted([("[DONATE $1]", 0.5), ("No.", 0.5)], name="b.json"), samples=20,
-                              n_boot=200), None, progress=False, cache=False)  # fmt: skip
+                              n_boot=200, partition="exact"), None, progress=False, cache=False)  # fmt: skip
     fig = ap.compare_audits_figure({"a": a, "b": b})
     ta, tb = fig.data
     ids = sorted(
@@ -437,7 +443,7 @@ def test_compare_view_of_two_identical_runs_draws_both(tmp_path, monkeypatch):
     import shutil
 
     root = tmp_path / "runs"
-    fixtures.write_audit_run(root, "audit_a", "sim_div", samples=30, states=3)
+    fixtures.write_audit_run(root, "audit_a", "sim_div", samples=30, states=3, partition="exact")
     shutil.copytree(root / "audit_a", root / "audit_b")
     monkeypatch.setenv("COLLAPSE_PROBE_RUNS_DIR", str(root))
     at = _view(_app(root), "Compare")

@@ -95,8 +95,8 @@ def test_failed_runs_are_shown_as_failed(tmp_path, monkeypatch):
 
 
 def test_compare_one_audit_twice(tmp_path, monkeypatch):
-    fixtures.write_audit_run(tmp_path, "a1", "sim_mode", samples=20, states=2)
-    fixtures.write_audit_run(tmp_path, "a2", "sim_div", samples=20, states=2)
+    fixtures.write_audit_run(tmp_path, "a1", "sim_mode", samples=20, states=2, partition="exact")
+    fixtures.write_audit_run(tmp_path, "a2", "sim_div", samples=20, states=2, partition="exact")
     at = _app(tmp_path, monkeypatch)
     at.sidebar.radio(key="view").set_value("Compare").run()
     at.selectbox(key="cmp_1").set_value(at.selectbox(key="cmp_0").value).run()

@@ -30,6 +30,7 @@ def _eps(labels):
     return 1 - max(c.values()) / len(labels)
 
 
+@pytest.mark.realmodel
 @needs_real
 def test_generic_jsonl_of_real_simulators_reads_like_the_labels():
     _embed()
@@ -55,6 +56,7 @@ def test_generic_jsonl_of_real_simulators_reads_like_the_labels():
     assert sum(diffs) / len(diffs) <= 0.08
 
 
+@pytest.mark.realmodel
 @needs_real
 def test_held_out_folds_meet_the_calibration_targets():
     _embed()
@@ -140,6 +142,7 @@ def test_openai_tool_calls_keep_their_name_and_arguments(tmp_path):
     assert "get_user_details" in msg.text
 
 
+@pytest.mark.realmodel
 def test_replies_outside_the_validated_domain_make_the_meaning_view_inconclusive(tmp_path):
     _embed()
     # persuasion-for-good style replies in a generic file: not customer-service text

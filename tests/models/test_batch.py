@@ -172,7 +172,18 @@ def test_audit_samples_through_one_batch_automatically_and_records_failures(tmp_
     with WireServer(provider) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        args = ["audit", "--sim", "openai/gpt-5-mini", "--states", "3", "--samples", "20", "--no-progress"]
+        args = [
+            "audit",
+            "--sim",
+            "openai/gpt-5-mini",
+            "--states",
+            "3",
+            "--samples",
+            "20",
+            "--partition",
+            "exact",
+            "--no-progress",
+        ]
         assert main([*args, "--out", str(tmp_path / "a")]) == 0
         assert len(provider.created) == 1  # 3 openings x 20 samples >= 40: one batch for the whole audit
         lines = provider.files["file-1"].decode().splitlines()

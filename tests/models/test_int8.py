@@ -98,6 +98,7 @@ def _req(seed: int) -> GenerationRequest:
     return GenerationRequest(messages, n=2, params=SamplingParams(temperature=1.0, max_tokens=12, seed=seed))
 
 
+@pytest.mark.realmodel
 @needs_smollm2
 def test_the_int8_model_is_another_model_to_the_cache_and_decodes_reproducibly():
     f32 = get_model("local/smollm2-135m", dtype="float32")
@@ -130,6 +131,7 @@ def test_the_int8_model_is_another_model_to_the_cache_and_decodes_reproducibly()
     assert float(diff.mean()) < 0.25 and float(lp[0].mean()) < -0.5  # close, and not trivially so
 
 
+@pytest.mark.realmodel
 @needs_smollm2
 def test_a_second_command_in_one_process_gets_its_own_model_options():
     """``-M sim.tie_tolerance=0.5`` in one command, then none in the next: the second command's model

@@ -117,6 +117,7 @@ def test_the_step_refuses_models_it_does_not_compute_exactly():
     assert not LlamaDecodeStep.supports(Renamed(_tiny_llama().config).eval())
 
 
+@pytest.mark.realmodel
 @needs_smollm2
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
 def test_smollm2_decodes_the_same_texts_through_the_step_as_through_transformers(dtype, monkeypatch):

@@ -22,7 +22,7 @@ DIVERSE = f"scripted:{package_path('data', 'scripted', 'p4g_donor_diverse.json')
 def _verl_settings(tmp_path, **monitor):
     return {"sim": DIVERSE, "benchmark": "p4g", "max_turns": 2, "spool": str(tmp_path / "spool"),
             "out": str(tmp_path / "mon"),
-            "monitor": {"shadow_fraction": 1.0, "shadow_samples": 4, "partition": "exact", **monitor}}  # fmt: skip
+            "monitor": {"shadow_fraction": 1.0, "shadow_samples": 4, "partition": "exact", "strategy_partition": "exact", **monitor}}  # fmt: skip
 
 
 async def _verl_rollout(session, key, task_id):
@@ -115,7 +115,9 @@ def test_art_after_each_records_groups_and_tags_trajectories():
     from collapse_probe.monitor.art import after_each, end_step
 
     arena = P4GArena(max_turns=1)
-    monitor = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact", arena=arena)
+    monitor = CollapseMonitor(
+        shadow_fraction=1.0, shadow_samples=4, partition="exact", strategy_partition="exact", arena=arena
+    )
     sim = monitor.wrap(DIVERSE)
 
     async def rollout(i):
@@ -148,7 +150,7 @@ def test_openrlhf_session_closes_a_step_every_rollouts_per_step(tmp_path):
     from collapse_probe.monitor.openrlhf import ArenaSession
 
     session = ArenaSession(sim=DIVERSE, benchmark="p4g", max_turns=1, rollouts_per_step=2, out=tmp_path,
-                           monitor={"shadow_fraction": 1.0, "shadow_samples": 4, "partition": "exact"})  # fmt: skip
+                           monitor={"shadow_fraction": 1.0, "shadow_samples": 4, "partition": "exact", "strategy_partition": "exact"})  # fmt: skip
     label = next(iter(session.by_id))
 
     async def one(i):
@@ -174,7 +176,7 @@ def test_the_fixed_scalar_names_cover_every_figure_the_monitor_logs(tmp_path):
     from collapse_probe.monitor._adapters import fixed_scalars
 
     arena = P4GArena(max_turns=1)
-    monitor = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact", arena=arena,
+    monitor = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact", strategy_partition="exact", arena=arena,
                               alarm_views=("meaning", "reward"))  # fmt: skip
     sim = monitor.wrap(DIVERSE)
 

@@ -69,17 +69,28 @@ def arena():
 
 
 def test_systematic_sampling_shadows_exactly_the_fraction():
-    m = CollapseMonitor(shadow_fraction=0.25, partition="exact")
+    m = CollapseMonitor(shadow_fraction=0.25, partition="exact", strategy_partition="exact")
     picks = [m._pick_turns(8) for _ in range(4)]
     assert sum(len(p) for p in picks) == 8  # 32 turns x 0.25
     assert all(len(p) == 2 for p in picks)  # the count per call varies by at most one
-    assert CollapseMonitor(shadow_fraction=1.0, partition="exact")._pick_turns(5) == [0, 1, 2, 3, 4]
+    assert CollapseMonitor(shadow_fraction=1.0, partition="exact", strategy_partition="exact")._pick_turns(5) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
 
 
 def test_interval_covers_known_epsilon_and_alarm_fires_only_after_collapse(arena):
     tasks = arena.load_tasks(4, seed=0)
     m = CollapseMonitor(
-        shadow_fraction=1.0, shadow_samples=8, partition="exact", arena=arena, alarm_views=("meaning", "reward")
+        shadow_fraction=1.0,
+        shadow_samples=8,
+        partition="exact",
+        strategy_partition="exact",
+        arena=arena,
+        alarm_views=("meaning", "reward"),
     )
     diverse = m.wrap(Participant("diverse", ScriptedModel("scripted:d", DIVERSE)))
     collapsed = m.wrap(Participant("collapsed", ScriptedModel("scripted:c", COLLAPSED)))
@@ -103,6 +114,7 @@ def test_interval_covers_known_epsilon_and_alarm_fires_only_after_collapse(arena
     assert after[0]["accumulated_collapse_error"]["estimate"] == pytest.approx(after[0]["collapse_error"]["estimate"])
 
 
+@pytest.mark.realmodel  # the encoder loads inside the monitor: the streams must not move
 def test_training_replies_and_random_streams_are_untouched(arena):
     tasks = arena.load_tasks(2, seed=0)
     plain = Participant("d", ScriptedModel("scripted:d", DIVERSE))
@@ -123,7 +135,9 @@ def test_training_replies_and_random_streams_are_untouched(arena):
 def test_shadow_requests_have_their_own_seeds_and_ride_in_the_training_batch(arena):
     tasks = arena.load_tasks(2, seed=0)
     backend = Recording(DIVERSE)
-    m = CollapseMonitor(shadow_fraction=0.5, shadow_samples=5, partition="exact", arena=arena)
+    m = CollapseMonitor(
+        shadow_fraction=0.5, shadow_samples=5, partition="exact", strategy_partition="exact", arena=arena
+    )
     sim = m.wrap(Participant("d", backend))
     _play_steps(m, sim, arena, tasks, 1)
     (call,) = backend.calls  # one call: training requests and their shadows together
@@ -134,7 +148,9 @@ def test_shadow_requests_have_their_own_seeds_and_ride_in_the_training_batch(are
 
 
 def test_separate_batching_guards_a_callable_that_draws_from_global_random(arena):
-    m = CollapseMonitor(shadow_fraction=1.0, shadow_samples=6, partition="exact", arena=arena)
+    m = CollapseMonitor(
+        shadow_fraction=1.0, shadow_samples=6, partition="exact", strategy_partition="exact", arena=arena
+    )
     replies = ["[DONATE $0]", "[DONATE $1]", "[DONATE $2]"]
     sim = m.wrap(lambda messages: random.choice(replies))
     assert sim.batching == "separate"
@@ -151,7 +167,7 @@ def test_separate_batching_guards_a_callable_that_draws_from_global_random(arena
 
 
 def test_the_reward_view_alarms_only_when_asked(arena):
-    m = CollapseMonitor(shadow_fraction=1.0, partition="exact", arena=arena)
+    m = CollapseMonitor(shadow_fraction=1.0, partition="exact", strategy_partition="exact", arena=arena)
     tagless = m.wrap(
         Participant("t", ScriptedModel("scripted:t", [("Maybe.", 0.4), ("I like it.", 0.3), ("Who?", 0.3)]))
     )
@@ -161,7 +177,7 @@ def test_the_reward_view_alarms_only_when_asked(arena):
 
 
 def test_empty_shadow_replies_are_dropped_and_counted(arena):
-    m = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact")
+    m = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact", strategy_partition="exact")
     m.record_turn("r0", "[DONATE $1]", ["", "  ", "[DONATE $1]"])
     m.record_turn("r1", "[DONATE $1]", ["", "", ""])
     row = m.end_step(0)
@@ -186,7 +202,7 @@ def test_strategy_entropy_alarm_needs_falling_entropy_and_rising_reward():
 
 
 def test_zero_std_share_and_train_reward_by_hand():
-    m = CollapseMonitor(partition="exact")
+    m = CollapseMonitor(partition="exact", strategy_partition="exact")
     row = m.end_step(0, rewards=[1.0, 1.0, 0.0, 1.0, None], groups=["a", "a", "b", "b", "c"])
     assert row["train_reward"] == pytest.approx(0.75)
     assert row["zero_std_share"] == pytest.approx(0.5)  # group a is all-tied; b is not; c has no score
@@ -194,7 +210,7 @@ def test_zero_std_share_and_train_reward_by_hand():
 
 def test_run_directory_rows_resume_and_report(tmp_path, arena):
     out = tmp_path / "mon"
-    m = CollapseMonitor(shadow_fraction=1.0, partition="exact", arena=arena, out=out)
+    m = CollapseMonitor(shadow_fraction=1.0, partition="exact", strategy_partition="exact", arena=arena, out=out)
     for k in range(3):
         m.record_turn(f"{k}", "[DONATE $1]", ["[DONATE $1]", "[DONATE $2]"])
         m.end_step(k)
@@ -202,20 +218,23 @@ def test_run_directory_rows_resume_and_report(tmp_path, arena):
     assert (out / "report.html").stat().st_size > 10_000
     assert json.loads((out / "config.json").read_text())["kind"] == "monitor"
     # a resumed training run repeats step 1: its row replaces the old rows from step 1 on
-    again = CollapseMonitor(shadow_fraction=1.0, partition="exact", arena=arena, out=out)
+    again = CollapseMonitor(shadow_fraction=1.0, partition="exact", strategy_partition="exact", arena=arena, out=out)
     assert [r["step"] for r in again.rows_] == [0, 1, 2]
     again.end_step(1)
     steps = [json.loads(line)["step"] for line in (out / "monitor.jsonl").read_text().splitlines()]
     assert steps == [0, 1]
     with pytest.raises(ConfigError, match="monitor"):  # another configuration in the same directory
-        CollapseMonitor(shadow_fraction=0.5, partition="exact", arena=arena, out=out)
+        CollapseMonitor(shadow_fraction=0.5, partition="exact", strategy_partition="exact", arena=arena, out=out)
 
 
 def test_worker_monitors_spool_into_the_trainer_side_monitor(tmp_path, arena):
     spool = tmp_path / "spool"
     from collapse_probe.benchmarks.p4g import ELICITATION
 
-    workers = [CollapseMonitor(partition="exact", arena=arena, spool=spool, worker=True) for _ in range(2)]
+    workers = [
+        CollapseMonitor(partition="exact", strategy_partition="exact", arena=arena, spool=spool, worker=True)
+        for _ in range(2)
+    ]
     for i, w in enumerate(workers):
         ep = arena.new_episode(arena.load_tasks(1)[0], 0)
         # the donation question: the state where the P4G reward reads the reply (its reward_class hook)
@@ -224,7 +243,7 @@ def test_worker_monitors_spool_into_the_trainer_side_monitor(tmp_path, arena):
         w.record_results([1.0], groups=["t"], policy_texts=[f"hi {i}"])
     with pytest.raises(ConfigError, match="worker"):
         workers[0].end_step(0)
-    driver = CollapseMonitor(partition="exact", arena=arena, spool=spool)
+    driver = CollapseMonitor(partition="exact", strategy_partition="exact", arena=arena, spool=spool)
     row = driver.end_step(0)
     assert row["shadow_states"] == 2 and row["collapse_error"]["plugin"] == pytest.approx(1 / 3)
     assert row["reward_collapse_error"]["n_states"] == 2 and row["train_reward"] == 1.0
@@ -235,7 +254,7 @@ def test_worker_monitors_spool_into_the_trainer_side_monitor(tmp_path, arena):
 
 def test_tensorboard_tracker_gets_the_scalars(tmp_path):
     pytest.importorskip("tensorboard")
-    m = CollapseMonitor(partition="exact", out=tmp_path / "tb", trackers=("tensorboard",))
+    m = CollapseMonitor(partition="exact", strategy_partition="exact", out=tmp_path / "tb", trackers=("tensorboard",))
     m.record_turn("r", "[DONATE $1]", ["[DONATE $1]", "[DONATE $2]"])
     row = m.end_step(0)
     assert m.scalars(row)["collapse/epsilon"] == row["collapse_error"]["estimate"]
@@ -251,7 +270,7 @@ def test_mlflow_tracker_gets_every_step_in_the_runs_own_store(tmp_path, monkeypa
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.chdir(tmp_path)
-    m = CollapseMonitor(partition="exact", out=tmp_path / "m", trackers=("mlflow",))
+    m = CollapseMonitor(partition="exact", strategy_partition="exact", out=tmp_path / "m", trackers=("mlflow",))
     for step, replies in enumerate([["[DONATE $1]", "[DONATE $2]"], ["a", "a"]]):
         m.record_turn(f"r{step}", replies[0], replies)
         m.end_step(step)
@@ -294,7 +313,14 @@ def test_a_failed_shadow_call_costs_the_measurement_not_the_rollout(arena):
             self.calls.append(list(requests))
             return await self.inner.generate(requests)
 
-    m = CollapseMonitor(shadow_fraction=1.0, shadow_samples=3, partition="exact", arena=arena, batching="separate")
+    m = CollapseMonitor(
+        shadow_fraction=1.0,
+        shadow_samples=3,
+        partition="exact",
+        strategy_partition="exact",
+        arena=arena,
+        batching="separate",
+    )
     sim = m.wrap(Participant("f", Flaky(DIVERSE)))
     eps = _episodes(arena, arena.load_tasks(1), 0, per_task=2)
     asyncio.run(play_simulator_turns(arena, eps, sim))
@@ -308,11 +334,11 @@ def test_the_sampling_state_round_trips_and_is_checked():
     from collapse_probe.errors import ConfigError
     from collapse_probe.monitor import CollapseMonitor
 
-    m = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact")
+    m = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact", strategy_partition="exact")
     for _ in range(5):
         m._pick_turns(4)
     state = m.sampling_state()
-    other = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact")
+    other = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact", strategy_partition="exact")
     other.restore_sampling_state(state)
     assert other.sampling_state() == state and other._pick_turns(7) == m._pick_turns(7)
     for bad in ({"phase": 1.5, "shadow_counter": 0}, {"phase": 0.2, "shadow_counter": -1}, {}):

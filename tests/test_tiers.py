@@ -1,0 +1,34 @@
+"""The test tiers: the default one runs on tiny and scripted models, the real models have a tier of their own
+that CI runs (``-m realmodel``), and a default-tier test that loads a real model fails, naming it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from collapse_probe.models import _encoder, local
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_default_tier_test_that_loads_a_real_model_fails_naming_it(tmp_path):
+    with pytest.raises(pytest.fail.Exception, match=r"loads the embedded model local/smollm2-135m: .*realmodel"):
+        local._load_dir(tmp_path, "cpu", None, "local/smollm2-135m")
+    with pytest.raises(pytest.fail.Exception, match=r"test_tiers\.py::\S+ loads the sentence encoder .*realmodel"):
+        _encoder._default_model_path()
+
+
+@pytest.mark.realmodel
+def test_the_real_model_tier_loads_them():
+    assert local._load_dir.__name__ == "_load_dir" and _encoder._default_model_path.__name__ == "_default_model_path"
+
+
+def test_the_default_tier_leaves_the_real_models_out_and_ci_runs_them():
+    pytest_options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "not realmodel" in pytest_options["addopts"]
+    assert any(m.startswith("realmodel:") for m in pytest_options["markers"])
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(r"^python -m pytest -q -m realmodel$", ci, re.M), ".ci/run does not run the real-model tier"
