@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -185,7 +185,50 @@ async def human_grounding(records: Sequence[dict[str, Any]], partitioner: Any) -
     return out
 
 
-def _mean_ci(values: Sequence[float] | np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
+class ShareEstimate(TypedDict):
+    """A mean or a share over states with its 95 % interval (``None`` over no state)."""
+
+    estimate: float | None
+    ci95: list[float] | None
+    n: int
+    """States."""
+    method: NotRequired[str]
+    """How the interval was made (BCa bootstrap over states, or Wilson)."""
+
+
+class GroundingSummary(TypedDict):
+    """How the simulator's replies sit around people's over the human-grounded states."""
+
+    n_states: int
+    human_class_share: ShareEstimate
+    """Mean share of the simulator's replies in the human reply's class."""
+    outside_share: ShareEstimate
+    """Share of states where the human reply is in none of the simulator's classes."""
+    human_is_mode_share: ShareEstimate
+    """Share of states where the human reply is in the simulator's most frequent class."""
+    mean_rank_when_inside: float | None
+
+
+class StateEpsilon(TypedDict):
+    """One state's collapse error with its interval."""
+
+    collapse_error: float
+    ci95: list[float | None]
+    plugin: float
+    n: int
+
+
+class MeanEpsilon(TypedDict):
+    """The mean collapse error over states with its interval (``None`` over no state)."""
+
+    estimate: float | None
+    ci95: list[float | None] | None
+    n_states: int
+    plugin: NotRequired[float]
+    method: NotRequired[str]
+
+
+def _mean_ci(values: Sequence[float] | np.ndarray, n_boot: int, seed: int) -> ShareEstimate:
     """Mean over states with a 95 % BCa bootstrap interval (:func:`scipy.stats.bootstrap`).
 
     BCa rather than the percentile bootstrap: the shares are bounded and skewed (most states give the
@@ -208,7 +251,7 @@ def _mean_ci(values: Sequence[float] | np.ndarray, n_boot: int, seed: int) -> di
     return {"estimate": est, "ci95": [float(ci.low), float(ci.high)], "n": int(v.size), "method": BCA}
 
 
-def _share_ci(flags: Sequence[bool]) -> dict[str, Any]:
+def _share_ci(flags: Sequence[bool]) -> ShareEstimate:
     """The share of states where ``flags`` holds, with its 95 % Wilson score interval.
 
     A share of yes/no states is a binomial proportion: the Wilson interval stays honest where a
@@ -225,7 +268,7 @@ def _share_ci(flags: Sequence[bool]) -> dict[str, Any]:
     return {"estimate": k / n, "ci95": [float(lo), float(hi)], "n": n, "method": WILSON}
 
 
-def grounding_summary(rows: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def grounding_summary(rows: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> GroundingSummary:
     """Means over human-grounded states with intervals over states: the mean share of the human's
     class with a BCa bootstrap interval, the shares of states where the human is outside the
     simulator's classes or its mode with Wilson intervals."""
@@ -385,14 +428,14 @@ def towards_people(direct: dict[str, Any], verbalized: dict[str, Any]) -> dict[s
 MATCHED_GROUPING = "the persuader's act (er_label_1) of the last sentence before the reply"
 
 
-def _eps(counts: Sequence[int] | np.ndarray, seed: int) -> dict[str, Any]:
+def _eps(counts: Sequence[int] | np.ndarray, seed: int) -> StateEpsilon:
     from collapse_probe.metrics.estimators import collapse_error_interval
 
     iv = collapse_error_interval([int(c) for c in counts if c > 0], seed=seed)
     return {"collapse_error": iv.estimate, "ci95": iv.ci95, "plugin": iv.plugin, "n": int(np.sum(counts))}
 
 
-def _mean_eps(counts_list: Sequence[Sequence[int]], seed: int) -> dict[str, Any]:
+def _mean_eps(counts_list: Sequence[Sequence[int]], seed: int) -> MeanEpsilon:
     from collapse_probe.metrics.estimators import mean_collapse_error_interval
 
     cs = [[int(c) for c in cl if c > 0] for cl in counts_list]
