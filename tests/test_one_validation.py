@@ -58,6 +58,24 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("models/_usage.py", "read_usage_file"): (
         "data read from a usage file: the message names the file, the entry and the field and shortens the value"
     ),
+    ("interop/_chat.py", "ident"): (
+        "data read from a published chat file: a task or record id, the message names the file and the record"
+    ),
+    ("interop/_nemo_gym.py", "_trajectory"): (
+        "data read from a NeMo Gym rollouts file: the message names the file, the record and the field"
+    ),
+    ("interop/_nemo_gym.py", "read_nemo_gym_rollouts"): (
+        "data read from a NeMo Gym rollouts file: the message names the file, the record and the field"
+    ),
+    ("interop/_verifiers.py", "_branch"): (
+        "data read from a verifiers traces file: a node's parent index, the message names the file and the node"
+    ),
+    ("_compare.py", "_crossplay_source"): (
+        "data read from a run's conversations.jsonl: the message names the file, the record and the field"
+    ),
+    ("metrics/_meaning_material.py", "_field"): (
+        "data read from the shipped meaning material (pairs.jsonl, states.jsonl): the message names the file, the line and the field"
+    ),
     ("metrics/estimators.py", "exact_class_distribution"): (
         "data: one log-probability of a model's answer distribution (-inf allowed), not an option"
     ),
