@@ -21,9 +21,9 @@ import json
 import os
 import random
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 from collapse_probe.errors import ConfigError
 from collapse_probe.limits import check_int
@@ -31,6 +31,21 @@ from collapse_probe.rollout import write_json_atomic
 
 POOL_SCHEMA = "collapse-probe/pool/v1"
 MANIFEST = "manifest.json"
+
+
+class PoolMember(TypedDict):
+    """One snapshot of the pool: the training step it was taken at and its directory in the pool."""
+
+    step: int
+    path: str
+    """Directory name under the pool directory (``step-00000040``)."""
+
+
+class PoolState(TypedDict):
+    """The pool's members and the members it evicted (stored in checkpoints)."""
+
+    members: list[PoolMember]
+    evicted: list[PoolMember]
 
 
 class PopulationPool:
@@ -45,8 +60,8 @@ class PopulationPool:
         check_int(pool_size, "--pool-size")
         self.directory = Path(directory)
         self.pool_size = pool_size
-        self.members: list[dict[str, Any]] = []
-        self.evicted: list[dict[str, Any]] = []
+        self.members: list[PoolMember] = []
+        self.evicted: list[PoolMember] = []
 
     # ---- persistence ------------------------------------------------------------------------
 
@@ -76,8 +91,8 @@ class PopulationPool:
         members = data.get("members")
         if not isinstance(members, list) or not all(_is_member(m) for m in members):
             raise ConfigError(f"{path}: field 'members' must be a list of {{'step': int, 'path': str}}")
-        pool.members = [dict(m) for m in members]
-        pool.evicted = [dict(m) for m in data.get("evicted", []) if _is_member(m)]
+        pool.members = [_member(m) for m in members]
+        pool.evicted = [_member(m) for m in data.get("evicted", []) if _is_member(m)]
         for m in pool.members:
             if not (pool.directory / m["path"]).is_dir():
                 raise ConfigError(f"{path}: member {m['path']!r} is listed but its directory is missing")
@@ -91,27 +106,27 @@ class PopulationPool:
             {"schema": POOL_SCHEMA, "pool_size": self.pool_size, "members": self.members, "evicted": self.evicted},
         )
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PoolState:
         """The member list and eviction record (stored in checkpoints)."""
-        return {"members": [dict(m) for m in self.members], "evicted": [dict(m) for m in self.evicted]}
+        return PoolState(members=[_member(m) for m in self.members], evicted=[_member(m) for m in self.evicted])
 
-    def restore(self, state: dict[str, Any]) -> None:
+    def restore(self, state: Mapping[str, Any]) -> None:
         """Return to a saved :meth:`state` (on resume) and rewrite the manifest.
 
         Raises:
             ConfigError: a member's directory no longer exists.
         """
-        members = [dict(m) for m in state.get("members", [])]
+        members = list(state.get("members", []))
         for m in members:
             if not _is_member(m) or not (self.directory / m["path"]).is_dir():
                 raise ConfigError(f"pool {self.directory}: checkpointed member {m!r} is missing on disk")
-        self.members = members
-        self.evicted = [dict(m) for m in state.get("evicted", [])]
+        self.members = [_member(m) for m in members]
+        self.evicted = [_member(m) for m in state.get("evicted", []) if _is_member(m)]
         self.write_manifest()
 
     # ---- FIFO -------------------------------------------------------------------------------
 
-    def push(self, step: int, save: Callable[[Path], None]) -> list[dict[str, Any]]:
+    def push(self, step: int, save: Callable[[Path], None]) -> list[PoolMember]:
         """Save a new snapshot with ``save(directory)`` and append it; evict the oldest beyond ``K``.
 
         The snapshot is written to a scratch directory and renamed into place, then the manifest is
@@ -136,7 +151,7 @@ class PopulationPool:
         self.write_manifest()
         return evicted
 
-    def sample(self, rng: random.Random) -> dict[str, Any]:
+    def sample(self, rng: random.Random) -> PoolMember:
         """One member drawn uniformly.
 
         Raises:
@@ -146,7 +161,7 @@ class PopulationPool:
             raise ConfigError(f"pool {self.directory} is empty")
         return self.members[rng.randrange(len(self.members))]
 
-    def member_dir(self, member: dict[str, Any]) -> Path:
+    def member_dir(self, member: PoolMember) -> Path:
         return self.directory / member["path"]
 
     def prune(self, protect: set[str] | None = None) -> list[str]:
@@ -165,7 +180,12 @@ class PopulationPool:
         return len(self.members)
 
 
-def _is_member(m: Any) -> bool:
+def _member(m: PoolMember) -> PoolMember:
+    """A copy of a member holding its two fields."""
+    return PoolMember(step=m["step"], path=m["path"])
+
+
+def _is_member(m: Any) -> TypeGuard[PoolMember]:
     return (
         isinstance(m, dict)
         and isinstance(m.get("step"), int)
