@@ -119,6 +119,8 @@ def _format(path: str, given: str | None) -> str:
     (:func:`collapse_probe._audit._published.format_of`)."""
     from collapse_probe._audit._published import FORMATS, format_of
 
+    if given is None and os.path.isfile(path) and os.path.getsize(path) == 0:
+        raise ConfigError(f"{path}: the file is empty; expected a results file")
     try:
         return format_of(path, given)
     except ConfigError:
@@ -180,8 +182,17 @@ def read_source(path: str, config: CompareConfig, agents: dict[str, str], sims: 
             kind = f"a run of kind {cfg['kind']!r}" if isinstance(cfg.get("kind"), str) else "no collapse-probe run"
             raise ConfigError(f"{path}: holds {kind}; compare reads cross-play run directories and published "
                               "results files")  # fmt: skip
+    if p.is_dir() and not (p / "results.json").is_file():
+        raise ConfigError(f"{path}: a directory that is neither a cross-play run (config.json) nor a τ2-bench "
+                          "results directory (results.json); expected a results file or a run directory")  # fmt: skip
     fmt = _format(path, config.format)
-    run = read_published(path, fmt)
+    try:
+        run = read_published(path, fmt)
+    except ConfigError as e:  # the readers speak of audit's --from; compare's inputs are positional
+        message = str(e)
+        if message.startswith("--from "):
+            raise ConfigError(message.removeprefix("--from ")) from None
+        raise
     key = os.path.abspath(path)
     trials = []
     for c in run.conversations:
@@ -409,6 +420,11 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
         verdict = "reaches" if paired.thresholded[0][1] else "fails to reach"
         notes.append(f"every trial {verdict} the success threshold {paired.threshold:g} (rewards from {min(rewards):g} "
                      f"to {max(rewards):g}): no success rate can differ; see --success-threshold")  # fmt: skip
+    graded = sorted({r for r, _ in paired.thresholded if r not in (0.0, 1.0)})
+    if graded and config.success_threshold is None:
+        notes.append(f"{len(graded)} distinct rewards are neither 0 nor 1 (from {graded[0]:g} to {graded[-1]:g}); "
+                     f"a trial succeeds at the default threshold, reward >= {paired.threshold:g} (made for 0/1 "
+                     "rewards); see --success-threshold")  # fmt: skip
     if not effects:
         notes.append("no agent ran under two simulators: no simulator effect to measure")
     if len(agents) < 2:

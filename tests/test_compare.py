@@ -172,6 +172,8 @@ def test_rerun_into_the_same_directory_resumes_and_other_inputs_are_refused(tmp_
         (lambda d, a, b: [str(a), str(b), "--task-key", "hash"], "--task-key"),
         (lambda d, a, b: [str(_bad(d)), str(a)], "bad.json"),
         (lambda d, a, b: [str(_anonymous(d)), str(a)], "names no agent for conversation"),
+        (lambda d, a, b: [str(_empty(d)), str(a)], "empty.jsonl: the file is empty"),
+        (lambda d, a, b: [str(_plain_dir(d)), str(a)], "plain: a directory that is neither a cross-play run"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, setup: Any, expected: str) -> None:
@@ -186,6 +188,17 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, setup:
 def _bad(d: Path) -> Path:
     (d / "bad.json").write_text('{"info": {}, "simulations": [{"id": 1}]}')
     return d / "bad.json"
+
+
+def _empty(d: Path) -> Path:
+    (d / "empty.jsonl").write_text("")
+    return d / "empty.jsonl"
+
+
+def _plain_dir(d: Path) -> Path:
+    (d / "plain").mkdir()
+    (d / "plain" / "notes.txt").write_text("not a run")
+    return d / "plain"
 
 
 def _anonymous(d: Path) -> Path:
@@ -354,3 +367,13 @@ def test_a_threshold_no_trial_reaches_is_noted(tmp_path: Path) -> None:
     assert "note: every trial fails to reach the success threshold 1 (rewards from 0 to 0.75)" in out
     rc, out, _ = _cli("compare", str(a), str(b), "--success-threshold", "0.5", "--out", str(tmp_path / "run2"))
     assert rc == 0 and "success threshold" not in out and "ag: s2 vs s1: -25.0 points" in out
+
+
+def test_graded_rewards_under_the_default_threshold_are_noted(tmp_path: Path) -> None:
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [0.8, 1.0], "2": [0.0, 0.95]})
+    b = tau2_file(tmp_path / "b.json", "ag", "s2", {"1": [1.0, 0.0], "2": [0.0, 0.0]})
+    rc, out, _ = _cli("compare", str(a), str(b), "--out", str(tmp_path / "run"))
+    assert rc == 0
+    assert "note: 2 distinct rewards are neither 0 nor 1 (from 0.8 to 0.95)" in out and "--success-threshold" in out
+    rc, out, _ = _cli("compare", str(a), str(b), "--success-threshold", "0.8", "--out", str(tmp_path / "run2"))
+    assert rc == 0 and "neither 0 nor 1" not in out
