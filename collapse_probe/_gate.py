@@ -59,6 +59,7 @@ from collapse_probe.results._gate import (
     STRICT_LEVEL,
     Decision,
     GateCheck,
+    SimulatorTransfer,
     Status,
     format_interval,
     format_number,
@@ -149,7 +150,7 @@ def _results(
     rule: Decision,
     level: float,
     baseline_policy: str | None,
-    per_simulator: Sequence[Mapping[str, Any]] = (),
+    per_simulator: Sequence[SimulatorTransfer] = (),
 ) -> GateResults:
     """The checks as the gate's typed results (``gate --json``, schema ``collapse-probe/gate/v1``)."""
     code = exit_code_of(checks)
@@ -211,7 +212,7 @@ def evaluate_gate(
     )  # fmt: skip
     rule, lvl = config.rule, config.rule_level
     checks: list[GateCheck] = []
-    per_simulator: list[dict[str, Any]] = []
+    per_simulator: list[SimulatorTransfer] = []
     _judge_run(
         results, policy, checks, per_simulator, _Judge(rule, lvl), min_transfer=min_transfer,
         baseline_policy=baseline_policy, max_drop=max_drop, max_infra_rate=max_infra_rate,
@@ -224,7 +225,7 @@ def _judge_run(
     results: Any,
     policy: str,
     checks: list[GateCheck],
-    per_simulator: list[dict[str, Any]],
+    per_simulator: list[SimulatorTransfer],
     judge: _Judge,
     *,
     min_transfer: float | None,
@@ -332,7 +333,7 @@ def _transfer_each(
     policy: str,
     each: list[str],
     checks: list[GateCheck],
-    per_simulator: list[dict[str, Any]],
+    per_simulator: list[SimulatorTransfer],
     judge: _Judge,
     bounds: tuple[float, float] | None,
     min_transfer_each: float | None,
@@ -344,11 +345,11 @@ def _transfer_each(
         check, n_tasks = _transfer_check(
             typed, cells, policy, train_sim, min_transfer_each or 0.0, judge, bounds, s, shared=len(each)
         )
-        per_simulator.append({
-            "simulator": s, "value": check.value, "ci95": check.ci95, "interval": check.interval,
-            "n_tasks": n_tasks, "status": check.status if min_transfer_each is not None else None,
-            "note": None if check.value is not None else check.message,
-        })  # fmt: skip
+        per_simulator.append(SimulatorTransfer(
+            simulator=s, value=check.value, ci95=check.ci95, interval=check.interval, n_tasks=n_tasks,
+            status=check.status if min_transfer_each is not None else None,
+            note=None if check.value is not None else check.message,
+        ))  # fmt: skip
         if min_transfer_each is not None:
             checks.append(check)
 
