@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from collapse_probe.errors import ConfigError
 
@@ -55,6 +55,15 @@ FAMILY = {
 }
 """Spec prefix -> price-table section holding the model's list price when the prefix's own section
 (e.g. ``[bedrock]``) has no entry: the same model costs the same through a cloud's endpoint."""
+
+
+class UsageRecord(TypedDict):
+    """A model spec's spend as ``usage.json`` and ``results.json`` hold it (:meth:`Usage.to_dict`)."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
 
 
 @dataclass
@@ -88,11 +97,11 @@ class Usage:
             cost,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["cost_usd"] is not None:
-            d["cost_usd"] = round(d["cost_usd"], 10)  # float noise off, nano-dollars kept
-        return d
+    def to_dict(self) -> UsageRecord:
+        cost = None if self.cost_usd is None else round(self.cost_usd, 10)  # float noise off, nano-dollars kept
+        return UsageRecord(
+            requests=self.requests, input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost_usd=cost
+        )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Usage:
@@ -358,7 +367,7 @@ class RunUsage:
         self.prior: dict[str, Usage] = read_usage_file(self.path) if self.path is not None else {}
         self._last_save = 0.0
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> dict[str, UsageRecord]:
         """Model spec -> ``{requests, input_tokens, output_tokens, cost_usd}`` of the whole run."""
         now = self.ledger.snapshot()
         out: dict[str, Usage] = {k: Usage(**asdict(v)) for k, v in self.prior.items()}
@@ -373,7 +382,7 @@ class RunUsage:
         if self.path is not None and time.monotonic() - self._last_save >= self.SAVE_EVERY_S:
             self.save()
 
-    def save(self) -> dict[str, dict[str, Any]]:
+    def save(self) -> dict[str, UsageRecord]:
         """Write ``usage.json`` (atomically) and return the summary."""
         summary = self.summary()
         if self.path is not None and self.path.parent.exists():
@@ -384,7 +393,7 @@ class RunUsage:
         self._last_save = time.monotonic()
         return summary
 
-    def finish(self) -> dict[str, dict[str, Any]]:
+    def finish(self) -> dict[str, UsageRecord]:
         """Save and detach from the ledger; return the summary for ``results.json``."""
         summary = self.save()
         if self.ledger.run is self:

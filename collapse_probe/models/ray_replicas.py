@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe._constraints import Integer, Number, check_field, check_value
 from collapse_probe._retry import RetryPolicy
@@ -48,6 +48,9 @@ from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, requ
 from collapse_probe.limits import MAX_RAY_CPUS, MAX_REPLICAS
 from collapse_probe.models._options import HTTPOptions
 from collapse_probe.models._types import GenerationRequest, GenerationResult
+
+if TYPE_CHECKING:
+    from collapse_probe.models._usage import UsageRecord
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +132,7 @@ class ReplicaServer:
 
     async def generate(
         self, requests: Sequence[GenerationRequest], lora: str | None = None
-    ) -> tuple[list[GenerationResult], dict[str, dict[str, Any]]]:
+    ) -> tuple[list[GenerationResult], dict[str, UsageRecord]]:
         """The backend's results, and the spend its calls added to this process's ledger since the
         last report (the driver adds it to its own, so usage and budgets count replicas' calls)."""
         if lora is None:
@@ -138,7 +141,7 @@ class ReplicaServer:
             results = await self.model.generate(list(requests), loras=[lora] * len(requests))
         return results, self._usage_since_last_report()
 
-    def _usage_since_last_report(self) -> dict[str, dict[str, Any]]:
+    def _usage_since_last_report(self) -> dict[str, UsageRecord]:
         from collapse_probe.models._usage import LEDGER
 
         delta = {}
