@@ -10,7 +10,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -60,9 +60,24 @@ OUTSIDE = "outside the set"
 """The class of every answer outside a closed answer set."""
 
 
+class ExactDistribution(TypedDict):
+    """A state's exact class distribution over a closed answer set (a ``samples.jsonl`` record's ``exact``)."""
+
+    distribution: dict[str, float]
+    """Class -> probability, the mass outside the set included (class :data:`OUTSIDE`)."""
+    collapse_error: float
+    closed_set_mass: float
+    outside_mass: float
+    modal_class: str
+    distribution_conditional: dict[str, float] | None
+    """The distribution conditioned on answering inside the set (``None`` when the set has no mass)."""
+    collapse_error_conditional: float | None
+    note: NotRequired[str]
+
+
 async def exact_closed_set_distribution(
     model: Any, request: GenerationRequest, answers: Sequence[tuple[str, str]]
-) -> dict[str, Any] | None:
+) -> ExactDistribution | None:
     """Exact class distribution over a closed answer set plus the mass outside it, or ``None``
     when the model cannot score choices.
 
@@ -92,25 +107,25 @@ async def exact_closed_set_distribution(
         probs[label[c]] = probs.get(label[c], 0.0) + (math.exp(lp) if lp != float("-inf") else 0.0)
     mass = float(min(1.0, sum(probs.values())))
     full = {**probs, OUTSIDE: 1.0 - mass}
-    out: dict[str, Any] = {
-        "distribution": full,
-        "collapse_error": exact_collapse_error(list(full.values())),
-        "closed_set_mass": mass,
-        "outside_mass": 1.0 - mass,
-        "modal_class": max(full, key=full.__getitem__),
-    }
+    out = ExactDistribution(
+        distribution=full,
+        collapse_error=exact_collapse_error(list(full.values())),
+        closed_set_mass=mass,
+        outside_mass=1.0 - mass,
+        modal_class=max(full, key=full.__getitem__),
+        distribution_conditional=None,
+        collapse_error_conditional=None,
+    )
     if mass > 0:
         cond = exact_class_distribution(dict(zip(choices, logps, strict=True)), label_of=lambda c: label[str(c)])
         out["distribution_conditional"] = {str(k): v for k, v in cond.items()}
         out["collapse_error_conditional"] = exact_collapse_error(cond)
     else:
-        out["distribution_conditional"] = None
-        out["collapse_error_conditional"] = None
         out["note"] = "the model gives every answer of the set probability 0"
     return out
 
 
-async def exact_donation_distribution(model: Any, request: GenerationRequest) -> dict[str, Any] | None:
+async def exact_donation_distribution(model: Any, request: GenerationRequest) -> ExactDistribution | None:
     """:func:`exact_closed_set_distribution` over the P4G donation tags ``[DONATE $0]`` … ``[DONATE $2]``."""
     from collapse_probe.benchmarks.p4g import donation_answers
 
