@@ -22,10 +22,13 @@ A user-simulation environment (``conversational_tool_use_simulation``) records t
 ``user`` / ``agent`` / ``environment``), the simulated user's turns with the calls that drew them (its
 opening too, which ``input`` carries): there the conversation is read from the trajectory (after
 ``input``'s system messages), every user turn a draw except the first ``prefill_message_count`` messages
-(taken from the data), and the simulator's model is its turns' ``responses[].model``.
+(taken from the data), and the simulator's model is its turns' ``responses[].model``. When its opening
+is drawn, the task's text is the row's ``customer_scenario`` (the input's opening differs between repeats).
 τ2 through Gym (``responses_api_agents/tau2``) stores τ2's own simulation record in ``result``
 (``messages``, ``termination_reason``): its messages are the conversation, every user turn a draw, and the
-models are ``config.llm_user`` / ``config.llm_agent``.
+models are ``config.llm_user`` / ``config.llm_agent``. Its task is τ2's (``task.id`` and the user scenario,
+as a τ2 results file gives them), not the input's first user turn, which is the simulator's first draw and
+differs between the repeats of a task.
 A row without a ``response``, or whose response failed (``error`` set, ``status`` ``failed`` or
 ``cancelled``), is an infrastructure failure (never scored, counted). The simulator's model is named
 where the row has it (τ2 through Gym: ``config.llm_user``); the policy's is ``response.model``.
@@ -148,6 +151,33 @@ def _first_user_text(value: Any) -> str | None:
     return None
 
 
+def _scenario_text(scenario: Any) -> str | None:
+    """A user-simulation row's ``customer_scenario`` as one text (``field: value`` lines, in order)."""
+    if isinstance(scenario, str):
+        return scenario or None
+    if not isinstance(scenario, dict):
+        return None
+    lines = [f"{k}: {v}" for k, v in scenario.items() if isinstance(v, str | int | float) and not isinstance(v, bool)]
+    return "\n".join(lines) or None
+
+
+def _tau2_task(rec: dict[str, Any], result: dict[str, Any], task_id: str | None,
+               content: str | None) -> tuple[str | None, str | None]:  # fmt: skip
+    """The τ2 task of a τ2-through-Gym row: its id (``task.id``, else ``result.task_id``) and text (the
+    user scenario, read as :func:`~collapse_probe.interop._tau2.task_contents` reads a results file's
+    tasks); Gym's row index and the input's first user turn where the row has neither."""
+    from collapse_probe.interop._tau2 import task_contents
+
+    task = rec.get("task")
+    tid = task.get("id") if isinstance(task, dict) else None
+    if isinstance(tid, bool) or not isinstance(tid, str | int):
+        tid = result.get("task_id")
+    if isinstance(tid, bool) or not isinstance(tid, str | int):
+        return task_id, content
+    text = task_contents([task]).get(str(tid)) if isinstance(task, dict) else None
+    return str(tid), text
+
+
 def read_nemo_gym_rollouts(path: str | Path) -> Any:
     """Read a NeMo-Gym ``rollouts.jsonl`` into a :class:`~collapse_probe.interop.PublishedRun`.
 
@@ -181,17 +211,24 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
         result = rec.get("result")
         trajectory = result.get("trajectory") if isinstance(result, dict) else None
         drawn_by = None
+        content = _first_user_text(params["input"])
+        task_id = row = ident(rec.get("_ng_task_index"), f"{where}: _ng_task_index")
         if isinstance(result, dict) and isinstance(result.get("messages"), list) and "termination_reason" in result:
             # τ2 through Gym: ``result`` is τ2's own simulation record, every user turn of it drawn in the rollout
             messages = _tau2_messages(result["messages"], f"{where}: result.messages")
+            # the input's user turn is the simulator's first draw, not the task: the task is τ2's own
+            # (``task.id``, its user scenario), as in a τ2 results file, so the repeats of a task pair
+            task_id, content = _tau2_task(rec, result, task_id, content)
         elif isinstance(trajectory, dict) and trajectory.get("messages") is not None:
             # a user-simulation environment records the whole conversation, the simulator's turns with the
             # calls that drew them (its opening included, which ``input`` carries as if it were given)
             system = [m for m in messages if m.role == "system"]
             turns, drawn_by = _trajectory(trajectory, f"{where}: result.trajectory")
             messages = system + turns
-        content = _first_user_text(params["input"])
-        task_id = ident(rec.get("_ng_task_index"), f"{where}: _ng_task_index")
+            if any(m.role == "simulator" and not m.meta.get("given") for m in turns[:1]):
+                # the opening is the simulator's first draw, different in each repeat: the task is the
+                # scenario it was given (none: the task is paired by its id)
+                content = _scenario_text(rec.get("customer_scenario"))
         if task_id is None:  # rows without Gym's index: the task is its input, identical across repeats
             task_id = hashlib.sha256((content or repr(params["input"])).encode()).hexdigest()[:16]
         trial = rec.get("_ng_rollout_index")
@@ -208,7 +245,8 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
         if isinstance(ref, dict) and isinstance(ref.get("name"), str):
             agents.add(ref["name"])
         convs.append(PublishedConversation(
-            f"{task_id}:{trial}" if trial is not None else f"line-{i}", task_id, messages, trial=trial,
+            f"{task_id if row is None else row}:{trial}" if trial is not None else f"line-{i}", task_id, messages,
+            trial=trial,
             reward=None if infra else number(rec.get("reward"), f"{where}: reward"), infra_error=infra,
             policy=policy, simulator=simulator, task_content=content,
         ))  # fmt: skip

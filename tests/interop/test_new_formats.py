@@ -424,3 +424,60 @@ def test_audit_from_a_sample_with_a_hostile_value_ends_in_an_answer_or_one_line(
     err = capsys.readouterr().err
     assert "internal error" not in err and "Traceback" not in err
     assert rc in (0, 1) or (rc == 2 and len([x for x in err.splitlines() if "error" in x]) == 1), err
+
+
+def _tau2_gym_row(trial: int, opening: str, reward: float, user: str = "user-llm") -> dict[str, Any]:
+    """A τ2-through-Gym rollout of τ2 task '50' at Gym's row 192: the input ends with the simulator's opening."""
+    row = gym_row(192, trial, "unused")
+    row["responses_create_params"]["input"] = [{"role": "system", "content": "You are an agent."},
+                                               {"role": "assistant", "content": "Hi! How can I help you today?"},
+                                               {"role": "user", "content": opening}]  # fmt: skip
+    row["config"] = {"llm_user": user, "llm_agent": "agent-llm"}
+    row["task"] = {"id": "50", "user_scenario": {"persona": None, "instructions": {
+        "domain": "retail", "reason_for_call": "You want to undo cancelling an order."}}}  # fmt: skip
+    row["result"] = {
+        "task_id": "50",
+        "termination_reason": "user_stop",
+        "messages": [
+            {"role": "assistant", "content": "Hi! How can I help you today?"},
+            {"role": "user", "content": opening},
+        ],
+    }
+    row["reward"] = reward
+    row["response"] = {**row["response"], "model": ""}  # as Gym's τ2 agent writes it: the model is in config
+    return row
+
+
+def test_tau2_through_gym_repeats_are_one_task_keyed_by_the_tau2_task_and_pair_with_a_tau2_file(tmp_path):
+    from tests.test_compare import tau2_file
+
+    f = write_jsonl(tmp_path / "gym.jsonl", [_tau2_gym_row(0, "I need help urgently, I cancelled by mistake.", 1.0),
+                                              _tau2_gym_row(1, "Hi, please undo a cancellation.", 0.0)])  # fmt: skip
+    a, b = read_published(f, "nemo-gym").conversations
+    assert (a.task_id, b.task_id) == ("50", "50") and a.conversation_id == "192:0"
+    assert a.task_content == b.task_content == "domain: retail\nreason_for_call: You want to undo cancelling an order."
+    native = tau2_file(tmp_path / "native.json", "agent-llm", "other-user", {"50": [1.0, 1.0]},
+                       {"50": {"instructions": {"domain": "retail",
+                                                "reason_for_call": "You want to undo cancelling an order."}}})  # fmt: skip
+    rc = main(["compare", str(f), str(native), "--out", str(tmp_path / "run")])
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert rc == 0 and results["pairing"]["tasks"] == 1
+    assert [(e["n_tasks"], e["difference"]) for e in results["simulator_effects"]] == [(1, 0.5)]
+    assert [(n["simulator"], n["flip_rate"]) for n in results["noise_floor"]] == [
+        ("user-llm", 1.0),
+        ("other-user", 0.0),
+    ]
+
+
+def test_a_user_simulation_row_whose_opening_is_drawn_is_keyed_by_its_scenario(tmp_path):
+    def row(trial: int, opening: str) -> dict[str, Any]:
+        r = gym_row(3, trial, "unused")
+        r["customer_scenario"] = {"customer_persona": "Busy parent", "reason_for_contact": "Cancel a reservation"}
+        r["result"] = {"trajectory": {"prefill_message_count": 0, "messages": [
+            {"type": "text", "source": "user", "text": opening, "responses": [{"model": "sim-m"}]},
+            {"type": "text", "source": "agent", "text": "Done."}]}}  # fmt: skip
+        return r
+
+    a, b = read_published(write_jsonl(tmp_path / "u.jsonl", [row(0, "Hello, cancel it."), row(1, "Hi! Cancel.")]),
+                          "nemo-gym").conversations  # fmt: skip
+    assert a.task_content == b.task_content == "customer_persona: Busy parent\nreason_for_contact: Cancel a reservation"
