@@ -23,6 +23,7 @@ if str(_REPO) not in sys.path:  # a checkout that is not pip-installed
     sys.path.insert(0, str(_REPO))
 
 from collapse_probe.report import runs as rd  # noqa: E402
+from collapse_probe.report._layout import Table  # noqa: E402
 from collapse_probe.results import (  # noqa: E402
     AuditResults,
     AuditSummary,
@@ -363,7 +364,7 @@ def partial_audit(by_mode: dict[str, dict[str, dict[str, Any]]]) -> None:
             figure_or_note(ap.collapse_error_per_state_figure, {"mode": mode, "states": rows})
 
 
-def show_table(table: dict[str, Any] | None, expander: str | None = None) -> None:
+def show_table(table: Table | None, expander: str | None = None) -> None:
     """Show a ``{"columns", "rows"}`` table of :mod:`collapse_probe.report.audit_plots` (optionally folded)."""
     import pandas as pd
 

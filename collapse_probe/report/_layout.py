@@ -14,10 +14,19 @@ import html
 import os
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
+
+
+class Table(TypedDict):
+    """A table a report or the dashboard shows: its column headings and its rows of cells (each written as text)."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+
 
 __all__ = [
     "LABEL_CHARS",
+    "Table",
     "display_width",
     "empty_figure",
     "label_table",
@@ -138,7 +147,7 @@ def short_labels(names: Sequence[str], chars: int = LABEL_CHARS) -> list[str]:
     return [f"#{i + 1:0{width}d} " + _middle(s, chars - width - 2) for i, s in enumerate(stems)]
 
 
-def label_table(names: Sequence[str], labels: Sequence[str], what: str) -> dict[str, Any] | None:
+def label_table(names: Sequence[str], labels: Sequence[str], what: str) -> Table | None:
     """``{"columns", "rows"}`` mapping each short label to its full name (``None`` when none was shortened)."""
     pairs = [(lab, name) for lab, name in zip(labels, names, strict=True) if lab != name]
     if not pairs:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collapse_probe.report._layout import empty_figure, rows_height, short_labels, titled
+from collapse_probe.report._layout import Table, empty_figure, rows_height, short_labels, titled
 
 __all__ = [
     "MIN_CONFIDENT_SAMPLES",
@@ -695,7 +695,7 @@ def states_audited_text(results: Mapping[str, Any]) -> str:
     return f"{audited}: {note}" if note else audited
 
 
-def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> Table:
     """The audit's headline quantities (of ``summary``, default the primary mode's): both verdict views
     first, then what each view is made of. Every ε is the bias-aware estimate printed by the verdict."""
     s = summary if summary is not None else results["summary"]
@@ -747,7 +747,7 @@ def summary_table(results: Mapping[str, Any], summary: Mapping[str, Any] | None 
     return {"columns": ["quantity", "value"], "rows": rows}
 
 
-def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
+def states_table(results: Mapping[str, Any]) -> Table:
     """One row per state and sampling mode: ε̂ (bias-aware, as in the headline) with its CI, the plug-in
     beside it, entropy, the reward view, the exact closed-set scores, status.
 
@@ -776,7 +776,7 @@ def states_table(results: Mapping[str, Any]) -> dict[str, Any]:
     return {"columns": [columns[j] for j in keep], "rows": [[row[j] for j in keep] for row in rows]}
 
 
-def variance_share_table(results: Mapping[str, Any]) -> dict[str, Any]:
+def variance_share_table(results: Mapping[str, Any]) -> Table:
     """The simulator's share of reward variance (Lemma 3.3), one row."""
     v = results.get("variance_share") or {}
     return {"columns": ["share", "95% CI", "within", "between", "note"],
@@ -823,7 +823,7 @@ def variance_figure(results: Mapping[str, Any]) -> Any:
     return fig
 
 
-def human_diversity_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def human_diversity_table(results: Mapping[str, Any]) -> Table | None:
     """Diversity of the simulator's vs the human persuadees' replies at the same prefixes (``None``
     when the run has no human-prefix states)."""
     div = (results.get("human_reference") or {}).get("diversity")
@@ -834,7 +834,7 @@ def human_diversity_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": ["metric", "simulator", "human"], "rows": rows}
 
 
-def realism_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def realism_table(results: Mapping[str, Any]) -> Table | None:
     """The simulator next to the people: every realism measure with its 95 % bootstrap interval."""
     ref = results.get("human_reference") or {}
     if not ref:
@@ -907,7 +907,7 @@ def people_vs_simulator_figure(results: Mapping[str, Any]) -> Any:
     return titled(fig, "People vs the simulator at the matched states: ε of the stance")
 
 
-def people_epsilon_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def people_epsilon_table(results: Mapping[str, Any]) -> Table | None:
     """People's own ε at the matched states beside the simulator's, per persuader act and on average
     (``human_reference.people_epsilon``; ``None`` without annotated dialogues)."""
     pe = (results.get("human_reference") or {}).get("people_epsilon")
@@ -931,7 +931,7 @@ def people_epsilon_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def grounding_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def grounding_table(results: Mapping[str, Any]) -> Table | None:
     """One row per human-grounded state: the human's actual reply and where it falls among the simulator's classes."""
     rows = (results.get("human_reference") or {}).get("grounding_states") or []
     if not rows:
@@ -943,7 +943,7 @@ def grounding_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def towards_people_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def towards_people_table(results: Mapping[str, Any]) -> Table | None:
     """Direct vs Verbalized Sampling on the realism measures: which one is closer to the people."""
     t = (results.get("compare_vs") or {}).get("towards_people") or {}
     if not t:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collapse_probe.report._html import TICK_FORMAT
-from collapse_probe.report._layout import LABEL_CHARS, rows_height, short_labels, titled
+from collapse_probe.report._layout import LABEL_CHARS, Table, rows_height, short_labels, titled
 
 if TYPE_CHECKING:
     from collapse_probe.results import CrossplayResults
@@ -44,7 +44,7 @@ def transfer_text(t: Any) -> str:
     return f"{ratio:.3f}"
 
 
-def transfer_table(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def transfer_table(results: Mapping[str, Any]) -> Table | None:
     """The transfer ratios as a table (the figures of :func:`transfer_text`)."""
     entries = results.get("transfer") or []
     if not entries:
@@ -65,7 +65,7 @@ def matrix_labels(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     return policies, sims
 
 
-def labels_table(results: dict[str, Any]) -> dict[str, Any] | None:
+def labels_table(results: dict[str, Any]) -> Table | None:
     """The full spec behind each shortened label of the matrix figures (``None``: no label was shortened)."""
     policies, sims = matrix_labels(results)
     rows = []
@@ -272,7 +272,7 @@ def train_heldout_figure(results: dict[str, Any]) -> Any:
     return titled(fig, "Reward on the training simulator vs the held-out simulators", note)
 
 
-def crossplay_table(results: CrossplayResults | Mapping[str, Any]) -> dict[str, Any]:
+def crossplay_table(results: CrossplayResults | Mapping[str, Any]) -> Table:
     """The cells as a ``{"columns", "rows"}`` table for reports (the CI is over tasks)."""
     from collapse_probe.results import CrossplayResults
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collapse_probe.report._layout import Table
     from collapse_probe.results import LabCompareResults, LabRunResults, LabSweepResults
 
 PALETTE = (
@@ -141,7 +142,7 @@ def write_run_report(result: LabRunResults | Mapping[str, Any], path: str | Path
 # ---------------------------------------------------------------- comparison
 
 
-def compare_table(payload: Mapping[str, Any]) -> dict[str, Any]:
+def compare_table(payload: Mapping[str, Any]) -> Table:
     """Headline table: one row per method, every cell ``mean ± 95% half-width`` over seeds; the seeds of
     each method where they are not all the run's ``n_seeds`` (said in the subtitle)."""
     columns = [
@@ -179,7 +180,7 @@ def compare_table(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
 
 
-def bounds_table(payload: Mapping[str, Any]) -> dict[str, Any]:
+def bounds_table(payload: Mapping[str, Any]) -> Table:
     """Theorem 3.2 and Corollary 3.5 per method."""
     columns = [
         "method",
@@ -339,7 +340,7 @@ def sweep_figure(payload: Mapping[str, Any], key: str, title: str) -> Any:
     return fig
 
 
-def sweep_table(payload: Mapping[str, Any], key: str) -> dict[str, Any]:
+def sweep_table(payload: Mapping[str, Any], key: str) -> Table:
     values: Sequence[Any] = payload["values"]
     columns = ["method", *[f"{payload['param']}={v}" for v in values]]
     rows = [[m["label"], *[fmt_stat(p.get(key)) for p in m["points"]]] for m in payload["methods"]]

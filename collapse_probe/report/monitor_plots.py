@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.monitor._config import MonitorConfig
+from collapse_probe.report._layout import Table
 
 
 def _xy(rows: Sequence[dict[str, Any]], get: Any) -> tuple[list[int], list[float]]:
@@ -124,7 +125,7 @@ def monitor_figures(rows: Sequence[dict[str, Any]], epsilon_star: float | None =
     ]
 
 
-def alarm_table(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def alarm_table(rows: Sequence[dict[str, Any]]) -> Table:
     alarms = [a for r in rows for a in r.get("alarms", [])]
     return {
         "columns": ["step", "kind", "message"],
