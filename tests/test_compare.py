@@ -377,3 +377,14 @@ def test_graded_rewards_under_the_default_threshold_are_noted(tmp_path: Path) ->
     assert "note: 2 distinct rewards are neither 0 nor 1 (from 0.8 to 0.95)" in out and "--success-threshold" in out
     rc, out, _ = _cli("compare", str(a), str(b), "--success-threshold", "0.8", "--out", str(tmp_path / "run2"))
     assert rc == 0 and "neither 0 nor 1" not in out
+
+
+def test_a_difference_that_rounds_to_zero_reads_plus_zero_and_one_task_is_singular(tmp_path: Path) -> None:
+    from collapse_probe.report.compare_plots import effect_line
+
+    row = {"agent": "ag", "simulator": "s2", "reference": "s1", "difference": -0.0002, "ci95": [-0.00001, 0.006],
+           "rerun_difference_ci95": [-0.006, 0.006], "n_tasks": 200}  # fmt: skip
+    assert effect_line(row) == "ag: s2 vs s1: +0.0 points [+0.0, +0.6] on 200 shared tasks; reruns alone differ by ±0.6"
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [1.0, 0.0]})
+    rc, out, _ = _cli("compare", str(a), "--out", str(tmp_path / "run"))
+    assert rc == 0 and "into 1 task by task" in out and "flip rate 1.00 (1/1 task)" in out

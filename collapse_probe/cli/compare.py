@@ -34,6 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
 
 
+def _tasks(n: int) -> str:
+    return f"{n} task" if n == 1 else f"{n} tasks"
+
+
 def run(args: argparse.Namespace) -> int:
     from collapse_probe._compare import CompareConfig, run_compare
     from collapse_probe.report.compare_plots import effect_line
@@ -42,25 +46,25 @@ def run(args: argparse.Namespace) -> int:
     results = run_compare(args.inputs, config, args.out, fresh=args.fresh)
     p = results.pairing
     left = ", ".join(f"{n} {k}" for k, n in p.left_out.items())
-    print(f"paired {p.paired_records} of {p.records} conversations into {p.tasks} tasks by task {p.task_key} "
+    print(f"paired {p.paired_records} of {p.records} conversations into {_tasks(p.tasks)} by task {p.task_key} "
           f"({p.why}){'; left out: ' + left if left else ''}")  # fmt: skip
     for e in results.simulator_effects:
         line = effect_line(e.to_json())
         if e.left_out:
-            line += f" ({', '.join(f'{n} tasks {k}' for k, n in e.left_out.items())} left out)"
+            line += f" ({', '.join(f'{_tasks(n)} {k}' for k, n in e.left_out.items())} left out)"
         print(line)
     for n in results.noise_floor:
         fr = (
             "n/a (one trial per task)"
             if n.flip_rate is None
-            else f"{n.flip_rate:.2f} ({n.flipping_tasks}/{n.tasks_with_repeats} tasks)"
+            else f"{n.flip_rate:.2f} ({n.flipping_tasks}/{_tasks(n.tasks_with_repeats)})"
         )
         print(f"  noise floor {n.agent} under {n.simulator}: flip rate {fr}")  # fmt: skip
     for c in results.rank_correlation:
         ci = "" if c.ci95 is None else f" [{c.ci95[0]:+.2f}, {c.ci95[1]:+.2f}]"
         tau = "undefined (ties)" if c.tau is None else f"{c.tau:+.2f}{ci}"
         print(f"  agents' ranking, {c.simulators[0]} vs {c.simulators[1]}: Kendall's tau {tau} over {len(c.agents)} "
-              f"agents, {c.n_tasks} shared tasks")  # fmt: skip
+              f"agents, {c.n_tasks} shared {'task' if c.n_tasks == 1 else 'tasks'}")  # fmt: skip
     for f in results.rank_flips:
         print(
             f"  rank flip: {f.agents[0]} and {f.agents[1]} change order between {f.simulators[0]} and {f.simulators[1]}"

@@ -127,6 +127,12 @@ def write_compare_report(path: str | Path, results: CompareResults | Mapping[str
     return write_html_report(path, "collapse-probe compare", sections, subtitle=lines[0] if lines else "")
 
 
+def _points(x: float) -> str:
+    """A difference in success rate as signed points, one decimal; a difference that rounds to zero reads
+    ``+0.0``, never ``-0.0``."""
+    return f"{round(100 * x, 1) + 0.0:+.1f}"
+
+
 def effect_line(row: dict[str, Any]) -> str:
     """One simulator pair in a line: ``gpt-4.1-mini vs gpt-4.1: +6.2 points [+1.0, +11.4] on 40 shared tasks;
     reruns alone differ by ±4.1``."""
@@ -138,5 +144,5 @@ def effect_line(row: dict[str, Any]) -> str:
     noise = (f"reruns alone differ by ±{100 * rerun[1]:.1f}" if rerun is not None
              else "rerun noise unknown (one trial per task)")  # fmt: skip
     n = row["n_tasks"]
-    return (f"{head}: {100 * row['difference']:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}] on {n} shared "
+    return (f"{head}: {_points(row['difference'])} points [{_points(lo)}, {_points(hi)}] on {n} shared "
             f"task{'s' if n != 1 else ''}; {noise}")  # fmt: skip
