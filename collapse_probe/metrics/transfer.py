@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from scipy.special import betaincinv, stdtrit
@@ -48,6 +48,18 @@ RewardRange = tuple[float, float]
 TransferMethod = Literal["mover", "percentile"]
 
 
+class EstimateRecord(TypedDict):
+    """An :class:`Estimate` as JSON (:meth:`Estimate.to_dict`)."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    level: float
+    n: int
+    method: str
+    note: str | None
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A point estimate with a confidence interval; ``None`` fields mean "undefined", see ``note``."""
@@ -61,8 +73,9 @@ class Estimate:
     method: str
     note: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> EstimateRecord:
+        return EstimateRecord(value=self.value, lo=self.lo, hi=self.hi, level=self.level, n=self.n, method=self.method,
+                              note=self.note)  # fmt: skip
 
     def contains(self, x: float) -> bool:
         """Whether ``x`` lies in [lo, hi] (False when the interval is undefined)."""

@@ -27,7 +27,7 @@ import math
 import random
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from collapse_probe._constraints import Integer, check_value
 from collapse_probe.limits import MAX_VS_K
@@ -45,6 +45,20 @@ _PROB_KEYS = ("probability", "p", "prob", "likelihood", "weight", "confidence")
 def check_vs_k(k: object) -> None:
     """Refuse a number of Verbalized-Sampling candidates below 2 (one line naming ``--vs-k``)."""
     check_value(k, "--vs-k", [Integer(2, why="Verbalized Sampling needs at least 2 candidates", most=MAX_VS_K)])
+
+
+class ChoiceRecord(TypedDict):
+    """A Verbalized Sampling turn as the conversation log keeps it (a message's ``meta.vs``)."""
+
+    candidates: list[str]
+    probs: list[float]
+    raw_probs: list[float | None]
+    chosen: int | None
+    parse_ok: bool
+    failure_reason: str | None
+    issues: list[str]
+    format: str | None
+    """``json``, ``lines`` or ``None``."""
 
 
 @dataclass
@@ -70,18 +84,18 @@ class VSChoice:
     fmt: str | None = None
     """Which format was parsed: ``"json"``, ``"lines"`` or ``None``."""
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ChoiceRecord:
         """A JSON-serialisable record for the conversation log."""
-        return {
-            "candidates": self.candidates,
-            "probs": [round(p, 6) for p in self.probs],
-            "raw_probs": [None if p is None or not math.isfinite(p) else p for p in self.raw_probs],
-            "chosen": self.chosen,
-            "parse_ok": self.parse_ok,
-            "failure_reason": self.failure_reason,
-            "issues": self.issues,
-            "format": self.fmt,
-        }
+        return ChoiceRecord(
+            candidates=self.candidates,
+            probs=[round(p, 6) for p in self.probs],
+            raw_probs=[None if p is None or not math.isfinite(p) else p for p in self.raw_probs],
+            chosen=self.chosen,
+            parse_ok=self.parse_ok,
+            failure_reason=self.failure_reason,
+            issues=self.issues,
+            format=self.fmt,
+        )
 
 
 # ----------------------------------------------------------------------------------------------- prompt
