@@ -14,10 +14,11 @@ sample under its own key.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Required, TypedDict, runtime_checkable
 
 from collapse_probe._constraints import Integer, Number, check_value
@@ -36,6 +37,17 @@ class Message(TypedDict, total=False):
     """An assistant message's tool calls, ``[{"id", "name", "arguments"}]`` (or the OpenAI wire form)."""
     tool_call_id: str | None
     """The call a tool message answers."""
+
+
+class SamplingRecord(TypedDict):
+    """:class:`SamplingParams` as JSON (part of a request's cache key)."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    stop: list[str]
+    seed: int | None
+    logprobs: bool
 
 
 @dataclass(frozen=True)
@@ -60,10 +72,9 @@ class SamplingParams:
         check_value(self.top_p, "top_p", [Number(gt=0, le=1, numpy=True)])
         check_value(self.max_tokens, "max_tokens", [Integer(1, numpy=True)])
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stop"] = list(self.stop)
-        return d
+    def to_dict(self) -> SamplingRecord:
+        return SamplingRecord(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
+                              stop=list(self.stop), seed=self.seed, logprobs=self.logprobs)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,17 @@ class GenerationRequest:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
+class CompletionRecord(TypedDict, total=False):
+    """:class:`Completion` as the answer cache stores it."""
+
+    text: Required[str]
+    token_logprobs: list[float]
+    finish_reason: str
+    tool_calls: list[dict[str, Any]]
+    n_tokens: int
+    token_ids: list[int]
+
+
 @dataclass
 class Completion:
     """One sampled completion."""
@@ -137,8 +159,20 @@ class Completion:
 
             self.text = scrub_surrogates(self.text)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+    def to_dict(self) -> CompletionRecord:
+        """The completion as the answer cache stores it (fields that are ``None`` left out)."""
+        d = CompletionRecord(text=self.text)
+        if self.token_logprobs is not None:
+            d["token_logprobs"] = list(self.token_logprobs)
+        if self.finish_reason is not None:
+            d["finish_reason"] = self.finish_reason
+        if self.tool_calls is not None:
+            d["tool_calls"] = copy.deepcopy(self.tool_calls)
+        if self.n_tokens is not None:
+            d["n_tokens"] = self.n_tokens
+        if self.token_ids is not None:
+            d["token_ids"] = list(self.token_ids)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Completion:
