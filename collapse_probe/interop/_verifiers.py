@@ -14,7 +14,9 @@ branch (the path from its last leaf back to the root), as ``Trace.messages`` rea
   is the conversation as the simulator saw it: its sampled replies are the simulator's turns, the
   messages it received are the policy's, and its system prompt (the persona and scenario) is the system.
   The reward is the trainable agent's (the task's own score); the simulator's and the agent's model
-  names are their traces' models. With several untrainable agents the one named ``user`` is the user.
+  names are their traces' models. The user is the untrainable agent named ``user`` (the name ``user-sim``
+  gives it); another untrainable agent (``agentic-judge``'s ``judge``, a fixed participant) is no user:
+  its trace is left out, and the episode is read as one of trainable agents only.
 - An episode of trainable agents only (one agent, or best-of-n attempts): each trace is a conversation
   of the agent with its environment; the ``user`` turns after the first sampled reply are the
   simulator's, the prompt's user turns are the task as given.
@@ -189,16 +191,13 @@ def read_verifiers_traces(path: str | Path) -> Any:
         group = (f"step={step}",) if isinstance(step, int) and not isinstance(step, bool) else ()
         episode = ident(rec.get("id"), f"{where}: id") or f"line-{i}"
         infra = _infra(rec, where)
-        users = [t for t in traces if t["agent"].get("trainable", True) is False]
+        frozen = [t for t in traces if t["agent"].get("trainable", True) is False]
+        users = [t for t in frozen if t["agent"].get("name", "agent") == USER_AGENT]
         if len(users) > 1:
-            named = [t for t in users if t["agent"].get("name") == USER_AGENT]
-            if len(named) != 1:
-                raise ConfigError(
-                    f"{where}: traces: {len(users)} untrainable agents "
-                    f"({', '.join(str(t['agent'].get('name')) for t in users)}) and not one named {USER_AGENT!r}; "
-                    "expected one simulated user per episode"
-                )
-            users = named
+            raise ConfigError(f"{where}: traces: {len(users)} untrainable agents named {USER_AGENT!r}; expected "
+                              "one simulated user per episode")  # fmt: skip
+        # without a user, an untrainable judge or fixed participant is no rollout of the agent: left out
+        read = [(k, t) for k, t in enumerate(traces) if t["agent"].get("trainable", True)] or list(enumerate(traces))
         if not traces:
             convs.append(PublishedConversation(episode, task_id, [], reward=None, infra_error=infra or "no traces",
                                                group=group, task_content=content))  # fmt: skip
@@ -222,7 +221,7 @@ def read_verifiers_traces(path: str | Path) -> Any:
                 policy=policy, simulator=simulator, group=group, task_content=content,
             ))  # fmt: skip
         else:
-            for k, t in enumerate(traces):
+            for k, t in read:
                 messages = []
                 drawn = False  # the user turns before the agent's first sampled reply are the prompt
                 for j, (m, sampled) in enumerate(_branch(t.get("nodes") or [], f"{where}: traces[{k}]")):
@@ -233,12 +232,12 @@ def read_verifiers_traces(path: str | Path) -> Any:
                     messages.append(PublishedMessage(side, text, calls, meta))
                 policy = _model(t)
                 name = t["agent"].get("name", "agent")
-                cid = episode if len(traces) == 1 else f"{episode}:{name}:{k}"
+                cid = episode if len(read) == 1 else f"{episode}:{name}:{k}"
                 convs.append(PublishedConversation(
                     cid, task_id, messages, reward=None if infra else _reward(t, f"{where}: traces[{k}]"),
                     infra_error=infra, policy=policy, group=group, task_content=content,
                 ))  # fmt: skip
-        for c in convs[-len(traces) :] if not users else convs[-1:]:
+        for c in convs[-len(read) :] if not users else convs[-1:]:
             if c.policy:
                 policies.add(c.policy)
             if c.simulator:

@@ -481,3 +481,21 @@ def test_a_user_simulation_row_whose_opening_is_drawn_is_keyed_by_its_scenario(t
     a, b = read_published(write_jsonl(tmp_path / "u.jsonl", [row(0, "Hello, cancel it."), row(1, "Hi! Cancel.")]),
                           "nemo-gym").conversations  # fmt: skip
     assert a.task_content == b.task_content == "customer_persona: Busy parent\nreason_for_contact: Cancel a reservation"
+
+
+def test_verifiers_an_untrainable_judge_is_no_user_and_two_untrainable_agents_pick_the_one_named_user(tmp_path):
+    solver = [node(None, "user", "Echo 'hi'."), node(0, "assistant", "hi", True)]
+    judge = [node(None, "system", "Judge the solver."), node(0, "user", "The solver said hi."),
+             node(1, "assistant", "PASS", True)]  # fmt: skip
+    judged = episode([("solver", True, "agent-m", solver, {"echoed": {"score": 1.0}}),
+                      ("judge", False, "judge-m", judge, {})], env={"id": "agentic-judge"})  # fmt: skip
+    (conv,) = read_published(write_jsonl(tmp_path / "j.jsonl", [judged]), "verifiers").conversations
+    assert conv.policy == "agent-m" and conv.simulator is None and conv.reward == 1.0
+    assert turns(conv) == [("simulator", "Echo 'hi'."), ("policy", "hi")] and conv.conversation_id == "ep1"
+    user = [node(None, "system", "You are a diner."), node(0, "user", "Hello!"), node(1, "assistant", "Two.", True)]
+    agent = [node(None, "user", "Two."), node(0, "assistant", "Booked.", True)]
+    both = episode([("judge", False, "judge-m", judge, {}), ("assistant", True, "agent-m", agent, {"ok": {"score": 1.0}}),
+                    ("user", False, "sim-m", user, {})])  # fmt: skip
+    (conv,) = read_published(write_jsonl(tmp_path / "b.jsonl", [both]), "verifiers").conversations
+    assert (conv.simulator, conv.policy, conv.reward) == ("sim-m", "agent-m", 1.0)
+    assert turns(conv) == [("system", "You are a diner."), ("policy", "Hello!"), ("simulator", "Two.")]
