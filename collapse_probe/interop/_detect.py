@@ -26,7 +26,11 @@ RECORD_SIGNATURES: dict[str, Callable[[dict[str, Any]], bool]] = {
     # verifiers traces.jsonl: an episode with its agents' traces
     "verifiers": lambda r: _is_list(r, "traces") and ("task" in r or "env" in r or "group" in r or "ok" in r),
     # verifiers legacy results.jsonl: a rollout of a dataset example
-    "verifiers-results": lambda r: "example_id" in r and ("prompt" in r or "completion" in r),
+    # (earlier versions: the example's id as ``id``, with both prompt and completion)
+    "verifiers-results": lambda r: (
+        ("example_id" in r and ("prompt" in r or "completion" in r))
+        or ("id" in r and "prompt" in r and "completion" in r and "messages" not in r)
+    ),
     # NeMo-Gym rollouts.jsonl: a Responses-API request and its response
     "nemo-gym": lambda r: isinstance(r.get("responses_create_params"), dict),
     # a τ2 results file written on one line

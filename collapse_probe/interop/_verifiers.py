@@ -23,7 +23,8 @@ branch (the path from its last leaf back to the root), as ``Trace.messages`` rea
 
 ``results.jsonl`` (the legacy format, ``verifiers/legacy/utils/save_utils.py``): one rollout per line:
 ``example_id``, ``prompt`` and ``completion`` (chat messages, or text), ``reward``, ``error``, ``info``,
-``task``; the model is in the ``metadata.json`` beside it. The prompt is the task as given; the
+``task``; the model is in the ``metadata.json`` beside it. Earlier versions wrote the example's id as
+``id`` (repeated across the example's rollouts), read alike. The prompt is the task as given; the
 completion's ``user`` turns (an environment's replies in a multi-turn environment) are the simulator's.
 
 The task as given (a prompt's user turns) is the same text in every rollout of a task, so it is kept
@@ -281,11 +282,12 @@ def read_verifiers_results(path: str | Path) -> Any:
     policy = meta.get("model") if isinstance(meta.get("model"), str) and meta["model"] else None
     for i, rec in records:
         where = f"{p}: line {i}"
-        if "example_id" not in rec:
+        key = "example_id" if "example_id" in rec else "id"  # earlier verifiers wrote the example id as id
+        if key not in rec:
             raise ConfigError(f"{where}: example_id: missing; expected {RESULTS_EXPECTED}")
-        task_id = ident(rec.get("example_id"), f"{where}: example_id")
+        task_id = ident(rec.get(key), f"{where}: {key}")
         if task_id is None:
-            raise ConfigError(f"{where}: example_id: expected the example's id (a string or integer), got nothing")
+            raise ConfigError(f"{where}: {key}: expected the example's id (a string or integer), got nothing")
         messages = []
         prompt, completion = rec.get("prompt"), rec.get("completion")
         for part, given in ((prompt, True), (completion, False)):

@@ -499,3 +499,17 @@ def test_verifiers_an_untrainable_judge_is_no_user_and_two_untrainable_agents_pi
     (conv,) = read_published(write_jsonl(tmp_path / "b.jsonl", [both]), "verifiers").conversations
     assert (conv.simulator, conv.policy, conv.reward) == ("sim-m", "agent-m", 1.0)
     assert turns(conv) == [("system", "You are a diner."), ("policy", "Hello!"), ("simulator", "Two.")]
+
+
+def test_an_earlier_verifiers_results_file_with_id_for_the_example_is_detected_and_read(tmp_path):
+    d = tmp_path / "evals" / "run1"
+    d.mkdir(parents=True)
+    (d / "metadata.json").write_text(json.dumps({"env_id": "arc", "model": "gpt-4.1-mini", "rollouts_per_example": 2}))
+    rows = [{"id": ex, "prompt": [{"role": "user", "content": f"Puzzle {ex}."}],
+             "completion": [{"role": "assistant", "content": "RESET"}, {"role": "user", "content": "frame 2"}],
+             "task": "default", "info": {"game_id": "ls20"}, "reward": r} for ex, r in ((0, 0.0), (0, 1.0), (1, 1.0))]  # fmt: skip
+    f = write_jsonl(d / "results.jsonl", rows)
+    assert format_of(f) == "verifiers-results"
+    run = read_published(f, "verifiers-results")
+    assert [(c.task_id, c.trial, c.reward) for c in run.conversations] == [("0", 0, 0.0), ("0", 1, 1.0), ("1", 0, 1.0)]
+    assert run.policy == "gpt-4.1-mini" and turns(run.conversations[0])[-1] == ("simulator", "frame 2")
