@@ -252,6 +252,9 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
         ))  # fmt: skip
         policies.update([policy] if policy else [])
         simulators.update([simulator] if simulator else [])
+    if convs and all(c.infra_error == "no response" for c in convs):
+        raise ConfigError(f"{p}: no line holds a response: Gym's input data (the requests before a rollout), not "
+                          f"rollouts; expected {EXPECTED}, as `gym eval run` writes it")  # fmt: skip
     trials_in_order(convs)
     run = PublishedRun(
         conversations=convs, format="nemo-gym", path=str(p), sha256=file_sha256(str(p)),

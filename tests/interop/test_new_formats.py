@@ -513,3 +513,13 @@ def test_an_earlier_verifiers_results_file_with_id_for_the_example_is_detected_a
     run = read_published(f, "verifiers-results")
     assert [(c.task_id, c.trial, c.reward) for c in run.conversations] == [("0", 0, 0.0), ("0", 1, 1.0), ("1", 0, 1.0)]
     assert run.policy == "gpt-4.1-mini" and turns(run.conversations[0])[-1] == ("simulator", "frame 2")
+
+
+def test_nemo_gym_input_data_without_any_response_is_refused_in_one_line(tmp_path):
+    rows = [{"uuid": f"example_{k}", "task_id": k, "agent_ref": {"name": "simple_agent"},
+             "responses_create_params": {"input": [{"role": "user", "content": f"Hi {k}"}]}} for k in range(3)]  # fmt: skip
+    f = write_jsonl(tmp_path / "example_rollouts.jsonl", rows)
+    with pytest.raises(ConfigError, match=r"example_rollouts.jsonl: no line holds a response: Gym's input data"):
+        read_published(f, "nemo-gym")
+    rc = main(["compare", str(f), "--out", str(tmp_path / "run")])
+    assert rc == 2 and not (tmp_path / "run").exists()
