@@ -285,6 +285,9 @@ def pair_trials(sources: Sequence[_Source], config: CompareConfig) -> _Paired:
     mode, why = _key_mode(sources, config.task_key)
     threshold = 1.0 if config.success_threshold is None else config.success_threshold
     out = _Paired(mode, why, threshold)
+    for s in sources:  # what the readers could not read as a conversation (e.g. a simulation with no turns)
+        for reason, n in s.skipped.items():
+            out.left_out[f"{reason} (not read)"] = out.left_out.get(f"{reason} (not read)", 0) + n
     for t in trials:
         if t.infra:
             _tally(out.left_out, "infrastructure failure (not scored)")
@@ -439,7 +442,7 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
         "pairing": {
             "task_key": paired.mode,
             "why": paired.why,
-            "records": len(trials),
+            "records": len(trials) + sum(sum(s.skipped.values()) for s in sources),
             "paired_records": sum(len(v) for c in cells.values() for v in c.values()),
             "tasks": len(paired.ids_of_key),
             "left_out": paired.left_out,

@@ -388,3 +388,24 @@ def test_a_difference_that_rounds_to_zero_reads_plus_zero_and_one_task_is_singul
     a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [1.0, 0.0]})
     rc, out, _ = _cli("compare", str(a), "--out", str(tmp_path / "run"))
     assert rc == 0 and "into 1 task by task" in out and "flip rate 1.00 (1/1 task)" in out
+
+
+def test_records_a_reader_could_not_read_are_counted_and_named(tmp_path: Path) -> None:
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [1.0, 0.0], "2": [1.0]})
+    data = json.loads(a.read_text())
+    data["simulations"][0]["messages"] = None  # a voice run's record that lost its ticks too: nothing to read
+    a.write_text(json.dumps(data))
+    b = tau2_file(tmp_path / "b.json", "ag", "s2", {"1": [1.0], "2": [0.0]})
+    rc, out, _ = _cli("compare", str(a), str(b), "--out", str(tmp_path / "run"))
+    assert rc == 0 and out.splitlines()[0].startswith("paired 4 of 5 conversations")
+    assert "left out: 1 no messages (not read)" in out.splitlines()[0]
+    rc, _, err = _cli("compare", str(_only_unreadable(tmp_path)), "--out", str(tmp_path / "run2"))
+    assert rc == 2 and "no scored conversation" in err and "1 no messages (not read)" in err
+
+
+def _only_unreadable(d: Path) -> Path:
+    f = tau2_file(d / "only.json", "ag", "s1", {"1": [1.0]})
+    data = json.loads(f.read_text())
+    data["simulations"][0]["messages"] = None
+    f.write_text(json.dumps(data))
+    return f
