@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from collapse_probe.results import BY_SCHEMA, GateResults, Results, read_results
 
@@ -554,10 +554,18 @@ MONITOR_FILES = (MONITOR_FILE, "monitor/" + MONITOR_FILE)
 """Where a run keeps them: a monitor run directory, or a trainer's ``monitor/`` subdirectory."""
 
 
-def monitor_alarms(run: RunInfo) -> list[dict[str, Any]]:
+class AlarmLine(TypedDict):
+    """One alarm of a monitor run as the dashboard lists it."""
+
+    step: int
+    kind: str
+    message: str
+
+
+def monitor_alarms(run: RunInfo) -> list[AlarmLine]:
     """The alarms of a run's monitor rows (:data:`MONITOR_FILES`; ``[]`` without one):
     ``{"step", "kind", "message"}`` each, the step taken from its row when the alarm does not carry one."""
-    out: list[dict[str, Any]] = []
+    out: list[AlarmLine] = []
     found = next((name for name in MONITOR_FILES if run.file(name).is_file()), MONITOR_FILE)
     for row in run.jsonl(found).records:
         alarms = row.get("alarms")
@@ -568,7 +576,7 @@ def monitor_alarms(run: RunInfo) -> list[dict[str, Any]]:
                 step = a.get("step", row.get("step"))
                 if isinstance(step, int) and not isinstance(step, bool):
                     out.append(
-                        {"step": step, "kind": str(a.get("kind") or "alarm"), "message": str(a.get("message") or "")}
+                        AlarmLine(step=step, kind=str(a.get("kind") or "alarm"), message=str(a.get("message") or ""))
                     )
     return out
 
