@@ -163,8 +163,16 @@ class ConversationRecord(BaseModel):
 
     @classmethod
     def make(
-        cls, *, policy: str, simulator: str, task_id: str, rollout: int = 0, seed: int = 0, status: str = "done",
-        messages: Sequence[dict[str, Any]] = (), **fields: Any,
+        cls,
+        *,
+        policy: str,
+        simulator: str,
+        task_id: str,
+        rollout: int = 0,
+        seed: int = 0,
+        status: str = "done",
+        messages: Sequence[dict[str, Any]] = (),
+        **fields: Any,
     ) -> ConversationRecord:
         """A record built from its fields (its key derived from them); numpy numbers are accepted.
 

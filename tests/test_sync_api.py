@@ -16,7 +16,9 @@ SPEC = f"scripted:{DONOR}"
 
 
 def _strip(records):
-    return sorted(({k: v for k, v in r.to_line_dict().items() if k != "seconds"} for r in records), key=lambda r: r["key"])
+    return sorted(
+        ({k: v for k, v in r.to_line_dict().items() if k != "seconds"} for r in records), key=lambda r: r["key"]
+    )
 
 
 def test_play_inside_a_running_loop_matches_play_outside(tmp_path) -> None:
