@@ -35,7 +35,8 @@ more scored trials whose trials do not all agree, i.e. at least one success and 
 (:func:`~collapse_probe.metrics.variance.pass_hat_k`), and ``rerun_difference_ci95``: the range
 ``±h`` within which two reruns of the same configuration (same tasks, same trials per task) differ in
 success rate 95 % of the time (a normal approximation, estimated from the data), ``h = z √(2 Σ_t v_t / k_t) / n`` with ``v_t = k_t/(k_t − 1) p̂_t(1 − p̂_t)``
-the unbiased estimate of the task's Bernoulli variance (tasks with two or more trials only).
+the unbiased estimate of the task's Bernoulli variance (tasks with two or more trials only), at most 1
+(few tasks with split trials can put the normal approximation beyond what two rates can differ by).
 
 **Ranks** (:func:`rank_flips`, :func:`rank_correlation`): an agent's rate under a simulator is the rate
 above over the tasks the compared cells share. A rank flip is a pair of agents and a pair of simulators
@@ -146,7 +147,8 @@ def simulator_effect(simulator: Outcomes, reference: Outcomes, level: float = 0.
     var = _rerun_variance(simulator, tasks), _rerun_variance(reference, tasks)
     rerun = None
     if var[0] is not None and var[1] is not None:
-        h = _z(level) * math.sqrt(var[0] + var[1])  # the mean of the two configurations' 2·Var R
+        # the mean of the two configurations' 2·Var R; two success rates never differ by more than 1
+        h = min(1.0, _z(level) * math.sqrt(var[0] + var[1]))
         rerun = (-h, h)
     return Effect(d, (max(-1.0, lo), min(1.0, hi)), len(tasks), a.rate, b.rate, rerun)
 
@@ -182,7 +184,7 @@ def noise_floor(outcomes: Outcomes, level: float = 0.95) -> NoiseFloor:
     as_rewards = [[1.0 if x else 0.0 for x in outcomes[t]] for t in outcomes]
     multi = [v for v in as_rewards if len(v) >= 2]
     var = _rerun_variance(outcomes, list(outcomes))
-    h = None if var is None else _z(level) * math.sqrt(2 * var)
+    h = None if var is None else min(1.0, _z(level) * math.sqrt(2 * var))  # rates differ by at most 1
     return NoiseFloor(
         n_tasks=len(as_rewards),
         tasks_with_repeats=len(multi),

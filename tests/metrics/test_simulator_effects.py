@@ -204,3 +204,11 @@ def test_equal_trials_give_the_plain_exact_interval() -> None:
     out = _outcomes({"t1": (1, 3), "t2": (3, 3), "t3": (0, 3)})
     ci = stats.binomtest(4, 9).proportion_ci(0.95, method="exact")
     assert success_rate(out).ci95 == pytest.approx((ci.low, ci.high), abs=1e-9)
+
+
+def test_the_rerun_range_never_exceeds_a_whole_success_rate() -> None:
+    """One task with two split trials: the estimate's ±1.96·√(2·0.5/2) ≈ ±1.39 is capped at ±1 (two rates in
+    [0, 1] differ by at most 1), in the noise floor and in an effect's rerun range."""
+    out = _outcomes({"t1": (1, 2)})
+    assert noise_floor(out).rerun_difference_ci95 == (-1.0, 1.0)
+    assert simulator_effect(out, out).rerun_difference_ci95 == (-1.0, 1.0)
