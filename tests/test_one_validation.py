@@ -30,7 +30,7 @@ MECHANISM = {"_constraints.py", "limits.py"}  # the mechanism itself and its old
 
 ALLOWED: dict[tuple[str, str], str] = {
     # (path relative to the package, enclosing function): why the check stays hand-written
-    ("interop/_jsonl.py", "read_jsonl_conversations"): (
+    ("interop/_jsonl.py", "_conversation_key"): (
         "data read from a published JSONL file: the message names the file, the line and the field"
     ),
     ("interop/_taubench.py", "read_taubench"): (

@@ -87,8 +87,7 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
     Raises:
         ConfigError: the file is missing or a line is not a conversation (naming the line and field).
     """
-    from collapse_probe.interop._published import PublishedConversation, PublishedMessage, PublishedRun, file_sha256
-    from collapse_probe.interop._taubench import tool_calls_of
+    from collapse_probe.interop._published import PublishedConversation, PublishedRun, file_sha256
 
     p = Path(path)
     by_key: dict[str, PublishedConversation] = {}
@@ -106,41 +105,11 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
         if task is None or isinstance(task, dict | list):
             raise ConfigError(f"{where}: task_id: expected the task's id (a string or number), got {task!r}")
         native = any(isinstance(m, dict) and m.get("role") in NATIVE_ROLES for m in msgs)
-        roles = {r: r for r in (*NATIVE_ROLES, "tool", "system")} if native else _role_map(sim_role)
-        messages = []
-        for j, m in enumerate(msgs):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise ConfigError(f"{where}: messages[{j}]: expected an object with a string 'role'")
-            content = m.get("content")
-            if content is not None and not isinstance(content, str):
-                raise ConfigError(
-                    f"{where}: messages[{j}].content: expected a string or null, got {type(content).__name__}"
-                )
-            calls = tool_calls_of(m.get("tool_calls"), f"{where}: messages[{j}]")
-            meta: dict[str, Any] = m["meta"] if isinstance(m.get("meta"), dict) else {}
-            role = str(roles.get(m["role"], m["role"]))
-            messages.append(PublishedMessage(role, content or "", calls, meta))
+        messages = _messages(msgs, where, native, sim_role)
         status = rec.get("status")
         infra = rec.get("infra_error") or rec.get("error") or ("infra_error" if status == "infra_error" else None)
         trial = rec.get("rollout", rec.get("trial", rec.get("epoch")))
-        flags = rec.get("simulator_errors")
-        errors = (
-            [e if isinstance(e, dict) else {"flag": str(e), "critical": False} for e in flags]
-            if isinstance(flags, list)
-            else ([{"flag": "simulator_errors", "critical": False}] if flags is True else [])
-        )
-        group = tuple(f"{k}={rec[k]}" for k in ("step", "persona_id") if rec.get(k) is not None)
-        ident = rec.get("key") if native else rec.get("id")
-        if ident is not None and (isinstance(ident, bool) or not isinstance(ident, str | int)):
-            raise ConfigError(f"{where}: {'key' if native else 'id'}: expected a string or integer, got {ident!r}")
-        key = str(ident) if ident is not None and ident != "" else f"line-{i}"
-        if rec.get("step") is not None:
-            key = f"step-{rec['step']}|{key}"  # a training run reuses conversation keys at every step
-        if not native and key in first_line:
-            # a resumed collapse-probe run repeats a key on purpose (its retry wins); a chat file does not
-            raise ConfigError(f"{where}: id {ident!r} repeats line {first_line[key]}'s; each conversation of a "
-                              "JSONL file needs its own id (or none)")  # fmt: skip
-        first_line.setdefault(key, i)
+        key = _conversation_key(rec, where, native, i, first_line)
         conv = PublishedConversation(
             conversation_id=key,
             task_id=str(task),
@@ -148,10 +117,10 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
             trial=int(trial) if isinstance(trial, int) and not isinstance(trial, bool) else None,
             reward=None if infra else _number(rec.get("reward", rec.get("score")), where, "reward"),
             infra_error=str(infra) if infra else None,
-            simulator_errors=errors,
+            simulator_errors=_simulator_errors(rec.get("simulator_errors")),
             policy=str(rec["policy"]) if rec.get("policy") is not None else None,
             simulator=str(rec["simulator"]) if rec.get("simulator") is not None else None,
-            group=group,
+            group=tuple(f"{k}={rec[k]}" for k in ("step", "persona_id") if rec.get(k) is not None),
         )
         by_key[key] = conv  # the last record of a conversation wins (a resumed run's retry), at the first's place
         if conv.policy:
@@ -166,3 +135,59 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
         policy=next(iter(policies)) if len(policies) == 1 else None,
         simulator=next(iter(simulators)) if len(simulators) == 1 else None,
     )
+
+
+def _messages(msgs: list[Any], where: str, native: bool, sim_role: str) -> list[Any]:
+    """A record's messages as published messages, their roles mapped to the audit's (a collapse-probe
+    record names ``policy`` and ``simulator`` itself; a chat file's ``sim_role`` is the simulator).
+
+    Raises:
+        ConfigError: a message that is not an object with a string role, or content that is not text.
+    """
+    from collapse_probe.interop._published import PublishedMessage
+    from collapse_probe.interop._taubench import tool_calls_of
+
+    roles = {r: r for r in (*NATIVE_ROLES, "tool", "system")} if native else _role_map(sim_role)
+    messages = []
+    for j, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ConfigError(f"{where}: messages[{j}]: expected an object with a string 'role'")
+        content = m.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ConfigError(
+                f"{where}: messages[{j}].content: expected a string or null, got {type(content).__name__}"
+            )
+        calls = tool_calls_of(m.get("tool_calls"), f"{where}: messages[{j}]")
+        meta: dict[str, Any] = m["meta"] if isinstance(m.get("meta"), dict) else {}
+        role = str(roles.get(m["role"], m["role"]))
+        messages.append(PublishedMessage(role, content or "", calls, meta))
+    return messages
+
+
+def _simulator_errors(flags: Any) -> list[dict[str, Any]]:
+    """The record's simulator error flags as ``{flag, critical}`` objects (``true``: one unnamed flag)."""
+    if isinstance(flags, list):
+        return [e if isinstance(e, dict) else {"flag": str(e), "critical": False} for e in flags]
+    return [{"flag": "simulator_errors", "critical": False}] if flags is True else []
+
+
+def _conversation_key(rec: dict[str, Any], where: str, native: bool, i: int, first_line: dict[str, int]) -> str:
+    """The conversation's key: its ``key`` (a collapse-probe record) or ``id`` (a chat file), else its
+    line, under its training step; a chat file's key seen before is refused (``first_line``: key -> the
+    line that first gave it, updated here).
+
+    Raises:
+        ConfigError: an id that is not a string or an integer, or a chat file's id given twice.
+    """
+    ident = rec.get("key") if native else rec.get("id")
+    if ident is not None and (isinstance(ident, bool) or not isinstance(ident, str | int)):
+        raise ConfigError(f"{where}: {'key' if native else 'id'}: expected a string or integer, got {ident!r}")
+    key = str(ident) if ident is not None and ident != "" else f"line-{i}"
+    if rec.get("step") is not None:
+        key = f"step-{rec['step']}|{key}"  # a training run reuses conversation keys at every step
+    if not native and key in first_line:
+        # a resumed collapse-probe run repeats a key on purpose (its retry wins); a chat file does not
+        raise ConfigError(f"{where}: id {ident!r} repeats line {first_line[key]}'s; each conversation of a "
+                          "JSONL file needs its own id (or none)")  # fmt: skip
+    first_line.setdefault(key, i)
+    return key
