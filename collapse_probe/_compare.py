@@ -432,6 +432,9 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
         notes.append("no agent ran under two simulators: no simulator effect to measure")
     if len(agents) < 2:
         notes.append("one agent: no ranking of agents to compare across simulators")
+    elif not corr:
+        notes.append(f"{len(agents)} agents, but no two of them ran shared tasks under the same two simulators: "
+                     "no ranking of agents to compare across simulators")  # fmt: skip
     return {
         "schema": "collapse-probe/compare/v1",
         "version": __version__,

@@ -409,3 +409,11 @@ def _only_unreadable(d: Path) -> Path:
     data["simulations"][0]["messages"] = None
     f.write_text(json.dumps(data))
     return f
+
+
+def test_agents_that_share_no_two_simulators_say_why_there_is_no_ranking(tmp_path: Path) -> None:
+    a = tau2_file(tmp_path / "a.json", "ag", "s1", {"1": [1.0, 0.0], "2": [1.0]})
+    b = tau2_file(tmp_path / "b.json", "ag", "s2", {"1": [1.0], "2": [0.0]})
+    c = tau2_file(tmp_path / "c.json", "ag2", "s2", {"1": [1.0], "2": [0.0]})
+    rc, out, _ = _cli("compare", str(a), str(b), str(c), "--out", str(tmp_path / "run"))
+    assert rc == 0 and "note: 2 agents, but no two of them ran shared tasks under the same two simulators" in out
