@@ -485,8 +485,11 @@ def run_compare(
     seen: dict[str, str] = {}
     for s in sources:
         if s.sha256 in seen:
+            same = os.path.realpath(s.path) == os.path.realpath(seen[s.sha256])
             raise ConfigError(
-                f"{s.path}: the same content as {seen[s.sha256]}; give each run once (its trials would count twice)"
+                f"{s.path}: given twice; give each run once (its trials would count twice)"
+                if same
+                else f"{s.path}: the same content as {seen[s.sha256]}; give each run once (its trials would count twice)"
             )
         seen[s.sha256] = s.path
     results = CompareResults.build(compare_results(sources, config))

@@ -164,7 +164,8 @@ def test_rerun_into_the_same_directory_resumes_and_other_inputs_are_refused(tmp_
     ("setup", "expected"),
     [
         (lambda d, a, b: [str(d / "missing.json"), str(a)], "missing.json: no such file or directory"),
-        (lambda d, a, b: [str(a), str(a)], "the same content as"),
+        (lambda d, a, b: [str(a), str(a)], "mini.json: given twice; give each run once"),
+        (lambda d, a, b: [str(a), str(_copy(a))], "copy.json: the same content as"),
         (lambda d, a, b: [str(a), str(b), "--reference", "nope"], "--reference 'nope': not a simulator"),
         (lambda d, a, b: [str(a), str(b), "--agent-of", "x.json=A"], "--agent-of 'x.json=A': x.json is not one of"),
         (lambda d, a, b: [str(a), str(b), "--agent-of", "noname"], "--agent-of 'noname': expected FILE=NAME"),
@@ -188,6 +189,11 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, setup:
 def _bad(d: Path) -> Path:
     (d / "bad.json").write_text('{"info": {}, "simulations": [{"id": 1}]}')
     return d / "bad.json"
+
+
+def _copy(f: Path) -> Path:
+    (f.parent / "copy.json").write_bytes(f.read_bytes())
+    return f.parent / "copy.json"
 
 
 def _empty(d: Path) -> Path:
