@@ -329,18 +329,34 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
         ConfigError: the file is missing or not an inspect eval log.
     """
     require("inspect_ai", "inspect", "audit --from FILE --format inspect", package="inspect-ai")
+    from collapse_probe.interop._published import PublishedRun, file_sha256
+
+    p = Path(path)
+    log = _read_log(p, path)
+    other = "assistant" if sim_role == "user" else "user"
+    roles = {sim_role: "simulator", other: "policy", "tool": "tool", "system": "system"}
+    roles_cfg = log.eval.model_roles or {}
+    named_sim = roles_cfg.get("simulator") or roles_cfg.get("user")
+    sim_model = getattr(named_sim, "model", None)
+    run = PublishedRun(conversations=[], format="inspect", path=str(p), sha256=file_sha256(str(p)),
+                       benchmark=(log.eval.metadata or {}).get("collapse_probe", {}).get("benchmark") or None,
+                       policy=log.eval.model, simulator=sim_model)  # fmt: skip
+    for s in log.samples or []:
+        run.conversations.append(_conversation(s, p, roles, log.eval.model, sim_model))
+    return run
+
+
+def _read_log(p: Path, path: str | Path) -> Any:
+    """The eval log at ``p``, read by inspect once the file was checked (a regular file, a zip within
+    the caps).
+
+    Raises:
+        ConfigError: the file is missing, not a regular file, or not an inspect eval log.
+    """
     from inspect_ai.log import read_eval_log
 
     from collapse_probe._files import MissingFile, check_regular_file, check_zip
-    from collapse_probe.interop._published import (
-        PublishedConversation,
-        PublishedMessage,
-        PublishedRun,
-        canonical_arguments,
-        file_sha256,
-    )
 
-    p = Path(path)
     expected = "an inspect eval log (.eval or .json)"
     try:
         # inspect reads the file itself: what it will read is checked first (a FIFO is refused, not waited
@@ -351,55 +367,52 @@ def read_inspect_log(path: str | Path, sim_role: str = "user") -> Any:
     if p.suffix != ".json":
         check_zip(p, expected=expected)
     try:
-        log = read_eval_log(str(p))
+        return read_eval_log(str(p))
     except Exception as exc:  # inspect raises its own and pydantic's errors for a file that is not a log
         raise ConfigError(
             f"{p}: not an inspect eval log ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
         ) from None
-    other = "assistant" if sim_role == "user" else "user"
-    roles = {sim_role: "simulator", other: "policy", "tool": "tool", "system": "system"}
-    roles_cfg = log.eval.model_roles or {}
-    named_sim = roles_cfg.get("simulator") or roles_cfg.get("user")
-    sim_model = getattr(named_sim, "model", None)
-    run = PublishedRun(conversations=[], format="inspect", path=str(p), sha256=file_sha256(str(p)),
-                       benchmark=(log.eval.metadata or {}).get("collapse_probe", {}).get("benchmark") or None,
-                       policy=log.eval.model, simulator=sim_model)  # fmt: skip
-    for s in log.samples or []:
-        meta = s.metadata or {}
-        where = f"{p}: sample {s.id!r} epoch {s.epoch}"
-        _check_sample(s, meta, where)
-        given = [s.input] if isinstance(s.input, str) else list(s.input)
-        n_given = 0
-        for g, m in zip(given, s.messages, strict=False):
-            text = g if isinstance(g, str) else g.text
-            if m.text != text:
-                break
-            n_given += 1
-        messages = []
-        for i, m in enumerate(s.messages):
-            calls = tuple(
-                (c.function, canonical_arguments(c.arguments, where)) for c in (getattr(m, "tool_calls", None) or [])
-            )
-            role = "system" if i < n_given else roles.get(m.role, m.role)
-            messages.append(PublishedMessage(role, m.text, calls, dict(m.metadata or {})))
-        reward = None
-        scores = s.scores or {}
-        chosen = scores.get("reward") or next(iter(scores.values()), None)
-        if chosen is not None:
-            reward = _score_value(chosen.value)
-        run.conversations.append(PublishedConversation(
-            conversation_id=f"{s.id}#{s.epoch}",
-            task_id=str(meta.get("task_id", s.id)),
-            messages=messages,
-            trial=s.epoch,
-            reward=None if s.error is not None else reward,
-            infra_error=s.error.message if s.error is not None else None,
-            simulator_errors=list(meta.get("simulator_errors") or []),  # checked by _check_sample
-            policy=str(meta.get("policy") or log.eval.model),
-            simulator=str(meta["simulator"]) if meta.get("simulator") else sim_model,
-            group=tuple(f"step={meta['step']}" for _ in [0] if meta.get("step") is not None),
-        ))  # fmt: skip
-    return run
+
+
+def _conversation(s: Any, p: Path, roles: dict[str, str], policy: str, sim_model: str | None) -> Any:
+    """One sample as a published conversation: its given input in the prefix (as system messages),
+    the replies after it by role, its reward, its error as an infrastructure failure."""
+    from collapse_probe.interop._published import PublishedConversation, PublishedMessage, canonical_arguments
+
+    meta = s.metadata or {}
+    where = f"{p}: sample {s.id!r} epoch {s.epoch}"
+    _check_sample(s, meta, where)
+    given = [s.input] if isinstance(s.input, str) else list(s.input)
+    n_given = 0
+    for g, m in zip(given, s.messages, strict=False):
+        text = g if isinstance(g, str) else g.text
+        if m.text != text:
+            break
+        n_given += 1
+    messages = []
+    for i, m in enumerate(s.messages):
+        calls = tuple(
+            (c.function, canonical_arguments(c.arguments, where)) for c in (getattr(m, "tool_calls", None) or [])
+        )
+        role = "system" if i < n_given else roles.get(m.role, m.role)
+        messages.append(PublishedMessage(role, m.text, calls, dict(m.metadata or {})))
+    reward = None
+    scores = s.scores or {}
+    chosen = scores.get("reward") or next(iter(scores.values()), None)
+    if chosen is not None:
+        reward = _score_value(chosen.value)
+    return PublishedConversation(
+        conversation_id=f"{s.id}#{s.epoch}",
+        task_id=str(meta.get("task_id", s.id)),
+        messages=messages,
+        trial=s.epoch,
+        reward=None if s.error is not None else reward,
+        infra_error=s.error.message if s.error is not None else None,
+        simulator_errors=list(meta.get("simulator_errors") or []),  # checked by _check_sample
+        policy=str(meta.get("policy") or policy),
+        simulator=str(meta["simulator"]) if meta.get("simulator") else sim_model,
+        group=tuple(f"step={meta['step']}" for _ in [0] if meta.get("step") is not None),
+    )
 
 
 _META_TEXT = ("task_id", "policy", "simulator")
