@@ -338,8 +338,25 @@ def verdict_parts(
         published: the replies come from a published file (it cannot be sampled again).
         replies: the replies per state as measured (``"9 to 10 (median 10)"``; default ``config.samples``).
     """
-    star = config.epsilon_star
     views = {k: verdicts[k] for k in ("reward", "meaning")}
+    unmeasured = _unmeasured(views, config, infra_failures, first_error)
+    if unmeasured is not None:
+        return unmeasured
+    measured = {k: v for k, v in views.items() if v["label"] not in (NOT_MEASURED, NO_REWARD_SIGNAL)}
+    silent = views["reward"] if views["reward"]["label"] == NO_REWARD_SIGNAL else None
+    answer, head, order = _answer(measured, views)
+    why = _why(views, measured, order, silent, config, infra_failures, replies)
+    low = any(v.get("low_confidence") for v in measured.values())
+    steps = _next_steps(measured, head, silent, low, config, compare_vs=compare_vs, published=published)
+    return {"answer": answer, "why": f"why: {why}", "next": "next: " + "; ".join(steps),
+            "compare_vs": _vs_line(compare_vs) if compare_vs is not None else None}  # fmt: skip
+
+
+def _unmeasured(
+    views: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int, first_error: str | None
+) -> dict[str, str | None] | None:
+    """The verdict when no view measured collapse: no state measured, only format compliance, or
+    nothing at all; ``None`` when a view measured it."""
     if not views["meaning"].get("n_states"):
         from collapse_probe._observe import no_result_reason
 
@@ -354,7 +371,7 @@ def verdict_parts(
     measured = {k: v for k, v in views.items() if v["label"] not in (NOT_MEASURED, NO_REWARD_SIGNAL)}
     silent = views["reward"] if views["reward"]["label"] == NO_REWARD_SIGNAL else None
     if not measured and silent is not None:
-        measured = {}  # the reward view measured format only, and the meaning view nothing: say both
+        # the reward view measured format only, and the meaning view nothing: say both
         answer = (f"{NO_REWARD_SIGNAL} {_WHERE['reward']}: the simulator gives one of the closed answers in "
                   f"{given_text(silent)} (meaning view not measured)")  # fmt: skip
         return {"answer": answer, "why": f"why: reward view: {silent['reason']}; meaning view not measured: "
@@ -367,9 +384,22 @@ def verdict_parts(
         return {"answer": "NO RESULT: no view could be measured", "why": f"why: {why}",
                 "next": "next: install the embed extra (pip install -e \".[embed]\") or give --partition judge "
                         "--judge SPEC for a meaning view", "compare_vs": None}  # fmt: skip
-    answer, head, order = _answer(measured, views)
+    return None
+
+
+def _why(
+    views: dict[str, dict[str, Any]],
+    measured: dict[str, dict[str, Any]],
+    order: list[str],
+    silent: dict[str, Any] | None,
+    config: AuditConfig,
+    infra_failures: int,
+    replies: str | None,
+) -> str:
+    """The verdict's evidence: each measured view's interval, format compliance, each view's reason,
+    the replies per state, low confidence and the states excluded."""
     labels = {k: v["label"] for k, v in measured.items()}
-    why = "; ".join(_evidence(_NAMES[k], measured[k], star, i == 0) for i, k in enumerate(order))
+    why = "; ".join(_evidence(_NAMES[k], measured[k], config.epsilon_star, i == 0) for i, k in enumerate(order))
     if labels.get("reward") == COLLAPSED and labels.get("meaning") == NOT_COLLAPSED:
         why += " — the variety reaches the policy as no reward signal (Lemma 3.3)"
     if silent is not None:
@@ -383,13 +413,27 @@ def verdict_parts(
             why += f"; {k} view {v['label'].lower() if v['label'] != NOT_MEASURED else 'not measured'}: {v['reason']}"
     n = replies or str(config.samples)
     why += f"; N = {n} replies per state"
-    low = any(v.get("low_confidence") for v in measured.values())
-    if low:
+    if any(v.get("low_confidence") for v in measured.values()):
         why += (
             f" [LOW CONFIDENCE: fewer than {MIN_CONFIDENT_SAMPLES} responses per state; ε̂ is biased towards collapsed]"
         )
     if infra_failures:
         why += f" [{infra_failures} state{'' if infra_failures == 1 else 's'} excluded: infrastructure failures]"
+    return why
+
+
+def _next_steps(
+    measured: dict[str, dict[str, Any]],
+    head: str,
+    silent: dict[str, Any] | None,
+    low: bool,
+    config: AuditConfig,
+    *,
+    compare_vs: dict[str, Any] | None,
+    published: bool,
+) -> list[str]:
+    """What to do next: fix the answer format, sample more (or raise the cap of the sequential test),
+    choose another partition, try Verbalized Sampling, or nothing."""
     steps: list[str] = []
     if silent is not None:
         steps += (["the file's simulator (almost) never answers in the reward's format: its replies are in "
@@ -430,8 +474,7 @@ def verdict_parts(
                 else ""
             )
         )
-    return {"answer": answer, "why": f"why: {why}", "next": "next: " + "; ".join(steps),
-            "compare_vs": _vs_line(compare_vs) if compare_vs is not None else None}  # fmt: skip
+    return steps
 
 
 def _format_steps(config: AuditConfig) -> list[str]:
