@@ -114,6 +114,16 @@ def _named(values: Sequence[str], flag: str, paths: Sequence[str]) -> dict[str, 
     return out
 
 
+def _tau2_task_list(path: str) -> bool:
+    """Whether a file's head is a JSON list of τ2 task definitions (``id`` and ``user_scenario``)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return head.lstrip().startswith("[") and '"user_scenario"' in head and '"simulations"' not in head
+
+
 def _format(path: str, given: str | None) -> str:
     """The format of an input: ``given``, else told from its content, else from its name
     (:func:`collapse_probe._audit._published.format_of`)."""
@@ -124,6 +134,9 @@ def _format(path: str, given: str | None) -> str:
     try:
         return format_of(path, given)
     except ConfigError:
+        if given is None and _tau2_task_list(path):
+            raise ConfigError(f"{path}: a τ2-bench tasks file (the task definitions, no simulations); expected a "
+                              "results file of a run on these tasks (what tau2 run saves under data/simulations/)") from None  # fmt: skip
         raise ConfigError(f"{path}: cannot tell the format from the content or the name; give --format "
                           f"{'|'.join(FORMATS)}") from None  # fmt: skip
 

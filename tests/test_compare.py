@@ -174,6 +174,7 @@ def test_rerun_into_the_same_directory_resumes_and_other_inputs_are_refused(tmp_
         (lambda d, a, b: [str(_bad(d)), str(a)], "bad.json"),
         (lambda d, a, b: [str(_anonymous(d)), str(a)], "names no agent for conversation"),
         (lambda d, a, b: [str(_empty(d)), str(a)], "empty.jsonl: the file is empty"),
+        (lambda d, a, b: [str(_task_list(d)), str(a)], "tasks.json: a τ2-bench tasks file (the task definitions"),
         (lambda d, a, b: [str(_plain_dir(d)), str(a)], "plain: a directory that is neither a cross-play run"),
     ],
 )
@@ -194,6 +195,12 @@ def _bad(d: Path) -> Path:
 def _copy(f: Path) -> Path:
     (f.parent / "copy.json").write_bytes(f.read_bytes())
     return f.parent / "copy.json"
+
+
+def _task_list(d: Path) -> Path:
+    tasks = [{"id": "0", "description": {"purpose": "x"}, "user_scenario": {"instructions": "Cancel."}}]
+    (d / "tasks.json").write_text(json.dumps(tasks, indent=4))
+    return d / "tasks.json"
 
 
 def _empty(d: Path) -> Path:
