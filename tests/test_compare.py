@@ -430,3 +430,12 @@ def test_agents_that_share_no_two_simulators_say_why_there_is_no_ranking(tmp_pat
     c = tau2_file(tmp_path / "c.json", "ag2", "s2", {"1": [1.0], "2": [0.0]})
     rc, out, _ = _cli("compare", str(a), str(b), str(c), "--out", str(tmp_path / "run"))
     assert rc == 0 and "note: 2 agents, but no two of them ran shared tasks under the same two simulators" in out
+
+
+def test_a_rerun_range_of_zero_says_it_is_an_estimate() -> None:
+    from collapse_probe.report.compare_plots import effect_line
+
+    row = {"agent": "ag", "simulator": "s2", "reference": "s1", "difference": 0.0, "ci95": [-0.4, 0.4],
+           "rerun_difference_ci95": [0.0, 0.0], "n_tasks": 3}  # fmt: skip
+    assert effect_line(row).endswith("reruns alone differ by ±0.0 (every repeated task's trials agreed: the estimate "
+                                     "is 0, the noise need not be)")  # fmt: skip

@@ -143,6 +143,8 @@ def effect_line(row: dict[str, Any]) -> str:
     rerun = row.get("rerun_difference_ci95")
     noise = (f"reruns alone differ by ±{100 * rerun[1]:.1f}" if rerun is not None
              else "rerun noise unknown (one trial per task)")  # fmt: skip
+    if rerun is not None and rerun[1] == 0:  # an estimate of zero: no trial disagreed, not a proof of no noise
+        noise += " (every repeated task's trials agreed: the estimate is 0, the noise need not be)"
     n = row["n_tasks"]
     return (f"{head}: {_points(row['difference'])} points [{_points(lo)}, {_points(hi)}] on {n} shared "
             f"task{'s' if n != 1 else ''}; {noise}")  # fmt: skip
