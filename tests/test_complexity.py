@@ -29,8 +29,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("interop/_verifiers.py", "read_verifiers_traces"): "a published-format reader, to split along its stages",
     ("interop/_nemo_gym.py", "read_nemo_gym_rollouts"): "a published-format reader, to split along its stages",
     ("interop/_tau2_voice.py", "messages_from_ticks"): "a published-format reader, to split along its stages",
-    ("_audit/_pipeline.py", "run_audit_async"): "the audit pipeline, to split along its stages",
-    ("_audit/_published.py", "run_audit_from_async"): "the audit of published trajectories, to split along its stages",
 }
 
 

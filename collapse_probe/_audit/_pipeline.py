@@ -147,12 +147,7 @@ async def run_audit_async(
     """
     config.validate()
     if arena is None:
-        from collapse_probe.runspec import ArenaSpec, options_taken
-
-        # the turn cap and the judge where the benchmark takes them (personas: an arena option already)
-        given = options_taken(config.arena.benchmark, {"max_turns": config.rollout.max_turns, "judge": config.judge})
-        spec = ArenaSpec.from_dict({**(config.arena.options), **given, "benchmark": config.arena.benchmark})
-        arena = spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
+        arena = _build_arena(config, cache)
     sims = participants or _sim_participants(config, cache)
     if config.policy is not None and policy is None:
         from collapse_probe.simulators import make_participant
@@ -162,24 +157,7 @@ async def run_audit_async(
     usage = None
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if out is not None:
-        from collapse_probe._identity import participant_fingerprints
-
-        run_dir = RunDir(out)
-        fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
-        from collapse_probe.runspec import arena_record
-
-        record = {**config.to_dict(), "arena": arena_record(arena), "version": __version__}
-        # a raised --samples (the sequential audit's cap) continues the same run and the same test
-        # (and so does --no-stop-early: the same test, more replies drawn)
-        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples", "stop_early"))
-        run_dir.repair(SAMPLES)
-        usage = start_run_usage(out)
-        for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
-            key = (str(rec.get("state_id")), str(rec.get("mode")))
-            if rec.get("status") == "infra_error" and not keep_failed:
-                done.pop(key, None)  # an infrastructure failure is sampled again on resume
-                continue
-            done[key] = rec  # the last record of a state wins
+        run_dir, usage, done = _open_audit_run(out, config, arena, sims, policy, fresh=fresh, keep_failed=keep_failed)
     partition, notice = resolve_partition(config, arena)
     notices = [notice] if notice else []  # printed once, by the CLI, after the table
     partitioner = _make_partitioner(config, arena, partition, cache)
@@ -204,23 +182,8 @@ async def run_audit_async(
         states += on_policy_states(arena, conv_records, {t.task_id: t for t in tasks})
     else:
         states += benchmark_probe_states(arena, tasks)
-    dialogues: list[Any] = []
-    annotated: list[Any] = []
-    load_human = audit_hook(arena, "load_human_dialogues")
-    if config.human is not None and (load_human is None or audit_hook(arena, "episode_from_dialogue") is None):
-        raise ConfigError(
-            f"--human: benchmark {arena.name} has no human dialogues to compare with (its arena has no "
-            "load_human_dialogues and episode_from_dialogue hooks)"
-        )
-    if config.human is not None:
-        dialogues, annotated = load_human(config.human)
-        if annotated:
-            # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
-            states += human_probe_states(arena, annotated, config.rollout.tasks, None, config.rollout.seed)
-        else:
-            # the arena's own conversation length (resolved when it was built)
-            turns = getattr(arena, "max_turns", None) or config.rollout.max_turns
-            states += human_probe_states(arena, dialogues, config.rollout.tasks, turns, config.rollout.seed)
+    human_states, dialogues, annotated = _human_states(arena, config)
+    states += human_states
     if not states:
         raise ConfigError(
             "no states to audit: every rollout was an infrastructure failure" if policy else "no states to audit"
@@ -238,17 +201,7 @@ async def run_audit_async(
     finally:
         if bar is not None:
             bar.close()
-
-    read, _ = reward_reader(arena)
-    by_id = {s.state_id: s for s in states}
-    for mode_recs in by_mode.values():  # records resumed from a run that did not record the reward view
-        for r in mode_recs:
-            if r.get("status") == "ok" and "reward_view" not in r and r["state_id"] in by_id and r.get("responses"):
-                rv = reward_view_of_state(
-                    read, by_id[r["state_id"]], r["responses"], _state_seed(config.rollout.seed, r["state_id"])
-                )
-                if rv is not None:
-                    r["reward_view"] = rv
+    _fill_reward_views(arena, states, by_mode, config)
 
     primary = sims[0]
     recs = by_mode[primary.mode]
@@ -258,21 +211,139 @@ async def run_audit_async(
     summary = results["summary"]
     results["meaning_key"] = _meaning_key_description(partitioner)
     if config.compare_vs:
-        other = sims[1]
-        other_summary = summarize_states(by_mode[other.mode], config)
-        other_summary.update(kind_views(by_mode[other.mode], config, arena))
-        direct = recs if primary.mode == "direct" else by_mode[other.mode]
-        vsr = by_mode[other.mode] if primary.mode == "direct" else recs
-        results["compare_vs"] = {
-            "direct": summary if primary.mode == "direct" else other_summary,
-            "verbalized": other_summary if primary.mode == "direct" else summary,
-            "difference_vs_minus_direct": paired_difference(direct, vsr, config.rollout.seed),
-            "reward_view_difference_vs_minus_direct": paired_difference(
-                direct, vsr, config.rollout.seed, view="reward_view"
-            ),  # fmt: skip
-            "vs_parse_failures": (other_summary if primary.mode == "direct" else summary).get("vs_parse_failures"),
-            "states": [_state_row(r) for r in by_mode[other.mode]],
-        }
+        results["compare_vs"] = _compare_vs(by_mode, primary.mode, sims[1].mode, summary, config, arena)
+    _note_unreliable_vs(results, summary, notices)
+    if config.compare_vs:  # the verdict's next step reads what Verbalized Sampling did
+        render_verdict(results, config)
+    if config.variance_share and policy is not None:
+        results["variance_share"] = await variance_share(arena, tasks, policy, primary, config, run_dir, progress,
+                                                         eps_bar=summary["accumulated_collapse_error"])  # fmt: skip
+    elif config.variance_share:
+        results["variance_share"] = {"share": None, "note": "--variance-share needs --policy (agent prefixes to fix)"}
+    if dialogues:
+        await _human_references(results, by_mode, primary.mode, dialogues, annotated, embedder, partitioner, config)
+    if conv_records:
+        from collapse_probe.metrics.rewards import summarize_rewards
+
+        results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
+    return finish_audit(results, recs, run_dir, usage)
+
+
+def _build_arena(config: AuditConfig, cache: bool) -> Arena:
+    """The audit's arena, built from its config (the turn cap and the judge where the benchmark takes them)."""
+    from collapse_probe.runspec import ArenaSpec, options_taken
+
+    # the turn cap and the judge where the benchmark takes them (personas: an arena option already)
+    given = options_taken(config.arena.benchmark, {"max_turns": config.rollout.max_turns, "judge": config.judge})
+    spec = ArenaSpec.from_dict({**(config.arena.options), **given, "benchmark": config.arena.benchmark})
+    return spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
+
+
+def _open_audit_run(
+    out: str | Path,
+    config: AuditConfig,
+    arena: Arena,
+    sims: list[Participant],
+    policy: Participant | None,
+    *,
+    fresh: bool,
+    keep_failed: bool,
+) -> tuple[RunDir, Any, dict[tuple[str, str], dict[str, Any]]]:
+    """``(run directory, usage ledger, (state id, mode) -> its record kept from an earlier run)``: the run
+    directory created or resumed (an infrastructure failure is sampled again unless ``keep_failed``)."""
+    from collapse_probe._identity import participant_fingerprints
+    from collapse_probe.runspec import arena_record
+
+    run_dir = RunDir(out)
+    fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
+    record = {**config.to_dict(), "arena": arena_record(arena), "version": __version__}
+    # a raised --samples (the sequential audit's cap) continues the same run and the same test
+    # (and so does --no-stop-early: the same test, more replies drawn)
+    run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples", "stop_early"))
+    run_dir.repair(SAMPLES)
+    usage = start_run_usage(out)
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
+        key = (str(rec.get("state_id")), str(rec.get("mode")))
+        if rec.get("status") == "infra_error" and not keep_failed:
+            done.pop(key, None)  # an infrastructure failure is sampled again on resume
+            continue
+        done[key] = rec  # the last record of a state wins
+    return run_dir, usage, done
+
+
+def _human_states(arena: Arena, config: AuditConfig) -> tuple[list[ProbeState], list[Any], list[Any]]:
+    """``(states, dialogues, annotated dialogues)`` of ``--human``: prefixes of people's dialogues
+    (annotated ones at any persuader turn, where people's own ε can be matched); nothing without it.
+
+    Raises:
+        ConfigError: the benchmark has no human dialogues to compare with.
+    """
+    load_human = audit_hook(arena, "load_human_dialogues")
+    if config.human is not None and (load_human is None or audit_hook(arena, "episode_from_dialogue") is None):
+        raise ConfigError(
+            f"--human: benchmark {arena.name} has no human dialogues to compare with (its arena has no "
+            "load_human_dialogues and episode_from_dialogue hooks)"
+        )
+    if config.human is None:
+        return [], [], []
+    dialogues, annotated = load_human(config.human)
+    if annotated:
+        # states people's own ε can be matched to: prefixes of annotated dialogues, at any persuader turn
+        return (
+            human_probe_states(arena, annotated, config.rollout.tasks, None, config.rollout.seed),
+            dialogues,
+            annotated,
+        )
+    # the arena's own conversation length (resolved when it was built)
+    turns = getattr(arena, "max_turns", None) or config.rollout.max_turns
+    return human_probe_states(arena, dialogues, config.rollout.tasks, turns, config.rollout.seed), dialogues, annotated
+
+
+def _fill_reward_views(
+    arena: Arena, states: list[ProbeState], by_mode: dict[str, list[dict[str, Any]]], config: AuditConfig
+) -> None:
+    """Add the reward view to records resumed from a run that did not record it."""
+    read, _ = reward_reader(arena)
+    by_id = {s.state_id: s for s in states}
+    for mode_recs in by_mode.values():
+        for r in mode_recs:
+            if r.get("status") == "ok" and "reward_view" not in r and r["state_id"] in by_id and r.get("responses"):
+                rv = reward_view_of_state(
+                    read, by_id[r["state_id"]], r["responses"], _state_seed(config.rollout.seed, r["state_id"])
+                )
+                if rv is not None:
+                    r["reward_view"] = rv
+
+
+def _compare_vs(
+    by_mode: dict[str, list[dict[str, Any]]],
+    primary: str,
+    other: str,
+    summary: dict[str, Any],
+    config: AuditConfig,
+    arena: Arena,
+) -> dict[str, Any]:
+    """``results.json``'s ``compare_vs``: both modes' summaries and the paired VS − direct differences."""
+    recs = by_mode[primary]
+    other_summary = summarize_states(by_mode[other], config)
+    other_summary.update(kind_views(by_mode[other], config, arena))
+    direct = recs if primary == "direct" else by_mode[other]
+    vsr = by_mode[other] if primary == "direct" else recs
+    return {
+        "direct": summary if primary == "direct" else other_summary,
+        "verbalized": other_summary if primary == "direct" else summary,
+        "difference_vs_minus_direct": paired_difference(direct, vsr, config.rollout.seed),
+        "reward_view_difference_vs_minus_direct": paired_difference(
+            direct, vsr, config.rollout.seed, view="reward_view"
+        ),  # fmt: skip
+        "vs_parse_failures": (other_summary if primary == "direct" else summary).get("vs_parse_failures"),
+        "states": [_state_row(r) for r in by_mode[other]],
+    }
+
+
+def _note_unreliable_vs(results: dict[str, Any], summary: dict[str, Any], notices: list[str]) -> None:
+    """Most VS answers fell back to a plain draw: say so in ``notices`` and mark ``compare_vs`` unreliable."""
     vs_fail = (results.get("compare_vs") or {}).get("vs_parse_failures") or summary.get("vs_parse_failures")
     if vs_fail and vs_fail.get("rate") is not None and vs_fail["rate"] >= VS_UNRELIABLE_RATE:
         # Most VS answers fell back to a plain draw: the "verbalized" numbers then describe the fallback,
@@ -284,38 +355,40 @@ async def run_audit_async(
         notices.append(note)
         if "compare_vs" in results:
             results["compare_vs"]["unreliable"] = True
-    if config.compare_vs:  # the verdict's next step reads what Verbalized Sampling did
-        render_verdict(results, config)
-    if config.variance_share and policy is not None:
-        results["variance_share"] = await variance_share(arena, tasks, policy, primary, config, run_dir, progress,
-                                                         eps_bar=summary["accumulated_collapse_error"])  # fmt: skip
-    elif config.variance_share:
-        results["variance_share"] = {"share": None, "note": "--variance-share needs --policy (agent prefixes to fix)"}
-    if dialogues:
-        for mode, mode_recs in by_mode.items():
-            ref = human_reference(
-                mode_recs,
-                dialogues,
-                embedder,
-                await human_grounding(mode_recs, partitioner),
-                config.n_boot,
-                config.rollout.seed,
-            )
-            if annotated:
-                ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
-                                                       config.rollout.seed)  # fmt: skip
-            if mode == primary.mode:
-                results["human_reference"] = ref
-            else:
-                results["compare_vs"]["human_reference"] = ref
-        if config.compare_vs:
-            refs = {primary.mode: results["human_reference"], sims[1].mode: results["compare_vs"]["human_reference"]}
-            results["compare_vs"]["towards_people"] = towards_people(refs["direct"], refs["verbalized"])
-    if conv_records:
-        from collapse_probe.metrics.rewards import summarize_rewards
 
-        results["rollouts"] = summarize_rewards(conv_records, reward_range=declared_reward_range(arena))
-    return finish_audit(results, recs, run_dir, usage)
+
+async def _human_references(
+    results: dict[str, Any],
+    by_mode: dict[str, list[dict[str, Any]]],
+    primary: str,
+    dialogues: list[Any],
+    annotated: list[Any],
+    embedder: Any,
+    partitioner: Any,
+    config: AuditConfig,
+) -> None:
+    """Each mode's comparison with people (``human_reference``; people's own ε with annotated dialogues)
+    and, with ``--compare-vs``, which mode is nearer to people."""
+    for mode, mode_recs in by_mode.items():
+        ref = human_reference(
+            mode_recs,
+            dialogues,
+            embedder,
+            await human_grounding(mode_recs, partitioner),
+            config.n_boot,
+            config.rollout.seed,
+        )
+        if annotated:
+            ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
+                                                   config.rollout.seed)  # fmt: skip
+        if mode == primary:
+            results["human_reference"] = ref
+        else:
+            results["compare_vs"]["human_reference"] = ref
+    if config.compare_vs:
+        other = next(m for m in by_mode if m != primary)
+        refs = {primary: results["human_reference"], other: results["compare_vs"]["human_reference"]}
+        results["compare_vs"]["towards_people"] = towards_people(refs["direct"], refs["verbalized"])
 
 
 async def _sample_in_looks(arena: Arena, sims: list[Participant], partitioner: Any, config: AuditConfig,

@@ -210,6 +210,90 @@ def run_audit_from(
     return run_sync(run_audit_from_async(path, fmt, config, out, **kwargs))
 
 
+def _published_states(
+    run: Any, sim: str | None, path: str | Path, fmt: str, config: AuditConfig
+) -> tuple[list[Any], list[Any], int]:
+    """``(conversations, states, prefixes answered once)``: the simulator's conversations of the file and
+    the prefixes they share with two or more replies.
+
+    Raises:
+        ConfigError: no conversation, no prefix with two replies, or a model partition without a judge.
+    """
+    from collapse_probe.interop._published import shared_prefix_states
+    from collapse_probe.metrics.partitioners import partitioner_needs_model
+
+    convs = [c for c in run.conversations if sim is None or c.simulator in (sim, None)]
+    if not convs:
+        raise ConfigError(f"--from {path}: no conversations found (format {fmt})")
+    states, singletons = shared_prefix_states(convs)
+    if not states:
+        infra = [c for c in convs if c.infra_error is not None]
+        raise ConfigError(
+            f"--from {path}: no conversation prefix has 2 or more simulator replies ({len(convs)} conversations, "
+            f"{len(infra)} infrastructure failures, {singletons} prefixes answered once); an audit of published "
+            "trajectories needs several trials of a task (e.g. tau2-bench --num-trials 4)"
+        )
+    if config.partition is not None and partitioner_needs_model(config.partition) and not config.judge:
+        raise ConfigError(
+            f"--partition {config.partition} with --from needs --judge SPEC (the file's simulator is not a model here)"
+        )
+    return convs, states, singletons
+
+
+def _published_notices(config: AuditConfig, partition: str, notice: str | None, sizes: list[int]) -> list[str]:
+    """The notices of an audit of a published file: the partition chosen, and few replies per state."""
+    notices = [f"{notice}; {EXACT_TOO_FINE}" if notice and partition == "exact" else notice] if notice else []
+    if partition == "exact" and config.partition == "exact":
+        notices.append(f"notice: classes by exact text as asked (--partition exact); {EXACT_TOO_FINE}")
+    if min(sizes) < 20:
+        notices.append(
+            f"notice: {min(sizes) if min(sizes) == max(sizes) else f'{min(sizes)} to {max(sizes)}'} replies per state "
+            "(the trials of a task); more trials per task "
+            "narrow the intervals (--states and --samples do not apply to a published file)"
+        )
+    return notices
+
+
+def _open_run_dir(
+    out: str | Path,
+    config: AuditConfig,
+    partition: str,
+    source: dict[str, Any],
+    sim_role: str,
+    *,
+    cache: bool,
+    fresh: bool,
+) -> tuple[Any, dict[str, dict[str, Any]], Any]:
+    """``(run directory, state id -> its measured record kept from an earlier run, usage ledger)``: the
+    run directory created (or resumed: the file is named by its content) with the models' fingerprints."""
+    from collapse_probe.metrics.partitioners import partitioner_needs_model
+    from collapse_probe.models._usage import start_run_usage
+    from collapse_probe.rollout import RunDir
+
+    fps: dict[str, str] = {config.sim: f"published:sha256:{source['sha256']}"}
+    if partitioner_needs_model(partition) and config.judge:
+        from collapse_probe._identity import participant_fingerprints
+        from collapse_probe.simulators import make_participant
+
+        judge = make_participant(config.judge, cache=cache)
+        fps.update(participant_fingerprints({config.judge: judge}))
+    run_dir = RunDir(out)
+    # the file is named by its content: the same trajectories at another path resume the same run
+    record = {**config.to_dict(), "source": {k: source[k] for k in ("format", "sha256", "simulator")},
+              "sim_role": sim_role, "arena": {"benchmark": config.arena.benchmark, "custom": True},
+              "version": __version__}  # fmt: skip
+    run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
+    run_dir.repair(SAMPLES)
+    usage = start_run_usage(out)
+    done: dict[str, dict[str, Any]] = {}
+    for rec in run_dir.read_jsonl(SAMPLES):
+        if rec.get("status") == "infra_error":
+            done.pop(str(rec.get("state_id")), None)
+            continue
+        done[str(rec.get("state_id"))] = rec
+    return run_dir, done, usage
+
+
 async def run_audit_from_async(
     path: str | Path,
     fmt: str,
@@ -247,28 +331,13 @@ async def run_audit_from_async(
     """
     from collapse_probe._audit._pipeline import _make_partitioner, audit_results, finish_audit, resolve_partition
     from collapse_probe.benchmarks import declared_reward_range
-    from collapse_probe.interop._published import shared_prefix_states, simulator_error_summary
-    from collapse_probe.metrics.partitioners import partitioner_needs_model
+    from collapse_probe.interop._published import simulator_error_summary
     from collapse_probe.metrics.rewards import Outcome, summarize_rewards
-    from collapse_probe.rollout import RunDir
 
     run = read_published(path, fmt, sim_role)
     sim = _choose_simulator(run, simulator)
-    convs = [c for c in run.conversations if sim is None or c.simulator in (sim, None)]
-    if not convs:
-        raise ConfigError(f"--from {path}: no conversations found (format {fmt})")
-    states, singletons = shared_prefix_states(convs)
+    convs, states, singletons = _published_states(run, sim, path, fmt, config)
     infra = [c for c in convs if c.infra_error is not None]
-    if not states:
-        raise ConfigError(
-            f"--from {path}: no conversation prefix has 2 or more simulator replies ({len(convs)} conversations, "
-            f"{len(infra)} infrastructure failures, {singletons} prefixes answered once); an audit of published "
-            "trajectories needs several trials of a task (e.g. tau2-bench --num-trials 4)"
-        )
-    if config.partition is not None and partitioner_needs_model(config.partition) and not config.judge:
-        raise ConfigError(
-            f"--partition {config.partition} with --from needs --judge SPEC (the file's simulator is not a model here)"
-        )
     benchmark = run.benchmark or benchmark
     tasks = {c.task_id for c in convs}
     sizes = [len(s.replies) for s in states]
@@ -278,15 +347,7 @@ async def run_audit_from_async(
     config.validate()
     arena = _hooks_arena(benchmark)
     partition, notice = resolve_partition(config, arena)
-    notices = [f"{notice}; {EXACT_TOO_FINE}" if notice and partition == "exact" else notice] if notice else []
-    if partition == "exact" and config.partition == "exact":
-        notices.append(f"notice: classes by exact text as asked (--partition exact); {EXACT_TOO_FINE}")
-    if min(sizes) < 20:
-        notices.append(
-            f"notice: {min(sizes) if min(sizes) == max(sizes) else f'{min(sizes)} to {max(sizes)}'} replies per state "
-            "(the trials of a task); more trials per task "
-            "narrow the intervals (--states and --samples do not apply to a published file)"
-        )
+    notices = _published_notices(config, partition, notice, sizes)
     # the notices are printed once, with the table (cli/audit.py), not also here while the run starts
     partitioner = _make_partitioner(config, arena, partition, cache)
     from collapse_probe.metrics.partitioners import EmbeddingPartitioner
@@ -310,32 +371,11 @@ async def run_audit_from_async(
         "agent_greedy": run.agent_greedy,
         "notes": list(run.notes),
     }
-    run_dir = None
+    run_dir: Any = None
+    usage: Any = None
     done: dict[str, dict[str, Any]] = {}
-    usage = None
     if out is not None:
-        from collapse_probe.models._usage import start_run_usage
-
-        fps: dict[str, str] = {config.sim: f"published:sha256:{run.sha256}"}
-        if partitioner_needs_model(partition) and config.judge:
-            from collapse_probe._identity import participant_fingerprints
-            from collapse_probe.simulators import make_participant
-
-            judge = make_participant(config.judge, cache=cache)
-            fps.update(participant_fingerprints({config.judge: judge}))
-        run_dir = RunDir(out)
-        # the file is named by its content: the same trajectories at another path resume the same run
-        record = {**config.to_dict(), "source": {k: source[k] for k in ("format", "sha256", "simulator")},
-                  "sim_role": sim_role, "arena": {"benchmark": config.arena.benchmark, "custom": True},
-                  "version": __version__}  # fmt: skip
-        run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
-        run_dir.repair(SAMPLES)
-        usage = start_run_usage(out)
-        for rec in run_dir.read_jsonl(SAMPLES):
-            if rec.get("status") == "infra_error":
-                done.pop(str(rec.get("state_id")), None)
-                continue
-            done[str(rec.get("state_id"))] = rec
+        run_dir, done, usage = _open_run_dir(out, config, partition, source, sim_role, cache=cache, fresh=fresh)
     todo = [s for s in states if s.state_id not in done]
     if todo:
         for rec in await _measure(todo, config, partitioner, embedder, arena, config.sim):
