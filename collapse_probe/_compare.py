@@ -56,7 +56,7 @@ class CompareConfig(Config):
     """Compare every other simulator with this one (default: every pair of simulators, the one read
     first as the reference)."""
     agent_of: Annotated[list[str], Flag("--agent-of", metavar="FILE=NAME")] = []
-    """The agent of a file's conversations (``FILE=NAME``; several: comma-separated or a JSON list), for a
+    """The agent of a file's conversations (``FILE=NAME``; several: the flag repeated, comma-separated or a JSON list), for a
     file that names none (τ-bench's trajectories) or to replace the name it gives."""
     simulator_of: Annotated[list[str], Flag("--simulator-of", metavar="FILE=NAME")] = []
     """The user simulator of a file's conversations (``FILE=NAME``), as ``--agent-of``."""

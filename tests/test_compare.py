@@ -439,3 +439,15 @@ def test_a_rerun_range_of_zero_says_it_is_an_estimate() -> None:
            "rerun_difference_ci95": [0.0, 0.0], "n_tasks": 3}  # fmt: skip
     assert effect_line(row).endswith("reruns alone differ by ±0.0 (every repeated task's trials agreed: the estimate "
                                      "is 0, the noise need not be)")  # fmt: skip
+
+
+def test_repeated_agent_of_and_simulator_of_flags_add_up(tmp_path: Path) -> None:
+    f, g = _anonymous(tmp_path), tau2_file(tmp_path / "g.json", "gpt-4o", "new-user", {"0": [0.0]})
+    h = tmp_path / "anon2.json"
+    h.write_bytes(f.read_bytes().replace(b'"reward": 1.0', b'"reward": 0.0'))
+    rc, out, err = _cli("compare", str(f), str(h), str(g), "--agent-of", f"{f}=gpt-4o", "--agent-of", f"{h}=gpt-4o",
+                        "--simulator-of", f"{f}=old-user", "--simulator-of", f"{h}=mid-user", "--out",
+                        str(tmp_path / "run"))  # fmt: skip
+    assert rc == 0, err
+    sims = json.loads((tmp_path / "run" / "results.json").read_text())["simulators"]
+    assert sorted(sims) == ["mid-user", "new-user", "old-user"]

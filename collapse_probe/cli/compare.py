@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from collapse_probe.cli._common import add_out
 from collapse_probe.cli._flags import add_model_options, config_fields, model_values
 
 CONFIG = "collapse_probe._compare:CompareConfig"
 """The config model this subcommand's flags are generated from."""
+
+
+def _repeatable(base: type[argparse.Action]) -> type[argparse.Action]:
+    """``base`` whose values add up over repeated flags on the command line (``--simulator-of A=x
+    --simulator-of B=y``); the first one replaces what a config file or variable gave."""
+
+    class Repeatable(base):  # type: ignore[valid-type,misc]
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+            seen = f"_{self.dest}_from_command_line"
+            prior = getattr(namespace, self.dest, None) if getattr(namespace, seen, False) else None
+            setattr(namespace, self.dest, [*(prior or []), *(values or [])])
+            setattr(namespace, seen, True)
+
+    return Repeatable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE_OR_RUN_DIR",
                    help="results files or run directories (two or more runs of the same tasks)")  # fmt: skip
     add_model_options(p, CONFIG)
+    for action in p._actions:  # --agent-of / --simulator-of name one file each: repeated, they add up
+        if action.dest in ("agent_of", "simulator_of"):
+            action.__class__ = _repeatable(type(action))
     add_out(p, default="runs/compare", resume_flags=False)
     p.add_argument(
         "--fresh", action="store_true", default=False,
