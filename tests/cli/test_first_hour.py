@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from collapse_probe.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,10 +18,13 @@ def _help(command: str, flag: str) -> str:
     return next(a.help for a in sub._actions if flag in a.option_strings) or ""
 
 
-def test_audit_from_says_the_replies_were_read_from_the_file(tmp_path, capsys):
+@pytest.mark.parametrize("partition", [["--partition", "exact"], pytest.param([], marks=pytest.mark.realmodel)])
+def test_audit_from_says_the_replies_were_read_from_the_file(tmp_path, capsys, partition):
+    # the README's command (the default partition, by meaning) in the real-model tier; by exact text here
     sample = ROOT / "examples" / "tau2-sample.json"
     out = tmp_path / "from"
-    assert main(["audit", "--from", str(sample), "--format", "tau2", "--out", str(out), "--no-progress"]) == 0
+    argv = ["audit", "--from", str(sample), "--format", "tau2", *partition, "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     assert f"usage: no model called (the replies were read from {sample})" in printed
     assert "from the cache" not in printed

@@ -135,6 +135,7 @@ def test_directory_format_reads_like_the_monolithic_file(tmp_path):
     assert b["summary"]["collapse_error"]["estimate"] == pytest.approx(mean.estimate, abs=1e-12)
 
 
+@pytest.mark.realmodel
 def test_meaning_partition_by_default_merges_paraphrases_that_exact_text_splits(tmp_path):
     pytest.importorskip("sentence_transformers")
     # one task; the user's opening says one of two things, each in several wordings (true ε = 0.3)

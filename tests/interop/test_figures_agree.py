@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from collapse_probe.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tau2-sample.json"
@@ -45,6 +47,7 @@ def test_a_live_audit_prints_the_same_figures_everywhere(p4g_specs, tmp_path, ca
     _assert_everywhere(res["verdicts"]["reward"]["label"], surfaces)
 
 
+@pytest.mark.realmodel  # the meaning view's figures: the default partition embeds with the sentence encoder
 def test_an_audit_of_a_published_file_prints_the_same_figures_everywhere(tmp_path, capsys):
     out = tmp_path / "from"
     assert main(["audit", "--from", str(EXAMPLE), "--format", "tau2", "--no-progress", "--out", str(out)]) in (0, 1)
