@@ -14,7 +14,7 @@ Two parts:
    oracle that knew every task's probability would give (``2 · 1.96 · √Var D``).
    Then trials lost where the outcome is uncertain: half the tasks at 0.5 with 1 trial, half at 0.02
    with 10 (what grouping the tasks by their number of trials is for).
-2. **Files** (the whole command, :func:`collapse_probe._compare.run_compare`): per replication, τ2-bench
+2. **Files** (the whole command, :func:`collapse_probe.pipelines.compare.run_compare`): per replication, τ2-bench
    results files for 3 agents × 3 simulators × k trials over tasks with per-task probabilities drawn
    from Beta(0.6, 0.6) plus a simulator and an agent shift (some exactly 0 or 1), with infrastructure
    failures and, in one simulator's files, renumbered task ids (paired by the task's text). Measured:
@@ -129,7 +129,7 @@ def _write_tau2(path: Path, agent: str, user: str, outcomes: dict[str, list[floa
 
 
 def files(reps: int, seed: int, n_tasks: int, trials: int) -> dict[str, object]:
-    from collapse_probe._compare import CompareConfig, run_compare
+    from collapse_probe.pipelines.compare import CompareConfig, run_compare
 
     rng = np.random.default_rng(seed)
     agents, sims = ["agent-a", "agent-b", "agent-c"], ["sim-x", "sim-y", "sim-z"]

@@ -3,7 +3,7 @@
 Runs the same policy x simulator matrix (same tasks, rollout seeds, turns and token budget) two ways
 and prints both wall times and their ratio:
 
-1. ``batched`` — :func:`collapse_probe._crossplay.run_crossplay`: ONE engine run; at every turn all
+1. ``batched`` — :func:`collapse_probe.pipelines.crossplay.run_crossplay`: ONE engine run; at every turn all
    pending requests for the same model, whatever the cell, go to that model in one batch;
 2. ``per-cell`` — one engine run per cell, the cells one after another (what a loop over
    ``collapse-probe play`` does).
@@ -24,8 +24,8 @@ import json
 import sys
 import time
 
-from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.benchmarks.p4g import P4GArena
+from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.rollout import EngineConfig, make_specs, run_conversations
 from collapse_probe.simulators import make_participant
 

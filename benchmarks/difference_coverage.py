@@ -2,7 +2,7 @@
 
 ``collapse-probe audit --compare-vs`` prints the direct ε̂, the VS ε̂ and ``VS − direct``: the
 difference of the two printed bias-aware estimates with an interval made of each side's interval at
-level 1 − α/2 (:func:`collapse_probe._audit.collapse_error_difference`). This script draws both
+level 1 − α/2 (:func:`collapse_probe.pipelines.audit.collapse_error_difference`). This script draws both
 modes' replies from known per-state distributions (cycled over the states), and measures, over
 ``--draws`` simulated audits per cell, how often the 95 % interval covers the true difference of the
 mean collapse errors, its mean width, and — for the earlier paired bootstrap of the plug-in
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from collapse_probe._audit import collapse_error_difference
+from collapse_probe.pipelines.audit import collapse_error_difference
 
 UNIFORM = {k: [1.0 / k] * k for k in (5, 10, 200)}
 PANEL = {

@@ -52,10 +52,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collapse_probe._crossplay import CrossplayConfig, crossplay_results
-from collapse_probe._gate import EXIT_CANNOT_JUDGE, evaluate_gate
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.metrics.transfer import cluster_bootstrap_diff, mean_ci, transfer_ratio
+from collapse_probe.pipelines.crossplay import CrossplayConfig, crossplay_results
+from collapse_probe.pipelines.gate import EXIT_CANNOT_JUDGE, evaluate_gate
 
 REWARD_RANGE = (0.0, 1.0)
 THRESHOLD = 0.8

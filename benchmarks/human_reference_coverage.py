@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from collapse_probe._audit._human import _mean_ci, _share_ci
 from collapse_probe.metrics.transfer import mean_ci
+from collapse_probe.pipelines.audit._human import _mean_ci, _share_ci
 
 Interval = Callable[[np.ndarray, int], tuple[float, float]]
 

@@ -13,7 +13,7 @@ second of each and their ratios, all measured in one run:
 
 Each sample's randomness comes from its own seed, so in float32 ways 1 and 2 must produce the same
 texts (in int8 and bfloat16 batching moves a row's numbers enough to change some; see
-``collapse_probe/models/_int8.py``); the script counts them and prints how many sampling decisions
+``collapse_probe/models/local/_int8.py``); the script counts them and prints how many sampling decisions
 were recomputed canonically (near-ties).
 The load average is printed beside the numbers: the ratios are measured in the same run, the
 absolute rates depend on what else the machine runs.
@@ -24,7 +24,7 @@ absolute rates depend on what else the machine runs.
 Every dtype of ``--dtypes`` is timed both ways in the same run, and the ratios against the first
 (float32) and against llama.cpp are printed beside them; the model's CPU default is marked
 (SmolLM2: int8). A Llama model (SmolLM2) decodes through the lean step of
-``collapse_probe/models/_llama_step.py``, one row at a time and batched.
+``collapse_probe/models/local/_llama_step.py``, one row at a time and batched.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.models import GenerationRequest, SamplingParams
-from collapse_probe.models._int8 import weights_name
 from collapse_probe.models.local import LOCAL_MODELS, make_hf_model, make_local_model
+from collapse_probe.models.local._int8 import weights_name
 
 TOPICS = [
     "why you would or would not donate to a children's charity",

@@ -1,12 +1,12 @@
 """How fast the monitor's collapse alarm fires after a collapse, and how often it fires falsely, at small steps.
 
-Drives :class:`~collapse_probe.monitor.CollapseMonitor` (exact-text classes) with ``--states`` shadowed
+Drives :class:`~collapse_probe.integrations.monitor.CollapseMonitor` (exact-text classes) with ``--states`` shadowed
 states of ``--samples`` replies per step, drawn from known distributions: a simulator diverse at
 ε = 0.4 ([.6, .4]) that collapses to [.98, .02] at step ``--collapse-at``; per seed it records the first
 alarm after the collapse (and any before it). A second run keeps the simulator at ε = ``--stationary-eps``
 ([1 − ε, ε]; default 0.20, exactly at ε* = 0.2, the hardest case for the guarantee) for ``--stationary``
 steps and counts runs with any false alarm. The alarm is the run-wide sequential test of
-:mod:`~collapse_probe.monitor._sequential` (a false alarm anywhere in a run has chance ≤ 0.05); both
+:mod:`~collapse_probe.integrations.monitor._sequential` (a false alarm anywhere in a run has chance ≤ 0.05); both
 shares are printed with Clopper–Pearson 95 % intervals.
 
 Run: ``python benchmarks/monitor_alarm.py [--seeds 200] [--states 2] [--samples 8] [--collapse-at 50]
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from collapse_probe.monitor import CollapseMonitor
+from collapse_probe.integrations.monitor import CollapseMonitor
 
 DIVERSE = np.array([0.6, 0.4])
 COLLAPSED = np.array([0.98, 0.02])
@@ -67,10 +67,10 @@ def run_test(
     stop: bool = False,
 ) -> list[int]:
     """:func:`run` without the monitor around it: the same draws fed to the alarm's own test
-    (:class:`~collapse_probe.monitor._sequential.CollapseTest`, with the history the monitor keeps), so
+    (:class:`~collapse_probe.integrations.monitor._sequential.CollapseTest`, with the history the monitor keeps), so
     thousands of steps per seed take seconds. ``--through-monitor`` runs :func:`run` instead."""
-    from collapse_probe.monitor._core import MAX_ALARM_WINDOW
-    from collapse_probe.monitor._sequential import CollapseTest
+    from collapse_probe.integrations.monitor._core import MAX_ALARM_WINDOW
+    from collapse_probe.integrations.monitor._sequential import CollapseTest
 
     rng = np.random.default_rng([seed, states, samples])
     test, history, fired = CollapseTest(0.2, 0.95), [], []
@@ -110,7 +110,7 @@ def check(
 ) -> dict[str, float]:
     """Share of seeds alarmed within ``within`` steps of the collapse, and seeds with a false alarm over
     ``stationary`` steps at ε = ``stationary_eps``."""
-    logging.getLogger("collapse_probe.monitor._core").setLevel(logging.ERROR)
+    logging.getLogger("collapse_probe.integrations.monitor._core").setLevel(logging.ERROR)
     delays, early, false = [], 0, 0
     flat = np.array([1.0 - stationary_eps, stationary_eps])
     go = run if through_monitor else run_test

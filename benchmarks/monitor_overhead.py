@@ -47,9 +47,9 @@ def main() -> None:
     import trl
 
     from collapse_probe.benchmarks.p4g import P4GArena
+    from collapse_probe.integrations.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor.trl import arena_reward_func, monitor_reward_func, prompt_dataset
     from collapse_probe.models.local import load_local_model
-    from collapse_probe.monitor import CollapseMonitor
-    from collapse_probe.monitor.trl import arena_reward_func, monitor_reward_func, prompt_dataset
     from collapse_probe.simulators import make_participant
 
     transformers.utils.logging.set_verbosity_error()

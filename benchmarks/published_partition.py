@@ -33,9 +33,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from collapse_probe._audit import AuditConfig, run_audit_from
     from collapse_probe.metrics.estimators import mean_collapse_error_interval
     from collapse_probe.metrics.partitioners import load_paraphrase_sets
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
 
     sets = [s for s in load_paraphrase_sets() if s["split"] != "calibration"]
     true_meaning = 1 - PROBS[0]

@@ -65,8 +65,8 @@ def driver_overhead(args) -> None:
 
     import ray
 
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
     from collapse_probe.models.ray_replicas import ray_replicas, start_ray
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
     replies = [{"text": f"reply {i} [DONATE ${i % 3}]", "p": 0.125} for i in range(8)]

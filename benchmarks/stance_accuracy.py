@@ -1,10 +1,10 @@
 """How well the P4G stance reader reads people: held-out human-annotated persuadee sentences.
 
 The gold stance of a sentence is its annotated persuadee act (``ee_label_1``) mapped by
-:data:`~collapse_probe.benchmarks.p4g_stance.ACT_STANCE` (agree-donation / provide-donation-amount /
+:data:`~collapse_probe.benchmarks.p4g.stance.ACT_STANCE` (agree-donation / provide-donation-amount /
 confirm-donation → donate; disagree-donation / disagree-donation-more → refuse; every other act → no
 decision). Only the held-out quarter of the dialogues is read
-(:func:`~collapse_probe.benchmarks.p4g_stance.heldout_dialogue`; the shipped model never saw them).
+(:func:`~collapse_probe.benchmarks.p4g.stance.heldout_dialogue`; the shipped model never saw them).
 Prints, for the rule reader and the fitted model, each read through
 :func:`~collapse_probe.benchmarks.p4g.donor_stance`'s reader: per-stance precision / recall / F1,
 macro-F1 and accuracy over {donate, refuse, no decision}, on sentences and on whole persuadee turns
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
 
-from collapse_probe.benchmarks.p4g_stance import (
+from collapse_probe.benchmarks.p4g.stance import (
     NO_DECISION,
     STANCES,
     StanceReader,

@@ -3,7 +3,7 @@
 Simulates the meaning view of an audit: ``--states`` states of ``--samples`` replies each, drawn from
 known per-state distributions whose mean collapse error ε̄ is set, judged against ε* (``--epsilon-star``)
 with the headline interval (:func:`~collapse_probe.metrics.mean_collapse_error_interval`) alone
-(:func:`~collapse_probe._audit._verdict.view_label`), as the audit judged it before its sequential verdict
+(:func:`~collapse_probe.pipelines.audit._verdict.view_label`), as the audit judged it before its sequential verdict
 (``benchmarks/sequential_verdict.py`` measures that one). For ε̄ from 0.05 to 0.5 in steps of
 0.05 it prints the share of audits called COLLAPSED, NOT COLLAPSED and INCONCLUSIVE, per family of states:
 
@@ -34,8 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import binom
 
-from collapse_probe._audit._verdict import COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED, view_label
 from collapse_probe.metrics import decisive_sample_size, mean_collapse_error_interval
+from collapse_probe.pipelines.audit._verdict import COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED, view_label
 
 
 def family_states(family: str, eps: float, s: int) -> list[np.ndarray] | None:

@@ -24,14 +24,16 @@ weights, encoders, file fingerprints, benchmark data): the next run builds and r
 
 Subpackages, one per concept, bottom layer first (docs/architecture.md):
 
+- :mod:`collapse_probe.core` — files, JSONL, config files, constraints, secrets, retry, limits.
+- :mod:`collapse_probe.results` — typed results models and records, with their schemas.
 - :mod:`collapse_probe.models` — batched chat-model backends and the response cache.
 - :mod:`collapse_probe.simulators` — a simulator is a model plus a sampling mode.
 - :mod:`collapse_probe.benchmarks` — arenas (tasks, environment, reward).
 - :mod:`collapse_probe.rollout` — the batched multi-turn engine and run directories.
 - :mod:`collapse_probe.metrics` — partitioners and collapse estimators (pure functions).
-- :mod:`collapse_probe._audit`, :mod:`~collapse_probe._crossplay`, :mod:`~collapse_probe._gate`,
-  :mod:`collapse_probe.trainers`, :mod:`collapse_probe.monitor` — the pipelines (the first three are
-  private modules: their public face is the function of the same name here).
+- :mod:`collapse_probe.pipelines` — play, crossplay, gate, audit, compare (their public face is the
+  function of the same name here); :mod:`collapse_probe.trainers` — the reference trainers and the lab.
+- :mod:`collapse_probe.integrations` — the collapse monitor inside RL frameworks, published formats.
 - :mod:`collapse_probe.report` — HTML reports and terminal tables.
 """
 
@@ -44,12 +46,12 @@ from collapse_probe._version import __version__
 from collapse_probe.errors import CollapseProbeError, ConfigError, InfraError
 
 if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on first use (__getattr__)
-    from collapse_probe._audit._api import audit, audit_async
-    from collapse_probe._audit._config import AuditConfig
-    from collapse_probe._compare import CompareConfig, compare
-    from collapse_probe._crossplay import CrossplayConfig, crossplay, crossplay_async
-    from collapse_probe._gate import gate, gate_async
-    from collapse_probe._state import reset_caches
+    from collapse_probe.core._state import reset_caches
+    from collapse_probe.pipelines.audit._api import audit, audit_async
+    from collapse_probe.pipelines.audit._config import AuditConfig
+    from collapse_probe.pipelines.compare import CompareConfig, compare
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, crossplay, crossplay_async
+    from collapse_probe.pipelines.gate import gate, gate_async
     from collapse_probe.results import (
         AuditResults,
         CompareResults,
@@ -93,17 +95,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "audit": "collapse_probe._audit._api",
-    "audit_async": "collapse_probe._audit._api",
-    "AuditConfig": "collapse_probe._audit._config",
-    "crossplay": "collapse_probe._crossplay",
-    "crossplay_async": "collapse_probe._crossplay",
-    "CrossplayConfig": "collapse_probe._crossplay",
-    "compare": "collapse_probe._compare",
-    "CompareConfig": "collapse_probe._compare",
+    "audit": "collapse_probe.pipelines.audit._api",
+    "audit_async": "collapse_probe.pipelines.audit._api",
+    "AuditConfig": "collapse_probe.pipelines.audit._config",
+    "crossplay": "collapse_probe.pipelines.crossplay",
+    "crossplay_async": "collapse_probe.pipelines.crossplay",
+    "CrossplayConfig": "collapse_probe.pipelines.crossplay",
+    "compare": "collapse_probe.pipelines.compare",
+    "CompareConfig": "collapse_probe.pipelines.compare",
     "CompareResults": "collapse_probe.results",
-    "gate": "collapse_probe._gate",
-    "gate_async": "collapse_probe._gate",
+    "gate": "collapse_probe.pipelines.gate",
+    "gate_async": "collapse_probe.pipelines.gate",
     "train": "collapse_probe.trainers._api",
     "train_async": "collapse_probe.trainers._api",
     "lab": "collapse_probe.trainers._api",
@@ -115,7 +117,7 @@ _LAZY = {
     "GateResults": "collapse_probe.results",
     "LabRunResults": "collapse_probe.results",
     "TrainResults": "collapse_probe.results",
-    "reset_caches": "collapse_probe._state",
+    "reset_caches": "collapse_probe.core._state",
 }
 """Public name -> the module that defines it (imported on first use, so ``import collapse_probe`` stays cheap)."""
 

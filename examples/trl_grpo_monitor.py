@@ -30,7 +30,7 @@ from typing import Any
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from collapse_probe._resources import package_path
+    from collapse_probe.core._resources import package_path
 
     diverse = package_path("data", "scripted", "p4g_donor_diverse.json")
     p = argparse.ArgumentParser(
@@ -129,8 +129,8 @@ def run(a: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from collapse_probe.benchmarks.p4g import P4GArena
-    from collapse_probe.monitor import CollapseMonitor
-    from collapse_probe.monitor.trl import (
+    from collapse_probe.integrations.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor.trl import (
         CollapseMonitorCallback,
         arena_reward_func,
         monitor_reward_func,

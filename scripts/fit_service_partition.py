@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from collapse_probe._resources import package_path
+from collapse_probe.core._resources import package_path
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._service import (
     MODEL_FILE,

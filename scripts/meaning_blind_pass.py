@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._resources import package_path
+from collapse_probe.core._resources import package_path
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics import load_meaning_material
 

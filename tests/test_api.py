@@ -45,9 +45,9 @@ def test_import_collapse_probe_is_cheap():
 
 
 def test_the_public_names_are_functions_and_configs_beside_private_modules():
-    from collapse_probe._audit import AuditConfig, run_audit
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
-    from collapse_probe._gate import evaluate_gate
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.gate import evaluate_gate
 
     for name in ("audit", "crossplay", "gate"):
         fn = getattr(collapse_probe, name)
@@ -66,8 +66,8 @@ def test_the_public_names_are_functions_and_configs_beside_private_modules():
 
 
 def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
-    from collapse_probe._gate import evaluate_gate
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.gate import evaluate_gate
 
     config = CrossplayConfig(policies=[SPEC], simulators=[SPEC], tasks=2, rollouts=1, max_turns=1)
     opts = {"progress": False, "report": False, "cache": False}
@@ -99,7 +99,7 @@ def test_crossplay_and_gate_calls_equal_the_pipeline_functions(tmp_path):
 
 
 def test_audit_call_equals_run_audit(tmp_path):
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     config = AuditConfig(sim=SPEC, states=1, samples=8, partition="label", n_boot=100)
     base = run_audit(config, tmp_path / "base", progress=False)

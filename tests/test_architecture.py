@@ -23,35 +23,33 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "collapse_probe"
 
 LAYERS: list[tuple[str, set[str]]] = [
-    (
-        "utilities",
-        {
-            "_version", "errors", "limits", "_files", "_proc", "_sync", "_observe", "_resources",
-            "_jsonl", "_records", "_identity", "_meaning", "_reports", "_callable", "_plugins",
-            "_retry", "_state", "_constraints", "_secrets", "_output", "_trackers", "_config_files",
-        },
-    ),
+    ("core", {"_version", "errors", "core"}),
+    ("pipelines", {"pipelines"}),
+    ("integrations", {"integrations"}),
     ("results", {"results"}),
     ("models", {"models"}),
     ("simulators", {"simulators"}),
     ("benchmarks", {"benchmarks"}),
-    ("runspec", {"runspec"}),
     ("rollout", {"rollout"}),
     ("metrics", {"metrics"}),
-    ("play", {"play"}),
-    ("monitor", {"monitor"}),
-    ("crossplay", {"_crossplay"}),
-    ("gate", {"_gate"}),
+    ("play", {"pipelines/play"}),
+    ("monitor", {"integrations/monitor"}),
+    ("crossplay", {"pipelines/crossplay"}),
+    ("gate", {"pipelines/gate"}),
     ("trainers", {"trainers"}),
-    ("interop", {"interop"}),
-    ("audit", {"_audit"}),
-    ("compare", {"_compare"}),
+    ("interop", {"integrations/interop"}),
+    ("audit", {"pipelines/audit"}),
+    ("compare", {"pipelines/compare"}),
     ("report", {"report"}),
     ("api", {""}),
     ("dashboard", {"dashboard"}),
     ("cli", {"cli", "__main__"}),
 ]  # fmt: skip
-"""Layer name and the top-level names under ``collapse_probe`` it holds, bottom first (``""`` is the
+CONTAINERS = ("pipelines", "integrations")
+"""Top-level packages that only group packages: each member (``pipelines/audit``) is a unit of its own, and
+the container's ``__init__`` (a docstring, no imports) is a unit too."""
+
+"""Layer name and the units under ``collapse_probe`` it holds (a top-level name, or ``container/member``), bottom first (``""`` is the
 package itself, ``collapse_probe/__init__.py``: the public API). A module may import its own layer
 and the layers below it. Every package (a directory with ``__init__.py``) has a layer of its own; only
 flat modules share one (the utilities at the bottom, ``__main__`` beside the command line it runs).
@@ -65,7 +63,7 @@ LEVEL = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for f in PACKAGE.rglob("*.py"):
+    for f in [*PACKAGE.rglob("*.py"), *(PACKAGE / "dashboard").rglob("*.py")]:  # dashboard/: a link to dashboards/
         rel = f.relative_to(REPO).with_suffix("")
         if "data" in rel.parts[1:2]:  # shipped data sets (demo repositories), not the package's code
             continue
@@ -133,8 +131,11 @@ def test_every_import_runs_down_the_layer_order():
 
 
 def top_level(module: str) -> str:
-    """The top-level name under ``collapse_probe`` a module belongs to (``""``: the package itself)."""
+    """The unit under ``collapse_probe`` a module belongs to: its top-level name (``""``: the package itself),
+    or ``container/member`` inside :data:`CONTAINERS` (``pipelines/audit``)."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] in CONTAINERS:
+        return f"{parts[1]}/{parts[2]}"
     return parts[1] if len(parts) > 1 else ""
 
 
@@ -169,22 +170,28 @@ def test_no_import_cycle_between_packages():
 
 def test_package_cycle_checker_sees_a_cycle_the_module_graph_does_not():
     graph = {
-        "collapse_probe._audit._published": {"collapse_probe.interop._inspect": 82},
-        "collapse_probe.interop._inspect": {},
-        "collapse_probe.interop._rundata": {"collapse_probe._audit._sampling": 123},
-        "collapse_probe._audit._sampling": {},
+        "collapse_probe.pipelines.audit._published": {"collapse_probe.integrations.interop._inspect": 82},
+        "collapse_probe.integrations.interop._inspect": {},
+        "collapse_probe.integrations.interop._rundata": {"collapse_probe.pipelines.audit._sampling": 123},
+        "collapse_probe.pipelines.audit._sampling": {},
     }
     list(graphlib.TopologicalSorter({m: set(d) for m, d in graph.items()}).static_order())  # modules: acyclic
     cycle = package_cycle(graph)
-    assert len(cycle) == 2 and {c.split(" (")[0] for c in cycle} == {"_audit -> interop", "interop -> _audit"}
-    assert any("collapse_probe.interop._rundata:123 -> collapse_probe._audit._sampling" in c for c in cycle)
-    del graph["collapse_probe.interop._rundata"]
+    assert len(cycle) == 2 and {c.split(" (")[0] for c in cycle} == {"pipelines/audit -> integrations/interop", "integrations/interop -> pipelines/audit"}
+    assert any(
+        "collapse_probe.integrations.interop._rundata:123 -> collapse_probe.pipelines.audit._sampling" in c
+        for c in cycle
+    )
+    del graph["collapse_probe.integrations.interop._rundata"]
     assert package_cycle(graph) == []
 
 
 def _top_level_names() -> set[str]:
     names = {"", *(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")}
     names |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    for c in CONTAINERS:
+        names |= {f"{c}/{p.stem}" for p in (PACKAGE / c).glob("*.py") if p.stem != "__init__"}
+        names |= {f"{c}/{p.name}" for p in (PACKAGE / c).iterdir() if (p / "__init__.py").is_file()}
     return names
 
 
@@ -198,6 +205,7 @@ def test_the_layer_table_names_every_top_level_name_once_and_each_package_alone(
     strays -= actual | NOT_CODE
     assert not strays, f"directories under collapse_probe/ that are neither a package nor data: {sorted(strays)}"
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    packages |= {n for n in actual if "/" in n}
     shared = [(layer, sorted(names & packages)) for layer, names in LAYERS if len(names & packages) > 1]
     assert not shared, f"packages sharing a layer (give each its own): {shared}"
 
@@ -215,7 +223,7 @@ def test_graph_sees_function_level_and_type_checking_imports(tmp_path):
     graph = import_graph()
     embedding = graph["collapse_probe.metrics.partitioners._embedding"]
     assert "collapse_probe.models._encoder" in embedding  # inside load_encoder
-    assert "collapse_probe._reports" in graph["collapse_probe._crossplay"]  # inside run_crossplay_async
+    assert "collapse_probe.core._reports" in graph["collapse_probe.pipelines.crossplay"]  # inside run_crossplay_async
     tree = ast.parse(
         "if TYPE_CHECKING:\n    from collapse_probe.report import x\ndef f():\n    import collapse_probe.cli\n"
     )
@@ -239,7 +247,7 @@ def test_metrics_load_neither_benchmarks_nor_models():
 
 
 def test_every_report_writer_loads():
-    from collapse_probe import _reports
+    from collapse_probe.core import _reports
 
     assert set(_reports.REPORT_WRITERS) == {"audit", "audit-table", "compare", "crossplay", "monitor", "play", "train"}
     for kind in _reports.REPORT_WRITERS:
@@ -257,8 +265,8 @@ def test_the_wheel_ships_no_generator_scripts():
 def test_every_named_set_is_one_registry_type():
     """Benchmarks, backends, partitioners, metrics, labellers, published formats, report writers and
     training methods are all found through ``_plugins.Registry`` (one loader, one unknown-name error)."""
-    from collapse_probe import _reports
     from collapse_probe.benchmarks import _registry as benchmarks
+    from collapse_probe.core import _reports
     from collapse_probe.errors import ConfigError
     from collapse_probe.metrics import estimators, partitioners
     from collapse_probe.metrics.partitioners import _label
@@ -279,13 +287,13 @@ def test_every_named_set_is_one_registry_type():
 
 
 def test_every_config_is_one_pydantic_config_and_none_is_a_dataclass() -> None:
-    """One config system: every ``*Config`` class of the package is a :class:`~collapse_probe._constraints.Config`
+    """One config system: every ``*Config`` class of the package is a :class:`~collapse_probe.core._constraints.Config`
     (a pydantic model whose fields declare their constraints), none a dataclass, and no flat-keyword shim
     (``InitVar``, ``UNSET``) remains."""
     import dataclasses
     import importlib
 
-    from collapse_probe._constraints import Config
+    from collapse_probe.core._constraints import Config
 
     root = Path(__file__).parents[1] / "collapse_probe"
     found: list[str] = []
@@ -328,12 +336,12 @@ def test_no_config_field_has_a_hand_written_flag(command: str) -> None:
 
 ARCHITECTURE_PAGE = REPO / "docs" / "architecture.md"
 PATH_IN_TICKS = r"`([\w/-]+(?:\.py|/))`"
-"""A path the page names: ``cli/_flags.py``, ``_audit/``, ``tests/test_architecture.py`` (dotted names are not paths)."""
+"""A path the page names: ``cli/_flags.py``, ``pipelines/audit/``, ``tests/test_architecture.py`` (dotted names are not paths)."""
 
 
 def _doc_path(name: str) -> Path:
     top = name.split("/", 1)[0]
-    return REPO / name if top in {"tests", "scripts", "docs", ".ci", "collapse_probe", "datasets"} else PACKAGE / name
+    return REPO / name if top in {"tests", "scripts", "docs", ".ci", "collapse_probe", "datasets", "dashboards"} else PACKAGE / name
 
 
 def diagram_layers(text: str) -> list[tuple[str, set[str]]]:

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, mean_collapse_error, run_audit, run_audit_async
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationResult
+from collapse_probe.pipelines.audit import AuditConfig, mean_collapse_error, run_audit, run_audit_async
 from collapse_probe.simulators import Participant
 
 # label partitioner: donate:$1 (0.6) / refuse (0.3) / undecided (0.1) -> ε = 0.4
@@ -99,7 +99,7 @@ def test_cached_rerun_is_identical_and_cached_samples_are_independent_draws(writ
     a = _audit(spec, tmp_path / "a", samples=400, states=1, partition="exact", stop_early=False)
     b = _audit(spec, tmp_path / "b", samples=400, states=1, partition="exact", stop_early=False)
     assert a["states"] == b["states"] and a["summary"] == b["summary"]
-    from collapse_probe._state import process_caches
+    from collapse_probe.core._state import process_caches
     from collapse_probe.models import default_cache_path
 
     wrappers = process_caches()["simulators.cached"].values()
@@ -269,7 +269,7 @@ def test_cli_reports_bad_samples(write_scripted, capsys, tmp_path):
 def test_human_reference(write_scripted, p4g_dir, monkeypatch, reader):
     """The human reference with the rules stance reader, and with the default one (the fitted model over the
     packaged sentence encoder) in the real-model tier."""
-    from collapse_probe.benchmarks import p4g_stance
+    from collapse_probe.benchmarks.p4g import stance as p4g_stance
 
     monkeypatch.setattr(p4g_stance, "default_stance_reader", lambda: p4g_stance.StanceReader(reader))
     spec = write_scripted([("[DONATE $1]", 0.5), ("No thanks, not today.", 0.5)])

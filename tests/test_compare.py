@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.interop._tau2 import read_tau2_results, task_contents
-from collapse_probe.interop._taubench import read_taubench
+from collapse_probe.integrations.interop._tau2 import read_tau2_results, task_contents
+from collapse_probe.integrations.interop._taubench import read_taubench
 
 
 def tau2_file(path: Path, agent: str, user: str, rewards: dict[str, list[float | None]],

@@ -24,12 +24,21 @@ ALLOWED: dict[tuple[str, str], str] = {
     # for every function of a module being reworked as a whole): why it stays above the bound for now
     ("metrics/_disclosure.py", "*"): "the meaning-partition disclosures (disclosures) are being reworked on their own",
     ("metrics/rewards.py", "cell_summary"): "grew past the bound with the typed conversation records; to split",
-    ("_compare.py", "compare_results"): "the compare command, written while this bound came in; to split",
-    ("interop/_tau2.py", "read_tau2_results"): "a published-format reader, to split along its stages",
-    ("interop/_tau2.py", "_conversation"): "a published-format reader, to split along its stages",
-    ("interop/_verifiers.py", "read_verifiers_traces"): "a published-format reader, to split along its stages",
-    ("interop/_nemo_gym.py", "read_nemo_gym_rollouts"): "a published-format reader, to split along its stages",
-    ("interop/_tau2_voice.py", "messages_from_ticks"): "a published-format reader, to split along its stages",
+    ("pipelines/compare.py", "compare_results"): "the compare command, written while this bound came in; to split",
+    ("integrations/interop/_tau2.py", "read_tau2_results"): "a published-format reader, to split along its stages",
+    ("integrations/interop/_tau2.py", "_conversation"): "a published-format reader, to split along its stages",
+    (
+        "integrations/interop/_verifiers.py",
+        "read_verifiers_traces",
+    ): "a published-format reader, to split along its stages",
+    (
+        "integrations/interop/_nemo_gym.py",
+        "read_nemo_gym_rollouts",
+    ): "a published-format reader, to split along its stages",
+    (
+        "integrations/interop/_tau2_voice.py",
+        "messages_from_ticks",
+    ): "a published-format reader, to split along its stages",
 }
 
 
@@ -61,7 +70,7 @@ def complex_functions(source: str, bound: int = MAX_COMPLEXITY) -> list[tuple[st
 
 def _sites() -> list[tuple[str, str, int, int]]:
     sites = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *(PACKAGE / "dashboard").rglob("*.py")]):
         rel = path.relative_to(PACKAGE).as_posix()
         sites += [(rel, name, line, cc) for name, line, cc in complex_functions(path.read_text(encoding="utf-8"))]
     return sites

@@ -1,4 +1,4 @@
-"""The one validation mechanism of every pipeline config (``collapse_probe._constraints``).
+"""The one validation mechanism of every pipeline config (``collapse_probe.core._constraints``).
 
 Two promises are checked over every config at once, so a new field cannot slip past them: every
 numeric field declares a constraint, and any bad value of such a field is refused with one line that
@@ -12,8 +12,7 @@ from typing import Annotated, Any
 
 import pytest
 
-from collapse_probe._audit import AuditConfig
-from collapse_probe._constraints import (
+from collapse_probe.core._constraints import (
     AtMost,
     Config,
     Constraint,
@@ -27,13 +26,14 @@ from collapse_probe._constraints import (
     flag_of,
     rule,
 )
-from collapse_probe._crossplay import CrossplayConfig
+from collapse_probe.core.limits import check_at_most, check_finite, check_int
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_at_most, check_finite, check_int
-from collapse_probe.monitor import MonitorConfig
-from collapse_probe.play import PlayConfig
+from collapse_probe.integrations.monitor import MonitorConfig
+from collapse_probe.pipelines.audit import AuditConfig
+from collapse_probe.pipelines.crossplay import CrossplayConfig
+from collapse_probe.pipelines.play import PlayConfig
 from collapse_probe.rollout import EngineConfig
-from collapse_probe.runspec import RolloutConfig
+from collapse_probe.rollout.runspec import RolloutConfig
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import LabConfig
 
@@ -243,7 +243,7 @@ def test_limits_helpers_go_through_the_mechanism():
 def test_numpy_numbers_and_inf_only_where_declared():
     import numpy as np
 
-    from collapse_probe._constraints import check_value
+    from collapse_probe.core._constraints import check_value
 
     check_value(np.int64(12), "n_boot", [Integer(10, numpy=True)])
     check_value(np.float32(0.5), "x", [Number(ge=0, numpy=True)])

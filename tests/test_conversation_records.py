@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from collapse_probe._records import conversation_problem
+from collapse_probe.core._records import conversation_problem
 
 GOOD = {
     "key": "p|s|t1|0", "task_id": "t1", "rollout": 0, "policy": "p", "simulator": "s", "seed": 7,
@@ -76,8 +76,8 @@ def test_well_formed_records_pass(changes):
 
 
 def test_a_record_is_written_back_byte_for_byte_whatever_the_key_order_of_its_messages():
-    from collapse_probe._jsonl import dumps_line
-    from collapse_probe._records import ConversationRecord
+    from collapse_probe.core._jsonl import dumps_line
+    from collapse_probe.core._records import ConversationRecord
 
     line = {
         **GOOD,

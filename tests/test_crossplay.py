@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from collapse_probe._crossplay import SCHEMA, CrossplayConfig, crossplay_results, run_crossplay
-from collapse_probe._records import ConversationRecord
 from collapse_probe.benchmarks.p4g import P4GArena, donation_reward, parse_donation
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, GenerationResult
+from collapse_probe.pipelines.crossplay import SCHEMA, CrossplayConfig, crossplay_results, run_crossplay
 from collapse_probe.results import load
 from collapse_probe.simulators import Participant, make_participant
 

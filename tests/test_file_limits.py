@@ -1,4 +1,4 @@
-"""The limits every reader of a user's file applies (:mod:`collapse_probe._files`): size caps per file,
+"""The limits every reader of a user's file applies (:mod:`collapse_probe.core._files`): size caps per file,
 zip member and line, the compression-ratio cap, the nesting cap, long integers, lone surrogates,
 non-finite numbers and paths that are not regular files, each one line naming the file and field."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe import _files
-from collapse_probe._files import (
+from collapse_probe.core import _files
+from collapse_probe.core._files import (
     MAX_INT_DIGITS,
     FileProblem,
     TornLastLine,
@@ -108,7 +108,7 @@ def test_json_lines_cap_each_line_and_report_a_torn_last_line(tmp_path):
 
 
 def test_the_run_record_reader_caps_a_line(tmp_path, monkeypatch):
-    from collapse_probe import _jsonl
+    from collapse_probe.core import _jsonl
 
     monkeypatch.setattr(_jsonl, "MAX_LINE_BYTES", 1000)
     p = tmp_path / "samples.jsonl"

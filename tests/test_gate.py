@@ -11,12 +11,12 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from collapse_probe._crossplay import CrossplayConfig, crossplay_results, run_crossplay
-from collapse_probe._gate import evaluate_gate, gate_run_dir
-from collapse_probe._records import ConversationRecord
 from collapse_probe.benchmarks.p4g import P4GArena
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion, GenerationRequest, GenerationResult
+from collapse_probe.pipelines.crossplay import CrossplayConfig, crossplay_results, run_crossplay
+from collapse_probe.pipelines.gate import evaluate_gate, gate_run_dir
 from collapse_probe.report.gate_text import headline, markdown
 from collapse_probe.simulators import Participant, make_participant
 

@@ -10,9 +10,9 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from collapse_probe._crossplay import CrossplayConfig, crossplay_results
-from collapse_probe._gate import evaluate_gate
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
+from collapse_probe.pipelines.crossplay import CrossplayConfig, crossplay_results
+from collapse_probe.pipelines.gate import evaluate_gate
 from collapse_probe.report.gate_text import headline, junit_xml, markdown
 
 
@@ -113,7 +113,7 @@ def test_cli_exit_1_names_the_simulator(one_failing_heldout, tmp_path, capsys):
 def test_the_fail_side_of_each_check_is_bonferroni_over_the_simulators(one_failing_heldout):
     """Two held-out simulators: a check's lower end (pass side) is the 90 % interval's, its upper end (fail
     side) the 95 % interval's, i.e. one-sided 5 %/2; the pooled check keeps both ends at 90 %."""
-    from collapse_probe._crossplay import transfer_estimate
+    from collapse_probe.pipelines.crossplay import transfer_estimate
     from collapse_probe.results import read_crossplay
 
     res = one_failing_heldout

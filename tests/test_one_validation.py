@@ -1,17 +1,17 @@
 """One validation mechanism: no hand-written type-and-bound check of a value outside
-``collapse_probe/_constraints.py``.
+``collapse_probe/core/_constraints.py``.
 
 An option, a parameter or a function argument refused with :class:`ConfigError` goes through
-:func:`collapse_probe._constraints.check_value` (or a declared :func:`~collapse_probe._constraints.param`),
+:func:`collapse_probe.core._constraints.check_value` (or a declared :func:`~collapse_probe.core._constraints.param`),
 so every refusal names the flag, the allowed values and the value received in one wording. The check
 below looks for the hand-written form -- ``if isinstance(x, bool) or not isinstance(x, int ...): raise
 ConfigError(...)`` -- and fails on any site that is not in :data:`ALLOWED` with its reason.
 
 Checks of the same shape that do not refuse with :class:`ConfigError` are readers of data, not of
 options, and are outside the pattern: they skip a value or describe what is wrong with a record
-(``_records.py``, ``_proc.py``, ``trainers/llm.py`` ``step_problem``, ``benchmarks/tau2/_db.py``,
+(``core/_records.py``, ``core/_proc.py``, ``trainers/llm.py`` ``step_problem``, ``benchmarks/tau2/_db.py``,
 ``cli/_config.py`` reading a config file through its ``bad`` helper that names the file and the key,
-``report/runs.py``, ``dashboard/app.py``, ``interop/_card.py``).
+``report/runs.py``, ``dashboard/app.py``, ``integrations/interop/_card.py``).
 """
 
 from __future__ import annotations
@@ -26,27 +26,27 @@ import pytest
 from collapse_probe.errors import ConfigError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "collapse_probe"
-MECHANISM = {"_constraints.py", "limits.py"}  # the mechanism itself and its older integer helpers
+MECHANISM = {"core/_constraints.py", "core/limits.py"}  # the mechanism itself and its older integer helpers
 
 ALLOWED: dict[tuple[str, str], str] = {
     # (path relative to the package, enclosing function): why the check stays hand-written
-    ("interop/_jsonl.py", "_conversation_key"): (
+    ("integrations/interop/_jsonl.py", "_conversation_key"): (
         "data read from a published JSONL file: the message names the file, the line and the field"
     ),
-    ("interop/_taubench.py", "read_taubench"): (
+    ("integrations/interop/_taubench.py", "read_taubench"): (
         "data read from a tau-bench trajectories file: the message names the file, the record and the field"
     ),
-    ("interop/_tau2.py", "_temperature"): (
+    ("integrations/interop/_tau2.py", "_temperature"): (
         "data read from a tau2 results file: the message names the file and the field path"
     ),
-    ("monitor/_args.py", "check_rewards"): (
+    ("integrations/monitor/_args.py", "check_rewards"): (
         "values a training loop hands the monitor each step (rewards, possibly numpy or torch scalars): the "
         "message names the argument and the position of the bad value"
     ),
-    ("monitor/_args.py", "check_turn"): (
+    ("integrations/monitor/_args.py", "check_turn"): (
         "values a training loop hands the monitor each turn: the message names the argument and what it got"
     ),
-    ("benchmarks/p4g.py", "_check_persona"): (
+    ("benchmarks/p4g/__init__.py", "_check_persona"): (
         "data read from a persona file: the message names the file, the line and the persona"
     ),
     ("models/scripted.py", "_parse_dist"): (
@@ -58,19 +58,19 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("models/_usage.py", "read_usage_file"): (
         "data read from a usage file: the message names the file, the entry and the field and shortens the value"
     ),
-    ("interop/_chat.py", "ident"): (
+    ("integrations/interop/_chat.py", "ident"): (
         "data read from a published chat file: a task or record id, the message names the file and the record"
     ),
-    ("interop/_nemo_gym.py", "_trajectory"): (
+    ("integrations/interop/_nemo_gym.py", "_trajectory"): (
         "data read from a NeMo Gym rollouts file: the message names the file, the record and the field"
     ),
-    ("interop/_nemo_gym.py", "read_nemo_gym_rollouts"): (
+    ("integrations/interop/_nemo_gym.py", "read_nemo_gym_rollouts"): (
         "data read from a NeMo Gym rollouts file: the message names the file, the record and the field"
     ),
-    ("interop/_verifiers.py", "_branch"): (
+    ("integrations/interop/_verifiers.py", "_branch"): (
         "data read from a verifiers traces file: a node's parent index, the message names the file and the node"
     ),
-    ("_compare.py", "_crossplay_source"): (
+    ("pipelines/compare.py", "_crossplay_source"): (
         "data read from a run's conversations.jsonl: the message names the file, the record and the field"
     ),
     ("metrics/_meaning_material.py", "_field"): (
@@ -139,7 +139,7 @@ def hand_written_checks(source: str) -> list[tuple[int, str]]:
 
 def _sites() -> list[tuple[str, int, str]]:
     sites = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *(PACKAGE / "dashboard").rglob("*.py")]):
         if path.name in MECHANISM and path.parent == PACKAGE:
             continue
         rel = path.relative_to(PACKAGE).as_posix()
@@ -150,7 +150,7 @@ def _sites() -> list[tuple[str, int, str]]:
 def test_no_hand_written_value_check_outside_the_constraints() -> None:
     found = [f"collapse_probe/{rel}:{line} ({func})" for rel, line, func in _sites() if (rel, func) not in ALLOWED]
     assert not found, (
-        "hand-written value checks; use collapse_probe._constraints.check_value(value, flag, [Integer(1)]) "
+        "hand-written value checks; use collapse_probe.core._constraints.check_value(value, flag, [Integer(1)]) "
         "or add the site to ALLOWED with the reason:\n" + "\n".join(found)
     )
 
@@ -282,7 +282,7 @@ def test_the_raw_option_read_check_finds_both_forms() -> None:
 
 
 def test_backend_option_bounds_are_the_limits() -> None:
-    from collapse_probe.limits import MAX_BATCH, MAX_CONCURRENCY, MAX_DELAY_S, MAX_RETRIES, MAX_WAIT_S
+    from collapse_probe.core.limits import MAX_BATCH, MAX_CONCURRENCY, MAX_DELAY_S, MAX_RETRIES, MAX_WAIT_S
     from collapse_probe.models._options import HTTPOptions, LocalOptions, ScriptedOptions
 
     for model, name, value, allowed in (

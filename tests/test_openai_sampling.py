@@ -15,8 +15,8 @@ pytest.importorskip("openai")
 sys.path.insert(0, str(Path(__file__).parent / "reliability"))
 from _fault_server import FaultServer  # noqa: E402
 
-from collapse_probe._state import reset_caches  # noqa: E402
 from collapse_probe.cli import main  # noqa: E402
+from collapse_probe.core._state import reset_caches  # noqa: E402
 
 FAST = ["-M", "sim.max_retries=1", "-M", "sim.backoff_base=0.01", "-M", "sim.timeout=5"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._jsonl import dumps_line, write_json_atomic
-from collapse_probe._output import (
+from collapse_probe.core._jsonl import dumps_line, write_json_atomic
+from collapse_probe.core._output import (
     OutputRefused,
     append_line,
     dumps_json,

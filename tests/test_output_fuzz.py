@@ -18,8 +18,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from collapse_probe._output import OutputRefused, dumps_json, write_outputs  # noqa: E402
-from collapse_probe._secrets import forget_secrets, redact_spec, register_secret, scrub  # noqa: E402
+from collapse_probe.core._output import OutputRefused, dumps_json, write_outputs  # noqa: E402
+from collapse_probe.core._secrets import forget_secrets, redact_spec, register_secret, scrub  # noqa: E402
 from collapse_probe.errors import ConfigError  # noqa: E402
 
 SETTINGS = settings(max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))

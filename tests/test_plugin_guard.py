@@ -84,7 +84,7 @@ def test_a_plugin_raising_in_build_or_partition_is_named(site, tmp_path):
 
 
 def test_plugin_timeout_variable_is_checked(monkeypatch):
-    from collapse_probe._plugins import PLUGIN_TIMEOUT_S, plugin_timeout
+    from collapse_probe.core._plugins import PLUGIN_TIMEOUT_S, plugin_timeout
     from collapse_probe.errors import ConfigError
 
     monkeypatch.delenv("COLLAPSE_PROBE_PLUGIN_TIMEOUT", raising=False)

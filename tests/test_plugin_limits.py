@@ -13,7 +13,7 @@ from importlib.metadata import EntryPoint
 import pytest
 from pydantic import Field, field_validator
 
-from collapse_probe._plugins import (
+from collapse_probe.core._plugins import (
     BENCHMARKS_GROUP,
     MODELS_GROUP,
     PluginTimeout,
@@ -91,7 +91,7 @@ def test_an_error_the_plugin_raises_for_the_user_gets_the_plugins_name():
 
 
 def test_a_factory_that_returns_no_model_and_a_build_that_returns_no_arena_are_named():
-    from collapse_probe._plugins import _guarded
+    from collapse_probe.core._plugins import _guarded
 
     factory = _guarded(lambda spec, name, **kw: 5, EP, "model backend 'slow-plugin'")
     with pytest.raises(ConfigError, match="slow-plugin.*its factory returned an int, not a model backend"):
@@ -184,7 +184,7 @@ def test_a_validator_raising_type_error_is_one_line_naming_the_benchmark():
 
 
 def test_tool_call_arguments_nested_past_the_limit_are_refused_naming_where():
-    from collapse_probe.interop._published import canonical_arguments
+    from collapse_probe.integrations.interop._published import canonical_arguments
 
     where = "c.jsonl: line 2: messages[0]: tool_calls[0]"
     for deep in ("[" * 6000 + "]" * 6000, '{"x": ' + "[" * 150 + "]" * 150 + "}"):
@@ -200,8 +200,8 @@ def test_tool_call_arguments_nested_past_the_limit_are_refused_naming_where():
 
 
 def test_a_jsonl_line_past_the_limit_or_too_large_for_memory_names_file_and_line(tmp_path, monkeypatch):
-    import collapse_probe._files as files
-    from collapse_probe._files import MAX_LINE_BYTES, iter_json_lines
+    import collapse_probe.core._files as files
+    from collapse_probe.core._files import MAX_LINE_BYTES, iter_json_lines
 
     assert MAX_LINE_BYTES <= 32 << 20  # a 200 MB line is refused before it is parsed
     f = tmp_path / "c.jsonl"
@@ -239,7 +239,7 @@ def test_a_jsonl_line_past_the_limit_or_too_large_for_memory_names_file_and_line
     ],
 )
 def test_verl_settings_are_checked_naming_the_setting(section, needle):
-    from collapse_probe.monitor.verl import settings_from
+    from collapse_probe.integrations.monitor.verl import settings_from
 
     if isinstance(section, dict):
         section = {"sim": "scripted:d.json", "spool": "s", **section}
@@ -249,7 +249,7 @@ def test_verl_settings_are_checked_naming_the_setting(section, needle):
 
 
 def test_verl_overrides_that_are_no_mapping_are_refused():
-    from collapse_probe.monitor.verl import settings_from
+    from collapse_probe.integrations.monitor.verl import settings_from
 
     with pytest.raises(ConfigError, match="agent loop's collapse_monitor entry: expected a mapping"):
         settings_from({"collapse_monitor": {"sim": "x", "spool": "s"}}, ["seed"])  # type: ignore[arg-type]
@@ -268,7 +268,7 @@ def test_verl_overrides_that_are_no_mapping_are_refused():
     ],
 )
 def test_a_verl_samples_collapse_probe_field_is_checked(info, needle):
-    from collapse_probe.monitor.verl import _sample_info
+    from collapse_probe.integrations.monitor.verl import _sample_info
 
     with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
         _sample_info(info)
@@ -285,7 +285,7 @@ def test_a_verl_samples_collapse_probe_field_is_checked(info, needle):
     ],
 )
 def test_restore_sampling_state_refuses_junk(state, needle):
-    from collapse_probe.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor import CollapseMonitor
 
     m = CollapseMonitor(shadow_samples=2, partition="exact")
     with pytest.raises(ConfigError) as err:
@@ -305,7 +305,7 @@ def test_restore_sampling_state_refuses_junk(state, needle):
     ],
 )
 def test_openrlhf_session_settings_are_checked(kw, needle):
-    from collapse_probe.monitor.openrlhf import ArenaSession
+    from collapse_probe.integrations.monitor.openrlhf import ArenaSession
 
     with pytest.raises(ConfigError) as err:
         ArenaSession(**{"sim": "scripted:d.json", "rollouts_per_step": 2, **kw})
@@ -329,7 +329,7 @@ def test_a_cancelled_first_generate_stays_a_cancellation():
 
 
 def test_a_generate_or_partition_returning_no_list_stops_the_run_naming_the_plugin():
-    from collapse_probe._plugins import PARTITIONERS_GROUP, BrokenPlugin, _guarded
+    from collapse_probe.core._plugins import PARTITIONERS_GROUP, BrokenPlugin, _guarded
 
     class Model:
         spec = "slow-plugin/m"

@@ -235,16 +235,16 @@ def test_the_plugin_options_come_from_config_files_and_are_named_when_bad(plugin
 
 API = """
 import json, sys
-from collapse_probe._audit import AuditConfig, run_audit
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
 from collapse_probe.benchmarks import benchmark_names
-from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics import get_partitioner
-from collapse_probe.monitor import MonitorConfig
+from collapse_probe.integrations.monitor import MonitorConfig
 from collapse_probe.trainers import TrainConfig
 from collapse_probe.models import get_model
-from collapse_probe.play import PlayConfig, run_play
-from collapse_probe.runspec import ArenaSpec
+from collapse_probe.pipelines.play import PlayConfig, run_play
+from collapse_probe.rollout.runspec import ArenaSpec
 from collapse_probe.simulators import make_participant
 
 hotel, guest, out = sys.argv[1:4]

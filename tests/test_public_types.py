@@ -127,6 +127,6 @@ def test_the_public_names_are_the_functions_not_modules():
         fn = getattr(collapse_probe, name)
         assert callable(fn) and not isinstance(fn, types.ModuleType), name
         assert getattr(collapse_probe, f"{name}_async").__name__ == f"{name}_async"
-    import collapse_probe._audit  # importing the pipeline's module does not replace the function  # noqa: F401
+    import collapse_probe.pipelines.audit  # importing the pipeline's module does not replace the function  # noqa: F401
 
     assert not isinstance(collapse_probe.audit, types.ModuleType)

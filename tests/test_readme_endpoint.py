@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _fault_server import FaultServer  # noqa: E402
 from readme_blocks import README, marked_blocks  # noqa: E402
 
-from collapse_probe._state import reset_caches  # noqa: E402
 from collapse_probe.cli import main  # noqa: E402
+from collapse_probe.core._state import reset_caches  # noqa: E402
 
 SMALL = ["--states", "2", "--samples", "3", "--partition", "exact", "--no-exact", "--no-progress"]
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collapse_probe._audit._human import (
+from collapse_probe.metrics.partitioners import ExactPartitioner
+from collapse_probe.pipelines.audit._human import (
     DONATION_BIN_LABELS,
     donation_bins,
     donation_comparison,
     grounding_summary,
     human_grounding,
 )
-from collapse_probe.metrics.partitioners import ExactPartitioner
 
 
 def _human_donations_from_csv(p4g_dir: Path) -> np.ndarray:
@@ -63,9 +63,9 @@ def test_point_mass_simulator_matches_an_independent_computation(p4g_dir, amount
 
 
 def test_human_grounded_states_hold_the_persuadees_actual_next_turn(p4g_dir):
-    from collapse_probe._audit import human_probe_states
     from collapse_probe.benchmarks import make_arena
     from collapse_probe.benchmarks.p4g import load_official_p4g
+    from collapse_probe.pipelines.audit import human_probe_states
 
     _, dialogues = load_official_p4g(p4g_dir)
     states = human_probe_states(make_arena("p4g", max_turns=3), dialogues, 12, 3, seed=4)
@@ -124,7 +124,7 @@ def test_human_reply_is_placed_among_the_simulators_classes():
 
 
 def test_audit_with_human_reports_realism(p4g_dir, write_scripted, tmp_path, monkeypatch, capsys):
-    from collapse_probe.benchmarks import p4g_stance
+    from collapse_probe.benchmarks.p4g import stance as p4g_stance
     from collapse_probe.cli import main
 
     # the rules stance reader: the default one embeds with the packaged sentence encoder (the real-model tier's)
@@ -149,7 +149,7 @@ def test_audit_with_human_reports_realism(p4g_dir, write_scripted, tmp_path, mon
 def test_grounding_intervals_are_scipys_bca_and_the_wilson_interval():
     from scipy import stats
 
-    from collapse_probe._audit._human import _mean_ci, _share_ci
+    from collapse_probe.pipelines.audit._human import _mean_ci, _share_ci
 
     v = np.array([0.0, 0.0, 0.1, 0.0, 0.5, 0.2, 0.0, 0.05, 0.0, 0.3])
     got = _mean_ci(v, 1000, seed=3)

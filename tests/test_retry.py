@@ -1,4 +1,4 @@
-"""The one retry policy (``collapse_probe/_retry.py``): its waits, its give-ups, and that no other
+"""The one retry policy (``collapse_probe/core/_retry.py``): its waits, its give-ups, and that no other
 retry loop is written by hand anywhere in the package."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._retry import RetryPolicy
+from collapse_probe.core._retry import RetryPolicy
 
 PACKAGE = Path(__file__).resolve().parents[1] / "collapse_probe"
 
@@ -75,12 +75,14 @@ def test_no_hand_written_retry_loop_outside_the_policy():
     offenders = []
     for f in sorted(PACKAGE.rglob("*.py")):
         rel = f.relative_to(PACKAGE).as_posix()
-        if rel == "_retry.py" or rel.startswith("data/"):
+        if rel == "core/_retry.py" or rel.startswith("data/"):
             continue
         for where, line in retry_loops(f.read_text(encoding="utf-8")):
             if (rel, where) not in NOT_RETRY_LOOPS:
                 offenders.append(f"collapse_probe/{rel}:{line} ({where})")
-    assert not offenders, "retry through collapse_probe._retry.RetryPolicy instead of a loop: " + ", ".join(offenders)
+    assert not offenders, "retry through collapse_probe.core._retry.RetryPolicy instead of a loop: " + ", ".join(
+        offenders
+    )
 
 
 def test_the_loop_detector_sees_the_shapes_it_forbids():

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit
-from collapse_probe._crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.errors import ConfigError
-from collapse_probe.play import PlayConfig, run_play
-from collapse_probe.runspec import ROLLOUT_FIELDS, ArenaSpec, RolloutConfig
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
+from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.pipelines.play import PlayConfig, run_play
+from collapse_probe.rollout.runspec import ROLLOUT_FIELDS, ArenaSpec, RolloutConfig
 from collapse_probe.simulators import make_participant
 
 PLAY_CONFIG_BEFORE = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.runspec import ArenaSpec, arena_record
+from collapse_probe.rollout.runspec import ArenaSpec, arena_record
 
 REPO = Path(__file__).resolve().parents[1]
 DONOR = REPO / "collapse_probe" / "data" / "scripted" / "p4g_donor_diverse.json"
@@ -34,9 +34,9 @@ def _prompts(arena, n_tasks: int = 2, turns: int = 2) -> list[tuple]:
 
 @pytest.mark.parametrize("bench", ["tau2-demo", "p4g"])
 def test_trainer_rollouts_and_crossplay_evaluation_use_the_same_prompts(bench) -> None:
-    from collapse_probe._crossplay import CrossplayConfig, arena_spec
     from collapse_probe.cli import build_parser
     from collapse_probe.cli._common import arena_from_args
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, arena_spec
     from collapse_probe.trainers.config import TrainConfig
     from collapse_probe.trainers.llm import arena_participants, build_arena
 
@@ -94,7 +94,7 @@ def test_p4g_defaults_and_persona_files(tmp_path) -> None:
 
 def test_crossplay_reads_arena_options_from_extra(tmp_path) -> None:
     """Personas passed in ``extra`` reach the default arena (they used to be recorded but ignored)."""
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     src = REPO / "collapse_probe" / "data" / "p4g" / "personas.jsonl"
     one = tmp_path / "one.jsonl"
@@ -120,7 +120,7 @@ def test_the_python_audit_builds_the_benchmark_with_its_own_options(tmp_path) ->
     """``AuditConfig.arena_options`` reaches the arena the audit builds (e.g. another τ2 data directory)."""
     import shutil
 
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     data = tmp_path / "tau2"
     shutil.copytree(REPO / "collapse_probe" / "data" / "tau2-demo", data)

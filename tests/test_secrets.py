@@ -1,5 +1,5 @@
 """Credentials an SDK reads by itself, and the HTTP Basic form of URL credentials, are secrets of the
-process: scrubbed from what is printed or written (:mod:`collapse_probe._secrets`)."""
+process: scrubbed from what is printed or written (:mod:`collapse_probe.core._secrets`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from collapse_probe._secrets import forget_secrets, redact_url, scrub
+from collapse_probe.core._secrets import forget_secrets, redact_url, scrub
 
 
 @pytest.fixture(autouse=True)

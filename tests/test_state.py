@@ -1,4 +1,4 @@
-"""Process-global caches have one owner (``collapse_probe/_state.py``): each registers, one call
+"""Process-global caches have one owner (``collapse_probe/core/_state.py``): each registers, one call
 empties them all, and a module-level cache that does not register is found here."""
 
 from __future__ import annotations
@@ -9,27 +9,27 @@ import json
 from pathlib import Path
 
 import collapse_probe
-from collapse_probe._state import process_caches
+from collapse_probe.core._state import process_caches
 
 PACKAGE = Path(__file__).resolve().parents[1] / "collapse_probe"
 
 NOT_CACHES = {
-    "collapse_probe._jsonl._OPEN_RUNS": "the flush hooks of the runs open in this process: emptying it "
+    "collapse_probe.core._jsonl._OPEN_RUNS": "the flush hooks of the runs open in this process: emptying it "
     "would lose a live run's last records",
-    "collapse_probe._observe._first_error": "the run's reliability tally, which _observe.reset() starts "
+    "collapse_probe.core._observe._first_error": "the run's reliability tally, which _observe.reset() starts "
     "afresh at each run",
     "collapse_probe.rollout._rundir._ANNOUNCE": "run directories whose path is still to be printed once "
     "the run takes them: a pending message",
     "collapse_probe.benchmarks.cooperbench._evaluate._BASE_ROOT": "this process's scratch directory, "
     "removed at exit: emptying it would leak the directory (the BASE repositories in it are the cache)",
-    "collapse_probe._secrets._SECRETS": "the keys this process was configured with, which every written text "
+    "collapse_probe.core._secrets._SECRETS": "the keys this process was configured with, which every written text "
     "is scrubbed of: emptying it would let a key through to a file",
-    "collapse_probe._secrets._VARIANTS": "the escaped forms of those configured keys (same reason)",
-    "collapse_probe._secrets._REAL_URLS": "redacted spec -> the real URL a backend connects to: emptying it "
+    "collapse_probe.core._secrets._VARIANTS": "the escaped forms of those configured keys (same reason)",
+    "collapse_probe.core._secrets._REAL_URLS": "redacted spec -> the real URL a backend connects to: emptying it "
     "would disconnect a live backend from its endpoint",
-    "collapse_probe.monitor._adapters._warned": "the version notices already given once: a message log, no cache",
-    "collapse_probe.monitor.verl._SESSIONS": "the live monitor sessions of this process's verl workers",
-    "collapse_probe.monitor.verl._BUILT": "the verl classes registered with verl's own registries once per process",
+    "collapse_probe.integrations.monitor._adapters._warned": "the version notices already given once: a message log, no cache",
+    "collapse_probe.integrations.monitor.verl._SESSIONS": "the live monitor sessions of this process's verl workers",
+    "collapse_probe.integrations.monitor.verl._BUILT": "the verl classes registered with verl's own registries once per process",
 }
 """Module-level containers that are process state but no cache, with the reason they stay out."""
 
@@ -64,7 +64,7 @@ def _package_caches() -> dict[str, object]:
     found = {}
     for f in sorted(PACKAGE.rglob("*.py")):
         rel = f.relative_to(PACKAGE.parent).with_suffix("")
-        if rel.parts[1:2] == ("data",) or rel.as_posix() == "collapse_probe/_state":
+        if rel.parts[1:2] == ("data",) or rel.as_posix() == "collapse_probe/core/_state":
             continue
         names = module_caches(f.read_text(encoding="utf-8"))
         if names:
@@ -78,10 +78,10 @@ def test_every_module_level_cache_is_registered():
     caches = _package_caches()
     registered = {id(c) for c in process_caches().values()}
     assert {"collapse_probe.models._registry._INSTANCES", "collapse_probe.simulators._participant._WRAPPED",
-            "collapse_probe.models.local._LOADED", "collapse_probe._identity._MEMO"} <= set(caches)  # fmt: skip
+            "collapse_probe.models.local._LOADED", "collapse_probe.core._identity._MEMO"} <= set(caches)  # fmt: skip
     unregistered = [n for n, c in caches.items() if id(c) not in registered and n not in NOT_CACHES]
     assert not unregistered, (
-        "register these with collapse_probe._state.process_cache (or say in NOT_CACHES why they are no cache): "
+        "register these with collapse_probe.core._state.process_cache (or say in NOT_CACHES why they are no cache): "
         + ", ".join(unregistered)
     )
     stale = [n for n in NOT_CACHES if n not in caches]
@@ -95,7 +95,7 @@ def test_the_scan_sees_a_new_unregistered_cache():
 
 
 def test_reset_caches_empties_every_registered_cache(tmp_path, monkeypatch):
-    from collapse_probe._identity import file_fingerprint
+    from collapse_probe.core._identity import file_fingerprint
     from collapse_probe.models import get_model
     from collapse_probe.simulators import make_participant
 

@@ -6,9 +6,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from collapse_probe._crossplay import CrossplayConfig, run_crossplay, run_crossplay_async
-from collapse_probe.play import PlayConfig, run_play, run_play_async
-from collapse_probe.runspec import ArenaSpec
+from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay, run_crossplay_async
+from collapse_probe.pipelines.play import PlayConfig, run_play, run_play_async
+from collapse_probe.rollout.runspec import ArenaSpec
 from collapse_probe.simulators import make_participant
 
 DONOR = Path(__file__).resolve().parents[1] / "collapse_probe" / "data" / "scripted" / "p4g_donor_diverse.json"

@@ -127,7 +127,7 @@ def declared_reward_range(arena: Any) -> tuple[float, float] | None:
     Raises:
         ~collapse_probe.errors.ConfigError: the declared value is not two finite numbers with low < high.
     """
-    from collapse_probe.limits import check_range
+    from collapse_probe.core.limits import check_range
 
     declared = getattr(arena, "reward_range", None)
     return None if declared is None else check_range(declared, f"arena {getattr(arena, 'name', arena)!r}: reward_range")
@@ -140,7 +140,7 @@ class AuditHooks(Protocol):
 
     - ``probe_states(tasks, **options) -> list[ProbeSpec]``: the benchmark's own probe states (without a
       policy the audit samples these; default: none, so ``--policy`` is needed); ``options`` are the
-      benchmark's own (P4G: ``openings``), passed through :func:`~collapse_probe._audit.benchmark_probe_states`.
+      benchmark's own (P4G: ``openings``), passed through :func:`~collapse_probe.pipelines.audit.benchmark_probe_states`.
     - ``episode_at(task, messages) -> Episode``: the episode at a state whose conversation so far is
       ``messages`` (a probe state, or a prefix of a recorded rollout), with the arena's own episode
       state rebuilt from them (P4G: the rounds answered and whether the donation question was asked).

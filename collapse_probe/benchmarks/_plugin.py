@@ -1,7 +1,7 @@
 """What a benchmark registers: a typed ``Options`` model of its own fields, the data they name, and
 ``build(options, context) -> Arena``.
 
-Every benchmark (shipped or from another installed package, see :mod:`collapse_probe._plugins`) is
+Every benchmark (shipped or from another installed package, see :mod:`collapse_probe.core._plugins`) is
 one :class:`Benchmark`. Its ``options`` model is the single description of its fields: the CLI makes
 one flag per field (``room_type`` -> ``--room-type``, with ``$COLLAPSE_PROBE_ROOM_TYPE`` and the
 ``--config`` key ``room-type``), its ``description`` is the flag's help, and its declarative
@@ -30,8 +30,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
+from collapse_probe.core.limits import MAX_TOKENS, MAX_TURNS
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_TOKENS, MAX_TURNS
 
 __all__ = ["LOCAL_PREFIXES", "Benchmark", "BenchmarkOptions", "BuildContext", "is_local"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe._plugins import BENCHMARKS_GROUP, Registry
+from collapse_probe.core._plugins import BENCHMARKS_GROUP, Registry
 from collapse_probe.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ DEFAULT_BENCHMARK = "p4g"
 def _benchmark_of(name: str, target: Any, obj: Any) -> Benchmark:
     from importlib.metadata import EntryPoint
 
-    from collapse_probe._plugins import describe_entry_point
     from collapse_probe.benchmarks._plugin import Benchmark
+    from collapse_probe.core._plugins import describe_entry_point
 
     if isinstance(obj, Benchmark):
         return obj
@@ -64,16 +64,19 @@ PUBLISHED_FORMATS: Registry[Callable[..., Any]] = Registry(
     "published format",
     flag="--format",
     entries={
-        "tau2": "collapse_probe.interop._tau2:read_tau2_results",
-        "verifiers": "collapse_probe.interop._verifiers:read_verifiers_traces",
-        "verifiers-results": "collapse_probe.interop._verifiers:read_verifiers_results",
-        "nemo-gym": "collapse_probe.interop._nemo_gym:read_nemo_gym_rollouts",
+        "tau2": "collapse_probe.integrations.interop._tau2:read_tau2_results",
+        "verifiers": "collapse_probe.integrations.interop._verifiers:read_verifiers_traces",
+        "verifiers-results": "collapse_probe.integrations.interop._verifiers:read_verifiers_results",
+        "nemo-gym": "collapse_probe.integrations.interop._nemo_gym:read_nemo_gym_rollouts",
     },
 )
 """Formats of published trajectories ``audit --from`` reads (besides the generic ``inspect``, ``jsonl``
 and ``taubench``, whose readers take the simulator's role): name -> ``"module:reader"``, the reader taking
-the path. :mod:`collapse_probe.interop._detect` tells a file's format from its content."""
-DIRECTORY_FORMAT = "tau2"
+the path. :mod:`collapse_probe.integrations.interop._detect` tells a file's format from its content."""
+TAU2_FORMAT = "tau2"
+"""The published format of a τ2 results file (its reader is :data:`PUBLISHED_FORMATS`' ``tau2``)."""
+
+DIRECTORY_FORMAT = TAU2_FORMAT
 """The published format of a directory or a ``results.json`` (the τ2-bench layout)."""
 TAU2_BENCHMARK_PREFIX = "tau2-"
 """The τ2 benchmarks' names are this prefix and the domain (``tau2-retail``)."""
@@ -108,7 +111,7 @@ def labeller_of(name: str) -> Callable[[str], str] | None:
 def make_arena(name: str, **options: Any) -> Arena:
     """Build the arena of benchmark ``name`` from keyword options of its arena factory (e.g. ``max_turns``).
 
-    Prefer :class:`~collapse_probe.runspec.ArenaSpec` (typed options, recorded with the run).
+    Prefer :class:`~collapse_probe.rollout.runspec.ArenaSpec` (typed options, recorded with the run).
     """
     from collapse_probe.benchmarks._plugin import BuildContext
 

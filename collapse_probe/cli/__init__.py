@@ -104,7 +104,7 @@ def _name_env_source(message: str, argv: Sequence[str]) -> str:
 
 
 def _add_logging(p: argparse.ArgumentParser, top: bool, calls_models: bool = True) -> None:
-    from collapse_probe._observe import LEVELS
+    from collapse_probe.core._observe import LEVELS
 
     have = {o for a in p._actions for o in a.option_strings}
     default = 0 if top else argparse.SUPPRESS
@@ -158,9 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit status: the subcommand's (``gate``: 0 pass, 1 fail, 3 could not judge); 2 for bad input,
     named in one line on stderr; 130 when interrupted. Any unexpected exception is also one line
     (``-v`` shows the traceback), never a bare traceback. Nothing printed holds a configured secret
-    (an API key, the credentials of a base URL in a model spec: :mod:`collapse_probe._secrets`).
+    (an API key, the credentials of a base URL in a model spec: :mod:`collapse_probe.core._secrets`).
     """
-    from collapse_probe._secrets import scrubbed_terminal
+    from collapse_probe.core._secrets import scrubbed_terminal
 
     with scrubbed_terminal():
         return _main(argv)
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _public_args(args: argparse.Namespace) -> None:
     """Model specs given with URL credentials are held in their redacted form from here on (the
     backend that connects gets the real URL back): nothing records or prints the credentials."""
-    from collapse_probe._secrets import public_spec
+    from collapse_probe.core._secrets import public_spec
 
     for name, value in vars(args).items():
         if isinstance(value, str) and "://" in value:
@@ -196,7 +196,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     _public_args(args)
-    import collapse_probe._observe as _observe
+    import collapse_probe.core._observe as _observe
     from collapse_probe.cli._common import (
         BadEnv,
         apply_budget,

@@ -143,7 +143,7 @@ def print_usage(args: argparse.Namespace) -> None:
     """Print the run's spend (``usage.json`` of ``--out``) after a command that calls models."""
     if not hasattr(args, "cost_limit") or not getattr(args, "out", None):
         return
-    import collapse_probe._observe as _observe
+    import collapse_probe.core._observe as _observe
     from collapse_probe.models._usage import run_usage_text
 
     read_from = getattr(args, "from_file", None)  # audit --from: the replies come from a file, not a cache
@@ -195,7 +195,7 @@ def add_trackers(p: argparse.ArgumentParser) -> None:
 def check_trackers(args: argparse.Namespace) -> None:
     """Refuse an unknown tracker or one whose package is missing before the run starts."""
     if getattr(args, "log_to", None):
-        from collapse_probe.interop._trackers import check_trackers as check
+        from collapse_probe.integrations.interop._trackers import check_trackers as check
 
         check(str(args.log_to))
 
@@ -206,7 +206,7 @@ def log_to_trackers(args: argparse.Namespace) -> None:
     if not value:
         return
     from collapse_probe.errors import CollapseProbeError
-    from collapse_probe.interop import log_run
+    from collapse_probe.integrations.interop import log_run
 
     try:
         where = log_run(args.out, value, project=args.log_project, tensorboard_dir=args.tensorboard_dir)
@@ -254,10 +254,10 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
 
 
 def arena_spec_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~collapse_probe.runspec.ArenaSpec` the command's benchmark options describe: every
+    """The :class:`~collapse_probe.rollout.runspec.ArenaSpec` the command's benchmark options describe: every
     option of the chosen benchmark's ``Options`` that the command line (or its defaults) gives."""
     from collapse_probe.benchmarks._registry import get_benchmark
-    from collapse_probe.runspec import ArenaSpec
+    from collapse_probe.rollout.runspec import ArenaSpec
 
     fields = get_benchmark(args.benchmark).options.model_fields
     options = {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
@@ -266,7 +266,7 @@ def arena_spec_from_args(args: argparse.Namespace) -> Any:
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:
     """Build the arena named by ``--benchmark`` with the shared options (one builder for every command:
-    :meth:`~collapse_probe.runspec.ArenaSpec.build`).
+    :meth:`~collapse_probe.rollout.runspec.ArenaSpec.build`).
 
     Resolves ``args.max_turns`` in place (P4G default 3). ``specs`` are the participant specs of the
     run: when any is a small local model, tau2 prompts are compact and tools use the text protocol.

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from collapse_probe._config_files import load_config_file
 from collapse_probe.cli._env import env_var
+from collapse_probe.core._config_files import load_config_file
 from collapse_probe.errors import ConfigError
 
 MODEL_ROLES = ("policy", "sim", "judge")
@@ -73,8 +73,8 @@ def _scalar(raw: str, where: str = "-M/--model-arg") -> Any:
         ConfigError: naming ``where``: a YAML alias, nesting or size past the limits, an integer of
             more than 100 digits, a NUL character.
     """
-    from collapse_probe._config_files import MAX_YAML_DEPTH, YamlSyntaxError, check_no_nul, load_yaml
-    from collapse_probe._files import check_values
+    from collapse_probe.core._config_files import MAX_YAML_DEPTH, YamlSyntaxError, check_no_nul, load_yaml
+    from collapse_probe.core._files import check_values
 
     expected = "a backend option value (a number, a string, true/false or a small list or mapping)"
     try:

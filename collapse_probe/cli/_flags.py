@@ -1,8 +1,8 @@
 """Flags generated from pydantic models: the pipeline configs and the benchmarks' ``Options``.
 
 A field ``epsilon_star`` becomes ``--epsilon-star`` (or the name its
-:class:`~collapse_probe._constraints.Flag` gives), parsed as the field's type, with the field's default
-and its docstring as the help; a ``Literal`` or :class:`~collapse_probe._constraints.OneOf` field
+:class:`~collapse_probe.core._constraints.Flag` gives), parsed as the field's type, with the field's default
+and its docstring as the help; a ``Literal`` or :class:`~collapse_probe.core._constraints.OneOf` field
 shows its choices (the config refuses another value in one line naming the flag, not argparse's
 usage block), a list field reads ``a,b`` or a JSON array, a mapping reads JSON, a number whose
 default is not ``None`` reads ``none`` as ``None``, a boolean is a switch (``--no-exact`` for a
@@ -53,7 +53,7 @@ def add_model_options(
     Only the parser of the subcommand that runs gets the flags (the model's module is imported for
     them): see :data:`ONLY_COMMAND`.
     """
-    from collapse_probe._constraints import Flag, OneOf
+    from collapse_probe.core._constraints import Flag, OneOf
 
     if not builds_flags(p):
         return
@@ -82,8 +82,8 @@ def add_model_options(
 
 
 def flag_of(name: str, info: Any) -> str:
-    """The flag of config field ``name`` (its :class:`~collapse_probe._constraints.Flag`, else ``--name``)."""
-    from collapse_probe._constraints import Flag
+    """The flag of config field ``name`` (its :class:`~collapse_probe.core._constraints.Flag`, else ``--name``)."""
+    from collapse_probe.core._constraints import Flag
 
     meta = next((m for m in info.metadata if isinstance(m, Flag)), None)
     return meta.flag if meta is not None and meta.flag.startswith("--") else _dashed(name)
@@ -248,7 +248,7 @@ def parse_json_value(text: str) -> Any:
     """A JSON option's value, refused in one message (argparse's ``type`` error, naming the flag) when
     it does not parse, is longer than :data:`MAX_JSON_OPTION_CHARS`, nests past
     :data:`MAX_JSON_OPTION_DEPTH` levels or holds an integer of more than 100 digits."""
-    from collapse_probe._files import parse_json
+    from collapse_probe.core._files import parse_json
     from collapse_probe.errors import ConfigError
 
     if len(text) > MAX_JSON_OPTION_CHARS:
@@ -366,8 +366,8 @@ def add_benchmark_options(p: argparse.ArgumentParser, name: str) -> None:
     """
     import sys
 
-    from collapse_probe._plugins import refuse_clashing_options
     from collapse_probe.benchmarks._registry import get_benchmark
+    from collapse_probe.core._plugins import refuse_clashing_options
     from collapse_probe.errors import CollapseProbeError
 
     try:

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from collapse_probe.results import AuditResults
 
 
-CONFIG = "collapse_probe._audit:AuditConfig"
+CONFIG = "collapse_probe.pipelines.audit:AuditConfig"
 """The config model this subcommand's flags are generated from."""
 NOT_FLAGS = ("benchmark", "max_turns", "personas", "arena_options")
-"""Fields of :class:`~collapse_probe._audit.AuditConfig` that come with ``--benchmark`` (its options,
+"""Fields of :class:`~collapse_probe.pipelines.audit.AuditConfig` that come with ``--benchmark`` (its options,
 ``--max-turns`` and ``--personas`` among them); every other field is a flag of ``audit``."""
 
 
@@ -50,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_trackers(p)
     if not builds_flags(p):
         return  # another subcommand runs: the readers of published files need not be imported
-    from collapse_probe._audit._published import FORMATS
+    from collapse_probe.pipelines.audit._published import FORMATS
 
     g = p.add_argument_group("audit of published trajectories (no model is called)")
     g.add_argument("--from", dest="from_file", default=None, metavar="FILE",
@@ -67,8 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_from(args: argparse.Namespace) -> int:
     """``audit --from FILE``: the audit of published trajectories."""
-    from collapse_probe._audit import AuditConfig, run_audit_from
-    from collapse_probe._audit._published import format_of
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
+    from collapse_probe.pipelines.audit._published import format_of
 
     fmt = format_of(args.from_file, args.from_format)
     for flag, value in (("--policy", args.policy), ("--human", args.human), ("--compare-vs", args.compare_vs),
@@ -95,13 +95,13 @@ def run_from(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, results: AuditResults) -> int:
     """The terminal table, the notices and the verdict line; exit 1 when no state was measured."""
-    from collapse_probe._audit import summary_table
+    from collapse_probe.pipelines.audit import summary_table
 
     print()
     print(summary_table(results))
     for notice in [*results.notices, *([results.states_note] if results.states_note else [])]:
         print(notice)
-    from collapse_probe._audit._sequential import looks_line
+    from collapse_probe.pipelines.audit._sequential import looks_line
 
     looks = looks_line(results.to_json()["summary"].get("sequential"))
     if looks:
@@ -128,7 +128,7 @@ def _check_from(args: argparse.Namespace) -> bool:
 def run(args: argparse.Namespace) -> int:
     if _check_from(args):
         return run_from(args)
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     judge = [args.judge] if args.judge else []
     roles = {"sim": [args.sim], "policy": [args.policy] if args.policy else [], "judge": judge}

@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe.interop import simulator_card, write_card
+    from collapse_probe.integrations.interop import simulator_card, write_card
 
     card = simulator_card(args.run_dirs, simulator=args.sim)
     md, js = write_card(card, args.out)

@@ -8,7 +8,7 @@ from typing import Any
 from collapse_probe.cli._common import add_out
 from collapse_probe.cli._flags import add_model_options, config_fields, model_values
 
-CONFIG = "collapse_probe._compare:CompareConfig"
+CONFIG = "collapse_probe.pipelines.compare:CompareConfig"
 """The config model this subcommand's flags are generated from."""
 
 
@@ -57,7 +57,7 @@ def _tasks(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe._compare import CompareConfig, run_compare
+    from collapse_probe.pipelines.compare import CompareConfig, run_compare
     from collapse_probe.report.compare_plots import effect_line
 
     config = CompareConfig(**model_values(args, config_fields(CONFIG)))

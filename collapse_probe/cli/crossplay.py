@@ -21,10 +21,10 @@ CROSSPLAY_FIELDS = (
     "policies", "simulators", "train_simulator", "tasks", "rollouts", "partitioner", "entropy_turns",
     "temperature", "max_live", "seed",
 )  # fmt: skip
-"""The fields of :class:`~collapse_probe._crossplay.CrossplayConfig` that are flags of ``crossplay``."""
+"""The fields of :class:`~collapse_probe.pipelines.crossplay.CrossplayConfig` that are flags of ``crossplay``."""
 
 
-CONFIG = "collapse_probe._crossplay:CrossplayConfig"
+CONFIG = "collapse_probe.pipelines.crossplay:CrossplayConfig"
 """The config model this subcommand's flags are generated from."""
 
 
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     # the benchmark's own options (and the judge) are recorded with the run, as they were given
     given = {**arena_spec_from_args(args).options, "judge": args.judge}
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     print(crossplay_text(results))
     print(f"\nresults: {args.out}/results.json   report: {args.out}/report.html")
     if not any(c.mean_reward is not None for c in results.cells):
-        from collapse_probe._observe import no_result_reason
+        from collapse_probe.core._observe import no_result_reason
 
         failures = sum(c.infra_failures for c in results.cells)
         first = next((str(e) for c in results.cells for e in c.infra_errors), None)

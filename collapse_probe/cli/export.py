@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe.interop import export_run
+    from collapse_probe.integrations.interop import export_run
 
     written = export_run(args.run_dir, args.to, args.out, push_to_hub=args.push_to_hub, progress=not args.no_progress)
     for path in written:

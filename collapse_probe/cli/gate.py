@@ -9,7 +9,7 @@ the threshold under the default rule).
 Reports (``--json``, ``--junit``, ``--markdown``) are new files, or a report of an earlier gate that is
 rewritten in place (CI reruns): the file must be recognisably the gate's (the verdict's schema, the
 JUnit suite name, the Markdown report's marker comment), a regular file with one link, of this user;
-anything else is refused and left as it is (:func:`collapse_probe._output.write_report`).
+anything else is refused and left as it is (:func:`collapse_probe.core._output.write_report`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._output import Ours
 from collapse_probe.cli._flags import add_model_options, config_fields, model_values
+from collapse_probe.core._output import Ours
 from collapse_probe.errors import ConfigError
 
-CONFIG = "collapse_probe._gate:GateConfig"
-"""The gate's options: every field of :class:`~collapse_probe._gate.GateConfig` is a flag."""
+CONFIG = "collapse_probe.pipelines.gate:GateConfig"
+"""The gate's options: every field of :class:`~collapse_probe.pipelines.gate.GateConfig` is a flag."""
 
 EXIT_USAGE = 2
 EXIT_CODES = "0 pass, 1 fail, 2 usage error (bad options, no threshold, no such run or policy), 3 could not judge"
@@ -95,7 +95,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     """Refuse a report path that is the gate's input, given to two flags, a system or run folder's, or an
     existing entry that is not a report an earlier gate wrote there (see the module docstring); one line
     naming the flag and the path."""
-    from collapse_probe._output import check_output_path
+    from collapse_probe.core._output import check_output_path
 
     src = Path(args.run_dir)
     source = (src / "results.json" if src.is_dir() else src).resolve()
@@ -131,8 +131,8 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
         ConfigError: the path does not exist, holds no cross-play run, or the run has no such policy
             (usage errors, exit 2).
     """
-    from collapse_probe._crossplay import SCHEMA
-    from collapse_probe._output import _json_object
+    from collapse_probe.core._output import _json_object
+    from collapse_probe.pipelines.crossplay import SCHEMA
     from collapse_probe.results import load
 
     p = Path(run_dir)
@@ -169,8 +169,8 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe._gate import EXIT_CANNOT_JUDGE, GateConfig, evaluate_gate, gate_run_dir
-    from collapse_probe._output import write_report
+    from collapse_probe.core._output import write_report
+    from collapse_probe.pipelines.gate import EXIT_CANNOT_JUDGE, GateConfig, evaluate_gate, gate_run_dir
     from collapse_probe.report.gate_text import junit_xml, markdown
 
     try:

@@ -83,7 +83,7 @@ def _validate(args: argparse.Namespace) -> None:
     if not args.out:
         raise ConfigError("--out: a run directory is required (or set $COLLAPSE_PROBE_OUT)")
     get_method(args.method, "--method", lab=True)
-    from collapse_probe._constraints import check_field
+    from collapse_probe.core._constraints import check_field
     from collapse_probe.trainers.lab import LabConfig
 
     for name in LAB_FIELDS:  # the config names its fields (the API's keywords); here they are flags
@@ -93,8 +93,8 @@ def _validate(args: argparse.Namespace) -> None:
     if args.seeds is not None:
         if not (args.compare or args.sweep):
             raise ConfigError("--seeds: only with --compare or --sweep (a single run uses --seed)")
-        from collapse_probe._constraints import Integer, check_value
-        from collapse_probe.limits import MAX_LAB_SEEDS
+        from collapse_probe.core._constraints import Integer, check_value
+        from collapse_probe.core.limits import MAX_LAB_SEEDS
 
         check_value(args.seeds, "--seeds", [Integer(1, most=MAX_LAB_SEEDS)])
 

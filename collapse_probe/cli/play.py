@@ -16,10 +16,10 @@ from collapse_probe.cli._flags import add_model_options, model_values
 from collapse_probe.errors import ConfigError
 
 PLAY_FIELDS = ("policy", "sim", "tasks", "rollouts", "temperature", "max_live", "seed")
-"""The fields of :class:`~collapse_probe.play.PlayConfig` that are flags of ``play``."""
+"""The fields of :class:`~collapse_probe.pipelines.play.PlayConfig` that are flags of ``play``."""
 
 
-CONFIG = "collapse_probe.play:PlayConfig"
+CONFIG = "collapse_probe.pipelines.play:PlayConfig"
 """The config model this subcommand's flags are generated from."""
 
 
@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collapse_probe.play import PlayConfig, run_play
+    from collapse_probe.pipelines.play import PlayConfig, run_play
 
     if args.show < 0:
         raise ConfigError(f"--show must be an integer >= 0 (conversations to print), got {args.show}")

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.special import betainc, betaincinv, stdtrit
 from scipy.stats import beta, chi2, norm, poisson
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe.core._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._counts import (
     MIN_CONFIDENT_SAMPLES,

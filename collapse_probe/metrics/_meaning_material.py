@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from collapse_probe._files import iter_json_lines
-from collapse_probe._resources import dataset_path
+from collapse_probe.core._files import iter_json_lines
+from collapse_probe.core._resources import dataset_path
 from collapse_probe.errors import ConfigError
 
 PairKind = Literal["contrast", "paraphrase"]

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from collapse_probe._resources import package_path
-from collapse_probe._state import on_reset
+from collapse_probe.core._resources import package_path
+from collapse_probe.core._state import on_reset
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._disclosure import disclosures, feature_names, pair_features
 from collapse_probe.metrics._text import normalize_text
@@ -479,9 +479,9 @@ def state_group(rec: dict[str, Any]) -> str:
     (no task is both fitted and checked), ``constructed:<domain>`` for states written for this project."""
     source = str(rec.get("source") or "")
     domain = str(rec.get("domain") or "")
-    if "tau-bench" in source or "tau2" in source:
-        bench = "tau-bench" if "sierra-research/tau-bench" in source else "tau2"
-        return f"{bench}:{domain}:{rec.get('task_id')}"
+    repository = source.split(maxsplit=1)[0].rpartition("/")[2] if source else ""
+    if repository.endswith("-bench"):  # a benchmark's published runs (its forks share its task ids)
+        return f"{repository}:{domain}:{rec.get('task_id')}"
     return f"constructed:{domain}"
 
 

@@ -26,8 +26,8 @@ import numpy as np
 from scipy.special import digamma, logsumexp
 from scipy.stats import norm
 
-from collapse_probe._constraints import Integer, Number, check_value
-from collapse_probe._plugins import Registry
+from collapse_probe.core._constraints import Integer, Number, check_value
+from collapse_probe.core._plugins import Registry
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._counts import MIN_CONFIDENT_SAMPLES, Counts, as_counts, entropy_plugin, sample_coverage
 from collapse_probe.metrics._counts import cwj_a as _cwj_a
@@ -494,7 +494,7 @@ class MetricInfo:
     description: str
 
     def load(self) -> Callable[..., Any]:
-        from collapse_probe._plugins import load_target  # the package's one loader of "module:attr" names
+        from collapse_probe.core._plugins import load_target  # the package's one loader of "module:attr" names
 
         return cast(Callable[..., Any], load_target(self.target, f"metric {self.name!r}"))
 

@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
 
 
 @dataclass(frozen=True)

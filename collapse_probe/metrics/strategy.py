@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from collapse_probe._records import ConversationRecord
+    from collapse_probe.core._records import ConversationRecord
 
 EntropyTurns = Literal["first", "all"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe.core._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 
 __all__ = [

@@ -31,8 +31,8 @@ import numpy as np
 from scipy.special import betaincinv, stdtrit
 from scipy.stats import t as student_t
 
+from collapse_probe.core.limits import check_int, check_range
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int, check_range
 
 __all__ = [
     "Estimate",

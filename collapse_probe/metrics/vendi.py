@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from collapse_probe._constraints import Integer, OneOf, check_value
+from collapse_probe.core._constraints import Integer, OneOf, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.estimators import HILL_ORDER
 

@@ -1,6 +1,6 @@
 """Batched chat-model backends behind one async interface, and the response cache."""
 
-from collapse_probe._identity import default_cache_path
+from collapse_probe.core._identity import default_cache_path
 from collapse_probe.models._cache import CachedModel, ResponseCache
 from collapse_probe.models._encoder import load_encoder
 from collapse_probe.models._registry import ALIASES, BACKENDS, DEFAULT_MODEL, get_model, list_models, resolve_spec

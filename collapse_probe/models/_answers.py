@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from collapse_probe._retry import RetryPolicy
+from collapse_probe.core._retry import RetryPolicy
 from collapse_probe.models._http import CallFailure
 
 T = TypeVar("T")

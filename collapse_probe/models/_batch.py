@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe.core._constraints import Integer, Number, check_value
+from collapse_probe.core.limits import MAX_WAIT_S
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_WAIT_S
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 from collapse_probe.models._usage import check_budget
 
@@ -172,7 +172,7 @@ def batch_chunk(model: Any, n_requests: int, samples_each: int) -> int | None:
 
 def _entry_problem(entry: dict[str, Any]) -> str | None:
     """What is wrong with one ``batches.jsonl`` entry (``None``: well formed)."""
-    from collapse_probe._records import field_problem
+    from collapse_probe.core._records import field_problem
 
     if entry.get("event") not in ("submitted", "finished"):
         return field_problem("event", "'submitted' or 'finished'", entry.get("event"))
@@ -190,7 +190,7 @@ class _Journal:
 
     def __post_init__(self) -> None:
         if self.path is not None and self.path.exists():
-            from collapse_probe._jsonl import iter_jsonl
+            from collapse_probe.core._jsonl import iter_jsonl
 
             self.entries = list(iter_jsonl(self.path, _entry_problem))
 
@@ -206,7 +206,7 @@ class _Journal:
         self.entries.append(entry)
         if self.path is None:
             return
-        from collapse_probe._jsonl import append_jsonl
+        from collapse_probe.core._jsonl import append_jsonl
 
         append_jsonl(self.path, entry)
 

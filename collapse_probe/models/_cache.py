@@ -1,6 +1,6 @@
 """SQLite response cache.
 
-Key = model spec + the model's content fingerprint (see :mod:`collapse_probe._identity`: a
+Key = model spec + the model's content fingerprint (see :mod:`collapse_probe.core._identity`: a
 rewritten scripted file, retrained checkpoint or another model behind the same URL never reuses the
 old model's samples) + request fingerprint (messages, prompt, sampling params, tools) + *sample index*.
 The sample index is part of the key so that N cached samples of one prompt are N independent
@@ -26,8 +26,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from collapse_probe._identity import CACHE_FILE
-from collapse_probe._identity import default_cache_path as default_cache_path  # its old home
+from collapse_probe.core._identity import CACHE_FILE
+from collapse_probe.core._identity import default_cache_path as default_cache_path  # its old home
 from collapse_probe.errors import CacheError
 from collapse_probe.models._answers import is_blank
 from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
@@ -130,7 +130,7 @@ class CachedModel:
     def fingerprint(self) -> str:
         """The wrapped backend's content fingerprint (kept once verified; backends memoise their own)."""
         if self._fingerprint is None:
-            from collapse_probe._identity import UNVERIFIED, model_fingerprint
+            from collapse_probe.core._identity import UNVERIFIED, model_fingerprint
 
             fp = model_fingerprint(self.inner)
             if fp.endswith(UNVERIFIED):

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from collapse_probe._state import process_cache
+from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError, require
 
 _ENCODERS: dict[tuple[str, str | None], Any] = process_cache("models.encoders", {})

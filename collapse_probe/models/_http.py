@@ -8,7 +8,7 @@ errors. What the SDKs do not do lives here, once for all providers:
 * at most ``concurrency`` calls of one model are in flight per event loop (a queue of slots over
   a few SDK clients, each with a small connection pool); a call waiting to be retried does not hold
   a slot;
-* **one retry policy**, ours (:mod:`collapse_probe._retry`, on tenacity, which every retried call in
+* **one retry policy**, ours (:mod:`collapse_probe.core._retry`, on tenacity, which every retried call in
   the package goes through), with the SDKs' own retries switched off (``max_retries=0``): a call
   that fails with HTTP 408/409/425/429/500/502/503/504/529, a timeout or a connection error is
   retried up to ``max_retries`` times with exponential backoff and jitter, never sooner than the
@@ -45,8 +45,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from collapse_probe._retry import RetryPolicy
-from collapse_probe._state import on_reset
+from collapse_probe.core._retry import RetryPolicy
+from collapse_probe.core._state import on_reset
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._options import HTTPOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
@@ -95,7 +95,7 @@ class Secret:
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
-        from collapse_probe._secrets import register_secret
+        from collapse_probe.core._secrets import register_secret
 
         self._value = value
         register_secret(value)  # scrubbed from every file and terminal line, and refused in replies
@@ -122,7 +122,7 @@ def api_key_from_env(names: Sequence[str], *, provider: str, required: bool) -> 
     """
     import re
 
-    from collapse_probe._secrets import register_secret
+    from collapse_probe.core._secrets import register_secret
 
     for name in names:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -147,7 +147,7 @@ def api_key_from_env(names: Sequence[str], *, provider: str, required: bool) -> 
 
 def check_base_url(url: str, where: str) -> str:
     """Validate a base URL (``http(s)://...``) and strip the trailing slash."""
-    from collapse_probe._secrets import redact_url
+    from collapse_probe.core._secrets import redact_url
 
     url = url.strip()
     shown = redact_url(url)  # registers the URL's credentials as secrets of this process
@@ -223,7 +223,7 @@ def secret_in_reply(completions: Sequence[Completion]) -> str | None:
     Such a reply is an infrastructure failure of its request: recorded, asked again on the next run,
     never cached, stored or scored.
     """
-    from collapse_probe._secrets import contains_secret
+    from collapse_probe.core._secrets import contains_secret
 
     for c in completions:
         parts = [c.text] + [json.dumps(tc, default=str) for tc in c.tool_calls or []]
@@ -432,7 +432,7 @@ class APIChatModel:
         """Model names the server reported in its answers (``model`` / ``modelVersion``)."""
 
     def __repr__(self) -> str:
-        from collapse_probe._secrets import redact_url
+        from collapse_probe.core._secrets import redact_url
 
         return f"{type(self).__name__}(spec={self.spec!r}, base_url={redact_url(self.base_url)!r})"
 
@@ -440,7 +440,7 @@ class APIChatModel:
 
     def fingerprint(self) -> str:
         """What answers: the base URL and the model name the server reports (memoised; see
-        :func:`collapse_probe._identity.http_fingerprint`).
+        :func:`collapse_probe.core._identity.http_fingerprint`).
 
         The served name comes from the provider's model endpoint (:meth:`_served_model_name`), which
         resolves an alias to its snapshot (``claude-haiku-4-5`` -> ``claude-haiku-4-5-20251001``); a
@@ -452,7 +452,7 @@ class APIChatModel:
             except Exception as exc:  # noqa: BLE001 - no model endpoint: identify by the requested name
                 logger.debug("%s: model lookup failed (%s); fingerprint uses the requested name", self.spec, exc)
                 served = self.model
-            from collapse_probe._identity import http_fingerprint
+            from collapse_probe.core._identity import http_fingerprint
 
             self._fingerprint = http_fingerprint(self.base_url, self.model, served)
         return self._fingerprint
@@ -706,8 +706,8 @@ class APIChatModel:
     def redact(self, text: str) -> str:
         """Remove every configured secret from ``text`` (a server or the transport may echo the key,
         raw, as ``Bearer ...``, escaped, or line by line for a key with an embedded newline) and the
-        credentials of any URL in it (:func:`collapse_probe._secrets.scrub`)."""
-        from collapse_probe._secrets import scrub
+        credentials of any URL in it (:func:`collapse_probe.core._secrets.scrub`)."""
+        from collapse_probe.core._secrets import scrub
 
         if self._api_key is not None and self._api_key.get():
             text = text.replace(self._api_key.get(), "***")

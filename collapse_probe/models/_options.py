@@ -1,8 +1,8 @@
 """Backend options as typed configs: one :class:`BackendOptions` model per backend.
 
 A backend's options (``-M sim.concurrency=8``, ``get_model(spec, concurrency=8)``) are the fields of
-its options model, a :class:`~collapse_probe._constraints.Config` like every pipeline config: each
-field declares its type and bounds (the maxima of :mod:`collapse_probe.limits`), and a bad option is
+its options model, a :class:`~collapse_probe.core._constraints.Config` like every pipeline config: each
+field declares its type and bounds (the maxima of :mod:`collapse_probe.core.limits`), and a bad option is
 refused by the same mechanism with the same one line, naming the backend, the option, what is allowed
 and the value received::
 
@@ -25,9 +25,18 @@ from typing import Annotated, Any, ClassVar
 from pydantic import ConfigDict, ValidationError
 from typing_extensions import Self
 
-from collapse_probe._constraints import Config, Constraint, Integer, Number, OneOf, config_error, constraints_of, rule
+from collapse_probe.core._constraints import (
+    Config,
+    Constraint,
+    Integer,
+    Number,
+    OneOf,
+    config_error,
+    constraints_of,
+    rule,
+)
+from collapse_probe.core.limits import MAX_BATCH, MAX_CONCURRENCY, MAX_DELAY_S, MAX_RETRIES, MAX_SEED, MAX_WAIT_S
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_BATCH, MAX_CONCURRENCY, MAX_DELAY_S, MAX_RETRIES, MAX_SEED, MAX_WAIT_S
 
 __all__ = [
     "AnthropicOptions",
@@ -49,7 +58,7 @@ PROMPT_STYLES = ("chat", "transcript")
 
 
 class BackendOptions(Config):
-    """The options of one backend: a :class:`~collapse_probe._constraints.Config` whose fields are the
+    """The options of one backend: a :class:`~collapse_probe.core._constraints.Config` whose fields are the
     option names. A subclass sets :attr:`BACKEND` (the spec prefix, named in every message)."""
 
     BACKEND: ClassVar[str] = "model"
@@ -107,7 +116,7 @@ class BackendOptions(Config):
 
 
 Seconds = Annotated[float, Number(ge=0, le=MAX_WAIT_S)]
-"""A backend wait in seconds (``backoff_base``, ...): at most :data:`~collapse_probe.limits.MAX_WAIT_S`."""
+"""A backend wait in seconds (``backoff_base``, ...): at most :data:`~collapse_probe.core.limits.MAX_WAIT_S`."""
 
 
 class HTTPOptions(BackendOptions):

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from collapse_probe._plugins import MODELS_GROUP, Registry
-from collapse_probe._state import process_cache
+from collapse_probe.core._plugins import MODELS_GROUP, Registry
+from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models._types import ChatModel
 
@@ -41,7 +41,7 @@ BACKENDS: Registry[Callable[..., ChatModel]] = Registry(
 )
 """Backend prefix -> ``"module:factory"``; the factory takes ``(spec, name, **options)``. An installed
 distribution adds a prefix through the entry-point group ``collapse_probe.models`` (the entry point's
-name is the prefix, its object the factory; see :mod:`collapse_probe._plugins`)."""
+name is the prefix, its object the factory; see :mod:`collapse_probe.core._plugins`)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def get_model(spec: str, **options: Any) -> ChatModel:
         spec: a spec string or alias (see :data:`ALIASES`, ``collapse-probe models``).
         **options: backend options.
     """
-    from collapse_probe._secrets import public_spec, real_spec
+    from collapse_probe.core._secrets import public_spec, real_spec
 
     # a spec or option naming a base URL with credentials: connect with the real URL, and let the
     # backend's ``spec`` (what runs record, the usage ledger's key) be the redacted one

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Required, TypedDict, runtime_checkable
 
-from collapse_probe._constraints import Integer, Number, check_value
+from collapse_probe.core._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
 
 
@@ -155,7 +155,7 @@ class Completion:
         # a lone surrogate (a server's "\ud800") is kept as U+FFFD: the reply stays the model's, and
         # every record holding it can be written as UTF-8 (a failed write would tear the run's file)
         if isinstance(self.text, str) and not self.text.isascii():
-            from collapse_probe._files import scrub_surrogates
+            from collapse_probe.core._files import scrub_surrogates
 
             self.text = scrub_surrogates(self.text)
 

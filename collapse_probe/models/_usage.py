@@ -137,7 +137,7 @@ class Price:
 def _read_toml(path: Path, where: str) -> dict[str, Any]:
     import tomllib
 
-    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+    from collapse_probe.core._files import FileProblem, MissingFile, read_bytes
 
     try:
         raw = read_bytes(path, max_bytes=16 << 20, expected="a TOML price table")
@@ -386,7 +386,7 @@ class RunUsage:
         """Write ``usage.json`` (atomically) and return the summary."""
         summary = self.summary()
         if self.path is not None and self.path.parent.exists():
-            from collapse_probe._jsonl import flush_config, write_json_atomic
+            from collapse_probe.core._jsonl import flush_config, write_json_atomic
 
             flush_config(self.path.parent)  # spend never sits in a directory without its configuration
             write_json_atomic(self.path, {"usage": summary})
@@ -415,7 +415,7 @@ def read_usage_file(path: str | Path) -> dict[str, Usage]:
             message names the file, the entry and the field. Never a silent reset to zero: a
             ``--cost-limit`` would then count from zero.
     """
-    from collapse_probe._files import MissingFile, parse_json, read_bytes
+    from collapse_probe.core._files import MissingFile, parse_json, read_bytes
 
     p = Path(path)
     try:

@@ -38,8 +38,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from collapse_probe._secrets import register_env_secrets
-from collapse_probe._state import process_cache
+from collapse_probe.core._secrets import register_env_secrets
+from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (

@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any
 
-from collapse_probe._secrets import register_env_secrets
+from collapse_probe.core._secrets import register_env_secrets
 from collapse_probe.errors import require
 from collapse_probe.models._http import (
     RETRY_STATUSES,

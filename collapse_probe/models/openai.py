@@ -48,8 +48,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collapse_probe._constraints import check_field
-from collapse_probe._secrets import register_env_secrets
+from collapse_probe.core._constraints import check_field
+from collapse_probe.core._secrets import register_env_secrets
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
 from collapse_probe.models._http import (

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe._constraints import Integer, Number, check_field, check_value
-from collapse_probe._retry import RetryPolicy
+from collapse_probe.core._constraints import Integer, Number, check_field, check_value
+from collapse_probe.core._retry import RetryPolicy
+from collapse_probe.core.limits import MAX_RAY_CPUS, MAX_REPLICAS
 from collapse_probe.errors import ConfigError, InfraError, RunAbortedError, require
-from collapse_probe.limits import MAX_RAY_CPUS, MAX_REPLICAS
 from collapse_probe.models._options import HTTPOptions
 from collapse_probe.models._types import GenerationRequest, GenerationResult
 
@@ -116,7 +116,7 @@ class ReplicaServer:
         """The backend's identity and capabilities, or the error that kept it from being built."""
         if self.error is not None:
             return {"error": self.error, "pid": os.getpid()}
-        from collapse_probe._identity import model_fingerprint
+        from collapse_probe.core._identity import model_fingerprint
 
         m = self.model
         fingerprint = model_fingerprint(m)  # computed where the model runs: what actually answers
@@ -164,7 +164,7 @@ class ReplicaServer:
 
     def lora_fingerprint(self, lora: str) -> str:
         """The fingerprint of the backend sampling through the adapter at ``lora``, as seen here."""
-        from collapse_probe._identity import model_fingerprint
+        from collapse_probe.core._identity import model_fingerprint
 
         return model_fingerprint(self.model.with_lora(lora))
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._identity import bytes_fingerprint
+from collapse_probe.core._identity import bytes_fingerprint
+from collapse_probe.core.limits import MAX_DELAY_S
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_DELAY_S
 from collapse_probe.models._options import ScriptedOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult
 
@@ -129,7 +129,7 @@ def resolve_scripted_path(name: str | Path) -> Path:
 
 def load_scripted(path: str | Path) -> ScriptedSpec:
     """Parse and validate a scripted-model file; errors name the file and field."""
-    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+    from collapse_probe.core._files import FileProblem, MissingFile, parse_json, read_bytes
 
     p = resolve_scripted_path(path)
     what = "a scripted model's JSON file"
@@ -256,7 +256,7 @@ class ScriptedModel:
 
 
 def make_scripted_model(spec: str, name: str, **options: Any) -> ScriptedModel:
-    """Factory for ``scripted:<file>``; the only option is ``delay_s`` (seconds in [0, :data:`~collapse_probe.limits.MAX_DELAY_S`]).
+    """Factory for ``scripted:<file>``; the only option is ``delay_s`` (seconds in [0, :data:`~collapse_probe.core.limits.MAX_DELAY_S`]).
 
     Raises:
         ConfigError: an unknown option or a bad value, naming it and what is allowed.

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Integer, check_value
+from collapse_probe.core._constraints import Integer, check_value
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._options import LORA_RANKS, PROMPT_STYLES, VLLMOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, find_stop
@@ -327,7 +327,7 @@ class VLLMModel:
         the content hash of the LoRA adapter when one applies, and the numerics: the requested
         ``dtype`` (``auto``: vLLM's choice for the checkpoint), ``quantization`` when set, the
         device and whether the kernels are batch-invariant (they round differently)."""
-        from collapse_probe._identity import file_fingerprint, numerics_fingerprint
+        from collapse_probe.core._identity import file_fingerprint, numerics_fingerprint
 
         base = file_fingerprint(self.model) if Path(self.model).exists() else f"hf:{self.model}"
         revision = self.engine_options.get("revision")

@@ -229,7 +229,7 @@ section {{ margin-bottom: 2rem; }}
 <footer style="color:#888;font-size:0.8rem">collapse-probe report</footer>
 </body></html>
 """
-    from collapse_probe._secrets import scrub
+    from collapse_probe.core._secrets import scrub
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -245,7 +245,7 @@ def verdict_box(results: Mapping[str, Any]) -> str:
     reward = ((results.get("verdicts") or {}).get("reward") or {}).get("label")
     if reward == "NO REWARD SIGNAL" and not answer.startswith("COLLAPSED"):
         colour = VERDICT_COLOURS["NO REWARD SIGNAL"]
-    from collapse_probe._audit._sequential import looks_line
+    from collapse_probe.pipelines.audit._sequential import looks_line
 
     looks = looks_line((results.get("summary") or {}).get("sequential"))
     body = "".join(f'<div style="margin-top:0.3rem">{html.escape(line)}</div>'
@@ -615,7 +615,7 @@ def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
     if v["label"] == "NOT MEASURED":
         return f"not measured: {v.get('reason')}"
     if v["label"] == "NO REWARD SIGNAL":
-        from collapse_probe._audit._verdict import FORMAT_COMPLIANCE_LOW, given_text, percent
+        from collapse_probe.pipelines.audit._verdict import FORMAT_COMPLIANCE_LOW, given_text, percent
 
         return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  NO REWARD SIGNAL (a closed answer in "
                 f"{given_text(v)}, below {percent(FORMAT_COMPLIANCE_LOW)}: format, not collapse; the interval alone "
@@ -639,7 +639,7 @@ def samples_per_state_text(results: Mapping[str, Any]) -> str:
     """Replies per state as measured (the states' own N, not the N asked for: a published file's states
     hold as many replies as its trials), with LOW CONFIDENCE when the summary flags N < 20. The
     terminal table, the report and the dashboard print this text."""
-    from collapse_probe._audit._verdict import replies_text
+    from collapse_probe.pipelines.audit._verdict import replies_text
 
     summary = results.get("summary") or {}
     text = replies_text(list(results.get("states") or [])) or str(results.get("samples_per_state") or "n/a")

@@ -1,5 +1,5 @@
 """The verdict line, the terminal table and ``report.html`` of an audit (the audit reaches the last two
-through :mod:`collapse_probe._reports`, by name)."""
+through :mod:`collapse_probe.core._reports`, by name)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._audit._verdict import NOT_MEASURED, states_text, verdict
 from collapse_probe.metrics.partitioners import groups_by_meaning
+from collapse_probe.pipelines.audit._verdict import NOT_MEASURED, states_text, verdict
 from collapse_probe.report.audit_plots import (
     effective_modes_text,
     fmt_interval,
@@ -139,7 +139,7 @@ def summary_table(results: AuditResults | dict[str, Any]) -> str:
     errors = simulator_errors_text(data)
     if errors:
         rows.append(("user-simulator errors", errors))
-    from collapse_probe._audit._human import people_epsilon_rows
+    from collapse_probe.pipelines.audit._human import people_epsilon_rows
     from collapse_probe.report._layout import display_width, pad
 
     rows += people_epsilon_rows(r.to_json())

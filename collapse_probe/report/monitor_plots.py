@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe.monitor._config import MonitorConfig
+from collapse_probe.integrations.monitor._config import MonitorConfig
 from collapse_probe.report._layout import Table
 
 

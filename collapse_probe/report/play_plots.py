@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from collapse_probe.report._html import TICK_FORMAT, note_figure
 
 if TYPE_CHECKING:
-    from collapse_probe._records import ConversationRecord
+    from collapse_probe.core._records import ConversationRecord
     from collapse_probe.results import PlayResults
 
 SHOWN_CONVERSATIONS = 6

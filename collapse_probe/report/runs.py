@@ -175,7 +175,7 @@ def read_run_file(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> tuple[by
     and a file larger than ``max_bytes`` is not read either; each is a one-line problem naming the
     file. A missing file is ``(None, "NAME is missing")``.
     """
-    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+    from collapse_probe.core._files import FileProblem, MissingFile, read_bytes
 
     p = Path(path)
     try:

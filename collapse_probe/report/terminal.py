@@ -32,7 +32,7 @@ def play_text(results: PlayResults | Mapping[str, Any], first_error: str | None 
     r = PlayResults.typed(results)
     s = r.summary
     if s.mean_reward is None:
-        from collapse_probe._observe import no_result_reason
+        from collapse_probe.core._observe import no_result_reason
 
         return f"NO RESULT: no scored conversations {no_result_reason(s.infra_failures, first_error)}"
     ci = s.ci95

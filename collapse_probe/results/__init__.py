@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.errors import ConfigError
 from collapse_probe.results._audit import AUDIT_SCHEMA, AuditResults, AuditSummary, StateRow, VerdictView
 from collapse_probe.results._base import ResultsModel, describe_error
@@ -146,7 +146,7 @@ def _parse(data: Any, where: str) -> Results:
 
 
 def read_json(path: str | Path, what: str = "results.json") -> Any:
-    """Load a JSON file through the package's one reader of users' files (:mod:`collapse_probe._files`).
+    """Load a JSON file through the package's one reader of users' files (:mod:`collapse_probe.core._files`).
 
     Args:
         path: the file, or a run directory (then its ``results.json``).
@@ -156,7 +156,7 @@ def read_json(path: str | Path, what: str = "results.json") -> Any:
         ConfigError: one line naming the file: missing, not a regular file, too large, not UTF-8,
             not JSON, nested too deeply.
     """
-    from collapse_probe._files import parse_json, read_bytes
+    from collapse_probe.core._files import parse_json, read_bytes
 
     p = Path(path)
     if p.is_dir():

@@ -229,7 +229,7 @@ class VerdictView(ResultsModel):
     closed_answer_share: float | None = None
     """NO REWARD SIGNAL: the share of replies that give one of the closed answers the reward reads
     (``closed_answers_given / replies_read``, else ``closed_set_mass``), below the threshold 0.05
-    (``collapse_probe._audit._verdict.FORMAT_COMPLIANCE_LOW``)."""
+    (``collapse_probe.pipelines.audit._verdict.FORMAT_COMPLIANCE_LOW``)."""
     closed_answers_given: Count | None = None
     """NO REWARD SIGNAL: sampled replies that give one of the closed answers."""
     replies_read: Count | None = None

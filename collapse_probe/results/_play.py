@@ -6,7 +6,7 @@ from typing import Final, Literal
 
 from pydantic import Field, PrivateAttr
 
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.results._audit import VarianceDecomposition
 from collapse_probe.results._base import JSON, ResultsModel
 from collapse_probe.results._common import Fingerprints, RewardSummary, Usage

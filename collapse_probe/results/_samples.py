@@ -20,7 +20,7 @@ from pydantic import (
     field_validator,
 )
 
-from collapse_probe._records import field_problem
+from collapse_probe.core._records import field_problem
 
 
 def state_row(r: dict[str, Any]) -> dict[str, Any]:

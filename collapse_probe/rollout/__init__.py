@@ -1,6 +1,6 @@
 """Batched multi-turn rollouts and run directories."""
 
-from collapse_probe._records import INFRA_ERROR, ConversationRecord, Message, ToolCall, record_fingerprints
+from collapse_probe.core._records import INFRA_ERROR, ConversationRecord, Message, ToolCall, record_fingerprints
 from collapse_probe.rollout._engine import (
     CONVERSATIONS,
     ConversationSpec,

@@ -23,12 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from collapse_probe._constraints import Config, Integer, Number
-from collapse_probe._observe import note_infra_failure
-from collapse_probe._records import INFRA_ERROR, ConversationRecord, conversation_problem
 from collapse_probe.benchmarks._base import Arena, Episode, Side, Task, TurnPrompt
+from collapse_probe.core._constraints import Config, Integer, Number
+from collapse_probe.core._observe import note_infra_failure
+from collapse_probe.core._records import INFRA_ERROR, ConversationRecord, conversation_problem
+from collapse_probe.core.limits import MAX_LIVE
 from collapse_probe.errors import CacheError, ConfigError, InfraError, RunAbortedError
-from collapse_probe.limits import MAX_LIVE
 from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
@@ -167,7 +167,7 @@ async def run_conversations(
     config.validate()
     keys = _check_specs(specs, participants)
 
-    from collapse_probe._identity import participant_fingerprints
+    from collapse_probe.core._identity import participant_fingerprints
 
     fps = participant_fingerprints({label: participants[label] for s in specs for label in (s.policy, s.simulator)})
     done = _resume(run_dir, keys, fps, retry_infra_failures) if run_dir is not None else {}
@@ -259,7 +259,7 @@ def _resume(
 
 def _check_fingerprints(run_dir: RunDir, rec: ConversationRecord, fps: dict[str, str]) -> None:
     """Refuse a recorded conversation whose participants' models changed since it was run."""
-    from collapse_probe._identity import fingerprint_changes
+    from collapse_probe.core._identity import fingerprint_changes
 
     old = rec.fingerprints
     if old is None:
@@ -541,6 +541,6 @@ async def _finish(
 
 def run_conversations_sync(*args: Any, **kwargs: Any) -> list[ConversationRecord]:
     """:func:`run_conversations` for synchronous callers (inside a running event loop too)."""
-    from collapse_probe._sync import run_sync
+    from collapse_probe.core._sync import run_sync
 
     return run_sync(run_conversations(*args, **kwargs))

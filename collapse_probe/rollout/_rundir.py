@@ -18,8 +18,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._files import FileProblem, MissingFile, kind_of, parse_json, read_bytes
-from collapse_probe._jsonl import (
+from collapse_probe.core._files import FileProblem, MissingFile, kind_of, parse_json, read_bytes
+from collapse_probe.core._jsonl import (
     RecordCheck,
     dir_key,
     dumps_line,
@@ -29,11 +29,11 @@ from collapse_probe._jsonl import (
     unregister_run,
     write_json_atomic,
 )
-from collapse_probe._jsonl import flush_config as flush_config  # where callers have always found them
-from collapse_probe._jsonl import iter_jsonl_numbered as iter_jsonl_numbered
-from collapse_probe._output import RUN_FILES as _RUN_FILES
-from collapse_probe._proc import pid_alive
-from collapse_probe._secrets import scrub_value
+from collapse_probe.core._jsonl import flush_config as flush_config  # where callers have always found them
+from collapse_probe.core._jsonl import iter_jsonl_numbered as iter_jsonl_numbered
+from collapse_probe.core._output import RUN_FILES as _RUN_FILES
+from collapse_probe.core._proc import pid_alive
+from collapse_probe.core._secrets import scrub_value
 from collapse_probe.errors import ConfigError
 
 RUN_FILES = _RUN_FILES
@@ -513,7 +513,7 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
                 "same models answer now; use --fresh to start over or another --out"
             )
         return
-    from collapse_probe._identity import fingerprint_changes
+    from collapse_probe.core._identity import fingerprint_changes
 
     changed = fingerprint_changes(old_fp, new_fp)
     if changed:
@@ -533,7 +533,7 @@ def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) 
         return full
     old_fp, new_fp = old_arena.get("data_fingerprints"), new_arena["data_fingerprints"]
     if isinstance(old_fp, dict) and isinstance(new_fp, dict):
-        from collapse_probe._identity import short
+        from collapse_probe.core._identity import short
 
         changed = [
             f"{k} {new_arena.get(k)} (was {short(str(old_fp[k]))}, now {short(str(new_fp[k]))})"

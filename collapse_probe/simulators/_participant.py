@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from collapse_probe._state import process_cache
+from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import ChatModel, Completion, get_model
 from collapse_probe.simulators.verbalized import check_vs_k

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-from collapse_probe._constraints import Integer, check_value
-from collapse_probe.limits import MAX_VS_K
+from collapse_probe.core._constraints import Integer, check_value
+from collapse_probe.core.limits import MAX_VS_K
 
 VS_PRIME = "1. (p="
 """The primed start of the first candidate line at the end of a transcript prompt."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe._callable import config_and_options
+from collapse_probe.core._callable import config_and_options
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import LabConfig
 

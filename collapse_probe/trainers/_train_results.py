@@ -51,7 +51,7 @@ def write_train_report(
 ) -> Path:
     """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table
     (drawn by the report layer: :func:`collapse_probe.report.training_plots.write_train_report`)."""
-    from collapse_probe._reports import write_report
+    from collapse_probe.core._reports import write_report
 
     out: Path = write_report("train", results, metrics, path, label=label)
     return out
@@ -59,7 +59,7 @@ def write_train_report(
 
 def step_problem(rec: dict[str, Any]) -> str | None:
     """What is wrong with one ``metrics.jsonl`` / ``rollouts.jsonl`` record (``None``: well formed)."""
-    from collapse_probe._records import field_problem
+    from collapse_probe.core._records import field_problem
 
     step = rec.get("step")
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:

@@ -32,7 +32,7 @@ import numpy as np
 from collapse_probe.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collapse_probe._records import ConversationRecord
+    from collapse_probe.core._records import ConversationRecord
 
 ZERO_STD_ATOL = 1e-12
 """A group is zero-std when ``max(R) - min(R) <= ZERO_STD_ATOL`` (exact ties up to float noise)."""

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from collapse_probe._constraints import AtMost, Config, Constraint, Flag, Integer, Number, OneOf, Specs, rule
 from collapse_probe.benchmarks._registry import DEFAULT_BENCHMARK, TRAIN_ARENA_OPTIONS
-from collapse_probe.errors import ConfigError
-from collapse_probe.limits import (
+from collapse_probe.core._constraints import AtMost, Config, Constraint, Flag, Integer, Number, OneOf, Specs, rule
+from collapse_probe.core.limits import (
     MAX_GROUP,
     MAX_LORA_RANK,
     MAX_ROLLOUTS,
@@ -25,7 +24,8 @@ from collapse_probe.limits import (
     MAX_TURNS,
     MAX_VS_K,
 )
-from collapse_probe.runspec import ArenaSpec, BenchmarkOptions, RolloutConfig
+from collapse_probe.errors import ConfigError
+from collapse_probe.rollout.runspec import ArenaSpec, BenchmarkOptions, RolloutConfig
 from collapse_probe.trainers.advantages import SIMULATOR_REWARD_MODES
 from collapse_probe.trainers.methods import METHODS, REGISTRY, get_method
 
@@ -227,7 +227,7 @@ class TrainConfig(Config):
 
     @property
     def rollout(self) -> RolloutConfig:
-        """The training rollouts as the :class:`~collapse_probe.runspec.RolloutConfig` ``play`` and
+        """The training rollouts as the :class:`~collapse_probe.rollout.runspec.RolloutConfig` ``play`` and
         ``crossplay`` share (``group_size`` is its ``rollouts``; a copy)."""
         return RolloutConfig(
             tasks=self.tasks, rollouts=self.group_size, max_turns=self.max_turns, seed=self.seed,

@@ -61,9 +61,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypedDict
 
 import numpy as np
 
-from collapse_probe._constraints import Config, Integer, Number, OneOf, check_field, rule
-from collapse_probe.errors import ConfigError
-from collapse_probe.limits import (
+from collapse_probe.core._constraints import Config, Integer, Number, OneOf, check_field, rule
+from collapse_probe.core.limits import (
     MAX_GROUP,
     MAX_LAB_HORIZON,
     MAX_LAB_SIZE,
@@ -72,6 +71,7 @@ from collapse_probe.limits import (
     MAX_STEPS,
     MAX_SWEEP_VALUES,
 )
+from collapse_probe.errors import ConfigError
 from collapse_probe.trainers._lab_world import (
     REWARD_FAMILY,
     SCORE_NORM_BOUND,

@@ -73,11 +73,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from collapse_probe._jsonl import dumps_line
-from collapse_probe._records import INFRA_ERROR, ConversationRecord
-from collapse_probe._sync import run_sync
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, Task
+from collapse_probe.core._jsonl import dumps_line
+from collapse_probe.core._records import INFRA_ERROR, ConversationRecord
+from collapse_probe.core._sync import run_sync
 from collapse_probe.errors import ConfigError, InfraError, require
 from collapse_probe.models import derive_seed
 from collapse_probe.models._usage import start_run_usage
@@ -91,7 +91,7 @@ from collapse_probe.rollout import (
     run_conversations,
 )
 from collapse_probe.rollout._rundir import check_out_path
-from collapse_probe.runspec import ArenaSpec, arena_record
+from collapse_probe.rollout.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers._checkpoints import list_checkpoints, load_checkpoint, save_checkpoint
 from collapse_probe.trainers._models import TrainedModel, UpdateStats, trained_model
@@ -145,7 +145,7 @@ def arena_participants(config: TrainConfig) -> list[str]:
 
 def build_arena(config: TrainConfig) -> Arena:
     """The benchmark arena with the run's turn and token budgets, built by the one arena builder
-    (:meth:`~collapse_probe.runspec.ArenaSpec.build`)."""
+    (:meth:`~collapse_probe.rollout.runspec.ArenaSpec.build`)."""
     return arena_spec(config).build(arena_participants(config), cache=config.cache)
 
 
@@ -182,7 +182,7 @@ class LLMTrainer:
         self._rollout_adapter: dict[str, Any] | None = None
         """The adapter the rollout replicas sampled through at the last step (path, fingerprint, count)."""
         self.monitor: Any = None
-        """The live collapse monitor (:class:`~collapse_probe.monitor.CollapseMonitor`), rows in ``monitor/``."""
+        """The live collapse monitor (:class:`~collapse_probe.integrations.monitor.CollapseMonitor`), rows in ``monitor/``."""
         self._monitored: dict[int, Participant] = {}
 
     # ---- labels ---------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ class LLMTrainer:
         ``floor(share x turns)`` measured states. Each gets ``collapse_samples`` replies, the training
         reply included.
         """
-        from collapse_probe.monitor import CollapseMonitor, MonitorConfig
+        from collapse_probe.integrations.monitor import CollapseMonitor, MonitorConfig
 
         c = self.config
         rounds = getattr(self.arena, "max_turns", None)
@@ -696,7 +696,7 @@ class LLMTrainer:
 
     def evaluate_heldout(self) -> float | None:
         """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""
-        from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+        from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
         c = self.config
         cfg = CrossplayConfig(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from collapse_probe._plugins import Registry
+from collapse_probe.core._plugins import Registry
 from collapse_probe.errors import ConfigError
 
 SimulatorKind = Literal["frozen", "trained", "self"]

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict, TypeGuard
 
+from collapse_probe.core.limits import check_int
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import check_int
 from collapse_probe.rollout import write_json_atomic
 
 POOL_SCHEMA = "collapse-probe/pool/v1"

@@ -1,7 +1,7 @@
 """Refit the shipped P4G stance model from the annotated Persuasion-for-Good dialogues.
 
 Reads ``annotated_dialog.csv`` (default ``../shared/datasets/p4g``), keeps the persuadee sentences of
-the *training* dialogues (the held-out quarter, :func:`~collapse_probe.benchmarks.p4g_stance.heldout_dialogue`,
+the *training* dialogues (the held-out quarter, :func:`~collapse_probe.benchmarks.p4g.stance.heldout_dialogue`,
 is never read here), encodes them with the packaged all-MiniLM-L6-v2, chooses the regularisation and
 the class offsets by 5-fold cross-validation grouped by dialogue, and writes the coefficients as JSON
 (``collapse_probe/data/p4g/stance_model.json``, with the encoder's name and a content hash).
@@ -17,8 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from collapse_probe._resources import package_path
-from collapse_probe.benchmarks.p4g_stance import (
+from collapse_probe.benchmarks.p4g.stance import (
     MODEL_FILE,
     act_stance,
     default_annotated_dir,
@@ -26,6 +25,7 @@ from collapse_probe.benchmarks.p4g_stance import (
     heldout_dialogue,
     load_annotated_p4g,
 )
+from collapse_probe.core._resources import package_path
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners import load_encoder
 

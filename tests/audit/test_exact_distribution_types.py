@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import math
 
-from collapse_probe._audit._sampling import OUTSIDE, ExactDistribution, exact_closed_set_distribution
 from collapse_probe.models import GenerationRequest
+from collapse_probe.pipelines.audit._sampling import OUTSIDE, ExactDistribution, exact_closed_set_distribution
 
 
 class _Scoring:

@@ -9,9 +9,9 @@ import shlex
 
 import pytest
 
-from collapse_probe._audit import AuditConfig
-from collapse_probe._audit._verdict import FORMAT_COMPLIANCE_LOW, audit_verdicts, verdict_parts
 from collapse_probe.cli import build_parser, main
+from collapse_probe.pipelines.audit import AuditConfig
+from collapse_probe.pipelines.audit._verdict import FORMAT_COMPLIANCE_LOW, audit_verdicts, verdict_parts
 
 NEVER_STATES_A_DONATION = "scripted:p4g_donor_wording_varies"  # six replies that mean different things, no tag
 
@@ -139,7 +139,7 @@ def test_a_real_audit_of_a_donor_that_never_states_a_donation_says_so_everywhere
     pytest.importorskip("jsonschema")
     import jsonschema
 
-    from collapse_probe.interop._card import simulator_card
+    from collapse_probe.integrations.interop._card import simulator_card
     from collapse_probe.results import published_schema
 
     monkeypatch.chdir(tmp_path)

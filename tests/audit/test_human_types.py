@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collapse_probe._audit._human import (
+from collapse_probe.pipelines.audit._human import (
     GroundingSummary,
     MeanEpsilon,
     ShareEstimate,

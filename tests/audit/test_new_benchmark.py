@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit
 from collapse_probe.benchmarks import (
     BENCHMARKS,
     Benchmark,
@@ -17,6 +16,7 @@ from collapse_probe.benchmarks import (
     TurnPrompt,
     register_benchmark,
 )
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
 ASK = "Would you recommend us to a friend? Answer [YES] or [NO]."
 

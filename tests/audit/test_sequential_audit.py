@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from collapse_probe._audit import AuditConfig, run_audit
 from collapse_probe.cli import main
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
 from collapse_probe.results import AuditResults
 
 
@@ -86,7 +86,7 @@ def test_no_stop_early_draws_every_reply_and_makes_the_same_test(write_scripted,
 
 
 def test_the_verdict_is_the_sequential_tests_and_says_so_everywhere(write_scripted, tmp_path):
-    from collapse_probe.interop._card import simulator_card
+    from collapse_probe.integrations.interop._card import simulator_card
 
     spec = write_scripted([("Sure! [DONATE $1]", 0.78), ("No thanks.", 0.22)])
     out = tmp_path / "run"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit
 from collapse_probe.cli import main
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
 WORDING_VARIES = Path(__file__).resolve().parents[2] / "collapse_probe/data/scripted/p4g_donor_wording_varies.json"
 
@@ -186,7 +186,7 @@ def test_per_state_tables_print_the_headline_estimate(write_scripted):
 
 
 def test_effective_modes_from_nearly_distinct_replies_read_as_a_lower_bound(write_scripted):
-    from collapse_probe._audit import summary_table
+    from collapse_probe.pipelines.audit import summary_table
 
     res = _audit(write_scripted([(f"reply {i}", 1 / 200) for i in range(200)]), states=1, samples=20,
                  partition="exact")  # fmt: skip
@@ -216,8 +216,8 @@ def test_tau2_on_policy_audit_reads_every_user_turn_in_the_reward_view(write_scr
 
 
 def test_rerun_advice_asks_for_the_replies_that_decide_eighty_percent_of_audits():
-    from collapse_probe._audit._verdict import RerunAdvice, rerun_advice
     from collapse_probe.metrics import decisive_sample_size
+    from collapse_probe.pipelines.audit._verdict import RerunAdvice, rerun_advice
 
     cfg = AuditConfig(states=2, samples=20)
     assert rerun_advice(cfg) == RerunAdvice(2, decisive_sample_size(0.2, 4))
@@ -236,7 +236,7 @@ def _view(
 
 
 def test_a_view_inconclusive_for_a_reason_renders_the_reason_and_no_rerun_flags():
-    from collapse_probe._audit._verdict import verdict_parts
+    from collapse_probe.pipelines.audit._verdict import verdict_parts
 
     config = AuditConfig(sim="smollm2", states=4, samples=20)
     reason = "the partition is not validated on this domain (customer-service text)"
@@ -252,7 +252,7 @@ def test_a_view_inconclusive_for_a_reason_renders_the_reason_and_no_rerun_flags(
 
 
 def test_a_collapsed_verdict_with_compare_vs_states_what_vs_did():
-    from collapse_probe._audit._verdict import join_verdict, verdict_parts
+    from collapse_probe.pipelines.audit._verdict import join_verdict, verdict_parts
 
     config = AuditConfig(sim="smollm2", states=4, samples=20, compare_vs=True)
     verdicts = {"meaning": _view("COLLAPSED", 0.05, [0.0, 0.1]),
@@ -269,7 +269,7 @@ def test_a_collapsed_verdict_with_compare_vs_states_what_vs_did():
 
 
 def test_no_reward_signal_only_where_the_reward_view_is_collapsed_and_answers_are_rare():
-    from collapse_probe._audit._verdict import audit_verdicts
+    from collapse_probe.pipelines.audit._verdict import audit_verdicts
 
     config = AuditConfig(sim="smollm2", states=2, samples=20)
 

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 from collapse_probe import models
-from collapse_probe._meaning import KeyFamily
-from collapse_probe.benchmarks import p4g_stance as ps
 from collapse_probe.benchmarks.p4g import HumanDialogue, donor_stance
-from collapse_probe.benchmarks.p4g_stance import (
+from collapse_probe.benchmarks.p4g import stance as ps
+from collapse_probe.benchmarks.p4g.stance import (
     ACT_STANCE,
     DONATE,
     NO_DECISION,
@@ -33,6 +32,7 @@ from collapse_probe.benchmarks.p4g_stance import (
     turn_act,
     turn_stance,
 )
+from collapse_probe.core._meaning import KeyFamily
 from collapse_probe.errors import ConfigError
 
 
@@ -142,8 +142,8 @@ def test_donor_stance_reads_a_bare_no_against_the_message_it_answers():
 
 
 def test_the_embedding_partition_hands_each_state_its_context():
-    from collapse_probe._audit._sampling import state_context
     from collapse_probe.metrics import partitioners
+    from collapse_probe.pipelines.audit._sampling import state_context
 
     seen = []
 
@@ -296,8 +296,8 @@ def _write_annotated(d, rows):
 
 
 def test_people_epsilon_by_hand():
-    from collapse_probe._audit._human import people_epsilon, people_epsilon_rows
     from collapse_probe.metrics.estimators import collapse_error_interval, mean_collapse_error_interval
+    from collapse_probe.pipelines.audit._human import people_epsilon, people_epsilon_rows
 
     ask, hi = ["proposition-of-donation"], ["greeting"]
     # four people asked to donate: two agree, one refuses, one asks; at the greeting all greet back

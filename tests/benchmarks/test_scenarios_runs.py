@@ -13,7 +13,7 @@ import pytest
 from collapse_probe.benchmarks import make_arena
 from collapse_probe.benchmarks.scenarios import ScenarioArena, example_path
 from collapse_probe.cli import main
-from collapse_probe.runspec import ArenaSpec
+from collapse_probe.rollout.runspec import ArenaSpec
 
 APP = Path(__file__).resolve().parents[2] / "collapse_probe" / "dashboard" / "app.py"
 SIMS = "scripted:clinic_patient_train,scripted:clinic_patient_cautious,scripted:clinic_patient_anxious"

@@ -33,7 +33,7 @@ def test_audit_from_says_the_replies_were_read_from_the_file(tmp_path, capsys, p
     assert "not measured:" in report and "over none" not in report
     res = json.loads((out / "results.json").read_text())
     assert res["verdicts"]["reward"]["label"] == "NOT MEASURED" and res["verdicts"]["reward"]["over"] is None
-    from collapse_probe.interop._card import simulator_card
+    from collapse_probe.integrations.interop._card import simulator_card
 
     names = {f["name"] for f in simulator_card([out])["figures"]}
     assert "reward view: reason" in names and "reward view: over" not in names
@@ -79,7 +79,7 @@ def test_a_vs_turn_whose_candidates_are_only_picks_is_asked_as_a_direct_reply(tm
 
 
 def test_an_empty_reply_failure_does_not_advise_the_rerun_that_reproduces_it():
-    from collapse_probe._observe import no_result_reason
+    from collapse_probe.core._observe import no_result_reason
 
     text = no_result_reason(1, "vs:smollm2: empty reply (simulator turn), also when asked again")
     assert "rerun the same command" not in text and "another --seed" in text

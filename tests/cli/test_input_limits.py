@@ -9,19 +9,19 @@ import argparse
 
 import pytest
 
-from collapse_probe._audit import AuditConfig
-from collapse_probe._config_files import MAX_YAML_DEPTH, YamlSyntaxError, load_config_file, load_yaml
-from collapse_probe._constraints import AtMost, Integer, constraints_of
-from collapse_probe._crossplay import CrossplayConfig
 from collapse_probe.cli import build_parser, main
 from collapse_probe.cli._config import _subparsers, parse_model_args
 from collapse_probe.cli._env import BadEnv, apply_env
 from collapse_probe.cli._flags import MAX_JSON_OPTION_DEPTH, JsonValue, ListValue
+from collapse_probe.core._config_files import MAX_YAML_DEPTH, YamlSyntaxError, load_config_file, load_yaml
+from collapse_probe.core._constraints import AtMost, Integer, constraints_of
 from collapse_probe.errors import ConfigError
-from collapse_probe.monitor import MonitorConfig
-from collapse_probe.play import PlayConfig
+from collapse_probe.integrations.monitor import MonitorConfig
+from collapse_probe.pipelines.audit import AuditConfig
+from collapse_probe.pipelines.crossplay import CrossplayConfig
+from collapse_probe.pipelines.play import PlayConfig
 from collapse_probe.rollout import EngineConfig
-from collapse_probe.runspec import RolloutConfig
+from collapse_probe.rollout.runspec import RolloutConfig
 from collapse_probe.trainers.config import TrainConfig
 from collapse_probe.trainers.lab import LabConfig
 
@@ -177,7 +177,7 @@ def test_every_integer_field_has_an_upper_bound(cls, name):
     constraints = constraints_of(cls, name)
     most = [c.most for c in constraints if isinstance(c, Integer) and c.most is not None]
     most += [c.limit for c in constraints if isinstance(c, AtMost)]
-    assert most, f"{cls.__name__}.{name}: declare Integer(..., most=...) or AtMost (collapse_probe.limits)"
+    assert most, f"{cls.__name__}.{name}: declare Integer(..., most=...) or AtMost (collapse_probe.core.limits)"
     with pytest.raises(ConfigError) as exc:
         cls(**{name: 10**30})
     assert str(exc.value).count("\n") == 0 and f"{min(most):,}" in str(exc.value)

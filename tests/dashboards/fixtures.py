@@ -69,7 +69,7 @@ def write_models(root: Path) -> Path:
 
 def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = False) -> Path:
     """A finished 2 policies x 2 simulators cross-play run on P4G, made by the real pipeline."""
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     root = root.resolve()
     write_models(root)
@@ -89,7 +89,7 @@ def write_crossplay_run(root: Path, name: str = "crossplay", report: bool = Fals
 def write_gate_verdict(crossplay_dir: Path, out: Path) -> dict[str, Any]:
     """Judge policy A of a cross-play run with the real gate and write its verdict as ``gate --json`` does
     (``--decision point``: 4 tasks x 2 rollouts are too few for the default interval rule to decide)."""
-    from collapse_probe._gate import gate_run_dir
+    from collapse_probe.pipelines.gate import gate_run_dir
 
     crossplay_dir = crossplay_dir.resolve()
     with _cwd(crossplay_dir.parent):
@@ -188,7 +188,7 @@ def write_audit_run(
         partition: the audit's ``--partition`` (``None``: its default, by meaning, which may load the
             sentence encoder: a test that does so is marked ``realmodel``).
     """
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     root = root.resolve()
     write_models(root)
@@ -287,7 +287,7 @@ def _variant(i: int) -> dict[str, Any]:
 def write_long_audit_run(root: Path, name: str, states: int = 16, samples: int = 8, compare_vs: bool = True) -> Path:
     """An audit of a 100-character simulator spec over ``2 * states`` probe states (32 by default),
     both sampling modes (``--compare-vs``), made by the real pipeline."""
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     root = root.resolve()
     write_models(root)
@@ -300,7 +300,7 @@ def write_long_audit_run(root: Path, name: str, states: int = 16, samples: int =
 
 def write_matrix_run(root: Path, name: str, n: int = 8) -> Path:
     """An ``n`` x ``n`` cross-play run (100-character specs, one training simulator) by the real pipeline."""
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     root = root.resolve()
     write_models(root)
@@ -322,7 +322,7 @@ def _down_model() -> None:
 
 def write_failed_audit_run(root: Path, name: str) -> Path:
     """An audit whose simulator's server is down: every state an infrastructure failure, no result."""
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     _down_model()
     root = root.resolve()
@@ -333,7 +333,7 @@ def write_failed_audit_run(root: Path, name: str) -> Path:
 
 def write_failed_crossplay_run(root: Path, name: str) -> Path:
     """A cross-play run whose simulator's server is down: every conversation an infrastructure failure."""
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     _down_model()
     root = root.resolve()
@@ -378,11 +378,11 @@ def write_play_run(root: Path, name: str, sim: str = "scripted:models/sim_div.js
 
 
 def write_monitor_rows(out: Path, steps: int = 24, states: int = 4, collapse_at: int = 12) -> Path:
-    """A monitor run directory written by :class:`~collapse_probe.monitor.CollapseMonitor` itself: each
+    """A monitor run directory written by :class:`~collapse_probe.integrations.monitor.CollapseMonitor` itself: each
     step shadows ``states`` states with six replies, varied before ``collapse_at`` and one reply after
     it, so the rows from the step after it on raise the collapse alarm (the run-wide test bets on what the
     first collapsed step showed); its ``report.html`` is the monitor's own."""
-    from collapse_probe.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor import CollapseMonitor
 
     m = CollapseMonitor(partition="exact", out=out, seed=0)
     for step in range(steps):
@@ -397,7 +397,7 @@ def write_monitor_rows(out: Path, steps: int = 24, states: int = 4, collapse_at:
 def write_train_report_run(root: Path, name: str, steps: int = 40) -> Path:
     """A train run with its ``report.html`` written by the trainer's own report function, from the
     exact curves of a lab run (:func:`write_train_run`), and the collapse monitor's rows in its
-    ``monitor/`` subdirectory, where the LLM trainers keep them (:func:`write_monitor_rows`)."""
+    ``integrations/monitor/`` subdirectory, where the LLM trainers keep them (:func:`write_monitor_rows`)."""
     from collapse_probe.trainers._train_results import write_train_report
 
     d = write_train_run(root, name, steps=steps, eval_every=5)

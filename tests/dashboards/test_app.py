@@ -157,7 +157,7 @@ def test_simulator_view_state_selection(app, runs_root):
 
 
 def test_simulator_view_human_reference(p4g_dir, tmp_path, monkeypatch):
-    from collapse_probe.benchmarks import p4g_stance
+    from collapse_probe.benchmarks.p4g import stance as p4g_stance
 
     # the rules stance reader: the default one embeds with the packaged encoder (the real-model tier's)
     monkeypatch.setattr(p4g_stance, "default_stance_reader", lambda: p4g_stance.StanceReader("rules"))
@@ -395,7 +395,7 @@ def fixtures_records(run_dir: Path) -> list[dict]:
 
 
 def test_compare_audits_matches_shared_states(write_scripted):
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
     from collapse_probe.report import audit_plots as ap
 
     a = run_audit(AuditConfig(sim=write_scripted([("[DONATE $1]", 0.9), ("No.", 0.1)], name="a.json"), samples=20,
@@ -415,7 +415,7 @@ def test_compare_audits_matches_shared_states(write_scripted):
 
 
 def test_state_classes_of_a_real_record(write_scripted, tmp_path):
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
     from collapse_probe.report import audit_plots as ap
 
     spec = write_scripted([("alpha", 0.5), ("beta", 0.3), ("gamma", 0.2)])

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_compare import tau2_file  # noqa: E402  (tests/test_compare.py)
 
-from collapse_probe._compare import CompareConfig, run_compare  # noqa: E402
+from collapse_probe.pipelines.compare import CompareConfig, run_compare  # noqa: E402
 
 APP = Path(__file__).resolve().parents[2] / "collapse_probe" / "dashboard" / "app.py"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from collapse_probe._resources import package_path
+from collapse_probe.core._resources import package_path
 
 DIVERSE = f"scripted:{package_path('data', 'scripted', 'p4g_donor_diverse.json')}"
 """A scripted donor with several distinct replies (cheap, seeded)."""

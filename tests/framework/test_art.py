@@ -18,8 +18,8 @@ art = pytest.importorskip("art", reason="ART is not importable here (openpipe-ar
 
 def test_after_each_on_arts_gather_records_groups_and_tags_trajectories_with_a_fixed_key_set(donor):
     from collapse_probe.benchmarks.p4g import P4GArena
-    from collapse_probe.monitor import CollapseMonitor, simulator_reply
-    from collapse_probe.monitor.art import after_each, end_step
+    from collapse_probe.integrations.monitor import CollapseMonitor, simulator_reply
+    from collapse_probe.integrations.monitor.art import after_each, end_step
 
     arena = P4GArena(max_turns=1)
     monitor = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact", arena=arena)

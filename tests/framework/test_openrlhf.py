@@ -80,7 +80,7 @@ def _experience(response: dict[str, Any]) -> Experience:
 
 
 def _classes(tmp_path: Path, donor: str) -> tuple[type, type]:
-    from collapse_probe.monitor.openrlhf import agent_classes
+    from collapse_probe.integrations.monitor.openrlhf import agent_classes
 
     return agent_classes(sim=donor, benchmark="p4g", max_turns=2, rollouts_per_step=2, out=tmp_path,
                          monitor={"shadow_fraction": 1.0, "shadow_samples": 4, "partition": "exact"})  # fmt: skip

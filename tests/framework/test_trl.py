@@ -11,7 +11,7 @@ trl = pytest.importorskip("trl", reason="TRL is not importable here")
 
 
 def test_the_installed_trl_is_a_tested_release_and_passes_the_reward_kwargs_the_adapter_reads():
-    from collapse_probe.monitor._adapters import check_version
+    from collapse_probe.integrations.monitor._adapters import check_version
 
     assert check_version("trl") is None, check_version("trl")
     source = inspect.getsource(trl.GRPOTrainer)
@@ -23,8 +23,8 @@ def test_the_installed_trl_is_a_tested_release_and_passes_the_reward_kwargs_the_
 def test_the_callback_is_a_transformers_trainer_callback():
     import transformers
 
-    from collapse_probe.monitor import CollapseMonitor
-    from collapse_probe.monitor.trl import CollapseMonitorCallback
+    from collapse_probe.integrations.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor.trl import CollapseMonitorCallback
 
     cb = CollapseMonitorCallback(CollapseMonitor(partition="exact"), stop_on_alarm=True)
     assert isinstance(cb, transformers.TrainerCallback)

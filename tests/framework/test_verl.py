@@ -68,7 +68,7 @@ def _config(tok_dir: Path, tmp_path: Path, **section: Any) -> Any:
     cfg.data.train_batch_size = 2
     cfg.reward.num_workers = 1
     cfg.reward.reward_manager.source = "importlib"
-    cfg.reward.reward_manager.module.path = "pkg://collapse_probe.monitor.verl"
+    cfg.reward.reward_manager.module.path = "pkg://collapse_probe.integrations.monitor.verl"
     cfg.reward.reward_manager.name = "CollapseMonitorRewardManager"
     cfg.collapse_monitor = {"sim": section.pop("sim"), "benchmark": "p4g", "max_turns": 2,
                             "spool": str(tmp_path / "spool"), "out": str(tmp_path / "monitor"),
@@ -89,7 +89,7 @@ def _worker(cfg: Any, tokenizer: Any) -> AgentLoopWorker:
 
 def _rows(tmp_path: Path, n: int) -> list[dict[str, Any]]:
     from collapse_probe.benchmarks.p4g import P4GArena
-    from collapse_probe.monitor.verl import write_dataset
+    from collapse_probe.integrations.monitor.verl import write_dataset
 
     arena = P4GArena(max_turns=2)
     path = write_dataset(arena, arena.load_tasks(n, seed=0), tmp_path / "p4g.parquet")
@@ -116,12 +116,12 @@ async def _step(w: AgentLoopWorker, rows: list[dict[str, Any]], step: int, n: in
 
 
 def test_agent_loop_and_reward_manager_are_registered_verl_classes(tmp_path, tokenizer, donor):
-    import collapse_probe.monitor.verl as adapter
+    import collapse_probe.integrations.monitor.verl as adapter
 
     loop_cls, manager_cls = adapter.CollapseMonitorAgentLoop, adapter.CollapseMonitorRewardManager
     assert issubclass(loop_cls, ToolAgentLoop) and issubclass(manager_cls, RewardManagerBase)
     assert _agent_loop_registry["collapse_monitor"] == {
-        "_target_": "collapse_probe.monitor.verl.CollapseMonitorAgentLoop"
+        "_target_": "collapse_probe.integrations.monitor.verl.CollapseMonitorAgentLoop"
     }
     assert get_reward_manager_cls("collapse_monitor") is manager_cls
     from verl.trainer.ppo.reward import resolve_reward_manager_cls
@@ -153,7 +153,7 @@ def test_verl_rollouts_are_played_scored_and_monitored_through_verls_own_pipelin
     masks = first[0].response_mask[0].tolist()
     assert 0 in masks and 1 in masks
     # the trainer-side monitor closed one step per 2 x 2 samples and took the spooled turns
-    from collapse_probe.monitor.verl import _SESSIONS, RewardSession
+    from collapse_probe.integrations.monitor.verl import _SESSIONS, RewardSession
 
     session = next(
         s for s in _SESSIONS.values() if isinstance(s, RewardSession) and s.monitor.out == tmp_path / "monitor"
@@ -208,7 +208,7 @@ def test_reward_manager_refuses_several_reward_workers(tmp_path, tokenizer, dono
 
 def test_missing_settings_are_one_line_naming_the_key(tmp_path, tokenizer, donor):
     from collapse_probe.errors import ConfigError
-    from collapse_probe.monitor.verl import settings_from
+    from collapse_probe.integrations.monitor.verl import settings_from
 
     cfg = _config(tokenizer[1], tmp_path, sim=donor)
     del cfg.collapse_monitor["spool"]
@@ -255,7 +255,7 @@ def test_the_documented_commands_make_the_dataset_and_the_agent_loop_config_verl
                                        hf_model_type=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
                                        tools=ToolListWrap([]))  # fmt: skip
 
-    import collapse_probe.monitor.verl as adapter
+    import collapse_probe.integrations.monitor.verl as adapter
 
     assert isinstance(asyncio.run(make()), adapter.CollapseMonitorAgentLoop)
 
@@ -274,6 +274,6 @@ def test_the_documented_run_sets_only_keys_of_verls_config():
         node = OmegaConf.select(cfg, parent) if parent else cfg
         assert node is not None and leaf in list(node.keys()), f"{key} is not a key of verl's ppo_trainer config"
     added = re.findall(r"\+(collapse_monitor\.[\w.]+)=", run)
-    from collapse_probe.monitor.verl import SETTINGS
+    from collapse_probe.integrations.monitor.verl import SETTINGS
 
     assert {k.split(".")[1] for k in added} <= set(SETTINGS)

@@ -62,7 +62,7 @@ def p4g_specs(models_dir):
 def crossplay_run(tmp_path_factory, p4g_specs):
     """A 2 x 2 cross-play run on P4G whose first attempt hit an outage of one simulator, then resumed:
     conversations.jsonl holds retried conversations twice (the last record counts)."""
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
     from collapse_probe.simulators import Participant, make_participant
 
     out = tmp_path_factory.mktemp("xp") / "run"
@@ -81,7 +81,7 @@ def crossplay_run(tmp_path_factory, p4g_specs):
 @pytest.fixture(scope="session")
 def audit_run(tmp_path_factory, p4g_specs):
     """An audit of a scripted donor on the P4G probe states, compared with Verbalized Sampling."""
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     out = tmp_path_factory.mktemp("audit") / "run"
     run_audit(AuditConfig(sim=p4g_specs["donor"], states=2, samples=20, partition="label", compare_vs=True,
@@ -92,8 +92,8 @@ def audit_run(tmp_path_factory, p4g_specs):
 @pytest.fixture(scope="session")
 def tau2_play_run(tmp_path_factory, models_dir):
     """A play run on the τ2 demo domain: the agent's fixed greeting, then a scripted user and agent."""
-    from collapse_probe.play import PlayConfig, run_play
-    from collapse_probe.runspec import ArenaSpec
+    from collapse_probe.pipelines.play import PlayConfig, run_play
+    from collapse_probe.rollout.runspec import ArenaSpec
     from collapse_probe.simulators import make_participant
 
     agent = scripted(models_dir / "agent.json", [("Could you give me your order id?", 1.0)])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit_from
 from collapse_probe.cli import main
 from collapse_probe.metrics.estimators import mean_collapse_error_interval
+from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_results import GREETING, make_results, reply_counts  # noqa: E402

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit_from
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
-from collapse_probe.interop import export_run
+from collapse_probe.integrations.interop import export_run
+from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_results import reply_counts  # noqa: E402
@@ -127,7 +127,7 @@ def test_a_file_that_is_not_an_inspect_log(tmp_path, capsys):
 
 
 def test_train_rollouts_keep_steps_apart(train_run):
-    from collapse_probe.interop import read_jsonl_conversations, shared_prefix_states
+    from collapse_probe.integrations.interop import read_jsonl_conversations, shared_prefix_states
 
     records = _jsonl(train_run / "rollouts.jsonl")
     run = read_jsonl_conversations(train_run / "rollouts.jsonl")

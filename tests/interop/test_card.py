@@ -11,8 +11,8 @@ import pytest
 
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
-from collapse_probe.interop import simulator_card
-from collapse_probe.interop._card import resolve_pointer
+from collapse_probe.integrations.interop import simulator_card
+from collapse_probe.integrations.interop._card import resolve_pointer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tau2_results import make_results  # noqa: E402
@@ -93,7 +93,7 @@ def test_two_view_verdicts_are_read_when_the_audit_wrote_them(audit_run, tmp_pat
 
 
 def test_card_of_a_published_audit_names_the_file_and_the_flags(tmp_path):
-    from collapse_probe._audit import AuditConfig, run_audit_from
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
 
     f = tmp_path / "results.json"
     make_results(f, {"1": [("a", 0.5), ("b", 0.5)], "2": [("c", 0.8), ("d", 0.2)]}, 6, seed=2, infra_failures=1,
@@ -108,7 +108,7 @@ def test_card_of_a_published_audit_names_the_file_and_the_flags(tmp_path):
 
 
 def test_card_refuses_mixed_simulators_and_other_kinds(audit_run, train_run, tmp_path, p4g_specs):
-    from collapse_probe._audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit import AuditConfig, run_audit
 
     other = tmp_path / "other"
     run_audit(AuditConfig(sim=p4g_specs["donor2"], states=1, samples=4, partition="label", n_boot=200), other,
@@ -118,6 +118,6 @@ def test_card_refuses_mixed_simulators_and_other_kinds(audit_run, train_run, tmp
     with pytest.raises(ConfigError, match="holds a train run"):
         simulator_card([train_run])
     with pytest.raises(ConfigError, match=r"\.md"):
-        from collapse_probe.interop import write_card
+        from collapse_probe.integrations.interop import write_card
 
         write_card(simulator_card([audit_run]), tmp_path / "card.txt")

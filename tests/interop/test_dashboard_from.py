@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit_from
+from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
 from collapse_probe.report.audit_plots import state_estimate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -11,7 +11,7 @@ import pytest
 
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
-from collapse_probe.interop import export_run, read_table
+from collapse_probe.integrations.interop import export_run, read_table
 
 pytest.importorskip("pyarrow")
 
@@ -172,7 +172,7 @@ def _pandas_rows(path: Path) -> list[dict]:
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from collapse_probe.interop import json_columns
+    from collapse_probe.integrations.interop import json_columns
 
     df = pd.read_parquet(path)
     decode = set(json_columns(pq.read_schema(path)))
@@ -306,7 +306,7 @@ def test_exports_never_overwrite_and_need_a_finished_run(crossplay_run, tmp_path
 
 
 def test_every_known_column_is_documented():
-    from collapse_probe.interop._tables import KNOWN
+    from collapse_probe.integrations.interop._tables import KNOWN
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "interop.md").read_text()
     for table, columns in KNOWN.items():

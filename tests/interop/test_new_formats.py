@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from collapse_probe._audit._published import format_of, read_published
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
-from collapse_probe.interop import shared_prefix_states
+from collapse_probe.integrations.interop import shared_prefix_states
+from collapse_probe.pipelines.audit._published import format_of, read_published
 
 SAMPLES = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "published"
 SAMPLE_FORMATS = {

@@ -91,7 +91,7 @@ def test_card_out_that_would_overwrite_or_hang_is_one_line(audit_copy, tmp_path,
 
 def test_export_inspect_never_overwrites_the_twin_and_six_exports_give_one_winner(audit_copy, tmp_path, capsys):
     pytest.importorskip("inspect_ai")
-    from collapse_probe.interop import export_run
+    from collapse_probe.integrations.interop import export_run
 
     twin = tmp_path / "x-verbalized.eval"
     twin.write_text("someone else's log")

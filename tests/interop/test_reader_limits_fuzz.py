@@ -61,7 +61,7 @@ def _written_back(run) -> None:
 @SETTINGS
 @given(value=hostile, seed=st.integers(0, 10**6), dir_format=st.booleans(), as_text=st.booleans())
 def test_tau2_files_with_a_hostile_field(tmp_path_factory, value, seed, dir_format, as_text):
-    from collapse_probe.interop._tau2 import read_tau2_results
+    from collapse_probe.integrations.interop._tau2 import read_tau2_results
 
     d = tmp_path_factory.mktemp("tau2")
     data = make_results(d / "results.json", {"t1": [("a", 0.5), ("b", 0.5)]}, 2, dir_format=False)
@@ -92,7 +92,7 @@ def test_tau2_files_with_a_hostile_field(tmp_path_factory, value, seed, dir_form
 @given(key=st.sampled_from(["states", "samples", "temperature", "sim", "seed", "out"]), value=hostile,
        fmt=st.sampled_from(["yaml", "toml"]))  # fmt: skip
 def test_config_files_with_a_hostile_value(tmp_path_factory, key, value, fmt):
-    from collapse_probe._config_files import load_config_file
+    from collapse_probe.core._config_files import load_config_file
 
     d = tmp_path_factory.mktemp("cfg")
     p = d / f"c.{fmt}"
@@ -130,7 +130,7 @@ def _ints(v):
                                                       b'{"a": "\\udead"}', b'{"a": NaN}', b"\xef\xbb\xbf{}"]),
        nonfinite=st.booleans(), surrogates=st.booleans())  # fmt: skip
 def test_parse_json_on_any_bytes(raw, nonfinite, surrogates):
-    from collapse_probe._files import parse_json
+    from collapse_probe.core._files import parse_json
 
     try:
         value = parse_json(raw, "f.json", nonfinite=nonfinite, surrogates=surrogates)

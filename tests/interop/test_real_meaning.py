@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._audit import AuditConfig, run_audit_from
 from collapse_probe.cli import main
 from collapse_probe.errors import ConfigError
+from collapse_probe.pipelines.audit import AuditConfig, run_audit_from
 
 REAL = (Path(os.environ.get("COLLAPSE_PROBE_SHARED_DATASETS") or Path(__file__).resolve().parents[2].parent / "shared"
              / "datasets") / "tau2-real")  # fmt: skip
@@ -115,7 +115,7 @@ def _chat(task, trial, reply, tool_calls=None, **extra):
 
 
 def test_repeated_ids_and_torn_lines_are_refused(tmp_path):
-    from collapse_probe.interop._jsonl import read_jsonl_conversations
+    from collapse_probe.integrations.interop._jsonl import read_jsonl_conversations
 
     f = tmp_path / "c.jsonl"
     f.write_text("\n".join(json.dumps(_chat("1", i, "hi", id="same")) for i in range(3)) + "\n")
@@ -130,7 +130,7 @@ def test_repeated_ids_and_torn_lines_are_refused(tmp_path):
 
 
 def test_openai_tool_calls_keep_their_name_and_arguments(tmp_path):
-    from collapse_probe.interop._jsonl import read_jsonl_conversations
+    from collapse_probe.integrations.interop._jsonl import read_jsonl_conversations
 
     call = [
         {"id": "c1", "type": "function", "function": {"name": "get_user_details", "arguments": '{"user_id": "a_b_1"}'}}
@@ -158,7 +158,7 @@ def test_replies_outside_the_validated_domain_make_the_meaning_view_inconclusive
 
 
 def test_exact_and_meaning_verdicts_that_flip_make_the_meaning_view_inconclusive():
-    from collapse_probe._audit._verdict import checked_meaning_view
+    from collapse_probe.pipelines.audit._verdict import checked_meaning_view
 
     view = {"label": "COLLAPSED", "estimate": 0.05, "ci95": [0.01, 0.12]}
     checks = {"partition": "disclosure", "validated_on": "x", "states_checked": 4, "states_in_domain": 4,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from collapse_probe.cli import main
-from collapse_probe.interop import log_run, run_figures
-from collapse_probe.interop._trackers import step_figures
+from collapse_probe.integrations.interop import log_run, run_figures
+from collapse_probe.integrations.interop._trackers import step_figures
 
 FAKE_KEY = "sk-test-FAKEFAKEFAKE1234567890"
 

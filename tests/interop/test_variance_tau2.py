@@ -77,7 +77,7 @@ def _independent(path):
 @pytest.mark.skipif(not FILES, reason="public τ2 result files not present at ../shared/datasets/tau2-real/published")
 @pytest.mark.parametrize("path", FILES, ids=[p.name[:30] for p in FILES])
 def test_variance_block_equals_an_independent_count(path):
-    from collapse_probe._audit._published import _variance, read_published
+    from collapse_probe.pipelines.audit._published import _variance, read_published
 
     run = read_published(path, "tau2")
     got = _variance(run.conversations, (0.0, 1.0), 0, run.agent_greedy)

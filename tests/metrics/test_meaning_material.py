@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._resources import package_path
+from collapse_probe.core._resources import package_path
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics import load_meaning_material, read_labelled_states, read_meaning_pairs
 from collapse_probe.metrics._meaning_material import DIFFERS_IN, PAIR_KINDS, as_state_records

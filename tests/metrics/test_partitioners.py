@@ -354,11 +354,11 @@ def test_keys_are_constraints_on_the_clusters():
 
 
 def test_every_caller_list_is_read_from_the_one_registry():
-    from collapse_probe._audit import PARTITIONS as AUDIT_PARTITIONS
-    from collapse_probe._audit._verdict import MEANING_PARTITIONS
-    from collapse_probe._crossplay import STRATEGY_PARTITIONERS
+    from collapse_probe.integrations.monitor._config import PARTITIONS as MONITOR_PARTITIONS
     from collapse_probe.metrics.partitioners import PARTITIONERS, usable_partitioners
-    from collapse_probe.monitor._config import PARTITIONS as MONITOR_PARTITIONS
+    from collapse_probe.pipelines.audit import PARTITIONS as AUDIT_PARTITIONS
+    from collapse_probe.pipelines.audit._verdict import MEANING_PARTITIONS
+    from collapse_probe.pipelines.crossplay import STRATEGY_PARTITIONERS
 
     assert AUDIT_PARTITIONS == tuple(PARTITIONERS) == ("exact", "embedding", "disclosure", "judge", "label")
     assert MEANING_PARTITIONS == ("embedding", "disclosure", "judge")  # each class says so: by_meaning

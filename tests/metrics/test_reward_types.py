@@ -3,9 +3,9 @@ cross-play ``TransferRow``) hold exactly the keys the functions return and ``res
 
 from __future__ import annotations
 
-from collapse_probe._crossplay import CrossplayConfig, TransferRow, crossplay_results
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
 from collapse_probe.metrics.rewards import CellStats, RewardStats, summarize_rewards
+from collapse_probe.pipelines.crossplay import CrossplayConfig, TransferRow, crossplay_results
 from collapse_probe.results import CrossplayResults
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._crossplay import CrossplayConfig, run_crossplay
-from collapse_probe._identity import (
+from collapse_probe.core._identity import (
     UNVERIFIED,
     clean_url,
     file_fingerprint,
@@ -20,6 +19,7 @@ from collapse_probe._identity import (
 )
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import GenerationRequest, get_model
+from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.report.gate_text import markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
@@ -109,7 +109,7 @@ def test_changed_model_file_is_not_served_from_the_cache_nor_resumed(tmp_path):
 
 
 def test_gate_refuses_a_run_that_mixes_two_models(tmp_path):
-    from collapse_probe._gate import evaluate_gate
+    from collapse_probe.pipelines.gate import evaluate_gate
 
     _write(tmp_path / "donor.json", DONOR)
     _write(tmp_path / "cand.json", POLICY_A)

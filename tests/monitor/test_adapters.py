@@ -13,8 +13,8 @@ import types
 
 import pytest
 
-from collapse_probe._resources import package_path
-from collapse_probe.monitor import CollapseMonitor, simulator_reply
+from collapse_probe.core._resources import package_path
+from collapse_probe.integrations.monitor import CollapseMonitor, simulator_reply
 
 DIVERSE = f"scripted:{package_path('data', 'scripted', 'p4g_donor_diverse.json')}"
 
@@ -40,7 +40,7 @@ async def _verl_rollout(session, key, task_id):
 def test_verl_sessions_meet_in_the_spool_and_close_a_step_every_rollouts_per_step(tmp_path):
     import math
 
-    from collapse_probe.monitor.verl import RewardSession, RolloutSession
+    from collapse_probe.integrations.monitor.verl import RewardSession, RolloutSession
 
     settings = _verl_settings(tmp_path)
     rollouts, rewards = RolloutSession(settings), RewardSession(settings, rollouts_per_step=2)
@@ -68,7 +68,7 @@ def test_verl_sessions_meet_in_the_spool_and_close_a_step_every_rollouts_per_ste
 
 
 def test_verl_validation_samples_are_played_unmonitored_and_not_recorded(tmp_path):
-    from collapse_probe.monitor.verl import RewardSession, RolloutSession
+    from collapse_probe.integrations.monitor.verl import RewardSession, RolloutSession
 
     settings = _verl_settings(tmp_path)
     rollouts, rewards = RolloutSession(settings), RewardSession(settings, rollouts_per_step=1)
@@ -86,7 +86,7 @@ def test_verl_validation_samples_are_played_unmonitored_and_not_recorded(tmp_pat
 
 def test_verl_settings_name_the_missing_or_unknown_key(tmp_path):
     from collapse_probe.errors import ConfigError
-    from collapse_probe.monitor.verl import RolloutSession, settings_from
+    from collapse_probe.integrations.monitor.verl import RolloutSession, settings_from
 
     with pytest.raises(ConfigError, match="collapse_monitor.sim is required"):
         settings_from({"collapse_monitor": {"spool": "x"}})
@@ -103,7 +103,7 @@ def test_verl_classes_without_verl_are_one_line_naming_the_versions():
 
     if importlib.util.find_spec("verl") is not None:
         pytest.skip("verl is installed here: the framework tier covers the real classes")
-    import collapse_probe.monitor.verl as adapter
+    import collapse_probe.integrations.monitor.verl as adapter
     from collapse_probe.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"needs verl>=0\.9\.1,<0\.10; verl is not installed"):
@@ -112,7 +112,7 @@ def test_verl_classes_without_verl_are_one_line_naming_the_versions():
 
 def test_art_after_each_records_groups_and_tags_trajectories():
     from collapse_probe.benchmarks.p4g import P4GArena
-    from collapse_probe.monitor.art import after_each, end_step
+    from collapse_probe.integrations.monitor.art import after_each, end_step
 
     arena = P4GArena(max_turns=1)
     monitor = CollapseMonitor(
@@ -147,7 +147,7 @@ def test_art_after_each_records_groups_and_tags_trajectories():
 
 
 def test_openrlhf_session_closes_a_step_every_rollouts_per_step(tmp_path):
-    from collapse_probe.monitor.openrlhf import ArenaSession
+    from collapse_probe.integrations.monitor.openrlhf import ArenaSession
 
     session = ArenaSession(sim=DIVERSE, benchmark="p4g", max_turns=1, rollouts_per_step=2, out=tmp_path,
                            monitor={"shadow_fraction": 1.0, "shadow_samples": 4, "partition": "exact", "strategy_partition": "exact"})  # fmt: skip
@@ -165,7 +165,7 @@ def test_openrlhf_session_closes_a_step_every_rollouts_per_step(tmp_path):
 
 
 def _names():
-    from collapse_probe.monitor._adapters import SCALAR_NAMES
+    from collapse_probe.integrations.monitor._adapters import SCALAR_NAMES
 
     return SCALAR_NAMES
 
@@ -173,7 +173,7 @@ def _names():
 def test_the_fixed_scalar_names_cover_every_figure_the_monitor_logs(tmp_path):
     """A figure the monitor adds to ``scalars`` must be added to the fixed set the adapters log."""
     from collapse_probe.benchmarks.p4g import P4GArena
-    from collapse_probe.monitor._adapters import fixed_scalars
+    from collapse_probe.integrations.monitor._adapters import fixed_scalars
 
     arena = P4GArena(max_turns=1)
     monitor = CollapseMonitor(shadow_fraction=1.0, shadow_samples=4, partition="exact", strategy_partition="exact", arena=arena,
@@ -194,7 +194,7 @@ def test_the_fixed_scalar_names_cover_every_figure_the_monitor_logs(tmp_path):
 
 
 def test_an_installed_framework_outside_the_tested_range_is_named_in_one_line(caplog):
-    from collapse_probe.monitor import _adapters
+    from collapse_probe.integrations.monitor import _adapters
 
     assert _adapters.version_notice("verl", "0.9.1") is None and _adapters.version_notice("verl", "0.9.3") is None
     line = _adapters.version_notice("verl", "0.8.2")
@@ -202,7 +202,7 @@ def test_an_installed_framework_outside_the_tested_range_is_named_in_one_line(ca
     assert "verl>=0.9.1,<0.10" in line and "installed verl 0.8.2" in line
     assert _adapters.version_notice("openrlhf", "0.12.0") is not None
     _adapters._warned.discard("art")
-    with caplog.at_level("WARNING", logger="collapse_probe.monitor"):
+    with caplog.at_level("WARNING", logger="collapse_probe.integrations.monitor"):
         _adapters.check_version("art", "0.5.18")
         _adapters.check_version("art", "0.5.18")
     assert [r.getMessage() for r in caplog.records].count(_adapters.version_notice("art", "0.5.18")) == 1
@@ -213,7 +213,7 @@ def test_the_extras_pin_the_tested_ranges():
 
     import tomllib
 
-    from collapse_probe.monitor._adapters import TESTED, tested_range
+    from collapse_probe.integrations.monitor._adapters import TESTED, tested_range
 
     extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"

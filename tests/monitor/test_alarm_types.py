@@ -1,9 +1,9 @@
-"""The typed alarm (:class:`~collapse_probe.monitor.Alarm`) and pooled interval describe what a monitor
+"""The typed alarm (:class:`~collapse_probe.integrations.monitor.Alarm`) and pooled interval describe what a monitor
 row really holds: every key a raised alarm has is declared, every required one is there."""
 
 from __future__ import annotations
 
-from collapse_probe.monitor import Alarm, AlarmCallbackError, CollapseMonitor, PooledInterval
+from collapse_probe.integrations.monitor import Alarm, AlarmCallbackError, CollapseMonitor, PooledInterval
 
 
 def _keys_fit(obj: dict, typed: type) -> bool:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from collapse_probe.monitor import CollapseMonitor
-from collapse_probe.monitor._core import alarm_window
+from collapse_probe.integrations.monitor import CollapseMonitor
+from collapse_probe.integrations.monitor._core import alarm_window
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from collapse_probe.errors import ConfigError  # noqa: E402
-from collapse_probe.monitor import CollapseMonitor  # noqa: E402
-from collapse_probe.monitor._args import ROW_KEYS  # noqa: E402
+from collapse_probe.integrations.monitor import CollapseMonitor  # noqa: E402
+from collapse_probe.integrations.monitor._args import ROW_KEYS  # noqa: E402
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_an_on_alarm_callback_that_raises_is_recorded_and_reported_once(caplog):
         raise RuntimeError("callback exploded")
 
     m = CollapseMonitor(shadow_samples=4, partition="exact", strategy_partition="exact", on_alarm=boom)
-    with caplog.at_level(logging.WARNING, logger="collapse_probe.monitor._core"):
+    with caplog.at_level(logging.WARNING, logger="collapse_probe.integrations.monitor._core"):
         for step in range(4):
             for r in range(6):
                 m.record_turn(f"r{r}", "same", ["same", "same", "same"])

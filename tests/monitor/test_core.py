@@ -11,9 +11,9 @@ import pytest
 
 from collapse_probe.benchmarks.p4g import P4GArena
 from collapse_probe.errors import ConfigError
+from collapse_probe.integrations.monitor import CollapseMonitor, MonitorConfig, play_simulator_turns, rng_isolated
 from collapse_probe.models import GenerationResult
 from collapse_probe.models.scripted import ScriptedModel
-from collapse_probe.monitor import CollapseMonitor, MonitorConfig, play_simulator_turns, rng_isolated
 from collapse_probe.simulators import Participant
 
 # eps = 1 - 0.5 = 0.5 at every state; distinct donation decisions, so every partition agrees
@@ -332,7 +332,7 @@ def test_a_failed_shadow_call_costs_the_measurement_not_the_rollout(arena):
 
 def test_the_sampling_state_round_trips_and_is_checked():
     from collapse_probe.errors import ConfigError
-    from collapse_probe.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor import CollapseMonitor
 
     m = CollapseMonitor(shadow_fraction=0.3, shadow_samples=3, partition="exact", strategy_partition="exact")
     for _ in range(5):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe.monitor import CollapseMonitor
+from collapse_probe.integrations.monitor import CollapseMonitor
 
 APP = Path(__file__).resolve().parents[2] / "collapse_probe" / "dashboard" / "app.py"
 

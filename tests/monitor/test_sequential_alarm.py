@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, multinomial
 
-from collapse_probe.monitor._sequential import (
+from collapse_probe.integrations.monitor._sequential import (
     CollapseTest,
     max_bet,
     plug_in_bet,

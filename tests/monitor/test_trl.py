@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from collapse_probe._resources import package_path  # noqa: E402
+from collapse_probe.core._resources import package_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DIVERSE = f"scripted:{package_path('data', 'scripted', 'p4g_donor_diverse.json')}"
@@ -76,8 +76,8 @@ def test_monitor_on_and_off_train_identical_weights(switched_run, tmp_path):
 
 def test_environment_factory_class_plays_the_simulator_and_reports_rewards():
     from collapse_probe.benchmarks.p4g import P4GArena
-    from collapse_probe.monitor import CollapseMonitor
-    from collapse_probe.monitor.trl import arena_environment
+    from collapse_probe.integrations.monitor import CollapseMonitor
+    from collapse_probe.integrations.monitor.trl import arena_environment
 
     arena = P4GArena(max_turns=2)
     tasks = arena.load_tasks(2, seed=0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.monitor import CollapseMonitor
+from collapse_probe.integrations.monitor import CollapseMonitor
 
 
 def test_zero_std_groups_by_cause_by_hand():

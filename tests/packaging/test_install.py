@@ -25,9 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_files_are_found_through_the_package() -> None:
-    from collapse_probe._resources import dashboard_app, dataset_path
     from collapse_probe.benchmarks.p4g import load_personas
     from collapse_probe.benchmarks.tau2._data import demo_dir
+    from collapse_probe.core._resources import dashboard_app, dataset_path
 
     assert dashboard_app().is_file() and dashboard_app().parent.parent.name == "collapse_probe"
     assert len(load_personas()) == 120
@@ -42,7 +42,9 @@ def test_shipped_files_are_found_through_the_package() -> None:
     packages = find_packages(str(REPO), include=find["include"])
     assert packages and all(p.split(".")[0] == "collapse_probe" for p in packages), packages
     assert not list((REPO / "datasets").rglob("__init__.py"))
-    assert not (REPO / "dashboards").exists()
+    # dashboards/ holds the Streamlit app; the package reaches it through its link collapse_probe/dashboard
+    assert (REPO / "collapse_probe" / "dashboard").resolve() == (REPO / "dashboards").resolve()
+    assert "collapse_probe.dashboard" in packages
 
 
 def test_datasets_env_points_the_root_elsewhere(tmp_path, monkeypatch) -> None:
@@ -59,7 +61,10 @@ def _tracked_copy(dest: Path) -> Path:
     """The tracked files of the checkout (what a clone holds), without build outputs."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in files.decode().split("\0"):
-        if name and (REPO / name).is_file():
+        if name and (REPO / name).is_symlink():  # collapse_probe/dashboard -> ../dashboards, as a clone has it
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(REPO / name), dest / name)
+        elif name and (REPO / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, dest / name)
     return dest

@@ -609,7 +609,7 @@ PLUGIN_ENV = {"COLLAPSE_PROBE_PLUGIN_TIMEOUT": "3"}
 MONITOR = """
 import sys
 from collapse_probe.errors import ConfigError
-from collapse_probe.monitor import CollapseMonitor
+from collapse_probe.integrations.monitor import CollapseMonitor
 try:
     m = CollapseMonitor(shadow_samples=2, partition="exact")
 {body}
@@ -630,7 +630,7 @@ def monitor(body: str) -> Callable[[Path], list[str]]:
 def monitor_on_alarm(d: Path) -> list[str]:
     code = """
         import io, logging
-        from collapse_probe.monitor import CollapseMonitor
+        from collapse_probe.integrations.monitor import CollapseMonitor
         log = io.StringIO()
         logging.basicConfig(stream=log, level=logging.WARNING)
         def boom(alarm, monitor):
@@ -683,7 +683,7 @@ def example_args(*args: str) -> Callable[[Path], list[str]]:
 
 JSONL_READER = (
     "the JSONL conversation reader checks is_file() first and says 'no such file' for a FIFO or a device; "
-    "collapse_probe._files.iter_json_lines names them"
+    "collapse_probe.core._files.iter_json_lines names them"
 )
 
 CASES: list[Case] = [

@@ -179,8 +179,8 @@ def test_run_dirs_the_dashboard_reads(files):
 @given(files=st.dictionaries(st.sampled_from(["config.json", "conversations.jsonl", "results.json"]),
                              json_values | raw_bytes, min_size=1, max_size=3))  # fmt: skip
 def test_run_dirs_the_pipelines_resume_and_the_gate_reads(files):
-    from collapse_probe._gate import gate_run_dir
     from collapse_probe.cli.gate import run as gate_run  # noqa: F401 - imported as the CLI does
+    from collapse_probe.pipelines.gate import gate_run_dir
     from collapse_probe.rollout import RunDir
 
     d = _tmp()

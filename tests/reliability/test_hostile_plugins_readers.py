@@ -438,14 +438,14 @@ def api(body: str) -> Callable[[Path], list[str]]:
 
 def verl(section: str) -> Callable[[Path], list[str]]:
     return api(f"""
-        from collapse_probe.monitor.verl import settings_from
+        from collapse_probe.integrations.monitor.verl import settings_from
         settings_from({{"collapse_monitor": {section}}})
     """)
 
 
 def verl_record(info: str) -> Callable[[Path], list[str]]:
     return api(f"""
-        from collapse_probe.monitor.verl import RewardSession
+        from collapse_probe.integrations.monitor.verl import RewardSession
         s = RewardSession({{"sim": "scripted:donor.json", "spool": "spool", "max_turns": 2,
                            "monitor": {{"shadow_samples": 2, "partition": "exact"}}}}, 2)
         asyncio.run(s.record({info}))
@@ -474,7 +474,7 @@ SETTING_CASES = [
     _setting(
         "restore_sampling_state on junk",
         api("""
-            from collapse_probe.monitor import CollapseMonitor
+            from collapse_probe.integrations.monitor import CollapseMonitor
             CollapseMonitor(shadow_samples=2, partition="exact").restore_sampling_state("junk")
         """),
         "sampling state",
@@ -482,7 +482,7 @@ SETTING_CASES = [
     _setting(
         "restore_sampling_state on None",
         api("""
-            from collapse_probe.monitor import CollapseMonitor
+            from collapse_probe.integrations.monitor import CollapseMonitor
             CollapseMonitor(shadow_samples=2, partition="exact").restore_sampling_state(None)
         """),
         "sampling state",
@@ -490,7 +490,7 @@ SETTING_CASES = [
     _setting(
         "OpenRLHF seed: abc",
         api("""
-            from collapse_probe.monitor.openrlhf import ArenaSession
+            from collapse_probe.integrations.monitor.openrlhf import ArenaSession
             ArenaSession(sim="scripted:donor.json", rollouts_per_step=2, seed="abc")
         """),
         "openrlhf seed",
@@ -498,7 +498,7 @@ SETTING_CASES = [
     _setting(
         "OpenRLHF feedback naming another field",
         api("""
-            from collapse_probe.monitor.openrlhf import ArenaSession
+            from collapse_probe.integrations.monitor.openrlhf import ArenaSession
             ArenaSession(sim="scripted:donor.json", rollouts_per_step=2, feedback="{policy}")
         """),
         "openrlhf feedback",

@@ -114,7 +114,7 @@ def _entry(way: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_echoed_credentials_reach_no_output(way, tmp_path, monkeypatch, capsys):
     """A server that quotes the request's credentials in its 401 bodies and in its replies: the key,
     however it was given, is in no terminal line, run file or cache entry, in none of its forms."""
-    from collapse_probe._secrets import forget_secrets
+    from collapse_probe.core._secrets import forget_secrets
 
     forget_secrets()  # as in a fresh process: nothing registered before this run's own configuration
     monkeypatch.chdir(tmp_path)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collapse_probe._records import ConversationRecord
-from collapse_probe.play import PlayConfig, run_play
+from collapse_probe.core._records import ConversationRecord
+from collapse_probe.pipelines.play import PlayConfig, run_play
 from collapse_probe.report._html import TICK_FORMAT
 from collapse_probe.report.crossplay_plots import strategy_entropy_bars, transfer_bars
 from collapse_probe.report.play_plots import reward_by_task_figure
 from collapse_probe.report.training_plots import reward_curves_figure, training_figures
-from collapse_probe.runspec import ArenaSpec
+from collapse_probe.rollout.runspec import ArenaSpec
 from collapse_probe.simulators import make_participant
 
 DONOR = Path(__file__).resolve().parents[2] / "collapse_probe" / "data" / "scripted" / "p4g_donor_diverse.json"
@@ -85,9 +85,9 @@ def test_runs_of_very_different_length_overlay_on_progress() -> None:
 
 
 def test_people_beside_the_simulator_with_their_intervals() -> None:
-    from collapse_probe._audit._human import people_epsilon
     from collapse_probe.benchmarks.p4g import HumanDialogue
-    from collapse_probe.benchmarks.p4g_stance import StanceReader
+    from collapse_probe.benchmarks.p4g.stance import StanceReader
+    from collapse_probe.pipelines.audit._human import people_epsilon
     from collapse_probe.report.audit_plots import people_vs_simulator_figure
 
     ask, replies = ["proposition-of-donation"], [["agree-donation"], ["disagree-donation"], ["ask-org-info"]]

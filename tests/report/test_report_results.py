@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from collapse_probe._reports import write_report
 from collapse_probe.cli import main
+from collapse_probe.core._reports import write_report
 from collapse_probe.errors import ConfigError
 from collapse_probe.report.lab_plots import write_compare_report, write_run_report, write_sweep_report
 from collapse_probe.results import load, read_json

@@ -3,8 +3,8 @@ cell per column in every row."""
 
 from __future__ import annotations
 
-from collapse_probe._crossplay import CrossplayConfig, crossplay_results
-from collapse_probe._records import ConversationRecord
+from collapse_probe.core._records import ConversationRecord
+from collapse_probe.pipelines.crossplay import CrossplayConfig, crossplay_results
 from collapse_probe.report._layout import Table, label_table
 from collapse_probe.report.crossplay_plots import crossplay_table, labels_table
 from collapse_probe.report.monitor_plots import alarm_table

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import collapse_probe._crossplay as crossplay
-import collapse_probe.interop._rundata as rundata
+import collapse_probe.integrations.interop._rundata as rundata
+import collapse_probe.pipelines.crossplay as crossplay
 import collapse_probe.results as results
 from collapse_probe.errors import ConfigError
 from collapse_probe.results import CrossplayResults, load, read_results

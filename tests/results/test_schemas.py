@@ -198,7 +198,7 @@ def test_a_plugin_benchmark_field_is_allowed_and_kept(runs, tmp_path):
 
 
 def test_cell_problem_is_the_model_check_of_one_cell(runs):
-    from collapse_probe._crossplay import cell_problem
+    from collapse_probe.pipelines.crossplay import cell_problem
 
     cell = _first_cell(runs)["cells"][0]
     p, s = cell["policy"], cell["simulator"]

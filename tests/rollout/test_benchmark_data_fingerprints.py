@@ -13,7 +13,7 @@ from collapse_probe.benchmarks import get_benchmark
 from collapse_probe.benchmarks._registry import BENCHMARKS
 from collapse_probe.errors import ConfigError
 from collapse_probe.rollout import RunDir
-from collapse_probe.runspec import ArenaSpec
+from collapse_probe.rollout.runspec import ArenaSpec
 
 DATA = Path(__file__).resolve().parents[2] / "collapse_probe" / "data"
 DONOR = DATA / "scripted" / "p4g_donor_diverse.json"

@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from collapse_probe._audit import AuditConfig, run_audit
-from collapse_probe._crossplay import CrossplayConfig, run_crossplay
+from collapse_probe.pipelines.audit import AuditConfig, run_audit
+from collapse_probe.pipelines.crossplay import CrossplayConfig, run_crossplay
 from collapse_probe.simulators import make_participant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
@@ -89,7 +89,7 @@ def _blank_donor(tmp_path: Path, p_blank: float) -> str:
 def test_a_blank_reply_is_never_scored_asked_once_more_and_never_cached(tmp_path, caplog):
     import logging
 
-    from collapse_probe import _observe
+    from collapse_probe.core import _observe
 
     policy, sim = _policy(tmp_path), _blank_donor(tmp_path, 1.0)  # this donor only ever answers blank
     cfg = CrossplayConfig(policies=[policy], simulators=[sim], tasks=2, rollouts=1, max_turns=1)
@@ -126,7 +126,7 @@ def test_blank_replies_of_a_sometimes_blank_donor_are_replaced_by_the_same_reque
 
 
 def test_the_audit_asks_again_for_blank_replies_and_counts_the_re_asks(tmp_path):
-    from collapse_probe import _observe
+    from collapse_probe.core import _observe
 
     sim = _blank_donor(tmp_path, 0.3)
     _observe.reset()

@@ -181,7 +181,7 @@ def test_a_record_that_cannot_be_written_leaves_no_empty_file(tmp_path):
 def test_a_lock_file_naming_no_process_is_free(tmp_path, content):
     """A ``.lock`` whose pid no process can have (beyond the C range, 0, negative: process groups) is
     free, never an exception: the dashboard reads such a run's status and a run may take the lock."""
-    from collapse_probe._proc import pid_alive
+    from collapse_probe.core._proc import pid_alive
     from collapse_probe.rollout._rundir import LOCK_FILE, lock_held
 
     assert pid_alive(os.getpid()) and not pid_alive(2**70) and not pid_alive(0) and not pid_alive(-1)

@@ -162,7 +162,7 @@ def test_asking_the_registries_costs_the_configs_no_import_time() -> None:
 
     repo = Path(__file__).resolve().parents[2]
     code = (
-        "import sys, collapse_probe.trainers.config, collapse_probe.monitor._config, collapse_probe.cli.lab\n"
+        "import sys, collapse_probe.trainers.config, collapse_probe.integrations.monitor._config, collapse_probe.cli.lab\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy' or m == 'collapse_probe.metrics'))"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}

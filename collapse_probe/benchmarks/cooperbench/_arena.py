@@ -42,7 +42,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._constraints import Integer, check_value
 from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks.cooperbench._data import (
     PairRef,
@@ -59,6 +58,7 @@ from collapse_probe.benchmarks.cooperbench._evaluate import (
 )
 from collapse_probe.benchmarks.cooperbench._sandbox import Limits, network_isolation, run_command
 from collapse_probe.benchmarks.tau2._protocol import parse_action
+from collapse_probe.core._constraints import Integer, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion, Message
 

@@ -127,7 +127,7 @@ def _first(pattern: str, text: str) -> str | None:
 def demo_dir() -> Path:
     """The shipped docker-free demo tasks (``collapse_probe/data/cooperbench-demo``; ``$COLLAPSE_PROBE_DATASETS``
     moves the datasets root)."""
-    from collapse_probe._resources import dataset_path
+    from collapse_probe.core._resources import dataset_path
 
     return dataset_path(DEMO_NAME)
 

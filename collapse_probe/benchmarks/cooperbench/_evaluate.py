@@ -34,10 +34,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from collapse_probe._state import process_cache
 from collapse_probe.benchmarks.cooperbench._data import CooperTask, load_task
 from collapse_probe.benchmarks.cooperbench._patch import clean_patch, preimage_blobs
 from collapse_probe.benchmarks.cooperbench._sandbox import Limits, run_command
+from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError
 
 REPOS_ENV = "COLLAPSE_PROBE_COOPERBENCH_REPOS"

@@ -25,8 +25,8 @@ from collapse_probe.benchmarks.scenarios._arena import (
     stated_answer,
 )
 from collapse_probe.benchmarks.scenarios._schema import Reward, Scenario, Turn, load_scenarios, pattern_answers
+from collapse_probe.core.limits import MAX_TURNS
 from collapse_probe.errors import ConfigError
-from collapse_probe.limits import MAX_TURNS
 
 EXAMPLE = "clinic-intake.yaml"
 """The shipped example scenario file."""
@@ -34,7 +34,7 @@ EXAMPLE = "clinic-intake.yaml"
 
 def example_path(name: str = EXAMPLE) -> Path:
     """A scenario file shipped with the package (``collapse_probe/data/scenarios/NAME``)."""
-    from collapse_probe._resources import package_path
+    from collapse_probe.core._resources import package_path
 
     return package_path("data", "scenarios", name)
 

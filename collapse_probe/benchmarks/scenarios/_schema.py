@@ -359,7 +359,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
             wrong type, a pattern that does not compile, ``values`` that miss an answer, a prefix that
             does not alternate, a duplicate id.
     """
-    from collapse_probe._files import FileProblem, MissingFile, read_bytes
+    from collapse_probe.core._files import FileProblem, MissingFile, read_bytes
 
     p = Path(path)
     try:
@@ -407,7 +407,7 @@ def _scenario(value: Any, p: Path, where: str) -> Scenario:
                           f"{type(value).__name__}")  # fmt: skip
     sid = value.get("id")
     name = f"scenario {sid!r} ({where})" if isinstance(sid, str) and sid else f"scenario at {where} (no id)"
-    from collapse_probe._config_files import check_no_nul
+    from collapse_probe.core._config_files import check_no_nul
 
     # a NUL in a prompt is a damaged file, and a C tokenizer or a path cuts the text there
     check_no_nul(value, f"{p}: {name}", expected="text without NUL characters")
@@ -463,13 +463,13 @@ def _text(raw: bytes, p: Path) -> str:
 
 
 def _json(raw: bytes, p: Path) -> Any:
-    from collapse_probe._files import parse_json
+    from collapse_probe.core._files import parse_json
 
     return parse_json(raw, p, expected=EXPECTED, nonfinite=False, unique_keys=True)
 
 
 def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, Any]]:
-    from collapse_probe._files import parse_json
+    from collapse_probe.core._files import parse_json
 
     items = []
     for i, line in enumerate(_text(raw, p).splitlines(), start=1):
@@ -483,8 +483,8 @@ def _yaml(raw: bytes, p: Path) -> Any:
     """The YAML reader of config files (bounded nesting and size, no repeated keys, no NUL), with aliases
     counted as the values they stand for (a file repeats an agent's instructions with ``*agent``) and YAML
     1.2's booleans, so the answers ``YES``/``NO`` of a pattern's ``values`` keep their text."""
-    from collapse_probe._config_files import load_yaml
-    from collapse_probe._files import check_values
+    from collapse_probe.core._config_files import load_yaml
+    from collapse_probe.core._files import check_values
 
     data = load_yaml(
         _text(raw, p), str(p), expected=EXPECTED, core_booleans=True, aliases=True, max_nodes=MAX_SCENARIO_NODES

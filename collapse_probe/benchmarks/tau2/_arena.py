@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collapse_probe._constraints import Integer, check_value
 from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks.tau2._data import DomainData, load_domain, normalize_domain, render_user_scenario
 from collapse_probe.benchmarks.tau2._evaluate import (
@@ -44,6 +43,7 @@ from collapse_probe.benchmarks.tau2._protocol import (
     format_action,
     parse_action,
 )
+from collapse_probe.core._constraints import Integer, check_value
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import ChatModel, Completion, GenerationRequest, Message, SamplingParams
 

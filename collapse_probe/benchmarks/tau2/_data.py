@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collapse_probe._resources import dataset_path
-from collapse_probe._state import process_cache
 from collapse_probe.benchmarks.tau2._db import CANONICALISERS, Tables
+from collapse_probe.core._resources import dataset_path
+from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError
 
 ENV_VAR = "COLLAPSE_PROBE_TAU2_DATA"
@@ -109,7 +109,7 @@ def resolve_domain_dir(domain: str, data_dir: str | os.PathLike[str] | None = No
 
 
 def _read_json(path: Path) -> Any:
-    from collapse_probe._files import FileProblem, MissingFile, parse_json, read_bytes
+    from collapse_probe.core._files import FileProblem, MissingFile, parse_json, read_bytes
 
     try:
         raw = read_bytes(path, expected="a tau2 JSON data file")

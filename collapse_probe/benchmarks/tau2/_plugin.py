@@ -9,7 +9,7 @@ from pydantic import Field
 
 from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.benchmarks.tau2._arena import Tau2Arena, make_arena
-from collapse_probe.limits import MAX_TURNS
+from collapse_probe.core.limits import MAX_TURNS
 
 
 class Tau2Options(BenchmarkOptions):

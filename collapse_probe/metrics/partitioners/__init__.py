@@ -24,7 +24,7 @@ pass or one judge batch per round across all states).
 
 from __future__ import annotations
 
-from collapse_probe._meaning import KeyFamily
+from collapse_probe.core._meaning import KeyFamily
 from collapse_probe.metrics._text import normalize_text
 from collapse_probe.metrics.partitioners._base import ExactPartitioner, Partitioner, canonical_labels, class_counts
 from collapse_probe.metrics.partitioners._calibration import (

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from collapse_probe._meaning import KeyFamily
-from collapse_probe._resources import package_path
+from collapse_probe.core._meaning import KeyFamily
+from collapse_probe.core._resources import package_path
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners._embedding import DEFAULT_EMBEDDING_THRESHOLD, EmbeddingPartitioner
 

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from collapse_probe._constraints import Integer, Number, check_value
-from collapse_probe._meaning import KeyFamily
+from collapse_probe.core._constraints import Integer, Number, check_value
+from collapse_probe.core._meaning import KeyFamily
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.metrics._text import normalize_text
 from collapse_probe.metrics.partitioners._base import _check_texts, canonical_labels, takes_keyword

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from collapse_probe._plugins import Registry
+from collapse_probe.core._plugins import Registry
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners._base import _check_texts, _SyncPartitioner, canonical_labels
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from collapse_probe._plugins import PARTITIONERS_GROUP, Registry
+from collapse_probe.core._plugins import PARTITIONERS_GROUP, Registry
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners._base import ExactPartitioner, Partitioner, _check_texts, canonical_labels
 from collapse_probe.metrics.partitioners._embedding import DisclosurePartitioner, EmbeddingPartitioner
@@ -131,7 +131,7 @@ def check_partitioner(name: object, flag: str, use: str | None = None, *, model:
         return
     allowed = usable_partitioners(model=model, benchmark=benchmark, installed=True)
     if cls is None:  # an unknown name: the error every registry gives
-        from collapse_probe._plugins import unknown_name
+        from collapse_probe.core._plugins import unknown_name
 
         raise unknown_name(flag, "partitioner", name, allowed)
     where = f" for {use}" if use else ""
