@@ -177,7 +177,10 @@ def test_package_cycle_checker_sees_a_cycle_the_module_graph_does_not():
     }
     list(graphlib.TopologicalSorter({m: set(d) for m, d in graph.items()}).static_order())  # modules: acyclic
     cycle = package_cycle(graph)
-    assert len(cycle) == 2 and {c.split(" (")[0] for c in cycle} == {"pipelines/audit -> integrations/interop", "integrations/interop -> pipelines/audit"}
+    assert len(cycle) == 2 and {c.split(" (")[0] for c in cycle} == {
+        "pipelines/audit -> integrations/interop",
+        "integrations/interop -> pipelines/audit",
+    }
     assert any(
         "collapse_probe.integrations.interop._rundata:123 -> collapse_probe.pipelines.audit._sampling" in c
         for c in cycle
@@ -341,7 +344,11 @@ PATH_IN_TICKS = r"`([\w/-]+(?:\.py|/))`"
 
 def _doc_path(name: str) -> Path:
     top = name.split("/", 1)[0]
-    return REPO / name if top in {"tests", "scripts", "docs", ".ci", "collapse_probe", "datasets", "dashboards"} else PACKAGE / name
+    return (
+        REPO / name
+        if top in {"tests", "scripts", "docs", ".ci", "collapse_probe", "datasets", "dashboards"}
+        else PACKAGE / name
+    )
 
 
 def diagram_layers(text: str) -> list[tuple[str, set[str]]]:
