@@ -81,8 +81,6 @@ def cell_summary(
     names the interval; ``ci95_note`` says why there is none (fewer than 2 tasks) or why the range
     was not used (a reward outside it).
     """
-    from collapse_probe.metrics.transfer import cluster_mean_ci
-
     scored = [r for r in records if r.infra_error is None and r.reward is not None]
     infra = [r for r in records if r.infra_error is not None]
     task_rewards: dict[str, list[float]] = {t: [] for t in task_ids}
@@ -90,23 +88,7 @@ def cell_summary(
         if r.reward is not None:
             task_rewards.setdefault(r.task_id, []).append(float(r.reward))
     by_task = {t: v for t, v in task_rewards.items() if v}
-    mean = lo = hi = method = note = None
-    if by_task:
-        bounds = reward_range
-        outside = [x for v in by_task.values() for x in v if bounds is not None and not bounds[0] <= x <= bounds[1]]
-        if outside:
-            note = (
-                f"reward {outside[0]:g} outside the declared range [{bounds[0]:g}, {bounds[1]:g}]: CI without the range"  # type: ignore[index]
-            )
-            bounds = None
-        with np.errstate(all="ignore"):
-            est = cluster_mean_ci(by_task, reward_range=bounds)
-        mean, lo, hi, method, note = est.value, est.lo, est.hi, est.method, note or est.note
-        if not all(math.isfinite(x) for x in (mean, lo, hi) if x is not None):
-            # rewards near the float limit (±1e308): their sum overflows, their mean does not
-            mean = finite_mean([x for v in by_task.values() for x in v])
-            lo = hi = None
-            note = "rewards too large for a floating-point interval (their sums overflow): no interval"
+    mean, lo, hi, method, note = _cell_interval(by_task, reward_range)
     errors: dict[str, int] = {}
     for r in infra:
         msg = (r.infra_error or "unknown")[:200]
@@ -129,6 +111,33 @@ def cell_summary(
         "unscored": total - len(scored) - len(infra),
         "task_rewards": task_rewards,
     }
+
+
+def _cell_interval(
+    by_task: dict[str, list[float]], reward_range: tuple[float, float] | None
+) -> tuple[float | None, float | None, float | None, str | None, str | None]:
+    """``(mean, lo, hi, method, note)`` of a cell's scored rewards, tasks as clusters (all ``None``
+    without a scored task): the declared ``reward_range`` is dropped, with a note, when a reward lies
+    outside it; sums that overflow leave the finite mean and no interval."""
+    from collapse_probe.metrics.transfer import cluster_mean_ci
+
+    if not by_task:
+        return None, None, None, None, None
+    note = None
+    bounds = reward_range
+    outside = [x for v in by_task.values() for x in v if bounds is not None and not bounds[0] <= x <= bounds[1]]
+    if outside:
+        note = f"reward {outside[0]:g} outside the declared range [{bounds[0]:g}, {bounds[1]:g}]: CI without the range"  # type: ignore[index]
+        bounds = None
+    with np.errstate(all="ignore"):
+        est = cluster_mean_ci(by_task, reward_range=bounds)
+    mean, lo, hi, method, note = est.value, est.lo, est.hi, est.method, note or est.note
+    if not all(math.isfinite(x) for x in (mean, lo, hi) if x is not None):
+        # rewards near the float limit (±1e308): their sum overflows, their mean does not
+        mean = finite_mean([x for v in by_task.values() for x in v])
+        lo = hi = None
+        note = "rewards too large for a floating-point interval (their sums overflow): no interval"
+    return mean, lo, hi, method, note
 
 
 def finite_mean(values: Sequence[float]) -> float:
