@@ -395,38 +395,30 @@ def _source_row(s: _Source) -> dict[str, Any]:
             "skipped": s.skipped}  # fmt: skip
 
 
-def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[str, Any]:
-    """The ``results.json`` object of a comparison (schema ``collapse-probe/compare/v1``): pair the trials,
-    then the simulator effects, the noise floor and the ranks over the cells.
-
-    Raises:
-        ConfigError: nothing could be scored, or ``--reference`` names no simulator of the inputs.
-    """
+def cell_rows(cells: Cells) -> list[dict[str, Any]]:
+    """One row per (agent, simulator) cell: its tasks, trials and success rate with its 95 % CI."""
     from collapse_probe.metrics import simulator_effects as se
 
-    trials = [t for s in sources for t in s.trials]
-    paired = pair_trials(sources, config)
-    cells = paired.cells
-    if not cells:
-        raise ConfigError(
-            f"no scored conversation in {', '.join(s.path for s in sources)} "
-            f"({', '.join(f'{n} {r}' for r, n in paired.left_out.items()) or 'nothing read'})"
-        )
-    held = {s for _, s in cells}
-    sims = [s for s in dict.fromkeys(t.simulator for t in trials) if s in held]  # in the order read
-    agents = list(dict.fromkeys(a for a, _ in cells))
-    if config.reference is not None and config.reference not in sims:
-        raise ConfigError(f"--reference {config.reference!r}: not a simulator of the inputs (they hold "
-                          f"{', '.join(sims)})")  # fmt: skip
-    cell_rows = []
+    rows = []
     for (a, s), out in cells.items():
         rate = se.success_rate(out)
-        cell_rows.append({"agent": a, "simulator": s, "n_tasks": rate.n_tasks, "trials": sum(map(len, out.values())),
-                          "success_rate": rate.rate, "ci95": list(rate.ci95)})  # fmt: skip
-    effects = effect_rows(cells, agents, sims, config.reference)
-    corr, flips = rank_rows(cells, sims, config)
+        rows.append({"agent": a, "simulator": s, "n_tasks": rate.n_tasks, "trials": sum(map(len, out.values())),
+                     "success_rate": rate.rate, "ci95": list(rate.ci95)})  # fmt: skip
+    return rows
+
+
+def compare_notes(
+    paired: _Paired,
+    config: CompareConfig,
+    agents: Sequence[str],
+    effects: Sequence[dict[str, Any]],
+    corr: Sequence[dict[str, Any]],
+) -> list[str]:
+    """What the reader of a comparison should know: tasks paired by text across ids, a success threshold
+    that every trial meets (or misses), graded rewards at the default threshold, and a missing effect or
+    ranking."""
     merged = sum(1 for ids in paired.ids_of_key.values() if len(ids) > 1)
-    notes = []
+    notes: list[str] = []
     if paired.mode == "content" and merged:
         notes.append(
             f"{merged} task texts appear under more than one task id across the inputs; they are paired by text"
@@ -448,6 +440,33 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
     elif not corr:
         notes.append(f"{len(agents)} agents, but no two of them ran shared tasks under the same two simulators: "
                      "no ranking of agents to compare across simulators")  # fmt: skip
+    return notes
+
+
+def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[str, Any]:
+    """The ``results.json`` object of a comparison (schema ``collapse-probe/compare/v1``): pair the trials,
+    then the simulator effects, the noise floor and the ranks over the cells.
+
+    Raises:
+        ConfigError: nothing could be scored, or ``--reference`` names no simulator of the inputs.
+    """
+    trials = [t for s in sources for t in s.trials]
+    paired = pair_trials(sources, config)
+    cells = paired.cells
+    if not cells:
+        raise ConfigError(
+            f"no scored conversation in {', '.join(s.path for s in sources)} "
+            f"({', '.join(f'{n} {r}' for r, n in paired.left_out.items()) or 'nothing read'})"
+        )
+    held = {s for _, s in cells}
+    sims = [s for s in dict.fromkeys(t.simulator for t in trials) if s in held]  # in the order read
+    agents = list(dict.fromkeys(a for a, _ in cells))
+    if config.reference is not None and config.reference not in sims:
+        raise ConfigError(f"--reference {config.reference!r}: not a simulator of the inputs (they hold "
+                          f"{', '.join(sims)})")  # fmt: skip
+    effects = effect_rows(cells, agents, sims, config.reference)
+    corr, flips = rank_rows(cells, sims, config)
+    notes = compare_notes(paired, config, agents, effects, corr)
     return {
         "schema": "collapse-probe/compare/v1",
         "version": __version__,
@@ -465,7 +484,7 @@ def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[s
         },  # fmt: skip
         "agents": agents,
         "simulators": sims,
-        "cells": cell_rows,
+        "cells": cell_rows(cells),
         "simulator_effects": effects,
         "noise_floor": noise_rows(cells),
         "rank_correlation": corr,
