@@ -222,27 +222,7 @@ def read_tau2_results(path: str | Path) -> Any:
 
     p = Path(path)
     meta_path, sims_dir = (p / "results.json", p / "simulations") if p.is_dir() else (p, p.parent / "simulations")
-    data = _read_json(meta_path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{meta_path}: expected a JSON object (τ2-bench Results), got {type(data).__name__}")
-    inline = data.get("simulations")
-    try:
-        results = Results.model_validate({**data, "simulations": inline if isinstance(inline, list) else []})
-    except ValidationError as exc:
-        raise _validation_error(meta_path, exc) from None
-    if inline is not None and not isinstance(inline, list):
-        raise ConfigError(f"{meta_path}: simulations: expected a list, got {type(inline).__name__}")
-    sims = list(results.simulations)
-    if not inline and sims_dir.is_dir():  # the directory format: one file per simulation
-        for f in sorted(sims_dir.glob("*.json")):
-            try:
-                sims.append(SimulationRun.model_validate(_read_json(f)))
-            except ValidationError as exc:
-                raise _validation_error(f, exc) from None
-    if "simulations" not in data and not sims_dir.is_dir():
-        raise ConfigError(
-            f"{meta_path}: not a τ2-bench results file: no 'simulations' (expected info, tasks, simulations)"
-        )
+    data, results, inline, sims = _read_simulations(meta_path, sims_dir)
     info = results.info
     user = info.user_info if info else None
     agent = info.agent_info if info else None
@@ -266,20 +246,51 @@ def read_tau2_results(path: str | Path) -> Any:
             run.conversations.append(conv)
     if sims_dir.is_dir() and not inline:
         run.notes.append(f"directory format: {len(sims)} simulation files in {sims_dir}")
-    voice = [c for c in run.conversations if any("source" in m.meta for m in c.messages)]
-    if voice:
-        heard = sum(1 for c in voice if any(m.meta.get("source") == "transcript" for m in c.messages))
-        run.notes.append(f"{len(voice)} full-duplex (voice) simulations read from their ticks"
-                         + (f" ({heard} from the agent's transcript of the user)" if heard else ""))  # fmt: skip
+    run.notes.extend(_voice_notes(run.conversations))
     return run
 
 
-def _conversation(sim: Any, run: Any) -> Any:
-    from collapse_probe.integrations.interop._published import (
-        PublishedConversation,
-        PublishedMessage,
-        canonical_arguments,
-    )
+def _read_simulations(meta_path: Path, sims_dir: Path) -> tuple[dict[str, Any], Results, Any, list[Any]]:
+    """Read and check a results file and, in the directory format, its simulation files:
+    ``(data, results, inline, sims)`` (``inline`` is the file's own ``simulations`` field as read)."""
+    data = _read_json(meta_path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{meta_path}: expected a JSON object (τ2-bench Results), got {type(data).__name__}")
+    inline = data.get("simulations")
+    try:
+        results = Results.model_validate({**data, "simulations": inline if isinstance(inline, list) else []})
+    except ValidationError as exc:
+        raise _validation_error(meta_path, exc) from None
+    if inline is not None and not isinstance(inline, list):
+        raise ConfigError(f"{meta_path}: simulations: expected a list, got {type(inline).__name__}")
+    sims = list(results.simulations)
+    if not inline and sims_dir.is_dir():  # the directory format: one file per simulation
+        for f in sorted(sims_dir.glob("*.json")):
+            try:
+                sims.append(SimulationRun.model_validate(_read_json(f)))
+            except ValidationError as exc:
+                raise _validation_error(f, exc) from None
+    if "simulations" not in data and not sims_dir.is_dir():
+        raise ConfigError(
+            f"{meta_path}: not a τ2-bench results file: no 'simulations' (expected info, tasks, simulations)"
+        )
+    return data, results, inline, sims
+
+
+def _voice_notes(conversations: list[Any]) -> list[str]:
+    """A note on the full-duplex (voice) simulations read from their ticks, if any."""
+    voice = [c for c in conversations if any("source" in m.meta for m in c.messages)]
+    if not voice:
+        return []
+    heard = sum(1 for c in voice if any(m.meta.get("source") == "transcript" for m in c.messages))
+    return [f"{len(voice)} full-duplex (voice) simulations read from their ticks"
+            + (f" ({heard} from the agent's transcript of the user)" if heard else "")]  # fmt: skip
+
+
+def _messages(sim: Any, run: Any) -> list[Any] | None:
+    """A simulation's messages as published messages (from its ticks for a full-duplex one); ``None``,
+    counted in ``run.skipped`` with the reason, for one that cannot be read as text."""
+    from collapse_probe.integrations.interop._published import PublishedMessage, canonical_arguments
 
     raw = sim.messages
     where = f"{run.path}: simulation {sim.id!r}"
@@ -306,6 +317,12 @@ def _conversation(sim: Any, run: Any) -> Any:
         for m in flat:
             calls = tuple((c.name, canonical_arguments(c.arguments, where)) for c in (m.tool_calls or []))
             messages.append(PublishedMessage(role_of.get(m.role, m.role), m.content or "", calls))
+    return messages
+
+
+def _simulator_errors(sim: Any) -> list[dict[str, Any]]:
+    """The user simulator's errors that τ2-bench recorded for a simulation: a user-error termination,
+    the reviews' user errors, a hallucination found."""
     errors: list[dict[str, Any]] = []
     if sim.termination_reason == USER_ERROR_TERMINATION:
         errors.append({"flag": "termination:user_error", "critical": True})
@@ -324,6 +341,16 @@ def _conversation(sim: Any, run: Any) -> Any:
             errors.append({"flag": "user_only_review", "critical": sim.user_only_review.critical_user_error})
     if sim.hallucination_check is not None and sim.hallucination_check.hallucination_found:
         errors.append({"flag": "hallucination_check", "critical": False})
+    return errors
+
+
+def _conversation(sim: Any, run: Any) -> Any:
+    from collapse_probe.integrations.interop._published import PublishedConversation
+
+    messages = _messages(sim, run)
+    if messages is None:
+        return None
+    errors = _simulator_errors(sim)
     infra = None
     if sim.termination_reason in NON_EVALUABLE:
         infra = f"termination_reason {sim.termination_reason}"
