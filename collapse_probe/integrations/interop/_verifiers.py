@@ -177,12 +177,7 @@ def read_verifiers_traces(path: str | Path) -> Any:
     Raises:
         ConfigError: the file is missing, or a line is not an episode (naming the file, line and field).
     """
-    from collapse_probe.integrations.interop._published import (
-        PublishedConversation,
-        PublishedMessage,
-        PublishedRun,
-        file_sha256,
-    )
+    from collapse_probe.integrations.interop._published import PublishedConversation, PublishedRun, file_sha256
 
     p = Path(path)
     convs: list[PublishedConversation] = []
@@ -190,69 +185,12 @@ def read_verifiers_traces(path: str | Path) -> Any:
     simulators: set[str] = set()
     envs: set[str] = set()
     for i, rec in json_records(p, TRACES_EXPECTED):
-        where = f"{p}: line {i}"
-        traces = [_agent(t, f"{where}: traces[{k}]") for k, t in
-                  enumerate(array(rec.get("traces"), f"{where}: traces", "the episode's traces", optional=False))]  # fmt: skip
-        task = rec.get("task")
-        if task is None and traces:
-            task = traces[0].get("task")
-        task_id, content = _task(obj(task, f"{where}: task", "the episode's task"), where, i, rec.get("group"))
         env = rec.get("env")
         if isinstance(env, dict) and isinstance(env.get("id"), str) and env["id"]:
             envs.add(env["id"])
-        run: dict[str, Any] = rec["run"] if isinstance(rec.get("run"), dict) else {}
-        work = run.get("work")
-        step = work.get("step") if isinstance(work, dict) and run.get("type") == "train" else None
-        group = (f"step={step}",) if isinstance(step, int) and not isinstance(step, bool) else ()
-        episode = ident(rec.get("id"), f"{where}: id") or f"line-{i}"
-        infra = _infra(rec, where)
-        frozen = [t for t in traces if t["agent"].get("trainable", True) is False]
-        users = [t for t in frozen if t["agent"].get("name", "agent") == USER_AGENT]
-        if len(users) > 1:
-            raise ConfigError(f"{where}: traces: {len(users)} untrainable agents named {USER_AGENT!r}; expected "
-                              "one simulated user per episode")  # fmt: skip
-        # without a user, an untrainable judge or fixed participant is no rollout of the agent: left out
-        read = [(k, t) for k, t in enumerate(traces) if t["agent"].get("trainable", True)] or list(enumerate(traces))
-        if not traces:
-            convs.append(PublishedConversation(episode, task_id, [], reward=None, infra_error=infra or "no traces",
-                                               group=group, task_content=content))  # fmt: skip
-            continue
-        if users:
-            user = users[0]
-            agents = [t for t in traces if t is not user and t["agent"].get("trainable", True)]
-            agent = next((t for t in agents if t["agent"].get("name") == "assistant"), agents[0] if agents else None)
-            k = traces.index(user)
-            messages = []
-            for j, (m, sampled) in enumerate(_branch(user.get("nodes") or [], f"{where}: traces[{k}]")):
-                role, text, calls = _message(m, f"{where}: traces[{k}].nodes[{j}].message")
-                side = {"assistant": "simulator", "user": "policy"}.get(role, role)
-                meta = {} if role != "assistant" or sampled else {"given": True}
-                messages.append(PublishedMessage(side, text, calls, meta))
-            policy = _model(agent) if agent is not None else None
-            simulator = _model(user)
-            reward = _reward(agent, f"{where}: traces[{traces.index(agent)}]") if agent is not None else None
-            convs.append(PublishedConversation(
-                f"{episode}", task_id, messages, reward=None if infra else reward, infra_error=infra,
-                policy=policy, simulator=simulator, group=group, task_content=content,
-            ))  # fmt: skip
-        else:
-            for k, t in read:
-                messages = []
-                drawn = False  # the user turns before the agent's first sampled reply are the prompt
-                for j, (m, sampled) in enumerate(_branch(t.get("nodes") or [], f"{where}: traces[{k}]")):
-                    role, text, calls = _message(m, f"{where}: traces[{k}].nodes[{j}].message")
-                    side = {"assistant": "policy", "user": "simulator"}.get(role, role)
-                    drawn = drawn or (role == "assistant" and sampled)
-                    meta = {"given": True} if side == "simulator" and not drawn else {}
-                    messages.append(PublishedMessage(side, text, calls, meta))
-                policy = _model(t)
-                name = t["agent"].get("name", "agent")
-                cid = episode if len(read) == 1 else f"{episode}:{name}:{k}"
-                convs.append(PublishedConversation(
-                    cid, task_id, messages, reward=None if infra else _reward(t, f"{where}: traces[{k}]"),
-                    infra_error=infra, policy=policy, group=group, task_content=content,
-                ))  # fmt: skip
-        for c in convs[-len(read) :] if not users else convs[-1:]:
+        episode = _episode(rec, i, f"{p}: line {i}")
+        convs.extend(episode)
+        for c in episode:
             if c.policy:
                 policies.add(c.policy)
             if c.simulator:
@@ -266,6 +204,92 @@ def read_verifiers_traces(path: str | Path) -> Any:
     if envs:
         run_.notes.append(f"verifiers environment {', '.join(sorted(envs))}")
     return run_
+
+
+def _episode(rec: dict[str, Any], i: int, where: str) -> list[Any]:
+    """The conversations of one episode (line ``i``): the simulated user's, with one; else each trainable
+    agent's (every agent's when none is trainable); one with no messages when it has no traces."""
+    from collapse_probe.integrations.interop._published import PublishedConversation
+
+    traces = [_agent(t, f"{where}: traces[{k}]") for k, t in
+              enumerate(array(rec.get("traces"), f"{where}: traces", "the episode's traces", optional=False))]  # fmt: skip
+    task = rec.get("task")
+    if task is None and traces:
+        task = traces[0].get("task")
+    task_id, content = _task(obj(task, f"{where}: task", "the episode's task"), where, i, rec.get("group"))
+    run: dict[str, Any] = rec["run"] if isinstance(rec.get("run"), dict) else {}
+    work = run.get("work")
+    step = work.get("step") if isinstance(work, dict) and run.get("type") == "train" else None
+    group = (f"step={step}",) if isinstance(step, int) and not isinstance(step, bool) else ()
+    episode = ident(rec.get("id"), f"{where}: id") or f"line-{i}"
+    infra = _infra(rec, where)
+    frozen = [t for t in traces if t["agent"].get("trainable", True) is False]
+    users = [t for t in frozen if t["agent"].get("name", "agent") == USER_AGENT]
+    if len(users) > 1:
+        raise ConfigError(f"{where}: traces: {len(users)} untrainable agents named {USER_AGENT!r}; expected "
+                          "one simulated user per episode")  # fmt: skip
+    if not traces:
+        return [PublishedConversation(episode, task_id, [], reward=None, infra_error=infra or "no traces",
+                                      group=group, task_content=content)]  # fmt: skip
+    if users:
+        return [_user_conversation(traces, users[0], where, episode, task_id, infra, group, content)]
+    # without a user, an untrainable judge or fixed participant is no rollout of the agent: left out
+    read = [(k, t) for k, t in enumerate(traces) if t["agent"].get("trainable", True)] or list(enumerate(traces))
+    return _agent_conversations(read, where, episode, task_id, infra, group, content)
+
+
+def _user_conversation(
+    traces: list[Any], user: Any, where: str, episode: str, task_id: str, infra: str | None,
+    group: tuple[str, ...], content: str | None,
+) -> Any:  # fmt: skip
+    """An episode with a simulated user, read from the user's side (its turns are the simulator's); the
+    agent is the trainable one named ``assistant`` (else the first trainable one), its reward the reward."""
+    from collapse_probe.integrations.interop._published import PublishedConversation, PublishedMessage
+
+    agents = [t for t in traces if t is not user and t["agent"].get("trainable", True)]
+    agent = next((t for t in agents if t["agent"].get("name") == "assistant"), agents[0] if agents else None)
+    k = traces.index(user)
+    messages = []
+    for j, (m, sampled) in enumerate(_branch(user.get("nodes") or [], f"{where}: traces[{k}]")):
+        role, text, calls = _message(m, f"{where}: traces[{k}].nodes[{j}].message")
+        side = {"assistant": "simulator", "user": "policy"}.get(role, role)
+        meta = {} if role != "assistant" or sampled else {"given": True}
+        messages.append(PublishedMessage(side, text, calls, meta))
+    policy = _model(agent) if agent is not None else None
+    simulator = _model(user)
+    reward = _reward(agent, f"{where}: traces[{traces.index(agent)}]") if agent is not None else None
+    return PublishedConversation(
+        f"{episode}", task_id, messages, reward=None if infra else reward, infra_error=infra,
+        policy=policy, simulator=simulator, group=group, task_content=content,
+    )  # fmt: skip
+
+
+def _agent_conversations(
+    read: list[tuple[int, Any]], where: str, episode: str, task_id: str, infra: str | None,
+    group: tuple[str, ...], content: str | None,
+) -> list[Any]:  # fmt: skip
+    """An episode without a simulated user: one conversation per agent trace in ``read``, from the
+    agent's side (the user turns before its first sampled reply are the given prompt)."""
+    from collapse_probe.integrations.interop._published import PublishedConversation, PublishedMessage
+
+    convs = []
+    for k, t in read:
+        messages = []
+        drawn = False  # the user turns before the agent's first sampled reply are the prompt
+        for j, (m, sampled) in enumerate(_branch(t.get("nodes") or [], f"{where}: traces[{k}]")):
+            role, text, calls = _message(m, f"{where}: traces[{k}].nodes[{j}].message")
+            side = {"assistant": "policy", "user": "simulator"}.get(role, role)
+            drawn = drawn or (role == "assistant" and sampled)
+            meta = {"given": True} if side == "simulator" and not drawn else {}
+            messages.append(PublishedMessage(side, text, calls, meta))
+        policy = _model(t)
+        name = t["agent"].get("name", "agent")
+        cid = episode if len(read) == 1 else f"{episode}:{name}:{k}"
+        convs.append(PublishedConversation(
+            cid, task_id, messages, reward=None if infra else _reward(t, f"{where}: traces[{k}]"),
+            infra_error=infra, policy=policy, group=group, task_content=content,
+        ))  # fmt: skip
+    return convs
 
 
 def _metadata(p: Path) -> dict[str, Any]:
