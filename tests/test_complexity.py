@@ -24,10 +24,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # for every function of a module being reworked as a whole): why it stays above the bound for now
     ("metrics/_disclosure.py", "*"): "the meaning-partition disclosures (disclosures) are being reworked on their own",
     (
-        "integrations/interop/_nemo_gym.py",
-        "read_nemo_gym_rollouts",
-    ): "a published-format reader, to split along its stages",
-    (
         "integrations/interop/_tau2_voice.py",
         "messages_from_ticks",
     ): "a published-format reader, to split along its stages",

@@ -64,7 +64,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("integrations/interop/_nemo_gym.py", "_trajectory"): (
         "data read from a NeMo Gym rollouts file: the message names the file, the record and the field"
     ),
-    ("integrations/interop/_nemo_gym.py", "read_nemo_gym_rollouts"): (
+    ("integrations/interop/_nemo_gym.py", "_rollout"): (
         "data read from a NeMo Gym rollouts file: the message names the file, the record and the field"
     ),
     ("integrations/interop/_verifiers.py", "_branch"): (

@@ -192,66 +192,13 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
     simulators: set[str] = set()
     agents: set[str] = set()
     for i, rec in json_records(p, EXPECTED):
-        where = f"{p}: line {i}"
-        params = obj(rec.get("responses_create_params"), f"{where}: responses_create_params",
-                     "the request the policy was sent {input, ...}", optional=False)  # fmt: skip
-        if "input" not in params:
-            raise ConfigError(f"{where}: responses_create_params.input: missing; expected the request's input items")
-        messages = _items(params["input"], f"{where}: responses_create_params.input", given=True)
-        response = obj(rec.get("response"), f"{where}: response", "the policy's response {output, ...}")
-        infra = None
-        if not response:
-            infra = "no response"
-        elif response.get("error"):
-            err = response["error"]
-            infra = f"response error: {err.get('message') if isinstance(err, dict) else err}"
-        elif response.get("status") in FAILED:
-            infra = f"response status {response['status']}"
-        messages += _items(response.get("output") or [], f"{where}: response.output", given=False)
-        result = rec.get("result")
-        trajectory = result.get("trajectory") if isinstance(result, dict) else None
-        drawn_by = None
-        content = _first_user_text(params["input"])
-        task_id = row = ident(rec.get("_ng_task_index"), f"{where}: _ng_task_index")
-        if isinstance(result, dict) and isinstance(result.get("messages"), list) and "termination_reason" in result:
-            # τ2 through Gym: ``result`` is τ2's own simulation record, every user turn of it drawn in the rollout
-            messages = _tau2_messages(result["messages"], f"{where}: result.messages")
-            # the input's user turn is the simulator's first draw, not the task: the task is τ2's own
-            # (``task.id``, its user scenario), as in a τ2 results file, so the repeats of a task pair
-            task_id, content = _tau2_task(rec, result, task_id, content)
-        elif isinstance(trajectory, dict) and trajectory.get("messages") is not None:
-            # a user-simulation environment records the whole conversation, the simulator's turns with the
-            # calls that drew them (its opening included, which ``input`` carries as if it were given)
-            system = [m for m in messages if m.role == "system"]
-            turns, drawn_by = _trajectory(trajectory, f"{where}: result.trajectory")
-            messages = system + turns
-            if any(m.role == "simulator" and not m.meta.get("given") for m in turns[:1]):
-                # the opening is the simulator's first draw, different in each repeat: the task is the
-                # scenario it was given (none: the task is paired by its id)
-                content = _scenario_text(rec.get("customer_scenario"))
-        if task_id is None:  # rows without Gym's index: the task is its input, identical across repeats
-            task_id = hashlib.sha256((content or repr(params["input"])).encode()).hexdigest()[:16]
-        trial = rec.get("_ng_rollout_index")
-        if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int)):
-            raise ConfigError(f"{where}: _ng_rollout_index: expected an integer, got {trial!r}")
-        model = response.get("model")
-        config = rec.get("config")
-        if not (isinstance(model, str) and model) and isinstance(config, dict):
-            model = config.get("llm_agent")  # τ2 through Gym names its agent's model in its config
-        policy = model if isinstance(model, str) and model else None
-        user = config.get("llm_user") if isinstance(config, dict) else None
-        simulator = user if isinstance(user, str) and user else drawn_by
+        conv = _rollout(rec, i, f"{p}: line {i}")
         ref = rec.get("agent_ref")
         if isinstance(ref, dict) and isinstance(ref.get("name"), str):
             agents.add(ref["name"])
-        convs.append(PublishedConversation(
-            f"{task_id if row is None else row}:{trial}" if trial is not None else f"line-{i}", task_id, messages,
-            trial=trial,
-            reward=None if infra else number(rec.get("reward"), f"{where}: reward"), infra_error=infra,
-            policy=policy, simulator=simulator, task_content=content,
-        ))  # fmt: skip
-        policies.update([policy] if policy else [])
-        simulators.update([simulator] if simulator else [])
+        convs.append(conv)
+        policies.update([conv.policy] if conv.policy else [])
+        simulators.update([conv.simulator] if conv.simulator else [])
     if convs and all(c.infra_error == "no response" for c in convs):
         raise ConfigError(f"{p}: no line holds a response: Gym's input data (the requests before a rollout), not "
                           f"rollouts; expected {EXPECTED}, as `gym eval run` writes it")  # fmt: skip
@@ -264,3 +211,84 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
     if agents:
         run.notes.append(f"NeMo-Gym agent {', '.join(sorted(agents))}")
     return run
+
+
+def _rollout(rec: dict[str, Any], i: int, where: str) -> Any:
+    """One line of ``rollouts.jsonl`` (line ``i``) as a published conversation."""
+    from collapse_probe.integrations.interop._published import PublishedConversation
+
+    params = obj(rec.get("responses_create_params"), f"{where}: responses_create_params",
+                 "the request the policy was sent {input, ...}", optional=False)  # fmt: skip
+    if "input" not in params:
+        raise ConfigError(f"{where}: responses_create_params.input: missing; expected the request's input items")
+    messages = _items(params["input"], f"{where}: responses_create_params.input", given=True)
+    response = obj(rec.get("response"), f"{where}: response", "the policy's response {output, ...}")
+    infra = _response_infra(response)
+    messages += _items(response.get("output") or [], f"{where}: response.output", given=False)
+    content = _first_user_text(params["input"])
+    task_id = row = ident(rec.get("_ng_task_index"), f"{where}: _ng_task_index")
+    messages, task_id, content, drawn_by = _recorded(rec, messages, task_id, content, where)
+    if task_id is None:  # rows without Gym's index: the task is its input, identical across repeats
+        task_id = hashlib.sha256((content or repr(params["input"])).encode()).hexdigest()[:16]
+    trial = rec.get("_ng_rollout_index")
+    if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int)):
+        raise ConfigError(f"{where}: _ng_rollout_index: expected an integer, got {trial!r}")
+    policy, simulator = _models(rec, response, drawn_by)
+    return PublishedConversation(
+        f"{task_id if row is None else row}:{trial}" if trial is not None else f"line-{i}", task_id, messages,
+        trial=trial,
+        reward=None if infra else number(rec.get("reward"), f"{where}: reward"), infra_error=infra,
+        policy=policy, simulator=simulator, task_content=content,
+    )  # fmt: skip
+
+
+def _response_infra(response: dict[str, Any]) -> str | None:
+    """Why the policy's response holds no rollout (none, an error, a failed status), or ``None``."""
+    if not response:
+        return "no response"
+    if response.get("error"):
+        err = response["error"]
+        return f"response error: {err.get('message') if isinstance(err, dict) else err}"
+    if response.get("status") in FAILED:
+        return f"response status {response['status']}"
+    return None
+
+
+def _recorded(
+    rec: dict[str, Any], messages: list[Any], task_id: str | None, content: str | None, where: str
+) -> tuple[list[Any], str | None, str | None, str | None]:
+    """``(messages, task id, task text, simulator model)`` where the row's ``result`` records the whole
+    conversation (τ2 through Gym, a user-simulation environment); else those given, and no model."""
+    result = rec.get("result")
+    trajectory = result.get("trajectory") if isinstance(result, dict) else None
+    drawn_by = None
+    if isinstance(result, dict) and isinstance(result.get("messages"), list) and "termination_reason" in result:
+        # τ2 through Gym: ``result`` is τ2's own simulation record, every user turn of it drawn in the rollout
+        messages = _tau2_messages(result["messages"], f"{where}: result.messages")
+        # the input's user turn is the simulator's first draw, not the task: the task is τ2's own
+        # (``task.id``, its user scenario), as in a τ2 results file, so the repeats of a task pair
+        task_id, content = _tau2_task(rec, result, task_id, content)
+    elif isinstance(trajectory, dict) and trajectory.get("messages") is not None:
+        # a user-simulation environment records the whole conversation, the simulator's turns with the
+        # calls that drew them (its opening included, which ``input`` carries as if it were given)
+        system = [m for m in messages if m.role == "system"]
+        turns, drawn_by = _trajectory(trajectory, f"{where}: result.trajectory")
+        messages = system + turns
+        if any(m.role == "simulator" and not m.meta.get("given") for m in turns[:1]):
+            # the opening is the simulator's first draw, different in each repeat: the task is the
+            # scenario it was given (none: the task is paired by its id)
+            content = _scenario_text(rec.get("customer_scenario"))
+    return messages, task_id, content, drawn_by
+
+
+def _models(rec: dict[str, Any], response: dict[str, Any], drawn_by: str | None) -> tuple[str | None, str | None]:
+    """``(policy, simulator)``: the response's model (else τ2's ``config.llm_agent``) and ``config.llm_user``
+    (else the model that drew the simulator's turns)."""
+    model = response.get("model")
+    config = rec.get("config")
+    if not (isinstance(model, str) and model) and isinstance(config, dict):
+        model = config.get("llm_agent")  # τ2 through Gym names its agent's model in its config
+    policy = model if isinstance(model, str) and model else None
+    user = config.get("llm_user") if isinstance(config, dict) else None
+    simulator = user if isinstance(user, str) and user else drawn_by
+    return policy, simulator
