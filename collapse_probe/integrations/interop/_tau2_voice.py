@@ -57,6 +57,96 @@ def _list(tick: dict[str, Any], field: str, where: str) -> list[Any]:
     return value
 
 
+class _Turns:
+    """The messages being rebuilt from the ticks, with each side's open turn (``[role, text parts, last
+    utterance ids, index in out, source]``), the last tick it spoke in and the tick its latest turn began in."""
+
+    def __init__(self) -> None:
+        self.out: list[Any] = []
+        self.turns: dict[str, list[Any] | None] = {"policy": None, "simulator": None}
+        self.last_spoke: dict[str, int] = {"policy": -2, "simulator": -2}
+        self.started: dict[str, int] = {"policy": -1, "simulator": -1}  # the tick the side's latest turn began
+
+    def close(self, role: str) -> None:
+        from collapse_probe.integrations.interop._published import PublishedMessage
+
+        turn = self.turns[role]
+        if turn is not None:
+            self.out[turn[3]] = PublishedMessage(role, "".join(turn[1]), (), {"source": turn[4]})
+            self.turns[role] = None
+
+    def speak(self, role: str, k: int, text: str, ids: frozenset[str], source: str) -> None:
+        """``role`` spoke ``text`` (of utterances ``ids``) in tick ``k``: it opens, continues or ends a turn."""
+        other = "simulator" if role == "policy" else "policy"
+        last_spoke, started = self.last_spoke, self.started
+        # the other side's turn ends once this side speaks while it is silent (in this tick and the
+        # one before): speech over the other's (an interruption, a backchannel) leaves it open
+        if last_spoke[other] < k - 1:
+            self.close(other)
+        # and this side's own open turn ended if the other spoke since it began and this side paused
+        # (it speaks again after an interruption or a backchannel: a new turn)
+        if last_spoke[other] >= started[role] and last_spoke[role] < k - 1:
+            self.close(role)
+        turn = self.turns[role]
+        if turn is None:
+            started[role] = k
+            turn = [role, [], ids, len(self.out), "transcript" if role == "simulator" and source == "transcript"
+                    else "chunks"]  # fmt: skip
+            self.out.append(None)
+            self.turns[role] = turn
+        elif ids and turn[2] and ids.isdisjoint(turn[2]):
+            turn[1].append(" ")  # a new utterance within the turn, spaced as tau2-bench merges them
+        turn[1].append(text)
+        turn[2] = ids or turn[2]
+        last_spoke[role] = k
+
+
+def _source(ticks: list[Any], where: str) -> str:
+    """Checks each tick is an object; the source of the simulator's text: ``"chunks"`` when a user chunk
+    carries text or no tick carries a transcript, else ``"transcript"``."""
+    for k, tick in enumerate(ticks):
+        if not isinstance(tick, dict):
+            raise ConfigError(f"{where}: ticks[{k}]: expected a tick object, got {type(tick).__name__}")
+    spoken = any(_chunk(t, "user_chunk", f"{where}: ticks[{k}]")[0].strip() for k, t in enumerate(ticks))
+    return "chunks" if spoken or not any(isinstance(t.get("user_transcript"), str) and t["user_transcript"].strip()
+                                         for t in ticks) else "transcript"  # fmt: skip
+
+
+def _said(tick: dict[str, Any], role: str, side: str, source: str, at: str) -> tuple[str, frozenset[str]]:
+    """What a side said in a tick and its utterances (the simulator's from the transcript, when that is the source)."""
+    if role == "simulator" and source == "transcript":
+        raw = tick.get("user_transcript")
+        if raw is not None and not isinstance(raw, str):
+            raise ConfigError(f"{at}.user_transcript: expected a string or null, got {type(raw).__name__}")
+        return raw or "", frozenset[str]()
+    return _chunk(tick, f"{side}_chunk", at)
+
+
+def _tool_calls(tick: dict[str, Any], side: str, at: str) -> tuple[tuple[str, str], ...]:
+    """A side's tool calls in a tick as ``(name, canonical arguments)``."""
+    from collapse_probe.integrations.interop._published import canonical_arguments
+
+    parsed = []
+    for j, c in enumerate(_list(tick, f"{side}_tool_calls", at)):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"]:
+            raise ConfigError(f"{at}.{side}_tool_calls[{j}]: expected a tool call {{name, arguments}}")
+        parsed.append((c["name"], canonical_arguments(c.get("arguments", {}), f"{at}.{side}_tool_calls[{j}]")))
+    return tuple(parsed)
+
+
+def _tool_results(tick: dict[str, Any], side: str, at: str) -> list[Any]:
+    """A side's tool results in a tick as ``tool`` messages."""
+    from collapse_probe.integrations.interop._published import PublishedMessage
+
+    out = []
+    for j, r in enumerate(_list(tick, f"{side}_tool_results", at)):
+        content = r.get("content") if isinstance(r, dict) else None
+        if not isinstance(r, dict) or (content is not None and not isinstance(content, str)):
+            raise ConfigError(f"{at}.{side}_tool_results[{j}]: expected a tool message {{content}}")
+        out.append(PublishedMessage("tool", content or ""))
+    return out
+
+
 def messages_from_ticks(ticks: list[Any], where: str) -> tuple[list[Any], str]:
     """The turns of a full-duplex simulation, rebuilt from its ticks, and the source of the simulator's
     text (``"chunks"`` or ``"transcript"``).
@@ -64,74 +154,21 @@ def messages_from_ticks(ticks: list[Any], where: str) -> tuple[list[Any], str]:
     Raises:
         ConfigError: a tick or one of its fields has the wrong shape (naming ``where``, the tick and the field).
     """
-    from collapse_probe.integrations.interop._published import PublishedMessage, canonical_arguments
+    from collapse_probe.integrations.interop._published import PublishedMessage
 
-    for k, tick in enumerate(ticks):
-        if not isinstance(tick, dict):
-            raise ConfigError(f"{where}: ticks[{k}]: expected a tick object, got {type(tick).__name__}")
-    spoken = any(_chunk(t, "user_chunk", f"{where}: ticks[{k}]")[0].strip() for k, t in enumerate(ticks))
-    source = "chunks" if spoken or not any(isinstance(t.get("user_transcript"), str) and t["user_transcript"].strip()
-                                           for t in ticks) else "transcript"  # fmt: skip
-    # a turn being built: [role, text parts, last utterance ids, index in ``out``]
-    out: list[Any] = []
-    turns: dict[str, list[Any] | None] = {"policy": None, "simulator": None}
-    last_spoke: dict[str, int] = {"policy": -2, "simulator": -2}
-    started: dict[str, int] = {"policy": -1, "simulator": -1}  # the tick the side's latest turn began
-
-    def close(role: str) -> None:
-        turn = turns[role]
-        if turn is not None:
-            out[turn[3]] = PublishedMessage(role, "".join(turn[1]), (), {"source": turn[4]})
-            turns[role] = None
-
+    source = _source(ticks, where)
+    state = _Turns()
     for k, tick in enumerate(ticks):
         at = f"{where}: ticks[{k}]"
         for role, side in _SIDES:
-            other = "simulator" if role == "policy" else "policy"
-            if role == "simulator" and source == "transcript":
-                raw = tick.get("user_transcript")
-                if raw is not None and not isinstance(raw, str):
-                    raise ConfigError(f"{at}.user_transcript: expected a string or null, got {type(raw).__name__}")
-                text, ids = raw or "", frozenset[str]()
-            else:
-                text, ids = _chunk(tick, f"{side}_chunk", at)
+            text, ids = _said(tick, role, side, source, at)
             if text:
-                # the other side's turn ends once this side speaks while it is silent (in this tick and the
-                # one before): speech over the other's (an interruption, a backchannel) leaves it open
-                if last_spoke[other] < k - 1:
-                    close(other)
-                # and this side's own open turn ended if the other spoke since it began and this side paused
-                # (it speaks again after an interruption or a backchannel: a new turn)
-                if last_spoke[other] >= started[role] and last_spoke[role] < k - 1:
-                    close(role)
-                turn = turns[role]
-                if turn is None:
-                    started[role] = k
-                    turn = [role, [], ids, len(out), "transcript" if role == "simulator" and source == "transcript"
-                            else "chunks"]  # fmt: skip
-                    out.append(None)
-                    turns[role] = turn
-                elif ids and turn[2] and ids.isdisjoint(turn[2]):
-                    turn[1].append(" ")  # a new utterance within the turn, spaced as tau2-bench merges them
-                turn[1].append(text)
-                turn[2] = ids or turn[2]
-                last_spoke[role] = k
-            calls = _list(tick, f"{side}_tool_calls", at)
+                state.speak(role, k, text, ids, source)
+            calls = _tool_calls(tick, side, at)
             if calls:
-                close(role)
-                parsed = []
-                for j, c in enumerate(calls):
-                    if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"]:
-                        raise ConfigError(f"{at}.{side}_tool_calls[{j}]: expected a tool call {{name, arguments}}")
-                    parsed.append(
-                        (c["name"], canonical_arguments(c.get("arguments", {}), f"{at}.{side}_tool_calls[{j}]"))
-                    )
-                out.append(PublishedMessage(role, "", tuple(parsed)))
-            for j, r in enumerate(_list(tick, f"{side}_tool_results", at)):
-                content = r.get("content") if isinstance(r, dict) else None
-                if not isinstance(r, dict) or (content is not None and not isinstance(content, str)):
-                    raise ConfigError(f"{at}.{side}_tool_results[{j}]: expected a tool message {{content}}")
-                out.append(PublishedMessage("tool", content or ""))
-    close("policy")
-    close("simulator")
-    return [m for m in out if m is not None], source
+                state.close(role)
+                state.out.append(PublishedMessage(role, "", calls))
+            state.out.extend(_tool_results(tick, side, at))
+    state.close("policy")
+    state.close("simulator")
+    return [m for m in state.out if m is not None], source
