@@ -257,15 +257,24 @@ def _month(word: str) -> str:
     return word[:3].lower()
 
 
-def _facts(t: str) -> tuple[set[str], list[tuple[int, int]]]:
-    """Facts read by shape, and the spans they cover (no content word is read inside them)."""
-    out: set[str] = set()
-    taken: list[tuple[int, int]] = []
+class _Found:
+    """Facts found so far and the spans they cover (in the order found: later patterns skip taken spans)."""
 
-    def add(item: str, m: re.Match[str]) -> None:
-        out.add(item)
-        taken.append(m.span())
+    def __init__(self) -> None:
+        self.out: set[str] = set()
+        self.taken: list[tuple[int, int]] = []
 
+    def add(self, item: str, m: re.Match[str]) -> None:
+        self.out.add(item)
+        self.taken.append(m.span())
+
+    def free(self, m: re.Match[str]) -> bool:
+        return not any(a < m.end() and m.start() < b for a, b in self.taken)
+
+
+def _contact_and_time_facts(t: str, found: _Found) -> None:
+    """E-mails, phones, dates, weekdays, times and amounts."""
+    add = found.add
     for m in _EMAIL.finditer(t):
         add("email:" + m.group(0).lower(), m)
     for m in _PHONE.finditer(t):
@@ -291,9 +300,10 @@ def _facts(t: str) -> tuple[set[str], list[tuple[int, int]]]:
         amount = (m.group(1) or m.group(2)).replace(",", "")
         add("money:" + (amount.rstrip("0").rstrip(".") if "." in amount else amount), m)
 
-    def free(m: re.Match[str]) -> bool:
-        return not any(a < m.end() and m.start() < b for a, b in taken)
 
+def _identifier_and_name_facts(t: str, found: _Found) -> None:
+    """Identifiers, codes, numbers and quotes outside the spans already taken, and names inside a sentence."""
+    add, free = found.add, found.free
     for m in _ID.finditer(t):
         if free(m):
             add("id:" + re.sub(r"[#\s]", "", m.group(0)).lower(), m)
@@ -313,7 +323,14 @@ def _facts(t: str) -> tuple[set[str], list[tuple[int, int]]]:
         if word in _STOP or word in _NUMBER_WORDS or _WEEKDAY.fullmatch(word) or re.fullmatch(_MONTH, word):
             continue
         add("name:" + word, m)
-    return out, taken
+
+
+def _facts(t: str) -> tuple[set[str], list[tuple[int, int]]]:
+    """Facts read by shape, and the spans they cover (no content word is read inside them)."""
+    found = _Found()
+    _contact_and_time_facts(t, found)
+    _identifier_and_name_facts(t, found)
+    return found.out, found.taken
 
 
 def _words(t: str) -> set[str]:
@@ -486,6 +503,18 @@ def pair_features(
     diff = {x for x in a ^ b if not x.startswith("n:")}
     facts = [x for x in diff if x.split(":", 1)[0] in FAMILIES]
     families = {x.split(":", 1)[0] for x in facts}
+    return [
+        float(distance),
+        float(distance) ** 2,
+        *(1.0 if f in families else 0.0 for f in FAMILIES),
+        float(min(len(facts), 3)),
+        *_word_features(a, b, similarity),
+        *_act_features(diff, choice),
+    ]
+
+
+def _word_features(a: frozenset[str], b: frozenset[str], similarity: Callable[[str, str], float] | None) -> list[float]:
+    """Substituted, added, distinct, rare and noun content words, and the farthest word from the other side."""
     wa = {x[2:] for x in a - b if x.startswith("w:")}
     wb = {x[2:] for x in b - a if x.startswith("w:")}
     all_a = {x[2:] for x in a if x.startswith("w:")}
@@ -500,12 +529,7 @@ def pair_features(
         for w in mine:
             best = max((similarity(w, v) for v in theirs), default=0.0) if similarity is not None else 0.0
             most = max(most, 1.0 - best)
-    acts = {x for x in diff if x.startswith("act:")}
     return [
-        float(distance),
-        float(distance) ** 2,
-        *(1.0 if f in families else 0.0 for f in FAMILIES),
-        float(min(len(facts), 3)),
         float(min(len(wa), len(wb), 3)),
         float(min(abs(len(wa) - len(wb)), 3)),
         float(min(len(da), len(db), 3)),
@@ -513,6 +537,13 @@ def pair_features(
         float(min(rare, 3)),
         float(min(len(nouns_a), len(nouns_b), 3)),
         most,
+    ]
+
+
+def _act_features(diff: set[str], choice: bool) -> list[float]:
+    """Negation, polarity and act differences, a different choice among offered items, and no difference."""
+    acts = {x for x in diff if x.startswith("act:")}
+    return [
         1.0 if any(x.startswith("neg:") for x in diff) else 0.0,
         1.0 if any(x.startswith("pol:") for x in diff) else 0.0,
         float(min(len(acts), 3)),
