@@ -66,7 +66,7 @@ def airline_by_task(air: list, con: list, pairs: list, c: float, cut: float) -> 
 
 def material(shared: Path = SHARED) -> tuple[list, list, list]:
     """(benchmark states, constructed states, constructed pairs), as the fit script reads them."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datasets" / "build"))
     from fit_service_partition import training_material
 
     from collapse_probe.metrics.partitioners import EmbeddingPartitioner
@@ -79,7 +79,7 @@ def material(shared: Path = SHARED) -> tuple[list, list, list]:
 
 def table(shared: Path = SHARED) -> dict:
     """The held-out rows (see the module docstring)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datasets" / "build"))
     from fit_service_partition import read_jsonl
 
     from collapse_probe.metrics._service import (

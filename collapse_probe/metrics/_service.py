@@ -9,7 +9,7 @@ probability that they are one class. The replies of a state are clustered by ave
 ``1 − P(same)``, cut at :attr:`ServiceModel.cut`.
 
 The coefficients ship as plain numbers in ``collapse_probe/data/calibration/service_meaning.json``,
-fitted by ``python scripts/fit_service_partition.py`` on labelled states of real user simulators
+fitted by ``python datasets/build/fit_service_partition.py`` on labelled states of real user simulators
 (τ2-bench and τ-bench airline runs; ``C`` and the cut chosen by cross-validation grouped by source
 file, the held-out figures stored beside the coefficients), with the *domain* they are valid for:
 the centroid of the training replies' embeddings and the similarity below which a state's replies

@@ -127,7 +127,7 @@ def test_it_is_registered_by_meaning_and_names_its_domains():
 
 
 def test_the_shipped_model_was_fitted_on_the_packaged_material():
-    """The model file records the sha256 of what ``scripts/fit_service_partition.py`` read; material
+    """The model file records the sha256 of what ``datasets/build/fit_service_partition.py`` read; material
     changed since means the shipped coefficients are not what the script produces: refit."""
     from collapse_probe.metrics._service import load_service_model
 

