@@ -140,7 +140,7 @@ def run(a: argparse.Namespace) -> int:
 
     hf_logging.set_verbosity_error()
     threads = os.environ.get("COLLAPSE_PROBE_TORCH_THREADS")
-    if threads:  # on a shared machine one thread beats two spin-waiting ones (see models/local.py)
+    if threads:  # on a shared machine one thread beats two spin-waiting ones (see models/local/__init__.py)
         torch.set_num_threads(int(threads))
     out = Path(a.out or f"runs/trl-grpo-monitor-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}")
     out.mkdir(parents=True, exist_ok=True)

@@ -163,7 +163,8 @@ def package_cycle(graph: dict[str, dict[str, int]]) -> list[str]:
 
 def test_no_import_cycle_between_packages():
     """A package-level graph (every import of every module, lazy ones included): two packages never import
-    each other, even when the modules involved form no cycle (``_audit`` -> ``interop`` -> ``_audit``)."""
+    each other, even when the modules involved form no cycle (``pipelines/audit`` -> ``integrations/interop``
+    -> ``pipelines/audit``)."""
     cycle = package_cycle(import_graph())
     assert not cycle, "import cycle between packages:\n" + "\n".join(cycle)
 
