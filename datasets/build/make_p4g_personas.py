@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"directory to write personas.jsonl to (default {OUT})")
     path = parser.parse_args(argv).out / "personas.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         for p in make_personas():
             f.write(json.dumps(p) + "\n")
