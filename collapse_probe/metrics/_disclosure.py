@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from collapse_probe.core._state import on_reset, process_cache
+
 __all__ = [
     "ACTS",
     "FAMILIES",
@@ -211,8 +213,9 @@ def _lexicon() -> Any:  # the lemminflect module
     return lemminflect
 
 
-_NOUNS: set[str] = set()
-"""Content words read as nouns (or unknown to the dictionary: brands, items, codes), by their surface."""
+_NOUNS: set[str] = process_cache("metrics.disclosure_nouns", set())
+"""Content words read as nouns (or unknown to the dictionary: brands, items, codes), by their surface
+(filled by :func:`_lemma`; a reset empties both, so the set is refilled as words are read again)."""
 
 
 @lru_cache(maxsize=20000)
@@ -242,6 +245,9 @@ def _lemma(word: str) -> str | None:
     else:
         return None
     return "-".join([*parts[:-1], base]) if len(parts) > 1 else base
+
+
+on_reset("metrics.disclosure_lemmas", _lemma.cache_clear)
 
 
 @lru_cache(maxsize=20000)

@@ -193,3 +193,14 @@ def test_the_fit_separates_what_its_material_separates():
     assert out["format"].endswith("/v2") and out["domain"]["validated"] == ["d0", "d1", "d2", "d3"]
     coef, icpt = np.array(out["coef"]), out["intercept"]
     assert _predict(states[:1], coef, icpt, out["cut"]) == [[0, 0, 1, 2]]
+
+
+def test_a_reset_between_reads_gives_the_same_disclosures():
+    """The noun set is filled as a side effect of the cached lemma lookup: a reset empties both, so a
+    word read before the reset is a noun again after it (emptying only the set would lose it)."""
+    import collapse_probe
+
+    text = "I want to return the sunglasses, not the t-shirt, for the Acme jacket instead."
+    before = disclosures(text)
+    collapse_probe.reset_caches()
+    assert disclosures(text) == before
