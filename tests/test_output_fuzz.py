@@ -188,3 +188,9 @@ def test_any_content_or_token_count_is_read_or_a_call_failure(content, tokens):
         or (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0)
         or (isinstance(tokens, float) and tokens.is_integer() and tokens >= 0)
     )
+
+
+def test_a_field_name_with_a_line_break_is_quoted_in_the_one_line_error():
+    with pytest.raises(ConfigError) as exc:
+        dumps_json({"cells": {"a\nb": float("inf")}}, where="results.json")
+    assert str(exc.value).startswith('results.json: cells["a\\nb"] is inf') and "\n" not in str(exc.value)

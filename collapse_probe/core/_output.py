@@ -127,6 +127,14 @@ def json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _field_path(at: str, key: object) -> str:
+    """``at.key``, or ``at["key"]`` (JSON-quoted, one line) for a key that is not a printable name."""
+    k = str(key)
+    if k and k.isprintable() and not any(c in k for c in '.[]"'):
+        return f"{at}.{k}" if at else k
+    return f"{at}[{json.dumps(k)}]"
+
+
 def nonfinite_at(value: Any) -> tuple[str, float] | None:
     """``(path, value)`` of the first ``NaN``/``Infinity`` in JSON data (``cells[0].mean_reward``)."""
     stack: list[tuple[Any, str]] = [(value, "")]
@@ -136,7 +144,7 @@ def nonfinite_at(value: Any) -> tuple[str, float] | None:
             if not math.isfinite(v):
                 return at or "the value", v
         elif isinstance(v, Mapping):
-            stack.extend((child, f"{at}.{k}" if at else str(k)) for k, child in reversed(list(v.items())))
+            stack.extend((child, _field_path(at, k)) for k, child in reversed(list(v.items())))
         elif isinstance(v, list | tuple):
             stack.extend((child, f"{at}[{i}]") for i, child in reversed(list(enumerate(v))))
         else:
