@@ -55,8 +55,15 @@ def require(module: str, extra: str, purpose: str, package: str | None = None): 
         package: pip distribution name when it differs from ``module``.
     """
     import importlib
+    import sys
 
     try:
-        return importlib.import_module(module)
+        found = importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependencyError(package or module, extra, purpose) from exc
+    if getattr(found, "__file__", None) is None and hasattr(found, "__path__"):
+        # a namespace package: only a directory of that name on sys.path (the checkout's datasets/ cards
+        # when the Hugging Face datasets package is not installed), not the package itself
+        sys.modules.pop(module, None)
+        raise MissingDependencyError(package or module, extra, purpose)
+    return found

@@ -148,3 +148,16 @@ def test_lab_call_equals_run_lab():
 def test_bad_arguments_name_what_is_wrong(call, message):
     with pytest.raises(ConfigError, match=message):
         call()
+
+
+def test_a_directory_named_like_an_optional_package_is_no_install_of_it(tmp_path, monkeypatch):
+    """A bare directory on the path (the checkout's ``datasets/`` of dataset cards) imports as a namespace
+    package; ``require`` names the missing extra instead of handing it back (it has none of the package's API)."""
+    from collapse_probe.errors import MissingDependencyError, require
+
+    (tmp_path / "cp_optional_pkg_x").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(MissingDependencyError, match=r'pip install "collapse-probe\[export\]"'):
+        require("cp_optional_pkg_x", "export", "export --to hf")
+    (tmp_path / "cp_optional_pkg_x" / "__init__.py").write_text("VALUE = 1\n")
+    assert require("cp_optional_pkg_x", "export", "export --to hf").VALUE == 1

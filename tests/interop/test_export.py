@@ -246,8 +246,19 @@ def test_parquet_tables_for_sql_and_dataframes(crossplay_run, audit_run, tmp_pat
 # ---------------------------------------------------------------------------------------------- hf datasets
 
 
+def _hf_datasets():  # noqa: ANN202
+    """The Hugging Face datasets package, or a skip (a bare ``datasets/`` directory, such as the checkout's
+    dataset cards, imports as a namespace package and is no install of it)."""
+    from collapse_probe.errors import MissingDependencyError, require
+
+    try:
+        return require("datasets", "export", "this test")
+    except MissingDependencyError:
+        pytest.skip("the Hugging Face datasets package is not installed (the export extra)")
+
+
 def test_hf_dataset_saved_to_disk(crossplay_run, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    datasets = _hf_datasets()
     out = tmp_path / "hf"
     assert main(["export", str(crossplay_run), "--to", "hf", "--out", str(out), "--no-progress"]) == 0
     dd = datasets.load_from_disk(str(out))
@@ -261,7 +272,7 @@ def test_hf_dataset_saved_to_disk(crossplay_run, tmp_path):
 
 
 def test_push_to_hub_without_a_token_is_one_line_and_keeps_the_local_copy(crossplay_run, tmp_path, monkeypatch, capsys):
-    pytest.importorskip("datasets")
+    _hf_datasets()
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored login either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
