@@ -16,11 +16,11 @@ Two shapes are read:
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError
+from collapse_probe.integrations.interop._chat import number
 
 NATIVE_ROLES = ("policy", "simulator")
 
@@ -28,16 +28,6 @@ NATIVE_ROLES = ("policy", "simulator")
 def _role_map(sim_role: str) -> dict[str, str]:
     other = "assistant" if sim_role == "user" else "user"
     return {sim_role: "simulator", other: "policy", "tool": "tool", "system": "system"}
-
-
-def _number(value: Any, where: str, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and math.isfinite(value):
-        return float(value)
-    raise ConfigError(f"{where}: {name}: expected a finite number or null, got {value!r}")
 
 
 def _records(p: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -115,7 +105,7 @@ def read_jsonl_conversations(path: str | Path, sim_role: str = "user") -> Any:
             task_id=str(task),
             messages=messages,
             trial=int(trial) if isinstance(trial, int) and not isinstance(trial, bool) else None,
-            reward=None if infra else _number(rec.get("reward", rec.get("score")), where, "reward"),
+            reward=None if infra else number(rec.get("reward", rec.get("score")), f"{where}: reward"),
             infra_error=str(infra) if infra else None,
             simulator_errors=_simulator_errors(rec.get("simulator_errors")),
             policy=str(rec["policy"]) if rec.get("policy") is not None else None,
