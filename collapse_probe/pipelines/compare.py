@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Required, TypedDict
 
 from collapse_probe._version import __version__
 from collapse_probe.core._constraints import Config, Flag, Integer, Number, OneOf, rule
@@ -258,6 +258,117 @@ def _key_mode(sources: Sequence[_Source], asked: str) -> tuple[str, str]:
                        f"{edited} ids with several texts")  # fmt: skip
 
 
+class EffectRow(TypedDict, total=False):
+    """One simulator against a reference for one agent (``results.json``'s ``simulator_effects``); the
+    statistics are filled in once the shared tasks are known."""
+
+    agent: Required[str]
+    simulator: Required[str]
+    reference: Required[str]
+    left_out: Required[dict[str, int]]
+    """Tasks only one of the two simulators ran, by ``only under NAME``."""
+    difference: float | None
+    """Success rate under ``simulator`` minus under ``reference`` over the shared tasks (``None``: none shared)."""
+    ci95: list[float] | None
+    n_tasks: int
+    rate: float | None
+    reference_rate: float | None
+    rerun_difference_ci95: list[float] | None
+    """``[−h, h]``: how far two reruns of one configuration would differ on these tasks."""
+    beyond_noise: bool | None
+    """The interval of ``difference`` excludes 0."""
+
+
+class NoiseRow(TypedDict):
+    """One agent under one simulator: how much reruns of it differ (``noise_floor``)."""
+
+    agent: str
+    simulator: str
+    n_tasks: int
+    tasks_with_repeats: int
+    trials: int
+    flip_rate: float | None
+    flipping_tasks: int
+    pass_k: dict[str, float]
+    rerun_difference_ci95: list[float] | None
+
+
+class CorrelationRow(TypedDict):
+    """The agents' rank correlation between two simulators (``rank_correlation``)."""
+
+    simulators: list[str]
+    agents: list[str]
+    tau: float | None
+    ci95: list[float] | None
+    n_tasks: int
+
+
+class FlipRow(TypedDict):
+    """Two agents ranked one way under one simulator and the other way under another (``rank_flips``)."""
+
+    agents: list[str]
+    simulators: list[str]
+    rates: dict[str, dict[str, float]]
+    """Simulator -> agent -> success rate."""
+    n_tasks: int
+
+
+class SourceRow(TypedDict):
+    """One input (``sources``)."""
+
+    path: str
+    format: str
+    sha256: str
+    conversations: int
+    agents: list[str]
+    simulators: list[str]
+    skipped: dict[str, int]
+    """Records the reader could not read as a conversation, by reason."""
+
+
+class CellRow(TypedDict):
+    """One agent under one simulator: its success rate (``cells``)."""
+
+    agent: str
+    simulator: str
+    n_tasks: int
+    trials: int
+    success_rate: float
+    ci95: list[float]
+
+
+class PairingRow(TypedDict):
+    """How the trials were paired by task (``pairing``)."""
+
+    task_key: str
+    why: str
+    records: int
+    paired_records: int
+    tasks: int
+    left_out: dict[str, int]
+
+
+class CompareSummary(TypedDict):
+    """The ``results.json`` object of a comparison before it is checked as
+    :class:`~collapse_probe.results.CompareResults`."""
+
+    schema: str
+    version: str
+    success_threshold: float
+    success_rule: dict[str, int]
+    level: float
+    sources: list[SourceRow]
+    pairing: PairingRow
+    agents: list[str]
+    simulators: list[str]
+    cells: list[CellRow]
+    simulator_effects: list[EffectRow]
+    noise_floor: list[NoiseRow]
+    rank_correlation: list[CorrelationRow]
+    rank_flips: list[FlipRow]
+    notes: list[str]
+
+
 Cells = dict[tuple[str, str], dict[str, list[bool]]]
 """``(agent, simulator)`` -> task key -> the successes of the task's scored trials."""
 
@@ -328,13 +439,11 @@ def _listed(ci: Sequence[float] | None) -> list[float] | None:
     return None if ci is None else list(ci)
 
 
-def effect_rows(
-    cells: Cells, agents: Sequence[str], sims: Sequence[str], reference: str | None
-) -> list[dict[str, Any]]:
+def effect_rows(cells: Cells, agents: Sequence[str], sims: Sequence[str], reference: str | None) -> list[EffectRow]:
     """One row per agent and pair of its simulators (or, with ``reference``, per other simulator)."""
     from collapse_probe.metrics import simulator_effects as se
 
-    rows = []
+    rows: list[EffectRow] = []
     for a in agents:
         mine = [s for s in sims if (a, s) in cells]
         for ref, sim in itertools.combinations(mine, 2):
@@ -345,25 +454,26 @@ def effect_rows(
             x, y = cells[(a, sim)], cells[(a, ref)]
             only = {f"only under {sim}": sum(1 for k in x if k not in y),
                     f"only under {ref}": sum(1 for k in y if k not in x)}  # fmt: skip
-            row: dict[str, Any] = {"agent": a, "simulator": sim, "reference": ref,
-                                   "left_out": {k: v for k, v in only.items() if v}}  # fmt: skip
+            row: EffectRow = {"agent": a, "simulator": sim, "reference": ref,
+                              "left_out": {k: v for k, v in only.items() if v}}  # fmt: skip
             if not any(k in y for k in x):
-                row.update(difference=None, ci95=None, n_tasks=0, rate=None, reference_rate=None,
-                           rerun_difference_ci95=None, beyond_noise=None)  # fmt: skip
+                row.update({"difference": None, "ci95": None, "n_tasks": 0, "rate": None, "reference_rate": None,
+                            "rerun_difference_ci95": None, "beyond_noise": None})  # fmt: skip
             else:
                 e = se.simulator_effect(x, y, LEVEL)
-                row.update(difference=e.difference, ci95=list(e.ci95), n_tasks=e.n_tasks, rate=e.rate,
-                           reference_rate=e.reference_rate, rerun_difference_ci95=_listed(e.rerun_difference_ci95),
-                           beyond_noise=not (e.ci95[0] <= 0.0 <= e.ci95[1]))  # fmt: skip
+                row.update({"difference": e.difference, "ci95": list(e.ci95), "n_tasks": e.n_tasks, "rate": e.rate,
+                            "reference_rate": e.reference_rate,
+                            "rerun_difference_ci95": _listed(e.rerun_difference_ci95),
+                            "beyond_noise": not (e.ci95[0] <= 0.0 <= e.ci95[1])})  # fmt: skip
             rows.append(row)
     return rows
 
 
-def noise_rows(cells: Cells) -> list[dict[str, Any]]:
+def noise_rows(cells: Cells) -> list[NoiseRow]:
     """The noise floor of every agent under every simulator."""
     from collapse_probe.metrics import simulator_effects as se
 
-    rows = []
+    rows: list[NoiseRow] = []
     for (a, s), out in cells.items():
         nf = se.noise_floor(out, LEVEL)
         rows.append({"agent": a, "simulator": s, "n_tasks": nf.n_tasks, "tasks_with_repeats": nf.tasks_with_repeats,
@@ -372,15 +482,13 @@ def noise_rows(cells: Cells) -> list[dict[str, Any]]:
     return rows
 
 
-def rank_rows(
-    cells: Cells, sims: Sequence[str], config: CompareConfig
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def rank_rows(cells: Cells, sims: Sequence[str], config: CompareConfig) -> tuple[list[CorrelationRow], list[FlipRow]]:
     """``(rank_correlation, rank_flips)`` rows."""
     from collapse_probe.metrics import simulator_effects as se
 
-    flips = [{"agents": list(f.agents), "simulators": list(f.simulators), "rates": f.rates, "n_tasks": f.n_tasks}
+    flips: list[FlipRow] = [{"agents": list(f.agents), "simulators": list(f.simulators), "rates": f.rates, "n_tasks": f.n_tasks}
              for f in se.rank_flips(cells)]  # fmt: skip
-    corr = []
+    corr: list[CorrelationRow] = []
     for s1, s2 in itertools.combinations(sims, 2):
         rc = se.rank_correlation(cells, s1, s2, level=LEVEL, n_boot=config.n_boot, seed=config.seed)
         if rc is not None:
@@ -389,17 +497,17 @@ def rank_rows(
     return corr, flips
 
 
-def _source_row(s: _Source) -> dict[str, Any]:
+def _source_row(s: _Source) -> SourceRow:
     return {"path": s.path, "format": s.format, "sha256": s.sha256, "conversations": len(s.trials),
             "agents": sorted({t.agent for t in s.trials}), "simulators": sorted({t.simulator for t in s.trials}),
             "skipped": s.skipped}  # fmt: skip
 
 
-def cell_rows(cells: Cells) -> list[dict[str, Any]]:
+def cell_rows(cells: Cells) -> list[CellRow]:
     """One row per (agent, simulator) cell: its tasks, trials and success rate with its 95 % CI."""
     from collapse_probe.metrics import simulator_effects as se
 
-    rows = []
+    rows: list[CellRow] = []
     for (a, s), out in cells.items():
         rate = se.success_rate(out)
         rows.append({"agent": a, "simulator": s, "n_tasks": rate.n_tasks, "trials": sum(map(len, out.values())),
@@ -411,8 +519,8 @@ def compare_notes(
     paired: _Paired,
     config: CompareConfig,
     agents: Sequence[str],
-    effects: Sequence[dict[str, Any]],
-    corr: Sequence[dict[str, Any]],
+    effects: Sequence[EffectRow],
+    corr: Sequence[CorrelationRow],
 ) -> list[str]:
     """What the reader of a comparison should know: tasks paired by text across ids, a success threshold
     that every trial meets (or misses), graded rewards at the default threshold, and a missing effect or
@@ -443,7 +551,7 @@ def compare_notes(
     return notes
 
 
-def compare_results(sources: Sequence[_Source], config: CompareConfig) -> dict[str, Any]:
+def compare_results(sources: Sequence[_Source], config: CompareConfig) -> CompareSummary:
     """The ``results.json`` object of a comparison (schema ``collapse-probe/compare/v1``): pair the trials,
     then the simulator effects, the noise floor and the ranks over the cells.
 
