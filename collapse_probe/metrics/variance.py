@@ -24,9 +24,9 @@ see how far its share reaches).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy.special import ndtr, ndtri, stdtrit
@@ -78,11 +78,20 @@ class Trial:
         return float(np.mean(self.rewards))
 
 
+class ShareInterval(TypedDict):
+    """One identified share of the reward variance: ``{"estimate", "ci95"}``."""
+
+    estimate: float
+    """The share, in [0, 1]."""
+    ci95: list[float] | None
+    """``[low, high]`` at the decomposition's level (``None``: too few resamples with variance)."""
+
+
 @dataclass
 class VarianceDecomposition:
     """The decomposition of one run's rewards (``results.json``'s ``variance`` block)."""
 
-    shares: dict[str, dict[str, Any] | None]
+    shares: dict[str, ShareInterval | None]
     """component -> ``{"estimate", "ci95"}``, ``None`` where not identifiable."""
     components: dict[str, float | None]
     """component -> its variance (reward units squared)."""
@@ -252,7 +261,7 @@ def decompose_variance(
     rewards = [[t.reward for t in v] for v in by_task.values() if v]
     fr = flip_rate(rewards, success) if success is not None else None
     pk = pass_hat_k(rewards, success) if success is not None and rewards else {}
-    shares: dict[str, dict[str, Any] | None] = dict.fromkeys(COMPONENTS)
+    shares: dict[str, ShareInterval | None] = dict.fromkeys(COMPONENTS)
     comps: dict[str, float | None] = dict.fromkeys(COMPONENTS)
     result = VarianceDecomposition(shares, comps, None, fr, pk, len(multi), len(all_trials), sum(divergence.values()),
                                    divergence, _identical_prefixes(list(multi.values())), judge_from, level, notes)  # fmt: skip
@@ -519,7 +528,7 @@ def variance_lines(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def trials_from_records(records: Iterable[dict[str, Any]]) -> list[Trial]:
+def trials_from_records(records: Iterable[Mapping[str, object]]) -> list[Trial]:
     """The scored conversations of a run (``play``, ``crossplay`` records: ``task_id``, ``messages`` with
     ``role`` ``policy`` / ``simulator`` / ``tool``, ``reward``; infrastructure failures left out) as trials,
     grouped by policy, simulator and task."""
@@ -527,14 +536,17 @@ def trials_from_records(records: Iterable[dict[str, Any]]) -> list[Trial]:
 
     out = []
     for r in records:
-        if r.get("status") == "infra_error" or not isinstance(r.get("reward"), int | float):
+        reward, messages = r.get("reward"), r.get("messages") or []
+        if r.get("status") == "infra_error" or not isinstance(reward, int | float):
             continue
+        if not isinstance(messages, list):
+            raise ConfigError(f"record {r.get('key')!r}: messages must be a list, got {type(messages).__name__}")
         steps = tuple(
             ("simulator" if m.get("role") == "simulator" else "agent",
              (m.get("role"), m.get("content"), json.dumps(m.get("tool_calls"), sort_keys=True, default=str)))
-            for m in r.get("messages") or []
+            for m in messages
         )  # fmt: skip
-        out.append(Trial((r.get("policy"), r.get("simulator"), str(r.get("task_id"))), steps, (float(r["reward"]),)))
+        out.append(Trial((r.get("policy"), r.get("simulator"), str(r.get("task_id"))), steps, (float(reward),)))
     return out
 
 

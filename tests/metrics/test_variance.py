@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from collapse_probe.errors import ConfigError
-from collapse_probe.metrics.variance import Trial, decompose_variance, flip_rate, pass_hat_k, zero_std_by_cause
+from collapse_probe.metrics.variance import (
+    Trial,
+    decompose_variance,
+    flip_rate,
+    pass_hat_k,
+    trials_from_records,
+    zero_std_by_cause,
+)
 from collapse_probe.metrics.variance_sim import VarianceWorld, alternating, simulate, true_shares
 
 S, A = "simulator", "agent"
@@ -63,6 +70,20 @@ def test_bad_input_is_one_clear_error():
         decompose_variance([_t("x", [("user", "hi")], 1.0)])
     with pytest.raises(ConfigError, match="n_boot"):
         decompose_variance([], n_boot=3)
+
+
+def test_trials_from_records_reads_scored_records_and_names_bad_messages():
+    msgs = [{"role": "simulator", "content": "hi"}, {"role": "policy", "content": "yo"}]
+    recs = [
+        {"key": "k0", "policy": "p", "simulator": "s", "task_id": 1, "reward": 1, "messages": msgs},
+        {"key": "k1", "policy": "p", "simulator": "s", "task_id": 1, "status": "infra_error", "reward": None},
+        {"key": "k2", "policy": "p", "simulator": "s", "task_id": 1, "reward": "1"},
+    ]
+    (t,) = trials_from_records(recs)
+    assert t.task == ("p", "s", "1") and t.rewards == (1.0,)
+    assert [side for side, _ in t.steps] == ["simulator", "agent"]
+    with pytest.raises(ConfigError, match="record 'k3': messages must be a list, got str"):
+        trials_from_records([{"key": "k3", "reward": 0.5, "messages": "hi"}])
 
 
 def test_flip_rate_and_pass_k_by_hand():
