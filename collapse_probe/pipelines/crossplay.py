@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from pydantic import JsonValue
+
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
 from collapse_probe.core._callable import config_and_options
@@ -72,7 +74,7 @@ class CrossplayConfig(RunConfig):
     entropy_turns: Annotated[EntropyTurns, OneOf(("first", "all"))] = "first"
     """Which policy turns enter the strategy entropy: the opening move (``first``) or every turn (``all``)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         """JSON-ready copy, as ``config.json`` and ``results.json`` record it (``max_live``, an execution
         setting, is recorded beside it by :func:`run_crossplay_async`)."""
         return self.model_dump(mode="json", exclude={"max_live"})
@@ -235,7 +237,7 @@ def crossplay_results(
     *,
     task_ids: Sequence[str] | None = None,
     reward_range: tuple[float, float] | None = None,
-) -> dict[str, Any]:
+) -> CrossplaySummary:
     """The ``results.json`` content for conversation records of a cross-play run (a pure function).
 
     Args:
@@ -255,13 +257,13 @@ def crossplay_results(
     for r in records:
         by_cell.setdefault((r.policy, r.simulator), []).append(r)
 
-    cells = []
+    cells: list[CellStats] = []
     for p in config.policies:
         for s in config.simulators:
             cells.append(cell_summary(by_cell.get((p, s), []), p, s, task_ids, reward_range=reward_range))
     cell_index = {(c["policy"], c["simulator"]): c for c in cells}
 
-    transfer = []
+    transfer: list[TransferRow] = []
     if config.train_simulator is not None:
         for p in config.policies:
             transfer.append(
@@ -272,7 +274,7 @@ def crossplay_results(
                 )
             )
 
-    diversity = []
+    diversity: list[Mapping[str, object]] = []
     for p in config.policies:
         diversity.append(
             policy_strategy_entropy(
@@ -283,7 +285,7 @@ def crossplay_results(
             )
         )
 
-    heldout = {}
+    heldout: dict[str, float | None] = {}
     for p in config.policies:
         means = [cell_index[(p, s)]["mean_reward"] for s in config.heldout_simulators]
         heldout[p] = _mean_or_none(means)
@@ -332,7 +334,32 @@ class TransferRow(TransferMeans):
     method: str | None
 
 
-CellData = Mapping[str, Any] | Cell
+class CrossplaySummary(TypedDict):
+    """The ``results.json`` object of a cross-play run (schema :data:`SCHEMA`) before
+    :class:`~collapse_probe.results.CrossplayResults` checks it (and the run's ``usage`` joins it)."""
+
+    schema: str
+    version: str
+    benchmark: str
+    policies: list[str]
+    simulators: list[str]
+    train_simulator: str | None
+    heldout_simulators: list[str]
+    tasks: list[str]
+    rollouts: int
+    seed: int
+    reward_range: list[float] | None
+    cells: list[CellStats]
+    heldout_reward: dict[str, float | None]
+    """Policy -> its mean reward over the held-out simulators (``None`` where a cell has none)."""
+    transfer: list[TransferRow]
+    policy_diversity: list[Mapping[str, object]]
+    """Each policy's strategy entropy (:func:`~collapse_probe.metrics.strategy.policy_strategy_entropy`)."""
+    config: dict[str, JsonValue]
+    fingerprints: dict[str, str | list[str]]
+
+
+CellData = Mapping[str, object] | Cell
 """A cell of the matrix: its JSON object or the typed :class:`~collapse_probe.results.Cell`."""
 
 
@@ -419,7 +446,9 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present)
 
 
-def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[float, float] | None = None) -> str | None:
+def cell_problem(
+    c: Mapping[str, object], policy: str, sim: str, bounds: tuple[float, float] | None = None
+) -> str | None:
     """The first value of a cross-play cell that cannot be read (NaN, None, a string, a mean without
     scored conversations, a reward outside the declared range...), in one line, or ``None``: the cell
     parsed through :class:`~collapse_probe.results.Cell`, the one check of a cell."""
@@ -429,7 +458,7 @@ def cell_problem(c: Mapping[str, Any], policy: str, sim: str, bounds: tuple[floa
 
 
 def crossplay(
-    config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+    config: CrossplayConfig | Mapping[str, object] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
 ) -> CrossplayResults:
     """The cross-play matrix as one call (``collapse_probe.crossplay(...)``): :func:`run_crossplay`.
 
@@ -450,7 +479,7 @@ def crossplay(
 
 
 async def crossplay_async(
-    config: CrossplayConfig | Mapping[str, Any] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
+    config: CrossplayConfig | Mapping[str, object] | None = None, /, *, out: str | Path | None = None, **kwargs: Any
 ) -> CrossplayResults:
     """:func:`crossplay` for async code: ``await collapse_probe.crossplay_async(...)``."""
     cfg, options = config_and_options(

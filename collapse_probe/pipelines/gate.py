@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Final, cast
+from typing import Annotated, Any, Final, TypedDict, cast
 
 from collapse_probe.core._constraints import Config, Flag, Number, OneOf, rule
 from collapse_probe.errors import ConfigError
@@ -169,7 +169,7 @@ def _results(
 
 
 def evaluate_gate(
-    results: dict[str, Any] | CrossplayResults,
+    results: dict[str, object] | CrossplayResults,
     policy: str,
     *,
     min_transfer: float | None = None,
@@ -222,7 +222,7 @@ def evaluate_gate(
 
 
 def _judge_run(
-    results: Any,
+    results: object,
     policy: str,
     checks: list[GateCheck],
     per_simulator: list[SimulatorTransfer],
@@ -268,8 +268,8 @@ def _judge_run(
 
 
 def _readable(
-    results: Any, rows: list[str], checks: list[GateCheck]
-) -> tuple[CrossplayResults, dict[tuple[str, str], Any], tuple[float, float] | None] | None:
+    results: object, rows: list[str], checks: list[GateCheck]
+) -> tuple[CrossplayResults, dict[tuple[str, str], Cell], tuple[float, float] | None] | None:
     """``(typed results, cells by (policy, simulator), reward bounds)`` when the run can be judged at all
     (typed, every row's cells there, one model per spec, every reward inside the range); else ``None``,
     with the reason appended to ``checks``."""
@@ -298,7 +298,7 @@ def _readable(
 
 def _cells_checked(
     typed: CrossplayResults,
-    cells: dict[tuple[str, str], Any],
+    cells: dict[tuple[str, str], Cell],
     rows: list[str],
     checks: list[GateCheck],
     max_infra_rate: float,
@@ -329,7 +329,7 @@ def _cells_checked(
 
 def _transfer_each(
     typed: CrossplayResults,
-    cells: dict[tuple[str, str], Any],
+    cells: dict[tuple[str, str], Cell],
     policy: str,
     each: list[str],
     checks: list[GateCheck],
@@ -354,7 +354,7 @@ def _transfer_each(
             checks.append(check)
 
 
-def _typed(results: Any) -> tuple[CrossplayResults | None, str | None]:
+def _typed(results: object) -> tuple[CrossplayResults | None, str | None]:
     """The typed results, or why they cannot be read (not a cross-play result; a value of the wrong type)."""
     if isinstance(results, CrossplayResults):
         return results, None
@@ -381,6 +381,20 @@ def _structure_problem(results: CrossplayResults | None, rows: Sequence[str]) ->
     return f"missing cells: {', '.join(missing)}" if missing else None
 
 
+class _RuleFields(TypedDict, total=False):
+    """What a threshold check records of the rule that decided it (:class:`GateCheck`'s fields)."""
+
+    value: float
+    threshold: float
+    rule: Decision
+    ci95: list[float | None] | None
+    """The 95 % interval of ``value`` (``None`` when it has neither end)."""
+    interval: list[float | None]
+    """The interval the rule read, at ``level`` (not under the point rule)."""
+    level: float
+    fail_level: float
+
+
 @dataclass(frozen=True)
 class _Judge:
     """A threshold decision under one rule (module docstring)."""
@@ -403,10 +417,10 @@ class _Judge:
         Bonferroni share); ``None`` when both ends are at :attr:`level`."""
         op_ok, op_bad = (">=", "<") if higher_is_better else ("<=", ">")
         near, far = (decide.lo, decide.hi) if higher_is_better else (decide.hi, decide.lo)
-        extra: dict[str, Any] = {"value": value, "threshold": threshold, "rule": self.rule}
+        extra: _RuleFields = {"value": value, "threshold": threshold, "rule": self.rule}
         extra["ci95"] = None if report.lo is None and report.hi is None else [report.lo, report.hi]
         if self.rule != "point":
-            extra.update(interval=[decide.lo, decide.hi], level=self.level)
+            extra.update({"interval": [decide.lo, decide.hi], "level": self.level})
         interval = f"{self.level:.0%} CI {format_interval([decide.lo, decide.hi])}"
         if fail_level is not None:
             extra["fail_level"] = fail_level
@@ -555,7 +569,7 @@ def gate_run_dir(run_dir: str | Path, policy: str, **options: Any) -> GateResult
     return evaluate_gate(results, policy, **options)
 
 
-def gate(results: CrossplayResults | Mapping[str, Any] | str | Path, policy: str, /, **options: Any) -> GateResults:
+def gate(results: CrossplayResults | Mapping[str, object] | str | Path, policy: str, /, **options: Any) -> GateResults:
     """The CI gate as one call (``collapse_probe.gate(...)``): :func:`evaluate_gate` on cross-play
     results, given as the results themselves (typed or their JSON object) or as a run directory /
     ``results.json`` path (:func:`gate_run_dir`). ``options`` are :func:`evaluate_gate`'s
@@ -574,7 +588,7 @@ def gate(results: CrossplayResults | Mapping[str, Any] | str | Path, policy: str
 
 
 async def gate_async(
-    results: CrossplayResults | Mapping[str, Any] | str | Path, policy: str, /, **options: Any
+    results: CrossplayResults | Mapping[str, object] | str | Path, policy: str, /, **options: Any
 ) -> GateResults:
     """:func:`gate` for async code (the file read and the arithmetic run in a worker thread)."""
     import asyncio
