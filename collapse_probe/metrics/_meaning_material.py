@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 
 from collapse_probe.core._files import iter_json_lines
 from collapse_probe.core._resources import dataset_path
@@ -97,7 +97,9 @@ class MeaningMaterial:
         return sorted({p.domain for p in self.pairs} | {s.domain for s in self.states})
 
 
-def _field(rec: Mapping[str, Any], name: str, where: str, kind: type, expected: str, *, required: bool = True) -> Any:
+def _field(
+    rec: Mapping[str, object], name: str, where: str, kind: type, expected: str, *, required: bool = True
+) -> Any:
     if name not in rec:
         if required:
             raise ConfigError(f"{where}: field {name!r} is missing; expected {expected}")
@@ -108,11 +110,11 @@ def _field(rec: Mapping[str, Any], name: str, where: str, kind: type, expected: 
     return value
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _text(rec: Mapping[str, Any], name: str, where: str, *, required: bool = True, empty: bool = False) -> str:
+def _text(rec: Mapping[str, object], name: str, where: str, *, required: bool = True, empty: bool = False) -> str:
     value = _field(rec, name, where, str, "a string" if empty else "a non-empty string", required=required)
     if value is None:
         return ""
@@ -121,7 +123,7 @@ def _text(rec: Mapping[str, Any], name: str, where: str, *, required: bool = Tru
     return cast(str, value)
 
 
-def _prefix(rec: Mapping[str, Any], where: str) -> tuple[Turn, ...]:
+def _prefix(rec: Mapping[str, object], where: str) -> tuple[Turn, ...]:
     turn = '{"role": "system" | "assistant" | "user" | "tool", "content": str}'
     turns = _field(rec, "prefix", where, list, f"a list of {turn}")
     out = []
@@ -132,7 +134,9 @@ def _prefix(rec: Mapping[str, Any], where: str) -> tuple[Turn, ...]:
     return tuple(out)
 
 
-def _labels(rec: Mapping[str, Any], name: str, n: int, where: str, *, required: bool = True) -> tuple[int, ...] | None:
+def _labels(
+    rec: Mapping[str, object], name: str, n: int, where: str, *, required: bool = True
+) -> tuple[int, ...] | None:
     expected = f"a list of {n} class numbers (one per reply) numbered 0, 1, 2, ... in order of first appearance"
     labels = _field(rec, name, where, list, expected, required=required)
     if labels is None:
@@ -145,7 +149,7 @@ def _labels(rec: Mapping[str, Any], name: str, n: int, where: str, *, required: 
     return tuple(labels)
 
 
-def _pair_kind(rec: Mapping[str, Any], name: str, where: str, *, required: bool = True) -> PairKind | None:
+def _pair_kind(rec: Mapping[str, object], name: str, where: str, *, required: bool = True) -> PairKind | None:
     expected = " or ".join(repr(k) for k in PAIR_KINDS)
     value = _field(rec, name, where, str, expected, required=required)
     if value is not None and value not in PAIR_KINDS:
@@ -153,8 +157,8 @@ def _pair_kind(rec: Mapping[str, Any], name: str, where: str, *, required: bool 
     return cast("PairKind | None", value)
 
 
-def _records(path: str | Path, expected: str) -> list[tuple[str, dict[str, Any]]]:
-    out = []
+def _records(path: str | Path, expected: str) -> list[tuple[str, Mapping[str, object]]]:
+    out: list[tuple[str, Mapping[str, object]]] = []
     for lineno, rec in iter_json_lines(path, expected=expected):
         where = f"{path}: line {lineno}"
         if not isinstance(rec, dict):
@@ -259,7 +263,31 @@ def load_meaning_material(directory: str | Path | None = None) -> MeaningMateria
     )
 
 
-def as_state_records(states: Sequence[MeaningState]) -> list[dict[str, Any]]:
+class PrefixTurn(TypedDict):
+    """One turn of a state record's ``prefix``."""
+
+    role: str
+    content: str
+
+
+class StateRecord(TypedDict):
+    """One line of a labelled ``states.jsonl`` as :func:`as_state_records` writes it."""
+
+    state_id: str
+    source: str
+    simulator: str
+    domain: str
+    task_id: str
+    user_turn: int
+    """User turns in ``prefix``."""
+    prefix: list[PrefixTurn]
+    """The conversation up to the state."""
+    replies: list[str]
+    labels: list[int]
+    """Each reply's class, numbered 0, 1, 2, ... in order of first appearance."""
+
+
+def as_state_records(states: Sequence[MeaningState]) -> list[StateRecord]:
     """States as the ``states.jsonl``-shaped dicts that :func:`~collapse_probe.metrics._service.labelled_states`
     and the fitting scripts take."""
     return [

@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
+from pydantic import JsonValue
 
 from collapse_probe.core._resources import package_path
 from collapse_probe.core._state import on_reset
@@ -52,6 +53,75 @@ SERVICE_DOMAIN = "customer-service user replies"
 domains themselves are in the model file: :attr:`ServiceModel.domains`)."""
 
 
+class ServiceInfo(TypedDict, total=False):
+    """How a service-meaning model was fitted, as its file says (:class:`ServiceModel`'s ``info``; empty
+    for a model fitted on a fold and never written)."""
+
+    C: JsonValue
+    """The chosen inverse regularization strength."""
+    trained_on: JsonValue
+    """What it was fitted on (:class:`TrainedOn`)."""
+    cv: JsonValue
+    """The cross-validation scores (``{"grid_objective": {"C/cut": score}}``)."""
+    domains: JsonValue
+    """The validated domains."""
+
+
+class TrainingSimilarity(TypedDict):
+    """The training states' own :func:`domain_similarity`."""
+
+    min: float
+    median: float
+
+
+class ServiceDomain(TypedDict):
+    """The model file's ``domain`` (:func:`domain_fields`)."""
+
+    name: str
+    """The kind of text (:data:`SERVICE_DOMAIN`)."""
+    validated: list[str]
+    """The validated domains, one centroid each."""
+    centroids: list[list[float]]
+    others: dict[str, list[float]]
+    """Known other kinds of text -> centroid."""
+    threshold: float
+    """The in-domain cosine threshold."""
+    training_similarity: TrainingSimilarity
+
+
+class TrainedOn(TypedDict):
+    """What a model was fitted on."""
+
+    states: int
+    pairs: int
+    groups: int
+    """Cross-validation groups (tasks and constructed domains)."""
+    simulators: list[str]
+    domains: list[str]
+    sha256: NotRequired[dict[str, str]]
+    """Material file -> its digest (added by the fitting script)."""
+
+
+class CrossValidation(TypedDict):
+    grid_objective: dict[str, float]
+    """``"C/cut"`` -> the grouped cross-validation objective."""
+
+
+class ServiceModelFile(TypedDict):
+    """The content of a service-meaning model file (:func:`fit_service_model`)."""
+
+    format: str
+    encoder: str
+    features: list[str]
+    C: float
+    cut: float
+    coef: list[float]
+    intercept: float
+    domain: ServiceDomain
+    trained_on: TrainedOn
+    cv: CrossValidation
+
+
 @dataclass(frozen=True)
 class ServiceModel:
     """The fitted pairwise model and its domain (see the module docstring)."""
@@ -71,7 +141,7 @@ class ServiceModel:
     domain's centroid."""
     encoder: str
     sha256: str
-    info: dict[str, Any]
+    info: ServiceInfo
 
     def p_same(self, x: np.ndarray) -> np.ndarray:
         """P(one class) for rows of pair features."""
@@ -110,7 +180,12 @@ def _load(path: str) -> ServiceModel:
         domain_threshold=float(payload["domain"]["threshold"]),
         encoder=str(payload.get("encoder")),
         sha256=hashlib.sha256(raw).hexdigest()[:12],
-        info={k: payload.get(k) for k in ("C", "trained_on", "cv")} | {"domains": payload["domain"].get("validated")},
+        info={
+            "C": payload.get("C"),
+            "trained_on": payload.get("trained_on"),
+            "cv": payload.get("cv"),
+            "domains": payload["domain"].get("validated"),
+        },  # fmt: skip
     )
 
 
@@ -196,7 +271,7 @@ def domain_similarity(emb: np.ndarray, centroid: np.ndarray, others: np.ndarray 
     return near
 
 
-def domain_fields(states: Sequence[LabelledState], others: dict[str, np.ndarray]) -> dict[str, Any]:
+def domain_fields(states: Sequence[LabelledState], others: dict[str, np.ndarray]) -> ServiceDomain:
     """The model file's ``domain``: each domain of the training states is a validated domain with its
     centroid (:func:`domain_centroids`); ``others`` are centroids of known other kinds of text; the
     threshold is the 5th percentile of the training states' own :func:`domain_similarity`, so that a
@@ -413,7 +488,7 @@ def fit_service_model(
     cuts: Sequence[float] = DEFAULT_CUTS,
     folds: int = 5,
     others: dict[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
+) -> ServiceModelFile:
     """Fit the model on labelled states and constructed pairs; returns the model file's content.
 
     ``C`` and the cut are chosen by cross-validation grouped by task (labelled benchmark states) and
@@ -442,11 +517,13 @@ def fit_service_model(
     }
 
 
-def _context(rec: dict[str, Any]) -> str:
-    return " ".join(str(m.get("content") or "") for m in rec.get("prefix") or [] if isinstance(m, dict))
+def _context(rec: Mapping[str, object]) -> str:
+    prefix = rec.get("prefix")
+    turns = prefix if isinstance(prefix, list) else []
+    return " ".join(str(m.get("content") or "") for m in turns if isinstance(m, dict))
 
 
-def labelled_states(records: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.ndarray],
+def labelled_states(records: Sequence[Mapping[str, object]], embed: Callable[[list[str]], np.ndarray],
                     words: WordVectors | None = None) -> list[LabelledState]:  # fmt: skip
     """Labelled states from ``states.jsonl``-shaped records (``replies``, ``labels``, ``prefix``,
     ``source``, ``simulator``, ``domain``, ``task_id``), with each reply's embedding from ``embed``
@@ -474,7 +551,7 @@ def labelled_states(records: Sequence[dict[str, Any]], embed: Callable[[list[str
     return out
 
 
-def state_group(rec: dict[str, Any]) -> str:
+def state_group(rec: Mapping[str, object]) -> str:
     """The split group of a labelled state: ``<benchmark>:<domain>:<task>`` for a benchmark's states
     (no task is both fitted and checked), ``constructed:<domain>`` for states written for this project."""
     source = str(rec.get("source") or "")
@@ -485,7 +562,7 @@ def state_group(rec: dict[str, Any]) -> str:
     return f"constructed:{domain}"
 
 
-def labelled_pairs(records: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.ndarray],
+def labelled_pairs(records: Sequence[Mapping[str, object]], embed: Callable[[list[str]], np.ndarray],
                    words: WordVectors | None = None) -> list[LabelledPair]:  # fmt: skip
     """Constructed pairs (``a``, ``b``, ``kind``: contrast / paraphrase, ``domain``, ``prefix``)."""
     unique = list(dict.fromkeys(str(r[k]) for r in records for k in ("a", "b")))
