@@ -5,14 +5,31 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypeGuard
 
 import numpy as np
 
 from collapse_probe.pipelines.audit._config import AuditConfig
+from collapse_probe.pipelines.audit._types import (
+    AuditSummary,
+    EffectiveModesBound,
+    EntropyBlock,
+    Estimate,
+    ExactFailure,
+    MeanDifference,
+    MeanInterval,
+    ParseFailures,
+    SourceMean,
+    StateEstimates,
+    StateRecord,
+)
+
+if TYPE_CHECKING:
+    from collapse_probe.metrics import IntervalEstimate
+    from collapse_probe.pipelines.audit._sampling import ExactDistribution
 
 
-def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[str, Any]:
+def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> StateEstimates:
     from collapse_probe.metrics.estimators import (
         collapse_error,
         collapse_error_corrected,
@@ -56,7 +73,14 @@ def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> dict[st
 # ----------------------------------------------------------------------------------------------- summaries
 
 
-def mean_collapse_error(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def interval_fields(iv: IntervalEstimate) -> MeanInterval:
+    """An interval estimate's fields as ``results.json`` holds them (in its field order, as ``to_dict``)."""
+    return {"estimate": iv.estimate, "ci95": list(iv.ci95), "method": iv.method, "plugin": iv.plugin, "level": iv.level,
+            "n": iv.n, "n_states": iv.n_states, "low_confidence": iv.low_confidence, "note": iv.note,
+            "lower_bound_only": iv.lower_bound_only}  # fmt: skip
+
+
+def mean_collapse_error(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed: int = 0) -> MeanInterval:
     """Mean collapse error over the audited states, bias-aware, with an interval that holds its level.
 
     The target is the average of these states' true ε (the audited states are the population), so the
@@ -70,10 +94,10 @@ def mean_collapse_error(counts_list: Sequence[Sequence[int]], level: float = 0.9
     cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
     if not cs:
         return {"estimate": None, "ci95": None, "n_states": 0}
-    return mean_collapse_error_interval(cs, level=level, seed=seed).to_dict()
+    return interval_fields(mean_collapse_error_interval(cs, level=level, seed=seed))
 
 
-def mean_entropy(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def mean_entropy(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed: int = 0) -> MeanInterval:
     """Mean Chao–Wang–Jost entropy (nats, incl. unseen classes) over the audited states, with the interval
     of :func:`collapse_probe.metrics.estimators.mean_entropy_interval`."""
     from collapse_probe.metrics.estimators import mean_entropy_interval
@@ -81,11 +105,11 @@ def mean_entropy(counts_list: Sequence[Sequence[int]], level: float = 0.95, seed
     cs = [np.asarray(c, dtype=np.int64) for c in counts_list]
     if not cs:
         return {"estimate": None, "ci95": None, "n_states": 0}
-    return mean_entropy_interval(cs, level=level, seed=seed).to_dict()
+    return interval_fields(mean_entropy_interval(cs, level=level, seed=seed))
 
 
 def mean_with_state_se(estimates: Sequence[float], cis: Sequence[Sequence[float]], n_boot: int = 1000,
-                       level: float = 0.95, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+                       level: float = 0.95, seed: int = 0) -> Estimate:  # fmt: skip
     """Mean of per-state estimates with a two-level CI: states resampled, and each drawn state's
     estimate perturbed by a normal draw with the standard error implied by its own 95 % CI."""
     from collapse_probe.metrics.estimators import mean_with_state_se as _mean_with_state_se
@@ -96,7 +120,12 @@ def mean_with_state_se(estimates: Sequence[float], cis: Sequence[Sequence[float]
     return {"estimate": r.estimate, "ci95": r.ci95}
 
 
-def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> dict[str, Any]:
+def exact_scored(exact: ExactDistribution | ExactFailure | None) -> TypeGuard[ExactDistribution]:
+    """Whether a record's ``exact`` holds a scored distribution (not a failure, not absent)."""
+    return bool(exact) and exact is not None and exact.get("collapse_error") is not None
+
+
+def summarize_states(records: Sequence[StateRecord], config: AuditConfig) -> AuditSummary:
     """The summary block of ``results.json`` over the measured states of one mode."""
     from collapse_probe.metrics.estimators import MIN_CONFIDENT_SAMPLES
 
@@ -104,12 +133,14 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
     infra = [r for r in records if r.get("status") == "infra_error"]
     eps = mean_collapse_error([r["class_counts"] for r in ok], seed=config.rollout.seed)
     ent = mean_entropy([r["class_counts"] for r in ok], seed=config.rollout.seed)
-    exact = [r["exact"]["collapse_error"] for r in ok if (r.get("exact") or {}).get("collapse_error") is not None]
-    summary: dict[str, Any] = {
+    exact = [ex["collapse_error"] for r in ok if exact_scored(ex := r.get("exact"))]
+    summary: AuditSummary = {
         "collapse_error": {
             "estimate": eps["estimate"],
             "ci95": eps["ci95"],
-            **{k: eps.get(k) for k in ("method", "plugin", "level")},
+            "method": eps.get("method"),
+            "plugin": eps.get("plugin"),
+            "level": eps.get("level"),
             "target": "mean over the audited states of their true collapse error",
         },
         "collapse_error_corrected": float(np.mean([r["collapse_error_corrected"] for r in ok])) if ok else None,
@@ -136,7 +167,7 @@ def summarize_states(records: Sequence[dict[str, Any]], config: AuditConfig) -> 
     return summary
 
 
-def _entropy_block(ent: dict[str, Any]) -> dict[str, Any]:
+def _entropy_block(ent: MeanInterval) -> EntropyBlock:
     """The summary's entropy block: the mean Chao-Wang-Jost estimate (nats) and its interval."""
     return {
         "estimate": ent["estimate"],
@@ -150,7 +181,7 @@ def _entropy_block(ent: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _vs_parse_failures(ok: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def _vs_parse_failures(ok: Sequence[StateRecord]) -> ParseFailures | None:
     """Verbalized-Sampling turns that fell back, over the measured states' replies (``None``: no VS state)."""
     vs = [r["vs"] for r in ok if "vs" in r]
     if not vs:
@@ -163,9 +194,9 @@ def _vs_parse_failures(ok: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return {"count": fails, "of": total, "rate": fails / total if total else None, "reasons": dict(reasons)}
 
 
-def _by_source(ok: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+def _by_source(ok: Sequence[StateRecord], seed: int) -> dict[str, SourceMean]:
     """State source (benchmark, human, ...) -> the mean ε and entropy over its measured states."""
-    by_source: dict[str, Any] = {}
+    by_source: dict[str, SourceMean] = {}
     for src in sorted({r["source"] for r in ok}):
         rs = [r for r in ok if r["source"] == src]
         e = mean_collapse_error([r["class_counts"] for r in rs], seed=seed)
@@ -176,21 +207,22 @@ def _by_source(ok: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
     return by_source
 
 
-def entropy_lower_bound_only(ent: dict[str, Any], n: int) -> bool:
+def entropy_lower_bound_only(ent: MeanInterval, n: int) -> bool:
     """Whether an entropy (and exp of it, the effective modes) can only be read as a lower bound.
 
     True when the interval says so (``lower_bound_only``, or no finite upper end) or when the estimate
     exceeds what N replies can show: exp(H) > N means the estimate is mostly the unseen classes it
     extrapolates, so "effective modes 48 from 20 replies" must not read as measured.
     """
-    if ent.get("estimate") is None:
+    estimate = ent.get("estimate")
+    if estimate is None:
         return False
     ci = ent.get("ci95") or [None, None]
     hi = ci[1] if len(ci) > 1 else None
-    return bool(ent.get("lower_bound_only")) or hi is None or not math.isfinite(hi) or math.exp(ent["estimate"]) > n
+    return bool(ent.get("lower_bound_only")) or hi is None or not math.isfinite(hi) or math.exp(estimate) > n
 
 
-def effective_modes_bound(ent: dict[str, Any], n: int) -> dict[str, Any]:
+def effective_modes_bound(ent: MeanInterval, n: int) -> EffectiveModesBound:
     """``effective_modes_lower_bound_only`` and ``effective_modes_lower_bound`` for the summary block.
 
     The bound is exp of the entropy interval's lower end (a lower confidence bound on exp(H)), capped at
@@ -216,7 +248,7 @@ DIFFERENCE_METHOD = (
 
 
 def collapse_error_difference(counts_a: Sequence[Sequence[int]], counts_b: Sequence[Sequence[int]],
-                              level: float = 0.95, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+                              level: float = 0.95, seed: int = 0) -> MeanDifference:  # fmt: skip
     """Mean ε of ``b`` minus mean ε of ``a`` over the same states, consistent with each side's own number.
 
     The estimate is the difference of the two bias-aware estimates of
@@ -258,7 +290,7 @@ def collapse_error_difference(counts_a: Sequence[Sequence[int]], counts_b: Seque
             "a": a.estimate, "b": b.estimate, "plugin": b.plugin - a.plugin}  # fmt: skip
 
 
-def _two_sided(iv: Any) -> tuple[float, float]:
+def _two_sided(iv: IntervalEstimate) -> tuple[float, float]:
     """The ends of a collapse-error interval (both always finite; only entropy can lack an upper end)."""
     lo, hi = iv.ci95
     assert lo is not None and hi is not None, "collapse-error intervals are two-sided"
@@ -266,8 +298,8 @@ def _two_sided(iv: Any) -> tuple[float, float]:
 
 
 def paired_difference(
-    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], seed: int, view: str | None = None
-) -> dict[str, Any]:
+    a: Sequence[StateRecord], b: Sequence[StateRecord], seed: int, view: Literal["reward_view"] | None = None
+) -> MeanDifference:
     """Mean ε(b) − ε(a) over the states measured in both modes (:func:`collapse_error_difference`).
 
     ``a`` and ``b`` are the two modes' state records; ``view="reward_view"`` takes each record's
@@ -276,13 +308,19 @@ def paired_difference(
     printed means when every state was measured in both).
     """
 
-    def counts(r: dict[str, Any]) -> Any:
-        return (r.get(view) or {}).get("class_counts") if view else r.get("class_counts")
+    if view not in (None, "reward_view"):
+        raise ValueError(f"view: expected 'reward_view' or None, got {view!r}")
 
-    ka = {r["state_id"]: r for r in a if r.get("status") == "ok" and counts(r)}
-    kb = {r["state_id"]: r for r in b if r.get("status") == "ok" and counts(r)}
+    def counts(r: StateRecord) -> list[int] | None:
+        if view:
+            rv = r.get("reward_view")
+            return rv.get("class_counts") if rv else None
+        return r.get("class_counts")
+
+    ka = {r["state_id"]: c for r in a if r.get("status") == "ok" and (c := counts(r))}
+    kb = {r["state_id"]: c for r in b if r.get("status") == "ok" and (c := counts(r))}
     common = [s for s in ka if s in kb]
-    out = collapse_error_difference([counts(ka[s]) for s in common], [counts(kb[s]) for s in common], seed=seed)
+    out = collapse_error_difference([ka[s] for s in common], [kb[s] for s in common], seed=seed)
     out["a_estimate"], out["b_estimate"] = out.pop("a", None), out.pop("b", None)
     out["all_states"] = len(common) == len(ka) == len(kb)
     return out

@@ -45,8 +45,8 @@ class StateEstimates(TypedDict):
     """Hill numbers by order: ``"0"``, ``"1"``, ``"2"``, ``"inf"``."""
     hill_note: str
     sample_coverage: float
-    distinct_1: float
-    distinct_2: float
+    distinct_1: float | None
+    distinct_2: float | None
     low_confidence: bool
     """N below :data:`~collapse_probe.metrics.MIN_CONFIDENT_SAMPLES`."""
 
@@ -118,11 +118,11 @@ class StateRecord(TypedDict, total=False):
     responses: list[str]
     labels: list[int]
     n_empty: int
-    collapse_error: float | None
+    collapse_error: float
     collapse_error_estimate: float
-    collapse_error_ci95: list[float | None] | None
+    collapse_error_ci95: list[float | None]
     collapse_error_corrected: float
-    entropy: float | None
+    entropy: float
     entropy_ci95: list[float | None]
     entropy_lower_bound_only: bool
     entropy_note: str
@@ -131,8 +131,8 @@ class StateRecord(TypedDict, total=False):
     hill: dict[str, float]
     hill_note: str
     sample_coverage: float
-    distinct_1: float
-    distinct_2: float
+    distinct_1: float | None
+    distinct_2: float | None
     low_confidence: bool
     vendi: float
     mean_pairwise_cosine: float
@@ -144,6 +144,43 @@ class StateRecord(TypedDict, total=False):
     decision: DecisionClasses
     vs: VSStats
     exact: ExactDistribution | ExactFailure | None
+
+
+class StateRowDict(TypedDict, total=False):
+    """A state's row in ``results.json`` (``states``): a :class:`StateRecord` without its replies; a failed
+    state's row holds ``null`` estimates (typed at the end by :class:`~collapse_probe.results.StateRow`)."""
+
+    state_id: str
+    mode: str
+    source: str
+    kind: str
+    turn: int | None
+    task_id: str
+    status: str
+    n: int
+    class_counts: list[int]
+    class_names: list[str]
+    collapse_error: float | None
+    collapse_error_ci95: list[float | None] | None
+    collapse_error_corrected: float
+    collapse_error_estimate: float
+    entropy: float | None
+    entropy_ci95: list[float | None]
+    entropy_lower_bound_only: bool
+    entropy_note: str
+    hill: dict[str, float]
+    hill_note: str
+    distinct_1: float | None
+    distinct_2: float | None
+    vendi: float
+    low_confidence: bool
+    exact: ExactDistribution | ExactFailure | None
+    reward_view: RewardViewOfState
+    decision: DecisionClasses
+    vs: VSStats
+    """Without ``examples``."""
+    n_empty: int
+    error: str
 
 
 # ----------------------------------------------------------------------------------------------- summary
@@ -169,7 +206,7 @@ class Estimate(TypedDict):
     """An estimate with its interval (``None`` over no state)."""
 
     estimate: float | None
-    ci95: list[float] | None
+    ci95: list[float | None] | None
 
 
 class CollapseErrorBlock(TypedDict):
@@ -470,7 +507,7 @@ class CompareVSBlock(TypedDict, total=False):
     difference_vs_minus_direct: MeanDifference
     reward_view_difference_vs_minus_direct: MeanDifference | None
     vs_parse_failures: ParseFailures | None
-    states: list[StateRecord]
+    states: list[StateRowDict]
     """The other mode's per-state rows."""
     unreliable: bool
     human_reference: Mapping[str, object]
@@ -500,7 +537,7 @@ class AuditResultsDict(TypedDict, total=False):
     verdict: str
     verdict_text: VerdictParts
     trajectory: Mapping[str, object] | None
-    states: list[StateRecord]
+    states: list[StateRowDict]
     meaning_key: str | None
     compare_vs: CompareVSBlock
     variance_share: Mapping[str, object]

@@ -5,13 +5,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.pipelines.audit._config import AuditConfig, ProbeState
-from collapse_probe.pipelines.audit._summary import mean_collapse_error
+from collapse_probe.pipelines.audit._summary import exact_scored, mean_collapse_error
+from collapse_probe.pipelines.audit._types import (
+    DecisionSummary,
+    ExactSummary,
+    KindMean,
+    KindViews,
+    RewardViewOfState,
+    RewardViewSummary,
+    StateRecord,
+)
+
+if TYPE_CHECKING:
+    from collapse_probe.pipelines.audit._sampling import ExactDistribution
 
 NOT_READ = "not read by the reward"
 """The reward-view class of replies the benchmark's ``reward_class`` gives ``None`` at a state where it
@@ -54,7 +66,7 @@ def reward_reader(arena: Any) -> tuple[Callable[[ProbeState, str], Hashable | No
 
 def reward_view_of_state(
     read: Callable[[ProbeState, str], Hashable | None] | None, state: ProbeState, texts: Sequence[str], seed: int
-) -> dict[str, Any] | None:
+) -> RewardViewOfState | None:
     """The reward-view classes of one state's replies with the state's ε (bias-aware, with its interval),
     or ``None`` where the reward reads none of them."""
     if read is None:
@@ -72,7 +84,7 @@ def reward_view_of_state(
             "collapse_error_estimate": e.estimate, "collapse_error_ci95": e.ci95}  # fmt: skip
 
 
-def _states_text(records: Sequence[dict[str, Any]]) -> str:
+def _states_text(records: Sequence[StateRecord]) -> str:
     kinds = Counter(r.get("kind") or r["source"] for r in records)
     parts = [f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: _kind_order(kv[0]))]
     return f"{len(records)} state{'s' if len(records) != 1 else ''} the reward reads: {', '.join(parts)}"
@@ -81,24 +93,24 @@ def _states_text(records: Sequence[dict[str, Any]]) -> str:
 NO_BENCHMARK = "no benchmark named: a generic file has no reward classes (--benchmark NAME gives its reward view)"
 
 
-def reward_view_summary(records: Sequence[dict[str, Any]], config: AuditConfig, note: str | None,
-                        no_benchmark: bool = False) -> dict[str, Any]:  # fmt: skip
+def reward_view_summary(records: Sequence[StateRecord], config: AuditConfig, note: str | None,
+                        no_benchmark: bool = False) -> RewardViewSummary:  # fmt: skip
     """``summary.reward_view``: the mean collapse error of the reward's classes over the states where the
     reward reads the reply, with the headline's interval method; ``estimate`` is ``None`` (and
     ``reason`` says why) where no state has a reward reading."""
     rs = [r for r in records if r.get("status") == "ok" and r.get("reward_view")]
-    out: dict[str, Any] = {"classes": note, "n_states": len(rs)}
     if not rs:
         reason = (NO_BENCHMARK if no_benchmark and note is None
                   else "the benchmark declares no reward_class (or decision_label) hook" if note is None
                   else "no audited state is one where the reward reads the reply")  # fmt: skip
-        return {**out, "estimate": None, "ci95": None, "states": "none", "reason": reason}
+        return {"classes": note, "n_states": 0, "estimate": None, "ci95": None, "states": "none", "reason": reason}
     e = mean_collapse_error([r["reward_view"]["class_counts"] for r in rs], seed=config.rollout.seed)
-    return {**out, "estimate": e["estimate"], "ci95": e["ci95"], "method": e.get("method"), "plugin": e.get("plugin"),
-            "level": e.get("level"), "states": _states_text(rs), "reason": None}  # fmt: skip
+    return {"classes": note, "n_states": len(rs), "estimate": e["estimate"], "ci95": e["ci95"],
+            "method": e.get("method"), "plugin": e.get("plugin"), "level": e.get("level"), "states": _states_text(rs),
+            "reason": None}  # fmt: skip
 
 
-def closed_answers_given(records: Sequence[dict[str, Any]], arena: Any) -> tuple[int, int] | None:
+def closed_answers_given(records: Sequence[StateRecord], arena: Any) -> tuple[int, int] | None:
     """``(replies that give one of the closed answers, replies)`` at the states where the reward reads the
     reply and the benchmark labels the decision: how often the simulator answers in the form the reward
     reads (P4G: a ``[DONATE $N]`` tag anywhere in the reply). ``None`` without the benchmark's
@@ -118,7 +130,7 @@ def closed_answers_given(records: Sequence[dict[str, Any]], arena: Any) -> tuple
 # ----------------------------------------------------------------------------------------------- exact
 
 
-def exact_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def exact_summary(records: Sequence[StateRecord]) -> ExactSummary | None:
     """``summary.exact``: means over the states with an exact closed-set distribution of what it says.
 
     ``closed_set_mass`` is format compliance — the probability that the whole reply is one of the set's
@@ -127,14 +139,14 @@ def exact_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     holds real mass); ``collapse_error_with_outside`` keeps "outside the set" as one class (the old
     ``exact_collapse_error``: near 0 whenever the model rarely answers with the bare tag).
     """
-    ex = [
-        r["exact"]
-        for r in records
-        if r.get("status") == "ok" and (r.get("exact") or {}).get("collapse_error") is not None
-    ]
+    ex: list[ExactDistribution] = []
+    for r in records:
+        e = r.get("exact")
+        if r.get("status") == "ok" and exact_scored(e):
+            ex.append(e)
     if not ex:
         return None
-    cond = [e["collapse_error_conditional"] for e in ex if e.get("collapse_error_conditional") is not None]
+    cond = [c for e in ex if (c := e.get("collapse_error_conditional")) is not None]
     return {
         "n_states": len(ex),
         "closed_set_mass": float(np.mean([e["closed_set_mass"] for e in ex])),
@@ -148,7 +160,7 @@ def exact_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------------------------- all views
 
 
-def kind_views(records: Sequence[dict[str, Any]], config: AuditConfig, arena: Any = None) -> dict[str, Any]:
+def kind_views(records: Sequence[StateRecord], config: AuditConfig, arena: Any = None) -> KindViews:
     """The views of the ``summary`` block beside the headline.
 
     - ``by_kind``: mean ε̂ with its CI per kind of state (opening, turn k, elicitation);
@@ -159,14 +171,14 @@ def kind_views(records: Sequence[dict[str, Any]], config: AuditConfig, arena: An
     - ``exact``: :func:`exact_summary`; ``exact_outside_mass`` its mean mass outside the set (kept).
     """
     ok = [r for r in records if r.get("status") == "ok"]
-    by_kind: dict[str, Any] = {}
+    by_kind: dict[str, KindMean] = {}
     for kind in sorted({r.get("kind") or r["source"] for r in ok}, key=_kind_order):
         rs = [r for r in ok if (r.get("kind") or r["source"]) == kind]
         e = mean_collapse_error([r["class_counts"] for r in rs], seed=config.rollout.seed)
         by_kind[kind] = {"collapse_error": e["estimate"], "ci95": e["ci95"], "n_states": len(rs),
                          "entropy": float(np.mean([r["entropy"] for r in rs]))}  # fmt: skip
     dec = [r["decision"] for r in ok if r.get("decision")]
-    decision = None
+    decision: DecisionSummary | None = None
     if dec:
         e = mean_collapse_error([d["class_counts"] for d in dec], seed=config.rollout.seed)
         decision = {"estimate": e["estimate"], "ci95": e["ci95"], "n_states": len(dec),
