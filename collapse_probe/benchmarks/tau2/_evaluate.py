@@ -17,13 +17,11 @@ from functools import cached_property
 from typing import Any
 
 from collapse_probe.benchmarks.tau2._data import DomainData, load_domain
-from collapse_probe.benchmarks.tau2._db import CANONICALISERS, Database, Tables, deep_merge
-from collapse_probe.benchmarks.tau2._tools import Toolkit, ToolResult
+from collapse_probe.benchmarks.tau2._db import CANONICALISERS, AirlineTables, Database, RetailTables, Tables, deep_merge
+from collapse_probe.benchmarks.tau2._tools import ToolResult
 from collapse_probe.benchmarks.tau2.airline import AirlineTools
 from collapse_probe.benchmarks.tau2.retail import RetailTools
 from collapse_probe.errors import ConfigError
-
-TOOLKITS: dict[str, type[Toolkit]] = {"retail": RetailTools, "airline": AirlineTools}
 
 STOP_REASONS = ("user_stop", "agent_stop")
 """Termination reasons under which the reward is computed; every other reason scores 0."""
@@ -34,8 +32,14 @@ class Environment:
 
     def __init__(self, kind: str, base: Tables) -> None:
         self.kind = kind
-        self.db = Database(kind, base)
-        self.tools = TOOLKITS[kind](self.db)
+        self.tools: RetailTools | AirlineTools
+        if kind == "retail" and "orders" in base:
+            self.tools = RetailTools(Database(kind, base))
+        elif kind == "airline" and "reservations" in base:
+            self.tools = AirlineTools(Database(kind, base))
+        else:
+            raise KeyError(kind)
+        self.db: Database[RetailTables] | Database[AirlineTables] = self.tools.db
 
     def execute(self, name: Any, arguments: Any) -> ToolResult:
         return self.tools.invoke(name, arguments)
@@ -114,12 +118,12 @@ class GoldReplay:
         """The environment after the gold actions."""
 
     @cached_property
-    def db_before(self) -> dict[str, Any]:
+    def db_before(self) -> dict[str, dict[str, object]]:
         """The canonical DB after the task's initial state, before the gold actions (db.json layout)."""
         return self._before.db.dump()
 
     @cached_property
-    def db_after(self) -> dict[str, Any]:
+    def db_after(self) -> dict[str, dict[str, object]]:
         """The canonical DB after the gold actions (db.json layout)."""
         return self.env.db.dump()
 

@@ -12,9 +12,9 @@ import ast
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal
 
-from collapse_probe.benchmarks.tau2._db import Database, record_json
+from collapse_probe.benchmarks.tau2._db import Database, TablesT, record_json
 
 ToolKind = Literal["read", "write", "generic", "think"]
 
@@ -82,7 +82,7 @@ class ToolResult:
     error: bool
 
 
-class Toolkit:
+class Toolkit(Generic[TablesT]):
     """Base class of a domain's agent toolkit over a copy-on-write :class:`Database`."""
 
     kind: str = ""
@@ -97,8 +97,8 @@ class Toolkit:
                 if spec is not None:
                     cls.specs[name] = spec
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(self, db: Database[TablesT]) -> None:
+        self.db: Database[TablesT] = db
 
     def invoke(self, name: Any, arguments: Any) -> ToolResult:
         """Run tool ``name`` with ``arguments`` (a JSON object); never raises."""
@@ -251,7 +251,7 @@ Converter = Callable[[Any], tuple[Any, "str | None"]]
 """A field converter: value -> (converted value, error message or ``None``)."""
 
 
-def build_record(record: str, fields: Sequence[tuple[str, Converter]], data: Any) -> dict[str, Any]:
+def build_record(record: str, fields: Sequence[tuple[str, Converter]], data: object) -> dict[str, object]:
     """Validate ``data`` (a mapping) into a record with ``fields`` in order; extra keys are ignored.
 
     Raises:
@@ -259,7 +259,7 @@ def build_record(record: str, fields: Sequence[tuple[str, Converter]], data: Any
     """
     if not isinstance(data, dict):
         raise ValidationError(record, [("", "Input should be a valid dictionary or instance", data)])
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     problems: list[tuple[str, str, Any]] = []
     for name, conv in fields:
         if name not in data:

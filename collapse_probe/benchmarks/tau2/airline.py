@@ -8,9 +8,18 @@ New reservation and certificate ids are deterministic, as in the reference.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from collapse_probe.benchmarks.tau2._db import Record
+from collapse_probe.benchmarks.tau2._db import (
+    AirlineTables,
+    AirlineUser,
+    Flight,
+    FlightDate,
+    PaymentMethod,
+    Reservation,
+    ReservationFlight,
+    ReservationPayment,
+)
 from collapse_probe.benchmarks.tau2._tools import (
     FLOAT,
     INT,
@@ -100,7 +109,26 @@ def _attr(x: Any, name: str) -> Any:
     raise AttributeError(f"'{type(x).__name__}' object has no attribute '{name}'")
 
 
-def _search_record(flight: Record, day: Record, date: str | None) -> Record:
+class Airport(TypedDict):
+    iata: str
+    city: str
+
+
+class FlightSearchResult(TypedDict):
+    """A flight on one date as the search tools list it."""
+
+    flight_number: str
+    origin: str
+    destination: str
+    status: str
+    scheduled_departure_time_est: str
+    scheduled_arrival_time_est: str
+    date: str | None
+    available_seats: dict[str, int]
+    prices: dict[str, int]
+
+
+def _search_record(flight: Flight, day: FlightDate, date: str | None) -> FlightSearchResult:
     return {
         "flight_number": flight["flight_number"],
         "origin": flight["origin"],
@@ -114,35 +142,43 @@ def _search_record(flight: Record, day: Record, date: str | None) -> Record:
     }
 
 
-class AirlineTools(Toolkit):
+class AirlineTools(Toolkit[AirlineTables]):
     """The airline agent's 14 tools over an airline :class:`~collapse_probe.benchmarks.tau2._db.Database`."""
 
     kind = "airline"
 
     # ---- helpers ---------------------------------------------------------------------------
 
-    def _user(self, user_id: str) -> Record:
+    def _user(self, user_id: str) -> AirlineUser:
         if user_id not in self.db.tables["users"]:
             raise ToolError(f"User {user_id} not found")
         return self.db.tables["users"][user_id]
 
-    def _reservation(self, reservation_id: str) -> Record:
+    def _writable_user(self, user_id: str) -> AirlineUser:
+        self.db.own("users", user_id)
+        return self.db.tables["users"][user_id]
+
+    def _writable_reservation(self, reservation_id: str) -> Reservation:
+        self.db.own("reservations", reservation_id)
+        return self.db.tables["reservations"][reservation_id]
+
+    def _reservation(self, reservation_id: str) -> Reservation:
         if reservation_id not in self.db.tables["reservations"]:
             raise ToolError(f"Reservation {reservation_id} not found")
         return self.db.tables["reservations"][reservation_id]
 
-    def _flight(self, flight_number: str) -> Record:
+    def _flight(self, flight_number: str) -> Flight:
         if flight_number not in self.db.tables["flights"]:
             raise ToolError(f"Flight {flight_number} not found")
         return self.db.tables["flights"][flight_number]
 
-    def _flight_date(self, flight_number: str, date: str) -> Record:
+    def _flight_date(self, flight_number: str, date: str) -> FlightDate:
         flight = self._flight(flight_number)
         if date not in flight["dates"]:
             raise ToolError(f"Flight {flight_number} not found on date {date}")
         return flight["dates"][date]
 
-    def _payment_for_update(self, user: Record, payment_id: str, price: int) -> Record | None:
+    def _payment_for_update(self, user: AirlineUser, payment_id: str, price: int) -> ReservationPayment | None:
         """Checks, then the gift-card change; returns the Payment to record (``None`` for price 0)."""
         if payment_id not in user["payment_methods"]:
             raise ToolError("Payment method not found")
@@ -152,7 +188,7 @@ class AirlineTools(Toolkit):
         if pm["source"] == "gift_card" and pm["amount"] < price:
             raise ToolError("Gift card balance is not enough")
         if pm["source"] == "gift_card":
-            pm = self.db.writable("users", user["user_id"])["payment_methods"][payment_id]
+            pm = self._writable_user(user["user_id"])["payment_methods"][payment_id]
             pm["amount"] = pm["amount"] - price
         return {"payment_id": payment_id, "amount": price} if price != 0 else None
 
@@ -163,15 +199,15 @@ class AirlineTools(Toolkit):
         "Get the details of a user: profile, payment methods, saved passengers, reservation ids.",
         user_id=_USER_ID,
     )
-    def get_user_details(self, user_id: str) -> Record:
+    def get_user_details(self, user_id: str) -> AirlineUser:
         return self._user(user_id)
 
     @tool("read", "Get the details of a reservation.", reservation_id=_RESERVATION_ID)
-    def get_reservation_details(self, reservation_id: str) -> Record:
+    def get_reservation_details(self, reservation_id: str) -> Reservation:
         return self._reservation(reservation_id)
 
     @tool("read", "List every airport (IATA code and city).")
-    def list_all_airports(self) -> list[Record]:
+    def list_all_airports(self) -> list[Airport]:
         return [{"iata": code, "city": city} for code, city in AIRPORTS]
 
     @tool(
@@ -181,7 +217,7 @@ class AirlineTools(Toolkit):
         destination=describe(STR, "Destination airport IATA code, such as 'LAX'."),
         date=describe(STR, "Date of the flight in YYYY-MM-DD, such as '2024-01-01'."),
     )
-    def search_direct_flight(self, origin: str, destination: str, date: str) -> list[Record]:
+    def search_direct_flight(self, origin: str, destination: str, date: str) -> list[FlightSearchResult]:
         out = []
         for flight in self.db.tables["flights"].values():
             if flight["origin"] == origin and flight["destination"] == destination and date in flight["dates"]:
@@ -197,7 +233,7 @@ class AirlineTools(Toolkit):
         destination=describe(STR, "Destination airport IATA code, such as 'LAX'."),
         date=describe(STR, "Date of the first flight in YYYY-MM-DD, such as '2024-05-01'."),
     )
-    def search_onestop_flight(self, origin: str, destination: str, date: str) -> list[list[Record]]:
+    def search_onestop_flight(self, origin: str, destination: str, date: str) -> list[list[FlightSearchResult]]:
         flights = self.db.tables["flights"]
         out = []
         for f1 in flights.values():
@@ -267,7 +303,7 @@ class AirlineTools(Toolkit):
         total_baggages: int,
         nonfree_baggages: int,
         insurance: str,
-    ) -> Record:
+    ) -> Reservation:
         flights = _convert_list(flights, "FlightInfo", _FLIGHT_INFO)
         passengers = _convert_list(passengers, "Passenger", _PASSENGER)
         payment_methods = _convert_list(payment_methods, "Payment", _PAYMENT)
@@ -275,42 +311,46 @@ class AirlineTools(Toolkit):
         reservation_id = next((r for r in NEW_RESERVATION_IDS if r not in self.db.tables["reservations"]), None)
         if reservation_id is None:
             raise ToolError("Too many reservations")
-        reservation = build_record(
-            "Reservation",
-            [
-                ("reservation_id", STRING),
-                ("user_id", STRING),
-                ("origin", STRING),
-                ("destination", STRING),
-                ("flight_type", enum(("round_trip", "one_way"))),
-                ("cabin", enum(CABINS)),
-                ("flights", lambda v: (v, None)),
-                ("passengers", _records_of("Passenger")),
-                ("payment_history", _records_of("Payment")),
-                ("created_at", STRING),
-                ("total_baggages", INTEGER),
-                ("nonfree_baggages", INTEGER),
-                ("insurance", enum(("yes", "no"))),
-                ("status", lambda v: (v, None)),
-            ],
-            {
-                "reservation_id": reservation_id,
-                "user_id": user_id,
-                "origin": origin,
-                "destination": destination,
-                "flight_type": flight_type,
-                "cabin": cabin,
-                "flights": [],
-                "passengers": [dict(p) for p in passengers] if isinstance(passengers, list) else passengers,
-                "payment_history": [dict(p) for p in payment_methods]
-                if isinstance(payment_methods, list)
-                else payment_methods,
-                "created_at": CURRENT_TIME,
-                "total_baggages": total_baggages,
-                "nonfree_baggages": nonfree_baggages,
-                "insurance": insurance,
-                "status": None,
-            },
+        # build_record checked every field with the converter of its type (a failure raises)
+        reservation = cast(
+            Reservation,
+            build_record(
+                "Reservation",
+                [
+                    ("reservation_id", STRING),
+                    ("user_id", STRING),
+                    ("origin", STRING),
+                    ("destination", STRING),
+                    ("flight_type", enum(("round_trip", "one_way"))),
+                    ("cabin", enum(CABINS)),
+                    ("flights", lambda v: (v, None)),
+                    ("passengers", _records_of("Passenger")),
+                    ("payment_history", _records_of("Payment")),
+                    ("created_at", STRING),
+                    ("total_baggages", INTEGER),
+                    ("nonfree_baggages", INTEGER),
+                    ("insurance", enum(("yes", "no"))),
+                    ("status", lambda v: (v, None)),
+                ],
+                {
+                    "reservation_id": reservation_id,
+                    "user_id": user_id,
+                    "origin": origin,
+                    "destination": destination,
+                    "flight_type": flight_type,
+                    "cabin": cabin,
+                    "flights": [],
+                    "passengers": [dict(p) for p in passengers] if isinstance(passengers, list) else passengers,
+                    "payment_history": [dict(p) for p in payment_methods]
+                    if isinstance(payment_methods, list)
+                    else payment_methods,
+                    "created_at": CURRENT_TIME,
+                    "total_baggages": total_baggages,
+                    "nonfree_baggages": nonfree_baggages,
+                    "insurance": insurance,
+                    "status": None,
+                },
+            ),
         )
         n = len(passengers)
         total = 0
@@ -346,18 +386,20 @@ class AirlineTools(Toolkit):
         paid = sum(_attr(p, "amount") for p in payment_methods)
         if paid != total:
             raise ToolError(f"Payment amount does not add up, total price is {total}, but paid {paid}")
-        user = self.db.writable("users", user_id)
+        user = self._writable_user(user_id)
         for p in payment_methods:
             pid = p["payment_id"]
-            pm = user["payment_methods"][pid] if pid in user["payment_methods"] else None
-            if pm is not None and pm["source"] == "gift_card":
-                pm["amount"] = pm["amount"] - p["amount"]
-            elif pm is None or pm["source"] == "certificate":
+            held = user["payment_methods"][pid] if pid in user["payment_methods"] else None
+            if held is not None and held["source"] == "gift_card":
+                held["amount"] = held["amount"] - p["amount"]
+            elif held is None or held["source"] == "certificate":
                 del user["payment_methods"][pid]  # a certificate listed twice fails here: partial mutation
         for f in flights:
-            flight = self.db.writable("flights", f["flight_number"])
+            self.db.own("flights", f["flight_number"])
+            flight = self.db.tables["flights"][f["flight_number"]]
             flight["dates"][f["date"]]["available_seats"][reservation["cabin"]] -= n
-        self.db.insert("reservations", reservation_id, reservation)
+        self.db.tables["reservations"][reservation_id] = reservation
+        self.db.mark_inserted("reservations", reservation_id)
         user["reservations"].append(reservation_id)
         return reservation
 
@@ -366,10 +408,12 @@ class AirlineTools(Toolkit):
         "Cancel the whole reservation. Only with explicit customer confirmation.",
         reservation_id=_RESERVATION_ID,
     )
-    def cancel_reservation(self, reservation_id: str) -> Record:
+    def cancel_reservation(self, reservation_id: str) -> Reservation:
         self._reservation(reservation_id)
-        reservation = self.db.writable("reservations", reservation_id)
-        refunds = [{"payment_id": p["payment_id"], "amount": -p["amount"]} for p in reservation["payment_history"]]
+        reservation = self._writable_reservation(reservation_id)
+        refunds: list[ReservationPayment] = [
+            {"payment_id": p["payment_id"], "amount": -p["amount"]} for p in reservation["payment_history"]
+        ]
         reservation["payment_history"].extend(refunds)
         reservation["status"] = "cancelled"
         return reservation
@@ -385,12 +429,16 @@ class AirlineTools(Toolkit):
         cert_id = next((c for c in NEW_CERTIFICATE_IDS if c not in user["payment_methods"]), None)
         if cert_id is None:
             raise ToolError("Too many certificates")
-        cert = build_record(
-            "Certificate",
-            [("source", STRING), ("id", STRING), ("amount", FLOAT)],
-            {"source": "certificate", "id": cert_id, "amount": amount},
+        # build_record checked every field with the converter of its type (a failure raises)
+        cert = cast(
+            PaymentMethod,
+            build_record(
+                "Certificate",
+                [("source", STRING), ("id", STRING), ("amount", FLOAT)],
+                {"source": "certificate", "id": cert_id, "amount": amount},
+            ),
         )
-        self.db.writable("users", user_id)["payment_methods"][cert_id] = cert
+        self._writable_user(user_id)["payment_methods"][cert_id] = cert
         return f"Certificate {cert_id} added to user {user_id} with amount {amount}."
 
     @tool(
@@ -403,12 +451,12 @@ class AirlineTools(Toolkit):
     )
     def update_reservation_baggages(
         self, reservation_id: str, total_baggages: int, nonfree_baggages: int, payment_id: str
-    ) -> Record:
+    ) -> Reservation:
         reservation = self._reservation(reservation_id)
         user = self._user(reservation["user_id"])
         price = 50 * max(0, nonfree_baggages - reservation["nonfree_baggages"])
         payment = self._payment_for_update(user, payment_id, price)
-        reservation = self.db.writable("reservations", reservation_id)
+        reservation = self._writable_reservation(reservation_id)
         if payment is not None:
             reservation["payment_history"].append(payment)
         reservation["total_baggages"] = total_baggages
@@ -425,12 +473,12 @@ class AirlineTools(Toolkit):
     )
     def update_reservation_flights(
         self, reservation_id: str, cabin: str, flights: list[Any], payment_id: str
-    ) -> Record:
+    ) -> Reservation:
         flights = _convert_list(flights, "FlightInfo", _FLIGHT_INFO)
         reservation = self._reservation(reservation_id)
         user = self._user(reservation["user_id"])
         n = len(reservation["passengers"])
-        new_flights: list[Record] = []
+        new_flights: list[ReservationFlight] = []
         total = 0
         for f in flights:
             number, date = _attr(f, "flight_number"), _attr(f, "date")
@@ -444,7 +492,7 @@ class AirlineTools(Toolkit):
             )
             if kept is not None:
                 total += kept["price"] * n
-                new_flights.append(dict(kept))
+                new_flights.append(kept.copy())
                 continue
             flight = self._flight(number)
             day = self._flight_date(number, date)
@@ -465,7 +513,7 @@ class AirlineTools(Toolkit):
             total += price * n
         total -= sum(rf["price"] for rf in reservation["flights"]) * n
         payment = self._payment_for_update(user, payment_id, total)
-        reservation = self.db.writable("reservations", reservation_id)
+        reservation = self._writable_reservation(reservation_id)
         if payment is not None:
             reservation["payment_history"].append(payment)
         reservation["flights"] = new_flights
@@ -478,12 +526,12 @@ class AirlineTools(Toolkit):
         reservation_id=_RESERVATION_ID,
         passengers=_PASSENGERS,
     )
-    def update_reservation_passengers(self, reservation_id: str, passengers: list[Any]) -> Record:
+    def update_reservation_passengers(self, reservation_id: str, passengers: list[Any]) -> Reservation:
         passengers = _convert_list(passengers, "Passenger", _PASSENGER)
         reservation = self._reservation(reservation_id)
         if len(passengers) != len(reservation["passengers"]):
             raise ToolError("Number of passengers does not match")
-        reservation = self.db.writable("reservations", reservation_id)
+        reservation = self._writable_reservation(reservation_id)
         reservation["passengers"] = passengers
         return reservation
 

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import json
 
-from collapse_probe.benchmarks.tau2._db import Record
+from collapse_probe.benchmarks.tau2._db import (
+    Address,
+    Order,
+    OrderItem,
+    OrderPayment,
+    PaymentMethod,
+    Product,
+    RetailTables,
+    RetailUser,
+    Variant,
+)
 from collapse_probe.benchmarks.tau2._tools import (
     STR,
     STR_LIST,
@@ -35,63 +45,85 @@ _ADDRESS_PARAMS = {
 }
 
 
+def _user_address(address1: str, address2: str, city: str, country: str, state: str, zip: str) -> Address:  # noqa: A002
+    """The address the agent gave, after the reference's check that every line is a string."""
+    address: Address = {
+        "address1": address1,
+        "address2": address2,
+        "city": city,
+        "country": country,
+        "state": state,
+        "zip": zip,
+    }
+    build_record("UserAddress", _ADDRESS_FIELDS, address)  # raises listing every line that is not a string
+    return address
+
+
 def _r2(x: float) -> float:
     return round(x, 2)
 
 
-class RetailTools(Toolkit):
+class RetailTools(Toolkit[RetailTables]):
     """The retail agent's 16 tools over a retail :class:`~collapse_probe.benchmarks.tau2._db.Database`."""
 
     kind = "retail"
 
     # ---- helpers ---------------------------------------------------------------------------
 
-    def _order(self, order_id: str) -> Record:
+    def _order(self, order_id: str) -> Order:
         if order_id not in self.db.tables["orders"]:
             raise ToolError("Order not found")
         return self.db.tables["orders"][order_id]
 
-    def _user(self, user_id: str) -> Record:
+    def _user(self, user_id: str) -> RetailUser:
         if user_id not in self.db.tables["users"]:
             raise ToolError("User not found")
         return self.db.tables["users"][user_id]
 
-    def _product(self, product_id: str) -> Record:
+    def _product(self, product_id: str) -> Product:
         if product_id not in self.db.tables["products"]:
             raise ToolError("Product not found")
         return self.db.tables["products"][product_id]
 
-    def _item(self, item_id: str) -> Record:
+    def _item(self, item_id: str) -> Variant:
         for product in self.db.tables["products"].values():
             if item_id in product["variants"]:
                 return product["variants"][item_id]
         raise ToolError("Item not found")
 
-    def _variant(self, product_id: str, item_id: str) -> Record:
+    def _variant(self, product_id: str, item_id: str) -> Variant:
         product = self._product(product_id)
         if item_id not in product["variants"]:
             raise ToolError("Variant not found")
         return product["variants"][item_id]
 
-    def _payment_method(self, user_id: str, payment_method_id: str) -> Record:
+    def _payment_method(self, user_id: str, payment_method_id: str) -> PaymentMethod:
         user = self._user(user_id)
         if payment_method_id not in user["payment_methods"]:
             raise ToolError("Payment method not found")
         return user["payment_methods"][payment_method_id]
 
-    def _writable_payment_method(self, user_id: str, payment_method_id: str) -> Record:
+    def _writable_payment_method(self, user_id: str, payment_method_id: str) -> PaymentMethod:
         self._payment_method(user_id, payment_method_id)
-        return self.db.writable("users", user_id)["payment_methods"][payment_method_id]
+        return self._writable_user(user_id)["payment_methods"][payment_method_id]
+
+    def _writable_user(self, user_id: str) -> RetailUser:
+        self.db.own("users", user_id)
+        return self.db.tables["users"][user_id]
+
+    def _writable_order(self, order_id: str) -> Order:
+        self.db.own("orders", order_id)
+        return self.db.tables["orders"][order_id]
 
     @staticmethod
-    def _count_check(order: Record, item_ids: list[str], message: str) -> None:
+    def _count_check(order: Order, item_ids: list[str], message: str) -> None:
         all_ids = [it["item_id"] for it in order["items"]]
         for item_id in item_ids:
             if item_ids.count(item_id) > all_ids.count(item_id):
                 raise ToolError(message.format(item_id=item_id))
 
     @staticmethod
-    def _first_item(order: Record, item_id: str) -> Record:
+    def _first_item(order: Order, item_id: str) -> OrderItem:
         for it in order["items"]:
             if it["item_id"] == item_id:
                 return it
@@ -128,7 +160,7 @@ class RetailTools(Toolkit):
         raise ToolError("User not found")
 
     @tool("read", "Get the status and details of an order.", order_id=_ORDER_ID)
-    def get_order_details(self, order_id: str) -> Record:
+    def get_order_details(self, order_id: str) -> Order:
         return self._order(order_id)
 
     @tool(
@@ -136,7 +168,7 @@ class RetailTools(Toolkit):
         "Get the inventory details of a product: its name and every variant with options, availability and price.",
         product_id=describe(STR, "The product id, such as '6086499569' (different from an item id)."),
     )
-    def get_product_details(self, product_id: str) -> Record:
+    def get_product_details(self, product_id: str) -> Product:
         return self._product(product_id)
 
     @tool(
@@ -144,11 +176,11 @@ class RetailTools(Toolkit):
         "Get the details of one item (a product variant): options, availability and price.",
         item_id=describe(STR, "The item id, such as '6086499569'."),
     )
-    def get_item_details(self, item_id: str) -> Record:
+    def get_item_details(self, item_id: str) -> Variant:
         return self._item(item_id)
 
     @tool("read", "Get the details of a user, including their orders and payment methods.", user_id=_USER_ID)
-    def get_user_details(self, user_id: str) -> Record:
+    def get_user_details(self, user_id: str) -> RetailUser:
         return self._user(user_id)
 
     @tool("read", "List the name and product id of every product type in the store.")
@@ -168,13 +200,13 @@ class RetailTools(Toolkit):
             "The reason for cancellation: 'no longer needed' or 'ordered by mistake'.",
         ),
     )
-    def cancel_pending_order(self, order_id: str, reason: str) -> Record:
+    def cancel_pending_order(self, order_id: str, reason: str) -> Order:
         order = self._order(order_id)
         if order["status"] != "pending":
             raise ToolError("Non-pending order cannot be cancelled")
         if reason not in ("no longer needed", "ordered by mistake"):
             raise ToolError("Invalid reason")
-        refunds = []
+        refunds: list[OrderPayment] = []
         for payment in list(order["payment_history"]):
             refunds.append(
                 {
@@ -187,7 +219,7 @@ class RetailTools(Toolkit):
             if pm["source"] == "gift_card":
                 pm = self._writable_payment_method(order["user_id"], payment["payment_method_id"])
                 pm["balance"] = _r2(pm["balance"] + payment["amount"])
-        order = self.db.writable("orders", order_id)
+        order = self._writable_order(order_id)
         order["status"] = "cancelled"
         order["cancel_reason"] = reason
         order["payment_history"].extend(refunds)
@@ -207,7 +239,7 @@ class RetailTools(Toolkit):
     )
     def exchange_delivered_order_items(
         self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
-    ) -> Record:
+    ) -> Order:
         order = self._order(order_id)
         if order["status"] != "delivered":
             raise ToolError("Non-delivered order cannot be exchanged")
@@ -225,7 +257,7 @@ class RetailTools(Toolkit):
         pm = self._payment_method(order["user_id"], payment_method_id)
         if pm["source"] == "gift_card" and pm["balance"] < diff:
             raise ToolError("Insufficient gift card balance to pay for the price difference")
-        order = self.db.writable("orders", order_id)
+        order = self._writable_order(order_id)
         order["status"] = "exchange requested"
         order["exchange_items"] = sorted(item_ids)
         order["exchange_new_items"] = sorted(new_item_ids)
@@ -248,16 +280,12 @@ class RetailTools(Toolkit):
         state: str,
         country: str,
         zip: str,  # noqa: A002
-    ) -> Record:
+    ) -> Order:
         order = self._order(order_id)
         if "pending" not in order["status"]:
             raise ToolError("Non-pending order cannot be modified")
-        address = build_record(
-            "UserAddress",
-            _ADDRESS_FIELDS,
-            {"address1": address1, "address2": address2, "city": city, "country": country, "state": state, "zip": zip},
-        )
-        order = self.db.writable("orders", order_id)
+        address = _user_address(address1, address2, city, country, state, zip)
+        order = self._writable_order(order_id)
         order["address"] = address
         return order
 
@@ -275,7 +303,7 @@ class RetailTools(Toolkit):
     )
     def modify_pending_order_items(
         self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
-    ) -> Record:
+    ) -> Order:
         order = self._order(order_id)
         if order["status"] != "pending":
             raise ToolError("Non-pending order cannot be modified")
@@ -283,7 +311,7 @@ class RetailTools(Toolkit):
         if len(item_ids) != len(new_item_ids):
             raise ToolError("The number of items to be exchanged should match")
         diff: float = 0
-        variant: Record | None = None
+        variant: Variant | None = None
         for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
             if item_id == new_item_id:
                 raise ToolError("The new item id should be different from the old item id")
@@ -295,7 +323,7 @@ class RetailTools(Toolkit):
         pm = self._payment_method(order["user_id"], payment_method_id)
         if pm["source"] == "gift_card" and pm["balance"] < diff:
             raise ToolError("Insufficient gift card balance to pay for the new item")
-        order = self.db.writable("orders", order_id)
+        order = self._writable_order(order_id)
         order["payment_history"].append(
             {
                 "transaction_type": "payment" if diff > 0 else "refund",
@@ -322,7 +350,7 @@ class RetailTools(Toolkit):
         order_id=_ORDER_ID,
         payment_method_id=_PM_ID,
     )
-    def modify_pending_order_payment(self, order_id: str, payment_method_id: str) -> Record:
+    def modify_pending_order_payment(self, order_id: str, payment_method_id: str) -> Order:
         order = self._order(order_id)
         if "pending" not in order["status"]:
             raise ToolError("Non-pending order cannot be modified")
@@ -336,7 +364,7 @@ class RetailTools(Toolkit):
         amount = history[0]["amount"]
         if new_pm["source"] == "gift_card" and new_pm["balance"] < amount:
             raise ToolError("Insufficient gift card balance to pay for the order")
-        order = self.db.writable("orders", order_id)
+        order = self._writable_order(order_id)
         order["payment_history"].extend(
             [
                 {"transaction_type": "payment", "amount": amount, "payment_method_id": payment_method_id},
@@ -367,14 +395,10 @@ class RetailTools(Toolkit):
         state: str,
         country: str,
         zip: str,  # noqa: A002
-    ) -> Record:
+    ) -> RetailUser:
         self._user(user_id)
-        address = build_record(
-            "UserAddress",
-            _ADDRESS_FIELDS,
-            {"address1": address1, "address2": address2, "city": city, "country": country, "state": state, "zip": zip},
-        )
-        user = self.db.writable("users", user_id)
+        address = _user_address(address1, address2, city, country, state, zip)
+        user = self._writable_user(user_id)
         user["address"] = address
         return user
 
@@ -388,7 +412,7 @@ class RetailTools(Toolkit):
             STR, "The payment method for the refund: the original one or a gift card of the user."
         ),
     )
-    def return_delivered_order_items(self, order_id: str, item_ids: list[str], payment_method_id: str) -> Record:
+    def return_delivered_order_items(self, order_id: str, item_ids: list[str], payment_method_id: str) -> Order:
         order = self._order(order_id)
         if order["status"] != "delivered":
             raise ToolError("Non-delivered order cannot be returned")
@@ -396,7 +420,7 @@ class RetailTools(Toolkit):
         if pm["source"] != "gift_card" and payment_method_id != order["payment_history"][0]["payment_method_id"]:
             raise ToolError("Payment method should be the original payment method")
         self._count_check(order, item_ids, "Some item not found")
-        order = self.db.writable("orders", order_id)
+        order = self._writable_order(order_id)
         order["status"] = "return requested"
         order["return_items"] = sorted(item_ids)
         order["return_payment_method_id"] = payment_method_id
