@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from collapse_probe.report._html import Sentence
+from collapse_probe.report._layout import Table
 from collapse_probe.results import CompareResults
+from collapse_probe.results._compare import SimulatorEffect
+
+Cell = str | int | float | None
+"""One cell of a report row: a name, a count, a number or a formatted interval (``None``: not defined)."""
+Row = dict[str, Cell]
+"""One row of a compare table, column heading -> cell, in column order."""
 
 
-def effect_rows(r: CompareResults) -> list[dict[str, Any]]:
+def effect_rows(r: CompareResults) -> list[Row]:
     """The simulator effects as the terminal, the report and the dashboard show them (points, not shares)."""
-    rows = []
+    rows: list[Row] = []
     for e in r.simulator_effects:
         rows.append({"agent": e.agent, "simulator": e.simulator, "reference": e.reference,
                      "difference (points)": None if e.difference is None else round(100 * e.difference, 1),
@@ -57,7 +64,7 @@ def effects_figure(r: CompareResults) -> Any:
                   "grey: the range two reruns of one configuration differ by")  # fmt: skip
 
 
-def noise_rows(r: CompareResults) -> list[dict[str, Any]]:
+def noise_rows(r: CompareResults) -> list[Row]:
     """The noise floor per agent and simulator."""
     return [{"agent": n.agent, "simulator": n.simulator, "tasks": n.n_tasks, "with repeats": n.tasks_with_repeats,
              "flip rate": n.flip_rate, "flipping tasks": n.flipping_tasks,
@@ -66,15 +73,15 @@ def noise_rows(r: CompareResults) -> list[dict[str, Any]]:
             for n in r.noise_floor]  # fmt: skip
 
 
-def rank_rows(r: CompareResults) -> list[dict[str, Any]]:
+def rank_rows(r: CompareResults) -> list[Row]:
     """The rank correlation per pair of simulators and the flips."""
-    rows: list[dict[str, Any]] = [{"simulators": " vs ".join(c.simulators), "agents": len(c.agents), "tau": c.tau,
+    rows: list[Row] = [{"simulators": " vs ".join(c.simulators), "agents": len(c.agents), "tau": c.tau,
                                    "95% CI": None if c.ci95 is None else f"[{c.ci95[0]:.2f}, {c.ci95[1]:.2f}]",
                                    "shared tasks": c.n_tasks} for c in r.rank_correlation]  # fmt: skip
     return rows
 
 
-def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _table(rows: Sequence[Row]) -> Table:
     cols = list(rows[0]) if rows else []
     return {"columns": cols, "rows": [[row[c] for c in cols] for row in rows]}
 
@@ -123,7 +130,7 @@ def write_compare_report(path: str | Path, results: CompareResults | Mapping[str
     ]  # fmt: skip
     if r.notes:
         sections.append(("Notes", Sentence("; ".join(r.notes))))
-    lines = [effect_line(e.model_dump()) for e in r.simulator_effects]
+    lines = [effect_line(e) for e in r.simulator_effects]
     return write_html_report(path, "collapse-probe compare", sections, subtitle=lines[0] if lines else "")
 
 
@@ -133,18 +140,19 @@ def _points(x: float) -> str:
     return f"{round(100 * x, 1) + 0.0:+.1f}"
 
 
-def effect_line(row: dict[str, Any]) -> str:
+def effect_line(row: SimulatorEffect | Mapping[str, object]) -> str:
     """One simulator pair in a line: ``gpt-4.1-mini vs gpt-4.1: +6.2 points [+1.0, +11.4] on 40 shared tasks;
-    reruns alone differ by ±4.1``."""
-    head = f"{row['agent']}: {row['simulator']} vs {row['reference']}"
-    if row.get("difference") is None:
+    reruns alone differ by ±4.1`` (``row``: the effect, or its JSON object)."""
+    e = SimulatorEffect.typed(row)
+    head = f"{e.agent}: {e.simulator} vs {e.reference}"
+    if e.difference is None or e.ci95 is None:
         return f"{head}: no shared task"
-    lo, hi = row["ci95"]
-    rerun = row.get("rerun_difference_ci95")
+    lo, hi = e.ci95
+    rerun = e.rerun_difference_ci95
     noise = (f"reruns alone differ by ±{100 * rerun[1]:.1f}" if rerun is not None
              else "rerun noise unknown (one trial per task)")  # fmt: skip
     if rerun is not None and rerun[1] == 0:  # an estimate of zero: no trial disagreed, not a proof of no noise
         noise += " (every repeated task's trials agreed: the estimate is 0, the noise need not be)"
-    n = row["n_tasks"]
-    return (f"{head}: {_points(row['difference'])} points [{_points(lo)}, {_points(hi)}] on {n} shared "
+    n = e.n_tasks
+    return (f"{head}: {_points(e.difference)} points [{_points(lo)}, {_points(hi)}] on {n} shared "
             f"task{'s' if n != 1 else ''}; {noise}")  # fmt: skip

@@ -6,15 +6,16 @@ Every function takes the ``results.json`` dictionary of :mod:`collapse_probe.cro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from collapse_probe.report._html import TICK_FORMAT
 from collapse_probe.report._layout import LABEL_CHARS, Table, rows_height, short_labels, titled
 
 if TYPE_CHECKING:
     from collapse_probe.results import CrossplayResults
+    from collapse_probe.results._crossplay import CellJSON, CrossplayJSON, TransferJSON
 
 MAX_CI_COLUMNS = 10
 """Above this many simulators a cell is too narrow for its interval; the hover still has it."""
@@ -44,7 +45,7 @@ def transfer_text(t: Any) -> str:
     return f"{ratio:.3f}"
 
 
-def transfer_table(results: Mapping[str, Any]) -> Table | None:
+def transfer_table(results: CrossplayJSON) -> Table | None:
     """The transfer ratios as a table (the figures of :func:`transfer_text`)."""
     entries = results.get("transfer") or []
     if not entries:
@@ -54,7 +55,7 @@ def transfer_table(results: Mapping[str, Any]) -> Table | None:
     return {"columns": ["policy", "transfer ratio (95% CI)", "held-out reward", "training reward"], "rows": rows}
 
 
-def matrix_labels(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+def matrix_labels(results: CrossplayJSON) -> tuple[list[str], list[str]]:
     """Short unique axis labels of the policies and simulators (full specs in the hover and in
     :func:`labels_table`); the training simulator's label ends with ``(train)``."""
     train = results.get("train_simulator")
@@ -65,7 +66,7 @@ def matrix_labels(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     return policies, sims
 
 
-def labels_table(results: dict[str, Any]) -> Table | None:
+def labels_table(results: CrossplayJSON) -> Table | None:
     """The full spec behind each shortened label of the matrix figures (``None``: no label was shortened)."""
     policies, sims = matrix_labels(results)
     rows = []
@@ -76,7 +77,7 @@ def labels_table(results: dict[str, Any]) -> Table | None:
     return {"columns": ["label", "role", "spec"], "rows": rows} if rows else None
 
 
-def reward_heatmap(results: dict[str, Any]) -> Any:
+def reward_heatmap(results: CrossplayJSON) -> Any:
     """Policy x simulator mean reward with each cell's 95 % CI over tasks written under its mean (the
     transfer matrix with intervals); hovering a cell shows the full specs, the interval's method, n and
     infra failures.
@@ -95,9 +96,9 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
     for p in policies:
         zr, tr, hr = [], [], []
         for s in sims:
-            c = cells.get((p, s), {})
+            c: CellJSON = cells.get((p, s)) or {"policy": p, "simulator": s}
             m = c.get("mean_reward")
-            ci = c.get("ci95") or [None, None]
+            ci: Sequence[float | None] = c.get("ci95") or [None, None]
             zr.append(m)
             cell = _fmt(m, 2) if m is not None else "no data"
             if with_ci and m is not None and c.get("ci95"):
@@ -140,21 +141,15 @@ def reward_heatmap(results: dict[str, Any]) -> Any:
     return fig
 
 
-def transfer_bars(results: dict[str, Any]) -> Any:
+def transfer_bars(results: CrossplayJSON) -> Any:
     """Transfer ratio per policy with its 95 % CI (error bars); a dashed line at 1 (no loss)."""
     import plotly.graph_objects as go
 
     entries = results.get("transfer") or []
     xs = _policy_labels(results, [t["policy"] for t in entries])
     ys = [t.get("transfer_ratio") for t in entries]
-    plus = [
-        (t["ci95"][1] - t["transfer_ratio"]) if t.get("ci95") and t.get("transfer_ratio") is not None else 0
-        for t in entries
-    ]
-    minus = [
-        (t["transfer_ratio"] - _lower(t)) if _lower(t) is not None and t.get("transfer_ratio") is not None else 0
-        for t in entries
-    ]
+    plus = [_above(t) for t in entries]
+    minus = [_below(t) for t in entries]
     hover = [
         f"{t['policy']}<br>transfer ratio {_fmt(t.get('transfer_ratio'))}<br>train reward {_fmt(t.get('train_reward'))}"
         f"<br>held-out reward {_fmt(t.get('heldout_reward'))}" + (f"<br>{t['note']}" if t.get("note") else "")
@@ -181,16 +176,29 @@ def transfer_bars(results: dict[str, Any]) -> Any:
         note = "undefined transfer ratio — " + "; ".join(f"{x}: {t.get('note') or 'undefined'}" for x, t in undefined)
     train = results.get("train_simulator")
     sims = dict(zip(results.get("simulators") or [], matrix_labels(results)[1], strict=True))
-    name = sims.get(train, str(train)).removesuffix(" (train)")
+    name = (sims.get(train, train) if train is not None else str(train)).removesuffix(" (train)")
     return titled(fig, f"Transfer ratio (held-out / {name} reward)", note)
 
 
-def _lower(t: dict[str, Any]) -> float | None:
+def _lower(t: TransferJSON) -> float | None:
     """The lower end of a transfer ratio's CI, also when the interval has no upper end."""
-    return t["ci95"][0] if t.get("ci95") else t.get("ci95_lower")
+    ci = t.get("ci95")
+    return ci[0] if ci else t.get("ci95_lower")
 
 
-def strategy_entropy_bars(results: dict[str, Any]) -> Any:
+def _above(t: TransferJSON) -> float:
+    """How far the CI reaches above the transfer ratio (its error bar; 0 without an upper end)."""
+    ratio, ci = t.get("transfer_ratio"), t.get("ci95")
+    return (ci[1] - ratio) if ci and ratio is not None else 0
+
+
+def _below(t: TransferJSON) -> float:
+    """How far the CI reaches below the transfer ratio (its error bar; 0 without a lower end)."""
+    ratio, lower = t.get("transfer_ratio"), _lower(t)
+    return (ratio - lower) if lower is not None and ratio is not None else 0
+
+
+def strategy_entropy_bars(results: CrossplayJSON) -> Any:
     """Strategy entropy (nats) of each policy's own messages: low entropy is policy-diversity collapse."""
     import plotly.graph_objects as go
 
@@ -221,13 +229,13 @@ def strategy_entropy_bars(results: dict[str, Any]) -> Any:
     return titled(fig, "Policy strategy entropy", note)
 
 
-def _policy_labels(results: dict[str, Any], policies: list[str]) -> list[str]:
+def _policy_labels(results: CrossplayJSON, policies: list[str]) -> list[str]:
     """The matrix's short label of each policy in ``policies``."""
     short = dict(zip(results.get("policies") or [], matrix_labels(results)[0], strict=True))
     return [short.get(p) or short_labels([p])[0] for p in policies]
 
 
-def train_heldout_figure(results: dict[str, Any]) -> Any:
+def train_heldout_figure(results: CrossplayJSON) -> Any:
     """Each policy's reward on the training simulator beside its reward on every held-out simulator,
     each cell with its 95 % CI, and the held-out mean the transfer ratio divides by the training reward."""
     import plotly.graph_objects as go
@@ -243,7 +251,7 @@ def train_heldout_figure(results: dict[str, Any]) -> Any:
         xs, ys, plus, minus, hover = [], [], [], [], []
         for lab, p in zip(labels, policies, strict=True):
             for s in sims:
-                c = cells.get((p, s), {})
+                c: CellJSON = cells.get((p, s)) or {"policy": p, "simulator": s}
                 m = c.get("mean_reward")
                 if m is None:
                     continue
@@ -272,7 +280,7 @@ def train_heldout_figure(results: dict[str, Any]) -> Any:
     return titled(fig, "Reward on the training simulator vs the held-out simulators", note)
 
 
-def crossplay_table(results: CrossplayResults | Mapping[str, Any]) -> Table:
+def crossplay_table(results: CrossplayResults | CrossplayJSON) -> Table:
     """The cells as a ``{"columns", "rows"}`` table for reports (the CI is over tasks)."""
     from collapse_probe.results import CrossplayResults
 
@@ -294,7 +302,7 @@ def crossplay_table(results: CrossplayResults | Mapping[str, Any]) -> Table:
     }
 
 
-def write_crossplay_report(results: CrossplayResults | Mapping[str, Any], path: str | Path) -> Path:
+def write_crossplay_report(results: CrossplayResults | CrossplayJSON, path: str | Path) -> Path:
     """Write the self-contained ``report.html`` of a cross-play run (its typed results or its
     ``results.json`` object, parsed through :class:`~collapse_probe.results.CrossplayResults` first;
     the figures draw the validated JSON).
@@ -306,7 +314,7 @@ def write_crossplay_report(results: CrossplayResults | Mapping[str, Any], path: 
     from collapse_probe.results import CrossplayResults
 
     r = report_results(CrossplayResults, results, path)
-    data = r.to_json()
+    data = cast("CrossplayJSON", r.to_json())
     sections: list[tuple[str, Any]] = [("Reward matrix", reward_heatmap(data))]
     labels = labels_table(data)
     if labels:

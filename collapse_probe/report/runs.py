@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeGuard
+
+from pydantic import JsonValue
 
 from collapse_probe.results import BY_SCHEMA, GateResults, Results, read_results
 
@@ -83,7 +85,7 @@ VERDICT_MAX_BYTES = 1_000_000
 class JsonlRead:
     """The complete records of a JSONL file and what was skipped."""
 
-    records: list[dict[str, Any]]
+    records: list[dict[str, JsonValue]]
     torn_tail: bool = False
     """The last line has no newline and does not parse: a writer is (or was killed) mid-line."""
     bad_lines: list[int] = field(default_factory=list)
@@ -102,9 +104,9 @@ class RunInfo:
     """Path relative to the runs root (``"."`` for the root itself)."""
     kind: str
     """``audit``, ``crossplay``, ``gate``, ``train``, ``lab``, ``play`` or whatever the config says."""
-    config: dict[str, Any] | None
+    config: dict[str, JsonValue] | None
     """Parsed ``config.json``, ``None`` when missing or unreadable."""
-    results: dict[str, Any] | None
+    results: dict[str, JsonValue] | None
     """Parsed ``results.json``, ``None`` while the run is in progress (or when unreadable or invalid)."""
     files: tuple[str, ...]
     """Names of the files in the directory (not recursive)."""
@@ -112,7 +114,7 @@ class RunInfo:
     """Human-readable notes on what could not be read."""
     mtime: float = 0.0
     """Latest modification time among the run's marker files (for caching and sorting)."""
-    verdicts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    verdicts: list[tuple[str, dict[str, JsonValue]]] = field(default_factory=list)
     """``(file name, verdict)`` for each gate verdict JSON in the directory."""
     typed: Results | None = None
     """``results.json`` (or ``compare.json``) read through its results model
@@ -125,7 +127,8 @@ class RunInfo:
     @property
     def schema(self) -> str | None:
         """The ``"schema"`` of ``results.json`` or ``None``."""
-        return self.results.get("schema") if isinstance(self.results, dict) else None
+        schema = self.results.get("schema") if self.results is not None else None
+        return schema if isinstance(schema, str) else None
 
     @property
     def complete(self) -> bool:
@@ -187,7 +190,7 @@ def read_run_file(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> tuple[by
         return None, f"{p.name} not read: {why} (the dashboard reads only regular files inside RUNS_DIR)"
 
 
-def peek_json(path: str | Path) -> tuple[Any, str | None]:
+def peek_json(path: str | Path) -> tuple[JsonValue, str | None]:
     """Parse a JSON file; return ``(value, None)`` or ``(None, problem)``; never raises.
 
     A missing file, a half-written file (a writer that does not rename atomically), a file that
@@ -234,13 +237,13 @@ def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
-def _no_result(results: Any) -> bool:
+def _no_result(results: dict[str, JsonValue] | None) -> bool:
     """A finished result in which nothing could be measured or scored."""
     if not isinstance(results, dict):
         return False
     cells = results.get("cells")
     if isinstance(cells, list) and cells and all(isinstance(c, dict) for c in cells):
-        return all(c.get("mean_reward") is None for c in cells)
+        return all(c.get("mean_reward") is None for c in cells if isinstance(c, dict))
     summary = results.get("summary")
     if isinstance(summary, dict):
         if "n_states" in summary and summary.get("n_states") == 0:
@@ -318,7 +321,7 @@ def read_jsonl(path: str | Path) -> JsonlRead:
     return out
 
 
-def read_usage(run: RunInfo) -> tuple[dict[str, Any] | None, str | None]:
+def read_usage(run: RunInfo) -> tuple[dict[str, JsonValue] | None, str | None]:
     """The spend of a run: ``results.json``'s ``usage``, or ``usage.json`` while it runs; ``(None, problem)``
     when ``usage.json`` cannot be read (:func:`read_run_file`)."""
     usage = run.results.get("usage") if isinstance(run.results, dict) else None
@@ -331,12 +334,12 @@ def read_usage(run: RunInfo) -> tuple[dict[str, Any] | None, str | None]:
     return (usage if isinstance(usage, dict) else None), problem
 
 
-def is_gate_verdict(obj: Any) -> bool:
+def is_gate_verdict(obj: object) -> TypeGuard[dict[str, JsonValue]]:
     """A gate verdict as ``gate --json`` writes it: ``{"policy", "outcome", "checks": [...]}``."""
     return isinstance(obj, dict) and isinstance(obj.get("checks"), list) and isinstance(obj.get("outcome"), str)
 
 
-def read_gate_verdict(obj: dict[str, Any], where: str) -> tuple[GateResults | None, str | None]:
+def read_gate_verdict(obj: dict[str, JsonValue], where: str) -> tuple[GateResults | None, str | None]:
     """``(the gate's typed verdict, None)``, or ``(None, the one-line problem)`` for a verdict file its model
     refuses (an older ``gate --json`` without ``level`` or ``exit_code``, a hand-edited check); never raises.
 
@@ -353,7 +356,7 @@ def read_gate_verdict(obj: dict[str, Any], where: str) -> tuple[GateResults | No
         return None, describe_error(exc, GateResults, where)
 
 
-def _verdict_files(entries: list[os.DirEntry]) -> list[tuple[str, dict[str, Any]]]:
+def _verdict_files(entries: list[os.DirEntry]) -> list[tuple[str, dict[str, JsonValue]]]:
     out = []
     for e in entries:
         if not e.name.endswith(".json") or e.name in RUN_MARKERS or not e.is_file(follow_symlinks=False):
@@ -369,11 +372,18 @@ def _verdict_files(entries: list[os.DirEntry]) -> list[tuple[str, dict[str, Any]
     return out
 
 
-def _kind_of(config: Any, results: Any, files: set[str], verdicts: list[Any]) -> str:
-    if isinstance(config, dict) and isinstance(config.get("kind"), str):
-        return config["kind"]
-    if isinstance(results, dict) and isinstance(results.get("schema"), str):
-        parts = results["schema"].split("/")
+def _kind_of(
+    config: dict[str, JsonValue] | None,
+    results: dict[str, JsonValue] | None,
+    files: set[str],
+    verdicts: list[tuple[str, dict[str, JsonValue]]],
+) -> str:
+    kind = config.get("kind") if config is not None else None
+    if isinstance(kind, str):
+        return kind
+    schema = results.get("schema") if results is not None else None
+    if isinstance(schema, str):
+        parts = schema.split("/")
         if len(parts) >= 2:
             return parts[1]
     if verdicts:
@@ -430,7 +440,7 @@ def load_run(path: str | Path, root: str | Path | None = None) -> RunInfo:
     )
 
 
-def _read_config(p: Path, files: set[str], problems: list[str]) -> dict[str, Any] | None:
+def _read_config(p: Path, files: set[str], problems: list[str]) -> dict[str, JsonValue] | None:
     """The run's ``config.json`` (``None``: absent or unreadable, the problem appended to ``problems``)."""
     config, prob = peek_json(p / CONFIG_FILE)
     if prob and CONFIG_FILE in files:
@@ -441,7 +451,9 @@ def _read_config(p: Path, files: set[str], problems: list[str]) -> dict[str, Any
     return config
 
 
-def _read_results(p: Path, files: set[str], problems: list[str]) -> tuple[dict[str, Any] | None, Any, str | None]:
+def _read_results(
+    p: Path, files: set[str], problems: list[str]
+) -> tuple[dict[str, JsonValue] | None, Results | None, str | None]:
     """``(results, typed results, why the results are invalid)`` of the run (``results.json``, or a
     compare run's file); each problem appended to ``problems``."""
     results_file = COMPARE_FILE if COMPARE_FILE in files and RESULTS_FILE not in files else RESULTS_FILE
@@ -516,14 +528,14 @@ def discover_runs(root: str | Path) -> list[RunInfo]:
     return [load_run(p, r) for p in _walk(r.resolve(), 0)]
 
 
-def audit_records(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def audit_records(records: list[dict[str, JsonValue]]) -> dict[str, dict[str, dict[str, JsonValue]]]:
     """The per-state records of an audit's ``samples.jsonl`` as ``{mode: {state_id: record}}``.
 
     The audit appends one record per (state, sampling mode) as soon as the state is measured; a
     resumed run may append a state again, and then the last record wins, as the audit itself reads
     it back. Records without a ``state_id`` are skipped; a record without ``mode`` counts as ``direct``.
     """
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, dict[str, JsonValue]]] = {}
     for rec in records:
         sid = rec.get("state_id")
         if isinstance(sid, str):
@@ -531,14 +543,14 @@ def audit_records(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str
     return out
 
 
-def _finite(v: Any) -> float | None:
+def _finite(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
     f = float(v)
     return f if math.isfinite(f) else None
 
 
-def _numeric_list(v: Any) -> bool:
+def _numeric_list(v: object) -> TypeGuard[list[float | None]]:
     """A non-empty flat list of numbers (``None`` allowed for a missing value)."""
     return (
         isinstance(v, list)
@@ -581,7 +593,11 @@ def monitor_alarms(run: RunInfo) -> list[AlarmLine]:
     return out
 
 
-def training_curve(run: RunInfo) -> list[dict[str, Any]]:
+CurveRow = dict[str, float]
+"""One step of a training curve: ``{"step": n, quantity: value, ...}``, every value a finite number."""
+
+
+def training_curve(run: RunInfo) -> list[CurveRow]:
     """Per-step records of a train or lab run: ``[{"step": int, key: float, ...}]`` sorted by step.
 
     Read from ``metrics.jsonl`` when present (the last record of a repeated step wins, which is
@@ -594,19 +610,20 @@ def training_curve(run: RunInfo) -> list[dict[str, Any]]:
         records = run.jsonl("metrics.jsonl").records
         if records:
             return training_curve_from_records(records)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, JsonValue]] = []
     if isinstance(run.results, dict):
         res = run.results
         for key in ("history", "curve", "metrics"):
-            if isinstance(res.get(key), list) and all(isinstance(r, dict) for r in res[key]):
-                rows = res[key]
+            listed = res.get(key)
+            if isinstance(listed, list) and all(isinstance(r, dict) for r in listed):
+                rows = [r for r in listed if isinstance(r, dict)]
                 break
         else:
             lists = {k: v for k, v in res.items() if k != "steps" and _numeric_list(v)}
             if lists:
                 n = max(len(v) for v in lists.values())
                 raw_steps = res.get("steps")
-                steps: list[Any] = raw_steps if isinstance(raw_steps, list) else list(range(n))
+                steps: list[JsonValue] = raw_steps if isinstance(raw_steps, list) else list(range(n))
                 rows = [
                     {"step": steps[i] if i < len(steps) else i, **{k: v[i] for k, v in lists.items() if i < len(v)}}
                     for i in range(n)
@@ -614,14 +631,14 @@ def training_curve(run: RunInfo) -> list[dict[str, Any]]:
     return training_curve_from_records(rows)
 
 
-def training_curve_from_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def training_curve_from_records(rows: Sequence[Mapping[str, object]]) -> list[CurveRow]:
     """Clean per-step records: numeric values only, sorted by step, the last record of a step wins."""
-    by_step: dict[float, dict[str, Any]] = {}
+    by_step: dict[float, CurveRow] = {}
     for i, r in enumerate(rows):
         step = _finite(r.get("step", i))
         if step is None:
             continue
-        clean: dict[str, Any] = {"step": int(step) if float(step).is_integer() else step}
+        clean: CurveRow = {"step": int(step) if float(step).is_integer() else step}
         for k, v in r.items():
             if k == "step":
                 continue
@@ -632,30 +649,27 @@ def training_curve_from_records(rows: list[dict[str, Any]]) -> list[dict[str, An
     return [by_step[s] for s in sorted(by_step)]
 
 
-def training_curves(run: RunInfo) -> dict[str, list[dict[str, Any]]]:
+def training_curves(run: RunInfo) -> dict[str, list[CurveRow]]:
     """``{label: per-step records}`` of a train or lab run, or one curve per method of a lab comparison.
 
     The label is the run's name (``name/method`` for the methods of a ``lab --compare`` run; a v2
     comparison contributes each method's seed-mean curve).
     """
-    res = run.results
-    if isinstance(res, dict) and isinstance(res.get("methods"), list):
+    methods = run.results.get("methods") if run.results is not None else None
+    if isinstance(methods, list):
         # lab-compare/v2: one entry per method with its seed-mean per-step ``curve``
         out = {}
-        for entry in res["methods"]:
-            if isinstance(entry, dict) and isinstance(entry.get("curve"), list):
+        for entry in methods:
+            curve = entry.get("curve") if isinstance(entry, dict) else None
+            if isinstance(entry, dict) and isinstance(curve, list):
                 label = entry.get("label") or entry.get("method")
                 out[f"{run.name}/{label}"] = training_curve_from_records(
-                    [
-                        {k: v for k, v in r.items() if not k.endswith("_ci95")}
-                        for r in entry["curve"]
-                        if isinstance(r, dict)
-                    ]
+                    [{k: v for k, v in r.items() if not k.endswith("_ci95")} for r in curve if isinstance(r, dict)]
                 )
         return out
-    if isinstance(res, dict) and isinstance(res.get("methods"), dict):
+    if isinstance(methods, dict):
         out = {}
-        for method, sub in res["methods"].items():
+        for method, sub in methods.items():
             if isinstance(sub, dict):
                 fake = RunInfo(path=run.path, name=run.name, kind="lab", config=None, results=sub, files=())
                 out[f"{run.name}/{method}"] = training_curve(fake)

@@ -3,7 +3,7 @@ reward matrix, transfer ratios and the policies' strategy entropy."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, Required, TypedDict
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -150,6 +150,59 @@ class CrossplayResults(ResultsModel):
         if value is not None and not value[0] < value[1]:
             raise ValueError(f"expected [low, high] with low < high, got {value}")
         return value
+
+
+class CellJSON(TypedDict, total=False):
+    """A :class:`Cell` as ``results.json`` holds it: the keys the report's figures read."""
+
+    policy: Required[str]
+    simulator: Required[str]
+    n: int
+    n_tasks: int | None
+    mean_reward: float | None
+    ci95: list[float] | None
+    ci95_method: str | None
+    success_rate: float | None
+    infra_failures: int
+
+
+class TransferJSON(TypedDict, total=False):
+    """A :class:`Transfer` as ``results.json`` holds it: the keys the report's figures read."""
+
+    policy: Required[str]
+    train_reward: float | None
+    heldout_reward: float | None
+    transfer_ratio: float | None
+    ci95: list[float] | None
+    """Both ends finite when present (``null`` when the interval has no upper end)."""
+    ci95_lower: float | None
+    note: str | None
+
+
+class PolicyDiversityJSON(TypedDict, total=False):
+    """A :class:`PolicyDiversity` as ``results.json`` holds it: the keys the report's figures read."""
+
+    policy: Required[str]
+    partitioner: str
+    estimator: str
+    turns: str
+    n_messages: int
+    n_classes: int | None
+    strategy_entropy: float | None
+    low_confidence: bool
+
+
+class CrossplayJSON(TypedDict, total=False):
+    """A cross-play ``results.json`` object (:class:`CrossplayResults`, dumped): the keys the report's
+    figures and the dashboard read; the others are there too."""
+
+    policies: Required[list[str]]
+    simulators: Required[list[str]]
+    cells: Required[list[CellJSON]]
+    train_simulator: str | None
+    heldout_reward: dict[str, float | None]
+    transfer: list[TransferJSON]
+    policy_diversity: list[PolicyDiversityJSON]
 
 
 def read_crossplay(data: Any, where: str = "results") -> CrossplayResults:
