@@ -19,8 +19,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy.special import betainc, betaincinv, stdtrit
@@ -77,6 +77,21 @@ COLLAPSE_ERROR_METHOD = (
 )
 
 
+class IntervalFields(TypedDict):
+    """An :class:`IntervalEstimate` as ``results.json`` holds it, in its field order (see its fields)."""
+
+    estimate: float
+    ci95: list[float | None]
+    method: str
+    plugin: float
+    level: float
+    n: int
+    n_states: int
+    low_confidence: bool
+    note: str
+    lower_bound_only: bool
+
+
 @dataclass(frozen=True)
 class IntervalEstimate:
     """A point estimate with its confidence interval and how both were obtained."""
@@ -104,9 +119,11 @@ class IntervalEstimate:
     """True when the data bound the quantity from below only (``ci95[1]`` is ``None``): an entropy of a
     state whose replies are nearly all distinct, where the classes not seen could be any number."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> IntervalFields:
         """Plain dict for ``results.json``."""
-        return asdict(self)
+        return {"estimate": self.estimate, "ci95": list(self.ci95), "method": self.method, "plugin": self.plugin,
+                "level": self.level, "n": self.n, "n_states": self.n_states, "low_confidence": self.low_confidence,
+                "note": self.note, "lower_bound_only": self.lower_bound_only}  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------

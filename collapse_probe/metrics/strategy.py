@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 if TYPE_CHECKING:
     from collapse_probe.core._records import ConversationRecord
@@ -11,9 +11,27 @@ if TYPE_CHECKING:
 EntropyTurns = Literal["first", "all"]
 
 
+class StrategyEntropy(TypedDict):
+    """A policy's strategy entropy (:func:`policy_strategy_entropy`)."""
+
+    policy: str
+    partitioner: str
+    estimator: str
+    turns: EntropyTurns
+    n_messages: int
+    """The policy's messages counted."""
+    n_classes: int | None
+    """Classes among them (``None``: no message)."""
+    strategy_entropy: float | None
+    """Nats, Chao–Wang–Jost (``None``: no message)."""
+    collapse_error: float | None
+    low_confidence: bool
+    """Fewer messages than ``MIN_CONFIDENT_SAMPLES``."""
+
+
 def policy_strategy_entropy(
     records: Sequence[ConversationRecord], policy: str, *, partitioner: str = "exact", turns: EntropyTurns = "first"
-) -> dict[str, Any]:
+) -> StrategyEntropy:
     """Strategy entropy (nats, Chao–Wang–Jost) of a policy's own messages over all its conversations.
 
     With ``turns="first"`` each conversation contributes its opening policy move; with ``"all"``
@@ -40,7 +58,7 @@ def policy_strategy_entropy(
             texts.append(str(own[0].content))
         else:
             texts.extend(str(m.content) for m in own)
-    out: dict[str, Any] = {
+    out: StrategyEntropy = {
         "policy": policy,
         "partitioner": partitioner,
         "estimator": "chao_wang_jost",
@@ -54,9 +72,7 @@ def policy_strategy_entropy(
     if not texts:
         return out
     counts = class_counts(get_partitioner(partitioner).partition(texts))
-    out.update(
-        n_classes=int(counts.size),
-        strategy_entropy=float(entropy(counts, "chao_wang_jost")),
-        collapse_error=float(collapse_error(counts)),
-    )
+    out["n_classes"] = int(counts.size)
+    out["strategy_entropy"] = float(entropy(counts, "chao_wang_jost"))
+    out["collapse_error"] = float(collapse_error(counts))
     return out

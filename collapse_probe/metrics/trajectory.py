@@ -11,8 +11,8 @@ reward variance.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -94,6 +94,19 @@ def reward_variance_bound(eps_H: float, R_max: float) -> float:
     return _finite_nonneg(R_max, "R_max") ** 2 * _finite_nonneg(eps_H, "eps_H")
 
 
+class VarianceShareFields(TypedDict):
+    """A :class:`VarianceShare` as a JSON object, in its field order (``ci`` a list)."""
+
+    share: float | None
+    ci: list[float] | None
+    within: float
+    between: float
+    total: float
+    n_prefixes: int
+    estimator: str
+    note: str | None
+
+
 @dataclass(frozen=True)
 class VarianceShare:
     """Decomposition of reward variance into simulator-side and agent-side parts."""
@@ -113,10 +126,10 @@ class VarianceShare:
     note: str | None = None
     """Why ``share`` or ``ci`` is missing, when it is."""
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ci"] = list(self.ci) if self.ci is not None else None
-        return d
+    def to_dict(self) -> VarianceShareFields:
+        return {"share": self.share, "ci": list(self.ci) if self.ci is not None else None, "within": self.within,
+                "between": self.between, "total": self.total, "n_prefixes": self.n_prefixes,
+                "estimator": self.estimator, "note": self.note}  # fmt: skip
 
 
 def _components(means: np.ndarray, vars_: np.ndarray, sizes: np.ndarray, estimator: str) -> tuple[float, float]:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -71,7 +71,28 @@ def best_threshold(distances: Sequence[float], same: Sequence[bool]) -> tuple[fl
     return float(round(cands[i], 6)), float(bacc[i])
 
 
-def load_paraphrase_pairs(path: str | Path = CALIBRATION_PAIRS) -> list[dict[str, Any]]:
+class ParaphrasePair(TypedDict):
+    """A labelled reply pair: ``same`` when ``a`` and ``b`` mean the same."""
+
+    a: str
+    b: str
+    same: bool
+    set: NotRequired[str]
+    """The paraphrase set both replies come from (:func:`paraphrase_set_pairs`)."""
+
+
+class ParaphraseSet(TypedDict):
+    """One line of the paraphrase sets: replies grouped by meaning."""
+
+    set: str
+    """The set's name (its line number when the line names none)."""
+    split: str
+    """``calibration``, ``heldout`` or empty."""
+    meanings: list[list[str]]
+    """One list of replies per meaning."""
+
+
+def load_paraphrase_pairs(path: str | Path = CALIBRATION_PAIRS) -> list[ParaphrasePair]:
     """Read labelled pairs: JSON lines ``{"a": str, "b": str, "same": bool}`` (other keys allowed)."""
     return [_check_pair(rec, where) for where, rec in _calibration_records(path, "paraphrase pairs")]
 
@@ -92,7 +113,7 @@ def _calibration_records(path: str | Path, what: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _check_pair(rec: Any, where: str) -> dict[str, Any]:
+def _check_pair(rec: object, where: str) -> ParaphrasePair:
     if isinstance(rec, Mapping):
         a, b, same = rec.get("a"), rec.get("b"), rec.get("same")
     elif isinstance(rec, Sequence) and len(rec) == 3:
@@ -104,7 +125,7 @@ def _check_pair(rec: Any, where: str) -> dict[str, Any]:
     return {"a": a, "b": b, "same": same}
 
 
-def paraphrase_set_pairs(split: str | None = None, path: str | Path = PARAPHRASE_SETS) -> list[dict[str, Any]]:
+def paraphrase_set_pairs(split: str | None = None, path: str | Path = PARAPHRASE_SETS) -> list[ParaphrasePair]:
     """Labelled pairs from the shipped paraphrase sets: every two replies of one meaning are a
     paraphrase pair (``same``), every two replies of different meanings of one set are not.
 
@@ -112,7 +133,7 @@ def paraphrase_set_pairs(split: str | None = None, path: str | Path = PARAPHRASE
         split: ``"calibration"``, ``"heldout"`` or ``None`` for both.
         path: JSONL of ``{"set": str, "split": str, "meanings": [[reply, ...], ...]}``.
     """
-    pairs = []
+    pairs: list[ParaphrasePair] = []
     for rec in load_paraphrase_sets(path):
         if split is not None and rec["split"] != split:
             continue
@@ -123,9 +144,9 @@ def paraphrase_set_pairs(split: str | None = None, path: str | Path = PARAPHRASE
     return pairs
 
 
-def load_paraphrase_sets(path: str | Path = PARAPHRASE_SETS) -> list[dict[str, Any]]:
+def load_paraphrase_sets(path: str | Path = PARAPHRASE_SETS) -> list[ParaphraseSet]:
     """Read paraphrase sets: JSON lines ``{"set", "split", "meanings": [[reply, ...], ...]}``."""
-    out = []
+    out: list[ParaphraseSet] = []
     for where, rec in _calibration_records(path, "paraphrase sets"):
         groups = rec.get("meanings") if isinstance(rec, dict) else None
         if not isinstance(groups, list) or not all(
@@ -133,7 +154,8 @@ def load_paraphrase_sets(path: str | Path = PARAPHRASE_SETS) -> list[dict[str, A
         ):
             raise ConfigError(f"{where}: field 'meanings' must be a list of non-empty lists of strings")
         lineno = where.rsplit(":", 1)[1]
-        out.append({"set": str(rec.get("set", lineno)), "split": str(rec.get("split", "")), "meanings": groups})
+        meanings = [[str(t) for t in g] for g in groups if isinstance(g, list)]
+        out.append({"set": str(rec.get("set", lineno)), "split": str(rec.get("split", "")), "meanings": meanings})
     return out
 
 
