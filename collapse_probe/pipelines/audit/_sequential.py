@@ -6,9 +6,9 @@ the same looks on the cached replies and continues the same test."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from collapse_probe.metrics._exact import LookSchedule, SequentialVerdict, sequential_verdict
+from collapse_probe.pipelines.audit._types import SequentialSummary, SequentialViewRecord, StateRecord
 
 VIEWS = ("meaning", "reward")
 
@@ -33,7 +33,7 @@ def look_plan(cap: int, schedule: LookSchedule = SCHEDULE) -> list[int]:
     return schedule.looks(cap) or [cap]
 
 
-def label_sequences(records: Sequence[dict[str, Any]], view: str) -> list[list[int]] | None:
+def label_sequences(records: Sequence[StateRecord], view: str) -> list[list[int]] | None:
     """Per measured state, its replies' classes in sample-index order in one view (``None``: the view
     has no per-reply classes here, e.g. records written before they were kept)."""
     seqs: list[list[int]] = []
@@ -53,14 +53,14 @@ def label_sequences(records: Sequence[dict[str, Any]], view: str) -> list[list[i
     return seqs or None
 
 
-def drawn_per_state(records: Sequence[dict[str, Any]]) -> int:
+def drawn_per_state(records: Sequence[StateRecord]) -> int:
     """Replies asked for per state (kept plus empty ones dropped), the smallest over measured states."""
     ok = [int(r.get("n") or 0) + int(r.get("n_empty") or 0) for r in records if r.get("status") == "ok"]
     return min(ok, default=0)
 
 
 def view_tests(
-    records: Sequence[dict[str, Any]], cap: int, epsilon_star: float, schedule: LookSchedule = SCHEDULE
+    records: Sequence[StateRecord], cap: int, epsilon_star: float, schedule: LookSchedule = SCHEDULE
 ) -> dict[str, SequentialVerdict]:
     """The sequential test of each view that has per-reply classes."""
     drawn = drawn_per_state(records)
@@ -72,13 +72,13 @@ def view_tests(
     return out
 
 
-def all_decided(records: Sequence[dict[str, Any]], cap: int, epsilon_star: float) -> bool:
+def all_decided(records: Sequence[StateRecord], cap: int, epsilon_star: float) -> bool:
     """Whether every view with classes is decisive (the audit then draws no more)."""
     tests = view_tests(records, cap, epsilon_star)
     return bool(tests) and all(t.decision is not None for t in tests.values())
 
 
-def _view_record(t: SequentialVerdict, epsilon_star: float) -> dict[str, Any]:
+def _view_record(t: SequentialVerdict, epsilon_star: float) -> SequentialViewRecord:
     return {
         "decision": t.decision,
         "stop_reason": t.stop_reason,
@@ -104,7 +104,7 @@ def _view_record(t: SequentialVerdict, epsilon_star: float) -> dict[str, Any]:
     }
 
 
-def sequential_summary(records: Sequence[dict[str, Any]], cap: int, epsilon_star: float) -> dict[str, Any]:
+def sequential_summary(records: Sequence[StateRecord], cap: int, epsilon_star: float) -> SequentialSummary:
     """``summary.sequential``: the rule, the cap, the replies drawn and each view's looks and stop."""
     tests = view_tests(records, cap, epsilon_star)
     return {
@@ -115,7 +115,7 @@ def sequential_summary(records: Sequence[dict[str, Any]], cap: int, epsilon_star
     }
 
 
-def looks_line(sequential: dict[str, Any] | None) -> str | None:
+def looks_line(sequential: SequentialSummary | None) -> str | None:
     """One terminal line: each view's looks (ε̄ bounds at each) and why the audit stopped."""
     if not sequential or not sequential.get("views"):
         return None
