@@ -31,10 +31,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol, Required, TypedDict
 
 from collapse_probe.core._constraints import Integer, Number, check_value
 from collapse_probe.core.limits import MAX_WAIT_S
@@ -51,15 +51,15 @@ class APIChatModel(Protocol):
     max_native_n: ClassVar[int]
     _native_n: bool
 
-    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]: ...
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, Mapping[str, object]]: ...
 
-    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str: ...
+    async def batch_submit(self, items: Sequence[tuple[BatchCall, str, Mapping[str, object]]]) -> str: ...
 
     async def batch_poll(self, batch_id: str) -> tuple[bool, int]: ...
 
-    async def batch_results(self, batch_id: str) -> dict[str, Any]: ...
+    async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]: ...
 
-    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]: ...
+    def parse_batch_answer(self, data: dict[str, object], request: GenerationRequest, k: int) -> list[Completion]: ...
 
     def redact(self, text: str) -> str: ...
 
@@ -146,7 +146,8 @@ class BatchCall:
 class BatchOutcome:
     """What the provider answered for one call: the wire-form answer, or why there is none."""
 
-    data: dict[str, Any] | None = None
+    data: dict[str, object] | None = None
+    """The answer as the provider's API returned it (its backend's ``parse_batch_answer`` reads it)."""
     error: str | None = None
 
 
@@ -170,7 +171,22 @@ def batch_chunk(model: Any, n_requests: int, samples_each: int) -> int | None:
     return n_requests if n_requests and SETTINGS.wants(model, n_requests * samples_each) else None
 
 
-def _entry_problem(entry: dict[str, Any]) -> str | None:
+class JournalEntry(TypedDict, total=False):
+    """One line of ``batches.jsonl``."""
+
+    event: Required[Literal["submitted", "finished"]]
+    spec: Required[str]
+    batch_id: Required[str]
+    """The provider's batch id."""
+    calls: str
+    """``submitted``: the hash of the batch's call ids (a rerun asking for the same calls resumes the batch)."""
+    n_calls: int
+    """``submitted``: the number of calls."""
+    time: Required[float]
+    """Unix time of the event."""
+
+
+def _entry_problem(entry: Mapping[str, object]) -> str | None:
     """What is wrong with one ``batches.jsonl`` entry (``None``: well formed)."""
     from collapse_probe.core._records import field_problem
 
@@ -186,7 +202,8 @@ class _Journal:
     """``batches.jsonl``: one line per submitted and per finished batch (append-only, fsynced)."""
 
     path: Path | None
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[Mapping[str, object]] = field(default_factory=list)
+    """The file's entries (checked by :func:`_entry_problem`) and those appended since."""
 
     def __post_init__(self) -> None:
         if self.path is not None and self.path.exists():
@@ -202,13 +219,13 @@ class _Journal:
                 return str(bid) if bid not in finished else None
         return None
 
-    def append(self, entry: dict[str, Any]) -> None:
+    def append(self, entry: JournalEntry) -> None:
         self.entries.append(entry)
         if self.path is None:
             return
         from collapse_probe.core._jsonl import append_jsonl
 
-        append_jsonl(self.path, entry)
+        append_jsonl(self.path, dict(entry))
 
 
 async def generate_batch(model: APIChatModel, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -291,6 +308,6 @@ def _assemble(
     return results
 
 
-def jsonl_lines(text: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL document (blank lines skipped)."""
+def jsonl_lines(text: str) -> list[Any]:
+    """The JSON values of a JSONL document (blank lines skipped): decoded, unchecked; the caller names their shape."""
     return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -30,7 +30,7 @@ from collapse_probe.core._identity import CACHE_FILE
 from collapse_probe.core._identity import default_cache_path as default_cache_path  # its old home
 from collapse_probe.errors import CacheError
 from collapse_probe.models._answers import is_blank
-from collapse_probe.models._types import ChatModel, Completion, GenerationRequest, GenerationResult
+from collapse_probe.models._types import ChatModel, Completion, CompletionRecord, GenerationRequest, GenerationResult
 from collapse_probe.models._usage import check_budget, record_local_results
 
 
@@ -108,7 +108,7 @@ class ResponseCache:
 
 def _decode(value: str) -> Completion | None:
     try:
-        d = json.loads(value)
+        d: CompletionRecord = json.loads(value)  # what Completion.to_dict() stored, checked below
     except (ValueError, TypeError):
         return None
     if not isinstance(d, dict) or not isinstance(d.get("text"), str):

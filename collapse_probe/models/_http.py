@@ -43,14 +43,17 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, TypeVar
 
 from collapse_probe.core._retry import RetryPolicy
 from collapse_probe.core._state import on_reset
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._options import HTTPOptions
-from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message
+from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, ToolCallRecord
 from collapse_probe.models._usage import check_budget, record_usage
+
+if TYPE_CHECKING:
+    from collapse_probe.models._batch import BatchCall, BatchOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -252,17 +255,26 @@ def message_text(message: Message) -> str:
     return str(content)
 
 
-def tool_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
+class FunctionSchema(TypedDict):
+    """A tool as every provider's request builder reads it (OpenAI's function-schema layout)."""
+
+    name: str
+    description: str
+    parameters: dict[str, object]
+    """The arguments' JSON Schema (``{"type": "object", "properties": {...}}``), passed on untouched."""
+
+
+def tool_schema(tool: Mapping[str, object]) -> FunctionSchema:
     """``{"name", "description", "parameters"}`` from an OpenAI tool (``{"type": "function", "function": ...}``)
     or a bare function schema."""
     fn = tool.get("function", tool) if tool.get("type", "function") == "function" else tool
     if not isinstance(fn, Mapping) or not fn.get("name"):
         raise ConfigError(f"tool schema {dict(tool)!r}: expected an OpenAI function schema with a 'name'")
-    params = fn.get("parameters") or {"type": "object", "properties": {}}
-    return {"name": str(fn["name"]), "description": str(fn.get("description", "")), "parameters": dict(params)}
+    params: dict[str, object] = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+    return {"name": str(fn["name"]), "description": str(fn.get("description", "")), "parameters": params}
 
 
-def parse_arguments(raw: Any) -> dict[str, Any] | str:
+def parse_arguments(raw: object) -> dict[str, object] | str:
     """Tool-call arguments as a dict; a string that is not a JSON object is returned unchanged."""
     if isinstance(raw, Mapping):
         return dict(raw)
@@ -277,21 +289,30 @@ def parse_arguments(raw: Any) -> dict[str, Any] | str:
     return str(raw)
 
 
-def history_tool_calls(message: Message) -> list[dict[str, Any]]:
+def history_tool_calls(message: Message) -> list[ToolCallRecord]:
     """Tool calls of an assistant message as ``[{"id", "name", "arguments": dict | str, ...}]``.
 
     Accepts OpenAI's wire form (``{"id", "type", "function": {"name", "arguments": str}}``) and the
-    :class:`Completion` form (``{"id", "name", "arguments"}``); extra keys of the latter are kept.
+    :class:`Completion` form (``{"id", "name", "arguments"}``); the latter's ``thought_signature`` is kept.
     """
     out = []
     for j, tc in enumerate(message.get("tool_calls") or []):
-        if "function" in tc and isinstance(tc["function"], Mapping):
-            fn = tc["function"]
-            call = {"id": tc.get("id") or f"call_{j}", "name": fn.get("name", ""), "arguments": fn.get("arguments")}
+        fn = tc.get("function")
+        call: ToolCallRecord
+        if "function" in tc and isinstance(fn, Mapping):
+            call = {
+                "id": tc.get("id") or f"call_{j}",
+                "name": fn.get("name", ""),
+                "arguments": parse_arguments(fn.get("arguments")),
+            }
         else:
-            call = dict(tc)
-            call.setdefault("id", f"call_{j}")
-        call["arguments"] = parse_arguments(call.get("arguments"))
+            call = {
+                "id": tc["id"] if "id" in tc else f"call_{j}",
+                "name": tc["name"],
+                "arguments": parse_arguments(tc.get("arguments")),
+            }
+            if "thought_signature" in tc:
+                call["thought_signature"] = tc["thought_signature"]
         out.append(call)
     return out
 
@@ -393,7 +414,7 @@ class APIChatModel:
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
         timeout: float = 120.0,
-        extra_body: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, object] | None = None,
         native_n: bool | None = None,
     ) -> None:
         self.spec = spec
@@ -481,11 +502,11 @@ class APIChatModel:
         """Whether these requests can go into one provider batch."""
         return self.supports_batch
 
-    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, Mapping[str, object]]:
         """``(endpoint path, wire-form body)`` of the call for samples ``start .. start + k - 1``."""
         raise NotImplementedError
 
-    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+    async def batch_submit(self, items: Sequence[tuple[BatchCall, str, Mapping[str, object]]]) -> str:
         """Submit ``(call, path, body)`` items as one batch; return its id."""
         raise NotImplementedError
 
@@ -493,11 +514,11 @@ class APIChatModel:
         """``(ended, calls answered so far)`` of a batch."""
         raise NotImplementedError
 
-    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+    async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
         """custom id -> :class:`~collapse_probe.models._batch.BatchOutcome` of an ended batch."""
         raise NotImplementedError
 
-    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
+    def parse_batch_answer(self, data: dict[str, object], request: GenerationRequest, k: int) -> list[Completion]:
         """Completions of one batch answer (usage charged at the batch price)."""
         raise NotImplementedError
 
@@ -746,7 +767,9 @@ class APIChatModel:
         record_usage(self.spec, model=self.model, input_tokens=input_tokens, output_tokens=output_tokens, batch=batch)
 
 
-async def sdk_post(client: Any, path: str, body: Mapping[str, Any], headers: Mapping[str, Any] | None = None) -> Any:
+async def sdk_post(
+    client: Any, path: str, body: Mapping[str, object], headers: Mapping[str, object] | None = None
+) -> Any:
     """POST a wire-form ``body`` through an SDK client's own request method; return the JSON answer.
 
     ``client.post`` is the Stainless SDKs' (openai, anthropic) documented way to send a request
@@ -757,7 +780,7 @@ async def sdk_post(client: Any, path: str, body: Mapping[str, Any], headers: Map
     """
     import httpx2
 
-    options: dict[str, Any] = {"headers": dict(headers)} if headers else {}
+    options: dict[str, object] = {"headers": dict(headers)} if headers else {}
     resp = await client.post(path, body=dict(body), cast_to=httpx2.Response, options=options)
     try:
         return resp.json()

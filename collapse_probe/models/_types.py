@@ -19,22 +19,36 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, Required, TypedDict, runtime_checkable
+from typing import Any, NotRequired, Protocol, Required, TypedDict, runtime_checkable
 
 from collapse_probe.core._constraints import Integer, Number, check_value
 from collapse_probe.errors import ConfigError
+
+
+class ToolCallRecord(TypedDict):
+    """A native tool call as a :class:`Completion` holds it (and a history message may replay it)."""
+
+    id: str
+    """The provider's call id (``call_<j>`` where the provider gives none)."""
+    name: str
+    """The called function's name."""
+    arguments: dict[str, object] | str
+    """The decoded JSON arguments, or the raw text when it is not a JSON object."""
+    thought_signature: NotRequired[str]
+    """Gemini's base64 thought signature, sent back when the call is replayed."""
 
 
 class Message(TypedDict, total=False):
     """A chat message in the OpenAI layout: ``{"role": "system"|"user"|"assistant"|"tool", "content": str}``."""
 
     role: Required[str]
-    content: str | list[dict[str, Any]] | None
+    content: str | list[dict[str, object]] | None
     """The text, a list of content parts (``{"type": "text", "text": ...}``), or ``None`` beside tool calls."""
     name: str | None
     """A tool message's tool name."""
     tool_calls: list[dict[str, Any]] | None
-    """An assistant message's tool calls, ``[{"id", "name", "arguments"}]`` (or the OpenAI wire form)."""
+    """An assistant message's tool calls, ``[{"id", "name", "arguments"}]`` (or the OpenAI wire form), as the
+    conversation holds them: passed through to the provider as they are (:func:`~collapse_probe.models._http.history_tool_calls`)."""
     tool_call_id: str | None
     """The call a tool message answers."""
 
@@ -93,7 +107,7 @@ class GenerationRequest:
     prompt: str | None = None
     first_sample: int = 0
     """Index of the first sample; sample ``i`` of this request has index ``first_sample + i``."""
-    tools: tuple[dict[str, Any], ...] | None = None
+    tools: tuple[dict[str, object], ...] | None = None
     """OpenAI-style function schemas for native tool calling, where the backend supports it."""
     choices: tuple[str, ...] | None = None
     """A closed answer set: backends with log-probabilities score each choice exactly
@@ -132,7 +146,7 @@ class CompletionRecord(TypedDict, total=False):
     text: Required[str]
     token_logprobs: list[float]
     finish_reason: str
-    tool_calls: list[dict[str, Any]]
+    tool_calls: list[ToolCallRecord]
     n_tokens: int
     token_ids: list[int]
 
@@ -144,7 +158,7 @@ class Completion:
     text: str
     token_logprobs: list[float] | None = None
     finish_reason: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCallRecord] | None = None
     """Native tool calls as ``[{"name": str, "arguments": dict | str, "id": str}]``."""
     n_tokens: int | None = None
     token_ids: list[int] | None = None
@@ -175,7 +189,8 @@ class Completion:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Completion:
+    def from_dict(cls, d: CompletionRecord) -> Completion:
+        """The completion :meth:`to_dict` stored (read back from the answer cache)."""
         return cls(
             text=str(d.get("text", "")),
             token_logprobs=d.get("token_logprobs"),

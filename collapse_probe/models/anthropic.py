@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from collapse_probe.core._secrets import register_env_secrets
 from collapse_probe.core._state import process_cache
@@ -56,7 +56,83 @@ from collapse_probe.models._http import (
     tool_schema,
 )
 from collapse_probe.models._options import AnthropicOptions, BedrockOptions, VertexAnthropicOptions
-from collapse_probe.models._types import Completion, GenerationRequest, Message
+from collapse_probe.models._types import Completion, GenerationRequest, Message, ToolCallRecord
+
+if TYPE_CHECKING:
+    from anthropic.types import TextBlockParam, ToolParam, ToolResultBlockParam, ToolUseBlockParam
+
+    from collapse_probe.models._batch import BatchCall, BatchOutcome
+
+
+class WireMessage(TypedDict):
+    """A message of a Messages API request (content always a list of blocks, so turns can merge)."""
+
+    role: Literal["user", "assistant"]
+    content: list[TextBlockParam | ToolUseBlockParam | ToolResultBlockParam]
+
+
+class MessagesBody(TypedDict, total=False):
+    """The body of a ``/v1/messages`` call (the fields this backend sends)."""
+
+    model: str
+    max_tokens: int
+    messages: list[WireMessage]
+    temperature: float
+    system: str
+    top_p: float
+    """Sent only when not 1 (some models refuse ``temperature`` and ``top_p`` together)."""
+    stop_sequences: list[str]
+    tools: list[ToolParam]
+
+
+class AnswerBlock(TypedDict, total=False):
+    """A content block of an answer: ``text`` or ``tool_use`` (other types are skipped)."""
+
+    type: str
+    text: str
+    id: str
+    name: str
+    input: dict[str, object]
+
+
+class AnswerUsage(TypedDict, total=False):
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int | None
+    cache_read_input_tokens: int | None
+
+
+class MessagesAnswer(TypedDict, total=False):
+    """The answer of a ``/v1/messages`` call, as the API documents it (the keys read here). The parser
+    checks each value as it reads it."""
+
+    model: str
+    """The snapshot that answered."""
+    content: list[AnswerBlock]
+    stop_reason: str | None
+    usage: AnswerUsage
+
+
+_INPUT_TOKEN_KEYS: tuple[Literal["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"], ...] = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+class BatchResult(TypedDict, total=False):
+    type: str
+    """``succeeded``, ``errored``, ``canceled`` or ``expired``."""
+    message: MessagesAnswer
+    error: object
+
+
+class BatchEntry(TypedDict):
+    """One result of a Message Batch (the SDK's ``MessageBatchIndividualResponse`` as a dict)."""
+
+    custom_id: str
+    result: BatchResult
+
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION: str | None = None
@@ -65,20 +141,21 @@ ANTHROPIC_VERSION: str | None = None
 
 def to_anthropic_messages(
     messages: Sequence[Message], prompt: str | None = None
-) -> tuple[str | None, list[dict[str, Any]]]:
+) -> tuple[str | None, list[WireMessage]]:
     """``(system, messages)`` in the Messages API layout (content as lists of blocks)."""
     system, rest = split_system(messages)
-    out: list[dict[str, Any]] = []
+    out: list[WireMessage] = []
     for m in rest:
         role = m.get("role")
-        blocks: list[dict[str, Any]] = []
+        blocks: list[TextBlockParam | ToolUseBlockParam | ToolResultBlockParam] = []
+        wire_role: Literal["user", "assistant"]
         if role == "tool":
             wire_role = "user"
             blocks.append(
                 {"type": "tool_result", "tool_use_id": str(m.get("tool_call_id", "")), "content": message_text(m)}
             )
-        elif role in ("user", "assistant"):
-            wire_role = role
+        elif role == "user" or role == "assistant":
+            wire_role = "user" if role == "user" else "assistant"
             text = message_text(m)
             if text:
                 blocks.append({"type": "text", "text": text})
@@ -107,18 +184,23 @@ def to_anthropic_messages(
     return system, out
 
 
-def parse_messages_response(data: dict[str, Any]) -> Completion:
+def parse_messages_response(data: MessagesAnswer) -> Completion:
     """One completion from a Messages API response (text blocks joined; ``tool_use`` blocks as tool calls)."""
     content = data.get("content")
     if not isinstance(content, list):
         raise CallFailure(f"malformed response: no 'content' list in {json.dumps(data)[:200]}")
-    texts, calls = [], []
-    for block in content:
+    texts: list[str] = []
+    calls: list[ToolCallRecord] = []
+    for j, block in enumerate(content):
         if block.get("type") == "text":
             texts.append(block.get("text", ""))
         elif block.get("type") == "tool_use":
             calls.append(
-                {"name": block.get("name", ""), "arguments": dict(block.get("input") or {}), "id": block.get("id")}
+                {
+                    "name": block.get("name", ""),
+                    "arguments": dict(block.get("input") or {}),
+                    "id": block.get("id") or f"call_{j}",
+                }
             )
     if not calls and not "".join(texts).strip() and data.get("stop_reason") != "refusal":
         # no text and no tool call: not an answer (a refusal is one, recorded as a content filter)
@@ -193,8 +275,9 @@ class AnthropicChatModel(APIChatModel):
             self.provider = f"Anthropic on {'Amazon Bedrock' if cloud == 'bedrock' else 'Vertex AI'}"
             self.supports_batch = False  # the clouds' batch jobs go through their own storage services
 
-    def _client_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self._sdk_timeout()}
+    def _client_kwargs(self) -> dict[str, object]:
+        """Keyword arguments of the SDK client's constructor."""
+        kwargs: dict[str, object] = {"max_retries": 0, "timeout": self._sdk_timeout()}
         if self.anthropic_version:
             kwargs["default_headers"] = {"anthropic-version": self.anthropic_version}
         if self.base_url:
@@ -236,13 +319,13 @@ class AnthropicChatModel(APIChatModel):
         finally:
             client.close()
 
-    def build_body(self, request: GenerationRequest) -> dict[str, Any]:
+    def build_body(self, request: GenerationRequest) -> MessagesBody:
         """The ``/v1/messages`` body of one sample of ``request``."""
         p = request.params
         if p.temperature > 1:
             raise ConfigError(f"Anthropic accepts temperature in [0, 1], got {p.temperature}")
         system, messages = to_anthropic_messages(request.messages, request.prompt)
-        body: dict[str, Any] = {
+        body: MessagesBody = {
             "model": self.model,
             "max_tokens": p.max_tokens,
             "messages": messages,
@@ -263,10 +346,10 @@ class AnthropicChatModel(APIChatModel):
 
     # -- Message Batches
 
-    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, object]]:
         return self.messages_path, {**self.build_body(request), **self.extra_body}
 
-    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+    async def batch_submit(self, items: Sequence[tuple[BatchCall, str, Mapping[str, object]]]) -> str:
         requests = [{"custom_id": c.custom_id, "params": body} for c, _path, body in items]
         data = await self._send(lambda c: sdk_post(c, "/v1/messages/batches", {"requests": requests}))
         if not isinstance(data, dict) or not data.get("id"):
@@ -279,10 +362,10 @@ class AnthropicChatModel(APIChatModel):
         answered = counts.succeeded + counts.errored + counts.canceled + counts.expired
         return b.processing_status == "ended", answered
 
-    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+    async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
         from collapse_probe.models._batch import BatchOutcome
 
-        async def read(c: Any) -> list[dict[str, Any]]:
+        async def read(c: Any) -> list[BatchEntry]:
             return [entry.model_dump() async for entry in await c.messages.batches.results(batch_id)]
 
         out: dict[str, BatchOutcome] = {}
@@ -290,23 +373,21 @@ class AnthropicChatModel(APIChatModel):
             result = entry.get("result") or {}
             kind = result.get("type")
             if kind == "succeeded" and isinstance(result.get("message"), dict):
-                out[entry["custom_id"]] = BatchOutcome(data=result["message"])
+                out[entry["custom_id"]] = BatchOutcome(data=dict(result["message"]))
             else:
                 err = result.get("error")
                 detail = provider_error_message(err, fallback=str(err)) if err else ""
                 out[entry["custom_id"]] = BatchOutcome(error=f"{kind}" + (f": {detail}" if detail else ""))
         return out
 
-    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
-        return [self.parse_answer(data, batch=True)]
+    def parse_batch_answer(self, data: dict[str, object], request: GenerationRequest, k: int) -> list[Completion]:
+        return [self.parse_answer(cast(MessagesAnswer, data), batch=True)]
 
-    def parse_answer(self, data: dict[str, Any], batch: bool = False) -> Completion:
+    def parse_answer(self, data: MessagesAnswer, batch: bool = False) -> Completion:
         """The completion of one answered call (a wire-form dict); its usage goes to the ledger."""
         usage = data.get("usage") or {}
         # cache writes and reads are input tokens too (billed at their own rates)
-        inp = sum(
-            int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
+        inp = sum(int(usage.get(k) or 0) for k in _INPUT_TOKEN_KEYS)
         self.record_usage(inp, usage.get("output_tokens"), data.get("model"), batch=batch)
         return parse_messages_response(data)
 
@@ -318,7 +399,8 @@ class AnthropicChatModel(APIChatModel):
         data = await self._send(lambda c: sdk_post(c, self.messages_path, body))
         if not isinstance(data, dict):
             raise CallFailure(f"malformed response: expected a JSON object, got {type(data).__name__}")
-        return [self.parse_answer(data)]
+        # the answer as the API documents it; the parser checks every value it reads
+        return [self.parse_answer(cast(MessagesAnswer, data))]
 
 
 def make_anthropic_model(spec: str, name: str, **options: Any) -> AnthropicChatModel:

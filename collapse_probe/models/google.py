@@ -38,7 +38,7 @@ import base64
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, cast, overload
 
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.models._answers import EmptyAnswer, retry_empty
@@ -54,7 +54,145 @@ from collapse_probe.models._http import (
     tool_schema,
 )
 from collapse_probe.models._options import GoogleOptions, VertexOptions
-from collapse_probe.models._types import Completion, GenerationRequest, Message
+from collapse_probe.models._types import Completion, GenerationRequest, Message, ToolCallRecord
+
+if TYPE_CHECKING:
+    from google.genai.types import BatchJob
+
+    from collapse_probe.models._batch import BatchCall, BatchOutcome
+
+
+class FunctionCall(TypedDict, total=False):
+    name: Required[str]
+    args: Required[dict[str, object]]
+    id: str
+    """Answers only: the call's id, where the API gives one."""
+
+
+class FunctionResponse(TypedDict):
+    name: str
+    response: dict[str, object]
+    """The tool's JSON answer (a non-object answer as ``{"result": text}``)."""
+
+
+class Part(TypedDict, total=False):
+    """One part of a content (the REST wire form, camelCase)."""
+
+    text: str
+    functionCall: FunctionCall
+    functionResponse: FunctionResponse
+    thoughtSignature: str | bytes
+    """Base64 text on the wire; the raw bytes in what the SDK is handed (it encodes them again)."""
+
+
+class Content(TypedDict):
+    role: str
+    """``"user"`` or ``"model"``."""
+    parts: list[Part]
+
+
+class SystemInstruction(TypedDict):
+    parts: list[Part]
+
+
+class GenerationConfig(TypedDict, total=False):
+    temperature: float
+    topP: float
+    maxOutputTokens: int
+    stopSequences: list[str]
+    seed: int
+    candidateCount: int
+    """Samples in one call (left out for 1)."""
+    responseLogprobs: bool
+
+
+class FunctionDeclaration(TypedDict, total=False):
+    name: Required[str]
+    description: Required[str]
+    parameters: dict[str, object]
+    """The arguments' schema reduced by :func:`gemini_schema` (left out when there are none)."""
+
+
+class Tool(TypedDict):
+    functionDeclarations: list[FunctionDeclaration]
+
+
+class GenerateContentBody(TypedDict, total=False):
+    """The body of a ``generateContent`` call in the REST wire form (the fields this backend sends)."""
+
+    contents: Required[list[Content]]
+    generationConfig: Required[GenerationConfig]
+    systemInstruction: SystemInstruction
+    tools: list[Tool]
+
+
+class SdkRequest(TypedDict):
+    """``generate_content`` keyword arguments (see :meth:`GeminiChatModel.sdk_request`)."""
+
+    model: str
+    contents: list[Content]
+    config: dict[str, object]
+    """The generation config with ``systemInstruction``, ``tools`` and ``http_options`` beside it."""
+
+
+class AnswerPart(TypedDict, total=False):
+    """One part of an answer's content."""
+
+    text: str
+    functionCall: FunctionCall
+    thoughtSignature: str
+    """Base64; sent back with the call when the conversation is replayed."""
+    thought: bool
+    """The part is a thought summary, not the answer."""
+
+
+class AnswerContent(TypedDict, total=False):
+    role: str
+    parts: list[AnswerPart]
+
+
+class LogprobCandidate(TypedDict, total=False):
+    token: str
+    logProbability: float
+
+
+class LogprobsResult(TypedDict, total=False):
+    chosenCandidates: list[LogprobCandidate]
+    """The log-probability of each generated token."""
+
+
+class Candidate(TypedDict, total=False):
+    """One sample of an answer."""
+
+    index: int
+    content: AnswerContent
+    finishReason: str
+    logprobsResult: LogprobsResult
+
+
+class PromptFeedback(TypedDict, total=False):
+    blockReason: str
+    """Set when the prompt itself was blocked (no candidates then)."""
+
+
+class UsageMetadata(TypedDict, total=False):
+    promptTokenCount: int
+    toolUsePromptTokenCount: int
+    candidatesTokenCount: int
+    thoughtsTokenCount: int
+    """Thinking tokens, billed as output."""
+
+
+class GenerateContentAnswer(TypedDict, total=False):
+    """The answer of a ``generateContent`` call in the REST wire form, as the API documents it (the keys
+    read here). The parser checks each value as it reads it."""
+
+    candidates: list[Candidate]
+    promptFeedback: PromptFeedback
+    usageMetadata: UsageMetadata
+    modelVersion: str
+    """The model version that answered."""
+
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
@@ -90,13 +228,21 @@ _SCHEMA_KEYS = frozenset(
 )
 
 
-def gemini_schema(schema: Any) -> Any:
+@overload
+def gemini_schema(schema: Mapping[str, object]) -> dict[str, object]: ...
+
+
+@overload
+def gemini_schema(schema: object) -> object: ...
+
+
+def gemini_schema(schema: object) -> object:
     """A JSON schema reduced to the OpenAPI subset of Gemini's ``Schema`` (unknown keys dropped)."""
     if isinstance(schema, list):
         return [gemini_schema(s) for s in schema]
     if not isinstance(schema, Mapping):
         return schema
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in schema.items():
         if key not in _SCHEMA_KEYS:
             continue
@@ -117,14 +263,14 @@ def gemini_schema(schema: Any) -> Any:
 
 def to_gemini_contents(
     messages: Sequence[Message], prompt: str | None = None
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+) -> tuple[SystemInstruction | None, list[Content]]:
     """``(systemInstruction, contents)`` in the Gemini layout."""
     system, rest = split_system(messages)
     names_by_id: dict[str, str] = {}
-    contents: list[dict[str, Any]] = []
+    contents: list[Content] = []
     for m in rest:
         role = m.get("role")
-        parts: list[dict[str, Any]] = []
+        parts: list[Part] = []
         if role == "tool":
             wire_role = "user"
             name = m.get("name") or names_by_id.get(str(m.get("tool_call_id")), "")
@@ -145,7 +291,7 @@ def to_gemini_contents(
                 for j, tc in enumerate(history_tool_calls(m)):
                     names_by_id[str(tc["id"])] = tc["name"]
                     args = tc["arguments"]
-                    part: dict[str, Any] = {
+                    part: Part = {
                         "functionCall": {"name": tc["name"], "args": args if isinstance(args, dict) else {"raw": args}}
                     }
                     signature = tc.get("thought_signature")
@@ -163,11 +309,11 @@ def to_gemini_contents(
             contents.append({"role": wire_role, "parts": parts})
     if not contents:
         return None, [{"role": "user", "parts": [{"text": system or prompt or ""}]}]
-    instruction = {"parts": [{"text": system}]} if system else None
+    instruction: SystemInstruction | None = {"parts": [{"text": system}]} if system else None
     return instruction, contents
 
 
-def parse_generate_content_response(data: dict[str, Any], k: int) -> list[Completion]:
+def parse_generate_content_response(data: GenerateContentAnswer, k: int) -> list[Completion]:
     """Completions of a ``generateContent`` response, in candidate order."""
     candidates = data.get("candidates")
     if not candidates:
@@ -178,7 +324,8 @@ def parse_generate_content_response(data: dict[str, Any], k: int) -> list[Comple
     out = []
     usage = data.get("usageMetadata") or {}
     for cand in sorted(candidates, key=lambda c: c.get("index", 0)):
-        texts, calls = [], []
+        texts: list[str] = []
+        calls: list[ToolCallRecord] = []
         for j, part in enumerate((cand.get("content") or {}).get("parts") or []):
             if part.get("thought"):
                 continue  # thought summaries are not the answer
@@ -186,7 +333,7 @@ def parse_generate_content_response(data: dict[str, Any], k: int) -> list[Comple
                 texts.append(part["text"])
             elif "functionCall" in part:
                 fc = part["functionCall"]
-                call = {
+                call: ToolCallRecord = {
                     "name": fc.get("name", ""),
                     "arguments": dict(fc.get("args") or {}),
                     "id": fc.get("id") or f"call_{j}",
@@ -223,11 +370,11 @@ def _genai() -> Any:
     return require("google.genai", "api", "the google and vertex backends", package="google-genai")
 
 
-def _sdk_contents(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _sdk_contents(contents: list[Content]) -> list[Content]:
     """Wire-form contents with signatures as the bytes the SDK expects (it base64-encodes them again)."""
-    out = []
+    out: list[Content] = []
     for c in contents:
-        parts = []
+        parts: list[Part] = []
         for part in c["parts"]:
             if isinstance(part.get("thoughtSignature"), str):
                 part = {**part, "thoughtSignature": base64.b64decode(part["thoughtSignature"])}
@@ -261,7 +408,7 @@ class GeminiChatModel(APIChatModel):
         if vertex:
             self.provider = "Gemini on Vertex AI"
             self.supports_batch = False  # Vertex batch jobs read and write Cloud Storage / BigQuery
-        self._batches: dict[str, Any] = {}
+        self._batches: dict[str, BatchJob] = {}
 
     @property
     def path(self) -> str:
@@ -269,7 +416,7 @@ class GeminiChatModel(APIChatModel):
 
     def _http_options(self, http_client: Any = None, timeout: float | None = None) -> Any:
         types = _genai().types
-        options: dict[str, Any] = {
+        options: dict[str, object] = {
             "timeout": int((timeout or self.timeout) * 1000),
             "retry_options": types.HttpRetryOptions(attempts=1),  # one policy: ours
         }
@@ -281,8 +428,9 @@ class GeminiChatModel(APIChatModel):
             options["httpx_async_client"] = http_client
         return types.HttpOptions(**options)
 
-    def _client_kwargs(self, http_client: Any = None, timeout: float | None = None) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"http_options": self._http_options(http_client, timeout)}
+    def _client_kwargs(self, http_client: Any = None, timeout: float | None = None) -> dict[str, object]:
+        """Keyword arguments of the SDK client's constructor."""
+        kwargs: dict[str, object] = {"http_options": self._http_options(http_client, timeout)}
         if self.vertex:
             kwargs["vertexai"] = True
             if self.project:
@@ -317,11 +465,11 @@ class GeminiChatModel(APIChatModel):
         version = getattr(info, "version", None)
         return f"{info.name}@{version}" if version else str(info.name)
 
-    def build_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> dict[str, Any]:
+    def build_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> GenerateContentBody:
         """The ``generateContent`` body (wire form) asking for samples ``start .. start + k - 1``."""
         p = request.params
         instruction, contents = to_gemini_contents(request.messages, request.prompt)
-        config: dict[str, Any] = {"temperature": p.temperature, "topP": p.top_p, "maxOutputTokens": p.max_tokens}
+        config: GenerationConfig = {"temperature": p.temperature, "topP": p.top_p, "maxOutputTokens": p.max_tokens}
         if p.stop:
             config["stopSequences"] = list(p.stop)
         seed = request.sample_seed(start)
@@ -331,38 +479,39 @@ class GeminiChatModel(APIChatModel):
             config["candidateCount"] = k
         if p.logprobs:
             config["responseLogprobs"] = True
-        body: dict[str, Any] = {"contents": contents, "generationConfig": config}
+        body: GenerateContentBody = {"contents": contents, "generationConfig": config}
         if instruction:
             body["systemInstruction"] = instruction
         if request.tools:
             decls = []
             for s in map(tool_schema, request.tools):
-                decl = {"name": s["name"], "description": s["description"]}
+                decl: FunctionDeclaration = {"name": s["name"], "description": s["description"]}
                 if s["parameters"].get("properties"):
                     decl["parameters"] = gemini_schema(s["parameters"])
                 decls.append(decl)
             body["tools"] = [{"functionDeclarations": decls}]
         return body
 
-    def sdk_request(self, body: dict[str, Any]) -> dict[str, Any]:
+    def sdk_request(self, body: GenerateContentBody) -> SdkRequest:
         """``generate_content`` keyword arguments for a wire-form body."""
-        config = dict(body["generationConfig"])
-        for key in ("systemInstruction", "tools"):
-            if key in body:
-                config[key] = body[key]
+        config: dict[str, object] = dict(body["generationConfig"])
+        if "systemInstruction" in body:
+            config["systemInstruction"] = body["systemInstruction"]
+        if "tools" in body:
+            config["tools"] = body["tools"]
         if self.extra_body:
             config["http_options"] = {"extra_body": self.extra_body}
         return {"model": self.model, "contents": _sdk_contents(body["contents"]), "config": config}
 
     # -- Gemini batch mode (inlined requests)
 
-    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, GenerateContentBody]:
         return self.path, self.build_body(request, start, k)
 
-    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+    async def batch_submit(self, items: Sequence[tuple[BatchCall, str, Mapping[str, object]]]) -> str:
         src = []
         for call, _path, body in items:
-            kwargs = self.sdk_request(body)
+            kwargs = self.sdk_request(cast(GenerateContentBody, body))  # built by batch_line
             kwargs["config"].pop("http_options", None)
             src.append({**kwargs, "metadata": {"key": call.custom_id}})
         job = await self._send(
@@ -379,7 +528,7 @@ class GeminiChatModel(APIChatModel):
         answered = int(getattr(stats, "successful_count", 0) or 0) + int(getattr(stats, "failed_count", 0) or 0)
         return done, answered
 
-    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+    async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
         from collapse_probe.models._batch import MISSING, BatchOutcome
 
         job: Any = self._batches.get(batch_id)
@@ -402,10 +551,10 @@ class GeminiChatModel(APIChatModel):
             out[MISSING] = BatchOutcome(error=f"the batch ended as {state}")
         return out
 
-    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
-        return self.parse_answer(data, k, batch=True)
+    def parse_batch_answer(self, data: dict[str, object], request: GenerationRequest, k: int) -> list[Completion]:
+        return self.parse_answer(cast(GenerateContentAnswer, data), k, batch=True)
 
-    def parse_answer(self, data: dict[str, Any], k: int, batch: bool = False) -> list[Completion]:
+    def parse_answer(self, data: GenerateContentAnswer, k: int, batch: bool = False) -> list[Completion]:
         """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""
         usage = data.get("usageMetadata") or {}
         inp = int(usage.get("promptTokenCount") or 0) + int(usage.get("toolUsePromptTokenCount") or 0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 from collapse_probe.core._secrets import register_env_secrets
 from collapse_probe.errors import require
@@ -28,12 +28,11 @@ from collapse_probe.models._http import (
     CallFailure,
     check_base_url,
     parse_retry_after,
-    tool_schema,
 )
 from collapse_probe.models._options import LiteLLMOptions
-from collapse_probe.models._types import Completion, GenerationRequest
+from collapse_probe.models._types import Completion, GenerationRequest, Message
 from collapse_probe.models._usage import check_budget
-from collapse_probe.models.openai import parse_chat_response, to_openai_messages
+from collapse_probe.models.openai import ChatAnswer, openai_tool, parse_chat_response, to_openai_messages
 
 
 class _NoClient:
@@ -69,11 +68,12 @@ class LiteLLMChatModel(APIChatModel):
         key_env = KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
         super().__init__(spec, model, api_key=None, api_key_env=key_env, **kwargs)
 
-    def build_kwargs(self, request: GenerationRequest, start: int = 0, k: int = 1) -> dict[str, Any]:
-        """The ``litellm.acompletion`` keyword arguments for samples ``start .. start + k - 1``."""
+    def build_kwargs(self, request: GenerationRequest, start: int = 0, k: int = 1) -> dict[str, object]:
+        """The ``litellm.acompletion`` keyword arguments for samples ``start .. start + k - 1``
+        (an open set: ``extra_body`` is merged in)."""
         p = request.params
-        messages = list(request.messages) or [{"role": "user", "content": request.prompt or ""}]
-        kwargs: dict[str, Any] = {
+        messages: list[Message] = list(request.messages) or [{"role": "user", "content": request.prompt or ""}]
+        kwargs: dict[str, object] = {
             "model": self.model,
             "messages": to_openai_messages(messages),
             "temperature": p.temperature,
@@ -93,7 +93,7 @@ class LiteLLMChatModel(APIChatModel):
         if p.logprobs:
             kwargs["logprobs"] = True
         if request.tools:
-            kwargs["tools"] = [{"type": "function", "function": tool_schema(t)} for t in request.tools]
+            kwargs["tools"] = [openai_tool(t) for t in request.tools]
         if self.base_url:
             kwargs["api_base"] = self.base_url
         kwargs.update(self.extra_body)
@@ -119,7 +119,7 @@ class LiteLLMChatModel(APIChatModel):
         kwargs = self.build_kwargs(request, start, k)
         async with self._session() as state:
 
-            async def once() -> dict[str, Any]:
+            async def once() -> ChatAnswer:
                 check_budget(self.spec)
                 async with state.slot():
                     self.calls += 1
@@ -127,7 +127,8 @@ class LiteLLMChatModel(APIChatModel):
                         resp = await litellm.acompletion(**kwargs)
                     except Exception as exc:  # noqa: BLE001 - every LiteLLM failure is classified, none escapes
                         raise self.classify_exception(exc) from None
-                return resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
+                # LiteLLM answers in the OpenAI layout; parse_chat_response checks every value it reads
+                return cast(ChatAnswer, resp.model_dump() if hasattr(resp, "model_dump") else dict(resp))
 
             data = await self._retrying(once)
         usage = data.get("usage") or {}

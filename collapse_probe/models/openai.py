@@ -46,7 +46,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from collapse_probe.core._constraints import check_field
 from collapse_probe.core._secrets import register_env_secrets
@@ -66,40 +66,153 @@ from collapse_probe.models._http import (
     tool_schema,
 )
 from collapse_probe.models._options import AzureOptions, OpenAICompatibleOptions, OpenAIOptions
-from collapse_probe.models._types import Completion, GenerationRequest, Message
+from collapse_probe.models._types import Completion, GenerationRequest, Message, ToolCallRecord
+
+if TYPE_CHECKING:
+    from openai.types import Batch
+    from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageFunctionToolCallParam
+
+    from collapse_probe.models._batch import BatchCall, BatchOutcome
 
 logger = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
-def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+class WireMessage(TypedDict, total=False):
+    """A message of a Chat Completions request (:class:`Message` with tool calls in the wire form)."""
+
+    role: str
+    content: str | list[dict[str, object]] | None
+    name: str | None
+    tool_calls: list[ChatCompletionMessageFunctionToolCallParam] | None
+    tool_call_id: str | None
+
+
+class ChatBody(TypedDict, total=False):
+    """The body of a ``/chat/completions`` or ``/completions`` call (the fields this backend sends)."""
+
+    model: str
+    n: int
+    """Samples in one call (left out for 1)."""
+    temperature: float
+    top_p: float
+    stop: list[str]
+    seed: int
+    """The seed of the call's first sample (see :meth:`GenerationRequest.sample_seed`)."""
+    messages: list[WireMessage]
+    """Chat only."""
+    max_completion_tokens: int
+    """Chat, OpenAI's own API (``max_tokens`` elsewhere)."""
+    max_tokens: int
+    logprobs: bool | int
+    """``True`` on chat; the number of alternatives (1) on ``/completions``."""
+    tools: list[ChatCompletionFunctionToolParam]
+    prompt: str | None
+    """``/completions`` only: the raw transcript."""
+
+
+class WireToolCall(TypedDict, total=False):
+    """A tool call in an answer: ``{"id", "type": "function", "function": {"name", "arguments": JSON string}}``."""
+
+    id: str
+    function: dict[str, str]
+
+
+class TokenLogprob(TypedDict):
+    token: str
+    logprob: float
+
+
+class ChoiceLogprobs(TypedDict, total=False):
+    content: list[TokenLogprob] | None
+    """Chat: one entry per generated token."""
+    token_logprobs: list[float | None]
+    """``/completions``: one log-probability per generated token."""
+
+
+class AnswerMessage(TypedDict, total=False):
+    role: str
+    content: str | list[dict[str, object]] | None
+    tool_calls: list[WireToolCall] | None
+
+
+class Choice(TypedDict, total=False):
+    """One sample of an answer."""
+
+    index: int
+    message: AnswerMessage
+    """Chat: the sampled message."""
+    text: str
+    """``/completions``: the sampled text."""
+    logprobs: ChoiceLogprobs | None
+    finish_reason: str | None
+
+
+class ChatUsage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class ChatAnswer(TypedDict, total=False):
+    """The answer of a ``/chat/completions`` or ``/completions`` call, as the API documents it (the keys
+    read here). The parsers check each value as they read it: a malformed one is a :class:`CallFailure`."""
+
+    model: str
+    """The model that answered (OpenAI: the snapshot an alias resolved to)."""
+    choices: list[Choice]
+    usage: ChatUsage | None
+
+
+class BatchOutputLine(TypedDict, total=False):
+    """One line of an OpenAI batch's output or error file."""
+
+    custom_id: str
+    response: BatchLineResponse | None
+    error: object
+    """Why the call failed (an error object), ``None`` when it did not."""
+
+
+class BatchLineResponse(TypedDict, total=False):
+    status_code: int
+    body: object
+    """The call's answer (a :class:`ChatAnswer`) or error object."""
+
+
+def wire_tool_call(tc: ToolCallRecord) -> ChatCompletionMessageFunctionToolCallParam:
+    """A history tool call in the wire form (arguments as a JSON string)."""
+    args = tc["arguments"]
+    return {
+        "id": tc["id"],
+        "type": "function",
+        "function": {
+            "name": tc["name"],
+            "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        },
+    }
+
+
+def to_openai_messages(messages: Sequence[Message]) -> list[WireMessage]:
     """Our messages in the Chat Completions wire form (tool calls with JSON-string arguments)."""
     out = []
     for m in messages:
-        fields: Mapping[str, Any] = m
-        wire = {k: fields[k] for k in _MESSAGE_KEYS if k in fields}
+        wire: WireMessage = {"role": m["role"]}
+        if "content" in m:
+            wire["content"] = m["content"]
+        if "name" in m:
+            wire["name"] = m["name"]
+        if "tool_calls" in m:
+            calls = m["tool_calls"]
+            wire["tool_calls"] = None if calls is None else [wire_tool_call(tc) for tc in history_tool_calls(m)]
+        if "tool_call_id" in m:
+            wire["tool_call_id"] = m["tool_call_id"]
         if m.get("tool_calls"):
-            wire["tool_calls"] = [
-                {
-                    "id": tc["id"],
-                    "type": "function",
-                    "function": {
-                        "name": tc["name"],
-                        "arguments": tc["arguments"]
-                        if isinstance(tc["arguments"], str)
-                        else json.dumps(tc["arguments"], ensure_ascii=False),
-                    },
-                }
-                for tc in history_tool_calls(m)
-            ]
             wire.setdefault("content", None)
         out.append(wire)
     return out
 
 
-def parse_chat_response(data: dict[str, Any]) -> list[Completion]:
+def parse_chat_response(data: ChatAnswer) -> list[Completion]:
     """Completions of a Chat Completions response, in choice order."""
     choices = data.get("choices")
     if not isinstance(choices, list):
@@ -114,7 +227,7 @@ def parse_chat_response(data: dict[str, Any]) -> list[Completion]:
         ) from None
 
 
-def content_text(content: Any, where: str) -> str:
+def content_text(content: object, where: str) -> str:
     """A message's ``content``: a string, or a list of OpenAI content parts (their text joined).
 
     Raises:
@@ -142,7 +255,7 @@ def content_text(content: Any, where: str) -> str:
     )
 
 
-def _parse_choices(data: dict[str, Any], choices: list[Any]) -> list[Completion]:
+def _parse_choices(data: ChatAnswer, choices: list[Choice]) -> list[Completion]:
     choices = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
     usage = data.get("usage") or {}
     out = []
@@ -153,7 +266,7 @@ def _parse_choices(data: dict[str, Any], choices: list[Any]) -> list[Completion]
         if msg.get("content") is None and not msg.get("tool_calls"):
             raise EmptyAnswer("the server returned a choice with null content and no tool call")
         text = "" if msg.get("content") is None else content_text(msg["content"], f"choices[{ci}].message.content")
-        calls = [
+        calls: list[ToolCallRecord] = [
             {
                 "name": (tc.get("function") or {}).get("name", ""),
                 "arguments": parse_arguments((tc.get("function") or {}).get("arguments")),
@@ -162,7 +275,8 @@ def _parse_choices(data: dict[str, Any], choices: list[Any]) -> list[Completion]
             for j, tc in enumerate(msg.get("tool_calls") or [])
         ]
         lp = ch.get("logprobs") or {}
-        token_logprobs = [float(t["logprob"]) for t in lp["content"]] if lp.get("content") is not None else None
+        chosen = lp.get("content")
+        token_logprobs = [float(t["logprob"]) for t in chosen] if chosen is not None else None
         n_tokens = len(token_logprobs) if token_logprobs is not None else None
         if n_tokens is None and len(choices) == 1 and isinstance(usage.get("completion_tokens"), int):
             n_tokens = max(0, int(usage["completion_tokens"]))
@@ -178,7 +292,7 @@ def _parse_choices(data: dict[str, Any], choices: list[Any]) -> list[Completion]
     return out
 
 
-def parse_completions_response(data: dict[str, Any]) -> list[Completion]:
+def parse_completions_response(data: ChatAnswer) -> list[Completion]:
     """Completions of a legacy ``/completions`` response, in choice order."""
     choices = data.get("choices")
     if not isinstance(choices, list):
@@ -255,15 +369,16 @@ class OpenAIChatModel(APIChatModel):
         # Batch: OpenAI's /v1/batches. vLLM & co. have no such endpoint; Azure's needs a deployment
         # of the "global batch" type, so it is not assumed.
         self.supports_batch = official and azure_api_version is None
-        self._batches: dict[str, Any] = {}
+        self._batches: dict[str, Batch] = {}
         self._refused: set[str] = set()
         """Sampling parameters the model refused at their API default 1: left out since (see the module docstring)."""
 
     # -- SDK client
 
-    def _client_kwargs(self) -> dict[str, Any]:
+    def _client_kwargs(self) -> dict[str, object]:
+        """Keyword arguments of the SDK client's constructor."""
         key = self._api_key.get() if self._api_key is not None else None
-        kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self._sdk_timeout()}
+        kwargs: dict[str, object] = {"max_retries": 0, "timeout": self._sdk_timeout()}
         if self.azure_api_version is not None:
             kwargs.update(azure_endpoint=self.base_url, api_version=self.azure_api_version)
             if key is not None:
@@ -305,12 +420,16 @@ class OpenAIChatModel(APIChatModel):
         finally:
             client.close()
 
-    def _sampling_fields(self, request: GenerationRequest, start: int, k: int) -> dict[str, Any]:
+    def _sampling_fields(self, request: GenerationRequest, start: int, k: int) -> ChatBody:
         p = request.params
-        body: dict[str, Any] = {"model": self.model}
+        body: ChatBody = {"model": self.model}
         if k > 1:
             body["n"] = k
-        for name, value in (("temperature", p.temperature), ("top_p", p.top_p)):
+        sampling: tuple[tuple[Literal["temperature", "top_p"], float], ...] = (
+            ("temperature", p.temperature),
+            ("top_p", p.top_p),
+        )
+        for name, value in sampling:
             if name not in self._refused:
                 body[name] = value
             elif value != 1.0:
@@ -322,19 +441,22 @@ class OpenAIChatModel(APIChatModel):
             body["seed"] = seed
         return body
 
-    def build_chat_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> dict[str, Any]:
+    def build_chat_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> ChatBody:
         """The ``/chat/completions`` body asking for samples ``start .. start + k - 1``."""
         body = self._sampling_fields(request, start, k)
-        messages = list(request.messages) or [{"role": "user", "content": request.prompt or ""}]
+        messages: list[Message] = list(request.messages) or [{"role": "user", "content": request.prompt or ""}]
         body["messages"] = to_openai_messages(messages)
-        body["max_completion_tokens" if self.official else "max_tokens"] = request.params.max_tokens
+        if self.official:
+            body["max_completion_tokens"] = request.params.max_tokens
+        else:
+            body["max_tokens"] = request.params.max_tokens
         if request.params.logprobs:
             body["logprobs"] = True
         if request.tools:
-            body["tools"] = [{"type": "function", "function": tool_schema(t)} for t in request.tools]
+            body["tools"] = [openai_tool(t) for t in request.tools]
         return body
 
-    def build_completion_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> dict[str, Any]:
+    def build_completion_body(self, request: GenerationRequest, start: int = 0, k: int = 1) -> ChatBody:
         """The ``/completions`` body (transcript style) for samples ``start .. start + k - 1``."""
         body = self._sampling_fields(request, start, k)
         body["prompt"] = request.prompt
@@ -346,8 +468,8 @@ class OpenAIChatModel(APIChatModel):
     def uses_transcript(self, request: GenerationRequest) -> bool:
         return self.prompt_style == "transcript" and request.prompt is not None
 
-    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, Any]]:
-        """``(endpoint path, body)`` of one call, for a batch file."""
+    def batch_line(self, request: GenerationRequest, start: int, k: int) -> tuple[str, dict[str, object]]:
+        """``(endpoint path, body)`` of one call, for a batch file (the body with ``extra_body`` merged in)."""
         if self.uses_transcript(request):
             return "/v1/completions", {**self.build_completion_body(request, start, k), **self.extra_body}
         return "/v1/chat/completions", {**self.build_chat_body(request, start, k), **self.extra_body}
@@ -356,7 +478,7 @@ class OpenAIChatModel(APIChatModel):
         # one batch file serves one endpoint: chat only
         return self.supports_batch and not any(self.uses_transcript(r) for r in requests)
 
-    async def batch_submit(self, items: Sequence[tuple[Any, str, dict[str, Any]]]) -> str:
+    async def batch_submit(self, items: Sequence[tuple[BatchCall, str, Mapping[str, object]]]) -> str:
         lines = [
             json.dumps({"custom_id": c.custom_id, "method": "POST", "url": path, "body": body}, ensure_ascii=False)
             for c, path, body in items
@@ -375,7 +497,7 @@ class OpenAIChatModel(APIChatModel):
         answered = (counts.completed + counts.failed) if counts is not None else 0
         return b.status in ("completed", "failed", "expired", "cancelled"), answered
 
-    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+    async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
         from collapse_probe.models._batch import MISSING, BatchOutcome, jsonl_lines
 
         b: Any = self._batches.get(batch_id)
@@ -390,7 +512,8 @@ class OpenAIChatModel(APIChatModel):
                 return c.files.content(fid)
 
             content = await self._send(download)
-            for line in jsonl_lines(content.text):
+            lines: list[BatchOutputLine] = jsonl_lines(content.text)
+            for line in lines:
                 resp = line.get("response") or {}
                 body = resp.get("body")
                 if resp.get("status_code") == 200 and not line.get("error") and isinstance(body, dict):
@@ -407,10 +530,11 @@ class OpenAIChatModel(APIChatModel):
             out[MISSING] = BatchOutcome(error=f"the batch {b.status}" + (f": {detail}" if detail else ""))
         return out
 
-    def parse_batch_answer(self, data: dict[str, Any], request: GenerationRequest, k: int) -> list[Completion]:
-        return self.parse_answer(data, transcript=False, batch=True)
+    def parse_batch_answer(self, data: dict[str, object], request: GenerationRequest, k: int) -> list[Completion]:
+        # a chat answer (the batch serves only /chat/completions)
+        return self.parse_answer(cast(ChatAnswer, data), transcript=False, batch=True)
 
-    def parse_answer(self, data: dict[str, Any], transcript: bool, batch: bool = False) -> list[Completion]:
+    def parse_answer(self, data: ChatAnswer, transcript: bool, batch: bool = False) -> list[Completion]:
         """Completions of one answered call (a wire-form dict); its usage goes to the ledger."""
         usage = data.get("usage") or {}
         if not isinstance(usage, dict):
@@ -461,7 +585,17 @@ class OpenAIChatModel(APIChatModel):
             return await self._call_once(request, start, k)
         if not isinstance(data, dict):
             raise CallFailure(f"malformed response: expected a JSON object, got {type(data).__name__}")
-        return self.parse_answer(data, transcript)
+        # the answer as the API documents it; the parsers check every value they read
+        return self.parse_answer(cast(ChatAnswer, data), transcript)
+
+
+def openai_tool(tool: dict[str, object]) -> ChatCompletionFunctionToolParam:
+    """A request's tool as a Chat Completions function tool."""
+    s = tool_schema(tool)
+    return {
+        "type": "function",
+        "function": {"name": s["name"], "description": s["description"], "parameters": s["parameters"]},
+    }
 
 
 def make_openai_model(spec: str, name: str, **options: Any) -> OpenAIChatModel:
