@@ -17,16 +17,137 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
+
+from pydantic import JsonValue
 
 from collapse_probe.errors import ConfigError
 
 SCHEMA = "collapse-probe/card/v1"
 CARD_KINDS = ("audit", "crossplay", "play")
-HEADLINE = ("collapse_error", "entropy", "effective_modes", "decision_collapse_error", "n_states", "by_kind",
-            "infra_failures", "samples_per_state")  # fmt: skip
+HeadlineBlock = Literal["collapse_error", "entropy", "effective_modes", "decision_collapse_error", "n_states",
+                        "by_kind", "infra_failures", "samples_per_state"]  # fmt: skip
+HEADLINE: tuple[HeadlineBlock, ...] = ("collapse_error", "entropy", "effective_modes", "decision_collapse_error",
+                                       "n_states", "by_kind", "infra_failures", "samples_per_state")  # fmt: skip
 """The blocks of an audit's ``summary`` a card carries as they are (``card.json`` ``audits``)."""
+
+Pointer = Sequence[str | int]
+"""A JSON pointer's parts: object keys and array indices."""
+
+
+class FigureSource(TypedDict):
+    """Where a figure was read: the run (its index in ``sources``) and the value's JSON pointer."""
+
+    run: int
+    pointer: str
+    ci95_pointer: NotRequired[str]
+    """The pointer of the figure's interval, where it has one."""
+
+
+class Figure(TypedDict):
+    """One figure of the card (``card.json`` ``figures``)."""
+
+    section: str
+    """The card section it is shown under (``verdict``, ``states``, ``entropy``, ...)."""
+    name: str
+    """What it is, as the card's table names it."""
+    value: int | float | str | None
+    """The value at its pointer (``None``: results.json holds a number JSON cannot, see ``note``)."""
+    source: FigureSource
+    ci95: NotRequired[list[int | float]]
+    note: NotRequired[str]
+    """What the figure means beside its name, or why it has no value."""
+
+
+class CardSimulator(TypedDict):
+    """The simulator a card describes."""
+
+    spec: str
+    mode: object
+    """The audit's sampling mode (``direct``, ``vs``...; ``None`` without an audit)."""
+    fingerprint: object
+    """The content fingerprint its runs recorded (``None``: not recorded)."""
+
+
+class CardSource(TypedDict):
+    """The card's record of one run it was built from (what it is, the hashes of its files)."""
+
+    run: str
+    kind: str
+    schema: object
+    version: object
+    results_sha256: str | None
+    config_sha256: str | None
+
+
+class AuditText(TypedDict):
+    """The card's account of one audit run: its partitioner, states, notices, verdicts and the headline
+    blocks of its ``summary`` (:data:`HEADLINE`) as results.json holds them."""
+
+    run: int
+    partitioner: object
+    states_audited: object
+    notices: list[object]
+    verdict: object
+    verdicts: object
+    collapse_error: NotRequired[object]
+    entropy: NotRequired[object]
+    effective_modes: NotRequired[object]
+    decision_collapse_error: NotRequired[object]
+    n_states: NotRequired[object]
+    by_kind: NotRequired[object]
+    infra_failures: NotRequired[object]
+    samples_per_state: NotRequired[object]
+
+
+class CrossplayEntry(TypedDict):
+    """The card's account of one cross-play run: the cells against the simulator and its transfers."""
+
+    run: int
+    train_simulator: object
+    cells: list[Mapping[str, object]]
+    transfer: list[Mapping[str, object]]
+
+
+class SimulatorCard(TypedDict):
+    """``card.json``: what :func:`simulator_card` builds and :func:`write_card` writes."""
+
+    schema: str
+    tool_version: str
+    simulator: CardSimulator
+    benchmarks: list[str]
+    audits: list[AuditText]
+    crossplay: list[CrossplayEntry]
+    failure_handling: str
+    sources: list[CardSource]
+    figures: list[Figure]
+    null_reasons: NotRequired[dict[str, str]]
+    """Each value results.json held as ``NaN``/infinity, nulled here, by its path, with the reason."""
+    card_fingerprint: NotRequired[str]
+    """SHA-256 of the rest of the card (canonical JSON); set last."""
+
+
+class _Run(TypedDict):
+    """A run directory the card is built from."""
+
+    path: Path
+    kind: str
+    config: Mapping[str, object]
+    """Its ``config.json``."""
+    results: dict[str, JsonValue]
+    """Its ``results.json``, as the typed results write it."""
+
+
+def _obj(value: object) -> Mapping[str, object]:
+    """``value`` when it is a JSON object, else an empty one (a block results.json does not hold)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[object]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def _sha256(path: Path) -> str | None:
@@ -36,11 +157,11 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def _pointer(parts: list[Any]) -> str:
+def _pointer(parts: Pointer) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def resolve_pointer(doc: Any, pointer: str) -> Any:
+def resolve_pointer(doc: object, pointer: str) -> object:
     """The value at a JSON pointer (RFC 6901) in ``doc``; ``KeyError`` when it is not there."""
     cur = doc
     if pointer == "":
@@ -56,7 +177,7 @@ def resolve_pointer(doc: Any, pointer: str) -> Any:
     return cur
 
 
-def _get(doc: Any, parts: list[Any]) -> Any:
+def _get(doc: object, parts: Pointer) -> object:
     try:
         return resolve_pointer(doc, _pointer(parts))
     except (KeyError, IndexError, ValueError):
@@ -67,17 +188,18 @@ class _Builder:
     """Collects the card's figures, each with the pointer it was read from."""
 
     def __init__(self) -> None:
-        self.figures: list[dict[str, Any]] = []
+        self.figures: list[Figure] = []
 
-    def add(self, section: str, name: str, run_i: int, results: dict[str, Any], parts: list[Any],
-            ci_parts: list[Any] | None = None, note: str | None = None) -> None:  # fmt: skip
-        value = _get(results, parts)
-        if value is None or isinstance(value, bool) or not isinstance(value, int | float | str):
+    def add(self, section: str, name: str, run_i: int, results: Mapping[str, object], parts: Pointer,
+            ci_parts: Pointer | None = None, note: str | None = None) -> None:  # fmt: skip
+        got = _get(results, parts)
+        if got is None or isinstance(got, bool) or not isinstance(got, int | float | str):
             return
+        value: int | float | str | None = got
         if isinstance(value, float) and not math.isfinite(value):  # a results.json written with NaN
             note = f"results.json holds {value!r} here, which is not a number: no figure"
             value = None
-        fig: dict[str, Any] = {"section": section, "name": name, "value": value,
+        fig: Figure = {"section": section, "name": name, "value": value,
                                "source": {"run": run_i, "pointer": _pointer(parts)}}  # fmt: skip
         if ci_parts is not None:
             ci = _get(results, ci_parts)
@@ -97,7 +219,7 @@ _VIEW_FIELDS = ("n_states", "classes", "over", "reason", "interval_label", "clos
 """The fields of a verdict view the card shows beside its label and ε̂ (the last three: NO REWARD SIGNAL's)."""
 
 
-def _load(run_dir: str | Path) -> dict[str, Any]:
+def _load(run_dir: str | Path) -> _Run:
     from collapse_probe.results import load
     from collapse_probe.rollout._rundir import read_run_config
 
@@ -110,19 +232,19 @@ def _load(run_dir: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"{p}: holds a {kind or 'unknown'} run; a simulator card summarises {', '.join(CARD_KINDS)} runs"
         )
-    return {"path": p, "kind": kind, "config": config, "results": load(p).to_json()}
+    return {"path": p, "kind": str(kind), "config": config, "results": load(p).to_json()}
 
 
-def _simulators_of(run: dict[str, Any]) -> list[str]:
+def _simulators_of(run: _Run) -> list[str]:
     res = run["results"]
     if run["kind"] == "audit":
         return [str(res.get("simulator"))]
     if run["kind"] == "crossplay":
-        return [str(s) for s in res.get("simulators") or []]
+        return [str(s) for s in _list(res.get("simulators"))]
     return [str(run["config"].get("sim"))]
 
 
-def _choose(runs: list[dict[str, Any]], simulator: str | None) -> str:
+def _choose(runs: list[_Run], simulator: str | None) -> str:
     if simulator is not None:
         for r in runs:
             if simulator not in _simulators_of(r):
@@ -147,7 +269,7 @@ def _choose(runs: list[dict[str, Any]], simulator: str | None) -> str:
                       "name it with --sim")  # fmt: skip
 
 
-def _fingerprint(run: dict[str, Any], spec: str) -> Any:
+def _fingerprint(run: _Run, spec: str) -> object:
     fps = run["config"].get("fingerprints")
     if isinstance(fps, dict) and spec in fps:
         return fps[spec]
@@ -155,10 +277,10 @@ def _fingerprint(run: dict[str, Any], spec: str) -> Any:
     return fps.get(spec) if isinstance(fps, dict) else None
 
 
-def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
+def _audit_figures(b: _Builder, i: int, res: Mapping[str, object]) -> None:
     b.add("states", "states measured", i, res, ["summary", "n_states"])
     b.add("states", "replies per state (N)", i, res, ["samples_per_state"])
-    for kind in _get(res, ["summary", "by_kind"]) or {}:
+    for kind in _obj(_get(res, ["summary", "by_kind"])):
         b.add("states", f"ε̂ at {kind} states", i, res, ["summary", "by_kind", kind, "collapse_error"],
               ["summary", "by_kind", kind, "ci95"])  # fmt: skip
     b.add("verdict", "verdict", i, res, ["verdict"])
@@ -199,7 +321,7 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
     b.add("views", "exact: states", i, res, ["summary", "exact", "n_states"])
     b.add("entropy", "entropy, nats (Chao–Wang–Jost)", i, res, ["summary", "entropy", "estimate"],
           ["summary", "entropy", "ci95"])  # fmt: skip
-    summary = res.get("summary") or {}
+    summary = _obj(res.get("summary"))
     if summary.get("effective_modes_lower_bound_only"):
         n = res.get("samples_per_state")
         b.add("entropy", "effective modes exp(H): at least", i, res, ["summary", "effective_modes_lower_bound"],
@@ -214,7 +336,7 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
             b.add("people", f"donations: {k}", i, res, ["human_reference", "donations", k],
                   ["human_reference", "donations", "ci95", k])  # fmt: skip
 
-        def walk(node: Any, parts: list[Any]) -> None:
+        def walk(node: object, parts: Pointer) -> None:
             if isinstance(node, dict):
                 if isinstance(node.get("estimate"), int | float) and not isinstance(node.get("estimate"), bool):
                     b.add("people", " ".join(str(p) for p in parts[1:]), i, res, [*parts, "estimate"], [*parts, "ci95"])
@@ -230,7 +352,7 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
         b.add("variance", f"{k} share of reward variance", i, res, ["variance", "shares", k, "estimate"],
               ["variance", "shares", k, "ci95"])  # fmt: skip
     b.add("variance", "flip rate (tasks whose success differs between trials)", i, res, ["variance", "flip_rate"])
-    for k in sorted((res.get("variance") or {}).get("pass_k") or {}, key=int):
+    for k in sorted(_obj(_obj(res.get("variance")).get("pass_k")), key=int):
         b.add("variance", f"pass^{k}", i, res, ["variance", "pass_k", k])
     for k in ("flagged", "flagged_critical", "failed", "failed_flagged", "failed_flagged_share"):
         b.add("published", f"simulator errors flagged: {k}", i, res, ["simulator_errors", k])
@@ -241,22 +363,22 @@ def _audit_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
     b.add("failures", "VS parse failure rate", i, res, ["summary", "vs_parse_failures", "rate"])
 
 
-def _crossplay_figures(b: _Builder, i: int, res: dict[str, Any], sim: str) -> None:
-    for j, c in enumerate(res.get("cells") or []):
+def _crossplay_figures(b: _Builder, i: int, res: Mapping[str, object], sim: str) -> None:
+    for j, c in enumerate(_list(res.get("cells"))):
         if isinstance(c, dict) and c.get("simulator") == sim:
             b.add("transfer", f"reward of {c.get('policy')} against it", i, res, ["cells", j, "mean_reward"],
                   ["cells", j, "ci95"])  # fmt: skip
             b.add(
                 "failures", f"infrastructure failures ({c.get('policy')} vs it)", i, res, ["cells", j, "infra_failures"]
             )
-    for j, t in enumerate(res.get("transfer") or []):
+    for j, t in enumerate(_list(res.get("transfer"))):
         if not isinstance(t, dict):
             continue
         role = (
             "trained on it"
             if t.get("train_simulator") == sim
             else "held out"
-            if sim in (t.get("heldout_simulators") or [])
+            if sim in _list(t.get("heldout_simulators"))
             else None
         )
         if role is None:
@@ -266,14 +388,14 @@ def _crossplay_figures(b: _Builder, i: int, res: dict[str, Any], sim: str) -> No
         b.add("transfer", f"transfer note ({t.get('policy')})", i, res, ["transfer", j, "note"])
 
 
-def _usage_figures(b: _Builder, i: int, res: dict[str, Any]) -> None:
-    for spec, u in (res.get("usage") or {}).items():
+def _usage_figures(b: _Builder, i: int, res: Mapping[str, object]) -> None:
+    for spec, u in _obj(res.get("usage")).items():
         if isinstance(u, dict):
             for k in ("requests", "input_tokens", "output_tokens", "cost_usd"):
                 b.add("cost", f"{spec}: {k}", i, res, ["usage", spec, k])
 
 
-def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> dict[str, Any]:
+def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> SimulatorCard:
     """The card (``card.json``'s content) of the simulator the runs measure.
 
     Raises:
@@ -288,7 +410,11 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
     sim = _choose(runs, simulator)
     fps = _one_model(runs, sim)
     b = _Builder()
-    sources, benchmarks, modes, texts, crossplay = [], [], [], [], []
+    sources: list[CardSource] = []
+    benchmarks: list[object] = []
+    modes: list[object] = []
+    texts: list[AuditText] = []
+    crossplay: list[CrossplayEntry] = []
     for i, r in enumerate(runs):
         res = r["results"]
         sources.append(_source(r))
@@ -306,7 +432,7 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
             b.add("failures", "infrastructure failures (play)", i, res, ["summary", "infra_failures"])
         _usage_figures(b, i, res)
     fingerprint = next((v for v in fps.values() if v is not None), None)
-    card: dict[str, Any] = {
+    card: SimulatorCard = {
         "schema": SCHEMA,
         "tool_version": __version__,
         "simulator": {"spec": sim, "mode": next((m for m in modes if m), None), "fingerprint": fingerprint},
@@ -330,7 +456,7 @@ def simulator_card(run_dirs: list[str | Path], simulator: str | None = None) -> 
     return card
 
 
-def _one_model(runs: list[dict[str, Any]], sim: str) -> dict[str, Any]:
+def _one_model(runs: list[_Run], sim: str) -> dict[str, object]:
     """Run path -> the fingerprint of the model that answered as ``sim`` in it (``None``: not recorded).
 
     Raises:
@@ -347,7 +473,7 @@ def _one_model(runs: list[dict[str, Any]], sim: str) -> dict[str, Any]:
     return fps
 
 
-def _source(r: dict[str, Any]) -> dict[str, Any]:
+def _source(r: _Run) -> CardSource:
     """The card's record of one run it was built from (what it is, the hashes of its files)."""
     res = r["results"]
     return {
@@ -356,33 +482,35 @@ def _source(r: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _audit_text(i: int, res: dict[str, Any]) -> dict[str, Any]:
+def _audit_text(i: int, res: Mapping[str, object]) -> AuditText:
     """The card's account of audit run ``i``: its partitioner, states, notices, verdicts and headline."""
-    summary = res.get("summary") or {}
-    return {
+    summary = _obj(res.get("summary"))
+    text: AuditText = {
         "run": i, "partitioner": res.get("partitioner"), "states_audited": res.get("states_audited"),
-        "notices": res.get("notices") or [], "verdict": res.get("verdict"), "verdicts": res.get("verdicts"),
-        # the headline blocks as results.json holds them (the figures below point into them)
-        **{k: summary.get(k) for k in HEADLINE if k in summary},
+        "notices": _list(res.get("notices")), "verdict": res.get("verdict"), "verdicts": res.get("verdicts"),
     }  # fmt: skip
+    for k in HEADLINE:  # the headline blocks as results.json holds them (the figures below point into them)
+        if k in summary:
+            text[k] = summary[k]
+    return text
 
 
-def _crossplay_entry(i: int, res: dict[str, Any], sim: str) -> dict[str, Any]:
+def _crossplay_entry(i: int, res: Mapping[str, object], sim: str) -> CrossplayEntry:
     """The card's account of cross-play run ``i``: the cells against ``sim`` and the transfers it is in."""
     return {
         "run": i, "train_simulator": res.get("train_simulator"),
-        "cells": [c for c in res.get("cells") or [] if isinstance(c, dict) and c.get("simulator") == sim],
-        "transfer": [t for t in res.get("transfer") or [] if isinstance(t, dict)
-                     and (t.get("train_simulator") == sim or sim in (t.get("heldout_simulators") or []))],
+        "cells": [c for c in _list(res.get("cells")) if isinstance(c, dict) and c.get("simulator") == sim],
+        "transfer": [t for t in _list(res.get("transfer")) if isinstance(t, dict)
+                     and (t.get("train_simulator") == sim or sim in _list(t.get("heldout_simulators")))],
     }  # fmt: skip
 
 
-def _card_fingerprint(card: dict[str, Any]) -> str:
+def _card_fingerprint(card: SimulatorCard) -> str:
     body = {k: v for k, v in card.items() if k != "card_fingerprint"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "n/a"
     if isinstance(v, float):
@@ -390,7 +518,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def card_markdown(card: dict[str, Any]) -> str:
+def card_markdown(card: SimulatorCard) -> str:
     """``card.md``: the card for people (figures rounded to 3 decimals; exact values in ``card.json``)."""
     sim = card["simulator"]
     lines = [
@@ -404,7 +532,7 @@ def card_markdown(card: dict[str, Any]) -> str:
     ]
     for a in card["audits"]:
         lines.append(f"- audit {a['run']}: classes by {a.get('partitioner')}; over {a.get('states_audited')}")
-        lines += [f"  - {n}" for n in a.get("notices") or []]
+        lines += [f"  - {n}" for n in a["notices"]]
     titles = {
         "verdict": "Verdict: meaning and reward views", "states": "Benchmark and states", "entropy": "Entropy",
         "people": "Realism against people", "transfer": "Transfer and reward against this simulator",
@@ -440,7 +568,7 @@ def card_markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_card(card: dict[str, Any], out: str | Path) -> tuple[Path, Path]:
+def write_card(card: SimulatorCard, out: str | Path) -> tuple[Path, Path]:
     """Write ``card.md`` at ``out`` and ``card.json`` beside it (same stem); returns both paths.
 
     Both files are new: the JSON name comes from ``out`` (``--out package.md`` puts it at
