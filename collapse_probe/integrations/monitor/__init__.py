@@ -24,6 +24,7 @@ from collapse_probe.integrations.monitor._core import (
     AlarmCallback,
     AlarmCallbackError,
     CollapseMonitor,
+    MonitorRow,
     PooledInterval,
     ShadowState,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "CollapseMonitor",
     "FunctionRewardView",
     "MonitorConfig",
+    "MonitorRow",
     "PooledInterval",
     "RewardView",
     "ShadowSimulator",

@@ -12,9 +12,12 @@ import importlib.metadata
 import logging
 import math
 import re
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.integrations.monitor._core import CollapseMonitor, MonitorRow
 
 logger = logging.getLogger("collapse_probe.integrations.monitor")
 
@@ -65,7 +68,7 @@ def _release(version: str) -> tuple[int, ...] | None:
 _warned: set[str] = set()
 
 
-def fixed_scalars(monitor: Any, row: dict[str, Any] | None) -> dict[str, float]:
+def fixed_scalars(monitor: CollapseMonitor, row: MonitorRow | None) -> dict[str, float]:
     """Every name of :data:`SCALAR_NAMES` (with the monitor's prefix), from ``row`` where it has the
     figure and NaN elsewhere (also for every name when ``row`` is ``None``: no step closed yet)."""
     prefix = monitor.config.prefix

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from collapse_probe.integrations.monitor._args import (
 )
 from collapse_probe.integrations.monitor._config import MonitorConfig
 from collapse_probe.integrations.monitor._rng import rng_isolated
+from collapse_probe.integrations.monitor._sequential import CollapseTestState
 from collapse_probe.integrations.monitor._shadow import CallableSimulator, ShadowSimulator, shadow_request
 from collapse_probe.integrations.monitor._views import meaning_partition, reward_view_for, strategy_partition
 from collapse_probe.models import GenerationRequest, derive_seed
@@ -104,19 +105,142 @@ class AlarmCallbackError(TypedDict):
     error: str
 
 
-class PooledInterval(TypedDict):
-    """The mean collapse error over a view's recent shadowed states (``collapse_error_pooled``)."""
+class IntervalFigures(TypedDict):
+    """The mean collapse error over a step's shadowed states with its bias-aware interval
+    (``collapse_error``, ``reward_collapse_error``)."""
 
     estimate: float
     ci95: list[float | None]
     plugin: float
+    """The mean plug-in ``1 - max_count / N``."""
     n_states: int
     n: int
+    """Replies in all."""
     low_confidence: bool
+
+
+class NoStates(TypedDict):
+    """A view's collapse error at a step with no state it could measure."""
+
+    estimate: None
+    ci95: None
+    n_states: int
+    """0."""
+
+
+class PooledInterval(IntervalFigures):
+    """The mean collapse error over a view's recent shadowed states (``collapse_error_pooled``)."""
+
     window: NotRequired[int]
     """Steps pooled."""
     steps: NotRequired[list[int]]
     """``[first, last]`` step pooled."""
+
+
+class ResponseEntropy(TypedDict):
+    """The mean response entropy (Chao–Wang–Jost, nats) of the step's shadowed states."""
+
+    estimate: float
+    ci95: list[float | None]
+    note: str
+
+
+class StrategyEntropy(TypedDict):
+    """The entropy of the policy's strategy messages of the step."""
+
+    estimate: float
+    ci95: list[float | None]
+    n_messages: int
+    n_classes: int
+    partition: str
+    """The strategy partition the classes are of."""
+
+
+class AccumulatedError(TypedDict):
+    """ε̄_H: the accumulated collapse error along the step's rollouts (``method`` says how)."""
+
+    estimate: float
+    turns_covered: int
+    """Simulator turns with shadowed states."""
+    turns: int
+    """Simulator turns reached."""
+    method: str
+
+
+class SimVarianceShare(TypedDict):
+    """The simulator-side share of reward variance at the step's shadowed states (the reward view)."""
+
+    share: float | None
+    ci: list[float] | None
+    within: float
+    between: float
+    total: float
+    n_states: int
+    note: str | None
+
+
+class SamplingState(TypedDict):
+    """Where the shadow sampling stands (:meth:`CollapseMonitor.sampling_state`)."""
+
+    phase: float
+    """The systematic-sampling phase, in [0, 1)."""
+    shadow_counter: int
+    """Shadow requests made so far (their seeds derive from it)."""
+
+
+class MonitorRow(TypedDict):
+    """One row of ``monitor.jsonl``: what the monitor measured at a training step (its keys in the
+    order written). A caller's ``extra=`` fields follow the row's own."""
+
+    step: int
+    collapse_error: IntervalFigures | NoStates
+    """The meaning view's mean ε over the shadowed states."""
+    reward_collapse_error: IntervalFigures | NoStates
+    """The reward view's (no states without a reward view)."""
+    response_entropy: ResponseEntropy | None
+    accumulated_collapse_error: AccumulatedError | None
+    sim_variance_share: SimVarianceShare | None
+    strategy_entropy: StrategyEntropy | None
+    train_reward: float | None
+    """The mean of the step's finite rewards."""
+    zero_std_share: float | None
+    """The share of the step's groups whose rewards have no spread."""
+    shadow_states: int
+    simulator_turns: int
+    rollouts: int
+    shadow_failures: int
+    empty_replies: int
+    partition: str
+    """The meaning view's partition."""
+    samples_per_state: int
+    zero_std: NotRequired[dict[str, object]]
+    """The zero-std groups by cause (:func:`~collapse_probe.metrics.variance.zero_std_by_cause`) and the
+    partition the simulator-caused ones were told by (``classes``); with groups only."""
+    collapse_error_alarm_test: NotRequired[CollapseTestState]
+    """The meaning view's run-wide test after this step (with shadowed states only)."""
+    collapse_error_pooled: NotRequired[PooledInterval]
+    reward_collapse_error_alarm_test: NotRequired[CollapseTestState]
+    reward_collapse_error_pooled: NotRequired[PooledInterval]
+    alarms: NotRequired[list[Alarm]]
+    """The step's alarms (in every row written)."""
+    monitor_seconds: NotRequired[float]
+    """What closing the step took (in every row written)."""
+    null_reasons: NotRequired[dict[str, str]]
+    """Each non-finite number nulled in the row, by its path, with the reason."""
+
+
+_ALARM_VIEWS: tuple[
+    tuple[
+        Literal["meaning", "reward"],
+        Literal["collapse_error_alarm_test", "reward_collapse_error_alarm_test"],
+        Literal["collapse_error_pooled", "reward_collapse_error_pooled"],
+    ],
+    ...,
+] = (
+    ("meaning", "collapse_error_alarm_test", "collapse_error_pooled"),
+    ("reward", "reward_collapse_error_alarm_test", "reward_collapse_error_pooled"),
+)
+"""Per view, the row's keys of its run-wide test and of its pooled interval."""
 
 
 AlarmCallback = Callable[[Alarm, "CollapseMonitor"], None]
@@ -171,7 +295,7 @@ def _zero_std_share(rewards: Sequence[float | None], groups: Sequence[Hashable])
     return zero / len(by_group)
 
 
-def _interval_dict(iv: IntervalEstimate) -> PooledInterval:
+def _interval_dict(iv: IntervalEstimate) -> IntervalFigures:
     return {
         "estimate": iv.estimate,
         "ci95": list(iv.ci95),
@@ -182,7 +306,7 @@ def _interval_dict(iv: IntervalEstimate) -> PooledInterval:
     }
 
 
-def _finite(v: Any) -> bool:
+def _finite(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -280,7 +404,7 @@ class CollapseMonitor:
         """Systematic sampling of turns: a turn is shadowed when the running sum of the fraction crosses an integer."""
         self._shadow_counter = 0
         self._step = _Step()
-        self.rows_: list[dict[str, Any]] = []
+        self.rows_: list[MonitorRow] = []
         """Every row written so far (this process), in step order."""
         self.alarms_: list[Alarm] = []
         self.alarm_callback_errors_: list[AlarmCallbackError] = []
@@ -352,13 +476,13 @@ class CollapseMonitor:
                 picks.append(i)
         return picks
 
-    def sampling_state(self) -> dict[str, Any]:
+    def sampling_state(self) -> SamplingState:
         """Where the shadow sampling stands (the systematic-sampling phase and the shadow seed counter):
         a trainer stores it with its checkpoint so that a resumed run shadows the same turns with the
         same seeds as the run that was not interrupted (see :meth:`restore_sampling_state`)."""
         return {"phase": self._phase, "shadow_counter": self._shadow_counter}
 
-    def restore_sampling_state(self, state: dict[str, Any]) -> None:
+    def restore_sampling_state(self, state: Mapping[str, object]) -> None:
         """Continue the shadow sampling from a :meth:`sampling_state` taken at a checkpoint.
 
         Raises:
@@ -373,7 +497,8 @@ class CollapseMonitor:
         if not isinstance(phase, float) or not 0 <= phase < 1:
             raise ConfigError(f"monitor sampling state: phase must be a number in [0, 1), got {phase!r}")
         check_value(counter, "monitor sampling state: shadow_counter", [Integer(0, most=MAX_SEED)])
-        self._phase, self._shadow_counter = phase, int(counter)  # type: ignore[arg-type]  # checked above
+        assert isinstance(counter, int)  # checked above
+        self._phase, self._shadow_counter = phase, counter
 
     def _shadow_request(self, request: GenerationRequest) -> GenerationRequest:
         self._shadow_counter += 1
@@ -490,9 +615,9 @@ class CollapseMonitor:
         rewards: Sequence[float | None] | None = None,
         groups: Sequence[Hashable] | None = None,
         policy_texts: Sequence[str] | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         rollouts: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> MonitorRow:
         """Close training step ``step`` (counted from 0): compute its row, check the alarms, write
         the row to ``monitor.jsonl`` and the trackers, and start the next step. See :meth:`aend_step`."""
         return run_sync(self.aend_step(step, rewards=rewards, groups=groups, policy_texts=policy_texts, extra=extra,
@@ -505,9 +630,9 @@ class CollapseMonitor:
         rewards: Sequence[float | None] | None = None,
         groups: Sequence[Hashable] | None = None,
         policy_texts: Sequence[str] | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         rollouts: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> MonitorRow:
         """Async form of :meth:`end_step`.
 
         Args:
@@ -551,7 +676,9 @@ class CollapseMonitor:
         row["alarms"] = self._alarms(row)
         row["monitor_seconds"] = round(time.perf_counter() - t0, 4)
         if extra:
-            row.update(extra)
+            # the caller's fields after the row's own (check_extra refused a key the row has): a
+            # TypedDict is open, the row with more keys is still a MonitorRow
+            row = cast("MonitorRow", {**row, **extra})
         self._write(row)
         for alarm in row["alarms"]:
             logger.warning("monitor alarm at step %d: %s", step, alarm["message"])
@@ -583,13 +710,13 @@ class CollapseMonitor:
         rewards: Sequence[float | None] | None,
         groups: Sequence[Hashable] | None,
         policy_texts: Sequence[str] | None,
-    ) -> dict[str, Any]:
+    ) -> MonitorRow:
         from collapse_probe.metrics import class_counts
 
         c = self.config
         states = st.states
         n_rollouts = len(st.turns)
-        row: dict[str, Any] = {
+        row: MonitorRow = {
             "step": step,
             "collapse_error": {"estimate": None, "ci95": None, "n_states": 0},
             "reward_collapse_error": {"estimate": None, "ci95": None, "n_states": 0},
@@ -625,7 +752,7 @@ class CollapseMonitor:
                 row["zero_std_share"] = _zero_std_share(rewards, groups)
         return row
 
-    async def _meaning_view(self, row: dict[str, Any], st: _Step, step: int) -> None:
+    async def _meaning_view(self, row: MonitorRow, st: _Step, step: int) -> None:
         """Fill the step's meaning-view figures into ``row``: the mean ε over the shadow states, the
         response entropy, the accumulated ε over turns and (with a reward view) the reward view's ε."""
         from collapse_probe.metrics import (
@@ -660,7 +787,7 @@ class CollapseMonitor:
             row["reward_collapse_error"], row["sim_variance_share"] = await self._reward_view(states, step)
 
     async def _zero_std(self, st: _Step, rewards: Sequence[float | None], groups: Sequence[Hashable],
-                        rollouts: Sequence[str] | None) -> dict[str, Any]:  # fmt: skip
+                        rollouts: Sequence[str] | None) -> dict[str, object]:  # fmt: skip
         """The step's zero-std groups by cause: all-success, all-fail, and those where the simulator's training
         replies fell in one meaning class at every turn the group's rollouts reached (simulator-caused)."""
         from collapse_probe.metrics.variance import zero_std_by_cause
@@ -699,10 +826,11 @@ class CollapseMonitor:
                     if t in q:
                         classes[gi][j].append(next(it))
         out = zero_std_by_cause([v for v, _ in by_group.values()], classes, success=hi, failure=lo)
-        out["classes"] = f"the simulator's training replies by {self.partition_} partition, turn by turn"
-        return out
+        return {**out, "classes": f"the simulator's training replies by {self.partition_} partition, turn by turn"}
 
-    async def _reward_view(self, states: list[ShadowState], step: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    async def _reward_view(
+        self, states: list[ShadowState], step: int
+    ) -> tuple[IntervalFigures | NoStates, SimVarianceShare | None]:
         from collapse_probe.metrics import class_counts, mean_collapse_error_interval, simulator_variance_share
 
         assert self.reward_view is not None
@@ -719,11 +847,11 @@ class CollapseMonitor:
             v = [x for x in vals if x is not None]
             if len(v) >= 2:
                 by_prefix.append(v)
-        view: dict[str, Any] = {"estimate": None, "ci95": None, "n_states": 0}
+        view: IntervalFigures | NoStates = {"estimate": None, "ci95": None, "n_states": 0}
         self._step_counts["reward"] = counts
         if counts:
-            view = dict(_interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step)))
-        share = None
+            view = _interval_dict(mean_collapse_error_interval(counts, level=c.level, seed=c.seed + step))
+        share: SimVarianceShare | None = None
         if by_prefix:
             vs = simulator_variance_share(by_prefix, n_boot=200, level=c.level, seed=c.seed + step, estimator="anova")
             share = {"share": vs.share, "ci": list(vs.ci) if vs.ci else None, "within": vs.within, "between": vs.between,
@@ -746,7 +874,7 @@ class CollapseMonitor:
 
     # ---- the spool (records from worker processes) --------------------------------------------
 
-    def _spool_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _spool_write(self, op: str, args: tuple[object, ...], kwargs: Mapping[str, object]) -> None:
         import base64
         import pickle
         import socket
@@ -792,27 +920,30 @@ class CollapseMonitor:
 
     # ---- alarms -------------------------------------------------------------------------------
 
-    def _alarms(self, row: dict[str, Any]) -> list[Alarm]:
+    def _alarms(self, row: MonitorRow) -> list[Alarm]:
         c = self.config
         out: list[Alarm] = []
         step_counts, self._step_counts = self._step_counts, {}
-        for view, key in (("meaning", "collapse_error"), ("reward", "reward_collapse_error")):
+        for view, test_key, pooled_key in _ALARM_VIEWS:
             counts = step_counts.get(view) or []
-            test = self._sequential_test(view, key, row, counts)
+            test = self._sequential_test(view, test_key, row, counts)
             pooled = self._pooled_view(view, row["step"], counts)
             if pooled is not None:
-                row[key + "_pooled"] = pooled
-            if test is None or view not in c.alarm_views or test["e_value"] is None:
+                row[pooled_key] = pooled
+            e_value = test["e_value"] if test is not None else None
+            if test is None or view not in c.alarm_views or e_value is None:
                 continue
-            if test["e_value"] >= test["threshold"]:
-                out.append(self._collapse_alarm(view, row["step"], test, pooled))
+            if e_value >= test["threshold"]:
+                out.append(self._collapse_alarm(view, row["step"], test, e_value, pooled))
         entropy_alarm = self._entropy_alarm(row)
         if entropy_alarm is not None:
             out.append(entropy_alarm)
         self.alarms_.extend(out)
         return out
 
-    def _collapse_alarm(self, view: str, step: int, test: dict[str, Any], pooled: PooledInterval | None) -> Alarm:
+    def _collapse_alarm(
+        self, view: str, step: int, test: CollapseTestState, e_value: float, pooled: PooledInterval | None
+    ) -> Alarm:
         """The collapse alarm of one view, its run-wide test having rejected ε ≥ ε*."""
         c = self.config
         where = ""
@@ -825,21 +956,22 @@ class CollapseMonitor:
             "kind": "collapse",
             "view": view,
             "step": step,
-            "value": test["e_value"],
+            "value": e_value,
             "threshold": test["threshold"],
             "epsilon_star": c.epsilon_star,
             "window": pooled.get("window", 1) if pooled is not None else 1,
             "message": f"simulator collapsed ({view} view): the run-wide test of ε ≥ ε* = {c.epsilon_star:g} is "
-                       f"rejected, e-value {test['e_value']:.3g} ≥ {test['threshold']:g} after {test['looks']} "
+                       f"rejected, e-value {e_value:.3g} ≥ {test['threshold']:g} after {test['looks']} "
                        f"steps (a false alarm anywhere in the run has chance ≤ {1 - c.level:.2g}){where}",
         }  # fmt: skip
 
-    def _entropy_alarm(self, row: dict[str, Any]) -> Alarm | None:
+    def _entropy_alarm(self, row: MonitorRow) -> Alarm | None:
         """The strategy-entropy alarm: over the last ``entropy_window`` steps the policy's strategy entropy
         fell (beyond its intervals' noise) while the train reward rose; ``None`` when it did not."""
         c = self.config
         history = [*self.rows_, row][-c.entropy_window :]
-        ent = [(r.get("strategy_entropy") or {}).get("estimate") for r in history]
+        strategy = [r.get("strategy_entropy") for r in history]
+        ent = [s.get("estimate") if s else None for s in strategy]
         rew = [r.get("train_reward") for r in history]
         if len(history) != c.entropy_window or not all(_finite(x) for x in ent + rew):
             return None
@@ -848,10 +980,12 @@ class CollapseMonitor:
         h0, h1 = float(np.mean(ent_f[:half])), float(np.mean(ent_f[-half:]))
         r0, r1 = float(np.mean(rew_f[:half])), float(np.mean(rew_f[-half:]))
         # the fall must also clear the sampling noise: the later steps' intervals lie below the earlier ones'
-        lo0 = float(np.mean([(r.get("strategy_entropy") or {}).get("ci95", [h0, h0])[0] for r in history[:half]]))
+        # (an interval's lower end is always a number)
+        los = [(s.get("ci95", [h0, h0]) if s else [h0, h0])[0] for s in strategy[:half]]
+        lo0 = float(np.mean([x for x in los if x is not None]))
         # an entropy that is a lower bound only (upper end None) has no upper end to clear the noise with
-        his = [(r.get("strategy_entropy") or {}).get("ci95", [h1, h1])[1] for r in history[-half:]]
-        hi1 = math.inf if any(x is None for x in his) else float(np.mean(his))
+        his = [(s.get("ci95", [h1, h1]) if s else [h1, h1])[1] for s in strategy[-half:]]
+        hi1 = math.inf if any(x is None for x in his) else float(np.mean([x for x in his if x is not None]))
         if not (h0 > 0 and h1 <= (1 - c.entropy_drop) * h0 and hi1 < lo0 and r1 - r0 >= c.reward_rise):
             return None
         return {
@@ -864,21 +998,27 @@ class CollapseMonitor:
                        "simulator's mode",
         }  # fmt: skip
 
-    def _sequential_test(self, view: str, key: str, row: dict[str, Any], counts: list[Any]) -> dict[str, Any] | None:
+    def _sequential_test(
+        self,
+        view: str,
+        key: Literal["collapse_error_alarm_test", "reward_collapse_error_alarm_test"],
+        row: MonitorRow,
+        counts: list[Any],
+    ) -> CollapseTestState | None:
         """The collapse alarm's run-wide sequential test of one view (:mod:`~collapse_probe.integrations.monitor._sequential`),
         continued from the last row before this step (so a resumed run continues the same test), its
-        record in ``row[key + "_alarm_test"]``; ``None`` when the step has no shadowed states."""
+        record in ``row[key]``; ``None`` when the step has no shadowed states."""
         from collapse_probe.integrations.monitor._sequential import CollapseTest
 
         if not counts:
             return None
         c = self.config
         before = [r for r in self.rows_ if int(r.get("step", 0)) < row["step"]]
-        test = CollapseTest.from_dict(before[-1].get(key + "_alarm_test") if before else None, c.epsilon_star, c.level)
+        test = CollapseTest.from_dict(before[-1].get(key) if before else None, c.epsilon_star, c.level)
         history = [cs for at, cs in self._pool[view] if at < row["step"]]
         record = test.update([[int(x) for x in np.asarray(cs).ravel()] for cs in counts],
                              [[[int(x) for x in np.asarray(cs).ravel()] for cs in h] for h in history])  # fmt: skip
-        row[key + "_alarm_test"] = record
+        row[key] = record
         return record
 
     def _pooled_view(self, view: str, step: int, counts: list[Any]) -> PooledInterval | None:
@@ -906,37 +1046,41 @@ class CollapseMonitor:
         recent = pool[-window:]
         states = [x for _, cs in recent for x in cs]
         iv = mean_collapse_error_interval(states, level=c.level, seed=c.seed + step)
-        out = _interval_dict(iv)
-        out["window"], out["steps"] = len(recent), [recent[0][0], recent[-1][0]]
-        return out
+        return {**_interval_dict(iv), "window": len(recent), "steps": [recent[0][0], recent[-1][0]]}
 
     # ---- output -------------------------------------------------------------------------------
 
-    def scalars(self, row: dict[str, Any]) -> dict[str, float]:
+    def scalars(self, row: MonitorRow) -> dict[str, float]:
         """The row's numbers as flat ``collapse/…`` scalars (what trackers and trainers' logs get)."""
         p = self.config.prefix
         out: dict[str, float] = {}
 
-        def put(name: str, v: Any) -> None:
-            if _finite(v):
+        def put(name: str, v: object) -> None:
+            if isinstance(v, int | float) and _finite(v):
                 out[p + name] = float(v)
 
-        for name, key in (("epsilon", "collapse_error"), ("reward_epsilon", "reward_collapse_error")):
-            d = row.get(key) or {}
-            put(name, d.get("estimate"))
-            if d.get("ci95"):
-                put(name + "_lo", d["ci95"][0])
-                put(name + "_hi", d["ci95"][1])
-        for name, key in (
-            ("epsilon_pooled_hi", "collapse_error_pooled"),
-            ("reward_epsilon_pooled_hi", "reward_collapse_error_pooled"),
+        for name, view in (
+            ("epsilon", row.get("collapse_error")),
+            ("reward_epsilon", row.get("reward_collapse_error")),
         ):
-            if (row.get(key) or {}).get("ci95"):
-                put(name, row[key]["ci95"][1])
-        put("response_entropy", (row.get("response_entropy") or {}).get("estimate"))
-        put("strategy_entropy", (row.get("strategy_entropy") or {}).get("estimate"))
-        put("accumulated_epsilon", (row.get("accumulated_collapse_error") or {}).get("estimate"))
-        put("sim_variance_share", (row.get("sim_variance_share") or {}).get("share"))
+            ci = view.get("ci95") if view else None
+            put(name, view.get("estimate") if view else None)
+            if ci:
+                put(name + "_lo", ci[0])
+                put(name + "_hi", ci[1])
+        for name, pooled in (
+            ("epsilon_pooled_hi", row.get("collapse_error_pooled")),
+            ("reward_epsilon_pooled_hi", row.get("reward_collapse_error_pooled")),
+        ):
+            ci = pooled.get("ci95") if pooled else None
+            if ci:
+                put(name, ci[1])
+        entropy, strategy = row.get("response_entropy"), row.get("strategy_entropy")
+        accumulated, share = row.get("accumulated_collapse_error"), row.get("sim_variance_share")
+        put("response_entropy", entropy.get("estimate") if entropy else None)
+        put("strategy_entropy", strategy.get("estimate") if strategy else None)
+        put("accumulated_epsilon", accumulated.get("estimate") if accumulated else None)
+        put("sim_variance_share", share.get("share") if share else None)
         put("zero_std_share", row.get("zero_std_share"))
         zs = row.get("zero_std") or {}
         put("zero_std_all_success", zs.get("all_success_share"))
@@ -959,9 +1103,11 @@ class CollapseMonitor:
         path = self.out / MONITOR_ROWS
         if path.exists():
             self._run_dir.repair(MONITOR_ROWS)
-            self.rows_ = sorted(self._run_dir.read_jsonl(MONITOR_ROWS), key=lambda r: int(r.get("step", 0)))
+            # the rows this monitor wrote before (a resumed run)
+            rows = cast("list[MonitorRow]", self._run_dir.read_jsonl(MONITOR_ROWS))
+            self.rows_ = sorted(rows, key=lambda r: int(r.get("step", 0)))
 
-    def _write(self, row: dict[str, Any]) -> None:
+    def _write(self, row: MonitorRow) -> None:
         from collapse_probe.core._output import null_nonfinite
 
         row, reasons = null_nonfinite(row)  # a NaN given in extra= or computed: null, with the reason

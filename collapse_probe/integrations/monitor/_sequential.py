@@ -36,10 +36,10 @@ replies are that only approximately.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -216,6 +216,21 @@ def plug_in_bet(history: Sequence[Sequence[Sequence[int]]], m: float) -> float:
     return _bet_of(best, m)
 
 
+class CollapseTestState(TypedDict):
+    """A :class:`CollapseTest` as a row records it (``{view}_alarm_test``)."""
+
+    e_value: float | None
+    """D_t (``None``: not finite)."""
+    threshold: float
+    """1/α."""
+    looks: int
+    started: float
+    bet: NotRequired[float]
+    """The step's bet (in the record of :meth:`CollapseTest.update`)."""
+    step_factor: NotRequired[float]
+    """The step's factor on the wealth (idem)."""
+
+
 @dataclass
 class CollapseTest:
     """The run-wide sequential test of one view: its state after ``looks`` looks (steps with shadowed
@@ -241,26 +256,26 @@ class CollapseTest:
         """D_t: the started wealth plus the weight of the starts not yet reached."""
         return self.started + weight_after(self.looks - 1)
 
-    def update(self, states: Sequence[Sequence[int]], history: Sequence[Sequence[Sequence[int]]]) -> dict[str, Any]:
+    def update(self, states: Sequence[Sequence[int]], history: Sequence[Sequence[Sequence[int]]]) -> CollapseTestState:
         """Take one step's shadowed states (class counts); ``history``: the earlier steps' states, oldest first.
         Returns the step's record (``e_value``, ``threshold``, ``bet``, ``step_factor``, ``looks``, ``started``)."""
         bet = plug_in_bet(history, self.m)
         factor = step_factor(states, bet, self.m)
         self.started = factor * (self.started + start_weight(self.looks))
         self.looks += 1
-        return self.to_dict() | {"bet": bet, "step_factor": factor}
+        return {**self.to_dict(), "bet": bet, "step_factor": factor}
 
     @property
     def rejected(self) -> bool:
         return self.e_value >= self.threshold
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CollapseTestState:
         e = self.e_value
         return {"e_value": e if math.isfinite(e) else None, "threshold": self.threshold, "looks": self.looks,
                 "started": self.started}  # fmt: skip
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None, epsilon_star: float, level: float) -> CollapseTest:
+    def from_dict(cls, d: Mapping[str, object] | None, epsilon_star: float, level: float) -> CollapseTest:
         """The test as a row left it (a fresh one when ``d`` holds no usable state)."""
         t = cls(epsilon_star, level)
         if isinstance(d, dict):

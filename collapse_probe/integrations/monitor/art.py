@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from collapse_probe.integrations.monitor._adapters import check_version, fixed_scalars
-from collapse_probe.integrations.monitor._core import CollapseMonitor
+from collapse_probe.integrations.monitor._core import CollapseMonitor, MonitorRow
 
 
 def _opening(trajectory: Any) -> str | None:
@@ -69,6 +69,6 @@ def after_each(
     return hook
 
 
-async def end_step(monitor: CollapseMonitor, step: int) -> dict[str, Any]:
+async def end_step(monitor: CollapseMonitor, step: int) -> MonitorRow:
     """Close training step ``step`` (after the gather, before ``model.train``); returns the row."""
     return await monitor.aend_step(step)
