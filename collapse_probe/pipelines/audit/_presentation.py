@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from collapse_probe.core._reports import write_report
 
@@ -17,13 +17,15 @@ if TYPE_CHECKING:
     from collapse_probe.results import AuditResults
 
 
-def write_audit_report(path: str | Path, results: dict[str, Any], records: Sequence[dict[str, Any]]) -> Path:
+def write_audit_report(
+    path: str | Path, results: Mapping[str, object], records: Sequence[Mapping[str, object]]
+) -> Path:
     """``report.html``: ε per state with CIs, class histograms with examples, ε by turn, direct vs VS."""
     out: Path = write_report("audit", path, results, records)
     return out
 
 
-def summary_table(results: AuditResults | Mapping[str, Any]) -> str:
+def summary_table(results: AuditResults | Mapping[str, object]) -> str:
     """A plain-text table for the terminal: the meaning view, the reward view, then the other views
     (of the typed results or their ``results.json`` object)."""
     data = dict(results) if isinstance(results, Mapping) else results.to_json()
