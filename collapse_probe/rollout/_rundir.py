@@ -14,9 +14,11 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import JsonValue
 
 from collapse_probe.core._files import FileProblem, MissingFile, kind_of, parse_json, read_bytes
 from collapse_probe.core._jsonl import (
@@ -79,12 +81,13 @@ class RunDir:
         if not str(path).strip():
             raise ConfigError("--out: expected a run directory, got an empty path (it would be the current directory)")
         self.path = Path(path)
-        self._pending: dict[str, Any] | None = None
+        self._pending: dict[str, object] | None = None
+        """``config.json`` as it will be written with the first record, result or recorded spend."""
         self._lock: RunLock | None = None
 
     def create(
         self,
-        config: dict[str, Any],
+        config: Mapping[str, object],
         *,
         kind: str,
         resume: bool = True,
@@ -117,7 +120,7 @@ class RunDir:
             _check_fresh(self.path, kind)
         else:
             check_not_foreign(self.path)  # before the lock: nothing is written into someone else's folder
-        full = {"kind": kind, **config}
+        full: dict[str, object] = {"kind": kind, **config}
         if fingerprints is not None:
             full["fingerprints"] = dict(fingerprints)
         # as config.json holds it: a spec's URL credentials are never written, so a resume compares
@@ -181,7 +184,7 @@ class RunDir:
             RunDir._open.pop(_key(self.path), None)
         unregister_run(self.path, self._flush_config)
 
-    def append_jsonl(self, name: str, record: dict[str, Any]) -> None:
+    def append_jsonl(self, name: str, record: Mapping[str, object]) -> None:
         """Append one record and flush it to disk.
 
         The record is serialised before the file is touched (a value that cannot be written leaves
@@ -376,7 +379,12 @@ def check_not_foreign(path: str | Path, flag: str = "--out") -> None:
 
 
 def precheck_run_dir(
-    path: str | Path | None, config: dict[str, Any], *, kind: str, fresh: bool = False, resumable: Collection[str] = ()
+    path: str | Path | None,
+    config: Mapping[str, object],
+    *,
+    kind: str,
+    fresh: bool = False,
+    resumable: Collection[str] = (),
 ) -> None:
     """The checks of :meth:`RunDir.create` that need no model, run before any model loads: the folder
     (a file, someone else's folder), ``--fresh``'s conditions, and a stored run of another kind or
@@ -449,7 +457,7 @@ def _check_fresh(path: Path, kind: str) -> None:
         )
 
 
-def read_run_config(path: str | Path) -> dict[str, Any]:
+def read_run_config(path: str | Path) -> dict[str, JsonValue]:
     """The ``config.json`` of an existing run directory.
 
     Raises:
@@ -477,13 +485,15 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return old
 
 
-def _a(word: Any) -> str:
+def _a(word: object) -> str:
     """``word`` with its indefinite article: ``an audit``, ``a play``."""
     w = str(word)
     return f"{'an' if w[:1].lower() in 'aeiou' else 'a'} {w}"
 
 
-def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], resumable: Collection[str] = ()) -> None:
+def _check_same_run(
+    cfg_path: Path, old: Mapping[str, object], full: Mapping[str, object], resumable: Collection[str] = ()
+) -> None:
     if old.get("kind", full["kind"]) != full["kind"]:
         raise ConfigError(
             f"{cfg_path}: this directory holds {_a(old.get('kind'))} run, not {_a(full['kind'])} run; use another --out"
@@ -501,7 +511,7 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
             f"(differs in: {', '.join(sorted(diff))}); use another --out, or --fresh to start over"
         )
     new_fp = full.get("fingerprints")
-    if new_fp is None:
+    if not isinstance(new_fp, dict):  # a run without fingerprints (``None``)
         return
     old_fp = old.get("fingerprints")
     if not isinstance(old_fp, dict):
@@ -523,7 +533,7 @@ def _check_same_run(cfg_path: Path, old: dict[str, Any], full: dict[str, Any], r
         )
 
 
-def _check_same_data(cfg_path: Path, old: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
+def _check_same_data(cfg_path: Path, old: Mapping[str, object], full: Mapping[str, object]) -> Mapping[str, object]:
     """Refuse a resume whose arena data files (personas, τ2 data) changed in place, naming them.
 
     Returns ``full``, to compare with ``old``.
