@@ -16,9 +16,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import JsonValue
 
 from collapse_probe.core._files import MAX_LINE_BYTES, MAX_RECORD_DEPTH, kind_of, parse_json
 from collapse_probe.core._files import _size as size_text
@@ -56,7 +58,7 @@ def flush_config(path: str | Path) -> None:
         flush()
 
 
-def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
+def append_jsonl(path: str | Path, record: Mapping[str, object]) -> None:
     """Append one record to the JSONL file ``path`` and flush it to disk.
 
     The record is serialised before the file is touched (a value that cannot be written leaves no
@@ -100,7 +102,7 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-RecordCheck = Callable[[dict[str, Any]], "str | None"]
+RecordCheck = Callable[[dict[str, JsonValue]], "str | None"]
 """Checks one record: ``None`` when it is well formed, else what is wrong with it (naming the field)."""
 
 
@@ -164,7 +166,7 @@ def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]
             yield i, rec
 
 
-def _record(p: Path, i: int, raw: bytes) -> dict[str, Any] | None:
+def _record(p: Path, i: int, raw: bytes) -> dict[str, JsonValue] | None:
     line = raw.strip()
     if not line:
         return None
