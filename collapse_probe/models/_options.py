@@ -20,7 +20,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypedDict
 
 from pydantic import ConfigDict, ValidationError
 from typing_extensions import Self
@@ -89,7 +89,7 @@ class BackendOptions(Config):
         )
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any], where: str = "") -> Self:
+    def parse(cls, options: Mapping[str, object], where: str = "") -> Self:
         """The options, checked: every name known, every value of its field's type and within its bounds.
 
         Args:
@@ -109,7 +109,7 @@ class BackendOptions(Config):
                 raise
             raise ConfigError(f"{where}: {exc}") from None
 
-    def given(self, *names: str) -> dict[str, Any]:
+    def given(self, *names: str) -> dict[str, object]:
         """The options the user set (``names``: only those of them), as the factory's keywords."""
         keep = set(names) if names else set(type(self).model_fields)
         return {k: getattr(self, k) for k in self.model_fields_set if k in keep}
@@ -117,6 +117,19 @@ class BackendOptions(Config):
 
 Seconds = Annotated[float, Number(ge=0, le=MAX_WAIT_S)]
 """A backend wait in seconds (``backoff_base``, ...): at most :data:`~collapse_probe.core.limits.MAX_WAIT_S`."""
+
+
+class HTTPKeywords(TypedDict, total=False):
+    """The :class:`~collapse_probe.models._http.APIChatModel` keywords among :class:`HTTPOptions` (those set)."""
+
+    concurrency: int
+    max_retries: int
+    backoff_base: float
+    backoff_max: float
+    max_retry_after: float
+    timeout: float
+    extra_body: dict[str, object] | None
+    native_n: bool | None
 
 
 class HTTPOptions(BackendOptions):
@@ -138,7 +151,7 @@ class HTTPOptions(BackendOptions):
     """Longest ``Retry-After`` honoured."""
     timeout: Annotated[float, Number(gt=0, le=MAX_WAIT_S)] = 120.0
     """Seconds one call may take."""
-    extra_body: dict[str, Any] | None = None
+    extra_body: dict[str, object] | None = None
     """Extra request fields sent with every call."""
     native_n: bool | None = None
     """Ask the API for several samples in one call (default: the backend's own choice)."""
@@ -155,9 +168,27 @@ class HTTPOptions(BackendOptions):
     )
     """The :class:`~collapse_probe.models._http.APIChatModel` keywords among the fields."""
 
-    def common(self) -> dict[str, Any]:
+    def common(self) -> HTTPKeywords:
         """The :class:`~collapse_probe.models._http.APIChatModel` keywords the user set."""
-        return self.given(*self.COMMON)
+        given = self.model_fields_set
+        out: HTTPKeywords = {}
+        if "concurrency" in given:
+            out["concurrency"] = self.concurrency
+        if "max_retries" in given:
+            out["max_retries"] = self.max_retries
+        if "backoff_base" in given:
+            out["backoff_base"] = self.backoff_base
+        if "backoff_max" in given:
+            out["backoff_max"] = self.backoff_max
+        if "max_retry_after" in given:
+            out["max_retry_after"] = self.max_retry_after
+        if "timeout" in given:
+            out["timeout"] = self.timeout
+        if "extra_body" in given:
+            out["extra_body"] = self.extra_body
+        if "native_n" in given:
+            out["native_n"] = self.native_n
+        return out
 
 
 class KeyedOptions(HTTPOptions):
@@ -325,7 +356,7 @@ class VLLMOptions(BackendOptions):
     """An adapter directory applied to every request (needs ``enable_lora``)."""
     prompt_style: Annotated[str, OneOf(PROMPT_STYLES)] = "chat"
     """``chat``: ``LLM.chat`` on the messages; ``transcript``: ``LLM.generate`` on one transcript."""
-    chat_template_kwargs: dict[str, Any] | None = None
+    chat_template_kwargs: dict[str, object] | None = None
     """Keywords of the chat template (``{"enable_thinking": false}``)."""
     logprobs: bool = False
     """Report token log-probabilities on every request (the trainer's rollouts need them)."""
@@ -366,7 +397,7 @@ class VLLMOptions(BackendOptions):
             )
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any], where: str = "") -> Self:
+    def parse(cls, options: Mapping[str, object], where: str = "") -> Self:
         """As :meth:`BackendOptions.parse`, a number or a truth value given as text read first."""
         read = dict(options)
         for name, value in options.items():
@@ -383,5 +414,7 @@ class VLLMOptions(BackendOptions):
         return super().parse(read, where)
 
     def options(self) -> dict[str, Any]:
-        """Every option given, read and checked (the fields set, then the other ``vllm.LLM`` options)."""
+        """Every option given, read and checked (the fields set, then the other ``vllm.LLM`` options): the
+        keywords of :class:`~collapse_probe.models.vllm.VLLMModel`, whose unknown ones go to ``vllm.LLM``
+        untouched (an open set, so ``Any``)."""
         return {**self.given(), **(self.model_extra or {})}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,18 +62,19 @@ DEFAULT_MODEL = "smollm2"
 
 _INSTANCES: dict[tuple[str, str], ChatModel] = process_cache("models.instances", {})
 """(spec key, options key) -> the backend built for them (:func:`get_model`)."""
-_RUN_OPTIONS: dict[str, dict[str, Any]] = process_cache("models.run_options", {})
+_RUN_OPTIONS: dict[str, dict[str, object]] = process_cache("models.run_options", {})
 """Canonical spec -> the options the current command gives it (``-M``): :func:`use_options`."""
 
 
-def use_options(spec: str, options: dict[str, Any]) -> None:
+def use_options(spec: str, options: Mapping[str, object]) -> None:
     """From now on, :func:`get_model` called for ``spec`` without options builds it with ``options``
     (a command's ``-M``; ``{}`` restores the defaults). A second command in the same process that
     gives the same model other options, or none, gets its own backend, never the earlier one."""
     _RUN_OPTIONS[resolve_spec(spec)] = dict(options)
 
 
-ModelProvider = Callable[[str, dict[str, Any]], ChatModel]
+ModelProvider = Callable[[str, dict[str, object]], ChatModel]
+"""``provider(canonical spec, backend options)``: the backend that answers for the spec."""
 _PROVIDER: ModelProvider | None = None
 
 
@@ -168,7 +169,7 @@ def get_model(spec: str, **options: Any) -> ChatModel:
     return model
 
 
-def _options_key(options: dict[str, Any]) -> str:
+def _options_key(options: Mapping[str, object]) -> str:
     """The options as part of a cache key: sorted JSON (values JSON cannot write by their ``repr``)."""
     return json.dumps(options, sort_keys=True, default=repr)
 

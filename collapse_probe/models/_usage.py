@@ -104,7 +104,8 @@ class Usage:
         )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Usage:
+    def from_dict(cls, d: UsageRecord) -> Usage:
+        """The spend :meth:`to_dict` wrote (a replica's report, a run's ``usage.json`` entry)."""
         cost = d.get("cost_usd")
         return cls(
             int(d.get("requests") or 0),
@@ -134,7 +135,7 @@ class Price:
     """Factor applied to calls answered through the provider's batch API."""
 
 
-def _read_toml(path: Path, where: str) -> dict[str, Any]:
+def _read_toml(path: Path, where: str) -> dict[str, object]:
     import tomllib
 
     from collapse_probe.core._files import FileProblem, MissingFile, read_bytes
@@ -154,16 +155,19 @@ def _read_toml(path: Path, where: str) -> dict[str, Any]:
 
 
 def _parse_prices(
-    data: Mapping[str, Any], where: str, discounts: Mapping[str, Any] | None = None
+    data: Mapping[str, object], where: str, discounts: Mapping[str, object] | None = None
 ) -> dict[str, dict[str, Price]]:
     table: dict[str, dict[str, Price]] = {}
-    default_discount = {**(discounts or {}), **(data.get("batch_discount") or {})}
+    own = data.get("batch_discount") or {}
+    if not isinstance(own, Mapping):
+        raise ConfigError(f"{where}: batch_discount must be a table of provider = factor in (0, 1], got {own!r}")
+    default_discount = {**(discounts or {}), **own}
     for section, models in data.items():
         if section == "batch_discount" or section == "meta":
             continue
         if not isinstance(models, Mapping):
             raise ConfigError(f"{where}: [{section}] must be a table of models, got {models!r}")
-        disc = default_discount.get(section, 1.0) if isinstance(default_discount, Mapping) else 1.0
+        disc = default_discount.get(section, 1.0)
         for name, entry in models.items():
             if not isinstance(entry, Mapping) or not {"input", "output"} <= set(entry):
                 raise ConfigError(
@@ -196,7 +200,9 @@ def load_price_table(path: str | Path | None = None) -> dict[str, dict[str, Pric
         where = "--price-table" if path is not None else "$COLLAPSE_PROBE_PRICE_TABLE"
         # an override's entries keep the provider's batch discount unless the file sets its own
         data = _read_toml(Path(override), where)
-        for section, models in _parse_prices(data, str(override), shipped.get("batch_discount")).items():
+        discounts = shipped.get("batch_discount")
+        discounts = discounts if isinstance(discounts, Mapping) else None
+        for section, models in _parse_prices(data, str(override), discounts).items():
             table.setdefault(section, {}).update(models)
     return table
 
@@ -488,7 +494,7 @@ class MeteredModel:
         return results
 
 
-def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0, read_from: str | None = None) -> str:
+def format_usage(usage: Mapping[str, UsageRecord], failures: int = 0, read_from: str | None = None) -> str:
     """Terminal lines of a ``usage`` block (one per model, then the total); ``failures`` is the number
     of units that ended in an infrastructure failure (an empty block then does not read "from the cache");
     ``read_from``: the replies were read from this file (``audit --from``), so an empty block means that
@@ -502,9 +508,10 @@ def format_usage(usage: Mapping[str, Mapping[str, Any]], failures: int = 0, read
     lines = ["usage (calls, input tokens, output tokens, cost):"]
     total_cost: float | None = 0.0
     for spec, u in usage.items():
-        cost = "cost unknown" if u.get("cost_usd") is None else f"${u['cost_usd']:.4f}"
+        spent = u.get("cost_usd")
+        cost = "cost unknown" if spent is None else f"${spent:.4f}"
         lines.append(f"  {spec}: {u['requests']} calls, {u['input_tokens']} in, {u['output_tokens']} out, {cost}")
-        total_cost = None if total_cost is None or u.get("cost_usd") is None else total_cost + u["cost_usd"]
+        total_cost = None if total_cost is None or spent is None else total_cost + spent
     if len(usage) > 1:
         lines.append("  total cost: " + ("unknown" if total_cost is None else f"${total_cost:.4f}"))
     return "\n".join(lines)

@@ -70,10 +70,10 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from collapse_probe.core._constraints import Integer, check_value
 from collapse_probe.errors import ConfigError, require
@@ -112,11 +112,11 @@ def lora_rank_for_vllm(rank: int) -> int:
     raise ConfigError(f"LoRA rank {rank} is above the largest rank vLLM serves ({LORA_RANKS[-1]}); use --lora-r <= 512")
 
 
-def validate_engine_options(options: dict[str, Any]) -> dict[str, Any]:
+def validate_engine_options(options: Mapping[str, object]) -> dict[str, Any]:
     """Check (and read from text) the ``vllm.LLM`` options that vLLM only rejects at engine start: the
     fields of :class:`~collapse_probe.models._options.VLLMOptions`.
 
-    Returns a new dict. ``max_lora_rank`` must be one of :data:`LORA_RANKS`; use
+    Returns a new dict: the options as ``vllm.LLM`` takes them (an open set, passed through). ``max_lora_rank`` must be one of :data:`LORA_RANKS`; use
     :func:`lora_rank_for_vllm` to round an adapter's rank up.
     """
     return VLLMOptions.parse(options).options()
@@ -173,10 +173,11 @@ class EngineCall:
     kind: str
     """``"chat"`` (``LLM.chat`` on message lists) or ``"generate"`` (``LLM.generate`` on raw prompts)."""
     lora: str | None
-    tools: list[dict[str, Any]] | None
+    tools: list[dict[str, object]] | None
+    """The requests' OpenAI function schemas, handed to the chat template."""
     inputs: list[Any] = field(default_factory=list)
     """One message list (chat) or prompt string (generate) per engine prompt."""
-    sampling: list[dict[str, Any]] = field(default_factory=list)
+    sampling: list[SamplingKwargs] = field(default_factory=list)
     """``vllm.SamplingParams`` keyword arguments, one per engine prompt."""
     owners: list[int] = field(default_factory=list)
     """Index of the request each engine prompt belongs to."""
@@ -184,11 +185,25 @@ class EngineCall:
     """The request's stop strings, one tuple per engine prompt (applied to the output as well)."""
 
 
-def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None, logprobs: bool = False) -> dict[str, Any]:
+class SamplingKwargs(TypedDict, total=False):
+    """``vllm.SamplingParams`` keyword arguments (those this backend sets)."""
+
+    n: Required[int]
+    temperature: Required[float]
+    top_p: Required[float]
+    max_tokens: Required[int]
+    seed: Required[int | None]
+    stop: list[str]
+    """The stop strings vLLM applies (not those starting with whitespace: see :func:`find_stop`)."""
+    logprobs: int
+    """Alternatives reported per token (1: the sampled token's log-probability is what is read)."""
+
+
+def sampling_kwargs(request: GenerationRequest, n: int, seed: int | None, logprobs: bool = False) -> SamplingKwargs:
     """``vllm.SamplingParams`` keyword arguments for ``n`` samples of ``request`` with ``seed``
     (``logprobs``: report the sampled tokens' log-probabilities even when the request does not ask)."""
     p = request.params
-    kwargs: dict[str, Any] = {
+    kwargs: SamplingKwargs = {
         "n": n,
         "temperature": p.temperature,
         "top_p": p.top_p,
@@ -296,7 +311,7 @@ class VLLMModel:
         enable_lora: bool = False,
         lora: str | None = None,
         prompt_style: str = "chat",
-        chat_template_kwargs: dict[str, Any] | None = None,
+        chat_template_kwargs: dict[str, object] | None = None,
         logprobs: bool = False,
         **engine_options: Any,
     ) -> None:
@@ -504,7 +519,7 @@ class VLLMModel:
         with self._shared.lock:
             if call.kind == "generate":
                 return list(llm.generate(call.inputs, params, use_tqdm=False, lora_request=lora_request))
-            extra: dict[str, Any] = {}
+            extra: dict[str, object] = {}
             if call.tools:
                 extra["tools"] = call.tools
             if self.chat_template_kwargs:

@@ -54,6 +54,9 @@ def test_ledger_costs_batch_discount_free_local_and_unknown(tmp_path):
     table.write_text('[openai]\n"m" = { input = "cheap" }\n')
     with pytest.raises(ConfigError, match="input = USD per 1M tokens"):
         ledger.configure(price_table=str(table))
+    table.write_text('batch_discount = 0.5\n[openai]\n"m" = { input = 1.0, output = 2.0 }\n')
+    with pytest.raises(ConfigError, match=r"batch_discount must be a table of provider = factor in \(0, 1\], got 0.5"):
+        ledger.configure(price_table=str(table))
     with pytest.raises(ConfigError, match="--cost-limit"):
         ledger.configure(cost_limit=-1)
 
