@@ -27,8 +27,9 @@ samples of a batch carry the same figures and OpenRLHF's mean over them is that 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypedDict
 
 from pydantic import Field
 
@@ -125,6 +126,26 @@ class ArenaSession:
         return self.feedback.format(reply=reply), reward, True
 
 
+class ResetResult(TypedDict):
+    """What an OpenRLHF agent instance's ``reset`` returns."""
+
+    observation: object
+    """The prompt OpenRLHF gave, unchanged."""
+
+
+class StepResult(TypedDict):
+    """What an OpenRLHF agent instance's ``step`` returns (tensors are ``torch.Tensor``)."""
+
+    rewards: object
+    scores: object
+    environment_feedback: str
+    """What the policy sees after its turn (``feedback`` with the simulator's reply)."""
+    done: bool
+    sampling_params: object
+    extra_logs: dict[str, object]
+    """The monitor's figures current when the rollout started, as tensors."""
+
+
 def agent_classes(**session: Any) -> tuple[type, type]:
     """``(AgentInstance, AgentExecutor)`` for OpenRLHF's ``--train.agent_func_path`` (see the module
     docstring); keyword arguments go to :class:`ArenaSession` (built once per rollout actor, on first use).
@@ -155,13 +176,13 @@ def agent_classes(**session: Any) -> tuple[type, type]:
             self.key = ""
             self.logs = dict(self.session.scalars)
 
-        async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        async def reset(self, states: Mapping[str, object], **kwargs: Any) -> ResetResult:
             self.key = f"{os.getpid()}:{id(self):x}:{self.session.finished}"
             self.episode = self.session.new_episode(states.get("label"), self.key)
             self.logs = dict(self.session.scalars)  # the figures current when this rollout starts
             return {"observation": states["observation"]}
 
-        async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        async def step(self, states: Mapping[str, object], **kwargs: Any) -> StepResult:
             feedback, reward, done = await self.session.turn(
                 self.episode, self.key, str(states.get("action_text") or "")
             )

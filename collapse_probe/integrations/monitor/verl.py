@@ -43,9 +43,9 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -81,7 +81,7 @@ SETTINGS = {
 benchmark's own options (``max_turns``, ``personas``, ``max_tokens``, ...) are accepted beside them."""
 
 _LOCK = threading.Lock()
-_SESSIONS: dict[str, Any] = {}
+_SESSIONS: dict[str, RolloutSession | RewardSession] = {}
 
 
 def _plain(value: Any) -> Any:
@@ -122,7 +122,7 @@ class VerlSettings(Config):
     """Serve the simulator's training replies through the response cache."""
 
 
-def _section(value: Any, where: str) -> dict[str, Any]:
+def _section(value: object, where: str) -> dict[str, Any]:
     plain = _plain(value)
     if plain is None:
         return {}
@@ -131,7 +131,7 @@ def _section(value: Any, where: str) -> dict[str, Any]:
     return {str(k): v for k, v in plain.items()}
 
 
-def check_settings(settings: Any) -> dict[str, Any]:
+def check_settings(settings: object) -> dict[str, Any]:
     """The ``collapse_monitor`` settings checked: a mapping, ``sim`` and ``spool`` present, every key
     known (:data:`SETTINGS` or an option of the benchmark), the adapter's own keys of the right type
     and range (:class:`VerlSettings`) and ``monitor`` a valid :class:`MonitorConfig`.
@@ -162,13 +162,37 @@ def check_settings(settings: Any) -> dict[str, Any]:
     return {**merged, **{k: getattr(own, k) for k in merged if k in SETTINGS}}
 
 
-def settings_from(config: Any, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def settings_from(config: Any, overrides: Mapping[str, object] | None = None) -> dict[str, Any]:
     """The ``collapse_monitor`` section of verl's config, with ``overrides`` (an agent-loop YAML entry's
     keys) on top; checked by :func:`check_settings`."""
     section = config.get(AGENT_NAME) if config is not None and hasattr(config, "get") else None
     merged = _section(section, AGENT_NAME)
     merged.update(_section(overrides, f"the agent loop's {AGENT_NAME} entry"))
     return check_settings(merged)
+
+
+class CollapseField(TypedDict):
+    """A sample's ``collapse_probe`` field as :meth:`RolloutSession.finish` writes it (read back as
+    :class:`SampleInfo`)."""
+
+    reward: float | None
+    """The arena's reward (``None``: an infrastructure failure, not scored)."""
+    task_id: str
+    opening: str | None
+    """The policy's first message (its strategy)."""
+    status: str
+    validate: bool
+    """A validation sample (played with the unmonitored simulator, not recorded)."""
+    rollout: str
+    """The conversation's key."""
+
+
+class RewardResult(TypedDict):
+    """What :class:`CollapseMonitorRewardManager` returns to verl for one sample."""
+
+    reward_score: float
+    reward_extra_info: dict[str, float]
+    """The monitor's figures of the last closed step (and ``unscored``)."""
 
 
 class SampleInfo(BaseModel):
@@ -205,7 +229,9 @@ def _arena(settings: Mapping[str, Any]) -> Any:
     return spec.build([str(settings["sim"])])
 
 
-def _cached(kind: str, settings: Mapping[str, Any], make: Any) -> Any:
+def _cached(
+    kind: str, settings: Mapping[str, Any], make: Callable[[], RolloutSession | RewardSession]
+) -> RolloutSession | RewardSession:
     key = kind + json.dumps(settings, sort_keys=True, default=str)
     with _LOCK:
         if key not in _SESSIONS:
@@ -253,7 +279,7 @@ class RolloutSession:
         sim = self.plain if validate else self.simulator
         return await play_policy_turn(self.arena, episode, sim, text, key=key, temperature=self.temperature)
 
-    async def finish(self, episode: Any, key: str, *, validate: bool = False) -> dict[str, Any]:
+    async def finish(self, episode: Any, key: str, *, validate: bool = False) -> CollapseField:
         """Let the arena close the conversation and score it: the sample's ``collapse_probe`` field."""
         sim = self.plain if validate else self.simulator
         while not episode.done and self.arena.next_side(episode) == "simulator":
@@ -310,15 +336,15 @@ class RewardSession:
 
 def rollout_session(settings: Mapping[str, Any]) -> RolloutSession:
     """The process's :class:`RolloutSession` for these settings (made on first use)."""
-    session: RolloutSession = _cached("rollout", settings, lambda: RolloutSession(settings))
+    session = _cached("rollout", settings, lambda: RolloutSession(settings))
+    assert isinstance(session, RolloutSession)  # the "rollout" key holds rollout sessions only
     return session
 
 
 def reward_session(settings: Mapping[str, Any], rollouts_per_step: int) -> RewardSession:
     """The process's :class:`RewardSession` for these settings (made on first use)."""
-    session: RewardSession = _cached(
-        f"reward{rollouts_per_step}", settings, lambda: RewardSession(settings, rollouts_per_step)
-    )
+    session = _cached(f"reward{rollouts_per_step}", settings, lambda: RewardSession(settings, rollouts_per_step))
+    assert isinstance(session, RewardSession)  # the "reward…" keys hold reward sessions only
     return session
 
 
@@ -349,7 +375,7 @@ def write_dataset(arena: Any, tasks: Any, path: str | Path, *, split: str = "tra
     return out
 
 
-def _collapse_field(non_tensor: Mapping[str, Any]) -> dict[str, Any]:
+def _collapse_field(non_tensor: Mapping[str, object]) -> dict[str, object]:
     """The ``collapse_probe`` field of a sample: in ``tool_extra_fields`` on the reward-loop path, a
     column of its own when the trainer scores the assembled batch."""
     info = non_tensor.get(FIELD)
@@ -449,7 +475,7 @@ def _build() -> dict[str, type]:
                 per_step = int(config.data.train_batch_size) * int(config.actor_rollout_ref.rollout.n)
             self.session = reward_session(settings, int(per_step))
 
-        async def run_single(self, data: Any) -> dict[str, Any]:
+        async def run_single(self, data: Any) -> RewardResult:
             item = data[-1:][0]  # a multi-sequence output is scored on its last sequence, as verl's own do
             info = _collapse_field(item.non_tensor_batch)
             uid = item.non_tensor_batch.get("uid")
