@@ -12,7 +12,7 @@ The JSON Schema ships as ``collapse_probe/schemas/conversation.json``.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Self
 
 from pydantic import (
@@ -81,7 +81,7 @@ class Message(_InOrder):
     """What the arena notes of the message (``elicitation``, ``given``: a message the arena put in the
     policy's mouth, not the policy's own move)."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """The message as the arena gave it (an episode is rebuilt from these)."""
         return self.model_dump(exclude_unset=True)
 
@@ -171,7 +171,7 @@ class ConversationRecord(BaseModel):
         rollout: int = 0,
         seed: int = 0,
         status: str = "done",
-        messages: Sequence[dict[str, Any]] = (),
+        messages: Sequence[Mapping[str, object]] = (),
         **fields: Any,
     ) -> ConversationRecord:
         """A record built from its fields (its key derived from them); numpy numbers are accepted.
@@ -193,8 +193,9 @@ class ConversationRecord(BaseModel):
         """
         return cls.model_validate(data, strict=True)
 
-    def to_line_dict(self) -> dict[str, Any]:
-        """The JSON object of this record's line (as the engine wrote it before records were typed)."""
+    def to_line_dict(self) -> dict[str, object]:
+        """The JSON object of this record's line (as the engine wrote it before records were typed; ``info``
+        holds what the arena gave, written as JSON)."""
         return self.model_dump(exclude_unset=True)
 
 
@@ -219,7 +220,7 @@ _EXPECTED = {
 bad one is named)."""
 
 
-def conversation_problem(rec: dict[str, Any]) -> str | None:
+def conversation_problem(rec: Mapping[str, object]) -> str | None:
     """What is wrong with one ``conversations.jsonl`` record, or ``None`` when it is well formed.
 
     A resumed run trusts what it reads back: a record with ``"reward": "zzz"`` would fail the
@@ -248,7 +249,7 @@ def record_problem(exc: ValidationError, rec: Any) -> str:
     return field_problem(field, expected, rec.get(field))
 
 
-def parse_records(data: Iterable[dict[str, Any]]) -> list[ConversationRecord]:
+def parse_records(data: Iterable[Mapping[str, object]]) -> list[ConversationRecord]:
     """Typed records of JSON objects already checked by :func:`conversation_problem` (or written by
     the engine)."""
     return [ConversationRecord.parse(d) for d in data]
