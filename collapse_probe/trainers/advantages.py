@@ -25,7 +25,7 @@ reward is credited with :func:`batch_relative_advantages` — z-scored across th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
@@ -198,9 +198,20 @@ def group_advantages_by_key(
     return adv, (n_zero / n_groups if n_groups else None)
 
 
+class ZeroStdCauses(TypedDict):
+    """A step's zero-std groups by cause, as flat metrics of its ``metrics.jsonl`` record."""
+
+    zero_std_all_success_share: float | None
+    """Share of all groups whose conversations all succeeded."""
+    zero_std_all_fail_share: float | None
+    """Share of all groups whose conversations all failed."""
+    zero_std_sim_caused_share: float | None
+    """Share of the zero-std groups whose simulator said the same text, turn by turn."""
+
+
 def zero_std_causes(
     groups: dict[str, list[str]], rewards: dict[str, float], simulator_turns: Mapping[str, list[str | None]]
-) -> dict[str, float | None]:
+) -> ZeroStdCauses:
     """The step's zero-std groups by cause, as flat metrics: ``zero_std_all_success_share`` and
     ``zero_std_all_fail_share`` (of all groups) and ``zero_std_sim_caused_share`` (of the zero-std groups:
     the simulator's messages of the group's conversations were the same text, turn by turn).

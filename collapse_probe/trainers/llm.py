@@ -69,9 +69,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
+from pydantic import JsonValue
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, Task
@@ -93,9 +94,17 @@ from collapse_probe.rollout import (
 from collapse_probe.rollout._rundir import check_out_path
 from collapse_probe.rollout.runspec import ArenaSpec, arena_record
 from collapse_probe.simulators import Participant
-from collapse_probe.trainers._checkpoints import list_checkpoints, load_checkpoint, save_checkpoint
+from collapse_probe.trainers._checkpoints import CheckpointExtra, list_checkpoints, load_checkpoint, save_checkpoint
 from collapse_probe.trainers._models import TrainedModel, UpdateStats, trained_model
-from collapse_probe.trainers._train_results import METRICS, ROLLOUTS, step_problem, train_results, write_train_report
+from collapse_probe.trainers._train_results import (
+    METRICS,
+    ROLLOUTS,
+    RolloutAdapter,
+    StepRecord,
+    step_problem,
+    train_results,
+    write_train_report,
+)
 from collapse_probe.trainers.advantages import (
     group_advantages_by_key,
     reward_groups,
@@ -112,9 +121,18 @@ from collapse_probe.trainers.reinforce import (
 )
 
 if TYPE_CHECKING:
+    from collapse_probe.integrations.monitor._core import MonitorRow, SamplingState
     from collapse_probe.results import TrainResults
 
 logger = logging.getLogger(__name__)
+
+
+class PoolDraw(TypedDict, total=False):
+    """Which pool snapshot played the simulator at a step (empty without a pool); into the step's record."""
+
+    pool_member: int
+    """The snapshot's step."""
+    pool_size: int
 
 
 @dataclass
@@ -123,7 +141,7 @@ class _StepData:
     events: list[TurnEvent]
     sim_label: str
     sim_participant: Participant
-    info: dict[str, Any] = field(default_factory=dict)
+    info: PoolDraw = field(default_factory=lambda: PoolDraw())
 
 
 # ------------------------------------------------------------------------------------------------ the arena
@@ -147,6 +165,14 @@ def build_arena(config: TrainConfig) -> Arena:
     """The benchmark arena with the run's turn and token budgets, built by the one arena builder
     (:meth:`~collapse_probe.rollout.runspec.ArenaSpec.build`)."""
     return arena_spec(config).build(arena_participants(config), cache=config.cache)
+
+
+def _plugin_error(row: MonitorRow | None) -> float | None:
+    """The monitor row's mean plug-in ε of the simulator (``None``: no row, or no state measured)."""
+    if row is None:
+        return None
+    error = row["collapse_error"]
+    return error["plugin"] if error["estimate"] is not None else None
 
 
 # ------------------------------------------------------------------------------------------------ trainer
@@ -174,12 +200,12 @@ class LLMTrainer:
         self.frozen: dict[str, Participant] = {}
         self.heldout: dict[str, Participant] = {}
         self.pool: PopulationPool | None = None
-        self.personas: list[dict[str, Any]] = []
+        self.personas: list[dict[str, JsonValue]] = []
         self.tasks: list[Task] = []
         self.step_ = 0
         """Steps completed (restored from the last checkpoint on resume)."""
         self._vllm: Any = None
-        self._rollout_adapter: dict[str, Any] | None = None
+        self._rollout_adapter: RolloutAdapter | None = None
         """The adapter the rollout replicas sampled through at the last step (path, fingerprint, count)."""
         self.monitor: Any = None
         """The live collapse monitor (:class:`~collapse_probe.integrations.monitor.CollapseMonitor`), rows in ``monitor/``."""
@@ -242,7 +268,7 @@ class LLMTrainer:
             self.pool = PopulationPool.open(Path(c.pool_dir) if c.pool_dir else self.out / "pool", c.pool_size)
         if c.rollout_backend == "vllm":
             self._setup_vllm()
-        self._monitor_state = None
+        self._monitor_state: SamplingState | None = None
         self._restore()
         if c.collapse_states > 0:
             self.monitor = self._make_monitor()
@@ -330,7 +356,7 @@ class LLMTrainer:
     def save_checkpoint(self, step: int) -> Path:
         """Write ``checkpoints/step-NNNNNNNN`` atomically and keep the newest ``keep_checkpoints``
         (:func:`~collapse_probe.trainers._checkpoints.save_checkpoint`), with the pool and the monitor."""
-        extra: dict[str, Any] = {}
+        extra: CheckpointExtra = {}
         if self.pool is not None:
             extra["pool"] = self.pool.state()
         if self.monitor is not None:  # a resumed run shadows the same turns with the same seeds
@@ -393,14 +419,14 @@ class LLMTrainer:
 
     # ---- one step -------------------------------------------------------------------------------
 
-    def _simulator_for_step(self, step: int) -> tuple[str, Participant, dict[str, Any]]:
+    def _simulator_for_step(self, step: int) -> tuple[str, Participant, PoolDraw]:
         c, m = self.config, self.method
         if m.simulator == "self":
             assert self.policy is not None
             return self.sim_labels[0], Participant(self.sim_labels[0], self.policy.backend), {}
         if m.simulator == "trained":
             assert self.simulator is not None
-            info: dict[str, Any] = {}
+            info: PoolDraw = {}
             if self.pool is not None:
                 member = self.pool.sample(random.Random(derive_seed(c.rollout.seed, hash_str(f"pool|{step}"))))
                 info = {"pool_member": member["step"], "pool_size": len(self.pool)}
@@ -479,14 +505,15 @@ class LLMTrainer:
         records = [r.model_copy(update={"persona_id": personas[r.key]}) if r.key in personas else r for r in records]
         return _StepData(records, events, sim_label, sim_part, info)
 
-    def step(self, step: int) -> dict[str, Any]:
+    def step(self, step: int) -> StepRecord:
         """Run training step ``step`` (1-based) and return its metrics record."""
         assert self.policy is not None
         t0 = time.perf_counter()
-        data, row, groups, rewards, zero, examples, weight_stats = self._sample_step(step)
+        data, row, groups, rewards, zero, examples, weight_mean = self._sample_step(step)
         losses = self._update(step, examples)
         record = self._step_record(step, data, row, groups, rewards, zero, losses)
-        record.update(weight_stats)
+        if weight_mean is not None:
+            record["sim_importance_weight_mean"] = weight_mean
         self._step_extras(step, record, row, losses)
         record["seconds"] = round(time.perf_counter() - t0, 3)
         for r in data.records:
@@ -497,15 +524,16 @@ class LLMTrainer:
         self, step: int
     ) -> tuple[
         _StepData,
-        dict[str, Any] | None,
+        MonitorRow | None,
         dict[str, list[str]],
         dict[str, float],
         float | None,
         dict[str, list[TrainingExample]],
-        dict[str, Any],
+        float | None,
     ]:
         """Roll out step ``step`` (a lagged pool member plays when one is due) and build its examples:
-        ``(data, monitor row, groups, rewards, zero-std share, examples, importance-weight stats)``."""
+        ``(data, monitor row, groups, rewards, zero-std share, examples, mean importance weight)`` (the
+        weight ``None`` unless a lagged snapshot played)."""
         c = self.config
         live_sim = None
         if self.pool is not None and self.simulator is not None:
@@ -531,12 +559,12 @@ class LLMTrainer:
         finally:
             if live_sim is not None:
                 self.simulator.load_adapter_state(live_sim)  # type: ignore[union-attr]
-        weight_stats: dict[str, Any] = {}
+        weight_mean = None
         if live_sim is not None and examples["simulator"]:
-            weight_stats = self._importance_weights(examples["simulator"], played)
-        return data, row, groups, rewards, zero, examples, weight_stats
+            weight_mean = self._importance_weights(examples["simulator"], played)
+        return data, row, groups, rewards, zero, examples, weight_mean
 
-    def _importance_weights(self, examples: list[TrainingExample], played: list[float]) -> dict[str, Any]:
+    def _importance_weights(self, examples: list[TrainingExample], played: list[float]) -> float:
         """Weight each simulator example by min(1, p_live / p_played) (it was played by a lagged
         snapshot); return the mean weight for the step's record."""
         assert self.simulator is not None
@@ -551,7 +579,7 @@ class LLMTrainer:
         for e, lp_live, lp_played in zip(examples, live, played, strict=True):
             e.weight = float(min(1.0, np.exp(min(lp_live - lp_played, 0.0))))
         ws = [e.weight for e in examples]
-        return {"sim_importance_weight_mean": float(np.mean(ws))}
+        return float(np.mean(ws))
 
     def _update(self, step: int, examples: dict[str, list[TrainingExample]]) -> dict[str, UpdateStats]:
         """Update every trained model on its examples (vLLM asleep meanwhile); snapshot the simulator
@@ -577,12 +605,12 @@ class LLMTrainer:
         self,
         step: int,
         data: _StepData,
-        row: dict[str, Any] | None,
+        row: MonitorRow | None,
         groups: dict[str, list[str]],
         rewards: dict[str, float],
         zero: float | None,
         losses: dict[str, UpdateStats],
-    ) -> dict[str, Any]:
+    ) -> StepRecord:
         """The step's metrics record: rewards, the policy's strategy entropy, the simulator's collapse
         error and the policy's update."""
         from collapse_probe.metrics.strategy import policy_strategy_entropy
@@ -601,7 +629,7 @@ class LLMTrainer:
             "zero_std_share": zero,
             **zero_std_causes(groups, rewards, {r.key: r.texts_of("simulator") for r in data.records}),
             "policy_entropy": entropy["strategy_entropy"],
-            "sim_collapse_error": (row or {}).get("collapse_error", {}).get("plugin"),
+            "sim_collapse_error": _plugin_error(row),
             "loss": losses["policy"]["loss"],
             "seconds": None,
             "simulator": data.sim_label,
@@ -613,7 +641,7 @@ class LLMTrainer:
         }
 
     def _step_extras(
-        self, step: int, record: dict[str, Any], row: dict[str, Any] | None, losses: dict[str, UpdateStats]
+        self, step: int, record: StepRecord, row: MonitorRow | None, losses: dict[str, UpdateStats]
     ) -> None:
         """Add to ``record`` what only some steps have: the monitor's estimate and alarms, the rollout
         adapter, the KL term, the logprob mismatch, the simulator's update, the held-out reward."""
@@ -621,7 +649,9 @@ class LLMTrainer:
         if row is not None:
             record["sim_collapse_error_estimate"] = row["collapse_error"]["estimate"]
             record["sim_collapse_error_ci95"] = row["collapse_error"]["ci95"]
-            record["monitor_alarms"] = [a["kind"] + (f":{a['view']}" if a.get("view") else "") for a in row["alarms"]]
+            record["monitor_alarms"] = [
+                a["kind"] + (f":{a['view']}" if a.get("view") else "") for a in row.get("alarms", [])
+            ]
         if self._rollout_adapter is not None:
             record["rollout_adapter"] = self._rollout_adapter
         if c.kl_coef > 0:
@@ -674,7 +704,7 @@ class LLMTrainer:
 
     # ---- measurements ---------------------------------------------------------------------------
 
-    def simulator_collapse_error(self, data: _StepData, step: int) -> dict[str, Any] | None:
+    def simulator_collapse_error(self, data: _StepData, step: int) -> MonitorRow | None:
         """Close the monitor's step ``step`` over this step's rollouts: the monitor's rows carry the
         training step of ``metrics.jsonl`` (from 1), so the monitor's report, its trackers, the train
         report and the dashboard name a step alike.
@@ -691,8 +721,9 @@ class LLMTrainer:
             return None
         rewards = [None if r.status == INFRA_ERROR else r.reward for r in data.records]
         groups = [r.task_id for r in data.records]
-        return self.monitor.end_step(step, rewards=rewards, groups=groups, extra={"simulator": data.sim_label},
-                                     rollouts=[r.key for r in data.records])  # fmt: skip
+        row: MonitorRow = self.monitor.end_step(step, rewards=rewards, groups=groups, extra={"simulator": data.sim_label},
+                                                rollouts=[r.key for r in data.records])  # fmt: skip
+        return row
 
     def evaluate_heldout(self) -> float | None:
         """Mean reward of the current policy over the held-out simulators (cross-play, no run directory)."""
@@ -747,8 +778,8 @@ class LLMTrainer:
                 bar.close()
         return self.finish()
 
-    def metrics(self) -> list[dict[str, Any]]:
-        """The ``metrics.jsonl`` records, in step order."""
+    def metrics(self) -> list[dict[str, JsonValue]]:
+        """The ``metrics.jsonl`` records (as :class:`StepRecord` wrote them, read back), in step order."""
         return sorted(self.run_dir.read_jsonl(METRICS, step_problem), key=lambda r: r["step"])
 
     def finish(self) -> TrainResults:
