@@ -86,10 +86,10 @@ def run_from(args: argparse.Namespace) -> int:
     c = int(src["infra_failures"] or 0)
     print(f"read {src['conversations']} conversations from {src['path']} ({fmt}): {src['states']} shared-prefix "
           f"states; {c} conversation{'s' if c != 1 else ''} with an infrastructure failure excluded")  # fmt: skip
-    if results.get("variance"):
+    if results.variance is not None:
         from collapse_probe.metrics.variance import variance_lines
 
-        print("\n".join(variance_lines(results["variance"])))
+        print("\n".join(variance_lines(results.variance.to_json())))
     return _report(args, results)
 
 

@@ -87,6 +87,26 @@ class ShareInterval(TypedDict):
     """``[low, high]`` at the decomposition's level (``None``: too few resamples with variance)."""
 
 
+class VarianceBlock(TypedDict):
+    """:meth:`VarianceDecomposition.to_dict`: ``results.json``'s ``variance`` block (see the dataclass's fields)."""
+
+    shares: dict[str, ShareInterval | None]
+    components: dict[str, float | None]
+    total: float | None
+    flip_rate: float | None
+    pass_k: dict[str, float]
+    n_tasks: int
+    n_trials: int
+    n_pairs: int
+    divergence: dict[str, int]
+    identical_prefixes: dict[str, dict[str, int]]
+    judge_source: str | None
+    level: float
+    estimator: str
+    """The method, in words."""
+    notes: list[str]
+
+
 @dataclass
 class VarianceDecomposition:
     """The decomposition of one run's rewards (``results.json``'s ``variance`` block)."""
@@ -112,7 +132,7 @@ class VarianceDecomposition:
     level: float = 0.95
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VarianceBlock:
         return {
             "shares": self.shares,
             "components": self.components,
@@ -480,11 +500,21 @@ def _side_upper(side: str, table: np.ndarray, point: dict[str, float], total: fl
     return a - b + math.hypot(u_a - a, b - max(l_b, 0.0))
 
 
-def variance_notes(d: dict[str, Any], agent_greedy: bool | None = None) -> list[str]:
+def _entries(value: object) -> list[object]:
+    """The items of a JSON list (none for anything else)."""
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _fields(value: object) -> Mapping[str, object]:
+    """A JSON object's fields (none for anything else)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def variance_notes(d: Mapping[str, object], agent_greedy: bool | None = None) -> list[str]:
     """The decomposition's notes, and what the identical prefixes say about each side (``d``: its ``to_dict()``)."""
-    notes = list(d.get("notes") or [])
+    notes = [str(n) for n in _entries(d.get("notes"))]
     for side in SIDES:
-        ip = (d.get("identical_prefixes") or {}).get(side) or {}
+        ip = _fields(_fields(d.get("identical_prefixes")).get(side))
         if ip.get("varied"):
             said = " although the file says it samples greedily" if side == "agent" and agent_greedy else ""
             notes.append(
@@ -494,25 +524,26 @@ def variance_notes(d: dict[str, Any], agent_greedy: bool | None = None) -> list[
     return notes
 
 
-def variance_lines(d: dict[str, Any]) -> list[str]:
-    """The decomposition in a few lines of text (the terminal of ``audit --from``)."""
-    shares = d.get("shares") or {}
+def variance_lines(d: Mapping[str, object]) -> list[str]:
+    """The decomposition in a few lines of text (the terminal of ``audit --from``; ``d``: the ``variance``
+    block of ``results.json``)."""
+    shares = _fields(d.get("shares"))
 
     def one(k: str) -> str:
         sh = shares.get(k)
-        if sh is None:
+        if not isinstance(sh, Mapping):
             return f"{k} n/a"
-        ci = sh.get("ci95")
+        ci = _entries(sh.get("ci95"))
         return f"{k} {sh['estimate']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
-    div = d.get("divergence") or {}
+    div = _fields(d.get("divergence"))
     lines = [
         f"reward variance over {d.get('n_tasks', 0)} tasks with 2+ trials ({d.get('n_trials', 0)} trials): "
         + ", ".join(one(k) for k in COMPONENTS),
         f"  trial pairs by first divergence: simulator {div.get('simulator', 0)}, agent {div.get('agent', 0)}, "
         f"identical {div.get('identical', 0)}",
     ]
-    fr, pk = d.get("flip_rate"), d.get("pass_k") or {}
+    fr, pk = d.get("flip_rate"), _fields(d.get("pass_k"))
     if fr is not None or pk:
         lines.append(
             "  flip rate "
@@ -524,7 +555,7 @@ def variance_lines(d: dict[str, Any]) -> list[str]:
                 else ""
             )
         )
-    lines += [f"  note: {n}" for n in d.get("notes") or []]
+    lines += [f"  note: {n}" for n in _entries(d.get("notes"))]
     return lines
 
 

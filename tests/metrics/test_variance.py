@@ -220,3 +220,24 @@ def test_a_sides_lower_end_is_never_above_the_jackknife_t_lower_end():
         assert lo <= max(0.0, math.floor((est - half) * 1000) / 1000 - 0.001) + 1e-9, (seed, lo, est - half)
         below += est - half > 0
     assert below >= 6  # the floor is a real constraint in these runs, not a lower end already at 0
+
+
+def test_the_variance_block_reads_the_same_from_the_decomposition_and_from_results_json():
+    from collapse_probe.metrics.variance import VarianceBlock, variance_lines, variance_notes
+    from collapse_probe.results._audit import VarianceDecomposition as VarianceModel
+
+    trials = [_t(t, [(A, "hi"), (S, s), (A, a)], r) for t in "abcd" for s, a, r in (("u", "x", 1.0), ("v", "x", 0.0),
+                                                                                      ("u", "y", 1.0))]  # fmt: skip
+    d = decompose_variance(trials, n_boot=200, success=1.0).to_dict()
+    assert list(d) == list(VarianceBlock.__annotations__)
+    lines = variance_lines(d)
+    assert lines[0].startswith("reward variance over 4 tasks with 2+ trials (12 trials): task ")
+    assert "flip rate 1.000" in lines[2] and "pass^1 0.667, pass^2 0.333, pass^3 0.000" in lines[2]
+    # the terminal of `audit --from` prints the block as results.json holds it
+    assert variance_lines(VarianceModel.model_validate(d).to_json()) == lines
+    notes = variance_notes(d, agent_greedy=True)
+    assert any("the agent's replies differ at 4 of the 8 prefixes" in n and "greedily" in n for n in notes)
+    assert variance_lines({}) == [
+        "reward variance over 0 tasks with 2+ trials (0 trials): task n/a, simulator n/a, agent n/a, judge n/a",
+        "  trial pairs by first divergence: simulator 0, agent 0, identical 0",
+    ]
