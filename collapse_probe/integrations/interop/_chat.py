@@ -17,7 +17,7 @@ TEXT_PART_TYPES = ("text", "input_text", "output_text")
 parts (images, audio, files) carry none a reply class can read, and are left out of the text."""
 
 
-def json_records(p: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
+def json_records(p: Path, expected: str) -> list[tuple[int, dict[str, object]]]:
     """``(line number, object)`` of every non-blank line of ``p``, read with
     :func:`collapse_probe.core._files.iter_json_lines`'s limits (a regular file, at most 16 MiB a line, nesting,
     long integers, lone surrogates, non-finite numbers). A line that is not a JSON object (a torn last
@@ -28,7 +28,7 @@ def json_records(p: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
     """
     from collapse_probe.core._files import MissingFile, TornLastLine, iter_json_lines
 
-    out: list[tuple[int, dict[str, Any]]] = []
+    out: list[tuple[int, dict[str, object]]] = []
     try:
         for i, rec in iter_json_lines(p, expected=expected):
             if not isinstance(rec, dict):
@@ -124,7 +124,7 @@ def ident(value: Any, where: str) -> str | None:
     return str(value)
 
 
-def obj(value: Any, where: str, what: str, *, optional: bool = True) -> dict[str, Any]:
+def obj(value: Any, where: str, what: str, *, optional: bool = True) -> dict[str, object]:
     """``value`` when it is a JSON object; ``{}`` for null when ``optional``.
 
     Raises:

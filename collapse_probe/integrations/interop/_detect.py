@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from collapse_probe.benchmarks._registry import TAU2_FORMAT
 
@@ -20,11 +19,11 @@ HEAD_BYTES = 1 << 16
 """How much of a file the pretty-printed-JSON signatures look at."""
 
 
-def _is_list(rec: dict[str, Any], key: str) -> bool:
+def _is_list(rec: dict[str, object], key: str) -> bool:
     return isinstance(rec.get(key), list)
 
 
-RECORD_SIGNATURES: dict[str, Callable[[dict[str, Any]], bool]] = {
+RECORD_SIGNATURES: dict[str, Callable[[dict[str, object]], bool]] = {
     # verifiers traces.jsonl: an episode with its agents' traces
     "verifiers": lambda r: _is_list(r, "traces") and ("task" in r or "env" in r or "group" in r or "ok" in r),
     # verifiers legacy results.jsonl: a rollout of a dataset example

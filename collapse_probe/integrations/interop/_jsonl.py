@@ -30,7 +30,7 @@ def _role_map(sim_role: str) -> dict[str, str]:
     return {sim_role: "simulator", other: "policy", "tool": "tool", "system": "system"}
 
 
-def _records(p: Path) -> list[tuple[int, dict[str, Any]]]:
+def _records(p: Path) -> list[tuple[int, dict[str, object]]]:
     """``(line number, object)`` of every non-blank line, read with the user-file limits
     (:func:`collapse_probe.core._files.iter_json_lines`: a regular file, size, line length, nesting, long
     integers, lone surrogates, non-finite numbers); a line that is not a JSON object (a torn last line
@@ -39,7 +39,7 @@ def _records(p: Path) -> list[tuple[int, dict[str, Any]]]:
     from collapse_probe.core._files import FileProblem, MissingFile, TornLastLine, iter_json_lines
 
     expected = "a JSONL file of conversations (one JSON object per line)"
-    out: list[tuple[int, dict[str, Any]]] = []
+    out: list[tuple[int, dict[str, object]]] = []
     try:
         for i, rec in iter_json_lines(p, expected=expected):
             if isinstance(rec, list) and not out:
@@ -148,20 +148,20 @@ def _messages(msgs: list[Any], where: str, native: bool, sim_role: str) -> list[
                 f"{where}: messages[{j}].content: expected a string or null, got {type(content).__name__}"
             )
         calls = tool_calls_of(m.get("tool_calls"), f"{where}: messages[{j}]")
-        meta: dict[str, Any] = m["meta"] if isinstance(m.get("meta"), dict) else {}
+        meta: dict[str, object] = m["meta"] if isinstance(m.get("meta"), dict) else {}
         role = str(roles.get(m["role"], m["role"]))
         messages.append(PublishedMessage(role, content or "", calls, meta))
     return messages
 
 
-def _simulator_errors(flags: Any) -> list[dict[str, Any]]:
+def _simulator_errors(flags: Any) -> list[dict[str, object]]:
     """The record's simulator error flags as ``{flag, critical}`` objects (``true``: one unnamed flag)."""
     if isinstance(flags, list):
         return [e if isinstance(e, dict) else {"flag": str(e), "critical": False} for e in flags]
     return [{"flag": "simulator_errors", "critical": False}] if flags is True else []
 
 
-def _conversation_key(rec: dict[str, Any], where: str, native: bool, i: int, first_line: dict[str, int]) -> str:
+def _conversation_key(rec: dict[str, object], where: str, native: bool, i: int, first_line: dict[str, int]) -> str:
     """The conversation's key: its ``key`` (a collapse-probe record) or ``id`` (a chat file), else its
     line, under its training step; a chat file's key seen before is refused (``first_line``: key -> the
     line that first gave it, updated here).

@@ -78,7 +78,7 @@ def _items(value: Any, where: str, given: bool) -> list[Any]:
     return out
 
 
-def _trajectory(trajectory: dict[str, Any], where: str) -> tuple[list[Any], str | None]:
+def _trajectory(trajectory: dict[str, object], where: str) -> tuple[list[Any], str | None]:
     """The turns of a user-simulation environment's ``result.trajectory.messages`` (``type`` ``text`` /
     ``tool_call`` / ``tool_execution``, ``source`` ``user`` / ``agent`` / ``environment``) and the model
     that drew the user's turns (their ``responses[].model``). The first ``prefill_message_count`` messages
@@ -161,7 +161,7 @@ def _scenario_text(scenario: Any) -> str | None:
     return "\n".join(lines) or None
 
 
-def _tau2_task(rec: dict[str, Any], result: dict[str, Any], task_id: str | None,
+def _tau2_task(rec: dict[str, object], result: dict[str, object], task_id: str | None,
                content: str | None) -> tuple[str | None, str | None]:  # fmt: skip
     """The τ2 task of a τ2-through-Gym row: its id (``task.id``, else ``result.task_id``) and text (the
     user scenario, read as :func:`~collapse_probe.integrations.interop._tau2.task_contents` reads a results file's
@@ -213,7 +213,7 @@ def read_nemo_gym_rollouts(path: str | Path) -> Any:
     return run
 
 
-def _rollout(rec: dict[str, Any], i: int, where: str) -> Any:
+def _rollout(rec: dict[str, object], i: int, where: str) -> Any:
     """One line of ``rollouts.jsonl`` (line ``i``) as a published conversation."""
     from collapse_probe.integrations.interop._published import PublishedConversation
 
@@ -242,7 +242,7 @@ def _rollout(rec: dict[str, Any], i: int, where: str) -> Any:
     )  # fmt: skip
 
 
-def _response_infra(response: dict[str, Any]) -> str | None:
+def _response_infra(response: dict[str, object]) -> str | None:
     """Why the policy's response holds no rollout (none, an error, a failed status), or ``None``."""
     if not response:
         return "no response"
@@ -255,7 +255,7 @@ def _response_infra(response: dict[str, Any]) -> str | None:
 
 
 def _recorded(
-    rec: dict[str, Any], messages: list[Any], task_id: str | None, content: str | None, where: str
+    rec: dict[str, object], messages: list[Any], task_id: str | None, content: str | None, where: str
 ) -> tuple[list[Any], str | None, str | None, str | None]:
     """``(messages, task id, task text, simulator model)`` where the row's ``result`` records the whole
     conversation (τ2 through Gym, a user-simulation environment); else those given, and no model."""
@@ -281,7 +281,7 @@ def _recorded(
     return messages, task_id, content, drawn_by
 
 
-def _models(rec: dict[str, Any], response: dict[str, Any], drawn_by: str | None) -> tuple[str | None, str | None]:
+def _models(rec: dict[str, object], response: dict[str, object], drawn_by: str | None) -> tuple[str | None, str | None]:
     """``(policy, simulator)``: the response's model (else τ2's ``config.llm_agent``) and ``config.llm_user``
     (else the model that drew the simulator's turns)."""
     model = response.get("model")

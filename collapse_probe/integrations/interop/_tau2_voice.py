@@ -32,7 +32,7 @@ _SIDES = (("policy", "agent"), ("simulator", "user"))
 """(neutral role, the tick fields' prefix) of the two speakers, in the order a tick lists them."""
 
 
-def _chunk(tick: dict[str, Any], field: str, where: str) -> tuple[str, frozenset[str]]:
+def _chunk(tick: dict[str, object], field: str, where: str) -> tuple[str, frozenset[str]]:
     """The text a side spoke in a tick and the utterances it belongs to (``""`` for silence)."""
     chunk = tick.get(field)
     if chunk is None:
@@ -48,7 +48,7 @@ def _chunk(tick: dict[str, Any], field: str, where: str) -> tuple[str, frozenset
     return content or "", frozenset(ids or ())
 
 
-def _list(tick: dict[str, Any], field: str, where: str) -> list[Any]:
+def _list(tick: dict[str, object], field: str, where: str) -> list[Any]:
     value = tick.get(field)
     if value is None:
         return []
@@ -112,7 +112,7 @@ def _source(ticks: list[Any], where: str) -> str:
                                          for t in ticks) else "transcript"  # fmt: skip
 
 
-def _said(tick: dict[str, Any], role: str, side: str, source: str, at: str) -> tuple[str, frozenset[str]]:
+def _said(tick: dict[str, object], role: str, side: str, source: str, at: str) -> tuple[str, frozenset[str]]:
     """What a side said in a tick and its utterances (the simulator's from the transcript, when that is the source)."""
     if role == "simulator" and source == "transcript":
         raw = tick.get("user_transcript")
@@ -122,7 +122,7 @@ def _said(tick: dict[str, Any], role: str, side: str, source: str, at: str) -> t
     return _chunk(tick, f"{side}_chunk", at)
 
 
-def _tool_calls(tick: dict[str, Any], side: str, at: str) -> tuple[tuple[str, str], ...]:
+def _tool_calls(tick: dict[str, object], side: str, at: str) -> tuple[tuple[str, str], ...]:
     """A side's tool calls in a tick as ``(name, canonical arguments)``."""
     from collapse_probe.integrations.interop._published import canonical_arguments
 
@@ -134,7 +134,7 @@ def _tool_calls(tick: dict[str, Any], side: str, at: str) -> tuple[tuple[str, st
     return tuple(parsed)
 
 
-def _tool_results(tick: dict[str, Any], side: str, at: str) -> list[Any]:
+def _tool_results(tick: dict[str, object], side: str, at: str) -> list[Any]:
     """A side's tool results in a tick as ``tool`` messages."""
     from collapse_probe.integrations.interop._published import PublishedMessage
 

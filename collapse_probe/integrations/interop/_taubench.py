@@ -20,7 +20,7 @@ from collapse_probe.errors import ConfigError
 _ROLES = {"user": "simulator", "assistant": "policy", "tool": "tool", "system": "system", "function": "tool"}
 
 
-def _instruction(info: dict[str, Any]) -> str | None:
+def _instruction(info: dict[str, object]) -> str | None:
     """The task's instruction to the user simulator (``info.task.instruction``), ``None`` when absent."""
     task = info.get("task")
     text = task.get("instruction") if isinstance(task, dict) else None
@@ -93,7 +93,7 @@ def read_taubench(path: str | Path) -> Any:
         if not isinstance(traj, list):
             raise ConfigError(f"{where}: traj: expected a list of chat messages, got {type(traj).__name__}")
         raw_info = rec.get("info")
-        info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+        info: dict[str, object] = raw_info if isinstance(raw_info, dict) else {}
         error = info.get("error")
         reward = rec.get("reward")
         if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def _message(m: Any, where: str) -> tuple[str, str, tuple[tuple[str, str], ...]]
     return m["role"], text_of(m.get("content"), f"{where}.content"), tool_calls(m.get("tool_calls"), where)
 
 
-def _branch(nodes: list[Any], where: str) -> list[tuple[dict[str, Any], bool]]:
+def _branch(nodes: list[Any], where: str) -> list[tuple[dict[str, object], bool]]:
     """``(message, sampled)`` along the trace's last branch: from the last leaf back to the root."""
     if not nodes:
         return []
@@ -90,17 +91,18 @@ def _branch(nodes: list[Any], where: str) -> list[tuple[dict[str, Any], bool]]:
     return [(nodes[i]["message"], nodes[i].get("sampled") is True) for i in reversed(path)]
 
 
-def _model(trace: dict[str, Any]) -> str | None:
+def _model(trace: dict[str, object]) -> str | None:
     """The model a trace's agent called (its first recorded call's, else its config's)."""
-    for call in trace.get("calls") or []:
+    calls = trace.get("calls")
+    for call in calls if isinstance(calls, list) else []:
         if isinstance(call, dict) and isinstance(call.get("model"), str) and call["model"]:
             return str(call["model"])
-    config = trace["agent"].get("config")
+    config = _agent_of(trace).get("config")
     model = config.get("model") if isinstance(config, dict) else None
     return model if isinstance(model, str) and model else None
 
 
-def _reward(trace: dict[str, Any], where: str) -> float | None:
+def _reward(trace: dict[str, object], where: str) -> float | None:
     """The trace's reward: the sum of its rewards' ``score x weight`` (``Trace.reward``); ``None`` when it
     recorded none (not scored)."""
     rewards = obj(trace.get("rewards"), f"{where}.rewards", "rewards by name")
@@ -132,7 +134,7 @@ def _prompt_text(prompt: Any, where: str) -> str | None:
     return "\n".join(parts) or None
 
 
-def _task(task: dict[str, Any], where: str, line: int, group: Any) -> tuple[str, str | None]:
+def _task(task: dict[str, object], where: str, line: int, group: Any) -> tuple[str, str | None]:
     """``(task id, task text)``: the task's stable key (else its content hash, its row index, its name, the
     episode's rollout group, a digest of its prompt)."""
     data = obj(task.get("data"), f"{where}: task.data", "the task's row")
@@ -143,8 +145,9 @@ def _task(task: dict[str, Any], where: str, line: int, group: Any) -> tuple[str,
         if task_id is not None:
             break
     content = _prompt_text(data.get("prompt"), f"{where}: task.data.prompt")
-    if content is None and isinstance(data.get("system_prompt"), str) and data["system_prompt"]:
-        content = data["system_prompt"]
+    system = data.get("system_prompt")
+    if content is None and isinstance(system, str) and system:
+        content = system
     if task_id is None and isinstance(group, dict):  # a rollout group holds the rollouts of one example
         task_id = ident(group.get("id"), f"{where}: group.id")
     if task_id is None:
@@ -152,7 +155,7 @@ def _task(task: dict[str, Any], where: str, line: int, group: Any) -> tuple[str,
     return task_id, content
 
 
-def _infra(rec: dict[str, Any], where: str) -> str | None:
+def _infra(rec: dict[str, object], where: str) -> str | None:
     errors = array(rec.get("errors"), f"{where}: errors", "the episode's errors")
     if rec.get("ok") is True or not errors:
         return None
@@ -160,7 +163,7 @@ def _infra(rec: dict[str, Any], where: str) -> str | None:
     return f"{last.get('type') or 'error'}: {last.get('message') or ''}".strip()
 
 
-def _agent(trace: Any, where: str) -> dict[str, Any]:
+def _agent(trace: Any, where: str) -> dict[str, object]:
     trace = obj(trace, where, "a trace", optional=False)
     agent = obj(trace.get("agent"), f"{where}.agent", "the trace's agent {name, trainable}", optional=False)
     if not isinstance(agent.get("name", "agent"), str):
@@ -169,6 +172,12 @@ def _agent(trace: Any, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}.agent.trainable: expected true or false, got {agent.get('trainable')!r}")
     array(trace.get("nodes"), f"{where}.nodes", "the trace's message nodes")
     return trace
+
+
+def _agent_of(trace: Mapping[str, object]) -> Mapping[str, object]:
+    """The ``agent`` object of a trace :func:`_agent` checked."""
+    agent = trace.get("agent")
+    return agent if isinstance(agent, dict) else {}
 
 
 def read_verifiers_traces(path: str | Path) -> Any:
@@ -206,7 +215,7 @@ def read_verifiers_traces(path: str | Path) -> Any:
     return run_
 
 
-def _episode(rec: dict[str, Any], i: int, where: str) -> list[Any]:
+def _episode(rec: dict[str, object], i: int, where: str) -> list[Any]:
     """The conversations of one episode (line ``i``): the simulated user's, with one; else each trainable
     agent's (every agent's when none is trainable); one with no messages when it has no traces."""
     from collapse_probe.integrations.interop._published import PublishedConversation
@@ -217,14 +226,15 @@ def _episode(rec: dict[str, Any], i: int, where: str) -> list[Any]:
     if task is None and traces:
         task = traces[0].get("task")
     task_id, content = _task(obj(task, f"{where}: task", "the episode's task"), where, i, rec.get("group"))
-    run: dict[str, Any] = rec["run"] if isinstance(rec.get("run"), dict) else {}
+    given_run = rec.get("run")
+    run: dict[str, object] = given_run if isinstance(given_run, dict) else {}
     work = run.get("work")
     step = work.get("step") if isinstance(work, dict) and run.get("type") == "train" else None
     group = (f"step={step}",) if isinstance(step, int) and not isinstance(step, bool) else ()
     episode = ident(rec.get("id"), f"{where}: id") or f"line-{i}"
     infra = _infra(rec, where)
-    frozen = [t for t in traces if t["agent"].get("trainable", True) is False]
-    users = [t for t in frozen if t["agent"].get("name", "agent") == USER_AGENT]
+    frozen = [t for t in traces if _agent_of(t).get("trainable", True) is False]
+    users = [t for t in frozen if _agent_of(t).get("name", "agent") == USER_AGENT]
     if len(users) > 1:
         raise ConfigError(f"{where}: traces: {len(users)} untrainable agents named {USER_AGENT!r}; expected "
                           "one simulated user per episode")  # fmt: skip
@@ -234,7 +244,7 @@ def _episode(rec: dict[str, Any], i: int, where: str) -> list[Any]:
     if users:
         return [_user_conversation(traces, users[0], where, episode, task_id, infra, group, content)]
     # without a user, an untrainable judge or fixed participant is no rollout of the agent: left out
-    read = [(k, t) for k, t in enumerate(traces) if t["agent"].get("trainable", True)] or list(enumerate(traces))
+    read = [(k, t) for k, t in enumerate(traces) if _agent_of(t).get("trainable", True)] or list(enumerate(traces))
     return _agent_conversations(read, where, episode, task_id, infra, group, content)
 
 
@@ -246,8 +256,8 @@ def _user_conversation(
     agent is the trainable one named ``assistant`` (else the first trainable one), its reward the reward."""
     from collapse_probe.integrations.interop._published import PublishedConversation, PublishedMessage
 
-    agents = [t for t in traces if t is not user and t["agent"].get("trainable", True)]
-    agent = next((t for t in agents if t["agent"].get("name") == "assistant"), agents[0] if agents else None)
+    agents = [t for t in traces if t is not user and _agent_of(t).get("trainable", True)]
+    agent = next((t for t in agents if _agent_of(t).get("name") == "assistant"), agents[0] if agents else None)
     k = traces.index(user)
     messages = []
     for j, (m, sampled) in enumerate(_branch(user.get("nodes") or [], f"{where}: traces[{k}]")):
@@ -283,7 +293,7 @@ def _agent_conversations(
             meta = {"given": True} if side == "simulator" and not drawn else {}
             messages.append(PublishedMessage(side, text, calls, meta))
         policy = _model(t)
-        name = t["agent"].get("name", "agent")
+        name = _agent_of(t).get("name", "agent")
         cid = episode if len(read) == 1 else f"{episode}:{name}:{k}"
         convs.append(PublishedConversation(
             cid, task_id, messages, reward=None if infra else _reward(t, f"{where}: traces[{k}]"),
@@ -292,7 +302,7 @@ def _agent_conversations(
     return convs
 
 
-def _metadata(p: Path) -> dict[str, Any]:
+def _metadata(p: Path) -> dict[str, object]:
     """The ``metadata.json`` a legacy run writes beside its ``results.jsonl`` (``{}`` when there is none)."""
     from collapse_probe.core._files import read_json_file
 
@@ -322,7 +332,8 @@ def read_verifiers_results(path: str | Path) -> Any:
     convs: list[PublishedConversation] = []
     records = json_records(p, RESULTS_EXPECTED)
     meta = _metadata(p)
-    policy = meta.get("model") if isinstance(meta.get("model"), str) and meta["model"] else None
+    model = meta.get("model")
+    policy = model if isinstance(model, str) and model else None
     for i, rec in records:
         where = f"{p}: line {i}"
         key = "example_id" if "example_id" in rec else "id"  # earlier verifiers wrote the example id as id
