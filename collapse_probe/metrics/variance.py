@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 from scipy.special import ndtr, ndtri, stdtrit
@@ -85,6 +85,22 @@ class ShareInterval(TypedDict):
     """The share, in [0, 1]."""
     ci95: list[float] | None
     """``[low, high]`` at the decomposition's level (``None``: too few resamples with variance)."""
+
+
+class ZeroStdCauses(TypedDict):
+    """:func:`zero_std_by_cause`: the groups with no reward variance, by cause."""
+
+    zero_std_share: float | None
+    """Zero-std groups over all groups with a scored reward (``None``: no such group)."""
+    all_success_share: float | None
+    """Zero-std groups that all succeeded, over all groups."""
+    all_fail_share: float | None
+    """Zero-std groups that all failed, over all groups."""
+    simulator_caused_share: float | None
+    """Over the zero-std groups whose replies were recorded: one class of reply at every shared turn."""
+    groups: int
+    zero_std_groups: int
+    zero_std_with_replies: int
 
 
 class VarianceBlock(TypedDict):
@@ -671,7 +687,7 @@ def zero_std_by_cause(
     success: float = 1.0,
     failure: float = 0.0,
     atol: float = 1e-12,
-) -> dict[str, Any]:
+) -> ZeroStdCauses:
     """Groups with no reward variance, by cause: all-success, all-fail, and simulator-caused.
 
     Args:

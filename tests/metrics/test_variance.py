@@ -222,6 +222,13 @@ def test_a_sides_lower_end_is_never_above_the_jackknife_t_lower_end():
     assert below >= 6  # the floor is a real constraint in these runs, not a lower end already at 0
 
 
+def test_zero_std_by_cause_is_written_as_its_type_declares():
+    from collapse_probe.metrics.variance import ZeroStdCauses
+
+    d = zero_std_by_cause([[1, 1], [0, 1]], [[["a"], ["a"]], None])
+    assert list(d) == list(ZeroStdCauses.__annotations__) and d["zero_std_groups"] == 1
+
+
 def test_the_variance_block_reads_the_same_from_the_decomposition_and_from_results_json():
     from collapse_probe.metrics.variance import VarianceBlock, variance_lines, variance_notes
     from collapse_probe.results._audit import VarianceDecomposition as VarianceModel
