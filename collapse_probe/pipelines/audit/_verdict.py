@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from collapse_probe.errors import ConfigError
@@ -22,6 +22,21 @@ from collapse_probe.metrics import MIN_CONFIDENT_SAMPLES
 from collapse_probe.metrics.partitioners import groups_by_meaning, meaning_partitions
 from collapse_probe.pipelines.audit._config import AuditConfig
 from collapse_probe.pipelines.audit._sequential import SCHEDULE
+from collapse_probe.pipelines.audit._types import (
+    AuditResultsDict,
+    AuditSummary,
+    CompareVSBlock,
+    FormatOutcome,
+    MeanDifference,
+    MeaningChecks,
+    RewardViewSummary,
+    SequentialFields,
+    SequentialViewRecord,
+    StateRecord,
+    VerdictParts,
+    Verdicts,
+    ViewVerdict,
+)
 
 COLLAPSED, NOT_COLLAPSED, INCONCLUSIVE, NOT_MEASURED = "COLLAPSED", "NOT COLLAPSED", "INCONCLUSIVE", "NOT MEASURED"
 NO_REWARD_SIGNAL = "NO REWARD SIGNAL"
@@ -48,33 +63,40 @@ FIRST_LOOK = SCHEDULE.first
 """Replies per state at the sequential audit's first look."""
 
 
-def view_label(estimate: float | None, ci95: Any, epsilon_star: float) -> str:
-    """COLLAPSED / NOT COLLAPSED / INCONCLUSIVE of an interval against ε* (NOT MEASURED without one)."""
+def view_label(estimate: float | None, ci95: Sequence[float | None] | None, epsilon_star: float) -> str:
+    """COLLAPSED / NOT COLLAPSED / INCONCLUSIVE of an interval against ε* (NOT MEASURED without one); an
+    end that is ``None`` (no bound on that side) places the interval on neither side of ε*."""
     if estimate is None or not ci95:
         return NOT_MEASURED
     lo, hi = ci95
-    if hi < epsilon_star:
+    if hi is not None and hi < epsilon_star:
         return COLLAPSED
-    if lo > epsilon_star:
+    if lo is not None and lo > epsilon_star:
         return NOT_COLLAPSED
     return INCONCLUSIVE
 
 
-def states_text(summary: dict[str, Any], on_policy: bool | None = None) -> str:
-    """The audited states in words, by source: ``"4 probe states"``, ``"4 probe states + 3 human-grounded states"``."""
-    by_source = summary.get("by_source") or {}
+def _count(value: object) -> int:
+    """A count read from a summary (``0`` where it is missing or not a number)."""
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def states_text(summary: Mapping[str, object], on_policy: bool | None = None) -> str:
+    """The audited states in words, by source: ``"4 probe states"``, ``"4 probe states + 3 human-grounded states"``
+    (of an :class:`~collapse_probe.pipelines.audit._types.AuditSummary` or its ``results.json`` object)."""
+    by_source = summary.get("by_source")
     counts: dict[str, int] = {}
-    for src, b in by_source.items():
+    for src, b in by_source.items() if isinstance(by_source, Mapping) else ():
         word = "probe state" if src not in _SOURCE_WORDS else _SOURCE_WORDS[src]
-        counts[word] = counts.get(word, 0) + int(b.get("n_states") or 0)
+        counts[word] = counts.get(word, 0) + (_count(b.get("n_states")) if isinstance(b, Mapping) else 0)
     if not counts:
-        n = int(summary.get("n_states") or 0)
+        n = _count(summary.get("n_states"))
         counts = {"on-policy simulator turn" if on_policy else "probe state": n}
     return " + ".join(f"{n} {w}{'s' if n != 1 else ''}" for w, n in counts.items())
 
 
-def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
-                   policy: bool | None = None) -> dict[str, dict[str, Any]]:  # fmt: skip
+def audit_verdicts(summary: AuditSummary, config: AuditConfig, partition: str | None = None,
+                   policy: bool | None = None) -> Verdicts:  # fmt: skip
     """``results.json`` ``verdicts``: ``{"meaning": view, "reward": view}``.
 
     Each view is ``{label, estimate, ci95, n_states}`` plus ``classes`` (what a class is), ``over`` (the
@@ -98,17 +120,19 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
     by_meaning = groups_by_meaning(partition)
     fallback = not by_meaning and config.partition != partition
     classes = f"{partition} (by meaning)" if by_meaning else f"{partition} (not by meaning)"
-    meaning: dict[str, Any] = {"label": view_label(ce["estimate"], ce["ci95"], star), "estimate": ce["estimate"],
-                               "ci95": ce["ci95"], "n_states": int(summary.get("n_states") or 0), "classes": classes,
-                               "over": states_text(summary, on_policy), "reason": None, "low_confidence": low}  # fmt: skip
+    meaning: ViewVerdict = {"label": view_label(ce["estimate"], ce["ci95"], star), "estimate": ce["estimate"],
+                            "ci95": ce["ci95"], "n_states": int(summary.get("n_states") or 0), "classes": classes,
+                            "over": states_text(summary, on_policy), "reason": None, "low_confidence": low}  # fmt: skip
     if ce["estimate"] is None:
         meaning["reason"] = "no state could be measured"
     elif fallback:  # the fallback's number is not a meaning: it would change with the extras installed
         meaning.update(
-            label=NOT_MEASURED,
-            estimate=None,
-            ci95=None,
-            reason=f"the classes fell back to {partition}, not meanings (no sentence encoder installed)",
+            {
+                "label": NOT_MEASURED,
+                "estimate": None,
+                "ci95": None,
+                "reason": f"the classes fell back to {partition}, not meanings (no sentence encoder installed)",
+            }
         )
     from collapse_probe.metrics.partitioners import partitioner_needs_model
 
@@ -116,38 +140,41 @@ def audit_verdicts(summary: dict[str, Any], config: AuditConfig, partition: str 
         judged = partitioner_needs_model(partition)
     except ConfigError:  # a plugin partition that cannot be loaded is not a judge
         judged = False
-    tests = (summary.get("sequential") or {}).get("views") or {}
+    sequential = summary.get("sequential")
+    tests = (sequential.get("views") if sequential else None) or {}
     if meaning["label"] != NOT_MEASURED and "meaning" in tests:
         meaning.update(sequential_fields(tests["meaning"]))
     if by_meaning and not fallback:
         meaning = checked_meaning_view(meaning, summary.get("meaning_checks"), judged)
-    rv = summary.get("reward_view") or {}
-    reward: dict[str, Any] = {"label": view_label(rv.get("estimate"), rv.get("ci95"), star), "estimate": rv.get("estimate"),
-                              "ci95": rv.get("ci95"), "n_states": int(rv.get("n_states") or 0),
-                              "classes": rv.get("classes"), "reason": rv.get("reason"),
-                              "over": rv.get("states") if rv.get("estimate") is not None else None,
-                              "low_confidence": low}  # fmt: skip
+    rv: RewardViewSummary | dict[str, None] = summary.get("reward_view") or {}
+    reward: ViewVerdict = {"label": view_label(rv.get("estimate"), rv.get("ci95"), star), "estimate": rv.get("estimate"),
+                           "ci95": rv.get("ci95"), "n_states": int(rv.get("n_states") or 0),
+                           "classes": rv.get("classes"), "reason": rv.get("reason"),
+                           "over": rv.get("states") if rv.get("estimate") is not None else None,
+                           "low_confidence": low}  # fmt: skip
     if reward["label"] == NOT_MEASURED and not reward["reason"]:
         reward["reason"] = "no reward view in this summary"
     if reward["label"] != NOT_MEASURED and "reward" in tests:
         reward.update(sequential_fields(tests["reward"]))
     if reward["label"] == COLLAPSED:
-        silent = format_outcome(rv, (summary.get("exact") or {}).get("closed_set_mass"))
+        exact = summary.get("exact")
+        silent = format_outcome(rv, exact.get("closed_set_mass") if exact else None)
         if silent is not None:
-            reward.update(label=NO_REWARD_SIGNAL, interval_label=COLLAPSED, **silent)
+            reward.update({"label": NO_REWARD_SIGNAL, "interval_label": COLLAPSED, **silent})
     return {"meaning": meaning, "reward": reward}
 
 
-def sequential_fields(test: dict[str, Any]) -> dict[str, Any]:
+def sequential_fields(test: SequentialViewRecord) -> SequentialFields:
     """A view's label and evidence from its sequential test (``summary.sequential.views``): the decision of
     the exact bounds, INCONCLUSIVE while undecided; ``exact_bounds`` are the last look's bounds on ε̄ and
     ``decided_at`` its replies per state (``None`` without a look)."""
-    bounds = [test["lower"], test["upper"]] if test.get("looks") else None
+    lower, upper = test["lower"], test["upper"]
+    bounds = [lower, upper] if test.get("looks") and lower is not None and upper is not None else None
     return {"label": test.get("decision") or INCONCLUSIVE, "exact_bounds": bounds,
             "decided_at": test.get("replies_per_state") or None, "stop_reason": test.get("stop_reason")}  # fmt: skip
 
 
-def format_outcome(reward_view: dict[str, Any], mass: float | None) -> dict[str, Any] | None:
+def format_outcome(reward_view: RewardViewSummary | Mapping[str, None], mass: float | None) -> FormatOutcome | None:
     """The fields of a NO REWARD SIGNAL reward view, or ``None`` where the reward does read answers.
 
     The share is of the sampled replies at the states the reward reads (``reward_view.closed_answers_given``
@@ -156,7 +183,7 @@ def format_outcome(reward_view: dict[str, Any], mass: float | None) -> dict[str,
     :data:`FORMAT_COMPLIANCE_LOW`: no signal. Where both exist, the sample decides (a reply may carry the
     answer inside a sentence, which the exact score of a bare answer does not count) and ``mass`` is shown."""
     given, read = reward_view.get("closed_answers_given"), reward_view.get("replies_read")
-    if read:
+    if read and given is not None:
         share = given / read
     elif mass is not None:
         share, given, read = mass, None, None
@@ -164,20 +191,27 @@ def format_outcome(reward_view: dict[str, Any], mass: float | None) -> dict[str,
         return None
     if share >= FORMAT_COMPLIANCE_LOW:
         return None
-    out = {"closed_answer_share": share, "closed_set_mass": mass, "closed_answers_given": given, "replies_read": read}
+    out: FormatOutcome = {
+        "closed_answer_share": share,
+        "closed_set_mass": mass,
+        "closed_answers_given": given,
+        "replies_read": read,
+    }
     out["reason"] = (f"the simulator gives one of the closed answers the reward reads in {given_text(out)} (below "
                      f"{percent(FORMAT_COMPLIANCE_LOW)}): the view measures format, not collapse")  # fmt: skip
     return out
 
 
-def given_text(view: dict[str, Any]) -> str:
+def given_text(view: Mapping[str, object]) -> str:
     """How often a NO REWARD SIGNAL view's simulator gives a closed answer, in words: ``0 of 40 sampled
-    replies, model probability 0.041 %``, or ``0.041 % of replies (model probability)``."""
-    mass, read = view.get("closed_set_mass"), view.get("replies_read")
+    replies, model probability 0.041 %``, or ``0.041 % of replies (model probability)`` (of a
+    :class:`~collapse_probe.pipelines.audit._types.ViewVerdict`, its ``results.json`` object or a
+    :class:`~collapse_probe.pipelines.audit._types.FormatOutcome`)."""
+    mass, read, share = view.get("closed_set_mass"), view.get("replies_read"), view.get("closed_answer_share")
     if read:
-        prob = f", model probability {percent(mass)}" if mass is not None else ""
+        prob = f", model probability {percent(mass)}" if isinstance(mass, int | float) else ""
         return f"{view.get('closed_answers_given')} of {read} sampled replies{prob}"
-    return f"{percent(view.get('closed_answer_share') or 0.0)} of replies (model probability)"
+    return f"{percent(share if isinstance(share, int | float) and share else 0.0)} of replies (model probability)"
 
 
 def percent(share: float) -> str:
@@ -218,8 +252,16 @@ def rerun_advice(config: AuditConfig, n_states: int | None = None) -> RerunAdvic
     return RerunAdvice(tasks * factor, samples)
 
 
-def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
-    lo, hi = v["ci95"]
+def _ends(ci95: Sequence[float | None] | None) -> tuple[float, float]:
+    """The ends of a measured view's interval (a collapse-error interval: both ends always finite)."""
+    assert ci95 is not None, "a measured view has an interval"
+    lo, hi = ci95
+    assert lo is not None and hi is not None, "collapse-error intervals are two-sided"
+    return lo, hi
+
+
+def _evidence(name: str, v: ViewVerdict, star: float, first: bool) -> str:
+    lo, hi = _ends(v["ci95"])
     where = {COLLAPSED: "below", NOT_COLLAPSED: "above", INCONCLUSIVE: "contains"}[v["label"]]
     rel = f"{where} ε* = {star:g}" if first else f"{where} ε*"
     if v["label"] == INCONCLUSIVE:
@@ -227,8 +269,9 @@ def _evidence(name: str, v: dict[str, Any], star: float, first: bool) -> str:
     extra = f", classes by {(v.get('classes') or '').split(' (')[0]}" if name == "meaning" and v.get("classes") else ""
     if v.get("stop_reason") is not None:  # decided by the sequential test's exact bounds, not by the interval
         rel = f"{where} ε* = {star:g}" if first else f"{where} ε*"
-        if v.get("exact_bounds"):
-            a, b = v["exact_bounds"]
+        bounds = v.get("exact_bounds")
+        if bounds:
+            a, b = bounds
             rel = rel.replace("contains", "contain")
             rel = f"exact bounds [{a:.3f}, {b:.3f}] at N = {v['decided_at']} {rel}"
         else:
@@ -263,7 +306,7 @@ def audit_command(config: AuditConfig, *flags: str, sim: str | None = None) -> s
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _benchmark_option_words(options: dict[str, Any]) -> list[str]:
+def _benchmark_option_words(options: Mapping[str, object]) -> list[str]:
     """The flags of the benchmark options the run was given (``--scenarios FILE``, ``--domain retail``), so a
     ``next:`` command audits the same states: without them it would fail or audit the benchmark's default."""
     import json
@@ -290,7 +333,7 @@ def _phrase(view: str, label: str) -> str:
     return _WHERE[view] if label == COLLAPSED else f"inconclusive {_WHERE[view]}"
 
 
-def _answer(measured: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]]) -> tuple[str, str, list[str]]:
+def _answer(measured: dict[str, ViewVerdict], views: dict[str, ViewVerdict]) -> tuple[str, str, list[str]]:
     """The answer line, the headline label and the views in the order the evidence is given."""
     labels = {k: v["label"] for k, v in measured.items()}
     head = next(lab for lab in (COLLAPSED, INCONCLUSIVE, NOT_COLLAPSED) if lab in labels.values())
@@ -315,15 +358,15 @@ def _answer(measured: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]
 
 
 def verdict_parts(
-    verdicts: dict[str, dict[str, Any]],
+    verdicts: Verdicts,
     config: AuditConfig,
     infra_failures: int = 0,
     first_error: str | None = None,
     *,
-    compare_vs: dict[str, Any] | None = None,
+    compare_vs: CompareVSBlock | None = None,
     published: bool = False,
     replies: str | None = None,
-) -> dict[str, str | None]:
+) -> VerdictParts:
     """The verdict as a person reads it: ``answer`` (one short line), ``why`` (the evidence of each
     view, any view's ``reason``, format compliance), ``next`` (what to do: fix the format, try Verbalized
     Sampling, rerun with more states or samples) and ``compare_vs`` (the ``--compare-vs`` result, when
@@ -338,7 +381,7 @@ def verdict_parts(
         published: the replies come from a published file (it cannot be sampled again).
         replies: the replies per state as measured (``"9 to 10 (median 10)"``; default ``config.samples``).
     """
-    views = {k: verdicts[k] for k in ("reward", "meaning")}
+    views = {"reward": verdicts["reward"], "meaning": verdicts["meaning"]}
     unmeasured = _unmeasured(views, config, infra_failures, first_error)
     if unmeasured is not None:
         return unmeasured
@@ -353,8 +396,8 @@ def verdict_parts(
 
 
 def _unmeasured(
-    views: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int, first_error: str | None
-) -> dict[str, str | None] | None:
+    views: dict[str, ViewVerdict], config: AuditConfig, infra_failures: int, first_error: str | None
+) -> VerdictParts | None:
     """The verdict when no view measured collapse: no state measured, only format compliance, or
     nothing at all; ``None`` when a view measured it."""
     if not views["meaning"].get("n_states"):
@@ -388,10 +431,10 @@ def _unmeasured(
 
 
 def _why(
-    views: dict[str, dict[str, Any]],
-    measured: dict[str, dict[str, Any]],
+    views: dict[str, ViewVerdict],
+    measured: dict[str, ViewVerdict],
     order: list[str],
-    silent: dict[str, Any] | None,
+    silent: ViewVerdict | None,
     config: AuditConfig,
     infra_failures: int,
     replies: str | None,
@@ -403,7 +446,7 @@ def _why(
     if labels.get("reward") == COLLAPSED and labels.get("meaning") == NOT_COLLAPSED:
         why += " — the variety reaches the policy as no reward signal (Lemma 3.3)"
     if silent is not None:
-        lo, hi = silent["ci95"]
+        lo, hi = _ends(silent["ci95"])
         why += (f"; reward view {NO_REWARD_SIGNAL} (ε̂ {silent['estimate']:.3f} [{lo:.3f}, {hi:.3f}] over {silent['over']}): "
                 f"one of the closed answers in {given_text(silent)}, below {percent(FORMAT_COMPLIANCE_LOW)}, so the "
                 "reward pays every reply as no answer and the view measures format compliance, not collapse; the "
@@ -423,13 +466,13 @@ def _why(
 
 
 def _next_steps(
-    measured: dict[str, dict[str, Any]],
+    measured: dict[str, ViewVerdict],
     head: str,
-    silent: dict[str, Any] | None,
+    silent: ViewVerdict | None,
     low: bool,
     config: AuditConfig,
     *,
-    compare_vs: dict[str, Any] | None,
+    compare_vs: CompareVSBlock | None,
     published: bool,
 ) -> list[str]:
     """What to do next: fix the answer format, sample more (or raise the cap of the sequential test),
@@ -493,8 +536,8 @@ def _format_steps(config: AuditConfig) -> list[str]:
             f"{audit_command(config, sim=FORMAT_MODEL)}"]  # fmt: skip
 
 
-def _difference_word(d: dict[str, Any] | None) -> str | None:
-    ci = (d or {}).get("ci95")
+def _difference_word(d: MeanDifference | None) -> str | None:
+    ci = d.get("ci95") if d else None
     if not d or d.get("estimate") is None or not ci or ci[0] is None or ci[1] is None:
         return None
     if ci[0] > 0:
@@ -504,9 +547,9 @@ def _difference_word(d: dict[str, Any] | None) -> str | None:
     return "no clear difference"
 
 
-def _vs_step(compare_vs: dict[str, Any]) -> str:
-    words = [_difference_word(compare_vs.get(k)) for k in ("reward_view_difference_vs_minus_direct",
-                                                           "difference_vs_minus_direct")]  # fmt: skip
+def _vs_step(compare_vs: CompareVSBlock) -> str:
+    words = [_difference_word(compare_vs.get("reward_view_difference_vs_minus_direct")),
+             _difference_word(compare_vs.get("difference_vs_minus_direct"))]  # fmt: skip
     if compare_vs.get("unreliable"):
         return "Verbalized Sampling replies could not be parsed: a larger model, or --vs-k smaller"
     if "less collapsed" in words:
@@ -514,16 +557,15 @@ def _vs_step(compare_vs: dict[str, Any]) -> str:
     return "Verbalized Sampling does not help here: train against several simulators (train --method ensemble)"
 
 
-def _vs_line(compare_vs: dict[str, Any]) -> str:
+def _vs_line(compare_vs: CompareVSBlock) -> str:
     """``--compare-vs``: VS − direct in each view, with its interval and what it says."""
     parts = []
-    for name, key in (
-        ("reward view", "reward_view_difference_vs_minus_direct"),
-        ("meaning", "difference_vs_minus_direct"),
+    for name, d in (
+        ("reward view", compare_vs.get("reward_view_difference_vs_minus_direct")),
+        ("meaning", compare_vs.get("difference_vs_minus_direct")),
     ):
-        d = compare_vs.get(key) or {}
         word = _difference_word(d)
-        if word is None:
+        if d is None or d["ci95"] is None or word is None:
             continue
         lo, hi = d["ci95"]
         parts.append(f"{name} VS − direct {d['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({word})")
@@ -533,14 +575,16 @@ def _vs_line(compare_vs: dict[str, Any]) -> str:
     return f"Verbalized Sampling (--compare-vs): {text}"
 
 
-def join_verdict(parts: dict[str, str | None]) -> str:
+def join_verdict(parts: VerdictParts) -> str:
     """``results.json`` ``verdict``: the lines of :func:`verdict_parts` joined by newlines, in the order
     the terminal prints them (answer, why, next, then the ``--compare-vs`` line when it was run)."""
-    return "\n".join(p for p in (parts.get(k) for k in ("answer", "why", "next", "compare_vs")) if p)
+    return "\n".join(
+        p for p in (parts.get("answer"), parts.get("why"), parts.get("next"), parts.get("compare_vs")) if p
+    )
 
 
 def verdict_line(
-    verdicts: dict[str, dict[str, Any]], config: AuditConfig, infra_failures: int = 0, first_error: str | None = None,
+    verdicts: Verdicts, config: AuditConfig, infra_failures: int = 0, first_error: str | None = None,
     **context: Any,
 ) -> str:  # fmt: skip
     """The verdict as the terminal prints it (:func:`verdict_parts` joined by :func:`join_verdict`).
@@ -553,30 +597,30 @@ def verdict_line(
     return join_verdict(verdict_parts(verdicts, config, infra_failures, first_error, **context))
 
 
-def replies_text(states: list[dict[str, Any]]) -> str | None:
+def replies_text(states: Sequence[Mapping[str, object]]) -> str | None:
     """Replies per measured state: ``"20"``, or ``"9 to 10 (median 10)"`` when the states differ (a
     published file's states hold as many replies as the trials that share the prefix)."""
     import statistics
 
-    ns = sorted(int(r.get("n") or 0) for r in states if r.get("status", "ok") == "ok")
+    ns = sorted(_count(r.get("n")) for r in states if r.get("status", "ok") == "ok")
     if not ns:
         return None
     return str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]} to {ns[-1]} (median {statistics.median(ns):g})"
 
 
-def render_verdict(results: dict[str, Any], config: AuditConfig, *, published: bool = False) -> dict[str, Any]:
+def render_verdict(results: AuditResultsDict, config: AuditConfig, *, published: bool = False) -> AuditResultsDict:
     """Set ``results.json``'s ``verdict_text`` (the lines of :func:`verdict_parts`) and ``verdict`` (them
     joined, as the terminal prints them) from its ``verdicts``, ``summary`` and ``compare_vs``."""
     summary = results["summary"]
     parts = verdict_parts(results["verdicts"], config, summary.get("infra_failures") or 0, first_infra_error(summary),
                           compare_vs=results.get("compare_vs"),
-                          published=published, replies=replies_text(results.get("states") or []))  # fmt: skip
+                          published=published, replies=replies_text(results.get("states") or ()))  # fmt: skip
     results["verdict_text"] = parts
     results["verdict"] = join_verdict(parts)
     return results
 
 
-def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None = None,
+def verdict(summary: AuditSummary, config: AuditConfig, partition: str | None = None,
             policy: bool | None = None) -> str:  # fmt: skip
     """The verdict a newcomer can act on: the answer in both views, the evidence and what to do next
     (when INCONCLUSIVE, the flags to rerun with) (:func:`audit_verdicts`, :func:`verdict_line`).
@@ -591,7 +635,7 @@ def verdict(summary: dict[str, Any], config: AuditConfig, partition: str | None 
     return verdict_line(verdicts, config, summary.get("infra_failures") or 0, first_infra_error(summary))
 
 
-def first_infra_error(summary: dict[str, Any]) -> str | None:
+def first_infra_error(summary: AuditSummary) -> str | None:
     """The first infrastructure failure's message of a ``summary`` block (``None`` without one)."""
     errors = summary.get("infra_errors") or []
     return str(errors[0]) if errors else None
@@ -622,7 +666,7 @@ MIN_IN_DOMAIN_SHARE = 0.5
 """The share of measured states whose replies must lie in the partition's validated domain."""
 
 
-def meaning_checks(records: Sequence[dict[str, Any]], partition: str, seed: int, star: float) -> dict[str, Any]:
+def meaning_checks(records: Sequence[StateRecord], partition: str, seed: int, star: float) -> MeaningChecks:
     """``summary.meaning_checks``: the partition's validated domain, the states in it, and the
     exact-text view of the same replies (estimate, interval, label against ``star``)."""
     from collapse_probe.metrics.estimators import mean_collapse_error_interval
@@ -630,9 +674,9 @@ def meaning_checks(records: Sequence[dict[str, Any]], partition: str, seed: int,
 
     ok = [r for r in records if r.get("status") == "ok" and r.get("responses")]
     cls = partitioner_class(partition)
-    out: dict[str, Any] = {"partition": partition, "validated_on": getattr(cls, "validated_on", None),
+    out: MeaningChecks = {"partition": partition, "validated_on": getattr(cls, "validated_on", None),
                            "states_in_domain": None, "states_checked": 0, "exact": None}  # fmt: skip
-    sims = [r["domain_similarity"] for r in ok if isinstance(r.get("domain_similarity"), int | float)]
+    sims = [s for r in ok if isinstance(s := r.get("domain_similarity"), int | float)]
     if sims and hasattr(cls, "domain_threshold"):
         out["states_checked"] = len(sims)
         out["states_in_domain"] = sum(1 for s in sims if s >= cls.domain_threshold())
@@ -640,9 +684,9 @@ def meaning_checks(records: Sequence[dict[str, Any]], partition: str, seed: int,
     if ok:
         exact = ExactPartitioner()
         counts = [class_counts(exact.partition(r["responses"])) for r in ok]
-        iv = mean_collapse_error_interval(counts, seed=seed).to_dict()
-        out["exact"] = {"estimate": iv.get("estimate"), "ci95": iv.get("ci95"),
-                        "label": view_label(iv.get("estimate"), iv.get("ci95"), star), "n_states": len(ok)}  # fmt: skip
+        iv = mean_collapse_error_interval(counts, seed=seed)
+        out["exact"] = {"estimate": iv.estimate, "ci95": list(iv.ci95),
+                        "label": view_label(iv.estimate, iv.ci95, star), "n_states": len(ok)}  # fmt: skip
     return out
 
 
@@ -653,11 +697,13 @@ def judge_advice(partition: str) -> str:
     )
 
 
-def checked_meaning_view(view: dict[str, Any], checks: dict[str, Any] | None, judged: bool) -> dict[str, Any]:
+def checked_meaning_view(view: ViewVerdict, checks: MeaningChecks | None, judged: bool) -> ViewVerdict:
     """The meaning view after the domain and flip checks (unchanged for a judge partition, which
     applies the definition itself, and for views that are not COLLAPSED / NOT COLLAPSED)."""
-    view = dict(view)
-    view["validated_on"] = (checks or {}).get("validated_on") if not judged else "the rubric's definition (judge)"
+    view = view.copy()
+    view["validated_on"] = (
+        (checks.get("validated_on") if checks else None) if not judged else "the rubric's definition (judge)"
+    )
     if not checks or judged or view.get("label") not in (COLLAPSED, NOT_COLLAPSED):
         return view
     reasons = []
@@ -665,14 +711,14 @@ def checked_meaning_view(view: dict[str, Any], checks: dict[str, Any] | None, ju
     if n and k is not None and k < MIN_IN_DOMAIN_SHARE * n:
         reasons.append(f"the replies of {n - k} of {n} states are outside the domain the {checks['partition']} "
                        f"partition is validated on ({checks.get('validated_on')})")  # fmt: skip
-    ex = checks.get("exact") or {}
+    ex = checks.get("exact")
     flips = {COLLAPSED: NOT_COLLAPSED, NOT_COLLAPSED: COLLAPSED}
-    if ex.get("label") == flips[view["label"]]:
-        lo, hi = ex["ci95"]
+    if ex and ex.get("label") == flips[view["label"]]:
+        lo, hi = _ends(ex["ci95"])
         reasons.append(f"exact text reads {ex['label']} (ε̂ {ex['estimate']:.3f} [{lo:.3f}, {hi:.3f}]) where the "
                        f"{checks['partition']} classes read {view['label']}: the verdict rests on which replies the "
                        "partition merges")  # fmt: skip
     if reasons:
-        view.update(partition_label=view["label"], label=INCONCLUSIVE,
-                    reason="; ".join(reasons) + f"; {judge_advice(checks['partition'])}")  # fmt: skip
+        view.update({"partition_label": view["label"], "label": INCONCLUSIVE,
+                     "reason": "; ".join(reasons) + f"; {judge_advice(checks['partition'])}"})  # fmt: skip
     return view
