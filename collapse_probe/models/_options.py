@@ -295,6 +295,13 @@ class Device(Constraint):
             raise ConfigError(f"{flag} must be auto, cpu, mps, cuda or cuda:N, got {value!r}")
 
 
+class LocalKeywords(TypedDict, total=False):
+    """The :class:`~collapse_probe.models.local.LocalModel` keywords among :class:`LocalOptions` (those set)."""
+
+    max_batch: int
+    tie_tolerance: float | None
+
+
 class LocalOptions(BackendOptions):
     """``local/NAME``: an embedded model (defaults per model, see
     :func:`~collapse_probe.models.local.make_local_model`)."""
@@ -311,6 +318,15 @@ class LocalOptions(BackendOptions):
     """The weights' dtype (default: the model's CPU dtype on the CPU, float32 on a GPU)."""
     tie_tolerance: Annotated[float | None, Number(ge=0, optional=True)] = None
     """Logit gap under which two tokens count as tied (default: from the dtype)."""
+
+    def model_keywords(self) -> LocalKeywords:
+        """The :class:`~collapse_probe.models.local.LocalModel` keywords the user set."""
+        out: LocalKeywords = {}
+        if "max_batch" in self.model_fields_set:
+            out["max_batch"] = self.max_batch
+        if "tie_tolerance" in self.model_fields_set:
+            out["tie_tolerance"] = self.tie_tolerance
+        return out
 
 
 class HFOptions(LocalOptions):

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, SupportsFloat, SupportsInt, TypedDict
 
 from collapse_probe.core._constraints import Integer, Number, check_field, check_value
 from collapse_probe.core._retry import RetryPolicy
@@ -50,7 +50,7 @@ from collapse_probe.models._options import HTTPOptions
 from collapse_probe.models._types import GenerationRequest, GenerationResult
 
 if TYPE_CHECKING:
-    from collapse_probe.models._usage import UsageRecord
+    from collapse_probe.models._usage import Usage, UsageRecord
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +86,23 @@ REPLICA_RETRY = RetryPolicy(max_retries=MAX_ATTEMPTS - 1, backoff_base=0.5, back
 # ---- the actor --------------------------------------------------------------------------------
 
 
+class ReplicaInfo(TypedDict, total=False):
+    """What a replica reports about its backend (:meth:`ReplicaServer.describe`)."""
+
+    error: Required[tuple[str, str] | None]
+    """``(exception class name, message)`` when the backend could not be built or started, else ``None``."""
+    pid: Required[int]
+    """The replica's process id."""
+    cache_namespace: str | None
+    fingerprint: str
+    """The backend's content fingerprint, computed where it runs."""
+    prompt_style: str | None
+    score_choices: bool
+    """Whether the backend scores closed answer sets."""
+    lora: bool
+    """Whether the backend serves LoRA views (vLLM with ``enable_lora``)."""
+
+
 class ReplicaServer:
     """What runs inside one replica actor: a backend built from ``(spec, options)``.
 
@@ -94,13 +111,19 @@ class ReplicaServer:
     """
 
     def __init__(
-        self, spec: str, options: dict[str, Any], cwd: str | None, env: dict[str, str], price_table: str | None = None
+        self,
+        spec: str,
+        options: Mapping[str, object],
+        cwd: str | None,
+        env: dict[str, str],
+        price_table: str | None = None,
     ) -> None:
         from collapse_probe.models._usage import LEDGER
 
         os.environ.update(env)
         LEDGER.price_table_path = price_table  # costs priced as the driver prices them
-        self._reported: dict[str, Any] = {}
+        self._reported: dict[str, Usage] = {}
+        """The ledger as last reported to the driver, per model spec."""
         if cwd and os.path.isdir(cwd):  # relative paths in specs (scripted:FILE.json) mean the driver's
             os.chdir(cwd)
         self.error: tuple[str, str] | None = None
@@ -112,7 +135,7 @@ class ReplicaServer:
         except Exception as exc:  # noqa: BLE001 - reported by describe()
             self.error = (type(exc).__name__, str(exc))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ReplicaInfo:
         """The backend's identity and capabilities, or the error that kept it from being built."""
         if self.error is not None:
             return {"error": self.error, "pid": os.getpid()}
@@ -200,8 +223,8 @@ def _prefix(spec: str) -> str:
 
 
 def replica_plan(
-    spec: str, options: Mapping[str, Any], replicas: int, cluster_gpus: float = 0.0
-) -> tuple[ReplicaResources, list[dict[str, Any]]]:
+    spec: str, options: Mapping[str, object], replicas: int, cluster_gpus: float = 0.0
+) -> tuple[ReplicaResources, list[dict[str, object]]]:
     """Resources of one replica and the backend options of each of ``replicas`` replicas.
 
     Local torch asks for one CPU (its torch threads) and, for ``device=cuda…`` -- or an ``hf/``
@@ -217,13 +240,18 @@ def replica_plan(
     for name, value in (("replica_cpus", cpus), ("replica_gpus", gpus)):
         check_value(value, f"{spec}: option {name}", [Number(ge=0, optional=True)])
 
-    def pick(value: Any, default: float) -> float:
-        return float(default if value is None else value)
+    def pick(value: object, default: float) -> float:
+        if value is None:
+            return float(default)
+        if isinstance(value, (str, SupportsFloat)):  # a number: check_value above refused anything else
+            return float(value)
+        raise ConfigError(f"{spec}: expected a number of CPUs or GPUs, got {value!r}")
 
     per_replica = [dict(opts) for _ in range(replicas)]
     if prefix in HTTP_PREFIXES:
-        budget = opts.get("concurrency", DEFAULT_HTTP_CONCURRENCY)
-        check_field(HTTPOptions, "concurrency", budget, f"{spec}: option concurrency")
+        raw = opts.get("concurrency", DEFAULT_HTTP_CONCURRENCY)
+        check_field(HTTPOptions, "concurrency", raw, f"{spec}: option concurrency")
+        budget = _int_option(spec, "concurrency", raw)
         if budget < replicas:
             raise ConfigError(
                 f"{spec}: {replicas} replicas cannot share a concurrency budget of {budget}; "
@@ -233,7 +261,7 @@ def replica_plan(
             o["concurrency"] = budget // replicas + (1 if i < budget % replicas else 0)
         return ReplicaResources(num_cpus=pick(cpus, 0), num_gpus=pick(gpus, 0)), per_replica
     if prefix == "vllm":
-        tp = int(opts.get("tensor_parallel_size", 1) or 1)
+        tp = _int_option(spec, "tensor_parallel_size", opts.get("tensor_parallel_size", 1) or 1)
         if tp > 1:
             for o in per_replica:
                 o.setdefault("distributed_executor_backend", "ray")
@@ -244,6 +272,13 @@ def replica_plan(
         default_gpus = 1.0 if on_gpu else 0.0
         return ReplicaResources(num_cpus=pick(cpus, 1), num_gpus=pick(gpus, default_gpus)), per_replica
     return ReplicaResources(num_cpus=pick(cpus, 0), num_gpus=pick(gpus, 0)), per_replica
+
+
+def _int_option(spec: str, name: str, value: object) -> int:
+    """An integer option given as a number or as text (``"4"``, as the backends read it)."""
+    if isinstance(value, (str, SupportsInt)):
+        return int(value)
+    raise ConfigError(f"{spec}: option {name} must be an integer, got {value!r}")
 
 
 def split_batch(requests: Sequence[GenerationRequest], parts: int) -> list[list[tuple[int, GenerationRequest]]]:
@@ -275,7 +310,8 @@ def split_batch(requests: Sequence[GenerationRequest], parts: int) -> list[list[
 @dataclass(eq=False)
 class _Replica:
     index: int
-    options: dict[str, Any]
+    options: dict[str, object]
+    """The backend options this replica builds its model with."""
     handle: Any = None
     placement_group: Any = None
     in_flight: int = 0
@@ -306,7 +342,7 @@ class RayReplicaModel:
     """
 
     def __init__(
-        self, spec: str, options: Mapping[str, Any], replicas: int, *, startup_timeout: float | None = None
+        self, spec: str, options: Mapping[str, object], replicas: int, *, startup_timeout: float | None = None
     ) -> None:
         check_value(replicas, f"{spec}: replicas", [Integer(1, most=MAX_REPLICAS)])
         self.spec = spec
@@ -390,7 +426,7 @@ class RayReplicaModel:
         res = self.resources
         threads = str(max(1, int(res.num_cpus))) if res.num_cpus >= 1 else "1"
         env = {"COLLAPSE_PROBE_TORCH_THREADS": os.environ.get("COLLAPSE_PROBE_TORCH_THREADS", threads)}
-        actor_opts: dict[str, Any] = {
+        actor_opts: dict[str, object] = {  # ray.remote(...).options keywords
             "num_cpus": res.num_cpus,
             "num_gpus": res.num_gpus,
             "max_restarts": ACTOR_MAX_RESTARTS,
@@ -418,7 +454,7 @@ class RayReplicaModel:
 
     def _describe_all(
         self, timeout: float | None, replicas: list[_Replica] | None = None, start_engines: bool = False
-    ) -> dict[str, Any]:
+    ) -> ReplicaInfo:
         ray = self._ray
         replicas = self._replicas if replicas is None else replicas
         try:
@@ -445,7 +481,8 @@ class RayReplicaModel:
                 if kind in ("ConfigError", "MissingDependencyError", "EngineStartError"):
                     raise ConfigError(msg)
                 raise InfraError(f"{self.spec}: a replica failed to build the backend: {kind}: {msg}")
-        return dict(infos[0])
+        first: ReplicaInfo = infos[0]  # every replica built the same backend
+        return first
 
     def close(self) -> None:
         """Kill the replica actors (the model cannot be used afterwards)."""
@@ -659,12 +696,12 @@ class RaySession:
     startup_timeout: float | None = None
     models: dict[str, RayReplicaModel] = field(default_factory=dict)
 
-    def replicas_for(self, spec: str, options: Mapping[str, Any]) -> int:
+    def replicas_for(self, spec: str, options: Mapping[str, object]) -> int:
         if options.get("replicas") is not None:
-            return int(options["replicas"])
+            return _int_option(spec, "replicas", options["replicas"])
         return self.per_model.get(spec, self.replicas)
 
-    def model(self, spec: str, options: Mapping[str, Any]) -> RayReplicaModel:
+    def model(self, spec: str, options: Mapping[str, object]) -> RayReplicaModel:
         """The replicated model for ``spec`` (built once per session, like :func:`get_model`)."""
         if spec not in self.models:
             n = self.replicas_for(spec, options)
@@ -675,7 +712,9 @@ class RaySession:
             self.models[spec] = RayReplicaModel(spec, options, n, startup_timeout=self.startup_timeout)
         return self.models[spec]
 
-    def _fit_local(self, spec: str, options: Mapping[str, Any], res: ReplicaResources, n: int) -> Mapping[str, Any]:
+    def _fit_local(
+        self, spec: str, options: Mapping[str, object], res: ReplicaResources, n: int
+    ) -> Mapping[str, object]:
         """On a ``local`` cluster (which cannot grow) make sure the replicas can be placed.
 
         CPU replicas that do not fit the CPUs left share the machine's cores without a reservation
@@ -757,7 +796,7 @@ under heavy load can miss; the next try usually makes it."""
 
 def start_ray(ray: Any, address: str, num_cpus: int | None = None) -> None:
     """``ray.init`` for ``address`` with quiet settings; failures become one-line errors."""
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    kwargs: dict[str, object] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address == "local":
         kwargs.update(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=100 * 1024**2)
 

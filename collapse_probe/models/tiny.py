@@ -19,11 +19,23 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from collapse_probe.errors import ConfigError, require
 
-SHAPES: dict[str, dict[str, Any]] = {
+
+class LlamaShape(TypedDict, total=False):
+    """``LlamaConfig`` fields of a shape."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    rope_theta: float
+
+
+SHAPES: dict[str, LlamaShape] = {
     "tiny": {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2},
     "smollm2-135m": {
         "hidden_size": 576,
@@ -140,7 +152,7 @@ def build_tiny_llama(
     if (out / "config.json").is_file() and any(out.glob("*.safetensors")):
         return out
     tok = _tokenizer(tokenizer)
-    dims: dict[str, Any] = {"hidden_size": hidden_size, "intermediate_size": 2 * hidden_size, **SHAPES[shape]}
+    dims: LlamaShape = {"hidden_size": hidden_size, "intermediate_size": 2 * hidden_size, **SHAPES[shape]}
     if layers is not None:
         dims["num_hidden_layers"] = layers
     rope_theta = dims.pop("rope_theta", 10000.0)

@@ -69,6 +69,18 @@ def test_http_replicas_share_one_concurrency_budget():
     assert (res.num_cpus, res.num_gpus) == (1, 0)
 
 
+def test_integer_replica_options_are_read_from_text_and_refused_in_one_line_otherwise():
+    from collapse_probe.models.ray_replicas import RaySession
+
+    assert replica_plan("vllm/Qwen/Qwen3-8B", {"tensor_parallel_size": "2"}, 1)[0].tensor_parallel == 2
+    with pytest.raises(ConfigError, match=r"^vllm/m: option tensor_parallel_size must be an integer, got \[4\]$"):
+        replica_plan("vllm/m", {"tensor_parallel_size": [4]}, 2)
+    session = RaySession("local")
+    assert session.replicas_for("openai/m", {"replicas": "3"}) == 3
+    with pytest.raises(ConfigError, match=r"option replicas must be an integer, got \{'n': 3\}"):
+        session.replicas_for("openai/m", {"replicas": {"n": 3}})
+
+
 def test_hf_replicas_ask_for_gpus_when_the_cluster_has_them():
     from collapse_probe.models.ray_replicas import replica_plan
 

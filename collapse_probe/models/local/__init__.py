@@ -40,7 +40,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from collapse_probe.core._proc import pid_alive
 from collapse_probe.core._state import process_cache
 from collapse_probe.core.limits import MAX_RAY_CPUS
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.models._options import PROMPT_STYLES, HFOptions, LocalOptions
+from collapse_probe.models._options import PROMPT_STYLES, HFOptions, LocalKeywords, LocalOptions
 from collapse_probe.models._types import Completion, GenerationRequest, GenerationResult, Message, find_stop
 
 logger = logging.getLogger(__name__)
@@ -632,7 +632,7 @@ class LocalModel:
             return list(self.tokenizer(text)["input_ids"])
         if not request.messages:
             raise ConfigError("prompt_style='chat' needs request.messages; this request only has a prompt")
-        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+        kwargs: dict[str, object] = {"add_generation_prompt": True, "tokenize": False}  # apply_chat_template's
         if request.tools:
             kwargs["tools"] = list(request.tools)
         try:
@@ -1144,11 +1144,11 @@ def _top2_gap(x: Any) -> Any:
 
 
 def _parse_options(
-    spec: str, options: dict[str, Any], backend: type[LocalOptions]
-) -> tuple[LocalOptions, dict[str, Any]]:
+    spec: str, options: Mapping[str, object], backend: type[LocalOptions]
+) -> tuple[LocalOptions, LocalKeywords]:
     """The backend's options checked before any model is loaded, and the :class:`LocalModel` keywords given."""
     opts = backend.parse(options, spec)
-    return opts, opts.given("max_batch", "tie_tolerance")
+    return opts, opts.model_keywords()
 
 
 def make_local_model(spec: str, name: str, **options: Any) -> LocalModel:
