@@ -506,7 +506,7 @@ def view_crossplay(runs: list[rd.RunInfo]) -> None:
             "hover a cell for its 95% CI, n and infrastructure failures (excluded from every mean)"
         )
         figure_or_note(cp.reward_heatmap, res)
-        labels = cp.labels_table(res)
+        labels = cp.labels_table(typed)
         if labels:
             show_table(labels, expander="the full spec behind each label")
         if typed.train_simulator:
@@ -515,7 +515,7 @@ def view_crossplay(runs: list[rd.RunInfo]) -> None:
             figure_or_note(cp.transfer_bars, res)
         if typed.policy_diversity:
             figure_or_note(cp.strategy_entropy_bars, res)
-        table = cp.crossplay_table(res)
+        table = cp.crossplay_table(typed)
         st.dataframe(pd.DataFrame(table["rows"], columns=table["columns"]), width="stretch", hide_index=True)
     verdicts_section(runs, run)
 
@@ -658,7 +658,7 @@ def view_monitor(runs: list[rd.RunInfo]) -> None:
     eps_star = monitor.get("epsilon_star") if isinstance(monitor, dict) else None
     for _, fig in monitor_figures(rows, eps_star if isinstance(eps_star, int | float) else None):
         show_figure(fig)
-    alarms = [a for r in rows for a in r.get("alarms", []) if isinstance(a, dict)]
+    alarms = [a for r in rows if isinstance(found := r.get("alarms"), list) for a in found if isinstance(a, dict)]
     if alarms:
         import pandas as pd
 

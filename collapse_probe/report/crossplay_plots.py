@@ -55,9 +55,15 @@ def transfer_table(results: CrossplayJSON) -> Table | None:
     return {"columns": ["policy", "transfer ratio (95% CI)", "held-out reward", "training reward"], "rows": rows}
 
 
-def matrix_labels(results: CrossplayJSON) -> tuple[list[str], list[str]]:
+def as_json(results: CrossplayResults | CrossplayJSON) -> CrossplayJSON:
+    """The ``results.json`` object of a cross-play's typed results (a JSON object is returned as it is)."""
+    return results if isinstance(results, dict) else cast("CrossplayJSON", results.to_json())
+
+
+def matrix_labels(results: CrossplayResults | CrossplayJSON) -> tuple[list[str], list[str]]:
     """Short unique axis labels of the policies and simulators (full specs in the hover and in
     :func:`labels_table`); the training simulator's label ends with ``(train)``."""
+    results = as_json(results)
     train = results.get("train_simulator")
     policies = short_labels(results.get("policies") or [])
     names = results.get("simulators") or []
@@ -66,8 +72,9 @@ def matrix_labels(results: CrossplayJSON) -> tuple[list[str], list[str]]:
     return policies, sims
 
 
-def labels_table(results: CrossplayJSON) -> Table | None:
+def labels_table(results: CrossplayResults | CrossplayJSON) -> Table | None:
     """The full spec behind each shortened label of the matrix figures (``None``: no label was shortened)."""
+    results = as_json(results)
     policies, sims = matrix_labels(results)
     rows = []
     for what, labels, names in (("policy", policies, results["policies"]), ("simulator", sims, results["simulators"])):
@@ -314,7 +321,7 @@ def write_crossplay_report(results: CrossplayResults | CrossplayJSON, path: str 
     from collapse_probe.results import CrossplayResults
 
     r = report_results(CrossplayResults, results, path)
-    data = cast("CrossplayJSON", r.to_json())
+    data = as_json(r)
     sections: list[tuple[str, Any]] = [("Reward matrix", reward_heatmap(data))]
     labels = labels_table(data)
     if labels:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.errors import ConfigError
 
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
         PlayResults,
         TrainResults,
     )
-    from collapse_probe.results._crossplay import CrossplayJSON
     from collapse_probe.results._lab import Stat
 
 
@@ -61,7 +60,7 @@ def crossplay_text(results: CrossplayResults | Mapping[str, Any]) -> str:
     r = CrossplayResults.typed(results)
     sims = r.simulators
     cells = {(c.policy, c.simulator): c for c in r.cells}
-    plabels, slabels = matrix_labels(cast("CrossplayJSON", r.to_json()))
+    plabels, slabels = matrix_labels(r)
     slabels = [lab.replace(" (train)", "*") for lab in slabels]
     rr = r.reward_range
     inside = f", inside [{rr[0]:g}, {rr[1]:g}]" if rr else ""
