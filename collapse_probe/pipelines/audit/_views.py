@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from collapse_probe.benchmarks._base import audit_hook
+from collapse_probe.benchmarks._base import Arena, audit_hook
 from collapse_probe.pipelines.audit._config import AuditConfig, ProbeState
 from collapse_probe.pipelines.audit._summary import exact_scored, mean_collapse_error
 from collapse_probe.pipelines.audit._types import (
@@ -47,7 +47,7 @@ def _kind_order(kind: str) -> tuple[int, int, str]:
 # ----------------------------------------------------------------------------------------------- reward view
 
 
-def reward_reader(arena: Any) -> tuple[Callable[[ProbeState, str], Hashable | None] | None, str | None]:
+def reward_reader(arena: Arena) -> tuple[Callable[[ProbeState, str], Hashable | None] | None, str | None]:
     """How the benchmark's reward classes a reply at a state, and the one-line note saying so.
 
     The arena's ``reward_class(episode, text)`` hook; without it, its ``decision_label`` at the states
@@ -110,7 +110,7 @@ def reward_view_summary(records: Sequence[StateRecord], config: AuditConfig, not
             "reason": None}  # fmt: skip
 
 
-def closed_answers_given(records: Sequence[StateRecord], arena: Any) -> tuple[int, int] | None:
+def closed_answers_given(records: Sequence[StateRecord], arena: Arena | None) -> tuple[int, int] | None:
     """``(replies that give one of the closed answers, replies)`` at the states where the reward reads the
     reply and the benchmark labels the decision: how often the simulator answers in the form the reward
     reads (P4G: a ``[DONATE $N]`` tag anywhere in the reply). ``None`` without the benchmark's
@@ -160,7 +160,7 @@ def exact_summary(records: Sequence[StateRecord]) -> ExactSummary | None:
 # ----------------------------------------------------------------------------------------------- all views
 
 
-def kind_views(records: Sequence[StateRecord], config: AuditConfig, arena: Any = None) -> KindViews:
+def kind_views(records: Sequence[StateRecord], config: AuditConfig, arena: Arena | None = None) -> KindViews:
     """The views of the ``summary`` block beside the headline.
 
     - ``by_kind``: mean ε̂ with its CI per kind of state (opening, turn k, elicitation);
