@@ -1,16 +1,36 @@
-"""Figures and the ``report.html`` of a monitor run directory (shared with the dashboard's monitor view)."""
+"""Figures and the ``report.html`` of a monitor run directory (shared with the dashboard's monitor view).
+
+The rows are the monitor's :class:`~collapse_probe.integrations.monitor._core.MonitorRow` as written to
+``monitor.jsonl``, possibly read back by the dashboard from a file still being written: each figure
+reads what it finds and leaves out what is missing or not a number.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from collapse_probe.integrations.monitor._config import MonitorConfig
 from collapse_probe.report._layout import Table
 
+Row = Mapping[str, object]
+"""One monitor row (``MonitorRow``, or a ``monitor.jsonl`` line read back)."""
 
-def _xy(rows: Sequence[dict[str, Any]], get: Any) -> tuple[list[int], list[float]]:
+
+def _alarms(row: Row) -> list[Mapping[str, object]]:
+    """The row's alarms (``[]`` when it has none, or when ``alarms`` is not a list of objects)."""
+    alarms = row.get("alarms")
+    return [a for a in alarms if isinstance(a, Mapping)] if isinstance(alarms, list) else []
+
+
+def _step(row: Row) -> int | None:
+    """The row's training step (``None``: the row has none)."""
+    step = row.get("step")
+    return int(step) if isinstance(step, int | float) and not isinstance(step, bool) else None
+
+
+def _xy(rows: Sequence[Row], get: Any) -> tuple[list[int], list[float]]:
     xs, ys = [], []
     for r in rows:
         try:
@@ -18,12 +38,14 @@ def _xy(rows: Sequence[dict[str, Any]], get: Any) -> tuple[list[int], list[float
         except (KeyError, TypeError, IndexError):
             v = None
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
-            xs.append(int(r["step"]))
-            ys.append(float(v))
+            step = _step(r)
+            if step is not None:
+                xs.append(step)
+                ys.append(float(v))
     return xs, ys
 
 
-def collapse_error_figure(rows: Sequence[dict[str, Any]], epsilon_star: float | None = None) -> Any:
+def collapse_error_figure(rows: Sequence[Row], epsilon_star: float | None = None) -> Any:
     """ε̂ per step in the meaning and reward views with their intervals, ε*, and the collapse alarms."""
     import plotly.graph_objects as go
 
@@ -45,7 +67,9 @@ def collapse_error_figure(rows: Sequence[dict[str, Any]], epsilon_star: float | 
             fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], fill="toself", line={"width": 0},
                                      fillcolor=colour, opacity=0.15, name=f"{name} 95% CI", hoverinfo="skip"))  # fmt: skip
         fig.add_trace(go.Scatter(x=xs, y=ys, name=f"ε̂ ({name})", mode="lines+markers", line={"color": colour}))
-    alarm_steps = [int(r["step"]) for r in rows if any(a.get("kind") == "collapse" for a in r.get("alarms", []))]
+    alarm_steps = [
+        s for r in rows if any(a.get("kind") == "collapse" for a in _alarms(r)) and (s := _step(r)) is not None
+    ]
     if alarm_steps:
         fig.add_trace(go.Scatter(x=alarm_steps, y=[0.0] * len(alarm_steps), mode="markers", name="collapse alarm",
                                  marker={"symbol": "x", "size": 12, "color": "black"}))  # fmt: skip
@@ -61,7 +85,7 @@ def collapse_error_figure(rows: Sequence[dict[str, Any]], epsilon_star: float | 
     return fig
 
 
-def _lines_figure(rows: Sequence[dict[str, Any]], series: Sequence[tuple[str, Any]], title: str, ytitle: str) -> Any:
+def _lines_figure(rows: Sequence[Row], series: Sequence[tuple[str, Any]], title: str, ytitle: str) -> Any:
     import plotly.graph_objects as go
 
     from collapse_probe.report._html import TICK_FORMAT, note_figure, step_axis
@@ -82,7 +106,7 @@ def _lines_figure(rows: Sequence[dict[str, Any]], series: Sequence[tuple[str, An
     return fig
 
 
-def monitor_figures(rows: Sequence[dict[str, Any]], epsilon_star: float | None = None) -> list[tuple[str, Any]]:
+def monitor_figures(rows: Sequence[Row], epsilon_star: float | None = None) -> list[tuple[str, Any]]:
     """The monitor's figures over steps, as ``(heading, figure)`` sections."""
     return [
         ("Collapse error", collapse_error_figure(rows, epsilon_star)),
@@ -125,15 +149,15 @@ def monitor_figures(rows: Sequence[dict[str, Any]], epsilon_star: float | None =
     ]
 
 
-def alarm_table(rows: Sequence[dict[str, Any]]) -> Table:
-    alarms = [a for r in rows for a in r.get("alarms", [])]
+def alarm_table(rows: Sequence[Row]) -> Table:
+    alarms = [a for r in rows for a in _alarms(r)]
     return {
         "columns": ["step", "kind", "message"],
         "rows": [[a.get("step"), a.get("kind"), a.get("message")] for a in alarms],
     }
 
 
-def write_monitor_report(rows: Sequence[dict[str, Any]], path: str | Path, *, config: MonitorConfig) -> Path:
+def write_monitor_report(rows: Sequence[Row], path: str | Path, *, config: MonitorConfig) -> Path:
     """``report.html``: the figures, the alarms and the last step's numbers."""
     from collapse_probe.report._html import write_html_report
 
@@ -141,7 +165,7 @@ def write_monitor_report(rows: Sequence[dict[str, Any]], path: str | Path, *, co
     sections.append(
         ("Alarms", alarm_table(rows) if any(r.get("alarms") for r in rows) else "<p>No alarm was raised.</p>")
     )
-    last = rows[-1] if rows else {}
+    last: Row = rows[-1] if rows else {}
     table = [[k, _brief(last.get(k))] for k in ("step", "collapse_error", "reward_collapse_error", "response_entropy",
                                                 "strategy_entropy", "accumulated_collapse_error", "sim_variance_share",
                                                 "zero_std_share", "train_reward", "shadow_states", "simulator_turns")]  # fmt: skip
@@ -151,7 +175,7 @@ def write_monitor_report(rows: Sequence[dict[str, Any]], path: str | Path, *, co
     return write_html_report(path, "collapse-probe monitor", sections, subtitle=subtitle)
 
 
-def _brief(v: Any) -> Any:
+def _brief(v: object) -> object:
     if isinstance(v, dict):
         est = v.get("estimate", v.get("share"))
         ci = v.get("ci95", v.get("ci"))
