@@ -422,6 +422,6 @@ class Config(BaseModel):
         """A checked copy with ``changes`` (field name -> value) put in."""
         return type(self)(**{**dict(self), **changes})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Mapping[str, object]:
         """JSON-ready copy (what ``config.json`` and ``results.json`` record)."""
         return self.model_dump(mode="json")

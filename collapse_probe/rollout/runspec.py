@@ -38,7 +38,7 @@ __all__ = [
 _SPEC_ATTR = "_collapse_probe_arena_spec"
 
 
-def arena_record(arena: Arena) -> dict[str, Any]:
+def arena_record(arena: Arena) -> dict[str, object]:
     """What ``config.json`` records under ``"arena"``: the resolved :class:`ArenaSpec` the arena was built
     from, or, for an arena built by other means, its benchmark name and ``"custom": true``."""
     spec = getattr(arena, _SPEC_ATTR, None)
@@ -118,29 +118,30 @@ class ArenaSpec:
 
         return {k: file_fingerprint(v) for k in self.data_files if (v := self.options.get(k))}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready copy (what ``config.json`` records under ``"arena"``): the benchmark, its options
         beside it, and the content fingerprints of the data files it names (``data_fingerprints``)."""
-        d: dict[str, Any] = {"benchmark": self.benchmark, **self.options}
+        d: dict[str, object] = {"benchmark": self.benchmark, **self.options}
         fps = self.data_fingerprints()
         if fps:
             d["data_fingerprints"] = fps
         return d
 
     @classmethod
-    def from_dict(cls, record: Mapping[str, Any]) -> ArenaSpec:
+    def from_dict(cls, record: Mapping[str, object]) -> ArenaSpec:
         """The spec a ``config.json`` ``"arena"`` record describes: the benchmark and its options beside it
         (an ``"options"`` mapping is also read). An option the benchmark does not take is kept, and
         refused by :meth:`resolve` naming the flag."""
         from collapse_probe.benchmarks._plugin import RESERVED
 
         benchmark = str(record.get("benchmark") or DEFAULT_BENCHMARK)
-        values = dict(record.get("options") or {}) if isinstance(record.get("options"), Mapping) else {}
+        options = record.get("options")
+        values: dict[str, object] = dict(options) if isinstance(options, Mapping) else {}
         values.update({k: v for k, v in record.items() if k not in RESERVED})
         return cls(benchmark, values)
 
 
-def options_taken(benchmark: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def options_taken(benchmark: str, values: Mapping[str, object]) -> dict[str, object]:
     """The ``values`` that benchmark ``benchmark`` declares as options: how a pipeline hands the arena a
     run-wide setting where the benchmark takes it (the audit's ``judge``, a trainer's token budget);
     everything, for an unknown benchmark (:meth:`ArenaSpec.resolve` names it)."""
@@ -199,7 +200,7 @@ class RunConfig(RolloutConfig):
 
     benchmark: str = DEFAULT_BENCHMARK
     """Benchmark name (a registered one, see :func:`~collapse_probe.benchmarks.benchmark_names`)."""
-    extra: Annotated[dict[str, Any], BenchmarkOptions()] = {}
+    extra: Annotated[dict[str, object], BenchmarkOptions()] = {}
     """The benchmark's options, as given (the fields of its ``Options`` model, e.g. a persona file or a
     data directory)."""
 
