@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from collapse_probe.errors import ConfigError, require
 
 FORMATS = ("inspect", "parquet", "hf")
 SCHEMA_FILE = "schema.json"
 """Written beside the parquet tables: each table's columns, their Arrow types and the JSON columns."""
+
+
+class TableSchema(TypedDict):
+    """One table's entry in ``schema.json``."""
+
+    rows: int
+    columns: dict[str, str]
+    """Column -> its Arrow type."""
+    json_columns: list[str]
+    """The columns that hold JSON text (nested values)."""
 
 
 def export_parquet(run: Any, out: str | Path) -> list[Path]:
@@ -28,7 +38,7 @@ def export_parquet(run: Any, out: str | Path) -> list[Path]:
     names: list[str] = []
 
     def fill(d: Path) -> None:
-        schema: dict[str, Any] = {}
+        schema: dict[str, TableSchema] = {}
         for name, table in tables.items():
             pq.write_table(table, str(d / f"{name}.parquet"))
             names.append(f"{name}.parquet")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from collapse_probe.errors import ConfigError
 
@@ -36,7 +36,7 @@ class PublishedMessage:
     content: str
     tool_calls: tuple[tuple[str, str], ...] = ()
     """``(tool name, canonical JSON of the arguments)`` per tool call the message makes."""
-    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    meta: Mapping[str, object] = field(default_factory=dict, compare=False, hash=False)
     """What the source recorded beside the text (e.g. ``elicitation``), kept for the context."""
 
     @property
@@ -62,7 +62,7 @@ class PublishedConversation:
     """The trajectory reward; ``None`` when the record has none (not scored)."""
     infra_error: str | None = None
     """Why the record is an infrastructure failure (excluded from every estimate, counted), or ``None``."""
-    simulator_errors: list[dict[str, Any]] = field(default_factory=list)
+    simulator_errors: list[dict[str, object]] = field(default_factory=list)
     """Errors of the user simulator that the record flags (a review, a hallucination check, a
     termination by a user-simulator error), each ``{"flag", "critical", ...}``."""
     policy: str | None = None
@@ -197,7 +197,25 @@ def shared_prefix_states(conversations: Sequence[PublishedConversation]) -> tupl
     return states, singletons
 
 
-def simulator_error_summary(conversations: Sequence[PublishedConversation]) -> dict[str, Any]:
+class SimulatorErrorSummary(TypedDict):
+    """What a published run's records flag about the simulator (``results.json`` ``simulator_errors``)."""
+
+    conversations: int
+    """Scored conversations."""
+    flagged: int
+    """Scored conversations with at least one flag."""
+    flagged_critical: int
+    flags: dict[str, int]
+    """Flag -> how often the records carry it."""
+    failed: int
+    """Scored conversations with a reward below 1."""
+    failed_flagged: int
+    failed_flagged_share: float | None
+    """``failed_flagged / failed`` (``None``: no failures)."""
+    note: str
+
+
+def simulator_error_summary(conversations: Sequence[PublishedConversation]) -> SimulatorErrorSummary:
     """What the records flag about the simulator: conversations with a user-simulator error, critical
     ones, and the share of failed conversations (reward below 1) that carry a flag (how many failures
     a reviewer attributed to the simulator)."""

@@ -320,10 +320,10 @@ def _messages(sim: Any, run: Any) -> list[Any] | None:
     return messages
 
 
-def _simulator_errors(sim: Any) -> list[dict[str, Any]]:
+def _simulator_errors(sim: Any) -> list[dict[str, object]]:
     """The user simulator's errors that τ2-bench recorded for a simulation: a user-error termination,
     the reviews' user errors, a hallucination found."""
-    errors: list[dict[str, Any]] = []
+    errors: list[dict[str, object]] = []
     if sim.termination_reason == USER_ERROR_TERMINATION:
         errors.append({"flag": "termination:user_error", "critical": True})
     if sim.review is not None:

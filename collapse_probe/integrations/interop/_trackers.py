@@ -27,7 +27,7 @@ never holds a key.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ SKIP = ("states", "config", "notices", "grounding_states")
 _ID_FIELDS = (("policy", "simulator"), ("state_id",), ("policy",), ("simulator",), ("turn",), ("step",), ("mode",))
 
 
-def _item_name(item: dict[str, Any], index: int) -> str:
+def _item_name(item: Mapping[str, object], index: int) -> str:
     for fields in _ID_FIELDS:
         if all(f in item and isinstance(item[f], str | int) and not isinstance(item[f], bool) for f in fields):
             return " vs ".join(segment(item[f]) for f in fields)
@@ -62,7 +62,7 @@ def _walk(value: Any, path: list[str]) -> Iterator[tuple[str, float]]:
             yield from _walk(v, [*path, name])
 
 
-def run_figures(results: dict[str, Any]) -> dict[str, float]:
+def run_figures(results: Mapping[str, object]) -> dict[str, float]:
     """Every finite number of ``results.json`` (outside :data:`SKIP`) by its path."""
     out: dict[str, float] = {}
     for k, v in results.items():
@@ -73,7 +73,7 @@ def run_figures(results: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def step_figures(metrics: list[dict[str, Any]]) -> list[tuple[int, dict[str, float]]]:
+def step_figures(metrics: Sequence[Mapping[str, object]]) -> list[tuple[int, dict[str, float]]]:
     """``(step, figures)`` of each line of a train run's ``metrics.jsonl`` (the last line of a step wins)."""
     by_step: dict[int, dict[str, float]] = {}
     for rec in metrics:

@@ -127,7 +127,7 @@ def check_turn(rollout: Any, reply: Any, shadows: Any, turn: Any, failed: Any) -
     return items
 
 
-def check_extra(extra: Any) -> dict[str, Any] | None:
+def check_extra(extra: object) -> dict[str, object] | None:
     """``extra`` fields of a row: ``None`` or a mapping of new field names.
 
     Raises:
