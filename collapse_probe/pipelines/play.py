@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
@@ -59,13 +59,14 @@ def run_play(
     )
 
 
-def _play_variance(records: list[ConversationRecord], arena: Arena, seed: int) -> dict[str, Any]:
-    """``results.json``'s ``variance`` of a play run (its tasks' rollouts are the trials)."""
+def _play_variance(records: list[ConversationRecord], arena: Arena, seed: int) -> dict[str, object]:
+    """``results.json``'s ``variance`` of a play run (its tasks' rollouts are the trials): the
+    :class:`~collapse_probe.metrics.variance.VarianceDecomposition` and its notes."""
     from collapse_probe.metrics.variance import decompose_variance, trials_from_records, variance_notes
 
     bounds = declared_reward_range(arena)
     trials = trials_from_records(r.to_line_dict() for r in records)
-    out = decompose_variance(trials, seed=seed, success=bounds[1] if bounds else 1.0).to_dict()
+    out: dict[str, object] = dict(decompose_variance(trials, seed=seed, success=bounds[1] if bounds else 1.0).to_dict())
     out["notes"] = variance_notes(out)
     return out
 

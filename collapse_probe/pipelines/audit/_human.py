@@ -19,12 +19,16 @@ human data comes in; the project ships none.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Required, TypedDict
 
 import numpy as np
 
 from collapse_probe.pipelines.audit._config import DONATION_BINS
+from collapse_probe.pipelines.audit._types import StateRecord
+
+if TYPE_CHECKING:
+    from collapse_probe.benchmarks.p4g._text import HumanDialogue
 
 BCA = "BCa bootstrap over states (scipy.stats.bootstrap)"
 """The interval of a mean over states (the mean share of the human's class)."""
@@ -103,9 +107,43 @@ def _percentile_ci(
     return [lo, hi] if np.isfinite(lo) and np.isfinite(hi) else None
 
 
+Distance = Literal["wasserstein", "ks_statistic", "l1_binned"]
+"""A distance between the simulated and the human donations."""
+_DISTANCES: tuple[Distance, ...] = ("wasserstein", "ks_statistic", "l1_binned")
+
+
+class DonationComparison(TypedDict, total=False):
+    """Simulated vs human donations (``human_reference.donations``); with no donation on a side, only
+    ``note``, ``n_simulated`` and ``n_human``."""
+
+    note: str
+    wasserstein: float
+    ks_statistic: float
+    ks_pvalue: float
+    l1_binned: float
+    """Σ|p − q| over :data:`DONATION_BIN_LABELS`."""
+    share_zero_gap: float
+    """Simulated minus human share of $0."""
+    ci95: dict[str, list[float] | None]
+    """Distance -> its percentile bootstrap interval (every distance above but the p-value)."""
+    bins: list[str]
+    bins_closed: str
+    simulated_binned: list[float]
+    human_binned: list[float]
+    simulated_mean: float
+    human_mean: float
+    simulated_share_zero: float
+    human_share_zero: float
+    n_simulated: int
+    n_human: int
+    n_boot: int
+    simulated_stated_fraction: float | None
+    """Share of the simulator's replies at donation states that state an amount (``None``: no reply)."""
+
+
 def donation_comparison(
     simulated: Sequence[float], human: Sequence[float], n_boot: int = 1000, seed: int = 0
-) -> dict[str, Any]:
+) -> DonationComparison:
     """Simulated vs human donation distributions.
 
     Wasserstein-1, the two-sample KS statistic with its p-value, the L1 distance Σ|p − q| over the
@@ -122,7 +160,13 @@ def donation_comparison(
             "n_human": int(h.size),
         }
     point = _donation_stats(s, h)
-    out: dict[str, Any] = dict(point)
+    out: DonationComparison = {
+        "wasserstein": point["wasserstein"],
+        "ks_statistic": point["ks_statistic"],
+        "ks_pvalue": point["ks_pvalue"],
+        "l1_binned": point["l1_binned"],
+        "share_zero_gap": point["share_zero_gap"],
+    }
     # one bootstrap per distance, each with the same seed: all four see the same resamples
     out["ci95"] = {
         k: _percentile_ci((s, h), lambda a, b, k=k: _donation_stats(a, b)[k], n_boot, seed)
@@ -150,7 +194,29 @@ def donation_comparison(
 # ----------------------------------------------------------------------------------------------- grounding
 
 
-async def human_grounding(records: Sequence[dict[str, Any]], partitioner: Any) -> list[dict[str, Any]]:
+class GroundingRow(TypedDict):
+    """Where one human reply falls among the simulator's classes at its human-grounded state."""
+
+    state_id: str
+    human_reply: str
+    human_class_share: float
+    """The simulator's empirical probability of the human reply's class."""
+    human_class_rank: int | None
+    """1 = the simulator's mode (ties share the better rank); ``None`` when the human is outside."""
+    outside: bool
+    """The simulator never said anything of the human reply's class."""
+    n: int
+    """The simulator's replies."""
+    n_classes: int
+    """The simulator's classes."""
+
+
+def _with_human_reply(records: Sequence[StateRecord]) -> list[tuple[StateRecord, str]]:
+    """``(record, the human reply)`` of every measured state with replies and a human reply."""
+    return [(r, h) for r in records if r.get("status") == "ok" and (h := r.get("human_reply")) and r.get("responses")]
+
+
+async def human_grounding(records: Sequence[StateRecord], partitioner: Any) -> list[GroundingRow]:
     """Where each human reply falls among the simulator's classes at its human-grounded state.
 
     The human reply is partitioned together with the state's N simulator replies by the audit's own
@@ -162,19 +228,19 @@ async def human_grounding(records: Sequence[dict[str, Any]], partitioner: Any) -
         ``human_class_rank`` (1 = the simulator's mode; ties share the better rank; ``None`` when
         outside), ``outside`` (the simulator never said anything of the human's class) and ``n``.
     """
-    rows = [r for r in records if r.get("status") == "ok" and r.get("human_reply") and r.get("responses")]
+    rows = _with_human_reply(records)
     if not rows:
         return []
-    labels = await partitioner.apartition_many([list(r["responses"]) + [r["human_reply"]] for r in rows])
-    out = []
-    for r, lab in zip(rows, labels, strict=True):
+    labels = await partitioner.apartition_many([list(r["responses"]) + [h] for r, h in rows])
+    out: list[GroundingRow] = []
+    for (r, h), lab in zip(rows, labels, strict=True):
         sim, human = np.asarray(lab[:-1]), lab[-1]
         counts = {int(c): int((sim == c).sum()) for c in np.unique(sim)}
         k = counts.get(int(human), 0)
         out.append(
             {
                 "state_id": r["state_id"],
-                "human_reply": r["human_reply"],
+                "human_reply": h,
                 "human_class_share": k / len(sim),
                 "human_class_rank": (1 + sum(1 for v in counts.values() if v > k)) if k else None,
                 "outside": k == 0,
@@ -268,7 +334,7 @@ def _share_ci(flags: Sequence[bool]) -> ShareEstimate:
     return {"estimate": k / n, "ci95": [float(lo), float(hi)], "n": n, "method": WILSON}
 
 
-def grounding_summary(rows: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0) -> GroundingSummary:
+def grounding_summary(rows: Sequence[GroundingRow], n_boot: int = 1000, seed: int = 0) -> GroundingSummary:
     """Means over human-grounded states with intervals over states: the mean share of the human's
     class with a BCa bootstrap interval, the shares of states where the human is outside the
     simulator's classes or its mode with Wilson intervals."""
@@ -286,23 +352,71 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+class LengthComparison(TypedDict):
+    """Mean reply length in words, simulator vs human, at the same states."""
+
+    simulator: float
+    human: float
+    difference: float
+    difference_ci95: list[float] | None
+    method: str
+
+
+class SetComparison(TypedDict):
+    """A statistic of a set of replies (distinct-n, Vendi), simulator vs human, at the same states."""
+
+    simulator: float | None
+    human: float | None
+    difference_ci95: list[float] | None
+    """Paired percentile bootstrap interval of simulator − human."""
+    method: str
+
+
+class MatchedStates(TypedDict):
+    """``human_reference.matched_states``: simulator vs human replies at the same human-grounded states."""
+
+    n_states: int
+    length_words: LengthComparison
+    distinct_1: SetComparison
+    distinct_2: SetComparison
+    vendi: NotRequired[SetComparison]
+    """With an embedder and at least two states."""
+
+
 def matched_state_comparison(
-    records: Sequence[dict[str, Any]], embedder: Any = None, n_boot: int = 1000, seed: int = 0
-) -> dict[str, Any] | None:
+    records: Sequence[StateRecord], embedder: Any = None, n_boot: int = 1000, seed: int = 0
+) -> MatchedStates | None:
     """Simulator vs human replies at the same human-grounded states: length, distinct-n and
     semantic diversity (Vendi over one simulator draw per state vs the human replies), each with a
     bootstrap interval over states (paired: the same resampled states on both sides)."""
     from collapse_probe.metrics.vendi import distinct_n, vendi_score
 
-    hs = [r for r in records if r.get("status") == "ok" and r.get("human_reply") and r.get("responses")]
-    if not hs:
+    pairs = _with_human_reply(records)
+    if not pairs:
         return None
-    human = [r["human_reply"] for r in hs]
+    hs = [r for r, _ in pairs]
+    human = [h for _, h in pairs]
     sim = [r["responses"][0] for r in hs]  # one draw per state: like with like
     sim_len = np.array([np.mean([_words(t) for t in r["responses"]]) for r in hs])
     hum_len = np.array([_words(t) for t in human], dtype=np.float64)
     length = _mean_ci(sim_len - hum_len, n_boot, seed)
-    out: dict[str, Any] = {
+    # paired: the same resampled states on both sides, so the bootstrap resamples state indices
+    states = (np.arange(len(hs)),)
+    small = min(n_boot, 200)  # distinct-n and Vendi are set statistics: fewer replicates suffice
+
+    def distinct(n: int) -> SetComparison:
+        def distinct_gap(ix: np.ndarray) -> float:
+            a, b = distinct_n([sim[i] for i in ix], n), distinct_n([human[i] for i in ix], n)
+            return np.nan if a is None or b is None else a - b
+
+        return {
+            "simulator": distinct_n(sim, n),
+            "human": distinct_n(human, n),
+            "difference_ci95": _percentile_ci(states, distinct_gap, small, seed),
+            "method": f"{PERCENTILE}, paired",
+        }
+
+    out: MatchedStates = {
         "n_states": len(hs),
         "length_words": {
             "simulator": float(sim_len.mean()),
@@ -311,22 +425,9 @@ def matched_state_comparison(
             "difference_ci95": length["ci95"],
             "method": f"{BCA}, paired",
         },
+        "distinct_1": distinct(1),
+        "distinct_2": distinct(2),
     }
-    # paired: the same resampled states on both sides, so the bootstrap resamples state indices
-    states = (np.arange(len(hs)),)
-    small = min(n_boot, 200)  # distinct-n and Vendi are set statistics: fewer replicates suffice
-    for n in (1, 2):
-
-        def distinct_gap(ix: np.ndarray, n: int = n) -> float:
-            a, b = distinct_n([sim[i] for i in ix], n), distinct_n([human[i] for i in ix], n)
-            return np.nan if a is None or b is None else a - b
-
-        out[f"distinct_{n}"] = {
-            "simulator": distinct_n(sim, n),
-            "human": distinct_n(human, n),
-            "difference_ci95": _percentile_ci(states, distinct_gap, small, seed),
-            "method": f"{PERCENTILE}, paired",
-        }
     if embedder is not None and len(hs) >= 2:
         emb = np.asarray(embedder.embed(sim + human))
         es, eh = emb[: len(hs)], emb[len(hs) :]
@@ -341,7 +442,7 @@ def matched_state_comparison(
     return out
 
 
-def _simulated_donations(records: Sequence[dict[str, Any]]) -> tuple[list[float], int, int]:
+def _simulated_donations(records: Sequence[StateRecord]) -> tuple[list[float], int, int]:
     from collapse_probe.benchmarks.p4g import parse_donation
 
     donations, stated, total = [], 0, 0
@@ -358,14 +459,48 @@ def _simulated_donations(records: Sequence[dict[str, Any]]) -> tuple[list[float]
     return donations, stated, total
 
 
+class SimulatorAndHuman(TypedDict):
+    """One statistic for the simulator and for the people."""
+
+    simulator: float | None
+    human: float | None
+
+
+class Diversity(TypedDict):
+    """``human_reference.diversity``: the flat view of :class:`MatchedStates` that earlier
+    ``results.json`` files hold."""
+
+    n_prefixes: int
+    distinct_1: SimulatorAndHuman
+    distinct_2: SimulatorAndHuman
+    vendi: NotRequired[SimulatorAndHuman]
+
+
+class HumanReference(TypedDict, total=False):
+    """``results.json``'s ``human_reference`` (and ``compare_vs.human_reference``): one sampling mode
+    against people."""
+
+    donations: Required[DonationComparison]
+    matched_states: MatchedStates
+    diversity: Diversity
+    grounding: GroundingSummary
+    grounding_states: list[GroundingRow]
+    people_epsilon: PeopleEpsilon | None
+    """People's own ε at matched states (with annotated dialogues)."""
+
+
+def _both(c: SetComparison) -> SimulatorAndHuman:
+    return {"simulator": c["simulator"], "human": c["human"]}
+
+
 def human_reference(
-    records: Sequence[dict[str, Any]],
-    dialogues: Sequence[Any],
+    records: Sequence[StateRecord],
+    dialogues: Sequence[HumanDialogue],
     embedder: Any = None,
-    grounding: Sequence[dict[str, Any]] | None = None,
+    grounding: Sequence[GroundingRow] | None = None,
     n_boot: int = 1000,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> HumanReference:
     """Compare the audited simulator with the human P4G data (see the module docstring).
 
     Args:
@@ -376,16 +511,16 @@ def human_reference(
     """
     sim_donations, stated, total = _simulated_donations(records)
     human_donations = [d.donation for d in dialogues if d.donation is not None]
-    out: dict[str, Any] = {"donations": donation_comparison(sim_donations, human_donations, n_boot, seed)}
+    out: HumanReference = {"donations": donation_comparison(sim_donations, human_donations, n_boot, seed)}
     out["donations"]["simulated_stated_fraction"] = stated / total if total else None
     matched = matched_state_comparison(records, embedder, n_boot, seed)
     if matched is not None:
         out["matched_states"] = matched
         # the pre-existing flat view, kept for readers of earlier results.json files
-        div: dict[str, Any] = {"n_prefixes": matched["n_states"]}
-        for k in ("distinct_1", "distinct_2", "vendi"):
-            if k in matched:
-                div[k] = {"simulator": matched[k]["simulator"], "human": matched[k]["human"]}
+        div: Diversity = {"n_prefixes": matched["n_states"], "distinct_1": _both(matched["distinct_1"]),
+                          "distinct_2": _both(matched["distinct_2"])}  # fmt: skip
+        if "vendi" in matched:
+            div["vendi"] = _both(matched["vendi"])
         out["diversity"] = div
     if grounding:
         out["grounding"] = grounding_summary(grounding, n_boot, seed)
@@ -393,33 +528,54 @@ def human_reference(
     return out
 
 
-def towards_people(direct: dict[str, Any], verbalized: dict[str, Any]) -> dict[str, Any]:
+class Closer(TypedDict):
+    """One measure of nearness to people in both modes, and which mode is closer."""
+
+    direct: float
+    direct_ci95: list[float] | None
+    verbalized: float
+    verbalized_ci95: list[float] | None
+    closer: str
+    """``direct``, ``verbalized`` or ``tie``."""
+
+
+_SHARES: tuple[tuple[Literal["human_class_share", "outside_share"], bool], ...] = (
+    ("human_class_share", True),
+    ("outside_share", False),
+)
+"""The grounding shares compared across modes, and whether higher is closer to people."""
+
+
+def towards_people(direct: HumanReference, verbalized: HumanReference) -> dict[str, Closer]:
     """Does Verbalized Sampling move the simulator towards the people? Each measure for both modes
     and which is closer; distances with their bootstrap intervals (the paper's claim is that VS is
     closer: lower W1 / KS / L1, a higher share of the human's class, fewer human replies outside)."""
-    rows: dict[str, Any] = {}
-    dd, dv = direct.get("donations") or {}, verbalized.get("donations") or {}
-    for k in ("wasserstein", "ks_statistic", "l1_binned"):
+    rows: dict[str, Closer] = {}
+    dd, dv = direct["donations"], verbalized["donations"]
+    for k in _DISTANCES:
         if k in dd and k in dv:
             rows[k] = {
                 "direct": dd[k],
-                "direct_ci95": (dd.get("ci95") or {}).get(k),
+                "direct_ci95": dd.get("ci95", {}).get(k),
                 "verbalized": dv[k],
-                "verbalized_ci95": (dv.get("ci95") or {}).get(k),
+                "verbalized_ci95": dv.get("ci95", {}).get(k),
                 "closer": "verbalized" if dv[k] < dd[k] else "direct" if dd[k] < dv[k] else "tie",
             }
-    gd, gv = direct.get("grounding") or {}, verbalized.get("grounding") or {}
-    for k, higher in (("human_class_share", True), ("outside_share", False)):
-        if k in gd and k in gv and gd[k]["estimate"] is not None and gv[k]["estimate"] is not None:
-            a, b = gd[k]["estimate"], gv[k]["estimate"]
-            better = (b > a) if higher else (b < a)
-            rows[k] = {
-                "direct": a,
-                "direct_ci95": gd[k]["ci95"],
-                "verbalized": b,
-                "verbalized_ci95": gv[k]["ci95"],
-                "closer": "verbalized" if better else "direct" if a != b else "tie",
-            }
+    gd, gv = direct.get("grounding"), verbalized.get("grounding")
+    for share, higher in _SHARES:
+        if gd is None or gv is None:
+            break
+        a, b = gd[share]["estimate"], gv[share]["estimate"]
+        if a is None or b is None:
+            continue
+        better = (b > a) if higher else (b < a)
+        rows[share] = {
+            "direct": a,
+            "direct_ci95": gd[share]["ci95"],
+            "verbalized": b,
+            "verbalized_ci95": gv[share]["ci95"],
+            "closer": "verbalized" if better else "direct" if a != b else "tie",
+        }
     return rows
 
 
@@ -445,9 +601,52 @@ def _mean_eps(counts_list: Sequence[Sequence[int]], seed: int) -> MeanEpsilon:
     return {"estimate": iv.estimate, "ci95": iv.ci95, "plugin": iv.plugin, "n_states": iv.n_states, "method": iv.method}
 
 
+class StanceEpsilon(StateEpsilon):
+    """ε of one group's replies read as stances, with the count of each stance."""
+
+    counts: dict[str, int]
+
+
+class ActEpsilon(StateEpsilon):
+    """ε of the people's next turns of one group read as their annotated acts."""
+
+    modal_act: str
+    n_acts: int
+
+
+class PeopleGroup(TypedDict):
+    """People and simulator at the audited states of one persuader act (:data:`MATCHED_GROUPING`)."""
+
+    persuader_act: str
+    people: StanceEpsilon
+    people_acts: ActEpsilon
+    simulator_pooled: StanceEpsilon
+    """The simulator's replies at the group's states, pooled."""
+    simulator_within_state: MeanEpsilon
+    """The mean over the group's states of ε of each state's own replies."""
+    n_states: int
+
+
+class PeopleEpsilon(TypedDict):
+    """``human_reference.people_epsilon``: people's own ε at the audited states beside the simulator's."""
+
+    grouping: str
+    class_space: str
+    stance_reader: str | None
+    """What read the simulator's replies as stances, in words."""
+    n_groups: int
+    n_states: int
+    n_people_replies: int
+    people: MeanEpsilon
+    people_acts: MeanEpsilon
+    simulator_pooled: MeanEpsilon
+    simulator_within_state: MeanEpsilon
+    groups: list[PeopleGroup]
+
+
 def people_epsilon(
-    records: Sequence[dict[str, Any]], annotated: Sequence[Any], reader: Any = None, seed: int = 0
-) -> dict[str, Any] | None:
+    records: Sequence[StateRecord], annotated: Sequence[HumanDialogue], reader: Any = None, seed: int = 0
+) -> PeopleEpsilon | None:
     """People's own ε at the audited human-grounded states, beside the simulator's, in one class space.
 
     A *matched state* is a prefix of an annotated P4G dialogue up to a persuader turn; states are
@@ -483,7 +682,7 @@ def people_epsilon(
     if not audited:
         return None
     sim = _simulator_counts(audited, reader)
-    groups: list[dict[str, Any]] = []
+    groups: list[PeopleGroup] = []
     for g in sorted(sim, key=lambda g: (-sum(people.get(g, Counter()).values()), g)):
         if g not in people:
             continue
@@ -515,7 +714,7 @@ def people_epsilon(
     }
 
 
-def _people_counts(by_id: dict[str, Any]) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
+def _people_counts(by_id: Mapping[str, HumanDialogue]) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
     """Persuader act -> the persuadees' next-turn stances, and -> their next-turn acts, over every
     annotated dialogue (one reply per person and prefix)."""
     from collapse_probe.benchmarks.p4g.stance import turn_act, turn_stance
@@ -531,7 +730,9 @@ def _people_counts(by_id: dict[str, Any]) -> tuple[dict[str, Counter[str]], dict
     return people, people_acts
 
 
-def _audited_states(records: Sequence[dict[str, Any]], by_id: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+def _audited_states(
+    records: Sequence[StateRecord], by_id: Mapping[str, HumanDialogue]
+) -> list[tuple[StateRecord, str]]:
     """``(record, persuader act)`` of every measured human-grounded state that is a prefix of an
     annotated dialogue."""
     audited = []
@@ -546,7 +747,7 @@ def _audited_states(records: Sequence[dict[str, Any]], by_id: dict[str, Any]) ->
     return audited
 
 
-def _simulator_counts(audited: list[tuple[dict[str, Any], str]], reader: Any) -> dict[str, list[list[int]]]:
+def _simulator_counts(audited: list[tuple[StateRecord, str]], reader: Any) -> dict[str, list[list[int]]]:
     """Persuader act -> one stance count vector per audited state (its replies read by ``reader``)."""
     from collapse_probe.benchmarks.p4g.stance import STANCES, key_stance
 
@@ -560,14 +761,16 @@ def _simulator_counts(audited: list[tuple[dict[str, Any], str]], reader: Any) ->
     return sim
 
 
-def people_epsilon_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
-    """Terminal-table rows for ``human_reference.people_epsilon`` (none when it is absent)."""
-    pe = (results.get("human_reference") or {}).get("people_epsilon")
-    if not pe:
+def people_epsilon_rows(results: Mapping[str, object]) -> list[tuple[str, str]]:
+    """Terminal-table rows for ``human_reference.people_epsilon`` of a ``results.json`` object (none when
+    it is absent)."""
+    ref = results.get("human_reference")
+    pe = ref.get("people_epsilon") if isinstance(ref, dict) else None
+    if not pe or not isinstance(pe, dict):
         return []
 
-    def v(x: dict[str, Any]) -> str:
-        if x.get("estimate") is None:
+    def v(x: object) -> str:
+        if not isinstance(x, dict) or x.get("estimate") is None:
             return "n/a"
         return f"{x['estimate']:.3f} [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}]"
 

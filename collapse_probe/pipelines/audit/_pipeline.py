@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks import Arena, declared_reward_range
@@ -13,13 +13,27 @@ from collapse_probe.core._records import ConversationRecord
 from collapse_probe.errors import ConfigError, MissingDependencyError
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.pipelines.audit._config import SAMPLES, SCHEMA, AuditConfig, ProbeState
-from collapse_probe.pipelines.audit._human import human_grounding, human_reference, people_epsilon, towards_people
+from collapse_probe.pipelines.audit._human import (
+    HumanReference,
+    human_grounding,
+    human_reference,
+    people_epsilon,
+    towards_people,
+)
 from collapse_probe.pipelines.audit._presentation import write_audit_report
-from collapse_probe.pipelines.audit._sampling import _Sampler, _state_seed
+from collapse_probe.pipelines.audit._sampling import _Sampler, _state_seed, is_state_record
 from collapse_probe.pipelines.audit._sequential import all_decided, look_plan, sequential_summary
 from collapse_probe.pipelines.audit._states import benchmark_probe_states, human_probe_states, on_policy_states
 from collapse_probe.pipelines.audit._summary import paired_difference, summarize_states
 from collapse_probe.pipelines.audit._trajectory import trajectory_summary, variance_share
+from collapse_probe.pipelines.audit._types import (
+    AuditResultsDict,
+    AuditSummary,
+    CompareVSBlock,
+    ParseFailures,
+    StateRecord,
+    StateRowDict,
+)
 from collapse_probe.pipelines.audit._verdict import audit_verdicts, render_verdict
 from collapse_probe.pipelines.audit._views import kind_views, reward_reader, reward_view_of_state
 from collapse_probe.results._samples import sample_problem
@@ -72,7 +86,7 @@ def _make_partitioner(config: AuditConfig, arena: Arena, name: str, cache: bool 
 
         # through the response cache: the judge answers greedily with a fixed seed, so a rerun asks nothing again
         judge = make_participant(f"direct:{parse_participant_spec(config.judge or config.sim)[1]}", cache=cache)
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         if name == "judge" and audit_hook(arena, "meaning_key") is None:
             from collapse_probe.metrics._disclosure import RUBRIC
 
@@ -155,7 +169,7 @@ async def run_audit_async(
         policy = make_participant(config.policy, vs_k=config.vs_k, cache=cache)
     run_dir = None
     usage = None
-    done: dict[tuple[str, str], dict[str, Any]] = {}
+    done: dict[tuple[str, str], StateRecord] = {}
     if out is not None:
         run_dir, usage, done = _open_audit_run(out, config, arena, sims, policy, fresh=fresh, keep_failed=keep_failed)
     partition, notice = resolve_partition(config, arena)
@@ -248,7 +262,7 @@ def _open_audit_run(
     *,
     fresh: bool,
     keep_failed: bool,
-) -> tuple[RunDir, Any, dict[tuple[str, str], dict[str, Any]]]:
+) -> tuple[RunDir, Any, dict[tuple[str, str], StateRecord]]:
     """``(run directory, usage ledger, (state id, mode) -> its record kept from an earlier run)``: the run
     directory created or resumed (an infrastructure failure is sampled again unless ``keep_failed``)."""
     from collapse_probe.core._identity import participant_fingerprints
@@ -262,9 +276,11 @@ def _open_audit_run(
     run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples", "stop_early"))
     run_dir.repair(SAMPLES)
     usage = start_run_usage(out)
-    done: dict[tuple[str, str], dict[str, Any]] = {}
+    done: dict[tuple[str, str], StateRecord] = {}
     for rec in run_dir.read_jsonl(SAMPLES, sample_problem):
-        key = (str(rec.get("state_id")), str(rec.get("mode")))
+        if not is_state_record(rec):  # sample_problem refused it already
+            continue
+        key = (rec["state_id"], rec["mode"])
         if rec.get("status") == "infra_error" and not keep_failed:
             done.pop(key, None)  # an infrastructure failure is sampled again on resume
             continue
@@ -301,7 +317,7 @@ def _human_states(arena: Arena, config: AuditConfig) -> tuple[list[ProbeState], 
 
 
 def _fill_reward_views(
-    arena: Arena, states: list[ProbeState], by_mode: dict[str, list[dict[str, Any]]], config: AuditConfig
+    arena: Arena, states: list[ProbeState], by_mode: dict[str, list[StateRecord]], config: AuditConfig
 ) -> None:
     """Add the reward view to records resumed from a run that did not record it."""
     read, _ = reward_reader(arena)
@@ -317,13 +333,13 @@ def _fill_reward_views(
 
 
 def _compare_vs(
-    by_mode: dict[str, list[dict[str, Any]]],
+    by_mode: dict[str, list[StateRecord]],
     primary: str,
     other: str,
-    summary: dict[str, Any],
+    summary: AuditSummary,
     config: AuditConfig,
     arena: Arena,
-) -> dict[str, Any]:
+) -> CompareVSBlock:
     """``results.json``'s ``compare_vs``: both modes' summaries and the paired VS − direct differences."""
     recs = by_mode[primary]
     other_summary = summarize_states(by_mode[other], config)
@@ -338,28 +354,32 @@ def _compare_vs(
             direct, vsr, config.rollout.seed, view="reward_view"
         ),  # fmt: skip
         "vs_parse_failures": (other_summary if primary == "direct" else summary).get("vs_parse_failures"),
-        "states": [_state_row(r) for r in by_mode[other]],
+        "states": state_rows(by_mode[other]),
     }
 
 
-def _note_unreliable_vs(results: dict[str, Any], summary: dict[str, Any], notices: list[str]) -> None:
+def _note_unreliable_vs(results: AuditResultsDict, summary: AuditSummary, notices: list[str]) -> None:
     """Most VS answers fell back to a plain draw: say so in ``notices`` and mark ``compare_vs`` unreliable."""
-    vs_fail = (results.get("compare_vs") or {}).get("vs_parse_failures") or summary.get("vs_parse_failures")
-    if vs_fail and vs_fail.get("rate") is not None and vs_fail["rate"] >= VS_UNRELIABLE_RATE:
+    compare_vs = results.get("compare_vs")
+    vs_fail: ParseFailures | None = (compare_vs.get("vs_parse_failures") if compare_vs is not None else None) or (
+        summary.get("vs_parse_failures")
+    )
+    rate = vs_fail.get("rate") if vs_fail else None
+    if vs_fail and rate is not None and rate >= VS_UNRELIABLE_RATE:
         # Most VS answers fell back to a plain draw: the "verbalized" numbers then describe the fallback,
         # and a VS − direct difference near 0 says nothing about Verbalized Sampling itself.
         note = (
             f"Verbalized Sampling: {vs_fail['count']} of {vs_fail['of']} replies could not be parsed "
-            f"({vs_fail['rate']:.0%}); the VS numbers describe the fallback, not verbalized probabilities"
+            f"({rate:.0%}); the VS numbers describe the fallback, not verbalized probabilities"
         )
         notices.append(note)
-        if "compare_vs" in results:
-            results["compare_vs"]["unreliable"] = True
+        if compare_vs is not None:
+            compare_vs["unreliable"] = True
 
 
 async def _human_references(
-    results: dict[str, Any],
-    by_mode: dict[str, list[dict[str, Any]]],
+    results: AuditResultsDict,
+    by_mode: dict[str, list[StateRecord]],
     primary: str,
     dialogues: list[Any],
     annotated: list[Any],
@@ -369,6 +389,7 @@ async def _human_references(
 ) -> None:
     """Each mode's comparison with people (``human_reference``; people's own ε with annotated dialogues)
     and, with ``--compare-vs``, which mode is nearer to people."""
+    refs: dict[str, HumanReference] = {}
     for mode, mode_recs in by_mode.items():
         ref = human_reference(
             mode_recs,
@@ -381,24 +402,23 @@ async def _human_references(
         if annotated:
             ref["people_epsilon"] = people_epsilon(mode_recs, annotated, getattr(partitioner, "key", None),
                                                    config.rollout.seed)  # fmt: skip
+        refs[mode] = ref
         if mode == primary:
             results["human_reference"] = ref
         else:
             results["compare_vs"]["human_reference"] = ref
     if config.compare_vs:
-        other = next(m for m in by_mode if m != primary)
-        refs = {primary: results["human_reference"], other: results["compare_vs"]["human_reference"]}
         results["compare_vs"]["towards_people"] = towards_people(refs["direct"], refs["verbalized"])
 
 
 async def _sample_in_looks(arena: Arena, sims: list[Participant], partitioner: Any, config: AuditConfig,
-                           run_dir: Any, done: dict[tuple[str, str], dict[str, Any]], embedder: Any, bar: Any,
-                           states: list[ProbeState]) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+                           run_dir: Any, done: dict[tuple[str, str], StateRecord], embedder: Any, bar: Any,
+                           states: list[ProbeState]) -> dict[str, list[StateRecord]]:  # fmt: skip
     """The sequential audit's draws: every state of every mode up to a look's replies per state (the
     response cache serves the sample indices drawn before), then the next look only while a view of
     the primary mode is undecided, up to ``--samples`` (the cap). Any stopping rule keeps the error,
     since every look the cap allows has its share (:mod:`collapse_probe.pipelines.audit._sequential`)."""
-    by_mode: dict[str, list[dict[str, Any]]] = {}
+    by_mode: dict[str, list[StateRecord]] = {}
     plan = look_plan(config.samples) if config.stop_early else [config.samples]
     for i, n in enumerate(plan):
         if bar is not None and i > 0:
@@ -412,7 +432,7 @@ async def _sample_in_looks(arena: Arena, sims: list[Participant], partitioner: A
     return by_mode
 
 
-def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir: Any, usage: Any) -> AuditResults:
+def finish_audit(results: AuditResultsDict, records: list[StateRecord], run_dir: Any, usage: Any) -> AuditResults:
     """The end of an audit, live or of published trajectories: its spend, the results checked
     through the typed model and written with the report (when there is a run directory)."""
     from collapse_probe.results import AuditResults
@@ -426,9 +446,9 @@ def finish_audit(results: dict[str, Any], records: list[dict[str, Any]], run_dir
     return typed
 
 
-def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: str, partition: str,
+def audit_results(records: list[StateRecord], config: AuditConfig, *, mode: str, partition: str,
                   on_policy: bool, notices: list[str], states_audited: str | None = None, arena: Any = None,
-                  states_note: str | None = None) -> dict[str, Any]:  # fmt: skip
+                  states_note: str | None = None) -> AuditResultsDict:  # fmt: skip
     """``results.json`` of an audit from its measured states (one sampling mode): the summary, the
     views by kind, the trajectory, the verdict and the per-state rows. The live audit and the audit
     of published trajectories (``audit --from``) both build their results here.
@@ -459,7 +479,7 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         summary["sequential"] = sequential_summary(records, config.samples, config.epsilon_star)
         summary["samples_per_state"] = summary["sequential"]["drawn_per_state"] or config.samples
     verdicts = audit_verdicts(summary, config, partition=partition, policy=on_policy)
-    results = {
+    results: AuditResultsDict = {
         "schema": SCHEMA,
         "version": __version__,
         "simulator": config.sim,
@@ -477,9 +497,21 @@ def audit_results(records: list[dict[str, Any]], config: AuditConfig, *, mode: s
         "summary": summary,
         "verdicts": verdicts,
         "trajectory": traj,
-        "states": [_state_row(r) for r in records],
+        "states": state_rows(records),
     }
     return render_verdict(results, config, published=mode == "published")
+
+
+def _is_state_row(row: Mapping[str, object]) -> TypeGuard[StateRowDict]:
+    """A row :func:`~collapse_probe.results._samples.state_row` made of a :class:`StateRecord` (its
+    fields, without the replies) names its state."""
+    return isinstance(row.get("state_id"), str)
+
+
+def state_rows(records: Sequence[StateRecord]) -> list[StateRowDict]:
+    """The per-state rows of ``results.json`` (:func:`~collapse_probe.results._samples.state_row` of each
+    record: the record without its replies)."""
+    return [row for r in records if _is_state_row(row := _state_row(dict(r)))]
 
 
 def _load_tasks(arena: Arena, states: int, seed: int) -> list[Any]:

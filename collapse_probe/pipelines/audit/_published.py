@@ -29,14 +29,17 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
 from collapse_probe.pipelines.audit._config import SAMPLES, AuditConfig, ProbeState
+from collapse_probe.pipelines.audit._sampling import is_state_record
+from collapse_probe.pipelines.audit._types import StateRecord
 
 if TYPE_CHECKING:
+    from collapse_probe.benchmarks._base import EpisodeMessage
     from collapse_probe.results import AuditResults
 
 FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
@@ -134,7 +137,7 @@ def _hooks_arena(benchmark: str | None) -> Any:
 
 
 def _variance(convs: list[Any], reward_range: tuple[float, float] | None, seed: int,
-              agent_greedy: bool | None) -> dict[str, Any]:  # fmt: skip
+              agent_greedy: bool | None) -> dict[str, object]:  # fmt: skip
     """``results.json``'s ``variance``: the reward variance of the file's scored conversations split into task,
     simulator, agent and judge (:func:`~collapse_probe.metrics.variance.decompose_variance`), flip rate, pass^k."""
     from collapse_probe.metrics.variance import Trial, decompose_variance, variance_notes
@@ -145,7 +148,7 @@ def _variance(convs: list[Any], reward_range: tuple[float, float] | None, seed: 
         for c in convs if c.infra_error is None and c.reward is not None
     ]  # fmt: skip
     success = reward_range[1] if reward_range is not None else 1.0
-    out = decompose_variance(trials, seed=seed, success=success).to_dict()
+    out: dict[str, object] = dict(decompose_variance(trials, seed=seed, success=success).to_dict())
     out["success"] = f"reward >= {success:g}"
     out["notes"] = variance_notes(out, agent_greedy)
     return out
@@ -154,13 +157,18 @@ def _variance(convs: list[Any], reward_range: tuple[float, float] | None, seed: 
 def _probe_state(st: Any) -> ProbeState:
     from collapse_probe.benchmarks import Episode, Task
 
-    messages = [{"role": m.role, "content": m.text, **({"meta": m.meta} if m.meta else {})} for m in st.prefix]
+    messages: list[EpisodeMessage] = []
+    for m in st.prefix:
+        message: EpisodeMessage = {"role": m.role, "content": m.text}
+        if m.meta:
+            message["meta"] = m.meta
+        messages.append(message)
     episode = Episode(task=Task(st.task_id, {}), seed=0, messages=messages)
     return ProbeState(st.state_id, "published", st.turn, episode, closed_set=st.closed_set)
 
 
 async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, embedder: Any, arena: Any,
-                   simulator: str) -> list[dict[str, Any]]:  # fmt: skip
+                   simulator: str) -> list[StateRecord]:  # fmt: skip
     import asyncio
 
     from collapse_probe.benchmarks._base import audit_hook
@@ -169,7 +177,7 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
 
     decide = audit_hook(arena, "decision_label")
     reward_read = reward_reader(arena)[0] if arena is not None else None
-    out = []
+    out: list[StateRecord] = []
     try:
         from collapse_probe.metrics.partitioners._base import apartition_states
 
@@ -184,7 +192,7 @@ async def _measure(states: list[Any], config: AuditConfig, partitioner: Any, emb
     offset = 0
     for st, labs in zip(states, labels, strict=True):
         ps = _probe_state(st)
-        rec = {**state_header(ps, "published", simulator),
+        rec: StateRecord = {**state_header(ps, "published", simulator),
                **measured_state(ps, list(st.replies), labs, partitioner, config.rollout.seed, decide, reward_read)}  # fmt: skip
         rec["n_empty"] = 0
         rec["conversations"] = list(st.conversations)
@@ -254,16 +262,49 @@ def _published_notices(config: AuditConfig, partition: str, notice: str | None, 
     return notices
 
 
+class ReplyCounts(TypedDict):
+    """Replies per state over the file's states."""
+
+    min: int
+    median: float
+    max: int
+
+
+class PublishedSource(TypedDict):
+    """``results.json``'s ``source`` of an audit of a published file: the file and what was read of it."""
+
+    path: str
+    format: str
+    sha256: str
+    """The file's content hash (its run directory is named by it)."""
+    simulator: str | None
+    policy: str | None
+    benchmark: str | None
+    conversations: int
+    """The audited simulator's conversations in the file."""
+    infra_failures: int
+    infra_errors: list[str]
+    """The first five distinct infrastructure errors."""
+    skipped: dict[str, int]
+    """Records the reader left out, by reason."""
+    prefixes_answered_once: int
+    states: int
+    """Prefixes answered at least twice: the audited states."""
+    replies_per_state: ReplyCounts
+    agent_greedy: bool | None
+    notes: list[str]
+
+
 def _open_run_dir(
     out: str | Path,
     config: AuditConfig,
     partition: str,
-    source: dict[str, Any],
+    source: PublishedSource,
     sim_role: str,
     *,
     cache: bool,
     fresh: bool,
-) -> tuple[Any, dict[str, dict[str, Any]], Any]:
+) -> tuple[Any, dict[str, StateRecord], Any]:
     """``(run directory, state id -> its measured record kept from an earlier run, usage ledger)``: the
     run directory created (or resumed: the file is named by its content) with the models' fingerprints."""
     from collapse_probe.metrics.partitioners import partitioner_needs_model
@@ -285,12 +326,13 @@ def _open_run_dir(
     run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh)
     run_dir.repair(SAMPLES)
     usage = start_run_usage(out)
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, StateRecord] = {}
     for rec in run_dir.read_jsonl(SAMPLES):
         if rec.get("status") == "infra_error":
             done.pop(str(rec.get("state_id")), None)
             continue
-        done[str(rec.get("state_id"))] = rec
+        if is_state_record(rec):
+            done[rec["state_id"]] = rec
     return run_dir, done, usage
 
 
@@ -359,7 +401,7 @@ async def run_audit_from_async(
 
     embedder = partitioner if isinstance(partitioner, EmbeddingPartitioner) else None
 
-    source = {
+    source: PublishedSource = {
         "path": str(path),
         "format": fmt,
         "sha256": run.sha256,
@@ -378,7 +420,7 @@ async def run_audit_from_async(
     }
     run_dir: Any = None
     usage: Any = None
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, StateRecord] = {}
     if out is not None:
         run_dir, done, usage = _open_run_dir(out, config, partition, source, sim_role, cache=cache, fresh=fresh)
     todo = [s for s in states if s.state_id not in done]

@@ -8,9 +8,9 @@ import logging
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, TypeGuard
 
 import numpy as np
 
@@ -18,11 +18,12 @@ from collapse_probe.benchmarks import Arena, Episode
 from collapse_probe.benchmarks._base import audit_hook
 from collapse_probe.errors import CacheError, InfraError, RunAbortedError
 from collapse_probe.metrics.partitioners._base import apartition_states
-from collapse_probe.models import Completion, GenerationRequest, SamplingParams, derive_seed
+from collapse_probe.models import Completion, GenerationRequest, GenerationResult, SamplingParams, derive_seed
 from collapse_probe.models._answers import is_blank
 from collapse_probe.models._batch import batch_chunk
 from collapse_probe.pipelines.audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe.pipelines.audit._summary import _state_estimates
+from collapse_probe.pipelines.audit._types import StateRecord, VSStats
 from collapse_probe.pipelines.audit._views import NOT_READ, reward_reader, reward_view_of_state
 from collapse_probe.rollout import RunDir, hash_str
 from collapse_probe.simulators import Participant
@@ -139,7 +140,14 @@ def state_context(state: ProbeState) -> str | None:
                 None)  # fmt: skip
 
 
-def state_header(state: ProbeState, mode: str, simulator: str) -> dict[str, Any]:
+def is_state_record(rec: Mapping[str, object]) -> TypeGuard[StateRecord]:
+    """Whether a ``samples.jsonl`` line read back names its state and sampling mode (strings), as every
+    record the audit writes does; its other fields are checked by
+    :func:`~collapse_probe.results._samples.sample_problem` where a resumed audit reads them."""
+    return isinstance(rec.get("state_id"), str) and isinstance(rec.get("mode"), str)
+
+
+def state_header(state: ProbeState, mode: str, simulator: str) -> StateRecord:
     """The fields of a ``samples.jsonl`` record that say which state it measures."""
     return {
         "state_id": state.state_id,
@@ -157,7 +165,7 @@ def state_header(state: ProbeState, mode: str, simulator: str) -> dict[str, Any]
 
 
 def measured_state(state: ProbeState, texts: list[str], labels: list[int], partitioner: Any, seed: int,
-                   decide: Any = None, reward_read: Any = None) -> dict[str, Any]:  # fmt: skip
+                   decide: Any = None, reward_read: Any = None) -> StateRecord:  # fmt: skip
     """The measurement of one state from its replies and their classes: class counts (modal class
     first), names and examples, the per-state estimates, the reward view where ``reward_read`` (from
     :func:`~collapse_probe.pipelines.audit._views.reward_reader`) reads the state, and at a state that asks for
@@ -172,7 +180,7 @@ def measured_state(state: ProbeState, texts: list[str], labels: list[int], parti
         ex = examples.setdefault(lab, [])
         if t not in ex and len(ex) < 3:
             ex.append(t)
-    rec: dict[str, Any] = {
+    rec: StateRecord = {
         "status": "ok",
         "n": len(texts),
         "class_counts": [int(counts[i]) for i in order],
@@ -196,6 +204,12 @@ def measured_state(state: ProbeState, texts: list[str], labels: list[int], parti
     return rec
 
 
+def _n_candidates(vs_record: Mapping[str, object]) -> int:
+    """How many candidates a Verbalized-Sampling turn's record lists (0 when it lists none)."""
+    candidates = vs_record.get("candidates")
+    return len(candidates) if isinstance(candidates, list) else 0
+
+
 @dataclass
 class _Sampler:
     """Samples and measures the states of one simulator mode."""
@@ -205,7 +219,7 @@ class _Sampler:
     partitioner: Any
     config: AuditConfig
     run_dir: RunDir | None
-    done: dict[tuple[str, str], dict[str, Any]]
+    done: dict[tuple[str, str], StateRecord]
     embedder: Any = None
     bar: Any = None
     samples: int | None = None
@@ -236,7 +250,7 @@ class _Sampler:
         return GenerationRequest(messages=tuple(prompt.messages), prompt=prompt.prompt, n=self.n_target,
                                  params=params, tools=tuple(prompt.tools) if prompt.tools else None)  # fmt: skip
 
-    async def run(self, states: Sequence[ProbeState]) -> list[dict[str, Any]]:
+    async def run(self, states: Sequence[ProbeState]) -> list[StateRecord]:
         todo = [s for s in states if self._needs(s)]
         batched = batch_chunk(self.participant.model, len(todo), self.n_target)  # a provider batch: all at once
         step = self.config.batch_states or batched or max(1, 64 // self.n_target)
@@ -246,8 +260,7 @@ class _Sampler:
 
     async def _chunk(self, chunk: list[ProbeState]) -> None:
         requests = [self.request(s) for s in chunk]
-        results: list[Any]
-        raise_msg: str | None = None
+        results: Sequence[GenerationResult | str]
         try:
             results = await self.participant.model.generate(requests)
             if len(results) != len(requests):
@@ -255,13 +268,14 @@ class _Sampler:
         except (CacheError, RunAbortedError):
             raise
         except Exception as exc:  # a backend that raises fails these states, not the audit
-            results = [None] * len(requests)
-            raise_msg = f"{type(exc).__name__}: {exc}"
+            results = [f"{type(exc).__name__}: {exc}"] * len(requests)
         ok: list[Any] = []
         for state, req, res in zip(chunk, requests, results, strict=True):
-            if res is None or not res.ok or len(res.completions) != req.n:
+            if isinstance(res, str) or not res.ok or len(res.completions) != req.n:
                 err = (
-                    raise_msg if res is None else res.error or f"{len(res.completions)} of {req.n} completions returned"
+                    res
+                    if isinstance(res, str)
+                    else res.error or f"{len(res.completions)} of {req.n} completions returned"
                 )
                 self._finish(state, {"status": "infra_error", "error": err})
                 continue
@@ -296,9 +310,10 @@ class _Sampler:
             self._finish(state, rec)
 
     def _replies(self, state: ProbeState, req: GenerationRequest, completions: Sequence[Completion],
-                 first: int) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
+                 first: int) -> tuple[list[str], list[Mapping[str, object]]]:  # fmt: skip
         """Each completion's turn text (after the mode's post-processing and the arena's cleaning)."""
-        texts, vs_records = [], []
+        texts: list[str] = []
+        vs_records: list[Mapping[str, object]] = []
         for i, comp in enumerate(completions):
             rng = random.Random(derive_seed(req.params.seed or 0, 1_000_003 + first + i))
             text, info = self.participant.postprocess(comp, rng)
@@ -346,17 +361,17 @@ class _Sampler:
         return out
 
     async def _measure(self, state: ProbeState, req: GenerationRequest, texts: list[str],
-                       vs_records: list[dict[str, Any]], labels: list[int]) -> dict[str, Any]:  # fmt: skip
+                       vs_records: list[Mapping[str, object]], labels: list[int]) -> StateRecord:  # fmt: skip
         rec = measured_state(state, texts, labels, self.partitioner, self.config.rollout.seed,
                              audit_hook(self.arena, "decision_label"), reward_reader(self.arena)[0])  # fmt: skip
         if vs_records:
             fails = [r for r in vs_records if not r.get("parse_ok")]
-            rec["vs"] = {
-                "parse_failures": len(fails),
-                "failure_reasons": dict(Counter(r.get("failure_reason") or "unknown" for r in fails)),
-                "mean_candidates": float(np.mean([len(r.get("candidates") or []) for r in vs_records])),
-                "examples": vs_records[:2],
-            }
+            rec["vs"] = VSStats(
+                parse_failures=len(fails),
+                failure_reasons=dict(Counter(str(r.get("failure_reason") or "unknown") for r in fails)),
+                mean_candidates=float(np.mean([_n_candidates(r) for r in vs_records])),
+                examples=vs_records[:2],
+            )
         answers = audit_hook(self.arena, "closed_answers")
         if self.config.exact and state.closed_set and self.mode == "direct" and answers is not None:
             try:
@@ -369,8 +384,8 @@ class _Sampler:
                 rec["exact"] = {"distribution": None, "collapse_error": None, "error": f"{type(exc).__name__}: {exc}"}
         return rec
 
-    def _finish(self, state: ProbeState, rec: dict[str, Any]) -> None:
-        full = {**state_header(state, self.mode, self.participant.label), **rec}
+    def _finish(self, state: ProbeState, rec: StateRecord) -> None:
+        full: StateRecord = {**state_header(state, self.mode, self.participant.label), **rec}
         self.done[(state.state_id, self.mode)] = full
         if full.get("status") == "infra_error":
             from collapse_probe.core._observe import note_infra_failure

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NotRequired, Required, TypedDict
 
 import numpy as np
 
@@ -11,22 +11,72 @@ from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.core._records import INFRA_ERROR
 from collapse_probe.models import GenerationRequest, derive_seed
 from collapse_probe.pipelines.audit._config import AuditConfig
+from collapse_probe.pipelines.audit._types import StateRecord
 from collapse_probe.rollout import EngineConfig, RunDir, make_specs, run_conversations
 from collapse_probe.simulators import Participant
 
 # ----------------------------------------------------------------------------------------------- trajectory
 
 
-def trajectory_summary(records: Sequence[dict[str, Any]], config: AuditConfig) -> dict[str, Any] | None:
+class TurnMean(TypedDict):
+    """Mean ε over the on-policy states of one simulator turn."""
+
+    turn: int | None
+    mean: float
+    n_states: int
+
+
+class TrajectorySummary(TypedDict):
+    """``results.json``'s ``trajectory``: ε along the on-policy rollouts and the Theorem 3.2 bounds."""
+
+    collapse_error_by_turn: list[TurnMean]
+    accumulated_collapse_error: float
+    """ε̄_H: the mean over rollouts of the sum of the per-turn ε̂."""
+    accumulated_collapse_error_plugin: float
+    """ε̄_H from the plug-in per-state ε."""
+    tv_bound: float
+    gradient_bias_bound: float
+    """2·B·R_max·ε̄_H."""
+    B: float
+    R_max: float
+    n_rollouts: int
+    note: NotRequired[str]
+    """Why the bounds are vacuous (ε̄_H ≥ 1)."""
+
+
+class VarianceShareSummary(TypedDict, total=False):
+    """``results.json``'s ``variance_share``: the simulator's share of reward variance (Lemma 3.3) by nested
+    resampling (:class:`~collapse_probe.metrics.trajectory.VarianceShare`'s fields and the run's counts)."""
+
+    share: Required[float | None]
+    ci: list[float] | None
+    within: float
+    between: float
+    total: float
+    n_prefixes: int
+    estimator: str
+    note: str | None
+    infra_failures: int
+    agents: int
+    """Agent seeds per task (``--variance-agents``)."""
+    sims: int
+    """Simulator draws per agent seed (``--variance-sims``)."""
+    n_conversations: int
+    reward_variance_bound: float
+    """R_max²·ε̄_H."""
+    within_le_bound: bool
+
+
+def trajectory_summary(records: Sequence[StateRecord], config: AuditConfig) -> TrajectorySummary | None:
     """ε per turn, accumulated ε̄_H over the on-policy rollouts, and the gradient-bias bound."""
     from collapse_probe.metrics.trajectory import accumulated_collapse_error, gradient_bias_bound, tv_bound
 
     ok = [r for r in records if r.get("status") == "ok" and r["source"] == "on_policy"]
     if not ok:
         return None
-    per_conv: dict[str, list[float]] = {}
-    per_conv_plugin: dict[str, list[float]] = {}
-    by_turn: dict[int, list[float]] = {}
+    per_conv: dict[str | None, list[float]] = {}
+    per_conv_plugin: dict[str | None, list[float]] = {}
+    by_turn: dict[int | None, list[float]] = {}
     for r in sorted(ok, key=lambda r: (r["conversation"], r["turn"])):
         # the bias-aware per-state estimate, as in the headline: summing plug-in ε̂ over turns adds up
         # the plug-in's small-N bias towards "collapsed" once per turn
@@ -36,7 +86,7 @@ def trajectory_summary(records: Sequence[dict[str, Any]], config: AuditConfig) -
         per_conv_plugin.setdefault(r["conversation"], []).append(r["collapse_error"])
         by_turn.setdefault(r["turn"], []).append(eps)
     eps_bar = accumulated_collapse_error(list(per_conv.values()))
-    out: dict[str, Any] = {
+    out: TrajectorySummary = {
         "collapse_error_by_turn": [
             {"turn": t, "mean": float(np.mean(v)), "n_states": len(v)} for t, v in sorted(by_turn.items())
         ],
@@ -75,7 +125,7 @@ class _SeedOverride:
 
 async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participant, sim: Participant,
                          config: AuditConfig, run_dir: RunDir | None, progress: bool,
-                         eps_bar: float | None = None) -> dict[str, Any]:  # fmt: skip
+                         eps_bar: float | None = None) -> VarianceShareSummary:  # fmt: skip
     """Simulator-side share of reward variance (Lemma 3.3) by nested resampling.
 
     For every task and each of ``variance_agents`` agent seeds, the policy's random numbers are
@@ -105,9 +155,11 @@ async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participan
     if not groups:
         return {"share": None, "note": "no agent prefix had 2 scored continuations", "infra_failures": infra}
     vs = simulator_variance_share(list(groups.values()), seed=config.rollout.seed, estimator="anova")
-    out = vs.to_dict()
-    out.update(infra_failures=infra, agents=config.variance_agents, sims=config.variance_sims,
-               n_conversations=len(records))  # fmt: skip
+    out = VarianceShareSummary(
+        share=vs.share, ci=list(vs.ci) if vs.ci is not None else None, within=vs.within, between=vs.between,
+        total=vs.total, n_prefixes=vs.n_prefixes, estimator=vs.estimator, note=vs.note, infra_failures=infra,
+        agents=config.variance_agents, sims=config.variance_sims, n_conversations=len(records),
+    )  # fmt: skip
     if eps_bar is not None:
         # Lemma 3.3 with ε_H estimated by the accumulated collapse error of the audited rollouts.
         out["reward_variance_bound"] = reward_variance_bound(eps_bar, config.r_max)
