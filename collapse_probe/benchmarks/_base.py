@@ -9,13 +9,60 @@ samples it from that side's model, and hands the text back (:meth:`Arena.apply`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Required, TypedDict, runtime_checkable
+
+from pydantic import JsonValue
 
 from collapse_probe.models import Completion, Message
 
 Side = Literal["policy", "simulator"]
+
+
+class ArenaToolCall(TypedDict, total=False):
+    """A tool call in an episode's record, as an arena reads it off the policy's turn."""
+
+    id: str | None
+    """The call's id (the tool message answering it carries it as ``tool_call_id``)."""
+    name: str | None
+    """The tool called (``None`` where a model gave none)."""
+    arguments: object
+    """The arguments as the model gave them (a JSON object where it was one)."""
+    parse_error: str
+    """Why the call could not be read (a malformed call: the tool message is this error)."""
+
+
+def tool_call_arguments(call: ArenaToolCall) -> Mapping[str, object]:
+    """A call's arguments where they are a JSON object, else none."""
+    args = call.get("arguments")
+    return args if isinstance(args, dict) else {}
+
+
+EpisodeMessage = TypedDict(
+    "EpisodeMessage",
+    {
+        "role": Required[str],
+        "content": Required[str],
+        "tool_calls": list[ArenaToolCall],
+        "tool_call_id": str | None,
+        "name": str | None,
+        "error": bool,
+        "raw": str,
+        "agent": str,
+        "protocol": str,
+        "to": str,
+        "from": str,
+        "meta": dict[str, JsonValue],
+    },
+    total=False,
+)
+"""One record of :attr:`Episode.messages`: ``role`` (``policy``, ``simulator``, ``tool`` or an arena's
+own, e.g. CooperBench's ``message``) and ``content``, plus the keys an arena adds: the policy's
+``tool_calls`` (and the ``raw`` text of a text-protocol call), a tool message's ``tool_call_id``,
+``name`` and ``error``, CooperBench's ``agent`` / ``protocol`` / ``to`` / ``from``, and ``meta``
+(e.g. ``{"elicitation": true}`` on a message that asks for a decision; the engine adds the simulator
+mode's information). Written into ``conversations.jsonl`` as it is."""
 
 
 @dataclass
@@ -40,7 +87,7 @@ class TurnPrompt:
     prompt: str | None = None
     stop: tuple[str, ...] = ()
     max_tokens: int = 96
-    tools: list[dict[str, Any]] | None = None
+    tools: list[dict[str, object]] | None = None
 
     @classmethod
     def chat(
@@ -68,7 +115,7 @@ class Episode:
 
     task: Task
     seed: int
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[EpisodeMessage] = field(default_factory=list)
     """Records ``{"role": "policy"|"simulator"|"tool", "content": str, ...}`` in order."""
     state: dict[str, Any] = field(default_factory=dict)
     done: bool = False
@@ -186,7 +233,7 @@ class ProbeSpec:
     task: Task
     kind: str
     """``"opening"``, ``"elicitation"`` (a decision is asked for) or a benchmark's own kind."""
-    messages: list[dict[str, Any]]
+    messages: list[EpisodeMessage]
     asks_decision: bool = False
     """The state asks the simulator for a decision: decision-label ε and the closed answer set apply."""
     index: int = 0

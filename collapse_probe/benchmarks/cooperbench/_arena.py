@@ -40,9 +40,19 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
-from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._base import (
+    ArenaToolCall,
+    Episode,
+    EpisodeMessage,
+    ProbeSpec,
+    Score,
+    Side,
+    Task,
+    TurnPrompt,
+    tool_call_arguments,
+)
 from collapse_probe.benchmarks.cooperbench._data import (
     PairRef,
     enumerate_pairs,
@@ -118,8 +128,24 @@ _SEND_QUOTED = re.compile(
 _BASH_FENCE = re.compile(r"```(?:bash|sh|shell)\s*\n(.*?)```", re.S)
 
 
-def _tool_schemas(partner: str | None) -> list[dict[str, Any]]:
-    tools: list[dict[str, Any]] = [
+class AgentTurn(TypedDict, total=False):
+    """One entry of an agent's own view of the episode (:meth:`CooperBenchArena.history`)."""
+
+    role: Required[str]
+    """``assistant`` (its turn), ``tool`` (a result of its call) or ``user`` (a message delivered to it)."""
+    content: Required[str]
+    tool_calls: list[ArenaToolCall] | None
+    raw: str | None
+    """The turn's text where it was written in the text protocol (shown to the agent as it wrote it)."""
+    tool_call_id: str | None
+    name: str | None
+    text: bool
+    """A tool result of a text-protocol call (shown as an observation, not a tool message)."""
+
+
+def _tool_schemas(partner: str | None) -> list[dict[str, object]]:
+    """The tools' OpenAI function-calling schemas (``bash``, and ``send_message`` with a partner)."""
+    tools: list[dict[str, object]] = [
         {
             "type": "function",
             "function": {
@@ -280,7 +306,7 @@ class CooperBenchArena:
             tasks = tasks[:n]
         return tasks
 
-    def _task_data(self, p: PairRef, policy_agent: str) -> dict[str, Any]:
+    def _task_data(self, p: PairRef, policy_agent: str) -> dict[str, object]:
         return {"pair": p.pair_id, "task": p.task.name, "path": str(p.task.path), "features": [p.i, p.j],
                 "policy_agent": policy_agent, "mode": self.mode}  # fmt: skip
 
@@ -415,13 +441,14 @@ class CooperBenchArena:
         lines: list[str] = []
         for h in self.history(episode, agent):
             if h["role"] == "assistant":
-                if text_protocol or not h.get("tool_calls") or h.get("raw") is not None:
+                calls = h.get("tool_calls")
+                if text_protocol or not calls or h.get("raw") is not None:
                     messages.append({"role": "assistant", "content": h.get("raw") or h.get("content") or ""})
                 else:
                     messages.append({"role": "assistant", "content": h.get("content") or None, "tool_calls": [
                         {"id": c["id"], "type": "function",
                          "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
-                        for c in h["tool_calls"]]})  # fmt: skip
+                        for c in calls]})  # fmt: skip
                 lines.append(f"Assistant: {h.get('raw') or h.get('content') or _calls_text(h.get('tool_calls'))}")
             elif h["role"] == "tool":
                 if text_protocol or h.get("text"):
@@ -440,11 +467,11 @@ class CooperBenchArena:
                           max_tokens=self.turn_max_tokens, tools=tools)  # fmt: skip
 
     @staticmethod
-    def history(ep: Episode, agent: str) -> list[dict[str, Any]]:
+    def history(ep: Episode, agent: str) -> list[AgentTurn]:
         """``agent``'s own view of the episode so far, rebuilt from the public record ``ep.messages``
         (its turns, its tool results, messages delivered to it), so any recorded prefix gives the exact
         prompt the agent saw (audits rebuild states this way)."""
-        out: list[dict[str, Any]] = []
+        out: list[AgentTurn] = []
         for m in ep.messages:
             role = m.get("role")
             if role in ("policy", "simulator") and m.get("agent") == agent:
@@ -493,7 +520,7 @@ class CooperBenchArena:
         ag["tokens"] += int(getattr(completion, "n_tokens", None) or max(1, len(text or "") // 4))
         st["order"].append(agent)
         calls, raw = self._read_calls(completion, text)
-        record: dict[str, Any] = {"role": side, "agent": agent, "content": text or ""}
+        record: EpisodeMessage = {"role": side, "agent": agent, "content": text or ""}
         if calls:
             for c in calls:
                 ag["calls"] += 1
@@ -516,7 +543,13 @@ class CooperBenchArena:
             if ag["status"] != "running":
                 break
             obs = self._execute(episode, agent, c)
-            tool_rec = {"role": "tool", "agent": agent, "tool_call_id": c["id"], "name": c.get("name"), "content": obs}
+            tool_rec: EpisodeMessage = {
+                "role": "tool",
+                "agent": agent,
+                "tool_call_id": c["id"],
+                "name": c.get("name"),
+                "content": obs,
+            }
             if raw is not None:
                 tool_rec["protocol"] = "text"
             episode.messages.append(tool_rec)
@@ -528,10 +561,10 @@ class CooperBenchArena:
         if all(a["status"] != "running" for a in st["agents"].values()):
             self._finish(episode)
 
-    def _read_calls(self, completion: Completion, text: str) -> tuple[list[dict[str, Any]], str | None]:
+    def _read_calls(self, completion: Completion, text: str) -> tuple[list[ArenaToolCall], str | None]:
         native = completion.tool_calls if completion is not None else None
         if native and self.tool_protocol != "text":
-            calls: list[dict[str, Any]] = []
+            calls: list[ArenaToolCall] = []
             for c in native:
                 name = c.get("name") if isinstance(c, Mapping) else None
                 args: Any = c.get("arguments") if isinstance(c, Mapping) else None
@@ -559,10 +592,10 @@ class CooperBenchArena:
             return [{"id": "", "name": "bash", "arguments": {"command": fences[0].strip()}}], body
         return [], body
 
-    def _execute(self, ep: Episode, agent: str, call: dict[str, Any]) -> str:
+    def _execute(self, ep: Episode, agent: str, call: ArenaToolCall) -> str:
         st = ep.state
         ag = st["agents"][agent]
-        name, args = call.get("name"), call.get("arguments") or {}
+        name, args = call.get("name"), tool_call_arguments(call)
         if call.get("parse_error"):
             return f"Error: {call['parse_error']}"
         if name == "send_message" and st["mode"] == "coop" and self.messaging:
@@ -623,7 +656,7 @@ class CooperBenchArena:
             return "malformed"
         if c.get("name") == "send_message":
             return "message"
-        command = (c.get("arguments") or {}).get("command")
+        command = tool_call_arguments(c).get("command")
         if c.get("name") != "bash" or not isinstance(command, str):
             return f"tool:{c.get('name')}"
         rest, sent = extract_messages(command)
@@ -654,7 +687,7 @@ class CooperBenchArena:
         calls, _ = self._read_calls(Completion(text or ""), text or "")
         if not calls or calls[0].get("parse_error") or calls[0].get("name") != "bash":
             return "no change to the patch"
-        command = (calls[0].get("arguments") or {}).get("command")
+        command = tool_call_arguments(calls[0]).get("command")
         if not isinstance(command, str):
             return "no change to the patch"
         rest, _ = extract_messages(command)
@@ -678,7 +711,7 @@ class CooperBenchArena:
             self._finish(ep)
         patches = st.get("patches") or {}
         own = 0 if st["policy_agent"] == "agent1" else 1
-        info: dict[str, Any] = {
+        info: dict[str, object] = {
             "pair": pair.pair_id,
             "mode": st["mode"],
             "policy_agent": st["policy_agent"],
@@ -737,7 +770,7 @@ def _patch_effect(command: str) -> str:
     return f"edits {', '.join(files) if files else 'files'} (edit {edit})"
 
 
-def _calls_text(calls: Any) -> str:
+def _calls_text(calls: Sequence[ArenaToolCall] | None) -> str:
     return json.dumps([{"name": c.get("name"), "arguments": c.get("arguments")} for c in calls or []])
 
 

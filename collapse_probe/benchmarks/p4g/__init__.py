@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._base import Episode, EpisodeMessage, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.benchmarks.p4g._text import (
     MAX_DONATION,
@@ -463,19 +463,19 @@ class P4GArena:
         specs = []
         for i, task in enumerate(tasks):
             opening = (openings or {}).get(task.task_id) or OPENINGS[i % len(OPENINGS)]
-            first = [{"role": "policy", "content": opening}]
+            first: list[EpisodeMessage] = [{"role": "policy", "content": opening}]
             specs.append(ProbeSpec(task, "opening", first))
             elicit = first + [{"role": "policy", "content": ELICITATION, "meta": {"elicitation": True}}]
             specs.append(ProbeSpec(task, "elicitation", elicit, asks_decision=True))
         return specs
 
-    def episode_at(self, task: Task, messages: Sequence[dict[str, Any]]) -> Episode:
+    def episode_at(self, task: Task, messages: Sequence[EpisodeMessage]) -> Episode:
         """The audit hook ``episode_at``: the episode whose conversation so far is ``messages``, with the
         turn-taking state :meth:`next_side` keeps (persuasion rounds answered, whether the donation
         question was asked) rebuilt from them, so the reward view reads a probe or on-policy state as
         the rollout that reached it would."""
         ep = self.new_episode(task, 0)
-        ep.messages = [dict(m) for m in messages]
+        ep.messages = [m.copy() for m in messages]
         ep.state["rounds"] = ep.turns("simulator")
         ep.state["elicited"] = any((m.get("meta") or {}).get("elicitation") for m in messages)
         return ep

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collapse_probe.benchmarks._base import Episode, ProbeSpec, Score, Side, Task, TurnPrompt
+from collapse_probe.benchmarks._base import Episode, EpisodeMessage, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks.scenarios._schema import Reward, Scenario
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import Completion
@@ -157,13 +157,17 @@ class ScenarioArena:
             raise ConfigError(f"{self.source}: no scenario {task.task_id!r} (the file changed?)") from None
 
     def new_episode(self, task: Task, seed: int) -> Episode:
-        opening = {"role": "policy", "content": self.scenario(task).opening, "meta": {"given": "opening"}}
+        opening: EpisodeMessage = {
+            "role": "policy",
+            "content": self.scenario(task).opening,
+            "meta": {"given": "opening"},
+        }
         return Episode(task=task, seed=seed, messages=[opening], state={"rounds": 0, "elicited": False})
 
-    def episode_at(self, task: Task, messages: Sequence[dict[str, Any]]) -> Episode:
+    def episode_at(self, task: Task, messages: Sequence[EpisodeMessage]) -> Episode:
         """The audit hook ``episode_at``: the episode whose conversation so far is ``messages``, with the
         rounds answered and whether the closing question was asked rebuilt from them."""
-        ep = Episode(task=task, seed=0, messages=[dict(m) for m in messages])
+        ep = Episode(task=task, seed=0, messages=[m.copy() for m in messages])
         ep.state["rounds"] = ep.turns("simulator")
         ep.state["elicited"] = any((m.get("meta") or {}).get("elicitation") for m in messages)
         return ep

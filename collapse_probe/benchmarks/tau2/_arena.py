@@ -24,8 +24,24 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collapse_probe.benchmarks._base import Episode, Score, Side, Task, TurnPrompt
-from collapse_probe.benchmarks.tau2._data import DomainData, load_domain, normalize_domain, render_user_scenario
+from collapse_probe.benchmarks._base import (
+    ArenaToolCall,
+    Episode,
+    EpisodeMessage,
+    Score,
+    Side,
+    Task,
+    TurnPrompt,
+    tool_call_arguments,
+)
+from collapse_probe.benchmarks.tau2._data import (
+    DomainData,
+    ReferenceMessage,
+    Tau2Task,
+    load_domain,
+    normalize_domain,
+    render_user_scenario,
+)
 from collapse_probe.benchmarks.tau2._evaluate import (
     STOP_REASONS,
     Environment,
@@ -194,8 +210,8 @@ class Tau2Arena:
             ep.messages.append({"role": "policy", "content": GREETING})
         return ep
 
-    def _raw_task(self, task: Task) -> dict[str, Any]:
-        raw = task.data.get("task") if isinstance(task.data, dict) else None
+    def _raw_task(self, task: Task) -> Tau2Task:
+        raw: Tau2Task | None = task.data.get("task") if isinstance(task.data, dict) else None
         if not isinstance(raw, dict):
             raw = self._tasks.get(task.task_id)
         if raw is None:
@@ -249,7 +265,7 @@ class Tau2Arena:
             episode.messages.append({"role": "policy", "content": message or ""})
             self._check_limits(episode)
             return
-        record: dict[str, Any] = {"role": "policy", "content": message or "", "tool_calls": calls}
+        record: EpisodeMessage = {"role": "policy", "content": message or "", "tool_calls": calls}
         if raw is not None:
             record["raw"] = raw
         episode.messages.append(record)
@@ -258,7 +274,7 @@ class Tau2Arena:
 
     def _read_policy_turn(
         self, completion: Completion, text: str
-    ) -> tuple[list[dict[str, Any]] | None, str | None, str | None]:
+    ) -> tuple[list[ArenaToolCall] | None, str | None, str | None]:
         """``(tool calls or None, message text, raw text of a text-protocol call)``."""
         native = completion.tool_calls if completion is not None else None
         if native:
@@ -266,7 +282,11 @@ class Tau2Arena:
             for c in native:
                 name = c.get("name") if isinstance(c, Mapping) else None
                 args: Any = c.get("arguments") if isinstance(c, Mapping) else None
-                call = {"id": str(c.get("id") or "") if isinstance(c, Mapping) else "", "name": name, "arguments": args}
+                call: ArenaToolCall = {
+                    "id": str(c.get("id") or "") if isinstance(c, Mapping) else "",
+                    "name": name,
+                    "arguments": args,
+                }
                 if isinstance(args, str):
                     try:
                         call["arguments"] = json.loads(args) if args.strip() else {}
@@ -287,7 +307,7 @@ class Tau2Arena:
             return [{"id": "", "name": name, "arguments": {}, "parse_error": action.error}], "", text
         return [{"id": "", "name": action.name, "arguments": action.arguments}], "", text
 
-    def _execute(self, episode: Episode, calls: list[dict[str, Any]]) -> None:
+    def _execute(self, episode: Episode, calls: list[ArenaToolCall]) -> None:
         st = episode.state
         env = self._env(episode)
         for call in calls:
@@ -389,7 +409,7 @@ class Tau2Arena:
                 lines.append(f"Tool result: {body}")
             elif m.get("tool_calls"):
                 acts = [m["raw"].strip()] if m.get("raw") is not None else [
-                    format_action(c.get("name") or INVALID_ACTION, c.get("arguments") if isinstance(c.get("arguments"), dict) else {})
+                    format_action(c.get("name") or INVALID_ACTION, tool_call_arguments(c))
                     for c in m["tool_calls"]
                 ]  # fmt: skip
                 if text_messages:
@@ -679,9 +699,9 @@ def _clean_user_turn(text: str) -> str:
     return t
 
 
-def _reference_view(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _reference_view(messages: Sequence[EpisodeMessage]) -> list[ReferenceMessage]:
     """Episode records in the reference's roles, for replay (tool calls keep name/arguments/id)."""
-    out: list[dict[str, Any]] = []
+    out: list[ReferenceMessage] = []
     for m in messages:
         if m["role"] == "tool":
             out.append({"role": "tool", "id": m.get("tool_call_id"), "content": m["content"]})
@@ -693,20 +713,20 @@ def _reference_view(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     return out
 
 
-def _from_reference_messages(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _from_reference_messages(history: Sequence[ReferenceMessage]) -> list[EpisodeMessage]:
     """A task's ``message_history`` (reference roles) as episode records."""
-    out: list[dict[str, Any]] = []
+    out: list[EpisodeMessage] = []
     for m in history:
         role = m.get("role")
         if role == "tool":
             out.append({"role": "tool", "content": str(m.get("content", "")), "tool_call_id": m.get("id"), "name": None,
                         "error": bool(m.get("error"))})  # fmt: skip
         elif role == "assistant":
-            rec: dict[str, Any] = {"role": "policy", "content": m.get("content") or ""}
-            if m.get("tool_calls"):
+            rec: EpisodeMessage = {"role": "policy", "content": m.get("content") or ""}
+            calls = m.get("tool_calls")
+            if calls:
                 rec["tool_calls"] = [
-                    {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments") or {}}
-                    for c in m["tool_calls"]
+                    {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments") or {}} for c in calls
                 ]
             out.append(rec)
         elif role == "user":

@@ -19,12 +19,86 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
+from pydantic import JsonValue
+
+from collapse_probe.benchmarks._base import ArenaToolCall
 from collapse_probe.benchmarks.tau2._db import CANONICALISERS, Tables
 from collapse_probe.core._resources import dataset_path
 from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError
+
+
+class TaskAction(TypedDict, total=False):
+    """A gold action of ``evaluation_criteria.actions`` (checked at load: ``name`` a string, ``arguments`` an object)."""
+
+    action_id: str
+    name: Required[str]
+    arguments: dict[str, JsonValue]
+    compare_args: list[str] | None
+    """The argument names compared with the agent's call (``None``: all the call's arguments)."""
+    requestor: str
+
+
+class EnvFunctionCall(TypedDict, total=False):
+    """An ``initialization_actions`` or ``env_assertions`` entry: a toolkit function called with ``arguments``."""
+
+    env_type: str
+    func_name: Required[str]
+    arguments: dict[str, JsonValue] | None
+    assert_value: bool
+    """For an assertion: the boolean the function must return (default true)."""
+
+
+class ReferenceMessage(TypedDict, total=False):
+    """A message in the reference's roles (``assistant`` / ``user`` / ``tool``): a task's
+    ``initial_state.message_history`` entry, and an episode's record as the reward replays it."""
+
+    role: Required[str]
+    content: str | None
+    tool_calls: list[ArenaToolCall] | None
+    """An ``assistant`` message's calls ``{"id", "name", "arguments"}``."""
+    id: str | None
+    """A ``tool`` message's call id (the reference's name for it)."""
+    tool_call_id: str | None
+    """A ``tool`` message's call id where ``id`` is absent."""
+    error: bool
+
+
+class InitialState(TypedDict, total=False):
+    initialization_data: dict[str, JsonValue] | None
+    """``{"agent_data": <DB update merged into the database>, ...}``."""
+    initialization_actions: list[EnvFunctionCall] | None
+    message_history: list[ReferenceMessage] | None
+    """The conversation so far, in the reference's roles (``assistant`` / ``user`` / ``tool``)."""
+
+
+class EvaluationCriteria(TypedDict, total=False):
+    actions: list[TaskAction] | None
+    env_assertions: list[EnvFunctionCall] | None
+    communicate_info: list[str] | None
+    nl_assertions: list[str] | None
+    reward_basis: list[str] | None
+    """The reward's components (default ``DB``, ``COMMUNICATE``)."""
+
+
+class UserScenario(TypedDict, total=False):
+    persona: str | None
+    instructions: Required[str | dict[str, JsonValue]]
+    """A text, or ``{domain, reason_for_call, known_info, unknown_info, task_instructions}``."""
+
+
+class Tau2Task(TypedDict, total=False):
+    """A task of ``tasks.json`` in the official layout; :func:`load_domain` checks the fields typed here
+    as objects, lists and strings (the values inside the history and the arguments are the data's own)."""
+
+    id: Required[str]
+    description: JsonValue
+    user_scenario: Required[UserScenario]
+    initial_state: InitialState | None
+    evaluation_criteria: EvaluationCriteria | None
+
 
 ENV_VAR = "COLLAPSE_PROBE_TAU2_DATA"
 DOMAIN_KINDS: dict[str, str] = {"retail": "retail", "airline": "airline", "demo": "retail"}
@@ -60,13 +134,13 @@ class DomainData:
     name: str
     kind: str
     path: Path
-    tasks: list[dict[str, Any]]
+    tasks: list[Tau2Task]
     db: Tables
     policy: str
     splits: dict[str, list[str]]
     guidelines: str
 
-    def task(self, task_id: str) -> dict[str, Any]:
+    def task(self, task_id: str) -> Tau2Task:
         for t in self.tasks:
             if t["id"] == str(task_id):
                 return t
@@ -120,7 +194,7 @@ def _read_json(path: Path) -> Any:
     return parse_json(raw, path, expected="a UTF-8 JSON file")
 
 
-def _check_tasks(tasks: Any, path: Path) -> list[dict[str, Any]]:
+def _check_tasks(tasks: Any, path: Path) -> list[Tau2Task]:
     if not isinstance(tasks, list):
         raise ConfigError(f"{path}: expected a JSON list of tasks")
     seen: set[str] = set()
@@ -225,10 +299,10 @@ def load_domain(domain: str, data_dir: str | os.PathLike[str] | None = None) -> 
     return data
 
 
-def render_user_scenario(scenario: dict[str, Any]) -> str:
+def render_user_scenario(scenario: UserScenario) -> str:
     """The task's user scenario as the simulator reads it (persona, then the instructions)."""
 
-    def indent(text: str) -> str:
+    def indent(text: object) -> str:
         return "\n".join("\t" + line if line.strip() else line for line in str(text).split("\n"))
 
     lines: list[str] = []

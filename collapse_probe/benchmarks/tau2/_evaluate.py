@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from collapse_probe.benchmarks.tau2._data import DomainData, load_domain
+from collapse_probe.benchmarks._base import ArenaToolCall
+from collapse_probe.benchmarks.tau2._data import (
+    DomainData,
+    EnvFunctionCall,
+    ReferenceMessage,
+    TaskAction,
+    Tau2Task,
+    load_domain,
+)
 from collapse_probe.benchmarks.tau2._db import CANONICALISERS, AirlineTables, Database, RetailTables, Tables, deep_merge
 from collapse_probe.benchmarks.tau2._tools import ToolResult
 from collapse_probe.benchmarks.tau2.airline import AirlineTools
@@ -48,9 +56,9 @@ class Environment:
         return isinstance(name, str) and self.tools.is_write(name)
 
 
-def _message_tool_pairs(messages: Sequence[Mapping[str, Any]]) -> list[tuple[dict[str, Any], Mapping[str, Any] | None]]:
+def _message_tool_pairs(messages: Sequence[ReferenceMessage]) -> list[tuple[ArenaToolCall, ReferenceMessage | None]]:
     """Pair every tool call in ``messages`` with its tool message (by id, in order)."""
-    results: dict[str, Mapping[str, Any]] = {}
+    results: dict[str, ReferenceMessage] = {}
     for m in messages:
         if m.get("role") == "tool" and m.get("id", m.get("tool_call_id")) is not None:
             results.setdefault(str(m.get("id", m.get("tool_call_id"))), m)
@@ -61,7 +69,7 @@ def _message_tool_pairs(messages: Sequence[Mapping[str, Any]]) -> list[tuple[dic
     return pairs
 
 
-def replay_tool_calls(env: Environment, messages: Sequence[Mapping[str, Any]]) -> int:
+def replay_tool_calls(env: Environment, messages: Sequence[ReferenceMessage]) -> int:
     """Re-execute the write tool calls of ``messages`` on ``env``; return how many outputs differed."""
     mismatches = 0
     for call, recorded in _message_tool_pairs(messages):
@@ -80,7 +88,7 @@ def _same_output(a: str, b: str) -> bool:
         return a == b
 
 
-def initial_environment(data: DomainData, task: Mapping[str, Any], replay_history: bool = True) -> Environment:
+def initial_environment(data: DomainData, task: Tau2Task, replay_history: bool = True) -> Environment:
     """A fresh environment with the task's ``initial_state`` applied (data, actions, and unless
     ``replay_history`` is false the write tool calls of its message history)."""
     init = task.get("initial_state") or {}
@@ -96,8 +104,9 @@ def initial_environment(data: DomainData, task: Mapping[str, Any], replay_histor
                 f"task {task['id']}: initialization action {action['func_name']!r} is not a {data.kind} function"
             )
         fn(**(action.get("arguments") or {}))  # errors are not caught, as in the reference
-    if replay_history and init.get("message_history"):
-        replay_tool_calls(env, init["message_history"])
+    history = init.get("message_history")
+    if replay_history and history:
+        replay_tool_calls(env, history)
     return env
 
 
@@ -144,7 +153,7 @@ class GoldReplay:
         return self.env.db.changed()
 
 
-def gold_environment(data: DomainData, task: Mapping[str, Any]) -> tuple[Environment, list[ToolResult]]:
+def gold_environment(data: DomainData, task: Tau2Task) -> tuple[Environment, list[ToolResult]]:
     """Execute every gold action (reads too) in order on a fresh environment."""
     env = initial_environment(data, task)
     results = []
@@ -182,19 +191,22 @@ def communicate_score(communicate_info: Sequence[str] | None, agent_texts: Seque
     return 1.0 if all(any(s.lower() in t for t in texts) for s in communicate_info) else 0.0
 
 
-def action_score(gold_actions: Sequence[Mapping[str, Any]] | None, calls: Sequence[Mapping[str, Any]]) -> float:
+def action_score(gold_actions: Sequence[TaskAction] | None, calls: Sequence[ArenaToolCall]) -> float:
     """1 if every gold action is matched by a tool call with the same name and equal compared arguments."""
     for gold in gold_actions or []:
         compare = gold.get("compare_args")
         gargs = gold.get("arguments") or {}
 
         def matches(
-            call: Mapping[str, Any], gold: Mapping[str, Any] = gold, compare: Any = compare, gargs: Any = gargs
+            call: ArenaToolCall,
+            gold: TaskAction = gold,
+            compare: list[str] | None = compare,
+            gargs: Mapping[str, object] = gargs,
         ) -> bool:
             if call.get("name") != gold["name"]:
                 return False
             raw = call.get("arguments")
-            args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            args: Mapping[str, object] = raw if isinstance(raw, dict) else {}
             keys = list(args) if compare is None else list(compare)
             return all(args.get(k) == gargs.get(k) for k in keys)
 
@@ -203,7 +215,7 @@ def action_score(gold_actions: Sequence[Mapping[str, Any]] | None, calls: Sequen
     return 1.0
 
 
-def env_assertion_score(env: Environment, assertions: Sequence[Mapping[str, Any]] | None) -> float:
+def env_assertion_score(env: Environment, assertions: Sequence[EnvFunctionCall] | None) -> float:
     """Product over ``env_assertions``: the named function's boolean result must equal ``assert_value``."""
     for a in assertions or []:
         fn = getattr(env.tools, a["func_name"], None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,8 @@ class ParsedAction:
     """One parsed agent turn: a message (``name == "respond"``), a tool call, or a malformed reply."""
 
     name: str | None
-    arguments: dict[str, Any] | None = None
+    arguments: dict[str, object] | None = None
+    """A tool call's arguments as the model wrote them (any JSON or Python literal values)."""
     content: str | None = None
     error: str | None = None
     """Set when the reply could not be read as one action (why, for the tool error)."""
@@ -164,7 +166,7 @@ def parse_action(text: str) -> ParsedAction:
     return ParsedAction(name, arguments=args)
 
 
-def format_action(name: str, arguments: dict[str, Any] | None = None, content: str | None = None) -> str:
+def format_action(name: str, arguments: Mapping[str, object] | None = None, content: str | None = None) -> str:
     """The canonical text-protocol form of an action (used to show the agent its own past turns)."""
     if name == RESPOND:
         return json.dumps({"name": RESPOND, "content": content or ""}, ensure_ascii=False)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal
 
+from pydantic import JsonValue
+
 from collapse_probe.benchmarks.tau2._db import Database, TablesT, record_json
 
 ToolKind = Literal["read", "write", "generic", "think"]
@@ -30,9 +32,9 @@ class ToolSpec:
     name: str
     kind: ToolKind
     description: str
-    params: tuple[tuple[str, dict[str, Any]], ...]
+    params: tuple[tuple[str, dict[str, JsonValue]], ...]
 
-    def openai_schema(self) -> dict[str, Any]:
+    def openai_schema(self) -> dict[str, object]:
         """The OpenAI function-calling schema (``{"type": "function", "function": {...}}``)."""
         return {
             "type": "function",
@@ -53,7 +55,7 @@ class ToolSpec:
 
 
 def tool(
-    kind: ToolKind, description: str, **params: dict[str, Any]
+    kind: ToolKind, description: str, **params: dict[str, JsonValue]
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a toolkit method as a tool; ``params`` are the JSON schemas of its arguments, in order."""
 
@@ -64,13 +66,14 @@ def tool(
     return deco
 
 
-STR: dict[str, Any] = {"type": "string"}
-INT: dict[str, Any] = {"type": "integer"}
-NUM: dict[str, Any] = {"type": "number"}
-STR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+STR: dict[str, JsonValue] = {"type": "string"}
+INT: dict[str, JsonValue] = {"type": "integer"}
+NUM: dict[str, JsonValue] = {"type": "number"}
+STR_LIST: dict[str, JsonValue] = {"type": "array", "items": {"type": "string"}}
 
 
-def describe(schema: dict[str, Any], description: str) -> dict[str, Any]:
+def describe(schema: dict[str, JsonValue], description: str) -> dict[str, JsonValue]:
+    """``schema`` (a JSON Schema) with its ``description``."""
     return {**schema, "description": description}
 
 
