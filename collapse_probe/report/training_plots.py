@@ -29,16 +29,16 @@ __all__ = [
     "zero_std_share_figure",
 ]
 
-Curves = Mapping[str, Sequence[Mapping[str, Any]]]
+Curves = Mapping[str, Sequence[Mapping[str, object]]]
 """``{run label: [{"step": ..., "train_reward": ..., ...}, ...]}``."""
-Alarms = Sequence[Mapping[str, Any]]
+Alarms = Sequence[Mapping[str, object]]
 """Collapse-monitor alarms ``[{"step": int, "kind": str, "message": str}, ...]`` (``monitor.jsonl``'s
 ``alarms`` of each step; :func:`collapse_probe.report.runs.monitor_alarms` reads them)."""
 
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[Any], list[float]]:
+def _series(records: Sequence[Mapping[str, object]], key: str) -> tuple[list[Any], list[float]]:
     xs, ys = [], []
     for r in records:
         v = r.get(key)
@@ -48,7 +48,7 @@ def _series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[Any], 
     return xs, ys
 
 
-def _with_alias(curves: Curves, key: str, alias: str) -> dict[str, list[Mapping[str, Any]]]:
+def _with_alias(curves: Curves, key: str, alias: str) -> dict[str, list[Mapping[str, object]]]:
     """Copy ``alias`` into ``key`` in records that lack ``key`` (train and lab runs name a few quantities differently)."""
     return {
         label: [{**r, key: r[alias]} if key not in r and alias in r else r for r in records]
@@ -234,7 +234,7 @@ def progress_axis(curves: Curves) -> bool:
 
 def progress_curves(
     curves: Curves, alarms: Alarms = ()
-) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+) -> tuple[dict[str, list[dict[str, object]]], list[dict[str, object]]]:
     """``curves`` and ``alarms`` with each step replaced by its share of the run's last step (0..1).
 
     An alarm is scaled by the run it names (``alarm["run"]``), or by the longest run when it names none."""
@@ -307,7 +307,11 @@ def zero_variance_sentence(curves: Curves) -> Sentence | None:
 
 
 def write_train_report(
-    results: TrainResults | Mapping[str, Any], metrics: Sequence[dict[str, Any]], path: str | Path, *, label: str
+    results: TrainResults | Mapping[str, object],
+    metrics: Sequence[Mapping[str, object]],
+    path: str | Path,
+    *,
+    label: str,
 ) -> Path:
     """``report.html``: the training figures (reward, entropy, ε, zero-std share) and a summary table.
 
