@@ -11,6 +11,7 @@ from collapse_probe.models._types import (
     GenerationResult,
     Message,
     SamplingParams,
+    ToolCallRecord,
     derive_seed,
 )
 
@@ -26,6 +27,7 @@ __all__ = [
     "Message",
     "ResponseCache",
     "SamplingParams",
+    "ToolCallRecord",
     "default_cache_path",
     "derive_seed",
     "get_model",

@@ -95,7 +95,9 @@ class SystemInstruction(TypedDict):
     parts: list[Part]
 
 
-class GenerationConfig(TypedDict, total=False):
+class GenerationParams(TypedDict, total=False):
+    """The body's ``generationConfig``: the sampling parameters."""
+
     temperature: float
     topP: float
     maxOutputTokens: int
@@ -121,7 +123,7 @@ class GenerateContentBody(TypedDict, total=False):
     """The body of a ``generateContent`` call in the REST wire form (the fields this backend sends)."""
 
     contents: Required[list[Content]]
-    generationConfig: Required[GenerationConfig]
+    generationConfig: Required[GenerationParams]
     systemInstruction: SystemInstruction
     tools: list[Tool]
 
@@ -469,7 +471,7 @@ class GeminiChatModel(APIChatModel):
         """The ``generateContent`` body (wire form) asking for samples ``start .. start + k - 1``."""
         p = request.params
         instruction, contents = to_gemini_contents(request.messages, request.prompt)
-        config: GenerationConfig = {"temperature": p.temperature, "topP": p.top_p, "maxOutputTokens": p.max_tokens}
+        config: GenerationParams = {"temperature": p.temperature, "topP": p.top_p, "maxOutputTokens": p.max_tokens}
         if p.stop:
             config["stopSequences"] = list(p.stop)
         seed = request.sample_seed(start)

@@ -112,7 +112,7 @@ def lora_rank_for_vllm(rank: int) -> int:
     raise ConfigError(f"LoRA rank {rank} is above the largest rank vLLM serves ({LORA_RANKS[-1]}); use --lora-r <= 512")
 
 
-def validate_engine_options(options: Mapping[str, object]) -> dict[str, Any]:
+def validate_engine_options(options: Mapping[str, object]) -> dict[str, object]:
     """Check (and read from text) the ``vllm.LLM`` options that vLLM only rejects at engine start: the
     fields of :class:`~collapse_probe.models._options.VLLMOptions`.
 
