@@ -15,6 +15,7 @@ from collapse_probe.pipelines.audit._types import (
     EffectiveModesBound,
     EntropyBlock,
     Estimate,
+    ExactDistribution,
     ExactFailure,
     MeanDifference,
     MeanInterval,
@@ -26,7 +27,6 @@ from collapse_probe.pipelines.audit._types import (
 
 if TYPE_CHECKING:
     from collapse_probe.metrics import IntervalEstimate
-    from collapse_probe.pipelines.audit._sampling import ExactDistribution
 
 
 def _state_estimates(counts: np.ndarray, texts: list[str], seed: int) -> StateEstimates:

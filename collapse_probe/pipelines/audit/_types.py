@@ -10,10 +10,7 @@ bytes), whose keys and value types a reader and mypy can see. An interval ``ci95
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NotRequired, TypedDict
-
-if TYPE_CHECKING:
-    from collapse_probe.pipelines.audit._sampling import ExactDistribution
+from typing import NotRequired, TypedDict
 
 # ----------------------------------------------------------------------------------------------- a state
 
@@ -80,6 +77,22 @@ class VSStats(TypedDict):
     mean_candidates: float
     examples: NotRequired[Sequence[Mapping[str, object]]]
     """The first two parse records (``samples.jsonl`` only, not ``results.json``)."""
+
+
+class ExactDistribution(TypedDict):
+    """A state's exact class distribution over a closed answer set (a record's ``exact``, from
+    :func:`~collapse_probe.pipelines.audit._sampling.exact_closed_set_distribution`)."""
+
+    distribution: dict[str, float]
+    """Class -> probability, the mass outside the set included (class ``"outside the set"``)."""
+    collapse_error: float
+    closed_set_mass: float
+    outside_mass: float
+    modal_class: str
+    distribution_conditional: dict[str, float] | None
+    """The distribution conditioned on answering inside the set (``None`` when the set has no mass)."""
+    collapse_error_conditional: float | None
+    note: NotRequired[str]
 
 
 class ExactFailure(TypedDict):

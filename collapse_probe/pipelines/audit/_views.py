@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from collapse_probe.pipelines.audit._config import AuditConfig, ProbeState
 from collapse_probe.pipelines.audit._summary import exact_scored, mean_collapse_error
 from collapse_probe.pipelines.audit._types import (
     DecisionSummary,
+    ExactDistribution,
     ExactSummary,
     KindMean,
     KindViews,
@@ -21,9 +21,6 @@ from collapse_probe.pipelines.audit._types import (
     RewardViewSummary,
     StateRecord,
 )
-
-if TYPE_CHECKING:
-    from collapse_probe.pipelines.audit._sampling import ExactDistribution
 
 NOT_READ = "not read by the reward"
 """The reward-view class of replies the benchmark's ``reward_class`` gives ``None`` at a state where it
