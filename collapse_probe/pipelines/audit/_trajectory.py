@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NotRequired, Required, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
 from collapse_probe.benchmarks import Arena, Task
 from collapse_probe.core._records import INFRA_ERROR
+from collapse_probe.metrics.trajectory import VarianceShareFields
 from collapse_probe.models import GenerationRequest, derive_seed
 from collapse_probe.pipelines.audit._config import AuditConfig
 from collapse_probe.pipelines.audit._types import StateRecord
@@ -44,27 +45,27 @@ class TrajectorySummary(TypedDict):
     """Why the bounds are vacuous (ε̄_H ≥ 1)."""
 
 
-class VarianceShareSummary(TypedDict, total=False):
+class VarianceShareSummary(VarianceShareFields):
     """``results.json``'s ``variance_share``: the simulator's share of reward variance (Lemma 3.3) by nested
-    resampling (:class:`~collapse_probe.metrics.trajectory.VarianceShare`'s fields and the run's counts)."""
+    resampling, and what it was measured over."""
 
-    share: Required[float | None]
-    ci: list[float] | None
-    within: float
-    between: float
-    total: float
-    n_prefixes: int
-    estimator: str
-    note: str | None
     infra_failures: int
     agents: int
     """Agent seeds per task (``--variance-agents``)."""
     sims: int
     """Simulator draws per agent seed (``--variance-sims``)."""
     n_conversations: int
-    reward_variance_bound: float
-    """R_max²·ε̄_H."""
-    within_le_bound: bool
+    reward_variance_bound: NotRequired[float]
+    """R_max²·ε̄_H (with the audit's accumulated collapse error)."""
+    within_le_bound: NotRequired[bool]
+
+
+class NoVarianceShare(TypedDict):
+    """``variance_share`` when there is none to measure, and why."""
+
+    share: None
+    note: str
+    infra_failures: NotRequired[int]
 
 
 def trajectory_summary(records: Sequence[StateRecord], config: AuditConfig) -> TrajectorySummary | None:
@@ -125,7 +126,7 @@ class _SeedOverride:
 
 async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participant, sim: Participant,
                          config: AuditConfig, run_dir: RunDir | None, progress: bool,
-                         eps_bar: float | None = None) -> VarianceShareSummary:  # fmt: skip
+                         eps_bar: float | None = None) -> VarianceShareSummary | NoVarianceShare:  # fmt: skip
     """Simulator-side share of reward variance (Lemma 3.3) by nested resampling.
 
     For every task and each of ``variance_agents`` agent seeds, the policy's random numbers are
@@ -155,11 +156,8 @@ async def variance_share(arena: Arena, tasks: Sequence[Task], policy: Participan
     if not groups:
         return {"share": None, "note": "no agent prefix had 2 scored continuations", "infra_failures": infra}
     vs = simulator_variance_share(list(groups.values()), seed=config.rollout.seed, estimator="anova")
-    out = VarianceShareSummary(
-        share=vs.share, ci=list(vs.ci) if vs.ci is not None else None, within=vs.within, between=vs.between,
-        total=vs.total, n_prefixes=vs.n_prefixes, estimator=vs.estimator, note=vs.note, infra_failures=infra,
-        agents=config.variance_agents, sims=config.variance_sims, n_conversations=len(records),
-    )  # fmt: skip
+    out: VarianceShareSummary = {**vs.to_dict(), "infra_failures": infra, "agents": config.variance_agents,
+                                 "sims": config.variance_sims, "n_conversations": len(records)}  # fmt: skip
     if eps_bar is not None:
         # Lemma 3.3 with ε_H estimated by the accumulated collapse error of the audited rollouts.
         out["reward_variance_bound"] = reward_variance_bound(eps_bar, config.r_max)
