@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from collapse_probe.benchmarks import Arena, Episode, Task
 from collapse_probe.benchmarks._base import audit_hook
-from collapse_probe.core._records import INFRA_ERROR, ConversationRecord
+from collapse_probe.core._records import INFRA_ERROR, ConversationRecord, Message
 from collapse_probe.errors import ConfigError
 from collapse_probe.pipelines.audit._config import ProbeState
+
+if TYPE_CHECKING:
+    from collapse_probe.benchmarks._base import EpisodeMessage
 
 # ----------------------------------------------------------------------------------------------- states
 
 
-def _episode(arena: Arena, task: Task, messages: Sequence[dict[str, Any]]) -> Episode:
+def _episode(arena: Arena, task: Task, messages: Sequence[EpisodeMessage]) -> Episode:
     """The arena's episode at a state whose conversation so far is ``messages``: its ``episode_at``
     hook (which rebuilds the arena's own turn-taking state), else a new episode holding them."""
     hook = audit_hook(arena, "episode_at")
     if hook is not None:
         return hook(task, messages)
     ep = arena.new_episode(task, 0)
-    ep.messages = [dict(m) for m in messages]
+    ep.messages = [m.copy() for m in messages]
     return ep
+
+
+def _episode_message(message: Message) -> EpisodeMessage:
+    """A recorded message as its episode held it: a conversation record's messages are the episode's,
+    written into ``conversations.jsonl`` as they were, so their keys are :data:`EpisodeMessage`'s."""
+    return cast("EpisodeMessage", message.as_dict())
 
 
 def benchmark_probe_states(arena: Arena, tasks: Sequence[Task], **options: Any) -> list[ProbeState]:
@@ -87,7 +96,7 @@ def on_policy_states(arena: Arena, records: Sequence[ConversationRecord], tasks:
         if rec.status == INFRA_ERROR:
             continue
         task = tasks[rec.task_id]
-        msgs = [m.as_dict() for m in rec.messages]
+        msgs = [_episode_message(m) for m in rec.messages]
         for m_idx, m in enumerate(rec.messages):
             if m.role != "simulator":
                 continue
