@@ -26,6 +26,7 @@ with ``write_eval_log``, so ``inspect_ai.log.read_eval_log``, ``inspect_ai.analy
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def _metric(name: str, value: Any) -> Any:
     return EvalMetric(name=name, value=float(value))
 
 
-def _score_block(name: str, figures: dict[str, Any], scored: int | None = None) -> Any:
+def _score_block(name: str, figures: Mapping[str, object], scored: int | None = None) -> Any:
     """An ``EvalScore`` whose metrics are the given figures of ``results.json`` (``None`` left out)."""
     from inspect_ai.log import EvalScore
 
@@ -55,12 +56,12 @@ def _score_block(name: str, figures: dict[str, Any], scored: int | None = None) 
     return EvalScore(name=name, scorer="collapse-probe", metrics=metrics, scored_samples=scored)
 
 
-def _ci(figures: dict[str, Any], prefix: str, ci: Any) -> None:
+def _ci(figures: dict[str, object], prefix: str, ci: object) -> None:
     if isinstance(ci, list | tuple) and len(ci) == 2:
         figures[f"{prefix}ci95_lower"], figures[f"{prefix}ci95_upper"] = ci[0], ci[1]
 
 
-def _chat(messages: list[dict[str, Any]], simulator_is_model: bool) -> list[Any]:
+def _chat(messages: Sequence[Mapping[str, object]], simulator_is_model: bool) -> list[Any]:
     """Run messages as inspect chat messages; ``simulator_is_model``: the simulator's turns are the
     ``assistant`` (an audit, where the simulator is the model evaluated), else the policy's."""
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
@@ -72,16 +73,19 @@ def _chat(messages: list[dict[str, Any]], simulator_is_model: bool) -> list[Any]
         role, content = m.get("role"), str(m.get("content") or "")
         meta = {k: v for k, v in m.items() if k not in ("role", "content", "tool_calls")} or None
         if role == model_side:
+            given = m.get("tool_calls")
             calls = [
                 ToolCall(id=str(c.get("id") or f"call-{i}"), function=str(c.get("name")),
                          arguments=dict(c["arguments"]) if isinstance(c.get("arguments"), dict) else {})
-                for i, c in enumerate(m.get("tool_calls") or []) if isinstance(c, dict)
+                for i, c in enumerate(given if isinstance(given, list) else []) if isinstance(c, dict)
             ] or None  # fmt: skip
             out.append(ChatMessageAssistant(content=content, tool_calls=calls, metadata=meta, model=None))
         elif role in ("policy", "simulator"):
             out.append(ChatMessageUser(content=content, metadata=meta))
         elif role == "tool":
-            out.append(ChatMessageTool(content=content, tool_call_id=m.get("tool_call_id"), metadata=meta))
+            call_id = m.get("tool_call_id")
+            out.append(ChatMessageTool(content=content, tool_call_id=call_id if isinstance(call_id, str) else None,
+                                       metadata=meta))  # fmt: skip
         else:
             out.append(ChatMessageSystem(content=content, metadata=meta))
     return out
@@ -174,7 +178,7 @@ def _results_scores(run: RunData) -> list[Any]:
     if run.kind == "audit":
         s = res.get("summary") or {}
         ce = dict(s.get("collapse_error") or {})
-        fig: dict[str, Any] = {"estimate": ce.get("estimate"), "plugin": ce.get("plugin")}
+        fig: dict[str, object] = {"estimate": ce.get("estimate"), "plugin": ce.get("plugin")}
         _ci(fig, "", ce.get("ci95"))
         out.append(_score_block("collapse_error", fig, s.get("n_states")))
         en = dict(s.get("entropy") or {})
@@ -242,7 +246,7 @@ def build_eval_log(run: RunData, mode: str | None = None) -> Any:
     else:
         samples = _conversation_samples(run)
     c, res = run.config, run.results
-    roles: dict[str, Any] = {}
+    roles: dict[str, ModelConfig | list[ModelConfig]] = {}  # inspect's model_roles
     if run.kind != "crossplay":
         if c.get("policy"):
             roles["policy"] = ModelConfig(model=str(c["policy"]))

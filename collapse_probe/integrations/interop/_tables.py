@@ -26,12 +26,15 @@ Tables (``docs/interop.md`` lists every column):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.integrations.interop._rundata import RunData, conversation_key_fields, current_flags
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 JSON = "json"
 """Column type of fields that hold objects: their JSON text."""
@@ -39,7 +42,8 @@ JSON_COLUMNS_KEY = b"collapse_probe.json_columns"
 TABLE_KEY = b"collapse_probe.table"
 
 
-def _types() -> dict[str, Any]:
+def _types() -> dict[str, object]:
+    """Short name -> the Arrow type of a known column (``json``: JSON text, :data:`JSON`)."""
     pa = require("pyarrow", "parquet", "parquet and Hugging Face export")
     f64, i64, s, b = pa.float64(), pa.int64(), pa.string(), pa.bool_()
     return {"f64": f64, "i64": i64, "str": s, "bool": b, "f64s": pa.list_(f64), "i64s": pa.list_(i64),
@@ -134,7 +138,7 @@ def _column(name: str, values: list[Any], kind: str | None) -> tuple[Any, Any]:
         return pa.field(name, pa.string(), metadata={b"encoding": b"json"}), pa.array(texts, pa.string())
 
 
-def table_from_rows(name: str, rows: Sequence[dict[str, Any]]) -> Any:
+def table_from_rows(name: str, rows: Sequence[Mapping[str, object]]) -> pa.Table:
     """An Arrow table of ``rows`` (dicts), typed by :data:`KNOWN` for table ``name``.
 
     A field absent from a row is null in that row; the known columns come first in their listed
@@ -158,10 +162,10 @@ def table_from_rows(name: str, rows: Sequence[dict[str, Any]]) -> Any:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
 
 
-def run_tables(run: RunData) -> dict[str, Any]:
+def run_tables(run: RunData) -> dict[str, pa.Table]:
     """The tables of a run (see the module docstring); only tables with rows are returned."""
     res = run.results
-    rows: dict[str, list[dict[str, Any]]] = {
+    rows: dict[str, list[dict[str, object]]] = {
         "run": [
             {
                 "kind": run.kind,
@@ -216,7 +220,7 @@ def json_columns(schema: Any) -> list[str]:
     return [f.name for f in schema if (f.metadata or {}).get(b"encoding") == b"json"]
 
 
-def read_table(path: str | Path) -> list[dict[str, Any]]:
+def read_table(path: str | Path) -> list[dict[str, object]]:
     """The rows of an exported parquet table as dicts with every column, JSON columns decoded. For
     ``conversations`` and ``states`` each row holds its JSONL record field for field (a field the
     record lacks reads as ``None``), plus ``record_line`` and ``is_current``.
