@@ -18,6 +18,7 @@ from collapse_probe.rollout.runspec import RunConfig, arena_record
 from collapse_probe.simulators import Participant, vs_setting
 
 if TYPE_CHECKING:
+    from collapse_probe.metrics.variance import VarianceBlock
     from collapse_probe.results import PlayResults
 
 
@@ -59,14 +60,14 @@ def run_play(
     )
 
 
-def _play_variance(records: list[ConversationRecord], arena: Arena, seed: int) -> dict[str, object]:
+def _play_variance(records: list[ConversationRecord], arena: Arena, seed: int) -> VarianceBlock:
     """``results.json``'s ``variance`` of a play run (its tasks' rollouts are the trials): the
     :class:`~collapse_probe.metrics.variance.VarianceDecomposition` and its notes."""
     from collapse_probe.metrics.variance import decompose_variance, trials_from_records, variance_notes
 
     bounds = declared_reward_range(arena)
     trials = trials_from_records(r.to_line_dict() for r in records)
-    out: dict[str, object] = dict(decompose_variance(trials, seed=seed, success=bounds[1] if bounds else 1.0).to_dict())
+    out = decompose_variance(trials, seed=seed, success=bounds[1] if bounds else 1.0).to_dict()
     out["notes"] = variance_notes(out)
     return out
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from collapse_probe._version import __version__
 from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, PUBLISHED_FORMATS
 from collapse_probe.errors import ConfigError, InfraError
+from collapse_probe.metrics.variance import VarianceBlock
 from collapse_probe.pipelines.audit._config import SAMPLES, AuditConfig, ProbeState
 from collapse_probe.pipelines.audit._sampling import is_state_record
 from collapse_probe.pipelines.audit._types import StateRecord
@@ -136,8 +137,15 @@ def _hooks_arena(benchmark: str | None) -> Any:
         return None
 
 
+class PublishedVariance(VarianceBlock):
+    """``results.json``'s ``variance`` of an audit of a published file: the decomposition and its success rule."""
+
+    success: str
+    """When a trial succeeds (``reward >= X``), for the flip rate and pass^k."""
+
+
 def _variance(convs: list[Any], reward_range: tuple[float, float] | None, seed: int,
-              agent_greedy: bool | None) -> dict[str, object]:  # fmt: skip
+              agent_greedy: bool | None) -> PublishedVariance:  # fmt: skip
     """``results.json``'s ``variance``: the reward variance of the file's scored conversations split into task,
     simulator, agent and judge (:func:`~collapse_probe.metrics.variance.decompose_variance`), flip rate, pass^k."""
     from collapse_probe.metrics.variance import Trial, decompose_variance, variance_notes
@@ -148,8 +156,8 @@ def _variance(convs: list[Any], reward_range: tuple[float, float] | None, seed: 
         for c in convs if c.infra_error is None and c.reward is not None
     ]  # fmt: skip
     success = reward_range[1] if reward_range is not None else 1.0
-    out: dict[str, object] = dict(decompose_variance(trials, seed=seed, success=success).to_dict())
-    out["success"] = f"reward >= {success:g}"
+    out: PublishedVariance = {**decompose_variance(trials, seed=seed, success=success).to_dict(),
+                              "success": f"reward >= {success:g}"}  # fmt: skip
     out["notes"] = variance_notes(out, agent_greedy)
     return out
 
