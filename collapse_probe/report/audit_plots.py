@@ -461,7 +461,7 @@ TAIL_COLOURSCALE = [[0.0, "#ffffff"], [1.0, "#4d4d4d"]]
 blue of the ranked cells."""
 
 
-def state_classes(record: Mapping[str, Any], examples: int = 3) -> list[dict[str, Any]]:
+def state_classes(record: Mapping[str, Any], examples: int = 3) -> list[dict[str, str | int | float]]:
     """The equivalence classes of one ``samples.jsonl`` record, largest first: name, count, share, examples.
 
     Counts come from the record's ``labels`` (each response's class index) and its ``responses``, so
@@ -596,7 +596,7 @@ def fmt_interval(c: Sequence[float | None] | None, digits: int = 3) -> str:
     return f"[{fmt_value(lo, digits)}, {fmt_value(hi, digits)}]"
 
 
-def effective_modes_text(s: dict[str, Any], n: int) -> str:
+def effective_modes_text(s: Mapping[str, object], n: int) -> str:
     """The effective modes exp(H) as measured, or as a lower bound where N replies cannot show them."""
     est = s.get("effective_modes")
     if est is None:
@@ -608,23 +608,32 @@ def effective_modes_text(s: dict[str, Any], n: int) -> str:
     return f"{est:.2f}  (estimate incl. unseen classes)"
 
 
-def view_text(v: dict[str, Any] | None, epsilon_star: float) -> str:
-    """One view's number, interval and label for a table cell: ``0.811 [0.672, 0.934]  NOT COLLAPSED``."""
+def _interval_of(v: Mapping[str, object], key: str = "ci95") -> str:
+    """A view's interval (``key``) as :func:`fmt_interval` writes it."""
+    ci = v.get(key)
+    return fmt_interval(ci if isinstance(ci, list) else None)
+
+
+def view_text(v: Mapping[str, object] | None, epsilon_star: float) -> str:
+    """One view's number, interval and label for a table cell: ``0.811 [0.672, 0.934]  NOT COLLAPSED``
+    (``v``: the view's verdict, ``results.json`` ``verdicts.meaning`` or ``verdicts.reward``)."""
     if not v:
         return "n/a"
+    est = v.get("estimate")
+    number = fmt_value(est if isinstance(est, int | float) else None)
     if v["label"] == "NOT MEASURED":
         return f"not measured: {v.get('reason')}"
     if v["label"] == "NO REWARD SIGNAL":
         from collapse_probe.pipelines.audit._verdict import FORMAT_COMPLIANCE_LOW, given_text, percent
 
-        return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  NO REWARD SIGNAL (a closed answer in "
+        return (f"{number} {_interval_of(v)}  NO REWARD SIGNAL (a closed answer in "
                 f"{given_text(v)}, below {percent(FORMAT_COMPLIANCE_LOW)}: format, not collapse; the interval alone "
                 f"reads {v.get('interval_label') or 'COLLAPSED'})")  # fmt: skip
     rel = "<" if v["label"] == "COLLAPSED" else ">" if v["label"] == "NOT COLLAPSED" else "∋"
     if v.get("exact_bounds"):  # decided by the sequential test's exact bounds at its last look
-        return (f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (exact bounds "
-                f"{fmt_interval(v['exact_bounds'])} {rel} ε* = {epsilon_star:g} at N = {v.get('decided_at')})")  # fmt: skip
-    return f"{fmt_value(v['estimate'])} {fmt_interval(v['ci95'])}  {v['label']} (CI {rel} ε* = {epsilon_star:g})"
+        return (f"{number} {_interval_of(v)}  {v['label']} (exact bounds "
+                f"{_interval_of(v, 'exact_bounds')} {rel} ε* = {epsilon_star:g} at N = {v.get('decided_at')})")  # fmt: skip
+    return f"{number} {_interval_of(v)}  {v['label']} (CI {rel} ε* = {epsilon_star:g})"
 
 
 # ----------------------------------------------------------------------------------------------- tables

@@ -3,9 +3,8 @@ through :mod:`collapse_probe.core._reports`, by name)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from collapse_probe.metrics.partitioners import groups_by_meaning
 from collapse_probe.pipelines.audit._verdict import NOT_MEASURED, states_text, verdict
@@ -27,7 +26,7 @@ __all__ = ["summary_table", "verdict", "write_audit_report"]
 
 
 def write_audit_report(
-    path: str | Path, results: AuditResults | dict[str, Any], records: Sequence[dict[str, Any]]
+    path: str | Path, results: AuditResults | Mapping[str, object], records: Sequence[Mapping[str, object]]
 ) -> Path:
     """``report.html``: ε per state with CIs, class histograms with examples, ε by turn, direct vs VS.
 
@@ -47,7 +46,7 @@ def write_audit_report(
                              subtitle=r.verdict_text.answer if r.verdict_text else (r.verdict or "").split("\n")[0])  # fmt: skip
 
 
-def _audit(results: AuditResults | dict[str, Any]) -> AuditResults:
+def _audit(results: AuditResults | Mapping[str, object]) -> AuditResults:
     """The audit's typed results (a pipeline's JSON object is read through :class:`AuditResults`)."""
     return results if isinstance(results, AuditResults) else AuditResults.build(results)
 
@@ -57,7 +56,7 @@ def _kinds_text(s: AuditSummary) -> str:
     return ", ".join(f"{b.n_states} {k}" for k, b in kinds.items())
 
 
-def states_rows(results: AuditResults | dict[str, Any]) -> list[tuple[str, str]]:
+def states_rows(results: AuditResults | Mapping[str, object]) -> list[tuple[str, str]]:
     """What the audited states are; probe states are said not to be Definition 3.1's (the notice says how to
     ask for those)."""
     r = _audit(results)
@@ -68,7 +67,7 @@ def states_rows(results: AuditResults | dict[str, Any]) -> list[tuple[str, str]]
     return [("states", text + (f" ({kinds})" if kinds else ""))]
 
 
-def summary_table(results: AuditResults | dict[str, Any]) -> str:
+def summary_table(results: AuditResults | Mapping[str, object]) -> str:
     """A plain-text table for the terminal: the meaning view, the reward view, then the other views.
 
     Every ε printed is the bias-aware estimate with its interval (the plug-in 1 − max/N only where
