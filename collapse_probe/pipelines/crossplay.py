@@ -37,7 +37,7 @@ from collapse_probe.core.limits import MAX_CONVERSATIONS, check_at_most
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics.partitioners import check_partitioner, usable_partitioners
 from collapse_probe.metrics.rewards import CellStats, cell_summary, conversations, heldout_task_rewards, task_means
-from collapse_probe.metrics.strategy import EntropyTurns, policy_strategy_entropy
+from collapse_probe.metrics.strategy import EntropyTurns, StrategyEntropy, policy_strategy_entropy
 from collapse_probe.metrics.transfer import Estimate
 from collapse_probe.models._usage import start_run_usage
 from collapse_probe.results import Cell, CrossplayResults
@@ -274,7 +274,7 @@ def crossplay_results(
                 )
             )
 
-    diversity: list[Mapping[str, object]] = []
+    diversity: list[StrategyEntropy] = []
     for p in config.policies:
         diversity.append(
             policy_strategy_entropy(
@@ -353,7 +353,7 @@ class CrossplaySummary(TypedDict):
     heldout_reward: dict[str, float | None]
     """Policy -> its mean reward over the held-out simulators (``None`` where a cell has none)."""
     transfer: list[TransferRow]
-    policy_diversity: list[Mapping[str, object]]
+    policy_diversity: list[StrategyEntropy]
     """Each policy's strategy entropy (:func:`~collapse_probe.metrics.strategy.policy_strategy_entropy`)."""
     config: dict[str, JsonValue]
     fingerprints: dict[str, str | list[str]]
