@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 from collapse_probe.benchmarks._context import LOCAL_PREFIXES, BuildContext, is_local
 from collapse_probe.core.limits import MAX_TOKENS, MAX_TURNS
@@ -92,7 +93,7 @@ class Benchmark:
         if missing:
             raise ConfigError(f"benchmark {self.name!r}: data fields {missing} are not options")
 
-    def parse(self, values: Mapping[str, Any]) -> BenchmarkOptions:
+    def parse(self, values: Mapping[str, object]) -> BenchmarkOptions:
         """Validated options from ``values`` (field name -> value).
 
         Raises:
@@ -128,6 +129,6 @@ def options_error(benchmark: str, exc: ValidationError) -> ConfigError:
     return ConfigError(f"{flag_of(field_name)} ({benchmark} option {loc}): {err.get('msg')}, got {got!r}")
 
 
-def option_fields(options: type[BaseModel]) -> dict[str, Any]:
+def option_fields(options: type[BaseModel]) -> dict[str, FieldInfo]:
     """Field name -> pydantic ``FieldInfo`` of an ``Options`` model, in declaration order."""
     return dict(options.model_fields)

@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from collapse_probe.errors import ConfigError
 
@@ -260,5 +259,6 @@ def load_task(task_dir: str | Path) -> CooperTask:
     return CooperTask(p.parent.name, int(m.group(1)), p, dict(sorted(feats.items())))
 
 
-def task_summary(task: CooperTask) -> dict[str, Any]:
+def task_summary(task: CooperTask) -> dict[str, object]:
+    """One line of a task listing: name, feature ids, number of pairs and the upstream repository's fields."""
     return {"task": task.name, "features": list(task.features), "pairs": len(task.pairs()), **task.upstream}

@@ -30,9 +30,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from collapse_probe.benchmarks.cooperbench._data import CooperTask, load_task
 from collapse_probe.benchmarks.cooperbench._patch import clean_patch, preimage_blobs
@@ -334,6 +334,42 @@ def run_feature_tests(
 # ---- public entry points -----------------------------------------------------------------------
 
 
+class FeatureTestRecord(TypedDict):
+    """A :class:`FeatureResult` in a result's record (without its output)."""
+
+    fid: int
+    passed: bool
+    returncode: int
+    n_passed: int
+    n_failed: int
+    timed_out: bool
+
+
+class PairResultRecord(TypedDict):
+    """:meth:`PairResult.to_dict`: the pair's outcome as the episode's score info holds it."""
+
+    success: bool
+    passed: tuple[bool, bool]
+    merge: MergeStrategy
+    merge_status: str
+    applied: tuple[str, str]
+    features: tuple[int, int]
+    merged_patch: NotRequired[str]
+    """Only ``with_patch``."""
+    tests: list[FeatureTestRecord]
+    detail: str
+
+
+class GoldPairRow(TypedDict):
+    """One row of :func:`gold_pair_table`."""
+
+    pair: list[int]
+    success: bool
+    passed: list[bool]
+    merge: MergeStrategy
+    merge_status: str
+
+
 @dataclass
 class PairResult:
     """The outcome of one pair: ``success`` only when both features' tests pass on the merge."""
@@ -348,12 +384,19 @@ class PairResult:
     tests: list[FeatureResult] = field(default_factory=list, repr=False)
     detail: str = ""
 
-    def to_dict(self, *, with_patch: bool = False) -> dict[str, Any]:
-        d = asdict(self)
-        if not with_patch:
-            d.pop("merged_patch")
-        d["tests"] = [{k: v for k, v in asdict(t).items() if k != "output_tail"} for t in self.tests]
-        return d
+    def to_dict(self, *, with_patch: bool = False) -> PairResultRecord:
+        """The result as JSON-ready data, in field order (``merged_patch`` only ``with_patch``)."""
+        tests: list[FeatureTestRecord] = [
+            {"fid": t.fid, "passed": t.passed, "returncode": t.returncode, "n_passed": t.n_passed,
+             "n_failed": t.n_failed, "timed_out": t.timed_out}
+            for t in self.tests
+        ]  # fmt: skip
+        if with_patch:
+            return {"success": self.success, "passed": self.passed, "merge": self.merge,
+                    "merge_status": self.merge_status, "applied": self.applied, "features": self.features,
+                    "merged_patch": self.merged_patch, "tests": tests, "detail": self.detail}  # fmt: skip
+        return {"success": self.success, "passed": self.passed, "merge": self.merge, "merge_status": self.merge_status,
+                "applied": self.applied, "features": self.features, "tests": tests, "detail": self.detail}  # fmt: skip
 
     def reward(self, partial: bool = False, own: int = 0) -> float:
         """1 on success; with ``partial``, 0.5 when feature ``own`` (0 or 1) passed (SCOPE's variant)."""
@@ -453,9 +496,9 @@ def run_patch_test(
 
 
 def gold_pair_table(task: CooperTask, pairs: Sequence[tuple[int, int]] | None = None,
-                    repos: str | Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+                    repos: str | Path | None = None) -> list[GoldPairRow]:  # fmt: skip
     """Evaluate the gold patches of every pair of ``task`` (the oracle of the procedure)."""
-    rows = []
+    rows: list[GoldPairRow] = []
     for i, j in pairs or task.pairs():
         r = evaluate_pair(task, (i, j), (task.features[i].patch_path, task.features[j].patch_path), repos=repos)
         rows.append({"pair": [i, j], "success": r.success, "passed": list(r.passed), "merge": r.merge,

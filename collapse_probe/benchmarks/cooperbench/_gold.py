@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from collapse_probe.benchmarks.cooperbench._arena import SUBMIT
 from collapse_probe.benchmarks.cooperbench._data import CooperTask
@@ -29,9 +29,26 @@ def apply_and_submit_command(patch: str) -> str:
     return f"git apply --whitespace=nowarn <<'{_TAG}' && echo {SUBMIT}\n{body}{_TAG}"
 
 
-def gold_agent_script(tasks: Iterable[CooperTask]) -> dict[str, Any]:
+class _Response(TypedDict):
+    text: str
+    p: float
+
+
+class _Rule(TypedDict):
+    if_contains: list[str]
+    responses: list[_Response]
+
+
+class ScriptedAgentFile(TypedDict):
+    """A scripted-model file (``scripted:`` spec): default ``responses`` and per-situation ``rules``."""
+
+    responses: list[_Response]
+    rules: list[_Rule]
+
+
+def gold_agent_script(tasks: Iterable[CooperTask]) -> ScriptedAgentFile:
     """The scripted-model file content for the gold agent of ``tasks`` (titles must be unique)."""
-    rules = []
+    rules: list[_Rule] = []
     seen: dict[str, str] = {}
     for task in tasks:
         for f in task.features.values():

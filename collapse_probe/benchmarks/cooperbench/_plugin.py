@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import Field, field_validator
 
@@ -45,14 +45,27 @@ def _resolve(options: CooperBenchOptions, context: BuildContext) -> CooperBenchO
     return options.model_copy(update={"compact": context.any_local()})
 
 
+class _ArenaArguments(TypedDict, total=False):
+    """The :func:`~collapse_probe.benchmarks.cooperbench.make_arena` arguments the options set."""
+
+    data_dir: str | None
+    max_turns: int | None
+    partial_reward: bool
+    compact: bool
+    tool_protocol: str
+    mode: str
+    turn_max_tokens: int
+
+
 def _build(name: str, options: CooperBenchOptions, context: BuildContext) -> CooperBenchArena:
-    kwargs: dict[str, Any] = {
+    kwargs: _ArenaArguments = {
         "data_dir": options.cooperbench_data,
         "max_turns": options.max_turns,
         "partial_reward": options.partial_reward,
     }
     if options.compact:
-        kwargs.update(compact=True, tool_protocol="text")
+        kwargs["compact"] = True
+        kwargs["tool_protocol"] = "text"
     kwargs["mode"] = options.cooperbench_mode
     if options.max_tokens is not None:
         kwargs["turn_max_tokens"] = options.max_tokens

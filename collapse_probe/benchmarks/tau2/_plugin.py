@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TypedDict
 
 from pydantic import Field
 
 from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.benchmarks.tau2._arena import Tau2Arena, make_arena
 from collapse_probe.core.limits import MAX_TURNS
+from collapse_probe.models import ChatModel
 
 
 class Tau2Options(BenchmarkOptions):
@@ -37,12 +38,26 @@ def _resolve(options: Tau2Options, context: BuildContext) -> Tau2Options:
     return options.model_copy(update={"compact": context.any_local()})
 
 
+class _ArenaArguments(TypedDict, total=False):
+    """The :func:`~collapse_probe.benchmarks.tau2.make_arena` arguments the options set."""
+
+    data_dir: str | None
+    max_turns: int | None
+    compact: bool
+    tool_protocol: str
+    policy_max_tokens: int
+    simulator_max_tokens: int
+    judge: ChatModel
+
+
 def _build(domain: str, options: Tau2Options, context: BuildContext) -> Tau2Arena:
-    kwargs: dict[str, Any] = {"data_dir": options.tau2_data, "max_turns": options.max_turns}
+    kwargs: _ArenaArguments = {"data_dir": options.tau2_data, "max_turns": options.max_turns}
     if options.compact:
-        kwargs.update(compact=True, tool_protocol="text")
+        kwargs["compact"] = True
+        kwargs["tool_protocol"] = "text"
     if options.max_tokens is not None:
-        kwargs.update(policy_max_tokens=options.max_tokens, simulator_max_tokens=options.max_tokens)
+        kwargs["policy_max_tokens"] = options.max_tokens
+        kwargs["simulator_max_tokens"] = options.max_tokens
     judge = context.judge(options.judge)
     if judge is not None:
         kwargs["judge"] = judge
