@@ -9,11 +9,16 @@ import math
 import os
 import time
 from collections.abc import Collection, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.cli._env import BadEnv
 from collapse_probe.cli._flags import add_benchmark_flags, add_model_options, builds_flags
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collapse_probe.benchmarks import Arena
+    from collapse_probe.rollout.runspec import ArenaSpec
+    from collapse_probe.simulators import Participant
 
 
 def check_env_defaults(args: argparse.Namespace) -> None:
@@ -253,7 +258,7 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
-def arena_spec_from_args(args: argparse.Namespace) -> Any:
+def arena_spec_from_args(args: argparse.Namespace) -> ArenaSpec:
     """The :class:`~collapse_probe.rollout.runspec.ArenaSpec` the command's benchmark options describe: every
     option of the chosen benchmark's ``Options`` that the command line (or its defaults) gives."""
     from collapse_probe.benchmarks._registry import get_benchmark
@@ -264,7 +269,7 @@ def arena_spec_from_args(args: argparse.Namespace) -> Any:
     return ArenaSpec(args.benchmark, options)
 
 
-def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Any:
+def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Arena:
     """Build the arena named by ``--benchmark`` with the shared options (one builder for every command:
     :meth:`~collapse_probe.rollout.runspec.ArenaSpec.build`).
 
@@ -291,7 +296,7 @@ def load_models_with_options(
 
 def prepare_run(
     args: argparse.Namespace, config: Any, kind: str, roles: dict[str, list[str]], participants: bool = True
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Arena, dict[str, Participant]]:
     """What a run command does before it runs, in this order: check the model specs of ``roles``,
     validate ``config``, check the run directory (a mismatched ``--out`` is refused in seconds, before
     any model loads), load each role's models with its ``-M`` options; returns the arena and the

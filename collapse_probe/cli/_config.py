@@ -86,13 +86,13 @@ def _scalar(raw: str, where: str = "-M/--model-arg") -> Any:
     return raw if value is None and raw.strip() not in ("null", "~") else value
 
 
-def parse_model_args(items: Sequence[str] | None, roles: Sequence[str] = MODEL_ROLES) -> dict[str, dict[str, Any]]:
+def parse_model_args(items: Sequence[str] | None, roles: Sequence[str] = MODEL_ROLES) -> dict[str, dict[str, object]]:
     """``["sim.concurrency=8", "timeout=30"]`` -> ``{"sim": {"concurrency": 8}, "*": {"timeout": 30}}``.
 
     Raises:
         ConfigError: an item without ``=``, an unknown role, an empty key or a value :func:`_scalar` refuses.
     """
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for item in items or []:
         head, eq, raw = item.partition("=")
         if not eq or not head.strip():
@@ -121,7 +121,7 @@ def _model_arg(item: str) -> str:
     return item
 
 
-def model_options(args: argparse.Namespace, role: str) -> dict[str, Any]:
+def model_options(args: argparse.Namespace, role: str) -> dict[str, object]:
     """The backend options ``-M`` gives the models of ``role`` (bare ``key=value`` items included)."""
     parsed = parse_model_args(getattr(args, "model_arg", None))
     return {**parsed.get("*", {}), **parsed.get(role, {})}
@@ -231,7 +231,7 @@ def _yaml_scalar(v: Any) -> str:
     return json.dumps(v)
 
 
-def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Path) -> dict[str, Any]:
+def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Path) -> dict[str, object]:
     """Make the file's values the defaults of subparser ``sp`` (flags still override them).
 
     A key whose ``$COLLAPSE_PROBE_<KEY>`` is set is left to the environment. Returns the applied values.
@@ -242,8 +242,8 @@ def apply_config_file(sp: argparse.ArgumentParser, command: str, path: str | Pat
     p = Path(path)
     data = load_config_file(p)
     options = _options_by_key(sp)
-    applied: dict[str, Any] = {}
-    seen: dict[str, Any] = {}
+    applied: dict[str, object] = {}
+    seen: dict[str, object] = {}  # option -> the key of the file that set it
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
         if key in seen:
@@ -314,9 +314,10 @@ def _add_chosen_benchmark_options(sp: argparse.ArgumentParser, argv: Sequence[st
         name = os.environ.get("COLLAPSE_PROBE_BENCHMARK")
     if name is None and path is not None:
         try:
-            name = load_config_file(path).get("benchmark")
+            chosen = load_config_file(path).get("benchmark")
         except ConfigError:
             return  # the config file's own error is reported when it is applied
+        name = chosen if isinstance(chosen, str) else None
     if isinstance(name, str) and name:
         from collapse_probe.cli._env import apply_env
         from collapse_probe.cli._flags import add_benchmark_options

@@ -17,8 +17,8 @@ import json
 import re
 import types
 import typing
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Literal, TypedDict
 
 ONLY_COMMAND: str | None = None
 """Set by :func:`collapse_probe.cli.main` to the subcommand the command line runs: only its parser gets
@@ -110,6 +110,19 @@ def _load(target: str) -> Any:
     return model
 
 
+class FlagKeywords(TypedDict, total=False):
+    """The keywords :func:`add_flag` gives ``add_argument``."""
+
+    dest: str
+    help: str
+    default: object
+    action: Literal["store_true", "store_false"] | type[argparse.Action]
+    metavar: str
+    required: bool
+    type: Callable[[str], object]
+    """The parser of the flag's text (a structured value's, or the field's scalar type)."""
+
+
 def add_flag(
     p: argparse.ArgumentParser | Any,
     names: Sequence[str],
@@ -126,16 +139,16 @@ def add_flag(
     kind = scalar_kind(annotation)
     if kind is bool and default is True and not names[0].startswith("--no-"):
         names = [f"--no-{names[0][2:]}", *names[1:]]  # a switch for a field that is on by default turns it off
-    kw: dict[str, Any] = {"dest": dest, "help": help, "default": default}
+    kw: FlagKeywords = {"dest": dest, "help": help, "default": default}
     if kind is bool:
         off = names[0].startswith("--no-")
         kw["action"] = argparse.BooleanOptionalAction if default is None else "store_false" if off else "store_true"
     elif choices:  # shown as argparse shows choices; checked by the config (one line naming the flag)
-        kw.update(metavar="{" + ",".join(map(str, choices)) + "}", required=required)
+        kw["metavar"], kw["required"] = "{" + ",".join(map(str, choices)) + "}", required
     else:
         structured = structured_parser(annotation)
         metavar = metavar or (structured.metavar if structured else names[0][2:].upper().replace("-", "_"))
-        kw.update(metavar=metavar, required=required)
+        kw["metavar"], kw["required"] = metavar, required
         parse: ListValue | JsonValue | NoneOr | None = structured
         if parse is None and kind in (int, float) and default is not None and _optional(annotation):
             parse = NoneOr(kind)  # a number that is on by default: `none` turns it off (--tis-cap none)

@@ -19,8 +19,8 @@ import json
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from collapse_probe.cli._flags import add_model_options, config_fields, model_values
 from collapse_probe.core._output import Ours
@@ -115,7 +115,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_output_path(path, flag, replace=OURS[flag])
 
 
-def check_thresholds(options: dict[str, Any]) -> None:
+def check_thresholds(options: Mapping[str, object]) -> None:
     """A gate with no threshold would pass any policy: refuse it, naming the flags."""
     if all(options.get(k) is None for k in ("min_transfer", "min_transfer_each", "max_drop")):
         raise ConfigError(
@@ -123,7 +123,7 @@ def check_thresholds(options: dict[str, Any]) -> None:
         )
 
 
-def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
+def load_run(run_dir: str, policies: list[str | None]) -> dict[str, object] | None:
     """The run's results, checked to be the ones asked for; ``None`` where the run cannot be judged
     (unfinished, unreadable: the gate's ``results`` check says why, exit 3).
 
@@ -151,7 +151,7 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
             f"DIR {run_dir}: {held} and no results.json; expected a cross-play run directory (collapse-probe crossplay --out)"
         )
     try:
-        data = load(p, kind="crossplay").to_json()
+        data: dict[str, object] = load(p, kind="crossplay").to_json()
     except ConfigError:
         obj = _json_object(res)
         schema = obj.get("schema") if obj is not None else None
@@ -161,7 +161,8 @@ def load_run(run_dir: str, policies: list[str | None]) -> dict[str, Any] | None:
                 "give a cross-play run directory"
             ) from None
         return None
-    have = [str(x) for x in data.get("policies") or []]
+    listed = data.get("policies")
+    have = [str(x) for x in listed] if isinstance(listed, list) else []
     for flag, policy in zip(("--policy", "--baseline-policy"), policies, strict=False):
         if policy is not None and policy not in have:
             raise ConfigError(f"{flag} {policy!r}: not a policy of the run {run_dir} (its policies: {', '.join(have)})")

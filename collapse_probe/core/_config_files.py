@@ -20,8 +20,8 @@ MAX_CONFIG_NODES = 100_000
 """YAML values (nodes) a config file may hold; aliases are refused (:func:`load_yaml`)."""
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The mapping in a YAML or TOML file.
+def load_config_file(path: str | Path) -> dict[object, object]:
+    """The mapping in a YAML or TOML file (option name -> value; a YAML key may be a number or a boolean).
 
     Raises:
         ConfigError: the file is missing, not a regular file, larger than :data:`MAX_CONFIG_BYTES`,

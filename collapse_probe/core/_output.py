@@ -52,11 +52,14 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapse_probe.core._files import kind_of
 from collapse_probe.core._secrets import scrub
 from collapse_probe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "RUN_FILES",
@@ -212,7 +215,8 @@ RUN_KINDS = ("play", "audit", "crossplay", "train", "lab", "monitor", "gate", "c
 """``kind`` values of a run's ``config.json``."""
 
 
-def _json_object(p: Path) -> dict[str, Any] | None:
+def _json_object(p: Path) -> dict[str, JsonValue] | None:
+    """The JSON object in the small file ``p`` (``None``: unreadable, or not an object)."""
     from collapse_probe.core._files import read_bytes
 
     try:
