@@ -68,3 +68,42 @@ def test_paired_difference_reads_the_reward_views_counts_and_refuses_another_vie
     assert list(reward)[-3:] == ["a_estimate", "b_estimate", "all_states"]
     with pytest.raises(ValueError, match="view: expected 'reward_view' or None, got 'decision'"):
         paired_difference(a, b, seed=0, view="decision")
+
+
+def _keys(typed):
+    return set(typed.__required_keys__ | typed.__optional_keys__)
+
+
+def _fields(model):
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+@pytest.mark.parametrize(
+    ("typed_name", "model_name", "extra"),
+    [
+        ("AuditSummary", "AuditSummary", {"meaning_checks"}),  # read by the verdict, kept as an extra field
+        ("ViewVerdict", "VerdictView", {"partition_label", "validated_on"}),
+        ("VerdictParts", "VerdictText", set()),
+        ("MeanDifference", "Difference", {"a", "b"}),  # collapse_error_difference's sides, renamed when paired
+        ("SequentialSummary", "SequentialAudit", set()),
+        ("SequentialViewRecord", "SequentialView", set()),
+        ("SequentialLook", "SequentialLook", set()),
+        ("CompareVSBlock", "CompareVS", set()),
+        ("RewardViewSummary", "RewardView", set()),
+        ("ExactSummary", "ExactSummary", set()),
+        ("DecisionSummary", "DecisionCollapseError", set()),
+        ("ParseFailures", "ParseFailures", set()),
+        ("CollapseErrorBlock", "CollapseErrorEstimate", set()),
+        ("EntropyBlock", "EntropyEstimate", {"lower_bound_only"}),
+        ("SourceMean", "StatesSummary", set()),
+        ("StateRowDict", "StateRow", {"entropy_lower_bound_only"}),
+        ("AuditResultsDict", "AuditResults", set()),
+    ],
+)
+def test_each_typed_block_has_the_keys_of_its_results_model(typed_name, model_name, extra):
+    """The pipeline's TypedDicts and the results models that check the finished results.json name the same
+    keys (beside the extras the models keep as they are): a key added to one and not the other fails here."""
+    from collapse_probe.pipelines.audit import _types
+    from collapse_probe.results import _audit
+
+    assert _keys(getattr(_types, typed_name)) - extra == _fields(getattr(_audit, model_name))
