@@ -30,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from collapse_probe.benchmarks._registry import DIRECTORY_FORMAT, TAU2_BENCHMARK_PREFIX
 from collapse_probe.errors import ConfigError
@@ -117,7 +117,7 @@ class LLMInfo(_Model):
 
     implementation: str | None = None
     llm: str | None = None
-    llm_args: dict[str, Any] | None = None
+    llm_args: dict[str, JsonValue] | None = None
 
 
 class EnvironmentInfo(_Model):
@@ -250,7 +250,7 @@ def read_tau2_results(path: str | Path) -> Any:
     return run
 
 
-def _read_simulations(meta_path: Path, sims_dir: Path) -> tuple[dict[str, Any], Results, Any, list[Any]]:
+def _read_simulations(meta_path: Path, sims_dir: Path) -> tuple[dict[str, object], Results, object, list[Any]]:
     """Read and check a results file and, in the directory format, its simulation files:
     ``(data, results, inline, sims)`` (``inline`` is the file's own ``simulations`` field as read)."""
     data = _read_json(meta_path)
