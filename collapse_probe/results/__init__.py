@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from collapse_probe.core._records import ConversationRecord
 from collapse_probe.errors import ConfigError
@@ -64,7 +64,8 @@ KINDS: dict[str, Any] = {
     "gate": GateResults,
     "compare": CompareResults,
 }
-"""Results kind -> its model (``lab``: the union of its three outputs); ``collapse_probe/schemas/<kind>.json``."""
+"""Results kind -> its model (``lab``: the union of its three outputs, a type pydantic's ``TypeAdapter``
+reads); ``collapse_probe/schemas/<kind>.json``."""
 
 BY_SCHEMA: dict[str, type[ResultsModel]] = {
     PLAY_SCHEMA: PlayResults,
@@ -91,7 +92,7 @@ RECORD_ID_PREFIX = "urn:collapse-probe:records:"
 """A record schema's ``$id`` is this prefix and its kind (``urn:collapse-probe:records:conversation``)."""
 
 
-def json_schema(kind: str) -> dict[str, Any]:
+def json_schema(kind: str) -> dict[str, JsonValue]:
     """The JSON Schema of a results kind or a record kind (:data:`RECORDS`), generated from its model (what
     :func:`published_schema` ships)."""
     record = kind in RECORDS
@@ -108,7 +109,7 @@ def schema_text(kind: str) -> str:
     return json.dumps(json_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def published_schema(kind: str) -> dict[str, Any]:
+def published_schema(kind: str) -> dict[str, JsonValue]:
     """The JSON Schema of a results kind as the installed package ships it (``collapse_probe/schemas/``,
     read through :mod:`importlib.resources`, so a wheel or a zip holds it too).
 
@@ -120,7 +121,8 @@ def published_schema(kind: str) -> dict[str, Any]:
     if kind not in KINDS and kind not in RECORDS:
         raise ConfigError(f"unknown results kind {kind!r}; expected one of {', '.join([*KINDS, *RECORDS])}")
     text = files("collapse_probe").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
-    return cast(dict[str, Any], json.loads(text))
+    schema: dict[str, JsonValue] = json.loads(text)
+    return schema
 
 
 def _parse(data: Any, where: str) -> Results:

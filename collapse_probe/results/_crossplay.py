@@ -3,6 +3,7 @@ reward matrix, transfer ratios and the policies' strategy entropy."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, Required, TypedDict
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -224,7 +225,7 @@ def read_crossplay(data: Any, where: str = "results") -> CrossplayResults:
         raise ConfigError(f"{where}: {crossplay_error(exc, data)}") from None
 
 
-def crossplay_error(exc: ValidationError, data: dict[str, Any]) -> str:
+def crossplay_error(exc: ValidationError, data: Mapping[str, object]) -> str:
     """The first error of a cross-play result as the gate says it: ``cell P vs S: 'n' is '8'; expected ...``."""
     err = exc.errors(include_url=False)[0]
     loc = tuple(err["loc"])
@@ -242,7 +243,7 @@ def crossplay_error(exc: ValidationError, data: dict[str, Any]) -> str:
     return _entry_error(err, loc[2:], item, at)
 
 
-def _entry_error(err: Any, loc: tuple[Any, ...], item: dict[str, Any], at: str) -> str:
+def _entry_error(err: Any, loc: tuple[Any, ...], item: Mapping[str, object], at: str) -> str:
     """One error inside a cell or transfer entry (``loc`` relative to the entry), naming ``at`` and the field."""
     if not loc:  # a check across fields of the entry
         return f"{at}: {err['msg'].removeprefix('Value error, ')}"

@@ -5,6 +5,7 @@ imports the other for it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,8 +24,9 @@ from pydantic import (
 from collapse_probe.core._records import field_problem
 
 
-def state_row(r: dict[str, Any]) -> dict[str, Any]:
-    """The per-state entry of ``results.json`` (responses stay in ``samples.jsonl``)."""
+def state_row(r: Mapping[str, object]) -> dict[str, object]:
+    """The per-state entry of ``results.json`` (:class:`~collapse_probe.results._audit.StateRow` reads it)
+    of one ``samples.jsonl`` record (responses stay in ``samples.jsonl``)."""
     keys = ("state_id", "mode", "source", "kind", "turn", "task_id", "status", "n", "class_counts", "class_names",
             "collapse_error", "collapse_error_ci95", "collapse_error_corrected", "collapse_error_estimate",
             "entropy", "entropy_ci95", "entropy_lower_bound_only", "entropy_note", "hill", "hill_note", "distinct_1", "distinct_2", "vendi", "low_confidence", "exact", "reward_view", "decision", "vs", "n_empty", "error")  # fmt: skip
@@ -34,8 +36,9 @@ def state_row(r: dict[str, Any]) -> dict[str, Any]:
     row.setdefault("collapse_error", None)
     row.setdefault("collapse_error_ci95", None)
     row.setdefault("entropy", None)
-    if "vs" in row:
-        row["vs"] = {k: v for k, v in row["vs"].items() if k != "examples"}
+    vs = row.get("vs")
+    if isinstance(vs, dict):
+        row["vs"] = {k: v for k, v in vs.items() if k != "examples"}
     return row
 
 
@@ -164,7 +167,7 @@ SAMPLE_RECORD: TypeAdapter[MeasuredSample | FailedSample] = TypeAdapter(SampleRe
 """Validates a ``samples.jsonl`` line (``SAMPLE_RECORD.validate_python(data, strict=True)``)."""
 
 
-def _expected(field: str, rec: dict[str, Any]) -> str:
+def _expected(field: str, rec: Mapping[str, object]) -> str:
     """What a record's ``field`` must hold, worded with the record's own counts."""
     n, counts = rec.get("n"), rec.get("class_counts")
     k = len(counts) if isinstance(counts, list) else 0
@@ -188,7 +191,7 @@ _ORDER = ("state_id", "mode", "status", "source", "kind", "turn", *MeasuredSampl
 """The order a record's fields are checked in: the first bad one is named."""
 
 
-def sample_problem(rec: dict[str, Any]) -> str | None:
+def sample_problem(rec: Mapping[str, object]) -> str | None:
     """What is wrong with one ``samples.jsonl`` record, or ``None`` when it is well formed (the
     fields the audit's summaries read back on resume; see :func:`~collapse_probe.rollout.iter_jsonl`):
     its :data:`SampleRecord`, then its per-state row of ``results.json``."""
@@ -203,7 +206,7 @@ def sample_problem(rec: dict[str, Any]) -> str | None:
     return _row_problem(rec)
 
 
-def _row_problem(rec: dict[str, Any]) -> str | None:
+def _row_problem(rec: Mapping[str, object]) -> str | None:
     """What keeps the record's per-state row of ``results.json`` from its typed model (a field the
     checks above do not read, e.g. ``task_id`` or ``low_confidence`` of the wrong type), or ``None``."""
     from pydantic import ValidationError
