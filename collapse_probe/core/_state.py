@@ -42,7 +42,7 @@ def process_cache(name: str, cache: C) -> C:
     """Register ``cache`` (a dict, set or list kept for the life of the process) under ``name``.
 
     Returns ``cache``, so a module declares and registers in one line:
-    ``_ENCODERS: dict[str, Any] = process_cache("models.encoders", {})``. Registering a name again
+    ``_ENCODERS: dict[str, Encoder] = process_cache("models.encoders", {})``. Registering a name again
     (the module was reloaded) replaces the old container.
     """
     with _lock:

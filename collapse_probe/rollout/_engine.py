@@ -33,6 +33,7 @@ from collapse_probe.models import Completion, GenerationRequest, SamplingParams,
 from collapse_probe.models._answers import is_blank
 from collapse_probe.rollout._rundir import RunDir
 from collapse_probe.simulators import Participant
+from collapse_probe.simulators.verbalized import ChoiceRecord
 
 CONVERSATIONS = "conversations.jsonl"
 
@@ -354,7 +355,7 @@ class _Turns:
         conv, side, participant, prompt, request = item
         text, info = participant.postprocess(comp, conv.rng)
         if is_blank(text, comp.tool_calls):
-            self._blank(item, info, first_try, blank)
+            self._blank(item, info.get("vs"), first_try, blank)
             return
         conv.turns += 1
         if self.bar is not None:
@@ -373,13 +374,13 @@ class _Turns:
         if self.on_turn is not None:
             self.on_turn(TurnEvent(conv.spec, side, turn_index, prompt, request, comp, text, before))
 
-    def _blank(self, item: _Item, info: dict[str, Any], first_try: bool, blank: list[_Item]) -> None:
+    def _blank(self, item: _Item, vs: ChoiceRecord | None, first_try: bool, blank: list[_Item]) -> None:
         """A blank reply: asked again on the first try (a direct reply after verbalized candidates
-        without one), else an infrastructure failure."""
+        without one: ``vs``, the turn's record), else an infrastructure failure."""
         conv, side, participant = item[0], item[1], item[2]
-        if first_try and participant.mode == "verbalized" and info.get("vs"):
+        if first_try and participant.mode == "verbalized" and vs:
             # the same request would give the same candidates (seeded): ask for a direct reply
-            direct = participant.direct_fallback(info["vs"])
+            direct = participant.direct_fallback(vs)
             plain = self.arena.prompt_for(conv.episode, side)
             blank.append((conv, side, direct, plain, _request(plain, conv, side, self.config)))
         elif first_try:

@@ -11,15 +11,25 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from collapse_probe.core._state import process_cache
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import ChatModel, Completion, get_model
-from collapse_probe.simulators.verbalized import check_vs_k
+from collapse_probe.simulators.verbalized import ChoiceRecord, check_vs_k
+
+if TYPE_CHECKING:
+    from collapse_probe.models import CachedModel, ResponseCache
 
 Mode = Literal["direct", "verbalized"]
 _MODE_PREFIXES: dict[str, Mode] = {"direct": "direct", "vs": "verbalized"}
+
+
+class FallbackRecord(ChoiceRecord):
+    """The Verbalized-Sampling record of a turn asked again as a direct reply (its ``meta.vs``)."""
+
+    fallback: str
+    """The mode the turn was asked in again (``direct``)."""
 
 
 @dataclass
@@ -32,11 +42,11 @@ class Participant:
     vs_k: int = 5
     """Number of candidates a Verbalized-Sampling simulator is asked for."""
     stats: dict[str, int] = field(default_factory=lambda: {"turns": 0, "vs_parse_failures": 0})
-    fallback_of: dict[str, Any] | None = None
+    fallback_of: FallbackRecord | None = None
     """Set on the direct stand-in of a Verbalized-Sampling participant (:meth:`direct_fallback`): the VS
     record of the turn whose candidates held no reply, kept in the turn's ``meta.vs``."""
 
-    def direct_fallback(self, vs_record: dict[str, Any]) -> Participant:
+    def direct_fallback(self, vs_record: ChoiceRecord) -> Participant:
         """The same model in direct mode, for a Verbalized-Sampling turn whose candidates held no reply
         (``vs_record``: that turn's record). A small model often answers the candidate format with a pick
         such as "1.5) third reply"; seeded, it answers the same way when asked again, so the turn is asked
@@ -109,7 +119,7 @@ def make_participant(spec: str, *, vs_k: int = 5, cache: bool = True, **model_op
     return Participant(label=spec, model=model, mode=mode, vs_k=vs_k)
 
 
-_CACHES: dict[str, Any] = process_cache("simulators.response_caches", {})
+_CACHES: dict[str, ResponseCache] = process_cache("simulators.response_caches", {})
 """Cache file path -> the open :class:`~collapse_probe.models.ResponseCache` on it."""
 _METERED: dict[int, Any] = process_cache("simulators.metered", {})
 """``id(model)`` -> the usage-counting wrapper of that uncached model (checked to be that model)."""
@@ -125,7 +135,7 @@ def _metered(model: ChatModel) -> ChatModel:
     return wrapper
 
 
-_WRAPPED: dict[tuple[int, str], Any] = process_cache("simulators.cached", {})
+_WRAPPED: dict[tuple[int, str], CachedModel] = process_cache("simulators.cached", {})
 """``(id(model), cache file)`` -> the cache wrapper of that model (checked to be that model)."""
 
 

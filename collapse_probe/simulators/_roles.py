@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from collapse_probe.errors import ConfigError
 from collapse_probe.models import get_model, resolve_spec
@@ -45,7 +44,7 @@ def check_spec_cheaply(spec: str) -> None:
             )
 
 
-def load_role_models(roles: Mapping[str, list[str]], options: Mapping[str, dict[str, Any]]) -> None:
+def load_role_models(roles: Mapping[str, list[str]], options: Mapping[str, Mapping[str, object]]) -> None:
     """Construct the models of each role (``policy``, ``sim``, ``judge``: participant specs) with the
     backend options ``options`` gives that role (``"*"``: every model), as ``-M ROLE.key=value`` does.
 
@@ -71,14 +70,14 @@ def load_role_models(roles: Mapping[str, list[str]], options: Mapping[str, dict[
             )
     # one model is one backend instance, whatever roles it plays: the options its roles give are
     # merged, and only two different values for the same option conflict
-    wanted: dict[str, dict[str, Any]] = {}
+    wanted: dict[str, dict[str, object]] = {}
     given_by: dict[tuple[str, str], str] = {}
     for role, specs in roles.items():
-        options = {**parsed.get("*", {}), **parsed.get(role, {})}
+        role_options: dict[str, object] = {**parsed.get("*", {}), **parsed.get(role, {})}
         for spec in specs:
             model = resolve_spec(parse_participant_spec(spec)[1])
             merged = wanted.setdefault(model, {})
-            for key, value in options.items():
+            for key, value in role_options.items():
                 if key in merged and merged[key] != value:
                     raise ConfigError(
                         f"-M/--model-arg: model {model!r} plays the {given_by[(model, key)]} and {role} roles with "
@@ -87,12 +86,12 @@ def load_role_models(roles: Mapping[str, list[str]], options: Mapping[str, dict[
                     )
                 merged[key] = value
                 given_by.setdefault((model, key), role)
-    for model, options in wanted.items():
-        use_options(model, options)
+    for model, merged_options in wanted.items():
+        use_options(model, merged_options)
         try:
-            get_model(model, **options)
+            get_model(model, **merged_options)
         except ConfigError as exc:  # a backend refusing an option: say where the option came from
-            if options and not str(exc).startswith("-M"):
+            if merged_options and not str(exc).startswith("-M"):
                 named = str(exc).startswith(model)  # the backend's message names the model already
                 raise ConfigError(f"-M/--model-arg{'' if named else f' for {model}'}: {exc}") from None
             raise
