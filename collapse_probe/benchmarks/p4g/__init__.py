@@ -19,15 +19,16 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from collapse_probe.benchmarks._base import Episode, EpisodeMessage, ProbeSpec, Score, Side, Task, TurnPrompt
 from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 from collapse_probe.benchmarks.p4g._text import (
     MAX_DONATION,
     HumanDialogue,
+    Persona,
     _money,
     p4g_label,
     parse_donation,
@@ -129,7 +130,7 @@ def default_datasets_dir() -> Path:
     return datasets_dir()
 
 
-def load_personas(path: str | Path | None = None) -> list[dict[str, Any]]:
+def load_personas(path: str | Path | None = None) -> list[Persona]:
     """Load a persona file (JSONL, one object per line with ``persona_id`` and the survey fields).
 
     Raises:
@@ -168,7 +169,7 @@ def _persona_text(p: Path) -> str:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected a UTF-8 JSONL persona file") from None
 
 
-def _persona_line(p: Path, i: int, line: str) -> dict[str, Any]:
+def _persona_line(p: Path, i: int, line: str) -> Persona:
     """Line ``i`` of the persona file as a JSON object with a ``persona_id`` and every persona field.
 
     Raises:
@@ -197,7 +198,7 @@ def _persona_line(p: Path, i: int, line: str) -> dict[str, Any]:
     return obj
 
 
-def _check_persona(p: Path, i: int, obj: dict[str, Any]) -> None:
+def _check_persona(p: Path, i: int, obj: Persona) -> None:
     """Refuse a persona whose survey scores are not numbers or whose demographics are of the wrong type.
 
     Raises:
@@ -222,7 +223,7 @@ def _check_persona(p: Path, i: int, obj: dict[str, Any]) -> None:
             raise ConfigError(f"{p}: line {i} (persona {obj['persona_id']!r}): field {f!r} must be {want}, got {v!r}")
 
 
-def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list[HumanDialogue]]:
+def load_official_p4g(directory: str | Path) -> tuple[list[Persona], list[HumanDialogue]]:
     """Read the official ``full_info.csv`` and ``full_dialog.csv``: persuadee personas and dialogues.
 
     Consecutive sentences of one speaker in ``full_dialog.csv`` are joined into one turn.
@@ -237,7 +238,7 @@ def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list
             raise ConfigError(
                 f"official P4G file {str(p)!r} does not exist (expected full_info.csv and full_dialog.csv in {d})"
             )
-    personas: dict[str, dict[str, Any]] = {}
+    personas: dict[str, Persona] = {}
     with open(info_p, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         need = {"B2", "B3", "B4", "B6"} | {f"{k}.x" for k in PERSONA_FIELDS}
@@ -247,7 +248,7 @@ def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list
         for row in reader:
             if row["B4"].strip() != "1":
                 continue
-            persona: dict[str, Any] = {"persona_id": f"{row['B2']}:{row['B3']}", "dialogue_id": row["B2"]}
+            persona: Persona = {"persona_id": f"{row['B2']}:{row['B3']}", "dialogue_id": row["B2"]}
             for k in PERSONA_FIELDS:
                 raw = row[f"{k}.x"].strip()
                 if k in SCORE_FIELDS or k in ("age", "income"):
@@ -274,7 +275,7 @@ def load_official_p4g(directory: str | Path) -> tuple[list[dict[str, Any]], list
             else:
                 turns.append((speaker, text))
     dialogues = [
-        HumanDialogue(did, turns, personas.get(did, {}), personas.get(did, {}).get("donation"))
+        HumanDialogue(did, turns, personas.get(did, {}), _number(personas.get(did, {}).get("donation")))
         for did, turns in by_dialog.items()
     ]
     return [p for p in personas.values() if all(p.get(k) is not None for k in SCORE_FIELDS)], dialogues
@@ -295,28 +296,45 @@ def _level(v: float, hi: float) -> str:
     )
 
 
-def describe_persona(p: dict[str, Any]) -> str:
+def _number(v: JsonValue) -> float | None:
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _score(p: Persona, field: str) -> float:
+    """A survey score of ``p`` (a number in a checked persona)."""
+    v = p[field]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"persona field {field!r} must be a number, got {v!r}")
+    return v
+
+
+def _lowered(v: JsonValue) -> str | None:
+    """A demographic text in lower case (``None`` when empty or not given)."""
+    return v.lower() or None if isinstance(v, str) else None
+
+
+def describe_persona(p: Persona) -> str:
     """A short second-person description of a donor persona for the simulator's role prompt."""
-    age = p.get("age")
+    age = _number(p.get("age"))
     demo = ", ".join(
         str(x)
         for x in (
             f"{int(age)} years old" if age else None,
-            (p.get("sex") or "").lower() or None,
-            (p.get("marital") or "").lower() or None,
-            (p.get("employment") or "").lower() or None,
-            (p.get("edu") or "").lower() or None,
+            _lowered(p.get("sex")),
+            _lowered(p.get("marital")),
+            _lowered(p.get("employment")),
+            _lowered(p.get("edu")),
             p.get("religion"),
-            (p.get("ideology") or "").lower() or None,
+            _lowered(p.get("ideology")),
         )
         if x
     )
     traits = ", ".join(
-        f"{_level(p[k], 5)} {k}" for k in ("extrovert", "agreeable", "conscientious", "neurotic", "open")
+        f"{_level(_score(p, k), 5)} {k}" for k in ("extrovert", "agreeable", "conscientious", "neurotic", "open")
     )
-    values = sorted(SCHWARTZ, key=lambda k: -p[k])[:3]
-    moral = max(MORAL, key=lambda k: p[k])
-    style = "rational" if p["rational"] >= p["intuitive"] else "intuitive"
+    values = sorted(SCHWARTZ, key=lambda k: -_score(p, k))[:3]
+    moral = max(MORAL, key=lambda k: _score(p, k))
+    style = "rational" if _score(p, "rational") >= _score(p, "intuitive") else "intuitive"
     return (
         f"You are {demo}. Personality: {traits}. You value {', '.join(v.replace('_', '-') for v in values)} most, "
         f"your strongest moral concern is {moral}, and you decide in {'an' if style == 'intuitive' else 'a'} {style} way."
@@ -337,7 +355,7 @@ class P4GArena:
         max_tokens: per-turn token budget of both sides.
     """
 
-    personas: list[dict[str, Any]] | None = None
+    personas: list[Persona] | None = None
     max_turns: int = 3
     """Persuader+persuadee rounds (``None``: :data:`DEFAULT_MAX_TURNS`)."""
     elicit: bool = True
@@ -423,7 +441,7 @@ class P4GArena:
             "and safety. Be friendly and brief: one or two sentences per message."
         )
 
-    def persuadee_system(self, persona: dict[str, Any]) -> str:
+    def persuadee_system(self, persona: Persona) -> str:
         # The persona comes last: every donor prompt then opens with the same instructions, which a
         # local backend prefills once for the whole batch.
         return (
@@ -585,8 +603,16 @@ def _resolve(options: P4GOptions, context: BuildContext) -> P4GOptions:
     return options.model_copy(update={"max_turns": options.max_turns or DEFAULT_MAX_TURNS})
 
 
+class _ArenaArguments(TypedDict, total=False):
+    """The :class:`P4GArena` arguments the options set."""
+
+    personas: list[Persona]
+    max_turns: int
+    max_tokens: int
+
+
 def _build(options: P4GOptions, context: BuildContext) -> P4GArena:
-    kwargs: dict[str, Any] = {"max_turns": options.max_turns or DEFAULT_MAX_TURNS}
+    kwargs: _ArenaArguments = {"max_turns": options.max_turns or DEFAULT_MAX_TURNS}
     if options.max_tokens is not None:
         kwargs["max_tokens"] = options.max_tokens
     if options.personas:

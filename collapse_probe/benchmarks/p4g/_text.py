@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+
+from pydantic import JsonValue
 
 MAX_DONATION = 2.0
 
@@ -126,6 +127,12 @@ def p4g_label(text: str) -> str:
     return "undecided"
 
 
+Persona = dict[str, JsonValue]
+"""A donor persona as its JSONL line gives it: ``persona_id``, the survey scores (``SCORE_FIELDS``,
+numbers) and the demographics (``DEMOGRAPHICS``, strings, numbers or null); the official CSVs add
+``dialogue_id`` and the persuadee's actual ``donation``."""
+
+
 @dataclass
 class HumanDialogue:
     """One P4G dialogue from the official CSVs."""
@@ -133,7 +140,8 @@ class HumanDialogue:
     dialogue_id: str
     turns: list[tuple[str, str]]
     """``(speaker, text)`` with speaker ``"policy"`` (persuader) or ``"simulator"`` (persuadee)."""
-    persuadee: dict[str, Any] = field(default_factory=dict)
+    persuadee: Persona = field(default_factory=dict)
+    """The persuadee's persona (empty when the survey has no row for the dialogue)."""
     donation: float | None = None
     """The persuadee's actual donation, capped at $2 (the task paid $2; larger values are data-entry outliers)."""
     acts: list[list[str]] = field(default_factory=list)

@@ -25,13 +25,14 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
+from pydantic import JsonValue
 
 from collapse_probe.benchmarks.p4g._text import HumanDialogue, _money, parse_donation, spoken_donation
 from collapse_probe.core._meaning import KeyFamily
@@ -267,7 +268,8 @@ class StanceModel:
     offsets: np.ndarray
     encoder: str
     sha256: str
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, JsonValue] = field(default_factory=dict)
+    """The file's ``trained_on``, ``cv`` and ``C`` (how it was fitted), as written."""
 
     def scores(self, embeddings: np.ndarray, features: np.ndarray) -> np.ndarray:
         """(n, 3) log-probabilities plus offsets of each row."""
@@ -278,7 +280,39 @@ class StanceModel:
         return logp + self.offsets
 
 
-def model_payload_hash(payload: dict[str, Any]) -> str:
+class _TrainingSet(TypedDict):
+    sentences: int
+    dialogues: int
+    per_stance: dict[str, int]
+    split: str
+    """Which dialogues were training dialogues (the rest are held out)."""
+
+
+class _CrossValidation(TypedDict):
+    folds: int
+    macro_f1_by_C: dict[str, float]
+    macro_f1_with_offsets: float
+
+
+class StanceModelFile(TypedDict):
+    """The content of a stance model file (:func:`fit_stance_model` writes it, :func:`load_stance_model` reads it)."""
+
+    format: str
+    encoder: str
+    embedding_dim: int
+    features: list[str]
+    classes: list[str]
+    C: float
+    coef: list[list[float]]
+    intercept: list[float]
+    offsets: list[float]
+    trained_on: _TrainingSet
+    cv: _CrossValidation
+    sha256: NotRequired[str]
+    """:func:`model_payload_hash` of the rest."""
+
+
+def model_payload_hash(payload: Mapping[str, object]) -> str:
     """sha256 of a model file's content without its ``sha256`` field (canonical JSON)."""
     body = {k: v for k, v in payload.items() if k != "sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
@@ -329,7 +363,7 @@ def fit_stance_model(
     encoder: str,
     Cs: Sequence[float] = (0.3, 1.0, 3.0, 10.0, 30.0),
     folds: int = 5,
-) -> dict[str, Any]:
+) -> StanceModelFile:
     """Fit the stance model on training sentences; returns the model file's content.
 
     ``C`` (inverse L2 strength) is chosen by grouped cross-validation (folds by dialogue, so no
@@ -365,7 +399,7 @@ def fit_stance_model(
             if f > best[0] + 1e-12:
                 best = (f, float(od), float(orf))
     final = LogisticRegression(C=best_c, max_iter=5000).fit(x, y)
-    payload: dict[str, Any] = {
+    payload: StanceModelFile = {
         "format": MODEL_FORMAT,
         "encoder": encoder,
         "embedding_dim": int(np.asarray(embeddings).shape[1]),
