@@ -48,7 +48,7 @@ class Message(TypedDict, total=False):
     """A tool message's tool name."""
     tool_calls: list[dict[str, Any]] | None
     """An assistant message's tool calls, ``[{"id", "name", "arguments"}]`` (or the OpenAI wire form), as the
-    conversation holds them: passed through to the provider as they are (:func:`~collapse_probe.models._http.history_tool_calls`)."""
+    conversation holds them: replayed to the provider as they are (``models._http.history_tool_calls``)."""
     tool_call_id: str | None
     """The call a tool message answers."""
 

@@ -116,8 +116,9 @@ def validate_engine_options(options: Mapping[str, object]) -> dict[str, object]:
     """Check (and read from text) the ``vllm.LLM`` options that vLLM only rejects at engine start: the
     fields of :class:`~collapse_probe.models._options.VLLMOptions`.
 
-    Returns a new dict: the options as ``vllm.LLM`` takes them (an open set, passed through). ``max_lora_rank`` must be one of :data:`LORA_RANKS`; use
-    :func:`lora_rank_for_vllm` to round an adapter's rank up.
+    Returns a new dict: the options as ``vllm.LLM`` takes them (an open set, passed through).
+    ``max_lora_rank`` must be one of :data:`LORA_RANKS`; use :func:`lora_rank_for_vllm` to round an
+    adapter's rank up.
     """
     return VLLMOptions.parse(options).options()
 
