@@ -19,12 +19,18 @@ REAL_MODEL_HINT = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _no_real_model_outside_its_tier(request, monkeypatch):
+_REAL_MODEL_GUARD: dict[str, pytest.MonkeyPatch] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
     """The default tier runs on tiny and scripted models: a test that loads an embedded chat model
     (``local/smollm2-135m`` and the other converted checkpoints) or the packaged sentence encoder in
-    this process fails, naming what it loaded, unless it is marked ``realmodel``."""
-    if request.node.get_closest_marker("realmodel") is not None:
+    this process fails, naming what it loaded, unless it is marked ``realmodel``.
+
+    Installed before any fixture of the test is set up, so a module- or session-scoped fixture that loads a
+    real model for the first test of its scope is caught too (an autouse function fixture would come after it)."""
+    if item.get_closest_marker("realmodel") is not None:
         return
     from collapse_probe.models import _encoder, local
 
@@ -32,15 +38,23 @@ def _no_real_model_outside_its_tier(request, monkeypatch):
 
     def guarded_load_dir(path, device, dtype, purpose):
         if purpose.startswith("local/"):
-            pytest.fail(f"{request.node.nodeid} loads the embedded model {purpose}: {REAL_MODEL_HINT}")
+            pytest.fail(f"{item.nodeid} loads the embedded model {purpose}: {REAL_MODEL_HINT}")
         return load_dir(path, device, dtype, purpose)
 
     def guarded_encoder():
         path = default_encoder()
-        pytest.fail(f"{request.node.nodeid} loads the sentence encoder {path}: {REAL_MODEL_HINT}")
+        pytest.fail(f"{item.nodeid} loads the sentence encoder {path}: {REAL_MODEL_HINT}")
 
-    monkeypatch.setattr(local, "_load_dir", guarded_load_dir)
-    monkeypatch.setattr(_encoder, "_default_model_path", guarded_encoder)
+    patch = _REAL_MODEL_GUARD[item.nodeid] = pytest.MonkeyPatch()
+    patch.setattr(local, "_load_dir", guarded_load_dir)
+    patch.setattr(_encoder, "_default_model_path", guarded_encoder)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    patch = _REAL_MODEL_GUARD.pop(item.nodeid, None)
+    if patch is not None:
+        patch.undo()
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,26 @@ def test_a_default_tier_test_that_loads_a_real_model_fails_naming_it(tmp_path):
         _encoder._default_model_path()
 
 
+@pytest.fixture(scope="module")
+def loaded_by_a_module_fixture(tmp_path_factory):
+    """A module-scoped fixture is set up before the test's own function fixtures: the guard must be on already."""
+    try:
+        local._load_dir(tmp_path_factory.mktemp("model"), "cpu", None, "local/smollm2-135m")
+    except pytest.fail.Exception as exc:
+        return str(exc)
+    except Exception as exc:  # the real loader ran (and found no model in the empty directory)
+        return f"not guarded: {exc!r}"
+    return "not guarded: it loaded"
+
+
+def test_a_module_scoped_fixture_that_loads_a_real_model_fails_too(loaded_by_a_module_fixture):
+    assert re.match(
+        r"tests/test_tiers\.py::test_a_module_scoped_fixture_that_loads_a_real_model_fails_too loads the embedded "
+        r"model local/smollm2-135m: .*realmodel",
+        loaded_by_a_module_fixture,
+    ), loaded_by_a_module_fixture
+
+
 @pytest.mark.realmodel
 def test_the_real_model_tier_loads_them():
     assert local._load_dir.__name__ == "_load_dir" and _encoder._default_model_path.__name__ == "_default_model_path"

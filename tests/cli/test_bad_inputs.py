@@ -303,8 +303,11 @@ def test_default_out_is_unique_per_run(world, capsys):
 
 
 def test_summary_line_and_crossplay_exit_1_when_no_cell_has_a_result(world, capsys):
+    # the retries happen (the summary counts them), with the backend's own backoff option shortened from 0.5 s
+    # doubling, which waited out 20 s here
     rc = main(["crossplay", "--policies", "scripted:policy.json", "--sims", "openai-compatible/m@http://127.0.0.1:9/v1",
-               "--tasks", "1", "--rollouts", "1", "--max-turns", "1", "--out", "down", "--no-progress"])  # fmt: skip
+               "--tasks", "1", "--rollouts", "1", "--max-turns", "1", "--out", "down", "--no-progress",
+               "-M", "sim.backoff_base=0.001"])  # fmt: skip
     err = capsys.readouterr().err
     assert rc == 1
     assert "requests retried, 1 infra failure" in err or "retried, 1 infra failure" in err

