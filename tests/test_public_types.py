@@ -99,11 +99,13 @@ def _mypy(tmp_path: Path, cache: Path, source: str) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
+@pytest.mark.typecheck
 def test_mypy_strict_passes_on_a_user_script_that_calls_every_pipeline(tmp_path, mypy_cache):
     out = _mypy(tmp_path, mypy_cache, USER_SCRIPT)
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.typecheck
 def test_mypy_strict_catches_a_users_mistakes(tmp_path, mypy_cache):
     """Each mistake on its own line; every one of them is reported, at its line."""
     lines = ["import collapse_probe"]

@@ -52,3 +52,11 @@ def test_the_default_tier_leaves_the_real_models_out_and_ci_runs_them():
     assert any(m.startswith("realmodel:") for m in pytest_options["markers"])
     ci = (REPO / ".ci" / "run").read_text()
     assert re.search(r"^python -m pytest -q -m realmodel$", ci, re.M), ".ci/run does not run the real-model tier"
+
+
+def test_the_mypy_checks_of_a_users_script_are_a_tier_ci_runs():
+    pytest_options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "not typecheck" in pytest_options["addopts"]
+    assert any(m.startswith("typecheck:") for m in pytest_options["markers"])
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(r"^python -m pytest -q -m typecheck tests/test_public_types\.py$", ci, re.M)
