@@ -112,11 +112,17 @@ class ChatBody(TypedDict, total=False):
     """``/completions`` only: the raw transcript."""
 
 
+class AnswerFunction(TypedDict, total=False):
+    name: str
+    arguments: str
+    """The arguments as JSON text (read with :func:`parse_arguments`: text that is not a JSON object is kept)."""
+
+
 class WireToolCall(TypedDict, total=False):
     """A tool call in an answer: ``{"id", "type": "function", "function": {"name", "arguments": JSON string}}``."""
 
     id: str
-    function: dict[str, str]
+    function: AnswerFunction
 
 
 class TokenLogprob(TypedDict):
@@ -164,6 +170,12 @@ class ChatAnswer(TypedDict, total=False):
     usage: ChatUsage | None
 
 
+class BatchLineResponse(TypedDict, total=False):
+    status_code: int
+    body: object
+    """The call's answer (a :class:`ChatAnswer`) or error object."""
+
+
 class BatchOutputLine(TypedDict, total=False):
     """One line of an OpenAI batch's output or error file."""
 
@@ -171,12 +183,6 @@ class BatchOutputLine(TypedDict, total=False):
     response: BatchLineResponse | None
     error: object
     """Why the call failed (an error object), ``None`` when it did not."""
-
-
-class BatchLineResponse(TypedDict, total=False):
-    status_code: int
-    body: object
-    """The call's answer (a :class:`ChatAnswer`) or error object."""
 
 
 def wire_tool_call(tc: ToolCallRecord) -> ChatCompletionMessageFunctionToolCallParam:
