@@ -30,7 +30,7 @@ import threading
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from collapse_probe.errors import CollapseProbeError, ConfigError, InfraError, RunAbortedError
 
@@ -98,6 +98,14 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+class _Outcome(TypedDict, total=False):
+    """What a guarded call left behind in its thread: its result, or the exception it raised."""
+
+    value: object
+    """The call's result (a plugin's object: whatever it returns)."""
+    error: BaseException
+
+
 def load_entry_point(ep: EntryPoint, what: str) -> Any:
     """The object an installed distribution's entry point names, loaded under a guard: whatever its
     import does (raises any exception, has a syntax error, recurses without end, calls ``sys.exit``,
@@ -108,7 +116,7 @@ def load_entry_point(ep: EntryPoint, what: str) -> Any:
     process) instead of holding the command.
     """
     limit = plugin_timeout()
-    box: dict[str, Any] = {}
+    box: _Outcome = {}
 
     def load() -> None:
         try:
@@ -240,7 +248,7 @@ def _run_limited(fn: Callable[..., Any], args: Any, kwargs: Any, limit: float) -
     """``fn(*args, **kwargs)`` in a daemon thread, waited on for ``limit`` seconds: ``(finished, outcome)``,
     the outcome a result or a ``("error", exception)`` box. A call that never finishes is left behind
     (it ends with the process) instead of holding the command."""
-    box: dict[str, Any] = {}
+    box: _Outcome = {}
     context = contextvars.copy_context()
 
     def call() -> None:
@@ -477,7 +485,8 @@ class Registry(Mapping[str, Any], Generic[T]):
     ) -> None:
         self.kind, self.flag, self.group = kind, flag, group
         self._check = check
-        self._entries: dict[str, Any] = {}
+        self._entries: dict[str, object] = {}
+        """Name -> what it names: the object, or the ``module:attribute`` text of one not imported yet."""
         for name, target in (entries or {}).items():
             self.register(name, target)
 
