@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypedDict
 
 import numpy as np
+from pydantic import JsonValue
 
 from collapse_probe.core._constraints import Config, Integer, Number, OneOf, check_field, rule
 from collapse_probe.core.limits import (
@@ -286,7 +287,7 @@ class LabResult:
             "grad_tightness_end": self.grad_tightness[-1] if not math.isnan(self.grad_tightness[-1]) else None,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The results object (schema ``collapse-probe/lab/v1``), ready for :func:`json.dumps`.
 
         ``nan`` entries are written as ``None`` so the output is strict JSON.
@@ -872,7 +873,59 @@ CURVE_KEYS = ("train_reward", "heldout_reward", "heldout_sim_reward", "policy_en
 """Per-step curves a comparison keeps (seed mean and 95% interval per logged step)."""
 
 
-def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> dict[str, Any]:
+class MethodBounds(TypedDict):
+    """How the theorems' bounds held over a method's seeds (``compare.json`` ``methods[].bounds``)."""
+
+    tv_exact_holds_all: bool
+    grad_holds_all: bool
+    tv_sampled_holds: int
+    """Seeds whose sampled TV stayed within its bound."""
+    tv_sampled_n_seeds: int
+    tv_sampled: SeedStat
+    tv_exact_over_bound_max: SeedStat
+    grad_tightness_max: SeedStat
+    grad_tightness_end: SeedStat
+
+
+class CorollarySummary(TypedDict):
+    """Corollary 3.5's log-odds fit over a method's seeds (``compare.json`` ``methods[].corollary_3_5``)."""
+
+    slope: SeedStat
+    r2: SeedStat
+    n_seeds_with_phase: int
+    """Seeds whose exploit log-odds had a middle phase to fit."""
+
+
+CurvePoint = dict[str, float | list[float | None] | None]
+"""One logged step of a method's seed-mean curve: ``step``, each of :data:`CURVE_KEYS` (the mean) and
+its ``KEY_ci95``."""
+
+
+class MethodSummary(TypedDict):
+    """One entry of ``compare.json``'s ``methods`` list (before its ``*_vs_single`` differences):
+    every headline number as mean, ci95, n_seeds (:func:`summarise_method`)."""
+
+    method: str
+    label: str
+    cotrain_reward: str | None
+    heldout_final: SeedStat
+    heldout_peak: SeedStat
+    heldout_start: SeedStat
+    heldout_sim_final: SeedStat
+    heldout_sim_peak: SeedStat
+    train_final: SeedStat
+    train_peak: SeedStat
+    entropy_start: SeedStat
+    entropy_end: SeedStat
+    entropy_ratio: SeedStat
+    collapse_error_final: SeedStat
+    heldout_drop_from_peak: SeedStat
+    bounds: MethodBounds
+    corollary_3_5: CorollarySummary
+    curve: list[CurvePoint]
+
+
+def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> MethodSummary:
     """One entry of ``compare.json``'s ``methods`` list: every headline number as mean, ci95, n_seeds."""
     sums = [r.summary() for r in results]
     fits = [r.corollary_3_5() for r in results]
@@ -883,13 +936,13 @@ def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> d
 
     curve = []
     for i, step in enumerate(results[0].steps):
-        row: dict[str, Any] = {"step": step}
+        row: CurvePoint = {"step": step}
         for key in CURVE_KEYS:
             st = mean_ci([getattr(r, key)[i] for r in results])
             row[key] = st["mean"]
             row[f"{key}_ci95"] = st["ci95"]
         curve.append(row)
-    return _clean_json(
+    summary: MethodSummary = _clean_json(
         {
             "method": method,
             "label": label,
@@ -926,9 +979,11 @@ def summarise_method(label: str, method: str, results: Sequence[LabResult]) -> d
             "curve": curve,
         }
     )
+    return summary
 
 
-def _shared_config(config: LabConfig) -> dict[str, Any]:
+def _shared_config(config: LabConfig) -> dict[str, object]:
+    """The configuration every row of a comparison or sweep shares (its method and seed left out)."""
     return {k: v for k, v in config.to_dict().items() if k not in ("method", "seed")}
 
 
@@ -960,10 +1015,8 @@ def paired_vs_single(results: dict[str, list[LabResult]], label: str) -> dict[st
 def compare_results(config: LabConfig, seeds: Sequence[int], results: dict[str, list[LabResult]]) -> LabCompareResults:
     """The comparison of the rows of :func:`run_compare_seeds` (``compare.json``, schema
     ``collapse-probe/lab-compare/v2``)."""
-    methods = [
-        {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
-        for label, rs in results.items()
-    ]
+    summaries = [summarise_method(label, rs[0].config.method, rs) for label, rs in results.items()]
+    methods = [{**m, **paired_vs_single(results, m["label"])} for m in summaries]
     from collapse_probe.results import LabCompareResults
 
     payload = {
@@ -977,7 +1030,7 @@ def compare_results(config: LabConfig, seeds: Sequence[int], results: dict[str, 
         "reward_family": REWARD_FAMILY,
         "heldout_families": list(config.heldout_families),
         "methods": methods,
-        "heldout_reward_end": {m["label"]: m["heldout_final"]["mean"] for m in methods},
+        "heldout_reward_end": {m["label"]: m["heldout_final"]["mean"] for m in summaries},
     }
     return LabCompareResults.build(payload)
 
@@ -1028,6 +1081,15 @@ def parse_sweep(spec: str) -> tuple[str, list[float]]:
     return param, values
 
 
+class SweepRow(TypedDict):
+    """One method's row of ``sweep.json``: its :data:`SWEEP_POINT_KEYS` at each value of the parameter."""
+
+    method: str
+    label: str
+    points: list[dict[str, object]]
+    """``{"value": v, key: its SeedStat, ...}`` per value swept."""
+
+
 def run_sweep(
     config: LabConfig,
     param: str,
@@ -1046,14 +1108,15 @@ def run_sweep(
     if param not in SWEEP_PARAMS:
         raise ConfigError(f"sweep parameter must be one of {', '.join(SWEEP_PARAMS)}; got {param!r}")
     attr = SWEEP_PARAMS[param]
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, SweepRow] = {}
     for value in values:
         cfg = config.replace(**{attr: value})
         results = run_compare_seeds(cfg, seeds, runs, tick)
         for label, rs in results.items():
-            entry = {**summarise_method(label, rs[0].config.method, rs), **paired_vs_single(results, label)}
-            row = rows.setdefault(label, {"method": entry["method"], "label": label, "points": []})
-            point: dict[str, Any] = {"value": value}
+            summary = summarise_method(label, rs[0].config.method, rs)
+            entry = {**summary, **paired_vs_single(results, label)}
+            row = rows.setdefault(label, {"method": summary["method"], "label": label, "points": []})
+            point: dict[str, object] = {"value": value}
             for key in SWEEP_POINT_KEYS:
                 if key in entry:
                     point[key] = entry[key]
