@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.integrations.interop._rundata import RunData, conversation_key_fields, current_flags
+from collapse_probe.integrations.interop._rundata import (
+    RunData,
+    checked_number,
+    conversation_key_fields,
+    current_flags,
+    json_list,
+    json_objects,
+)
 
 
 def _iso(path: Path) -> str:
@@ -101,9 +108,10 @@ def _conversation_samples(run: RunData) -> list[Any]:
         if not cur:
             continue
         step = f"step-{rec['step']}|" if rec.get("step") is not None else ""
+        rollout = rec.get("rollout")
         scores = None
         if rec.get("reward") is not None and rec.get("status") != "infra_error":
-            scores = {"reward": Score(value=float(rec["reward"]), metadata={"success": rec.get("success")})}
+            scores = {"reward": Score(value=checked_number(rec, "reward"), metadata={"success": rec.get("success")})}
         error = None
         if rec.get("status") == "infra_error":
             error = EvalError(message=f"infrastructure failure (not scored): {rec.get('infra_error')}",
@@ -112,10 +120,10 @@ def _conversation_samples(run: RunData) -> list[Any]:
                      "fingerprints", "info", "seconds", "persona_id", "success")  # fmt: skip
         samples.append(EvalSample(
             id=f"{step}{rec.get('policy')}|{rec.get('simulator')}|{rec.get('task_id')}",
-            epoch=int(rec.get("rollout") or 0) + 1,
+            epoch=(rollout if isinstance(rollout, int) else 0) + 1,
             input=f"task {rec.get('task_id')}",
             target="",
-            messages=_chat(list(rec.get("messages") or []), simulator_is_model=False),
+            messages=_chat(json_objects(rec.get("messages")), simulator_is_model=False),
             scores=scores,
             error=error,
             metadata={k: rec[k] for k in meta_keys if k in rec},
@@ -135,7 +143,7 @@ def _state_samples(run: RunData, mode: str) -> list[Any]:
     for rec, cur in zip(run.samples, flags, strict=True):
         if not cur or str(rec.get("mode") or "direct") != mode:
             continue
-        context = _chat(list(rec.get("context") or []), simulator_is_model=True)
+        context = _chat(json_objects(rec.get("context")), simulator_is_model=True)
         ok = rec.get("status") == "ok"
         scores, output, error = None, None, None
         if ok:
@@ -143,20 +151,20 @@ def _state_samples(run: RunData, mode: str) -> list[Any]:
             expl = f"N = {n} replies, classes by {partition}" + (
                 f"; 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if isinstance(ci, list) and len(ci) == 2 else ""
             )
-            scores = {"collapse_error": Score(value=float(rec["collapse_error"]), explanation=expl,
+            scores = {"collapse_error": Score(value=checked_number(rec, "collapse_error"), explanation=expl,
                                               metadata={"ci95": ci, "n": n})}  # fmt: skip
             if rec.get("collapse_error_estimate") is not None:
-                scores["collapse_error_estimate"] = Score(value=float(rec["collapse_error_estimate"]))
+                scores["collapse_error_estimate"] = Score(value=checked_number(rec, "collapse_error_estimate"))
             if rec.get("entropy") is not None:
-                scores["entropy"] = Score(value=float(rec["entropy"]), metadata={"ci95": rec.get("entropy_ci95"),
+                scores["entropy"] = Score(value=checked_number(rec, "entropy"), metadata={"ci95": rec.get("entropy_ci95"),
                                                                                 "unit": "nats"})  # fmt: skip
             dec = rec.get("decision")
             if isinstance(dec, dict) and dec.get("collapse_error") is not None:
-                scores["decision_collapse_error"] = Score(value=float(dec["collapse_error"]))
+                scores["decision_collapse_error"] = Score(value=checked_number(dec, "collapse_error"))
             output = ModelOutput(
                 model=str(rec.get("simulator")),
                 choices=[ChatCompletionChoice(message=ChatMessageAssistant(content=str(t)), stop_reason="stop")
-                         for t in rec.get("responses") or []],
+                         for t in json_list(rec.get("responses"))],
             )  # fmt: skip
         else:
             error = EvalError(message=f"infrastructure failure (not measured): {rec.get('error')}",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import JsonValue
 
 from collapse_probe.errors import ConfigError
 
@@ -13,6 +16,33 @@ CONVERSATION_FILES = {"train": "rollouts.jsonl"}
 """Run kind -> the file of its conversation records (default ``conversations.jsonl``)."""
 KINDS = ("play", "audit", "crossplay", "train")
 """Run kinds with records to export."""
+
+JsonObject = dict[str, JsonValue]
+"""One record of a run's JSONL file as it was written (the check of its file made its fields' types sure)."""
+RecordCheck = Callable[[JsonObject], "str | None"]
+"""What is wrong with a record (``None``: nothing)."""
+
+
+def json_list(value: object) -> list[JsonValue]:
+    """``value`` when it is a JSON array, else an empty one (a field a record does not hold)."""
+    return value if isinstance(value, list) else []
+
+
+def json_objects(value: object) -> list[JsonObject]:
+    """The JSON objects of ``value`` when it is a JSON array (other items left out), else none."""
+    return [v for v in json_list(value) if isinstance(v, dict)]
+
+
+def checked_number(rec: Mapping[str, object], key: str) -> float:
+    """The number at ``key`` of a record its check found well formed (it holds one there).
+
+    Raises:
+        ConfigError: it does not (a record that escaped its check), naming the field.
+    """
+    value = rec.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"a record's {key}: expected a number, got {value!r:.200}")
+    return float(value)
 
 
 @dataclass
@@ -22,12 +52,14 @@ class RunData:
     path: Path
     kind: str
     config: dict[str, Any]
+    """``config.json``."""
     results: dict[str, Any]
-    conversations: list[dict[str, Any]] = field(default_factory=list)
+    """``results.json`` as the typed results write it (:func:`collapse_probe.results.load`)."""
+    conversations: list[JsonObject] = field(default_factory=list)
     """Conversation records (``rollouts.jsonl`` for a train run), every line of the file."""
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[JsonObject] = field(default_factory=list)
     """Audit state records (``samples.jsonl``), every line of the file."""
-    metrics: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[JsonObject] = field(default_factory=list)
     """Training steps (``metrics.jsonl``)."""
 
     @property
@@ -48,15 +80,17 @@ REQUIRED = {
 """Run kind -> the record files a finished run of it always has."""
 
 
-def _read_records(p: Path, name: str, check: Any, key_fields: tuple[str, ...] | None) -> list[dict[str, Any]]:
+def _read_records(
+    p: Path, name: str, check: RecordCheck | None, key_fields: tuple[str, ...] | None
+) -> list[JsonObject]:
     """Every record of ``p/name``, each checked; a record without its key, or a finished unit
     recorded twice, is named (file and lines), never dropped or collapsed."""
     from collapse_probe.core._jsonl import iter_jsonl_numbered
     from collapse_probe.core._records import INFRA_ERROR
 
     f = p / name
-    out: list[dict[str, Any]] = []
-    seen: dict[tuple[str, ...], tuple[int, dict[str, Any]]] = {}
+    out: list[JsonObject] = []
+    seen: dict[tuple[str, ...], tuple[int, JsonObject]] = {}
     for line, rec in iter_jsonl_numbered(f):
         problem = check(rec) if check is not None else None
         if problem is not None:
@@ -82,21 +116,21 @@ def _read_records(p: Path, name: str, check: Any, key_fields: tuple[str, ...] | 
     return out
 
 
-def _checks(kind: str) -> tuple[Any, Any, Any]:
+def _checks(kind: str) -> tuple[RecordCheck, RecordCheck, RecordCheck]:
     """(conversation check, samples check, metrics check) of a run kind."""
     from collapse_probe.core._records import conversation_problem
 
-    def train_rollout(rec: dict[str, Any]) -> str | None:
+    def train_rollout(rec: JsonObject) -> str | None:
         from collapse_probe.trainers._train_results import step_problem
 
         return step_problem(rec) or conversation_problem(rec)
 
-    def metrics(rec: dict[str, Any]) -> str | None:
+    def metrics(rec: JsonObject) -> str | None:
         from collapse_probe.trainers._train_results import step_problem
 
         return step_problem(rec)
 
-    def sample(rec: dict[str, Any]) -> str | None:
+    def sample(rec: JsonObject) -> str | None:
         from collapse_probe.results._samples import sample_problem
 
         return sample_problem(rec)
@@ -173,10 +207,10 @@ def load_run_data(path: str | Path) -> RunData:
     return run
 
 
-def current_flags(records: list[dict[str, Any]], key_fields: tuple[str, ...]) -> list[bool]:
+def current_flags(records: Sequence[Mapping[str, object]], key_fields: tuple[str, ...]) -> list[bool]:
     """Which records count: a resumed run appends a unit again (an infrastructure failure run once
     more), and the last record of a unit wins, as the run itself reads its files back."""
-    last: dict[tuple[Any, ...], int] = {}
+    last: dict[tuple[str, ...], int] = {}
     for i, r in enumerate(records):
         last[tuple(str(r.get(k)) for k in key_fields)] = i
     keep = set(last.values())

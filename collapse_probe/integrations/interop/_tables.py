@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collapse_probe.errors import ConfigError, require
-from collapse_probe.integrations.interop._rundata import RunData, conversation_key_fields, current_flags
+from collapse_probe.integrations.interop._rundata import (
+    RunData,
+    conversation_key_fields,
+    current_flags,
+    json_list,
+    json_objects,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -165,7 +171,7 @@ def table_from_rows(name: str, rows: Sequence[Mapping[str, object]]) -> pa.Table
 def run_tables(run: RunData) -> dict[str, pa.Table]:
     """The tables of a run (see the module docstring); only tables with rows are returned."""
     res = run.results
-    rows: dict[str, list[dict[str, object]]] = {
+    rows: dict[str, Sequence[Mapping[str, object]]] = {
         "run": [
             {
                 "kind": run.kind,
@@ -179,23 +185,27 @@ def run_tables(run: RunData) -> dict[str, pa.Table]:
     }
     if run.conversations:
         flags = current_flags(run.conversations, conversation_key_fields(run.kind))
-        convs, turns = [], []
+        convs: list[dict[str, object]] = []
+        turns: list[dict[str, object]] = []
         for i, (rec, cur) in enumerate(zip(run.conversations, flags, strict=True), start=1):
             convs.append({"record_line": i, "is_current": cur, **rec})
-            for t, m in enumerate(rec.get("messages") or []):
+            for t, m in enumerate(json_list(rec.get("messages"))):
                 if not isinstance(m, dict):
                     continue
-                head = {k: rec.get(k) for k in ("step", "key", "task_id", "rollout", "policy", "simulator") if k in rec}
+                head: dict[str, object] = {
+                    k: rec.get(k) for k in ("step", "key", "task_id", "rollout", "policy", "simulator") if k in rec
+                }
                 turns.append({"record_line": i, **head, "turn": t, **m})
         rows["conversations"], rows["turns"] = convs, turns
     if run.samples:
         flags = current_flags(run.samples, ("state_id", "mode"))
-        states, samples = [], []
+        states: list[dict[str, object]] = []
+        samples: list[dict[str, object]] = []
         for i, (rec, cur) in enumerate(zip(run.samples, flags, strict=True), start=1):
             states.append({"record_line": i, "is_current": cur, **rec})
-            names = rec.get("class_names") or []
-            labels = rec.get("labels") or []
-            for j, text in enumerate(rec.get("responses") or []):
+            names = json_list(rec.get("class_names"))
+            labels = json_list(rec.get("labels"))
+            for j, text in enumerate(json_list(rec.get("responses"))):
                 lab = labels[j] if j < len(labels) else None
                 samples.append({
                     "record_line": i, "state_id": rec.get("state_id"), "mode": rec.get("mode"),
@@ -206,7 +216,7 @@ def run_tables(run: RunData) -> dict[str, pa.Table]:
         rows["states"], rows["audit_samples"] = states, samples
     for name in ("cells", "transfer", "policy_diversity"):
         if isinstance(res.get(name), list) and res[name]:
-            rows[name] = [r for r in res[name] if isinstance(r, dict)]
+            rows[name] = json_objects(res[name])
     if run.metrics:
         rows["metrics"] = list(run.metrics)
     return {name: table_from_rows(name, r) for name, r in rows.items() if r}
