@@ -294,6 +294,7 @@ def history_tool_calls(message: Message) -> list[ToolCallRecord]:
 
     Accepts OpenAI's wire form (``{"id", "type", "function": {"name", "arguments": str}}``) and the
     :class:`Completion` form (``{"id", "name", "arguments"}``); the latter's ``thought_signature`` is kept.
+    The id and name are replayed as the conversation holds them (:attr:`Message.tool_calls` is not checked).
     """
     out = []
     for j, tc in enumerate(message.get("tool_calls") or []):

@@ -724,3 +724,22 @@ def test_empty_anthropic_and_gemini_answers_are_retried_then_infra_failures(keys
         model = make_google_model("google/gemini-test", "gemini-test", base_url=srv.url, max_retries=1, **FAST)
         [res] = run(model, [req("x")])
     assert not res.ok and "without text" in (res.error or "") and len(srv.requests) == 2
+
+
+def test_every_parser_names_a_tool_call_without_an_id_by_its_place():
+    from collapse_probe.models.anthropic import parse_messages_response
+    from collapse_probe.models.google import parse_generate_content_response
+    from collapse_probe.models.openai import parse_chat_response
+
+    anthropic = parse_messages_response(
+        {"content": [{"type": "text", "text": "one"}, {"type": "tool_use", "name": "get", "input": {"a": 1}}]}
+    )
+    chat = parse_chat_response(
+        {"choices": [{"message": {"content": "", "tool_calls": [{}, {"function": {"name": "get"}}]}}]}
+    )
+    gemini = parse_generate_content_response(
+        {"candidates": [{"content": {"parts": [{"text": "one"}, {"functionCall": {"name": "get", "args": {}}}]}}]}, 1
+    )
+    assert anthropic.tool_calls == [{"name": "get", "arguments": {"a": 1}, "id": "call_1"}]
+    assert [c["id"] for c in chat[0].tool_calls or []] == ["call_0", "call_1"]
+    assert [c["id"] for c in gemini[0].tool_calls or []] == ["call_1"]
