@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 from collections import Counter
 
 import numpy as np
@@ -34,6 +32,7 @@ from collapse_probe.benchmarks.p4g.stance import (
 )
 from collapse_probe.core._meaning import KeyFamily
 from collapse_probe.errors import ConfigError
+from tests.conftest import run_cli
 
 
 def _has_embed() -> bool:
@@ -361,19 +360,23 @@ def test_annotated_file_labels_and_held_out_accuracy(annotated_dir):
         assert f1_score(gold, model, average="macro") > 0.72
 
 
-def test_audit_with_annotated_dialogues_reports_peoples_epsilon(annotated_dir, write_scripted, tmp_path):
+def test_audit_with_annotated_dialogues_reports_peoples_epsilon(
+    annotated_dir, write_scripted, tmp_path, monkeypatch, capsys
+):
+    # the rules stance reader: the default one embeds with the packaged sentence encoder (the real-model tier's)
+    monkeypatch.setattr(ps, "default_stance_reader", lambda: ps.StanceReader("rules"))
     human = tmp_path / "p4g"
     human.mkdir()
     for name in ("full_info.csv", "full_dialog.csv", "annotated_dialog.csv"):
         shutil.copy(annotated_dir / name, human / name)
     sim = write_scripted([("No thanks.", 0.6), ("Sure, I'll give $1.", 0.4)])
     out = tmp_path / "audit"
-    proc = subprocess.run(
-        [sys.executable, "-m", "collapse_probe.cli", "audit", "--sim", sim, "--human", str(human), "--states", "6",
-         "--samples", "10", "--partition", "label", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, timeout=600,
+    rc, stdout, stderr = run_cli(
+        ["audit", "--sim", sim, "--human", str(human), "--states", "6", "--samples", "10", "--partition", "label",
+         "--out", str(out), "--no-progress"],
+        capsys,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert rc == 0, stderr
     res = json.loads((out / "results.json").read_text())
     pe = res["human_reference"]["people_epsilon"]
     assert pe["n_states"] == 6 and pe["n_groups"] >= 1 and pe["grouping"].startswith("the persuader's act")
@@ -385,5 +388,5 @@ def test_audit_with_annotated_dialogues_reports_peoples_epsilon(annotated_dir, w
         assert sum(g["simulator_pooled"]["counts"].values()) == 10 * g["n_states"]
         lo, hi = g["people"]["ci95"]
         assert 0 <= lo <= g["people"]["collapse_error"] <= hi <= 1
-    assert "people's ε at matched states" in proc.stdout
+    assert "people's ε at matched states" in stdout
     assert "People as the reference" in (out / "report.html").read_text()
