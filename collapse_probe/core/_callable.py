@@ -15,7 +15,7 @@ C = TypeVar("C")
 
 def config_and_options(
     cls: type[C],
-    config: C | Mapping[str, Any] | None,
+    config: C | Mapping[str, object] | None,
     kwargs: dict[str, Any],
     *,
     what: str,

@@ -25,7 +25,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 import tenacity
 
@@ -37,6 +37,18 @@ def retry_after_of(exc: BaseException | None) -> float | None:
     """The wait the server asked for, in seconds (an exception's ``retry_after``), or ``None``."""
     value = getattr(exc, "retry_after", None)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class _RetryingOptions(TypedDict):
+    """The keywords a policy gives ``tenacity.Retrying`` / ``tenacity.AsyncRetrying``."""
+
+    stop: tenacity.stop.stop_base
+    wait: Callable[[tenacity.RetryCallState], float]
+    """The delay before the next try (:meth:`RetryPolicy.delay`)."""
+    retry: tenacity.retry_base
+    before_sleep: Callable[[tenacity.RetryCallState], None]
+    """Logs the retry."""
+    reraise: bool
 
 
 @dataclass(frozen=True)
@@ -125,7 +137,7 @@ class RetryPolicy:
         label: str,
         rng: random.Random | None,
         redact: Callable[[str], str],
-    ) -> dict[str, Any]:
+    ) -> _RetryingOptions:
         jitter = rng if rng is not None else random.Random()
 
         waits: list[float] = [0.0]
