@@ -5,12 +5,15 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from collapse_probe.errors import ConfigError, require
 from collapse_probe.simulators import Participant
 from collapse_probe.trainers.config import TRAINABLE_PREFIXES, TrainConfig
 from collapse_probe.trainers.reinforce import TrainingExample, reinforce_backward
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 class UpdateStats(TypedDict):
@@ -55,12 +58,13 @@ class TrainedModel:
     def pad_id(self) -> int:
         return self.backend._pad_id()
 
-    def adapter_state(self) -> dict[str, Any]:
+    def adapter_state(self) -> dict[str, Tensor]:
         """A detached copy of the adapter weights."""
         peft = require("peft", "train", "LoRA training")
         return {k: v.detach().clone() for k, v in peft.get_peft_model_state_dict(self.model).items()}
 
-    def load_adapter_state(self, state: dict[str, Any]) -> None:
+    def load_adapter_state(self, state: dict[str, Tensor]) -> None:
+        """Put back adapter weights an :meth:`adapter_state` copied."""
         peft = require("peft", "train", "LoRA training")
         result = peft.set_peft_model_state_dict(self.model, state)
         unexpected = list(getattr(result, "unexpected_keys", []) or [])

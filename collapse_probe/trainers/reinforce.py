@@ -152,7 +152,7 @@ def collate(examples: Sequence[TrainingExample], pad_id: int) -> dict[str, list[
     return {"input_ids": input_ids, "attention_mask": attention, "loss_mask": loss}
 
 
-def token_logprobs(model: Any, batch: dict[str, Any], temperature: float = 1.0) -> tuple[Any, Any]:
+def token_logprobs(model: Any, batch: Mapping[str, list[list[int]]], temperature: float = 1.0) -> tuple[Any, Any]:
     """Log-probabilities (with grad) of the masked tokens of a collated (left-padded) micro-batch.
 
     Position ids count real tokens only (as the decoder used when sampling), and logits are
