@@ -132,7 +132,9 @@ class Score:
 
     reward: float | None
     success: bool | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: Mapping[str, object] = field(default_factory=dict)
+    """The arena's account of the score (JSON: components, why it was not judged...), written into the
+    conversation's record as ``info``; each arena declares its own keys (e.g. τ2's :class:`Tau2ScoreInfo`)."""
 
 
 @runtime_checkable

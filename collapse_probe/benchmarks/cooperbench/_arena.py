@@ -143,6 +143,23 @@ class AgentTurn(TypedDict, total=False):
     """A tool result of a text-protocol call (shown as an observation, not a tool message)."""
 
 
+class AgentState(TypedDict):
+    """One agent's part of the episode state (``state["agents"][agent]``)."""
+
+    repo: str | None
+    """Its clone of BASE (made at its first command)."""
+    home: str | None
+    steps: int
+    tokens: int
+    status: str
+    """``running``, ``submitted``, ``step_limit`` or ``token_limit``."""
+    inbox: list[tuple[str, str]]
+    """Messages ``(sender, content)`` delivered before its next model call."""
+    calls: int
+    messages_sent: int
+    format_errors: int
+
+
 def _tool_schemas(partner: str | None) -> list[dict[str, object]]:
     """The tools' OpenAI function-calling schemas (``bash``, and ``send_message`` with a partner)."""
     tools: list[dict[str, object]] = [
@@ -346,7 +363,9 @@ class CooperBenchArena:
         policy_agent = (task.data.get("policy_agent") if isinstance(task.data, dict) else None) or "agent1"
         base = base_repo(pair.task, self.repos)  # fails early, with where to put BASE, if it is missing
         agents = ("agent1",) if mode == "solo" else AGENTS
-        state: dict[str, Any] = {
+        per_agent: dict[str, AgentState] = {a: {"repo": None, "home": None, "steps": 0, "tokens": 0, "status": "running", "inbox": [],
+                         "calls": 0, "messages_sent": 0, "format_errors": 0} for a in agents}  # fmt: skip
+        return Episode(task=task, seed=seed, state={
             "mode": mode,
             "policy_agent": "agent1" if mode == "solo" else policy_agent,
             "features": {"agent1": pair.i, "agent2": pair.j},
@@ -354,14 +373,10 @@ class CooperBenchArena:
             "workspace_key": None,
             "next": 0,
             "order": [],
-            "agents": {},
+            "agents": per_agent,
             "patches": None,
             "network": network_isolation(),
-        }
-        for a in agents:
-            state["agents"][a] = {"repo": None, "home": None, "steps": 0, "tokens": 0, "status": "running",
-                                  "inbox": [], "calls": 0, "messages_sent": 0, "format_errors": 0}  # fmt: skip
-        return Episode(task=task, seed=seed, state=state)
+        })  # fmt: skip
 
     def _workspace(self, ep: Episode, agent: str) -> Path:
         """The agent's clone of BASE, made at its first command (prompts alone need none)."""

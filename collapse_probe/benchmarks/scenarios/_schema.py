@@ -372,7 +372,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise ConfigError(f"--scenarios: {str(p)!r} must end in {', '.join(SUFFIXES)} (YAML, JSON or JSONL)")
-    items: list[tuple[str, Any]]
+    items: list[tuple[str, object]]
     if suffix == ".jsonl":
         items = _jsonl_items(raw, p)
     else:
@@ -468,7 +468,7 @@ def _json(raw: bytes, p: Path) -> Any:
     return parse_json(raw, p, expected=EXPECTED, nonfinite=False, unique_keys=True)
 
 
-def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, Any]]:
+def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, object]]:
     from collapse_probe.core._files import parse_json
 
     items = []

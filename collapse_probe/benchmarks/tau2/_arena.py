@@ -22,7 +22,7 @@ import random
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from collapse_probe.benchmarks._base import (
     ArenaToolCall,
@@ -541,24 +541,25 @@ class Tau2Arena:
     async def score(self, episodes: Sequence[Episode]) -> list[Score]:
         """Score finished episodes; NL assertions of all episodes go to the judge in one batch."""
         scores: list[Score] = []
-        pending: list[tuple[int, list[str], GenerationRequest]] = []
+        pending: list[tuple[Score, Tau2ScoreInfo, list[str], GenerationRequest]] = []
         for ep in episodes:
-            score, judge_request = self._score_one(ep)
+            score, info, judge_request = self._score_one(ep)
             if judge_request is not None:
-                pending.append((len(scores), judge_request[0], judge_request[1]))
+                pending.append((score, info, judge_request[0], judge_request[1]))
             scores.append(score)
         if pending:
             assert self.judge is not None
-            results = await self.judge.generate([r for _, _, r in pending])
-            for (i, assertions, _), result in zip(pending, results, strict=False):
-                self._apply_judgement(scores[i], assertions, result)
+            results = await self.judge.generate([r for _, _, _, r in pending])
+            for (score, info, assertions, _), result in zip(pending, results, strict=False):
+                self._apply_judgement(score, info, assertions, result)
         return scores
 
-    def _score_one(self, ep: Episode) -> tuple[Score, tuple[list[str], GenerationRequest] | None]:
+    def _score_one(self, ep: Episode) -> tuple[Score, Tau2ScoreInfo, tuple[list[str], GenerationRequest] | None]:
+        """The episode's score, its info (the same dict) and the judge request of its NL assertions, if any."""
         raw = self._raw_task(ep.task)
         ec = raw.get("evaluation_criteria")
         reason = ep.state.get("termination_reason") or ep.status
-        info: dict[str, Any] = {
+        info: Tau2ScoreInfo = {
             "termination_reason": reason,
             "steps": ep.state.get("steps"),
             "tool_errors": ep.state.get("errors"),
@@ -566,17 +567,17 @@ class Tau2Arena:
         }
         if reason in _INFRA_REASONS:
             info["infra_error"] = True
-            return Score(None, None, info), None
+            return Score(None, None, info), info, None
         if not ep.done:
             info["error"] = "episode not finished"
-            return Score(None, None, info), None
+            return Score(None, None, info), info, None
         if ec is None:
-            return Score(1.0, True, info), None
+            return Score(1.0, True, info), info, None
         basis = list(ec.get("reward_basis") or ["DB", "COMMUNICATE"])
         info["reward_basis"] = basis
         if reason not in STOP_REASONS:
             info["components"] = {}
-            return Score(0.0, False, info), None
+            return Score(0.0, False, info), info, None
         comps: dict[str, float] = {}
         if ec.get("actions") is None and ec.get("env_assertions") is None:
             comps["DB"] = 1.0
@@ -605,7 +606,7 @@ class Tau2Arena:
             if b in comps:
                 reward *= comps[b]
         score = Score(reward, abs(reward - 1.0) <= 1e-6, info)
-        return score, request
+        return score, info, request
 
     def _judge_request(self, ep: Episode, assertions: list[str]) -> GenerationRequest:
         transcript = []
@@ -627,8 +628,8 @@ class Tau2Arena:
         )
 
     @staticmethod
-    def _apply_judgement(score: Score, assertions: list[str], result: Any) -> None:
-        info = score.info
+    def _apply_judgement(score: Score, info: Tau2ScoreInfo, assertions: list[str], result: Any) -> None:
+        """Fold the judge's verdicts on the NL assertions into ``score`` and its ``info``."""
         if not result.ok or not result.completions:
             info["infra_error"] = True
             info["judge_error"] = result.error or "no completion"
@@ -647,6 +648,29 @@ class Tau2Arena:
         if "NL_ASSERTION" in info["reward_basis"] and score.reward is not None:
             score.reward *= nl
             score.success = abs(score.reward - 1.0) <= 1e-6
+
+
+class Tau2ScoreInfo(TypedDict, total=False):
+    """:attr:`Score.info` of a τ2 episode, in the order its keys are written."""
+
+    termination_reason: Required[str]
+    steps: Required[int | None]
+    tool_errors: Required[int | None]
+    malformed_calls: Required[int | None]
+    infra_error: bool
+    """An infrastructure failure (not scored; retried on resume)."""
+    error: str
+    reward_basis: list[str]
+    """The components whose product is the reward."""
+    replay_mismatches: int
+    """Write calls whose replayed output differed from the recorded one."""
+    components: dict[str, float]
+    """Component -> score: ``DB``, ``ENV_ASSERTION``, ``COMMUNICATE``, ``ACTION``, ``NL_ASSERTION``."""
+    nl_judged: bool
+    note: str
+    judge_error: str
+    judge_output: str
+    nl_verdicts: list[bool]
 
 
 def _parse_judgement(text: str, n: int) -> list[bool] | None:
