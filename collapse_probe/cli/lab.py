@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + (args.seeds if args.seeds is not None else DEFAULT_SEEDS)))
     shared = {k: v for k, v in config.__dict__.items() if k not in ("method", "seed") and v is not None}
     rows = lab.compare_runs(config.cotrain_reward)
-    record: dict[str, Any]
+    record: dict[str, object]  # what config.json records
     write: Any  # the report writer of the results' kind
     if sweep is not None:
         kind, name, write = "lab-sweep", "sweep", lab_plots.write_sweep_report

@@ -281,8 +281,8 @@ class _RepeatedKey(Exception):
     """A key given twice in one JSON object (raised by :func:`_unique_pairs`)."""
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for k, v in pairs:
         if k in out:
             raise _RepeatedKey(k)
