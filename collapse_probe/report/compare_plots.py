@@ -86,7 +86,7 @@ def _table(rows: Sequence[Row]) -> Table:
     return {"columns": cols, "rows": [[row[c] for c in cols] for row in rows]}
 
 
-def write_compare_report(path: str | Path, results: CompareResults | Mapping[str, Any]) -> Path:
+def write_compare_report(path: str | Path, results: CompareResults | Mapping[str, object]) -> Path:
     """Write the self-contained ``report.html`` of a compare run.
 
     Raises:

@@ -86,7 +86,7 @@ def run_figure(result: Mapping[str, Any]) -> Any:
     return fig
 
 
-def write_run_report(result: LabRunResults | Mapping[str, Any], path: str | Path) -> Path:
+def write_run_report(result: LabRunResults | Mapping[str, object], path: str | Path) -> Path:
     """Self-contained ``report.html`` of one lab run (its typed results or its ``results.json`` object,
     parsed through :class:`~collapse_probe.results.LabRunResults` first; the figure draws the validated JSON).
 
@@ -270,7 +270,7 @@ def curves_figure(payload: Mapping[str, Any], key: str, title: str) -> Any:
     return fig
 
 
-def write_compare_report(payload: LabCompareResults | Mapping[str, Any], path: str | Path) -> Path:
+def write_compare_report(payload: LabCompareResults | Mapping[str, object], path: str | Path) -> Path:
     """Self-contained ``compare.html``: tables and figures with 95% intervals over seeds (the comparison,
     typed or its ``compare.json`` object, is parsed through :class:`~collapse_probe.results.LabCompareResults`
     first; the tables and figures draw the validated JSON).
@@ -347,7 +347,7 @@ def sweep_table(payload: Mapping[str, Any], key: str) -> Table:
     return {"columns": columns, "rows": rows}
 
 
-def write_sweep_report(payload: LabSweepResults | Mapping[str, Any], path: str | Path) -> Path:
+def write_sweep_report(payload: LabSweepResults | Mapping[str, object], path: str | Path) -> Path:
     """Self-contained ``sweep.html``: each method's held-out reward over the grid, 95% intervals (the sweep,
     typed or its ``sweep.json`` object, is parsed through :class:`~collapse_probe.results.LabSweepResults`
     first; the tables and figures draw the validated JSON).

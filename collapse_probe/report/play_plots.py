@@ -61,7 +61,7 @@ def _conversation_html(record: ConversationRecord) -> str:
 
 
 def write_play_report(
-    results: PlayResults | Mapping[str, Any], records: Sequence[ConversationRecord], path: str | Path
+    results: PlayResults | Mapping[str, object], records: Sequence[ConversationRecord], path: str | Path
 ) -> Path:
     """Write the self-contained ``report.html`` of a play run (its typed results or its ``results.json``
     object, parsed through :class:`~collapse_probe.results.PlayResults` first).

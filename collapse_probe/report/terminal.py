@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collapse_probe.results._lab import Stat
 
 
-def play_text(results: PlayResults | Mapping[str, Any], first_error: str | None = None) -> str:
+def play_text(results: PlayResults | Mapping[str, object], first_error: str | None = None) -> str:
     """The result line of a play run: the mean reward with its interval over tasks, or why there is none.
 
     Args:
@@ -43,7 +43,7 @@ def play_text(results: PlayResults | Mapping[str, Any], first_error: str | None 
     )
 
 
-def crossplay_text(results: CrossplayResults | Mapping[str, Any]) -> str:
+def crossplay_text(results: CrossplayResults | Mapping[str, object]) -> str:
     """The reward matrix, transfer ratios and strategy entropies as a terminal table.
 
     Long specs are shown by short labels (the report's), with a legend of the full specs under the
@@ -99,7 +99,7 @@ def crossplay_text(results: CrossplayResults | Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def zero_variance_warning(results: TrainResults | Mapping[str, Any]) -> str | None:
+def zero_variance_warning(results: TrainResults | Mapping[str, object]) -> str | None:
     """A warning when every group of every step had zero reward variance (zero-std share 1 throughout):
     group-relative advantages were then all 0, so the policy learned nothing (``None`` otherwise)."""
     from collapse_probe.results import TrainResults
@@ -117,7 +117,7 @@ def zero_variance_warning(results: TrainResults | Mapping[str, Any]) -> str | No
     )
 
 
-def train_text(results: TrainResults | Mapping[str, Any]) -> str:
+def train_text(results: TrainResults | Mapping[str, object]) -> str:
     """The result line of a training run: the last step's rewards, zero-std share, entropy and simulator ε.
 
     Args:
@@ -138,7 +138,7 @@ def train_text(results: TrainResults | Mapping[str, Any]) -> str:
     )
 
 
-def lab_text(results: LabRunResults | LabCompareResults | LabSweepResults | Mapping[str, Any]) -> str:
+def lab_text(results: LabRunResults | LabCompareResults | LabSweepResults | Mapping[str, object]) -> str:
     """The terminal table of a lab output: one run's end-of-run numbers, a comparison's means over seeds,
     or a sweep's real-user reward at each value.
 
@@ -184,7 +184,7 @@ def _stat(stat: Stat | None) -> str:
     return fmt_stat(stat.to_json() if stat is not None else None)
 
 
-def lab_compare_text(payload: LabCompareResults | Mapping[str, Any]) -> str:
+def lab_compare_text(payload: LabCompareResults | Mapping[str, object]) -> str:
     """Terminal table of a comparison: mean ± 95% half-width over seeds."""
     from collapse_probe.results import LabCompareResults
 
@@ -210,7 +210,7 @@ def lab_compare_text(payload: LabCompareResults | Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def lab_sweep_text(payload: LabSweepResults | Mapping[str, Any]) -> str:
+def lab_sweep_text(payload: LabSweepResults | Mapping[str, object]) -> str:
     """Terminal lines of a sweep: each method's real-user reward at each value of the parameter."""
     from collapse_probe.results import LabSweepResults
 
