@@ -14,20 +14,36 @@ from collapse_probe.benchmarks._registry import (
 if TYPE_CHECKING:
     from collapse_probe.benchmarks._base import (
         Arena,
+        ArenaToolCall,
         AuditHooks,
         Episode,
+        EpisodeMessage,
         ProbeSpec,
         Score,
         Side,
         Task,
         TurnPrompt,
         declared_reward_range,
+        tool_call_arguments,
     )
     from collapse_probe.benchmarks._plugin import Benchmark, BenchmarkOptions, BuildContext
 
 _LAZY = {
     **dict.fromkeys(
-        ("Arena", "AuditHooks", "Episode", "ProbeSpec", "Score", "Side", "Task", "TurnPrompt", "declared_reward_range"),
+        (
+            "Arena",
+            "ArenaToolCall",
+            "AuditHooks",
+            "Episode",
+            "EpisodeMessage",
+            "ProbeSpec",
+            "Score",
+            "Side",
+            "Task",
+            "TurnPrompt",
+            "declared_reward_range",
+            "tool_call_arguments",
+        ),
         "collapse_probe.benchmarks._base",
     ),
     **dict.fromkeys(("Benchmark", "BenchmarkOptions", "BuildContext"), "collapse_probe.benchmarks._plugin"),
@@ -49,11 +65,13 @@ __all__ = [
     "BENCHMARKS",
     "DEFAULT_BENCHMARK",
     "Arena",
+    "ArenaToolCall",
     "AuditHooks",
     "Benchmark",
     "BenchmarkOptions",
     "BuildContext",
     "Episode",
+    "EpisodeMessage",
     "ProbeSpec",
     "Score",
     "Side",
@@ -64,4 +82,5 @@ __all__ = [
     "get_benchmark",
     "make_arena",
     "register_benchmark",
+    "tool_call_arguments",
 ]
