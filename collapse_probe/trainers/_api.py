@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from collapse_probe.results import LabRunResults, TrainResults
 
 
-def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any) -> TrainResults:
+def train(
+    config: TrainConfig | Mapping[str, object] | None = None, /, *, out: str | Path, **kwargs: Any
+) -> TrainResults:
     """Train a policy (:func:`~collapse_probe.trainers.run_train`) in run directory ``out``.
 
     ``kwargs`` are fields of :class:`~collapse_probe.trainers.TrainConfig` (overriding ``config``'s)
@@ -29,13 +31,13 @@ def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str 
 
 
 async def train_async(
-    config: TrainConfig | Mapping[str, Any] | None = None, /, *, out: str | Path, **kwargs: Any
+    config: TrainConfig | Mapping[str, object] | None = None, /, *, out: str | Path, **kwargs: Any
 ) -> TrainResults:
     """:func:`train` for async code (training runs in a worker thread; the event loop stays free)."""
     return await asyncio.to_thread(train, config, out=out, **kwargs)
 
 
-def lab(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabRunResults:
+def lab(config: LabConfig | Mapping[str, object] | None = None, /, **kwargs: Any) -> LabRunResults:
     """Run the tabular collapse lab (:func:`~collapse_probe.trainers.lab.run_lab`) for one method and seed.
 
     ``kwargs`` are fields of :class:`~collapse_probe.trainers.LabConfig` (overriding ``config``'s).
@@ -50,6 +52,6 @@ def lab(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -
     return LabRunResults.build(run_lab(cfg).to_json())
 
 
-async def lab_async(config: LabConfig | Mapping[str, Any] | None = None, /, **kwargs: Any) -> LabRunResults:
+async def lab_async(config: LabConfig | Mapping[str, object] | None = None, /, **kwargs: Any) -> LabRunResults:
     """:func:`lab` for async code (the lab runs in a worker thread)."""
     return await asyncio.to_thread(lab, config, **kwargs)
