@@ -405,7 +405,7 @@ class Config(BaseModel):
         return self
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> Self:
+    def from_dict(cls, values: Mapping[str, object]) -> Self:
         """The config ``values`` describe (its fields by name), checked as the constructor checks."""
         return cls(**dict(values))
 

@@ -248,7 +248,7 @@ def model_fingerprint(model: Any) -> str:
     return f"spec:{getattr(model, 'spec', type(model).__name__)}" + (f"|{ns}" if ns else "")
 
 
-def participant_fingerprints(participants: Mapping[str, Any]) -> dict[str, str]:
+def participant_fingerprints(participants: Mapping[str, object]) -> dict[str, str]:
     """Label -> fingerprint of each participant's model (mode is part of the label)."""
     return {label: model_fingerprint(getattr(p, "model", p)) for label, p in participants.items()}
 

@@ -46,7 +46,7 @@ class Tracker:
 
 
 class _Wandb(Tracker):
-    def __init__(self, project: str, run_name: str, kind: str, config: Mapping[str, Any], out: Path | None,
+    def __init__(self, project: str, run_name: str, kind: str, config: Mapping[str, object], out: Path | None,
                  join: bool) -> None:  # fmt: skip
         wandb = require("wandb", "trackers", "the wandb tracker")
         self.owned = not (join and wandb.run is not None)
@@ -73,7 +73,7 @@ class _Wandb(Tracker):
 
 
 class _Mlflow(Tracker):
-    def __init__(self, project: str, run_name: str, kind: str, config: Mapping[str, Any], out: Path | None,
+    def __init__(self, project: str, run_name: str, kind: str, config: Mapping[str, object], out: Path | None,
                  join: bool, tags: Mapping[str, str]) -> None:  # fmt: skip
         mlflow = require("mlflow", "trackers", "the mlflow tracker")
         from mlflow.entities import Param
@@ -140,7 +140,7 @@ class _TensorBoard(Tracker):
 
 
 class _Trackio(Tracker):
-    def __init__(self, project: str, run_name: str, config: Mapping[str, Any]) -> None:
+    def __init__(self, project: str, run_name: str, config: Mapping[str, object]) -> None:
         self.trackio = require("trackio", "trackers", "the trackio tracker")
         self.project = project
         self.trackio.init(project=project, name=run_name or None, config=dict(config))
@@ -159,7 +159,7 @@ def open_tracker(
     project: str = "collapse-probe",
     run_name: str = "",
     kind: str = "run",
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
     out: Path | None = None,
     logdir: Path | None = None,
     join: bool = False,
@@ -195,7 +195,7 @@ def open_tracker(
     raise ConfigError(f"unknown tracker {name!r}; known: {', '.join(TRACKERS)}")
 
 
-def config_params(config: Mapping[str, Any]) -> dict[str, str]:
+def config_params(config: Mapping[str, object]) -> dict[str, str]:
     """A configuration flattened to ``path: value`` strings (lists and objects as JSON), three levels deep."""
     import json
 

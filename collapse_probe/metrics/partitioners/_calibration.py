@@ -193,7 +193,7 @@ def pair_balanced_accuracy(
 
 
 def calibrate_threshold(
-    pairs: Iterable[Mapping[str, Any] | Sequence[Any]] | str | Path = CALIBRATION_PAIRS,
+    pairs: Iterable[Mapping[str, object] | Sequence[object]] | str | Path = CALIBRATION_PAIRS,
     model: str | None = None,
     device: str | None = None,
     key: Callable[[str], Hashable | None] | None = None,
