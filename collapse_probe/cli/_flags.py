@@ -18,7 +18,10 @@ import re
 import types
 import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
 
 ONLY_COMMAND: str | None = None
 """Set by :func:`collapse_probe.cli.main` to the subcommand the command line runs: only its parser gets
@@ -39,7 +42,7 @@ def add_model_options(
     exclude: Collection[str] = (),
     required: Collection[str] = (),
     helps: Mapping[str, str] | None = None,
-    defaults: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, object] | None = None,
     mark_default: Collection[str] = (),
 ) -> None:
     """Add a flag for every field of the config model ``target`` (``"module:Class"``) in ``fields``
@@ -350,7 +353,7 @@ def add_benchmark_flags(
     one flag whose help gives each benchmark's meaning. The benchmark's ``Options`` model checks the
     values when the arena is built, so every default here is ``None`` (the benchmark's own)."""
     have = {a.dest for a in p._actions}
-    fields: dict[str, list[tuple[str, Any]]] = {}
+    fields: dict[str, list[tuple[str, FieldInfo]]] = {}  # option -> (benchmark, its field) per benchmark
     for bench in benches:
         for name, info in bench.options.model_fields.items():
             if name not in have and (only is None or name in only):
