@@ -526,8 +526,23 @@ def _fields(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _block(d: object, what: str) -> Mapping[str, object]:
+    """``d`` checked to be the variance block as a JSON object (a results model is read as its ``to_json()``)."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(
+            f"{what}: expected the variance block as a JSON object (VarianceDecomposition.to_dict(), or a "
+            f"results model's .to_json()), got {type(d).__name__}"
+        )
+    return d
+
+
 def variance_notes(d: Mapping[str, object], agent_greedy: bool | None = None) -> list[str]:
-    """The decomposition's notes, and what the identical prefixes say about each side (``d``: its ``to_dict()``)."""
+    """The decomposition's notes, and what the identical prefixes say about each side (``d``: its ``to_dict()``).
+
+    Raises:
+        ConfigError: ``d`` is not a mapping.
+    """
+    d = _block(d, "variance_notes")
     notes = [str(n) for n in _entries(d.get("notes"))]
     for side in SIDES:
         ip = _fields(_fields(d.get("identical_prefixes")).get(side))
@@ -542,7 +557,12 @@ def variance_notes(d: Mapping[str, object], agent_greedy: bool | None = None) ->
 
 def variance_lines(d: Mapping[str, object]) -> list[str]:
     """The decomposition in a few lines of text (the terminal of ``audit --from``; ``d``: the ``variance``
-    block of ``results.json``)."""
+    block of ``results.json``).
+
+    Raises:
+        ConfigError: ``d`` is not a mapping.
+    """
+    d = _block(d, "variance_lines")
     shares = _fields(d.get("shares"))
 
     def one(k: str) -> str:

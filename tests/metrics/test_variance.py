@@ -244,6 +244,10 @@ def test_the_variance_block_reads_the_same_from_the_decomposition_and_from_resul
     assert variance_lines(VarianceModel.model_validate(d).to_json()) == lines
     notes = variance_notes(d, agent_greedy=True)
     assert any("the agent's replies differ at 4 of the 8 prefixes" in n and "greedily" in n for n in notes)
+    with pytest.raises(ConfigError, match="variance_lines: expected the variance block as a JSON object"):
+        variance_lines(VarianceModel.model_validate(d))
+    with pytest.raises(ConfigError, match="variance_notes: expected the variance block as a JSON object"):
+        variance_notes(VarianceModel.model_validate(d))
     assert variance_lines({}) == [
         "reward variance over 0 tasks with 2+ trials (0 trials): task n/a, simulator n/a, agent n/a, judge n/a",
         "  trial pairs by first divergence: simulator 0, agent 0, identical 0",
