@@ -71,6 +71,8 @@ class Task:
 
     task_id: str
     data: dict[str, Any]
+    """The benchmark's own description of the task (P4G: ``{"persona": ...}``, τ2: ``{"domain", "task"}``),
+    open to each benchmark and read by its arena (and by callers that know the benchmark)."""
     split: str | None = None
 
 
@@ -118,6 +120,8 @@ class Episode:
     messages: list[EpisodeMessage] = field(default_factory=list)
     """Records ``{"role": "policy"|"simulator"|"tool", "content": str, ...}`` in order."""
     state: dict[str, Any] = field(default_factory=dict)
+    """The arena's own turn-taking state (P4G: rounds answered, whether the donation question was asked);
+    only the arena reads it, and the audit copies it (shallowly) with the episode."""
     done: bool = False
     status: str = "running"
     """Why the episode ended: ``"done"``, ``"max_turns"``, ``"stop:<signal>"``, ``"infra_error"``..."""
