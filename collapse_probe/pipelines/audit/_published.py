@@ -40,7 +40,7 @@ from collapse_probe.pipelines.audit._sampling import is_state_record
 from collapse_probe.pipelines.audit._types import StateRecord
 
 if TYPE_CHECKING:
-    from collapse_probe.benchmarks._base import EpisodeMessage
+    from collapse_probe.benchmarks import EpisodeMessage
     from collapse_probe.results import AuditResults
 
 FORMATS = (*PUBLISHED_FORMATS, "inspect", "jsonl", "taubench")
