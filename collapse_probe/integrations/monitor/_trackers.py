@@ -12,14 +12,13 @@ import importlib.util
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from collapse_probe.core._trackers import Tracker, open_tracker
 
 logger = logging.getLogger(__name__)
 
 
-def open_trackers(names: Sequence[str], out: Path | None, config: Mapping[str, Any]) -> list[Tracker]:
+def open_trackers(names: Sequence[str], out: Path | None, config: Mapping[str, object]) -> list[Tracker]:
     """The trackers among ``names`` that are installed, opened (one notice per missing one)."""
     opened = []
     for name in names:

@@ -219,7 +219,7 @@ def _sample_info(info: Any) -> SampleInfo:
         raise ConfigError(f"the sample's {FIELD}.{at}: {err.get('msg')}, got {err.get('input')!r:.200}") from None
 
 
-def _arena(settings: Mapping[str, Any]) -> Any:
+def _arena(settings: Mapping[str, object]) -> Any:
     from collapse_probe.benchmarks import DEFAULT_BENCHMARK, get_benchmark
     from collapse_probe.rollout.runspec import ArenaSpec
 
@@ -230,7 +230,7 @@ def _arena(settings: Mapping[str, Any]) -> Any:
 
 
 def _cached(
-    kind: str, settings: Mapping[str, Any], make: Callable[[], RolloutSession | RewardSession]
+    kind: str, settings: Mapping[str, object], make: Callable[[], RolloutSession | RewardSession]
 ) -> RolloutSession | RewardSession:
     key = kind + json.dumps(settings, sort_keys=True, default=str)
     with _LOCK:
@@ -245,22 +245,22 @@ class RolloutSession:
     verl builds a new agent loop per sample; they share this session (:func:`rollout_session`).
     """
 
-    def __init__(self, settings: Mapping[str, Any]) -> None:
+    def __init__(self, settings: Mapping[str, object]) -> None:
         from collapse_probe.simulators import make_participant
 
-        settings = check_settings(settings)
-        self.settings = dict(settings)
-        self.arena = _arena(settings)
-        self.seed = int(settings.get("seed", 0))
+        checked = check_settings(settings)
+        self.settings = dict(checked)
+        self.arena = _arena(checked)
+        self.seed = int(checked.get("seed", 0))
         self.tasks = self.arena.load_tasks(None, seed=self.seed)
         self.by_id = {str(t.task_id): t for t in self.tasks}
-        config = MonitorConfig(**dict(settings.get("monitor") or {}))
-        self.monitor = CollapseMonitor(config, arena=self.arena, spool=settings["spool"], worker=True)
-        cache = bool(settings.get("cache", False))
-        self.simulator = self.monitor.wrap(str(settings["sim"]), cache=cache)
-        self.plain = make_participant(str(settings["sim"]), cache=cache)
+        config = MonitorConfig(**dict(checked.get("monitor") or {}))
+        self.monitor = CollapseMonitor(config, arena=self.arena, spool=checked["spool"], worker=True)
+        cache = bool(checked.get("cache", False))
+        self.simulator = self.monitor.wrap(str(checked["sim"]), cache=cache)
+        self.plain = make_participant(str(checked["sim"]), cache=cache)
         """The same simulator unmonitored: validation rollouts are not training steps."""
-        self.temperature = float(settings.get("temperature", 1.0))
+        self.temperature = float(checked.get("temperature", 1.0))
         self._count = 0
 
     def new_episode(self, task_id: Any, key: str) -> Any:
@@ -299,14 +299,14 @@ class RewardSession:
         rollouts_per_step: scored training samples per monitor step.
     """
 
-    def __init__(self, settings: Mapping[str, Any], rollouts_per_step: int) -> None:
+    def __init__(self, settings: Mapping[str, object], rollouts_per_step: int) -> None:
         from collapse_probe.core._constraints import check_value
 
         check_value(rollouts_per_step, f"{AGENT_NAME}.rollouts_per_step", [Integer(1, most=MAX_CONVERSATIONS)])
-        settings = check_settings(settings)
-        self.arena = _arena(settings)
-        config = MonitorConfig(**dict(settings.get("monitor") or {}))
-        self.monitor = CollapseMonitor(config, arena=self.arena, spool=settings["spool"], out=settings.get("out"))
+        checked = check_settings(settings)
+        self.arena = _arena(checked)
+        config = MonitorConfig(**dict(checked.get("monitor") or {}))
+        self.monitor = CollapseMonitor(config, arena=self.arena, spool=checked["spool"], out=checked.get("out"))
         self.rollouts_per_step = int(rollouts_per_step)
         self.step = int(self.monitor.rows_[-1]["step"]) + 1 if self.monitor.rows_ else 0
         """The next step to close (a resumed run continues after its last row)."""
@@ -315,7 +315,7 @@ class RewardSession:
         """The figures of the last closed step, every key always present (NaN: nothing measured yet)."""
         atexit.register(self.monitor.close)
 
-    async def record(self, info: Mapping[str, Any], group: Any = None) -> tuple[float | None, dict[str, float]]:
+    async def record(self, info: Mapping[str, object], group: object = None) -> tuple[float | None, dict[str, float]]:
         """Record one scored sample (its ``collapse_probe`` field); returns ``(reward, figures)``: the
         figures of the last step closed before this sample (a validation sample is not recorded)."""
         sample = _sample_info(info)
@@ -334,14 +334,14 @@ class RewardSession:
         return reward, logs
 
 
-def rollout_session(settings: Mapping[str, Any]) -> RolloutSession:
+def rollout_session(settings: Mapping[str, object]) -> RolloutSession:
     """The process's :class:`RolloutSession` for these settings (made on first use)."""
     session = _cached("rollout", settings, lambda: RolloutSession(settings))
     assert isinstance(session, RolloutSession)  # the "rollout" key holds rollout sessions only
     return session
 
 
-def reward_session(settings: Mapping[str, Any], rollouts_per_step: int) -> RewardSession:
+def reward_session(settings: Mapping[str, object], rollouts_per_step: int) -> RewardSession:
     """The process's :class:`RewardSession` for these settings (made on first use)."""
     session = _cached(f"reward{rollouts_per_step}", settings, lambda: RewardSession(settings, rollouts_per_step))
     assert isinstance(session, RewardSession)  # the "reward…" keys hold reward sessions only
