@@ -480,7 +480,7 @@ class Registry(Mapping[str, Any], Generic[T]):
         *,
         flag: str | None = None,
         group: str | None = None,
-        entries: Mapping[str, Any] | None = None,
+        entries: Mapping[str, object] | None = None,
         check: Callable[[str, Any, Any], T] | None = None,
     ) -> None:
         self.kind, self.flag, self.group = kind, flag, group

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -97,12 +97,12 @@ def load_paraphrase_pairs(path: str | Path = CALIBRATION_PAIRS) -> list[Paraphra
     return [_check_pair(rec, where) for where, rec in _calibration_records(path, "paraphrase pairs")]
 
 
-def _calibration_records(path: str | Path, what: str) -> list[tuple[str, Any]]:
+def _calibration_records(path: str | Path, what: str) -> list[tuple[str, object]]:
     """``(file:line, parsed JSON)`` for every non-blank line of a calibration JSONL file."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{what} file {str(p)!r} does not exist")
-    out = []
+    out: list[tuple[str, object]] = []
     for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -148,14 +148,15 @@ def load_paraphrase_sets(path: str | Path = PARAPHRASE_SETS) -> list[ParaphraseS
     """Read paraphrase sets: JSON lines ``{"set", "split", "meanings": [[reply, ...], ...]}``."""
     out: list[ParaphraseSet] = []
     for where, rec in _calibration_records(path, "paraphrase sets"):
-        groups = rec.get("meanings") if isinstance(rec, dict) else None
+        fields = rec if isinstance(rec, dict) else {}
+        groups = fields.get("meanings")
         if not isinstance(groups, list) or not all(
             isinstance(g, list) and g and all(isinstance(t, str) for t in g) for g in groups
         ):
             raise ConfigError(f"{where}: field 'meanings' must be a list of non-empty lists of strings")
         lineno = where.rsplit(":", 1)[1]
         meanings = [[str(t) for t in g] for g in groups if isinstance(g, list)]
-        out.append({"set": str(rec.get("set", lineno)), "split": str(rec.get("split", "")), "meanings": meanings})
+        out.append({"set": str(fields.get("set", lineno)), "split": str(fields.get("split", "")), "meanings": meanings})
     return out
 
 
