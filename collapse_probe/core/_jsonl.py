@@ -107,7 +107,9 @@ RecordCheck = Callable[[dict[str, JsonValue]], "str | None"]
 
 
 def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[dict[str, Any]]:
-    """Yield the complete JSON records of a JSONL file, streaming; a torn final line is skipped.
+    """Yield the complete JSON records of a JSONL file, streaming; a torn final line is skipped (each a
+    JSON object, :func:`iter_jsonl_numbered`'s ``dict[str, JsonValue]``, typed loosely here because each
+    reader indexes the fields its ``check`` has validated).
 
     ``check`` is applied to every record: a record a resumed run reads back is either well formed
     or refused, naming its line, never dropped or half-used (a cell whose count silently falls).
@@ -128,7 +130,7 @@ def iter_jsonl(path: str | Path, check: RecordCheck | None = None) -> Iterator[d
         yield rec
 
 
-def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl_numbered(path: str | Path) -> Iterator[tuple[int, dict[str, JsonValue]]]:
     """:func:`iter_jsonl` with the 1-based line number of each record (for messages naming the line)."""
     p = Path(path)
     try:
