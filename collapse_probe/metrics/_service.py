@@ -185,7 +185,7 @@ def _load(path: str) -> ServiceModel:
             "trained_on": payload.get("trained_on"),
             "cv": payload.get("cv"),
             "domains": payload["domain"].get("validated"),
-        },  # fmt: skip
+        },
     )
 
 
