@@ -10,7 +10,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from collapse_probe.models._answers import is_blank
 from collapse_probe.models._batch import batch_chunk
 from collapse_probe.pipelines.audit._config import SAMPLES, AuditConfig, ProbeState, state_kind
 from collapse_probe.pipelines.audit._summary import _state_estimates
-from collapse_probe.pipelines.audit._types import StateRecord, VSStats
+from collapse_probe.pipelines.audit._types import ExactDistribution, StateRecord, VSStats
 from collapse_probe.pipelines.audit._views import NOT_READ, reward_reader, reward_view_of_state
 from collapse_probe.rollout import RunDir, hash_str
 from collapse_probe.simulators import Participant
@@ -59,21 +59,6 @@ def _class_names(partitioner: Any, texts: list[str], labels: list[int]) -> list[
 
 OUTSIDE = "outside the set"
 """The class of every answer outside a closed answer set."""
-
-
-class ExactDistribution(TypedDict):
-    """A state's exact class distribution over a closed answer set (a ``samples.jsonl`` record's ``exact``)."""
-
-    distribution: dict[str, float]
-    """Class -> probability, the mass outside the set included (class :data:`OUTSIDE`)."""
-    collapse_error: float
-    closed_set_mass: float
-    outside_mass: float
-    modal_class: str
-    distribution_conditional: dict[str, float] | None
-    """The distribution conditioned on answering inside the set (``None`` when the set has no mass)."""
-    collapse_error_conditional: float | None
-    note: NotRequired[str]
 
 
 async def exact_closed_set_distribution(

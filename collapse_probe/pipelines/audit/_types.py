@@ -84,7 +84,7 @@ class ExactDistribution(TypedDict):
     :func:`~collapse_probe.pipelines.audit._sampling.exact_closed_set_distribution`)."""
 
     distribution: dict[str, float]
-    """Class -> probability, the mass outside the set included (class ``"outside the set"``)."""
+    """Class -> probability, the mass outside the set included (class :data:`~collapse_probe.pipelines.audit._sampling.OUTSIDE`)."""
     collapse_error: float
     closed_set_mass: float
     outside_mass: float
