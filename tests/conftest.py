@@ -29,8 +29,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     this process fails, naming what it loaded, unless it is marked ``realmodel``.
 
     Installed before any fixture of the test is set up, so a module- or session-scoped fixture that loads a
-    real model for the first test of its scope is caught too (an autouse function fixture would come after it)."""
-    if item.get_closest_marker("realmodel") is not None:
+    real model for the first test of its scope is caught too (an autouse function fixture would come after it).
+    The browser tier is exempt: it renders real audits, partitioned by meaning, in Chromium (CI runs it with the
+    encoder installed)."""
+    if item.get_closest_marker("realmodel") is not None or item.get_closest_marker("browser") is not None:
         return
     from collapse_probe.models import _encoder, local
 

@@ -41,7 +41,7 @@ def runs_root(tmp_path_factory) -> Path:
     shutil.copy(example_path(), root / "clinic.yaml")
     (root / "audit.yaml").write_text(
         "benchmark: scenarios\nscenarios: clinic.yaml\nsim: scripted:clinic_patient_train\n"
-        "policy: scripted:clinic_agent_promise\nmax-turns: 2\nstates: 3\nsamples: 20\n"
+        "policy: scripted:clinic_agent_promise\nmax-turns: 2\nstates: 3\nsamples: 20\npartition: exact\n"
     )
     cwd = os.getcwd()
     os.chdir(root)

@@ -220,7 +220,7 @@ def write_half_written_runs(root: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
 
     # an audit killed mid-write: its results and report never written, the last record torn
-    d = write_audit_run(root, "audit_running", "sim_div", samples=8, states=2)
+    d = write_audit_run(root, "audit_running", "sim_div", samples=8, states=2, partition="exact")
     (d / "results.json").unlink()
     (d / "report.html").unlink()
     lines = (d / "samples.jsonl").read_text().splitlines()

@@ -23,8 +23,11 @@ def runs_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     cp = fixtures.write_crossplay_run(root)
     fixtures.write_gate_verdict(cp, root / "gate" / "verdict.json")
-    fixtures.write_audit_run(root, "audit_mode", "sim_audit", compare_vs=True, policy="pol_a", max_turns=3)
-    fixtures.write_audit_run(root, "audit_probe", "sim_div", samples=30, states=3)
+    # exact-text classes: the meaning partition's sentence encoder is the real-model tier's
+    fixtures.write_audit_run(
+        root, "audit_mode", "sim_audit", compare_vs=True, policy="pol_a", max_turns=3, partition="exact"
+    )
+    fixtures.write_audit_run(root, "audit_probe", "sim_div", samples=30, states=3, partition="exact")
     fixtures.write_train_run(root, "train_single", "single")
     fixtures.write_train_run(root, "train_vs", "vs")
     fixtures.write_lab_run(root, "lab_population", "population", steps=20)

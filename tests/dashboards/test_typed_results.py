@@ -28,7 +28,9 @@ NEWER_STATE = ("collapse_error_estimate", "reward_view", "hill_note")
 
 @pytest.fixture(scope="module")
 def audit_dir(tmp_path_factory) -> Path:
-    return fixtures.write_audit_run(tmp_path_factory.mktemp("runs"), "audit", "sim_div", samples=8, states=2)
+    return fixtures.write_audit_run(
+        tmp_path_factory.mktemp("runs"), "audit", "sim_div", samples=8, states=2, partition="exact"
+    )
 
 
 def _app(root: Path, monkeypatch, view: str, run: str | None = None):
