@@ -60,3 +60,28 @@ def test_the_mypy_checks_of_a_users_script_are_a_tier_ci_runs():
     assert any(m.startswith("typecheck:") for m in pytest_options["markers"])
     ci = (REPO / ".ci" / "run").read_text()
     assert re.search(r"^python -m pytest -q -m typecheck tests/test_public_types\.py$", ci, re.M)
+
+
+class _Item:
+    """What the guard reads of a test item: its node id and its markers."""
+
+    def __init__(self, *markers: str) -> None:
+        self.nodeid = f"tests/x.py::test_{'_'.join(markers) or 'plain'}"
+        self.markers = markers
+
+    def get_closest_marker(self, name: str):
+        return getattr(pytest.mark, name).mark if name in self.markers else None
+
+
+@pytest.mark.parametrize(("markers", "guarded"), [((), True), (("realmodel",), False), (("browser",), False)])
+def test_the_guard_is_on_for_every_test_but_the_real_model_and_browser_tiers(markers, guarded):
+    from tests.conftest import pytest_runtest_setup, pytest_runtest_teardown
+
+    before = local._load_dir
+    item = _Item(*markers)
+    pytest_runtest_setup(item)
+    try:
+        assert (local._load_dir is not before) == guarded
+    finally:
+        pytest_runtest_teardown(item)
+    assert local._load_dir is before
