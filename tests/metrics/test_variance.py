@@ -252,3 +252,50 @@ def test_the_variance_block_reads_the_same_from_the_decomposition_and_from_resul
         "reward variance over 0 tasks with 2+ trials (0 trials): task n/a, simulator n/a, agent n/a, judge n/a",
         "  trial pairs by first divergence: simulator 0, agent 0, identical 0",
     ]
+
+
+def _bench(name):
+    """A script of benchmarks/ loaded as a module."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_coverage_benchmark_says_which_end_missed(monkeypatch):
+    """A truth above every interval is counted as the upper end's miss, one below as the lower end's; with the
+    truth inside, coverage is 1 and neither end missed."""
+    bench = _bench("variance_coverage")
+    w = VarianceWorld(alternating(4, sim=(0.4, 0.8), agent=(0.6, 0.6)), tasks=8, trials=3)
+    for truth, below, above in ((1.5, 0.0, 1.0), (-0.5, 1.0, 0.0)):
+        monkeypatch.setattr(bench, "true_shares", lambda _w, judge_identified=True, t=truth: dict.fromkeys(
+            ("task", "simulator", "agent", "judge"), t))  # fmt: skip
+        rows = bench.coverage(w, 3, 50)
+        for k in ("simulator", "agent"):
+            assert (rows[k]["below"], rows[k]["above"], rows[k]["coverage"]) == (below, above, 0.0), (k, truth)
+    monkeypatch.undo()
+    rows = bench.coverage(w, 3, 50)
+    assert all(
+        r["coverage"] + r["below"] + r["above"] == pytest.approx(1.0)
+        for r in rows.values()
+        if r["coverage"] is not None
+    )
+
+
+def test_the_upper_end_study_rebuilds_the_shipped_end():
+    """The study of candidate upper ends rebuilds the shipped end from its recorded ingredients (it stops where they
+    differ), and a candidate without BCa's floor is never above the same candidate with it."""
+    study = _bench("variance_upper_ends")
+    w = VarianceWorld(alternating(4, sim=(0.4, 0.8), agent=(0.6, 0.6)), tasks=12, trials=3, judge_sd=0.6, judgements=2)
+    out = study.study(w, 3, 0, 100)
+    assert all(len(v) == 3 for v in out.values())
+    for rows in out.values():
+        for _truth, _lo, ends in rows:
+            assert all(ends[n] <= ends[f"{n}+bca"] for n in study.NAMES)
