@@ -31,7 +31,14 @@ def _example():
 def _run(out: Path, *extra: str) -> None:
     args = ["--policy", "tiny", "--tasks", "4", "--generations", "2", "--max-completion-length", "8",
             "--shadow-samples", "12", "--seed", "7", "--out", str(out), *extra]  # fmt: skip
-    assert _example().main(args) == 0
+    # exact-text classes, of the donors' replies (three replies, three meanings) and of the policy's messages (whose
+    # strategy partition is by meaning when the embed extra is installed): the sentence encoder is the real-model tier's
+    args += ["--partition", "exact"]
+    from collapse_probe.integrations.monitor import _core
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_core, "strategy_partition", lambda asked: asked or "exact")
+        assert _example().main(args) == 0
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,9 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     small = ("--no-progress", "--no-cache")
     _cli("play", "--policy", spec["pushy"], "--sim", spec["donor"], "--tasks", "2", "--rollouts", "2",
          "--max-turns", "2", "--out", str(root / "play"), *small)  # fmt: skip
-    _cli("audit", "--sim", spec["donor"], "--states", "2", "--samples", "8", "--out", str(root / "audit"), *small)
+    # exact-text classes: the meaning partition's sentence encoder is the real-model tier's
+    _cli("audit", "--sim", spec["donor"], "--states", "2", "--samples", "8", "--partition", "exact",
+         "--out", str(root / "audit"), *small)  # fmt: skip
     _cli("crossplay", "--policies", spec["pushy"], "--sims", f"{spec['donor']},{spec['donor2']}", "--train-sim",
          spec["donor"], "--tasks", "2", "--rollouts", "2", "--max-turns", "2", "--out", str(root / "xp"), *small)  # fmt: skip
     _cli("lab", "--method", "single", "--steps", "4", "--out", str(root / "lab"))

@@ -61,10 +61,11 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
                 "--out", str(root / "play"), *small)  # fmt: skip
     out["play"].append(root / "play" / "results.json")
 
+    # exact-text classes: the meaning partition's sentence encoder is the real-model tier's
     _cli("audit", "--sim", donor, "--states", "2", "--samples", "8", "--compare-vs", "--vs-k", "2",
-                "--out", str(root / "audit"), *small)  # fmt: skip
+                "--partition", "exact", "--out", str(root / "audit"), *small)  # fmt: skip
     _cli("audit", "--sim", donor2, "--policy", polite, "--states", "2", "--samples", "6", "--rollouts", "2",
-                "--max-turns", "2", "--out", str(root / "audit-policy"), *small)  # fmt: skip
+                "--max-turns", "2", "--partition", "exact", "--out", str(root / "audit-policy"), *small)  # fmt: skip
     f = root / "published.json"
     make_results(f, {"7": [("I want a refund.", 0.6), ("Where is my order?", 0.4)]}, 5, seed=1, infra_failures=1)
     _cli(
