@@ -17,10 +17,11 @@ count; ``c`` the t critical value):
 - ``vst``: the variance-stabilised end (√Â + c √φ / 2)² (Anscombe-type: Var ∝ size);
 - ``garwood``: the exact Poisson (gamma) end on k, φ · Γ⁻¹(k + 1; 0.975);
 - ``garwood_t``: the same at the t interval's tail, φ · Γ⁻¹(k + 1; 1 − Φ(−c));
+- ``jeffreys``: the Jeffreys (mid-count) Poisson end on k, φ · Γ⁻¹(k + 1/2; 0.975);
 - ``lr``: the likelihood-ratio end under a Poisson model for k, 2 [(θ − Â)/φ − k ln(θ/Â)] = c²;
 - ``boot_t_sqrt``: a bootstrap-t on √A (the jackknife SE of √A inside each of 400 resamples).
 
-The first five keep the shipped floor Â + c SE_jack. Printed per side's cell: the share of seeds whose truth is above
+The first six keep the shipped floor Â + c SE_jack. Printed per side's cell: the share of seeds whose truth is above
 the upper end and the median interval width, each candidate with BCa's end as a floor (``+bca``) and without;
 then per candidate the worst two-sided coverage and the worst upper-end miss over the cells, and the 12 tasks × 3
 trials world's simulator width (the cell the docs quote).
@@ -70,6 +71,11 @@ def garwood_t(a: float, var_jack: float, phi: float, c: float) -> float:
     return garwood(a, var_jack, phi, c, tail=float(ndtr(-c)))
 
 
+def jeffreys(a: float, var_jack: float, phi: float, c: float) -> float:
+    a = max(a, 0.0)
+    return _floor(phi * float(gammaincinv(a / phi + 0.5, 0.975)), a, var_jack, c)
+
+
 def lr(a: float, var_jack: float, phi: float, c: float) -> float:
     a = max(a, 0.0)
     if a <= 0:
@@ -81,7 +87,14 @@ def lr(a: float, var_jack: float, phi: float, c: float) -> float:
     return _floor(u, a, var_jack, c)
 
 
-CANDIDATES: dict[str, End] = {"score": score, "vst": vst, "garwood": garwood, "garwood_t": garwood_t, "lr": lr}
+CANDIDATES: dict[str, End] = {
+    "score": score,
+    "vst": vst,
+    "garwood": garwood,
+    "garwood_t": garwood_t,
+    "jeffreys": jeffreys,
+    "lr": lr,
+}
 BOOT_T = "boot_t_sqrt"
 NAMES = (*CANDIDATES, BOOT_T)
 
@@ -126,7 +139,7 @@ def _recording_side_upper(side: str, table: np.ndarray, point: dict[str, float],
     pooled = sum(point[k] for k in keys) / total
     rec: dict[str, float | str | None] = {"side": side, "bca_hi": bca.get(side, (math.nan, math.nan))[1]}
     if pooled <= 0:
-        rec.update({n: a for n in NAMES})
+        rec.update({n: a for n in NAMES if n != BOOT_T or _BOOT_T_ON[0]})
     else:
         differing = float(np.sum(table[:, V._C["p_simulator"]] + table[:, V._C["p_agent"]]))
         d_pair = (
@@ -137,7 +150,8 @@ def _recording_side_upper(side: str, table: np.ndarray, point: dict[str, float],
         phi = max(V._jack_se(pooled_jack) ** 2 / pooled, d_pair / total * per_comparison)
         var_jack = V._jack_se(theta[key_a]) ** 2
         ends = {n: f(a, var_jack, phi, c) for n, f in CANDIDATES.items()}
-        ends[BOOT_T] = _boot_t_sqrt(table, key_a, judge_from, a, theta[key_a], (1 - level) / 2)
+        if _BOOT_T_ON[0]:
+            ends[BOOT_T] = _boot_t_sqrt(table, key_a, judge_from, a, theta[key_a], (1 - level) / 2)
         if judge_from is not None:
             b = point[f"{V._JUDGE_PART}{side}"] / total
             l_b = max(bca.get(f"{V._JUDGE_PART}{side}", (b, b))[0], 0.0)
@@ -150,6 +164,8 @@ def _recording_side_upper(side: str, table: np.ndarray, point: dict[str, float],
 
 
 _SHIPPED = V._side_upper
+_BOOT_T_ON = [True]
+"""Whether the bootstrap-t candidate is computed (``--no-bootstrap-t``: not; it costs most of the run)."""
 
 
 def _out(x: float) -> float:
@@ -175,8 +191,9 @@ def study(
                 if sh is None or sh["ci95"] is None:
                     continue
                 bca_hi = float(rec["bca_hi"] or 0.0)
-                ends = {n: _out(float(rec[n] or 0.0)) for n in NAMES}
-                ends.update({f"{n}+bca": _out(max(float(rec[n] or 0.0), bca_hi)) for n in NAMES})
+                names = [n for n in NAMES if n in rec]
+                ends = {n: _out(float(rec[n] or 0.0)) for n in names}
+                ends.update({f"{n}+bca": _out(max(float(rec[n] or 0.0), bca_hi)) for n in names})
                 if ends["score+bca"] != sh["ci95"][1]:
                     raise SystemExit(f"seed {seed}, {side}: rebuilt upper end {ends['score+bca']} != {sh['ci95'][1]}")
                 out[side].append((truth[side], sh["ci95"][0], ends))
@@ -207,13 +224,16 @@ def main(argv: list[str] | None = None) -> int:
         "--small-runs", type=int, default=0, help="instead of the panel, this many small runs per world seed"
     )
     ap.add_argument("--worlds", nargs="+", metavar="NAME", help="only the worlds whose names start with one of these")
+    ap.add_argument("--no-bootstrap-t", action="store_true", help="leave the bootstrap-t candidate out (the slow one)")
     args = ap.parse_args(argv)
+    _BOOT_T_ON[0] = not args.no_bootstrap_t
+    names = [n for n in NAMES if n != BOOT_T or _BOOT_T_ON[0]]
     worlds = small_runs(args.small_runs) if args.small_runs else panel(args.random)
     if args.worlds:
         worlds = {k: w for k, w in worlds.items() if k.startswith(tuple(args.worlds))}
         if not worlds:
             ap.error(f"--worlds: no world's name starts with any of {args.worlds}")
-    variants = [f"{n}+bca" for n in NAMES] + list(NAMES)
+    variants = [f"{n}+bca" for n in names] + names
     print(f"upper end missed (truth above it) / median width, {args.seeds} seeds from {args.start}")
     print("| world | side | truth | " + " | ".join(variants) + " |")
     print("|---|---|---|" + "---|" * len(variants))
