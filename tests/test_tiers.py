@@ -51,7 +51,7 @@ def test_the_default_tier_leaves_the_real_models_out_and_ci_runs_them():
     assert "not realmodel" in pytest_options["addopts"]
     assert any(m.startswith("realmodel:") for m in pytest_options["markers"])
     ci = (REPO / ".ci" / "run").read_text()
-    assert re.search(r"^python -m pytest -q -m realmodel$", ci, re.M), ".ci/run does not run the real-model tier"
+    assert re.search(r"^python -m pytest -q -n 0 -m realmodel$", ci, re.M), ".ci/run does not run the real-model tier"
 
 
 def test_the_mypy_checks_of_a_users_script_are_a_tier_ci_runs():
@@ -59,7 +59,16 @@ def test_the_mypy_checks_of_a_users_script_are_a_tier_ci_runs():
     assert "not typecheck" in pytest_options["addopts"]
     assert any(m.startswith("typecheck:") for m in pytest_options["markers"])
     ci = (REPO / ".ci" / "run").read_text()
-    assert re.search(r"^python -m pytest -q -m typecheck tests/test_public_types\.py$", ci, re.M)
+    assert re.search(r"^python -m pytest -q -n 0 -m typecheck tests/test_public_types\.py$", ci, re.M)
+
+
+def test_the_default_tier_runs_on_two_processes_and_ci_runs_the_others_on_one():
+    addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert re.search(r"(^| )-n 2 --dist loadfile( |$)", addopts), "the default tier is not spread over 2 processes by file"
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(r"^python -m pytest -q$", ci, re.M), ".ci/run does not run the README's test command"
+    others = re.findall(r"^(?:[A-Z_]+=\S+ )?python -m pytest -q (.+)$", ci, re.M)
+    assert len(others) >= 5 and all(o.startswith("-n 0 ") for o in others), others
 
 
 class _Item:
