@@ -18,6 +18,7 @@ import pytest
 GPU_MODEL_ENV = "COLLAPSE_PROBE_GPU_MODEL"
 
 _selected = 0
+_reported: set[str] = set()  # gpu tests seen in reports: under pytest-xdist the controller collects nothing itself
 _ran = 0
 _skip_reasons: Counter[str] = Counter()
 
@@ -31,6 +32,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     global _ran
     if "gpu" not in report.keywords:
         return
+    _reported.add(report.nodeid)
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         _skip_reasons[str(reason).removeprefix("Skipped: ")] += 1
@@ -39,10 +41,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def _nothing_ran() -> str | None:
-    if not _selected or _ran:
+    selected = max(_selected, len(_reported))
+    if not selected or _ran:
         return None
     why = "; ".join(f"{reason} ({n})" for reason, n in _skip_reasons.most_common()) or "none was run"
-    return f"gpu tier: nothing ran on a GPU: {_selected} gpu test(s) selected, none ran: {why}"
+    return f"gpu tier: nothing ran on a GPU: {selected} gpu test(s) selected, none ran: {why}"
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's reporter type is private
