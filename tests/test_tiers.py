@@ -64,7 +64,9 @@ def test_the_mypy_checks_of_a_users_script_are_a_tier_ci_runs():
 
 def test_the_default_tier_runs_on_two_processes_and_ci_runs_the_others_on_one():
     addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
-    assert re.search(r"(^| )-n 2 --dist loadfile( |$)", addopts), "the default tier is not spread over 2 processes by file"
+    assert re.search(r"(^| )-n 2 --dist loadfile( |$)", addopts), (
+        "the default tier is not spread over 2 processes by file"
+    )
     ci = (REPO / ".ci" / "run").read_text()
     assert re.search(r"^python -m pytest -q$", ci, re.M), ".ci/run does not run the README's test command"
     others = re.findall(r"^(?:[A-Z_]+=\S+ )?python -m pytest -q (.+)$", ci, re.M)
