@@ -300,3 +300,50 @@ def test_a_partitioner_is_scored_against_the_labels_like_a_further_pass(capsys) 
     assert rows[1][1:] == [str(len(material.pairs)), str(contrasts), str(contrasts), "/", str(contrasts), "0", "/"] + [
         str(len(material.pairs) - contrasts)
     ]
+
+
+HELDOUT = DATA / "heldout"
+HELDOUT_DOMAINS = {"utilities", "food_delivery", "education", "hr_payroll", "rental", "auto_service"}
+
+
+def _heldout_texts() -> set[str]:
+    material = load_meaning_material(HELDOUT)
+    return {r for s in material.states for r in s.replies} | {t for p in material.pairs for t in (p.a, p.b)}
+
+
+def test_the_held_out_material_loads_in_domains_the_training_material_does_not_have() -> None:
+    material = load_meaning_material(HELDOUT)
+    assert set(material.domains()) == HELDOUT_DOMAINS
+    assert not HELDOUT_DOMAINS & set(load_meaning_material().domains())
+    kinds = Counter((p.domain, p.kind) for p in material.pairs)
+    after_user = Counter(p.domain for p in material.pairs if any(t.role == "user" for t in p.prefix))
+    for domain in HELDOUT_DOMAINS:
+        assert kinds[domain, "contrast"] == 18 and kinds[domain, "paraphrase"] == 18, domain
+        assert after_user[domain] >= 9, domain  # about a quarter judged against an earlier user turn
+        assert sum(s.domain == domain for s in material.states) == 5, domain
+    assert all(p.id.startswith(f"{p.domain}-h") for p in material.pairs)
+    raw = [json.loads(line) for line in (HELDOUT / "states.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len({s["task_id"] for s in raw}) == len(raw) == len({s["state_id"] for s in raw})
+    for s in raw:
+        assert s["source"] == "written for collapse-probe (held out)" and s["simulator"] == "constructed"
+        assert len(s["state_id"]) == 12 and int(s["state_id"], 16) >= 0
+        assert 6 <= len(s["replies"]) <= 12, s["state_id"]
+        _check_prefix(s["prefix"])
+    # the class structures vary: one class, two, three or more, every reply its own
+    sizes = Counter(
+        min(len(set(s.labels)), 3) if len(set(s.labels)) < len(s.labels) else "all" for s in material.states
+    )
+    assert set(sizes) == {1, 2, 3, "all"}
+
+
+def test_no_held_out_reply_equals_a_reply_of_the_training_material() -> None:
+    training = load_meaning_material()
+    seen = {r for s in training.states for r in s.replies} | {t for p in training.pairs for t in (p.a, p.b)}
+    assert not _heldout_texts() & seen
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="the tau2-real labelled states are not at ../shared")
+def test_no_held_out_reply_equals_a_reply_of_the_labelled_tau2_sets() -> None:
+    shared = {r for f in SHARED.rglob("states.jsonl") for s in read_labelled_states(f) for r in s.replies}
+    assert shared, "the tau2-real folder holds no labelled states"
+    assert not _heldout_texts() & shared
