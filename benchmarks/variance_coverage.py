@@ -13,12 +13,14 @@ failure, and each end is meant to miss at most 2.5 %), and the median interval a
 interval (what the interval says). The check passes when every identified share covers at >= 0.9 (exit 1
 otherwise); the worst one-sided miss of the sides' shares is printed beside it. ``--random N`` adds N worlds with
 parameters drawn at random from the form; ``--worlds NAME...`` keeps the worlds whose names start with one of
-the given prefixes (e.g. ``--worlds "small: 12" "random 3"``).
+the given prefixes (e.g. ``--worlds "small: 12" "random 3"``); ``--small-runs N`` replaces the panel by N small
+runs per world seed drawn from the form (6-20 tasks of 2-4 trials).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
@@ -89,6 +91,18 @@ def panel(random: int = 0, random_seed: int = 7) -> dict[str, VarianceWorld]:
     return worlds
 
 
+def small_runs(count: int, world_seeds: tuple[int, ...] = (11, 23)) -> dict[str, VarianceWorld]:
+    """Small runs drawn from the form, outside the panel: ``count`` worlds per world seed, 6-20 tasks of 2-4 trials."""
+    worlds = {}
+    for ws in world_seeds:
+        rng = np.random.default_rng(ws)
+        for i in range(count):
+            w = random_world(rng)
+            w = dataclasses.replace(w, tasks=int(rng.integers(6, 21)), trials=(2, 4))
+            worlds[f"small run {ws}/{i}: {w.tasks} tasks, {sides_of(w.turns)}, {w.reward}, judged {w.judgements}x"] = w
+    return worlds
+
+
 def coverage(world: VarianceWorld, seeds: int, n_boot: int) -> dict[str, dict[str, float | None]]:
     truths = {True: true_shares(world), False: true_shares(world, judge_identified=False)}
     hits: dict[str, list[bool]] = {k: [] for k in COMPONENTS}
@@ -129,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random", type=int, default=0, help="also this many worlds drawn at random from the form")
     ap.add_argument("--random-seed", type=int, default=7)
     ap.add_argument("--worlds", nargs="+", metavar="NAME", help="only the worlds whose names start with one of these")
+    ap.add_argument(
+        "--small-runs", type=int, default=0, help="instead of the panel, this many small runs per world seed (11, 23)"
+    )
     args = ap.parse_args(argv)
-    worlds = panel(args.random, args.random_seed)
+    worlds = small_runs(args.small_runs) if args.small_runs else panel(args.random, args.random_seed)
     if args.worlds:
         worlds = {name: w for name, w in worlds.items() if name.startswith(tuple(args.worlds))}
         if not worlds:

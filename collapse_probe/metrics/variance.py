@@ -312,7 +312,7 @@ def decompose_variance(
     if unit != 1.0:
         notes.append(f"rewards up to {top:.3g} in size: the shares are computed on rewards / {unit:.3g}; a "
                      "component whose square overflows is null")  # fmt: skip
-    if not _identified(table, point, total, notes):
+    if not _identified(table, point, total, notes, level):
         return result
     for k, ci in _share_intervals(table, judge_from, point, total, level, n_boot, seed).items():
         shares[k] = {"estimate": _unit(point[k] / total), "ci95": ci}
@@ -374,7 +374,7 @@ def _judge_source(groups: Sequence[Sequence[Trial]], stats: Sequence[np.ndarray]
     return None
 
 
-def _identified(table: np.ndarray, point: dict[str, float], total: float, notes: list[str]) -> bool:
+def _identified(table: np.ndarray, point: dict[str, float], total: float, notes: list[str], level: float) -> bool:
     """Whether the shares are identified (rewards that vary, 2 tasks), with the notes on what they rest on."""
     if total <= 0:
         notes.append("the rewards do not vary: every share is undefined")
@@ -387,7 +387,13 @@ def _identified(table: np.ndarray, point: dict[str, float], total: float, notes:
         )
         return False
     varying = int(np.sum(table[:, _C["pair_var"]] > 0))
-    if varying < MIN_VARYING_TASKS:
+    if varying == 0:
+        notes.append(
+            f"no two trials of any of the {len(table)} tasks differ in reward: the within-task shares read 0, and their "
+            f"upper ends are the largest within-task variance under which that agreement has a {(1 - level) / 2:.1%} chance "
+            "(rewards within the range the file shows)"
+        )
+    elif varying < MIN_VARYING_TASKS:
         notes.append(
             f"only {varying} of {len(table)} tasks have trials whose rewards differ: the within-task shares rest on "
             f"{'that task' if varying == 1 else 'those tasks'}, and their intervals understate the uncertainty"
@@ -437,6 +443,16 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
         ci = out.get(side)
         if ci is not None:
             out[side] = [ci[0], max(ci[1], _side_upper(side, table, point, total, theta, bca, judge_from, level))]
+    if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):  # no reward within a task differs: a count bounds
+        # the within-task variance is at most w_u; the task component at least its jackknife t lower end
+        w_u = _unseen_within_bound(table, level)
+        crit = float(stdtrit(t_count - 1, 1 - (1 - level) / 2))
+        task_l = point["task"] - crit * _jack_se(jack["task"]) if "task" in jack and "task" in point else 0.0
+        for side in SIDES:
+            if (ci := out.get(side)) is not None:
+                ci[1] = max(ci[1], 1.0 if task_l <= 0 else w_u / (w_u + task_l))
+        if (ci := out.get("task")) is not None:
+            ci[0] = min(ci[0], max(task_l, 0.0) / (max(task_l, 0.0) + w_u))
     # the ends are rounded outward to the 0.001 the tables print (below it a share reads as 0)
     shares: dict[str, list[float] | None] = {}
     for k in COMPONENTS:
@@ -446,6 +462,60 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
         shares[k] = None if ci is None else [_unit(math.floor(ci[0] * 1000) / 1000 - 0.001),
                                               _unit(math.ceil(ci[1] * 1000) / 1000 + 0.001)]  # fmt: skip
     return shares
+
+
+def _no_difference_log_p(q: float, n: float) -> float:
+    """log P(n independent rewards in [0, 1] all agree), at its largest over rewards with variance q(1 − q): two
+    values 1 apart, with probabilities q and 1 − q (a reward of that variance that is not two-valued needs its mass
+    further from its atom, which makes agreement rarer)."""
+    return math.log(q**n + (1.0 - q) ** n)
+
+
+def _no_difference_slope(q: float, n: float) -> float:
+    """−d/dv of :func:`_no_difference_log_p` at v = q(1 − q), q in [0, ½]: n Σ_{i ≤ n−2} (1 − q)^(n−2−i) q^i / P
+    (the difference (1 − q)^(n−1) − q^(n−1) divided by dv/dq = 1 − 2q without cancelling); increasing in q, from
+    n at 0 to 2n(n − 1) at ½, so log P is concave in v."""
+    k = int(round(n))
+    return k * sum((1.0 - q) ** (k - 2 - i) * q**i for i in range(k - 1)) / (q**k + (1.0 - q) ** k)
+
+
+def _unseen_within_bound(table: np.ndarray, level: float) -> float:
+    """Where no two trials of any task differ in reward, an upper end for the mean within-task variance (on the
+    table's scale): the largest mean over tasks of Var(R̄ | task) under which "every task's n_i trials agree" still
+    has probability (1 − level) / 2, for rewards within the range the file shows (max − min of the task means).
+
+    Each task's trials are independent draws (the estimator's first assumption), so that probability is the product
+    over tasks of :func:`_no_difference_log_p`. Its logarithm is concave in each task's variance, so the largest mean
+    is where every task's marginal −d log P / dv (:func:`_no_difference_slope`) is one κ (a task whose slope at v = ¼
+    is below κ sits at ¼), found by bisection on κ; tasks with the same number of trials share one v."""
+    span = float(np.ptp(table[:, _C["mean"]]))
+    counts: dict[int, int] = {}
+    for n in table[:, _C["n"]]:
+        counts[int(n)] = counts.get(int(n), 0) + 1
+    target = math.log((1 - level) / 2)
+
+    def at(kappa: float) -> dict[int, float]:  # each trial count's q where its slope is κ
+        out = {}
+        for n in counts:
+            lo, hi = 0.0, 0.5
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if _no_difference_slope(mid, n) < kappa else (lo, mid)
+            out[n] = lo
+        return out
+
+    def log_p(qs: dict[int, float]) -> float:
+        return sum(c * _no_difference_log_p(qs[n], n) for n, c in counts.items())
+
+    qs = dict.fromkeys(counts, 0.5)
+    if log_p(qs) < target:
+        lo, hi = 0.0, 2.0 * max(n * (n - 1) for n in counts)  # at hi every q is ½
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if log_p(at(mid)) < target else (mid, hi)
+        qs = at(lo)
+    mean_var = sum(c * qs[n] * (1 - qs[n]) for n, c in counts.items()) / sum(counts.values())
+    return mean_var * span * span
 
 
 def _jack_se(theta: np.ndarray) -> float:

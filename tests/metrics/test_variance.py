@@ -161,6 +161,91 @@ def test_a_side_that_sets_off_no_pair_is_not_certain_to_be_zero():
     assert decompose_variance(many, n_boot=200).shares["agent"]["ci95"][1] < 0.1  # the agent set off none of 240
 
 
+def test_where_no_two_trials_of_a_task_differ_the_within_task_shares_get_a_count_bound():
+    """12 tasks × 3 trials, 5 tasks always pass and 7 always fail: the within-task shares read 0, and their upper
+    ends are the largest within-task variance v with P(every task's 3 trials agree) = (1 − 3v)^12 ≥ 0.025 (pass/fail
+    rewards: q³ + (1 − q)³ = 1 − 3q(1 − q)) over that plus the task component's jackknife t lower end; the task
+    share's lower end is the complement. Before, both sides read [0, 0.001] and the task [0.999, 1]."""
+    from scipy.stats import t as student
+
+    trials = [_t(i, [(S, f"s{i}{j}"), (A, "a")], 1.0 if i < 5 else 0.0) for i in range(12) for j in range(3)]
+    d = decompose_variance(trials, n_boot=200)
+    v = (1 - 0.025 ** (1 / 12)) / 3
+    means = np.array([1.0] * 5 + [0.0] * 7)
+    loo = np.array([np.var(np.delete(means, i), ddof=1) for i in range(12)])
+    se = math.sqrt(11 / 12 * float(np.sum((loo - loo.mean()) ** 2)))
+    task_l = float(np.var(means, ddof=1)) - student.ppf(0.975, 11) * se
+    for side in (S, A):
+        assert d.shares[side]["estimate"] == 0.0
+        assert d.shares[side]["ci95"][1] == pytest.approx(v / (v + task_l), abs=0.0021)
+    assert d.shares["task"]["ci95"][0] == pytest.approx(task_l / (v + task_l), abs=0.0021)
+    assert d.shares["task"]["ci95"][0] < 0.75 and d.shares[S]["ci95"][1] > 0.25
+    assert any("no two trials of any of the 12 tasks differ" in n and "2.5%" in n for n in d.notes)
+
+
+def test_the_count_bound_is_the_largest_mean_variance_the_agreement_allows():
+    """With tasks of 2, 3 and 4 trials the bound is a constrained maximum (more variance where fewer trials could
+    show it); an independent solver (SLSQP over each task's v) finds no larger feasible mean."""
+    from scipy.optimize import minimize
+
+    from collapse_probe.metrics.variance import _C, _COLS, _unseen_within_bound
+
+    n = np.array([3, 2, 4, 2, 2, 2, 2, 4, 2, 4, 2, 4, 3, 3, 2, 4, 4, 4], dtype=float)
+    table = np.zeros((n.size, len(_COLS)))
+    table[:, _C["n"]] = n
+    table[:5, _C["mean"]] = 1.0
+    bound = _unseen_within_bound(table, 0.95)
+
+    def log_p(v):
+        q = (1 - np.sqrt(np.clip(1 - 4 * v, 0, 1))) / 2
+        return float(np.sum(np.log(q**n + (1 - q) ** n)))
+
+    best = minimize(lambda v: -v.mean(), np.full(n.size, 0.01), method="SLSQP", bounds=[(0, 0.25)] * n.size,
+                    constraints=[{"type": "ineq", "fun": lambda v: log_p(v) - math.log(0.025)}])  # fmt: skip
+    assert best.success
+    assert bound == pytest.approx(-best.fun, rel=1e-3)
+    # tasks of 2 trials carry more of it than tasks of 4
+    assert best.x[n == 2].mean() > best.x[n == 4].mean()
+    # the range scales it: rewards in {0, 10} give 100 times the variance
+    table[:5, _C["mean"]] = 10.0
+    assert _unseen_within_bound(table, 0.95) == pytest.approx(100 * bound)
+
+
+def test_runs_where_no_trial_differs_are_covered_in_a_small_world():
+    """A world drawn from the form where about 1 run in 7 has no two trials of a task that differ (18 tasks of 2-4
+    trials, pass/fail, judged 3 times): the sides' upper ends and the task's lower end cover the truth in at least
+    95 of 100 runs (with a [0, 0.001] reading in those runs they covered it in 85)."""
+    from collapse_probe.metrics.variance_sim import Turn
+
+    world = VarianceWorld(
+        turns=(
+            Turn(A, 1.0, 0.855),
+            Turn(S, 1.0, 0.765),
+            Turn(A, 1.0, 0.156),
+            Turn(S, 0.598, 0.124),
+            Turn(A, 0.805, 0.271),
+        ),  # fmt: skip
+        tasks=18,
+        trials=(2, 4),
+        task_mean=-0.207,
+        task_sd=1.173,
+        judge_sd=0.0,
+        judgements=3,
+        reward="binary",
+    )
+    truth = true_shares(world, n_mc=100_000)
+    missed = {S: 0, A: 0, "task": 0}
+    none_differ = 0
+    for seed in range(100):
+        d = decompose_variance(simulate(world, np.random.default_rng(seed)), n_boot=200, seed=seed)
+        none_differ += any("no two trials of any" in n for n in d.notes)
+        missed[S] += truth[S] > d.shares[S]["ci95"][1]
+        missed[A] += truth[A] > d.shares[A]["ci95"][1]
+        missed["task"] += truth["task"] < d.shares["task"]["ci95"][0]
+    assert none_differ >= 8
+    assert max(missed.values()) <= 5, missed
+
+
 def test_a_side_hidden_by_judge_noise_gets_the_mover_upper_end_not_the_noise_left_in():
     """Where a side's interval reaches 0 under a noisy judge, its upper end is MOVER for (pairs' spread) −
     (the judge noise they carry), each part from its own interval (the spread's a score-type end), not the
