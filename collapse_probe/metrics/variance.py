@@ -476,7 +476,11 @@ def _no_difference_slope(q: float, n: float) -> float:
     (the difference (1 − q)^(n−1) − q^(n−1) divided by dv/dq = 1 − 2q without cancelling); increasing in q, from
     n at 0 to 2n(n − 1) at ½, so log P is concave in v."""
     k = int(round(n))
-    return k * sum((1.0 - q) ** (k - 2 - i) * q**i for i in range(k - 1)) / (q**k + (1.0 - q) ** k)
+    if 1.0 - 2.0 * q > 1e-3:
+        geometric = ((1.0 - q) ** (k - 1) - q ** (k - 1)) / (1.0 - 2.0 * q)
+    else:  # near ½ the sum itself (the difference would cancel)
+        geometric = sum((1.0 - q) ** (k - 2 - i) * q**i for i in range(k - 1))
+    return k * geometric / (q**k + (1.0 - q) ** k)
 
 
 def _unseen_within_bound(table: np.ndarray, level: float) -> float:
