@@ -418,7 +418,8 @@ def disclosures(text: str) -> frozenset[str]:
 
     Example:
         >>> sorted(disclosures("Hi, I'm Raj Sanchez. Please return the black t-shirt from order #W2378156."))
-        ['act:return', 'id:w2378156', 'name:raj', 'name:sanchez', 'w:black', 'w:t-shirt']
+        ['act:return', 'id:w2378156', 'n:black', 'n:t-shirt', 'name:raj', 'name:sanchez', 'val:black', 'w:black',
+         'w:t-shirt']
     """
     t = _digits(text.replace("\u2019", "'").replace("\u2018", "'"))
     out, spans = _facts(t)
