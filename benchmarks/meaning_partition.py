@@ -12,6 +12,8 @@ took no part in it):
 - **constructed, leave one domain out**: the states and contrast / paraphrase pairs written for this
   project (``collapse_probe/data/meaning/``), each domain checked by a model fitted on the airline
   states and the other domains;
+- **new domains (held out)**: ``collapse_probe/data/meaning/heldout/`` (states and contrast / paraphrase
+  pairs written for this project in six domains no fit, rule or choice saw), read by the shipped model;
 - **retail (held out)**: ``../shared/datasets/tau2-real/retail/`` (gpt-4.1-mini, a source and domain no
   fit saw), read by the shipped model.
 
@@ -82,12 +84,14 @@ def table(shared: Path = SHARED) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datasets" / "build"))
     from fit_service_partition import read_jsonl
 
+    from collapse_probe.core._resources import package_path
     from collapse_probe.metrics._service import (
         _fit_lr,
         _predict,
         _predict_pairs,
         evaluate,
         evaluate_pairs,
+        labelled_pairs,
         labelled_states,
         load_service_model,
     )
@@ -134,6 +138,25 @@ def table(shared: Path = SHARED) -> dict:
                          **evaluate_pairs(same, held_pairs)})  # fmt: skip
     if all_test:
         state_rows("constructed, domain held out", "all", all_test, all_pred)
+    # the packaged held-out material: six domains no fit, rule or choice saw
+    heldout = package_path("data", "meaning", "heldout")
+    if (heldout / "states.jsonl").is_file():
+        test = labelled_states(read_jsonl(heldout / "states.jsonl", "held-out states"), EmbeddingPartitioner().embed)
+        pred = _predict(test, shipped.coef, shipped.intercept, cut)
+        state_rows("new domains (held out)", "all", test, pred)
+        for d in sorted({st.domain for st in test}):
+            idx = [i for i, st in enumerate(test) if st.domain == d]
+            state_rows("new domains (held out)", d, [test[i] for i in idx], [pred[i] for i in idx])
+        held_pairs = labelled_pairs(read_jsonl(heldout / "pairs.jsonl", "held-out pairs"), EmbeddingPartitioner().embed)
+        same = _predict_pairs(held_pairs, shipped.coef, shipped.intercept, cut)
+        for d in [*sorted({p.domain for p in held_pairs}), "all"]:
+            idx = [i for i, p in enumerate(held_pairs) if d in ("all", p.domain)]
+            for name, got in (
+                ("rule-only", [_rule_pair(held_pairs[i]) for i in idx]),
+                ("model", [same[i] for i in idx]),
+            ):
+                rows.append({"split": "new-domain pairs, held out", "group": d, "partition": name,
+                             **evaluate_pairs(got, [held_pairs[i] for i in idx])})  # fmt: skip
     # retail, held out from every fit and choice
     retail = shared / "retail" / "states.jsonl"
     if retail.is_file():
@@ -159,13 +182,12 @@ def main() -> int:
         if "mean_abs_error" in r:
             print(f"{r['split']:<36}{r['group'][:29]:<30}{r['partition']:<11}{r['mean_abs_error']:>7.3f}"
                   f"{r['mean_ari']:>7.3f}{r['n_states']:>8}")  # fmt: skip
-    print(f"\n{'constructed pairs (domain held out)':<36}{'domain':<14}{'partition':<11}"
-          f"{'contrasts split':>17}{'paraphrases merged':>20}")  # fmt: skip
+    print(f"\n{'pairs':<36}{'domain':<14}{'partition':<11}{'contrasts split':>17}{'paraphrases merged':>20}")
     for r in out["rows"]:
         if "contrasts_split" in r:
             cs = f"{r['contrasts_split']:.0%} of {r['n_contrasts']}"
             pm = f"{r['paraphrases_merged']:.0%} of {r['n_paraphrases']}"
-            print(f"{'':<36}{r['group']:<14}{r['partition']:<11}{cs:>17}{pm:>20}")
+            print(f"{r['split']:<36}{r['group']:<14}{r['partition']:<11}{cs:>17}{pm:>20}")
 
     return 0
 

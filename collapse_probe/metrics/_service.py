@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NotRequired, TypedDict
+from typing import NotRequired, Required, TypedDict
 
 import numpy as np
 from pydantic import JsonValue
@@ -102,9 +102,11 @@ class TrainedOn(TypedDict):
     """Material file -> its digest (added by the fitting script)."""
 
 
-class CrossValidation(TypedDict):
-    grid_objective: dict[str, float]
+class CrossValidation(TypedDict, total=False):
+    grid_objective: Required[dict[str, float]]
     """``"C/cut"`` -> the grouped cross-validation objective."""
+    cut_fixed: float
+    """The cut the fit was told to use (``C`` chosen at it), where it was not chosen by the grid."""
 
 
 class ServiceModelFile(TypedDict):
@@ -488,14 +490,25 @@ def fit_service_model(
     cuts: Sequence[float] = DEFAULT_CUTS,
     folds: int = 5,
     others: dict[str, np.ndarray] | None = None,
+    cut: float | None = None,
 ) -> ServiceModelFile:
     """Fit the model on labelled states and constructed pairs; returns the model file's content.
 
     ``C`` and the cut are chosen by cross-validation grouped by task (labelled benchmark states) and
     domain (constructed material), then the model is refitted on everything. Each domain of the states
     is a validated domain (:func:`domain_fields`); ``others``: centroids of known other kinds of text.
+    ``cut``: the cut is this grid point (``C`` is still chosen, at it); the file records that it was fixed.
     """
-    c, cut, scores = _choose(states, pairs, cs, cuts, folds)
+    if cut is not None and cut not in cuts:
+        raise ConfigError(f"cut: expected one of the grid's cuts {list(cuts)}, got {cut}")
+    cv: CrossValidation = {"grid_objective": {}}
+    if cut is not None:
+        cv["cut_fixed"] = cut
+    c, chosen, scores = _choose(states, pairs, cs, cuts if cut is None else (cut,), folds)
+    if cut is not None:  # the whole grid's objective is still recorded beside the fixed cut's choice of C
+        scores = _choose(states, pairs, cs, cuts, folds)[2]
+    cut = chosen
+    cv["grid_objective"] = scores
     coef, icpt = _fit_lr(states, c, pairs)
     return {
         "format": MODEL_FORMAT,
@@ -513,7 +526,7 @@ def fit_service_model(
             "simulators": sorted({st.simulator for st in states if st.simulator}),
             "domains": sorted({st.domain for st in states} | {p.domain for p in pairs}),
         },  # fmt: skip
-        "cv": {"grid_objective": scores},
+        "cv": cv,
     }
 
 

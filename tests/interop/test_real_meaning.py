@@ -145,9 +145,10 @@ def test_openai_tool_calls_keep_their_name_and_arguments(tmp_path):
 @pytest.mark.realmodel
 def test_replies_outside_the_validated_domain_make_the_meaning_view_inconclusive(tmp_path):
     _embed()
-    # persuasion-for-good style replies in a generic file: not customer-service text
-    replies = ["I'd rather not donate today, sorry.", "Sure, I'll give a dollar to the children.",
-               "What does Save the Children do with the money?", "No thanks, I keep my earnings."]  # fmt: skip
+    # persuasion-for-good style replies in a generic file: not customer-service text (four different meanings, so
+    # the view would be decisive without the domain check)
+    replies = ["I'd rather not donate today, sorry.", "Sure, I'll give $1 to the children.",
+               "I'll donate $5 right now.", "Could I give to a local food bank instead?"]  # fmt: skip
     f = tmp_path / "c.jsonl"
     lines = [_chat(str(t), k, replies[(t + k) % 4] if k < 3 else replies[t % 4]) for t in range(4) for k in range(4)]
     f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")

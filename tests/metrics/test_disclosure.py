@@ -204,3 +204,137 @@ def test_a_reset_between_reads_gives_the_same_disclosures():
     before = disclosures(text)
     collapse_probe.reset_caches()
     assert disclosures(text) == before
+
+
+def _facts_of(text: str, *families: str) -> set[str]:
+    return {x for x in disclosures(text) if x.split(":", 1)[0] in families}
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("I'm on the fourth floor.", "I'm on the 4th floor."),
+        ("10 AM works.", "I'll take 10 o'clock."),
+        ("10 AM works.", "The morning slot at 10 is good for me."),
+        ("Friday, but only after 1 PM.", "Friday afternoon, sometime after one."),
+        ("Desk 4-117, at 3 PM.", "Desk 4-117, at 3 in the afternoon."),
+        ("Schedule it for the 1st of next month.", "Schedule it for the first of next month."),
+        ("Priya Nair, last four 3092.", "Priya Nair, the number ends in 3092."),
+        ("From the 3rd to the 5th of August.", "August 3rd, leaving on August 5th."),
+        ("June 12 to 15.", "Arriving the 12th of June and leaving the 15th."),
+        ("It's March 4, 1985.", "3/4/1985."),
+        ("It's 555-123-4567.", "5551234567."),
+        ("About $200 a month.", "Two hundred dollars monthly."),
+        ("10 milligrams once a day.", "10 milligrams daily."),
+        ("The CVS on Main Street.", "The CVS on Main St."),
+    ],
+)  # fmt: skip
+def test_numbers_ordinals_times_and_frequencies_are_one_value_however_worded(a, b):
+    families = ("num", "time", "date", "phone", "money", "val", "name", "id")
+    assert _facts_of(a, *families) == _facts_of(b, *families)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("I'm on the 4th floor.", "I'm on the 14th floor."),
+        ("10 AM works.", "10 PM works."),
+        ("Tuesday at 9 works for me.", "Thursday at 2 works for me."),
+        ("Schedule it for the 1st of next month.", "Schedule it for the 2nd of next month."),
+        ("10 milligrams once a day.", "10 milligrams once a week."),
+    ],
+)  # fmt: skip
+def test_different_numbers_times_and_frequencies_stay_different(a, b):
+    families = ("num", "time", "date", "val")
+    assert _facts_of(a, *families) != _facts_of(b, *families)
+
+
+def test_a_count_or_an_adverb_is_not_a_time_or_an_ordinal():
+    assert _facts_of("It started after 5 days.", "time", "num") == {"num:5"}
+    assert not _facts_of("Could I pay with my points first?", "num", "date")
+    assert not _facts_of("On second thought, keep the dates.", "num", "date")
+    assert not _facts_of("Move it from one account to another.", "time")
+
+
+@pytest.mark.parametrize(
+    ("text", "act"),
+    [
+        ("Go ahead and file it.", "act:yes"),
+        ("Please proceed.", "act:yes"),
+        ("Let's do it.", "act:yes"),
+        ("Sounds good.", "act:yes"),
+        ("Sounds right to me, go for it.", "act:yes"),
+        ("I got their name and plate number, yes.", "act:yes"),
+        ("Hold off on that for now.", "act:no"),
+        ("Not yet, I'll ask my manager today.", "act:no"),
+        ("I haven't restarted it yet.", "act:no"),
+        ("None that I know of.", "act:no"),
+        ("That's over my budget, so I'll pass.", "act:no"),
+        ("That's it for today, thank you.", "act:stop"),
+    ],
+)  # fmt: skip
+def test_implicit_yes_no_and_ending_are_read_as_the_answer_they_give(text, act):
+    assert act in disclosures(text)
+
+
+def test_answers_stay_apart_and_what_is_no_answer_is_not_read_as_one():
+    assert "act:yes" in _diff("Yes, my manager approved it yesterday.", "Not yet, I'll ask my manager today.")
+    assert "act:no" in _diff("Yes, my manager approved it yesterday.", "Not yet, I'll ask my manager today.")
+    # "confirmation" is a noun, "that's all correct" confirms, "No, that's all" ends the conversation
+    assert "act:yes" not in disclosures("Confirmation number HX48213, name Laura Chen.")
+    assert "act:stop" not in disclosures("Yep, that's all correct.")
+    assert {x for x in disclosures("No, thanks, that's all.") if x.startswith("act:")} == {"act:stop"}
+    # "my manager" is no request for a supervisor; "no one" and "no problem" answer nothing
+    assert "act:human" not in disclosures("I'll ask my manager today.")
+    assert "act:no" not in disclosures("No one was injured.") | disclosures("No problem, thanks!")
+
+
+def test_a_negated_request_verb_or_a_noun_is_no_request():
+    assert "act:change" not in disclosures("If the price doesn't change, then the 20th.")
+    assert "act:change" in _diff("I don't want to change anything.", "Yes, I want to change plans.")
+    assert "act:return" not in disclosures("I'd like to adjust my return flight.")
+    assert "act:return" not in disclosures("The return is on May 20.")
+    assert "act:return" in disclosures("It's the hiking boots I want to return.")
+    assert "act:dont_know" not in disclosures("I don't have a lot of time.")
+    assert "act:dont_know" in disclosures("I don't have my reservation number handy.")
+
+
+def test_on_and_off_are_settings_only_where_they_say_a_state():
+    for text in ("Hold off on that for now.", "Hold on, let me look.", "My manager signed off on it.",
+                 "The departure is on May 19.", "They drove off.", "Can I switch to the navy one?"):  # fmt: skip
+        assert not _facts_of(text, "pol"), text
+    assert _facts_of("Mobile data is on.", "pol") == {"pol:on"}
+    assert _facts_of("I switched off airplane mode.", "pol") == {"pol:off"}
+    assert _facts_of("The router's lights are all off.", "pol") == {"pol:off"}
+
+
+def _features(a: str, b: str, context: str = "") -> dict[str, float]:
+    known = disclosures(context) if context else frozenset()
+    names = __import__("collapse_probe.metrics._disclosure", fromlist=["feature_names"]).feature_names()
+    return dict(zip(names, pair_features(disclosures(a), disclosures(b), 0.1, None, known), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "differs"),
+    [
+        ("Nobody was hurt.", "No one was injured.", False),
+        ("I can't find my card anywhere.", "I think I might have lost my card.", False),
+        ("Neither of those work for me.", "Unfortunately I can't make either of those times.", False),
+        ("No, I don't have any allergies.", "None that I know of.", False),
+        ("Nobody was hurt.", "My passenger hurt her arm.", True),
+        ("I have a headache, but no fever.", "I have a headache and a fever.", True),
+        ("Neither of those work for me.", "Either of those works for me.", True),
+        ("Zoom, on my laptop, not the desktop.", "Zoom, on the desktop, not my laptop.", True),
+    ],
+)  # fmt: skip
+def test_negation_differs_in_polarity_not_in_the_words_under_it(a, b, differs):
+    assert _features(a, b)["differs:neg"] == float(differs)
+
+
+def test_a_name_at_a_sentence_start_and_a_quoted_value_are_the_same_fact_unquoted():
+    f = _features("Outlook keeps crashing when I open it.", "Every time I launch Outlook it crashes.")
+    assert f["differs:name"] == 0.0
+    assert _features('It says "internet".', "It is set to internet.")["differs:quote"] == 0.0
+    assert _features('It says "internet".', 'It says "wap".')["differs:quote"] == 1.0
+    assert _features("Priya Nair.", "My name is Priya Nair.")["differs:name"] == 0.0
+    assert _features("Priya Nair.", "My name is Priya Shah.")["differs:name"] == 1.0
