@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from collapse_probe.errors import ConfigError
+
 pytest.importorskip("lemminflect")
 pytest.importorskip("wordfreq")
 
@@ -193,6 +195,13 @@ def test_the_fit_separates_what_its_material_separates():
     assert out["format"].endswith("/v2") and out["domain"]["validated"] == ["d0", "d1", "d2", "d3"]
     coef, icpt = np.array(out["coef"]), out["intercept"]
     assert _predict(states[:1], coef, icpt, out["cut"]) == [[0, 0, 1, 2]]
+    assert "cut_fixed" not in out["cv"]
+    # a fixed cut: C is still chosen (at that cut), the whole grid's objective is recorded, and the file says so
+    fixed = fit_service_model(states, "test", cs=(1.0, 3.0), cuts=(0.4, 0.5), folds=2, cut=0.4)
+    assert fixed["cut"] == 0.4 and fixed["cv"]["cut_fixed"] == 0.4
+    assert set(fixed["cv"]["grid_objective"]) == {"1/0.4", "1/0.5", "3/0.4", "3/0.5"}
+    with pytest.raises(ConfigError, match=r"cut: expected one of the grid's cuts \[0.4, 0.5\], got 0.45"):
+        fit_service_model(states, "test", cs=(1.0,), cuts=(0.4, 0.5), folds=2, cut=0.45)
 
 
 def test_a_reset_between_reads_gives_the_same_disclosures():
