@@ -387,11 +387,11 @@ def _identified(table: np.ndarray, point: dict[str, float], total: float, notes:
         )
         return False
     varying = int(np.sum(table[:, _C["pair_var"]] > 0))
-    if varying == 0:
+    if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):
         notes.append(
-            f"no two trials of any of the {len(table)} tasks differ in reward: the within-task shares read 0, and their "
-            f"upper ends are the largest within-task variance under which that agreement has a {(1 - level) / 2:.1%} chance "
-            "(rewards within the range the file shows)"
+            f"no two trials or judgements of any of the {len(table)} tasks differ in reward: the within-task shares "
+            "read 0, and their upper ends take the largest within-task variance under which that agreement has a "
+            f"{(1 - level) / 2:.1%} chance (rewards within the range the file shows)"
         )
     elif varying < MIN_VARYING_TASKS:
         notes.append(
@@ -444,10 +444,13 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
         if ci is not None:
             out[side] = [ci[0], max(ci[1], _side_upper(side, table, point, total, theta, bca, judge_from, level))]
     if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):  # no reward within a task differs: a count bounds
-        # the within-task variance is at most w_u; the task component at least its jackknife t lower end
-        w_u = _unseen_within_bound(table, level)
-        crit = float(stdtrit(t_count - 1, 1 - (1 - level) / 2))
-        task_l = point["task"] - crit * _jack_se(jack["task"]) if "task" in jack and "task" in point else 0.0
+        # the within-task variance is taken at its end w_u; the task component at its jackknife t lower end, less what
+        # that within-task variance adds to the spread of the task means (the estimate subtracts the observed 0)
+        w_u, in_means = _unseen_within_bound(table, level)
+        crit = float(stdtrit(t_count - 1, 1 - (1 - level) / 2)) * math.sqrt(t_count / (t_count - 1))
+        task_l = (
+            (point["task"] - in_means - crit * _jack_se(jack["task"])) if "task" in jack and "task" in point else 0.0
+        )
         for side in SIDES:
             if (ci := out.get(side)) is not None:
                 ci[1] = max(ci[1], 1.0 if task_l <= 0 else w_u / (w_u + task_l))
@@ -467,23 +470,27 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
 def _no_difference_log_p(q: float, n: float) -> float:
     """log P(n independent rewards in [0, 1] all agree), at its largest over rewards with variance q(1 − q): two
     values 1 apart, with probabilities q and 1 − q (a reward of that variance that is not two-valued needs its mass
-    further from its atom, which makes agreement rarer)."""
-    return math.log(q**n + (1.0 - q) ** n)
+    further from its atom, which makes agreement rarer). In logs, q^n + (1 − q)^n = (1 − q)^n (1 + r^n) with
+    r = q / (1 − q) ≤ 1, so a task of thousands of trials does not underflow."""
+    if q <= 0.0:
+        return 0.0
+    return n * math.log1p(-q) + math.log1p(math.exp(n * (math.log(q) - math.log1p(-q))))
 
 
 def _no_difference_slope(q: float, n: float) -> float:
-    """−d/dv of :func:`_no_difference_log_p` at v = q(1 − q), q in [0, ½]: n Σ_{i ≤ n−2} (1 − q)^(n−2−i) q^i / P
-    (the difference (1 − q)^(n−1) − q^(n−1) divided by dv/dq = 1 − 2q without cancelling); increasing in q, from
-    n at 0 to 2n(n − 1) at ½, so log P is concave in v."""
+    """−d/dv of :func:`_no_difference_log_p` at v = q(1 − q), q in [0, ½]: n Σ_{i ≤ n−2} r^i / ((1 − q)² (1 + r^n))
+    with r = q / (1 − q) (the derivative's (1 − q)^(n−1) − q^(n−1) over dv/dq = 1 − 2q, without cancelling: the
+    geometric sum is expm1((n − 1) ln r) / expm1(ln r)); increasing in q, from n at 0 to 2n(n − 1) at ½, so log P is
+    concave in v."""
     k = int(round(n))
-    if 1.0 - 2.0 * q > 1e-3:
-        geometric = ((1.0 - q) ** (k - 1) - q ** (k - 1)) / (1.0 - 2.0 * q)
-    else:  # near ½ the sum itself (the difference would cancel)
-        geometric = sum((1.0 - q) ** (k - 2 - i) * q**i for i in range(k - 1))
-    return k * geometric / (q**k + (1.0 - q) ** k)
+    if q <= 0.0:
+        return float(k)
+    log_r = math.log(q) - math.log1p(-q)
+    geometric = float(k - 1) if log_r >= 0.0 else math.expm1((k - 1) * log_r) / math.expm1(log_r)
+    return k * geometric / ((1.0 - q) ** 2 * (1.0 + math.exp(k * log_r)))
 
 
-def _unseen_within_bound(table: np.ndarray, level: float) -> float:
+def _unseen_within_bound(table: np.ndarray, level: float) -> tuple[float, float]:
     """Where no two trials of any task differ in reward, an upper end for the mean within-task variance (on the
     table's scale): the largest mean over tasks of Var(R̄ | task) under which "every task's n_i trials agree" still
     has probability (1 − level) / 2, for rewards within the range the file shows (max − min of the task means).
@@ -491,7 +498,8 @@ def _unseen_within_bound(table: np.ndarray, level: float) -> float:
     Each task's trials are independent draws (the estimator's first assumption), so that probability is the product
     over tasks of :func:`_no_difference_log_p`. Its logarithm is concave in each task's variance, so the largest mean
     is where every task's marginal −d log P / dv (:func:`_no_difference_slope`) is one κ (a task whose slope at v = ¼
-    is below κ sits at ¼), found by bisection on κ; tasks with the same number of trials share one v."""
+    is below κ sits at ¼), found by bisection on κ; tasks with the same number of trials share one v. Returns that
+    mean and, at the same v_i, mean_i v_i / n_i: what the within-task noise adds to the variance of the task means."""
     span = float(np.ptp(table[:, _C["mean"]]))
     counts: dict[int, int] = {}
     for n in table[:, _C["n"]]:
@@ -518,8 +526,10 @@ def _unseen_within_bound(table: np.ndarray, level: float) -> float:
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if log_p(at(mid)) < target else (mid, hi)
         qs = at(lo)
-    mean_var = sum(c * qs[n] * (1 - qs[n]) for n, c in counts.items()) / sum(counts.values())
-    return mean_var * span * span
+    t_count = sum(counts.values())
+    mean_var = sum(c * qs[n] * (1 - qs[n]) for n, c in counts.items()) / t_count
+    in_means = sum(c * qs[n] * (1 - qs[n]) / n for n, c in counts.items()) / t_count
+    return mean_var * span * span, in_means * span * span
 
 
 def _jack_se(theta: np.ndarray) -> float:

@@ -174,13 +174,18 @@ def test_where_no_two_trials_of_a_task_differ_the_within_task_shares_get_a_count
     means = np.array([1.0] * 5 + [0.0] * 7)
     loo = np.array([np.var(np.delete(means, i), ddof=1) for i in range(12)])
     se = math.sqrt(11 / 12 * float(np.sum((loo - loo.mean()) ** 2)))
-    task_l = float(np.var(means, ddof=1)) - student.ppf(0.975, 11) * se
+    # the task means' spread less what a within-task variance v adds to it (v / 3), less t · SE · √(T / (T − 1))
+    task_l = float(np.var(means, ddof=1)) - v / 3 - student.ppf(0.975, 11) * se * math.sqrt(12 / 11)
     for side in (S, A):
         assert d.shares[side]["estimate"] == 0.0
         assert d.shares[side]["ci95"][1] == pytest.approx(v / (v + task_l), abs=0.0021)
     assert d.shares["task"]["ci95"][0] == pytest.approx(task_l / (v + task_l), abs=0.0021)
     assert d.shares["task"]["ci95"][0] < 0.75 and d.shares[S]["ci95"][1] > 0.25
-    assert any("no two trials of any of the 12 tasks differ" in n and "2.5%" in n for n in d.notes)
+    assert any("no two trials or judgements of any of the 12 tasks differ" in n and "2.5%" in n for n in d.notes)
+    # a task of thousands of agreeing trials (a deterministic agent and simulator) is no overflow
+    many = [_t(i, [(S, "s"), (A, "a")], float(i % 2)) for i in range(5) for _ in range(1100)]
+    big = decompose_variance(many, n_boot=50)
+    assert 0.0 < big.shares[S]["ci95"][1] < 0.05
 
 
 def test_the_count_bound_is_the_largest_mean_variance_the_agreement_allows():
@@ -194,7 +199,7 @@ def test_the_count_bound_is_the_largest_mean_variance_the_agreement_allows():
     table = np.zeros((n.size, len(_COLS)))
     table[:, _C["n"]] = n
     table[:5, _C["mean"]] = 1.0
-    bound = _unseen_within_bound(table, 0.95)
+    bound, in_means = _unseen_within_bound(table, 0.95)
 
     def log_p(v):
         q = (1 - np.sqrt(np.clip(1 - 4 * v, 0, 1))) / 2
@@ -208,7 +213,8 @@ def test_the_count_bound_is_the_largest_mean_variance_the_agreement_allows():
     assert best.x[n == 2].mean() > best.x[n == 4].mean()
     # the range scales it: rewards in {0, 10} give 100 times the variance
     table[:5, _C["mean"]] = 10.0
-    assert _unseen_within_bound(table, 0.95) == pytest.approx(100 * bound)
+    assert _unseen_within_bound(table, 0.95)[0] == pytest.approx(100 * bound)
+    assert 0 < in_means < bound / 2  # each task's v_i / n_i, n_i >= 2
 
 
 def test_runs_where_no_trial_differs_are_covered_in_a_small_world():
@@ -238,7 +244,7 @@ def test_runs_where_no_trial_differs_are_covered_in_a_small_world():
     none_differ = 0
     for seed in range(100):
         d = decompose_variance(simulate(world, np.random.default_rng(seed)), n_boot=200, seed=seed)
-        none_differ += any("no two trials of any" in n for n in d.notes)
+        none_differ += any("no two trials or judgements of any" in n for n in d.notes)
         missed[S] += truth[S] > d.shares[S]["ci95"][1]
         missed[A] += truth[A] > d.shares[A]["ci95"][1]
         missed["task"] += truth["task"] < d.shares["task"]["ci95"][0]
