@@ -13,7 +13,7 @@ took no part in it):
   project (``collapse_probe/data/meaning/``), each domain checked by a model fitted on the airline
   states and the other domains;
 - **new domains (held out)**: ``collapse_probe/data/meaning/heldout/`` (states and contrast / paraphrase
-  pairs written for this project in six domains no fit, rule or choice saw), read by the shipped model;
+  pairs written for this project in six domains no fit or rule saw), read by the shipped model;
 - **retail (held out)**: ``../shared/datasets/tau2-real/retail/`` (gpt-4.1-mini, a source and domain no
   fit saw), read by the shipped model.
 
@@ -138,7 +138,7 @@ def table(shared: Path = SHARED) -> dict:
                          **evaluate_pairs(same, held_pairs)})  # fmt: skip
     if all_test:
         state_rows("constructed, domain held out", "all", all_test, all_pred)
-    # the packaged held-out material: six domains no fit, rule or choice saw
+    # the packaged held-out material: six domains no fit or rule saw
     heldout = package_path("data", "meaning", "heldout")
     if (heldout / "states.jsonl").is_file():
         test = labelled_states(read_jsonl(heldout / "states.jsonl", "held-out states"), EmbeddingPartitioner().embed)

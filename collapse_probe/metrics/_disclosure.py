@@ -188,7 +188,7 @@ _STOP = frozenset(
     mister mr mrs ms miss sir madam dr ma'am folks guys""".split()
 )
 
-_CLAUSE_START = r"(?:^|[.!?;,:\u2014\u2013]|\s-)[^\w']*"
+_CLAUSE_START = r"(?:^|[.!?;,:\u2014\u2013]|\s-)[^\w'.!?;,:\u2014\u2013-]*"
 """Where an answer word starts a clause: "Yes, ...", "..., yes.", "Not yet, no."."""
 
 # Request and decision verbs (and the nouns of the same act), one name per act: paraphrases map to one.
@@ -208,8 +208,8 @@ ACTS: tuple[tuple[str, str], ...] = (
     ("downgrade", r"\bdowngrad\w*"),
     ("human", r"\b(human|real person|live (agent|person)|(?<!my )(?<!our )(?<!his )(?<!her )(supervisor|manager))\b"),
     ("stop", r"###(STOP|TRANSFER|OUT-OF-SCOPE)###|\b(that'?s all(?! (correct|right|good|fine|true|accurate))|that is all|nothing else|that'?s everything|that covers (it|everything)|that'?s it for (today|now)|(i'?m|we'?re) all set|that('?ll| will) be all|good ?bye|bye)\b"),
-    ("yes", _CLAUSE_START + r"(yes|yeah|yep|yup|sure|certainly|correct|exactly|absolutely|definitely|of course|indeed|right|that'?s (right|correct|it|fine|good|perfect|great)|(that|this|it) (works|sounds (good|great|fine|right|perfect))|sounds (good|great|fine|right|perfect)|go (ahead|for it)|please (do|proceed|continue)|(let'?s|you (can|may)|i'?d like to|i want to|please) (proceed|continue|go ahead|do it|do that)|proceed|do it|confirm(s|ed|ing)?|agreed|i agree|works for me|fine by me)\b(?!\s*\?)"),
-    ("no", r"^\W*(no(?! (one|problem|worries|rush)\b)|nope|nah|not really|actually,? no|none|not (yet|now|right now|at the moment|today))\b|" + _CLAUSE_START + r"(no|nope|nah)(?=\s*[.!;,\u2014\u2013]|\s*$)|\b(never ?mind|don'?t want|do not want|decline|rather not|not yet|hold off|i'?ll pass|let'?s not|please don'?t)\b|\b(not|\w+n'?t)\b[^.!?;,]{0,30}\byet\b"),
+    ("yes", _CLAUSE_START + r"(yes|yeah|yep|yup|sure|certainly|correct|exactly|absolutely|definitely|of course|indeed|right|that'?s (right|correct|it|fine|good|perfect|great)|(that|this|it) (works|sounds (good|great|fine|right|perfect))|sounds (good|great|fine|right|perfect)|go (ahead|for it)|please (do|proceed|continue)|(let'?s|you (can|may)|i'?d like to|i want to|please) (proceed|continue|go ahead|do it|do that)|proceed|do it|confirm(s|ed|ing)?|agreed|i agree|works for me|fine by me)\b(?!\s*\?)(?!\s+not\b)(?<!\bright(?= now))"),
+    ("no", r"^\W*(no(?! (one|problem|worries|rush)\b)|nope|nah|not really|actually,? no|none|not (yet|now|right now|at the moment|today))\b|\b(absolutely|definitely|certainly|of course|surely) not\b|" + _CLAUSE_START + r"(no|nope|nah)(?=\s*[.!;,\u2014\u2013]|\s*$)|\b(never ?mind|don'?t want|do not want|decline|rather not|not yet|hold off|i'?ll pass|let'?s not|please don'?t)\b|\b(not|\w+n't)\b[^.!?;,]{0,30}\byet\b"),
     ("dont_know", r"\b((don'?t|do not) (know|remember|recall)|(don'?t|do not) have (it|them|that|this|those|my|the|his|her|their|our)\b(?![^.!?;]*\byet\b)|not sure|unsure|can'?t (find|remember|recall|locate)|forgot|no idea)\b"),
 )  # fmt: skip
 """Domain-free request, decision and speech acts: ``(name, regular expression)``; a reply that
@@ -383,7 +383,8 @@ def _hour(word: str) -> int:
 def _clock_times(t: str, found: _Found) -> None:
     """Times without am / pm: "10 o'clock", "3 in the afternoon", "at 10", "after one" (an hour after a
     preposition, when no unit follows: not "after 5 days"). Without a part of the day, an hour from 1 to 7
-    is read as afternoon (the convention of office hours: "Thursday at 2" is 2 PM), 8 to 12 as morning."""
+    is read as afternoon (the convention of office hours: "Thursday at 2" is 2 PM), 8 to 11 as morning and 12 as
+    noon ("at 12 tonight": midnight). A word hour after "by" or "about" needs "o'clock" or a part of the day."""
     matches = [*_CLOCK_OCLOCK.finditer(t), *_CLOCK_DAYPART.finditer(t), *_CLOCK_AT.finditer(t)]
     for m in matches:
         hour_word, minutes = m.group(1), m.group(2)
@@ -395,10 +396,14 @@ def _clock_times(t: str, found: _Found) -> None:
             word = (following.group(1) or "").lower() if following else ""
             if word and (word not in _AFTER_CLOCK or not hour_word.isdigit()):
                 continue  # "after 5 days", "at 2 locations", "from one account"
+            if not hour_word.isdigit() and m.group(0).split(maxsplit=1)[0].lower() in ("by", "about"):
+                continue  # "one by one", "a question about one"
         hour = _hour(hour_word)
-        if hour <= 12:
+        if hour == 12:  # noon, unless the reply says night
+            hour = 0 if daypart in ("tonight", "at night") else 12
+        elif hour < 12:
             afternoon = daypart in ("afternoon", "evening", "tonight", "at night") or (not daypart and 1 <= hour <= 7)
-            hour = hour % 12 + (12 if afternoon else 0)
+            hour = hour + (12 if afternoon else 0)
         found.add(f"time:{hour}:{minutes or '00'}", m)
 
 

@@ -504,9 +504,10 @@ def fit_service_model(
     cv: CrossValidation = {"grid_objective": {}}
     if cut is not None:
         cv["cut_fixed"] = cut
-    c, chosen, scores = _choose(states, pairs, cs, cuts if cut is None else (cut,), folds)
-    if cut is not None:  # the whole grid's objective is still recorded beside the fixed cut's choice of C
-        scores = _choose(states, pairs, cs, cuts, folds)[2]
+    c, chosen, scores = _choose(states, pairs, cs, cuts, folds)
+    if cut is not None:  # C is the best at the fixed cut (ties: the smaller); the whole grid stays recorded
+        c = min(cs, key=lambda x: (scores[f"{x:g}/{cut:g}"], x))
+        chosen = cut
     cut = chosen
     cv["grid_objective"] = scores
     coef, icpt = _fit_lr(states, c, pairs)

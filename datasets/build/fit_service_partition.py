@@ -27,6 +27,7 @@ from pathlib import Path
 from collapse_probe.core._resources import package_path
 from collapse_probe.errors import ConfigError
 from collapse_probe.metrics._service import (
+    DEFAULT_CUTS,
     MODEL_FILE,
     WordVectors,
     fit_service_model,
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cut", type=float, default=None,
                     help="use this grid cut instead of the one cross-validation picks (C is still chosen at it)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.cut is not None and args.cut not in DEFAULT_CUTS:
+        ap.error(f"--cut: expected one of the grid's cuts {list(DEFAULT_CUTS)}, got {args.cut}")
     try:
         states, pairs = training_material(Path(args.states), EmbeddingPartitioner().embed)
     except (ConfigError, ValueError) as exc:

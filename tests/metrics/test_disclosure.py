@@ -248,7 +248,8 @@ def test_numbers_ordinals_times_and_frequencies_are_one_value_however_worded(a, 
     [
         ("I'm on the 4th floor.", "I'm on the 14th floor."),
         ("10 AM works.", "10 PM works."),
-        ("Tuesday at 9 works for me.", "Thursday at 2 works for me."),
+        ("Tuesday at 9 works for me.", "Tuesday at 2 works for me."),
+        ("Lunch at 12 works.", "At 12 tonight works."),
         ("Schedule it for the 1st of next month.", "Schedule it for the 2nd of next month."),
         ("10 milligrams once a day.", "10 milligrams once a week."),
     ],
@@ -260,6 +261,9 @@ def test_different_numbers_times_and_frequencies_stay_different(a, b):
 
 def test_a_count_or_an_adverb_is_not_a_time_or_an_ordinal():
     assert _facts_of("It started after 5 days.", "time", "num") == {"num:5"}
+    assert not _facts_of("Let's go one by one.", "time") and not _facts_of("I have a question about one.", "time")
+    # twelve without a part of the day is noon, as "12 PM" is
+    assert _facts_of("Lunch at 12 works.", "time") == _facts_of("12 PM works.", "time") == {"time:12:00"}
     assert not _facts_of("Could I pay with my points first?", "num", "date")
     assert not _facts_of("On second thought, keep the dates.", "num", "date")
     assert not _facts_of("Move it from one account to another.", "time")
@@ -296,6 +300,21 @@ def test_answers_stay_apart_and_what_is_no_answer_is_not_read_as_one():
     # "my manager" is no request for a supervisor; "no one" and "no problem" answer nothing
     assert "act:human" not in disclosures("I'll ask my manager today.")
     assert "act:no" not in disclosures("No one was injured.") | disclosures("No problem, thanks!")
+    # a yes word before "not" is a no; "right now" and "... ready yet?" are no answer
+    for text in ("Absolutely not.", "Of course not.", "Definitely not, please keep it."):
+        assert {x for x in disclosures(text) if x.startswith("act:")} == {"act:no"}, text
+    assert not {x for x in disclosures("Right now, please.") if x in ("act:yes", "act:no")}
+    assert "act:no" not in disclosures("Is my apartment ready yet?")
+
+
+def test_a_long_run_of_punctuation_is_read_in_linear_time():
+    """The clause-start pattern of the answers once rescanned a run of punctuation from each of its marks."""
+    import time
+
+    for text in ("." * 20000, ", " * 10000, " -" * 10000):
+        start = time.process_time()
+        disclosures(text)
+        assert time.process_time() - start < 5.0, text[:10]
 
 
 def test_a_negated_request_verb_or_a_noun_is_no_request():
