@@ -24,6 +24,7 @@ see how far its share reaches).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict
@@ -501,9 +502,7 @@ def _unseen_within_bound(table: np.ndarray, level: float) -> tuple[float, float]
     is below κ sits at ¼), found by bisection on κ; tasks with the same number of trials share one v. Returns that
     mean and, at the same v_i, mean_i v_i / n_i: what the within-task noise adds to the variance of the task means."""
     span = float(np.ptp(table[:, _C["mean"]]))
-    counts: dict[int, int] = {}
-    for n in table[:, _C["n"]]:
-        counts[int(n)] = counts.get(int(n), 0) + 1
+    counts = Counter(int(n) for n in table[:, _C["n"]])
     target = math.log((1 - level) / 2)
 
     def at(kappa: float) -> dict[int, float]:  # each trial count's q where its slope is κ

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         payload = fit_service_model(states, ENCODER, pairs, others=other_kinds(EmbeddingPartitioner().embed),
                                     cut=args.cut)  # fmt: skip
     except ConfigError as exc:
-        print(f"error: --{exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     payload["trained_on"]["sha256"] = material_digests(Path(args.states))
     Path(args.out).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
