@@ -75,7 +75,9 @@ _MONTH = (
     r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
 )
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_DATE = re.compile(r"\b" + _MONTH + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
+_DATE = re.compile(
+    r"\b" + _MONTH + r"\s+(?:the\s+(?=\d{1,2}(?:st|nd|rd|th)\b))?(\d{1,2})(?:st|nd|rd|th)?\b", re.I
+)  # "May the 2nd"
 _DATE_RANGE = re.compile(
     r"\b" + _MONTH + r"\s+\d{1,2}(?:st|nd|rd|th)?\s*(?:to|through|thru|until|till|-|\u2013|and)\s*(?:the\s+)?"
     r"(\d{1,2})(?:st|nd|rd|th)?\b(?!\s*(?::|am\b|pm\b|of\b|" + _MONTH + r"))", re.I)  # fmt: skip

@@ -28,6 +28,8 @@ def test_facts_are_read_by_their_shape_in_any_domain():
     a = disclosures("My user ID is sophia_taylor_9065 and the reservation is H9ZU1C, flying May 21st at 3pm.")
     assert {"id:sophia_taylor_9065", "id:h9zu1c", "date:may-21", "time:15:00"} <= a
     assert "date:may-21" in disclosures("on the 21st of May") and "date:may-21" in disclosures("2024-05-21")
+    assert "date:may-2" in disclosures("Can we move it to May the 2nd?") & disclosures("to May 2nd")
+    assert not any(x.startswith("date:") for x in disclosures("May the 2 of us come along?"))  # "the" needs an ordinal
     assert "id:w2378156" in disclosures("order #W2378156") and "id:aet4471902" in disclosures("member ID AET4471902")
     assert "email:j.ortega@mailbox.net" in disclosures("use j.ortega@mailbox.net")
     assert "phone:5551234567" in disclosures("call me at (555) 123-4567")
