@@ -295,18 +295,25 @@ def load_models_with_options(
 
 
 def prepare_run(
-    args: argparse.Namespace, config: Any, kind: str, roles: dict[str, list[str]], participants: bool = True
+    args: argparse.Namespace,
+    config: Any,
+    kind: str,
+    roles: dict[str, list[str]],
+    participants: bool = True,
+    resumable: Collection[str] = (),
 ) -> tuple[Arena, dict[str, Participant]]:
     """What a run command does before it runs, in this order: check the model specs of ``roles``,
     validate ``config``, check the run directory (a mismatched ``--out`` is refused in seconds, before
     any model loads), load each role's models with its ``-M`` options; returns the arena and the
-    participants of the policies and simulators (label -> participant; none for ``participants=False``)."""
+    participants of the policies and simulators (label -> participant; none for ``participants=False``);
+    ``resumable``: the configuration fields the run may change on resume, as the pipeline's ``RunDir.create``
+    allows them (a stored run is otherwise refused in seconds when any field differs)."""
     from collapse_probe.rollout._rundir import precheck_run_dir
     from collapse_probe.simulators import check_specs, make_participants
 
     check_specs([spec for specs in roles.values() for spec in specs])
     config.validate()
-    precheck_run_dir(args.out, config.to_dict(), kind=kind, fresh=args.fresh)
+    precheck_run_dir(args.out, config.to_dict(), kind=kind, fresh=args.fresh, resumable=resumable)
     load_models_with_options(args, roles)
     specs = roles["policy"] + roles["sim"]
     arena = arena_from_args(args, specs)

@@ -129,12 +129,13 @@ def run(args: argparse.Namespace) -> int:
     if _check_from(args):
         return run_from(args)
     from collapse_probe.pipelines.audit import AuditConfig, run_audit
+    from collapse_probe.pipelines.audit._pipeline import RESUMABLE
 
     judge = [args.judge] if args.judge else []
     roles = {"sim": [args.sim], "policy": [args.policy] if args.policy else [], "judge": judge}
     values = model_values(args, config_fields(CONFIG, exclude=NOT_FLAGS))
     config = AuditConfig(**values, benchmark=args.benchmark, max_turns=args.max_turns, personas=args.personas)
-    arena, _ = prepare_run(args, config, "audit", roles, participants=False)
+    arena, _ = prepare_run(args, config, "audit", roles, participants=False, resumable=RESUMABLE)
     results = run_audit(config, args.out, arena=arena, cache=not args.no_cache, progress=not args.no_progress,
                         fresh=args.fresh, keep_failed=args.keep_failed)  # fmt: skip
     return _report(args, results)

@@ -283,7 +283,8 @@ class SequentialVerdict:
         if self.stop_reason == "below first look":
             return (f"the cap of {self.cap} replies per state is below the first look at {self.schedule.first}: "
                     "no look was made")  # fmt: skip
-        return (f"cap of {self.cap} replies per state reached after {len(self.looks)} looks without a decision "
+        k = len(self.looks)
+        return (f"cap of {self.cap} replies per state reached after {k} look{'' if k == 1 else 's'} without a decision "
                 f"at ε* = {epsilon_star:g}")  # fmt: skip
 
 

@@ -113,3 +113,52 @@ def test_no_look_no_decision_even_where_the_interval_lies_below_epsilon_star(wri
     assert res["verdicts"]["meaning"]["label"] == "INCONCLUSIVE"
     assert res["verdicts"]["meaning"]["exact_bounds"] is None
     assert "no look of the sequential test" in res["verdict_text"]["why"]
+
+
+def test_the_command_line_raises_the_cap_on_the_same_out_and_its_next_step_audits_the_same_states(
+    write_scripted, tmp_path, capsys, monkeypatch
+):
+    import shlex
+
+    from tests.conftest import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.yaml").write_text(
+        "- id: a\n  instructions: 'You are a patient.'\n  opening: 'Clinic, hello.'\n"
+        "  closing: 'Before we hang up: [PATIENT AGREES] or [PATIENT DECLINES]?'\n"
+        "  reward: {pattern: '\\[PATIENT (AGREES|DECLINES)\\]', values: {AGREES: 1, DECLINES: 0}}\n"
+    )
+    spec = write_scripted([("Yes. [PATIENT AGREES]", 0.78), ("No. [PATIENT DECLINES]", 0.22)])  # ε next to ε*
+    argv = ["audit", "--benchmark", "scenarios", "--scenarios", "mine.yaml", "--sim", spec, "--states", "1",
+            "--partition", "exact", "--epsilon-star", "0.25", "--no-progress", "--out", "run"]  # fmt: skip
+    rc, out, err = run_cli([*argv, "--samples", "40"], capsys)
+    assert rc == 0, err
+    first = json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["sequential"]
+    assert first["views"]["meaning"]["stop_reason"] == "cap"
+    assert "after 2 looks without a decision" in out
+    # the next step names the scenario file and the states and threshold of this test: it runs as printed
+    nxt = next(line for line in out.splitlines() if line.startswith("next: "))
+    words = shlex.split(nxt.split(": ", 2)[-1])
+    assert words[words.index("--scenarios") + 1] == "mine.yaml" and words[words.index("--states") + 1] == "1"
+    assert words[words.index("--epsilon-star") + 1] == "0.25" and words[words.index("--samples") + 1] == "80"
+
+    # the same --out with a raised cap continues the same test (refused before any model loaded, once)
+    rc, out, err = run_cli([*argv, "--samples", "80"], capsys)
+    assert rc == 0, err
+    again = json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["sequential"]
+    assert again["cap"] == 80 and again["views"]["meaning"]["looks"][:2] == first["views"]["meaning"]["looks"]
+    assert "N = 60: ε̄ in [" in out
+
+    # a lowered cap keeps the replies drawn: the estimates read 80 per state, which is not low confidence
+    rc, out, err = run_cli([*argv, "--samples", "10"], capsys)
+    assert rc == 0, err
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert res["summary"]["sequential"]["drawn_per_state"] == 80 and res["summary"]["low_confidence"] is False
+    assert "N = 80 replies per state" in out and "LOW CONFIDENCE" not in out
+
+
+def test_a_cap_reached_after_one_look_says_one_look(write_scripted, tmp_path):
+    spec = write_scripted([("Sure! [DONATE $1]", 0.78), ("No thanks.", 0.22)])
+    meaning = _audit(spec, tmp_path / "run", samples=20)["summary"]["sequential"]["views"]["meaning"]
+    assert meaning["stop_reason"] == "cap"
+    assert "reached after 1 look without a decision" in meaning["reason"]

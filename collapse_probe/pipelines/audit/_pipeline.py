@@ -228,7 +228,7 @@ async def run_audit_async(
         results["compare_vs"] = _compare_vs(by_mode, primary.mode, sims[1].mode, summary, config, arena)
     _note_unreliable_vs(results, summary, notices)
     if config.compare_vs:  # the verdict's next step reads what Verbalized Sampling did
-        render_verdict(results, config)
+        render_verdict(results, with_arena_options(config, arena))
     if config.variance_share and policy is not None:
         results["variance_share"] = await variance_share(arena, tasks, policy, primary, config, run_dir, progress,
                                                          eps_bar=summary["accumulated_collapse_error"])  # fmt: skip
@@ -253,6 +253,12 @@ def _build_arena(config: AuditConfig, cache: bool) -> Arena:
     return spec.build([config.sim] + ([config.policy] if config.policy else []), cache=cache)
 
 
+RESUMABLE = ("samples", "stop_early")
+"""Fields of the audit's configuration that may change when a run directory is resumed: a raised
+``--samples`` (the sequential audit's cap) continues the same run and the same test, and so does
+``--no-stop-early`` (the same test, more replies drawn)."""
+
+
 def _open_audit_run(
     out: str | Path,
     config: AuditConfig,
@@ -271,9 +277,7 @@ def _open_audit_run(
     run_dir = RunDir(out)
     fps = participant_fingerprints({p.label: p for p in [*sims, *([policy] if policy is not None else [])]})
     record = {**config.to_dict(), "arena": arena_record(arena), "version": __version__}
-    # a raised --samples (the sequential audit's cap) continues the same run and the same test
-    # (and so does --no-stop-early: the same test, more replies drawn)
-    run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=("samples", "stop_early"))
+    run_dir.create(record, kind="audit", fingerprints=fps, fresh=fresh, resumable=RESUMABLE)
     run_dir.repair(SAMPLES)
     usage = start_run_usage(out)
     done: dict[tuple[str, str], StateRecord] = {}
@@ -499,7 +503,35 @@ def audit_results(records: list[StateRecord], config: AuditConfig, *, mode: str,
         "trajectory": traj,
         "states": state_rows(records),
     }
-    return render_verdict(results, config, published=mode == "published")
+    return render_verdict(results, with_arena_options(config, arena), published=mode == "published")
+
+
+_NOT_REPEATED = frozenset({"max_turns", "judge", "personas", "compact"})
+"""Arena options a ``next:`` command does not repeat as benchmark options: fields of the audit's config
+(``--max-turns``, ``--judge``, ``--personas``), or resolved from the models (``--compact``)."""
+
+
+def with_arena_options(config: AuditConfig, arena: Any) -> AuditConfig:
+    """``config`` with the benchmark options ``arena`` was built with (``--scenarios FILE``, a data
+    directory, ``--max-tokens``) where ``config`` names none, as when the command line builds the arena
+    from its flags: the verdict's ``next:`` commands repeat them, so that they audit the same states
+    (a ``next:`` command without ``--scenarios`` is refused). Only what the verdict says changes."""
+    from collapse_probe.benchmarks._registry import get_benchmark
+    from collapse_probe.errors import CollapseProbeError
+    from collapse_probe.rollout.runspec import arena_record
+
+    if config.arena_options is not None or arena is None:
+        return config
+    record = arena_record(arena)
+    if record.get("custom") or record.get("benchmark") != config.benchmark:
+        return config
+    try:
+        fields = get_benchmark(config.benchmark).options.model_fields
+    except CollapseProbeError:
+        return config
+    options = {k: v for k, v in record.items()
+               if k in fields and k not in _NOT_REPEATED and v is not None and v != fields[k].default}  # fmt: skip
+    return config.replace(arena_options=options) if options else config
 
 
 def _is_state_row(row: Mapping[str, object]) -> TypeGuard[StateRowDict]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal, TypeGuard
 import numpy as np
 
 from collapse_probe.pipelines.audit._config import AuditConfig
+from collapse_probe.pipelines.audit._sequential import drawn_per_state
 from collapse_probe.pipelines.audit._types import (
     AuditSummary,
     EffectiveModesBound,
@@ -157,7 +158,8 @@ def summarize_states(records: Sequence[StateRecord], config: AuditConfig) -> Aud
         "infra_failures": len(infra),
         "infra_errors": sorted({str(r.get("error")) for r in infra})[:5],
         "samples_per_state": config.samples,
-        "low_confidence": config.samples < MIN_CONFIDENT_SAMPLES,
+        # the replies the estimates read (a resumed run keeps replies drawn under a higher cap), not the cap
+        "low_confidence": (drawn_per_state(ok) if ok else config.samples) < MIN_CONFIDENT_SAMPLES,
         "n_empty_responses": int(sum(r.get("n_empty", 0) for r in ok)),
     }
     vs_failures = _vs_parse_failures(ok)

@@ -302,8 +302,26 @@ def audit_command(config: AuditConfig, *flags: str, sim: str | None = None) -> s
     if config.judge:
         words += ["--judge", config.judge]
     words += _benchmark_option_words(config.arena_options or {})
-    words += [w for f in flags for w in f.split()]
+    added = [w for f in flags for w in f.split()]
+    words += _test_words(config, skip=added)
+    words += added
     return " ".join(shlex.quote(w) for w in words)
+
+
+_SAME_TEST = ("states", "rollouts", "max_turns", "temperature", "top_p", "seed", "epsilon_star", "personas", "human")
+"""The audit's fields that choose its states, its replies and its threshold: a ``next:`` command repeats
+those not at their defaults, so that it continues the same test (the response cache keys on them)."""
+
+
+def _test_words(config: AuditConfig, skip: Sequence[str] = ()) -> list[str]:
+    """The flags of the fields of :data:`_SAME_TEST` that ``config`` sets to other than their defaults
+    (but those in ``skip``: the flags a step gives itself, e.g. more ``--states``)."""
+    words: list[str] = []
+    for name in _SAME_TEST:
+        value, flag = getattr(config, name), "--" + name.replace("_", "-")
+        if flag not in skip and value is not None and value != type(config).model_fields[name].default:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return words
 
 
 def _benchmark_option_words(options: Mapping[str, object]) -> list[str]:
