@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from collapse_probe.cli import main
+from tests.conftest import run_cli
 
 BACKSTOP = "rerun with -v for the traceback"
 POLICY = {"responses": [{"text": "Please donate.", "p": 1.0}]}
@@ -199,6 +200,7 @@ CASES = {
     ),
     # the reliability report's inputs, each once
     "lab negative seed": (["lab", "--seed", "-5", "--out", "lab1", "--steps", "1"], {}, "--seed"),
+    "audit negative seed": (["audit", "--sim", "scripted:donor.json", "--seed", "-1", "--out", "au1"], {}, "--seed"),
     "dashboard host not a host": (["dashboard", "adir", "--host", "not a host"], {}, "--host"),
     "scripted lone surrogate": (
         ["play", "--policy", "scripted:surrogate.json", "--sim", "scripted:donor.json", "--out", "sur"],
@@ -266,6 +268,12 @@ def test_bad_input_is_one_clear_line(case, world, monkeypatch, capsys):
     assert len(lines) == 1 and needle in lines[0], err
     assert "Traceback" not in err and BACKSTOP not in err, err
     assert (world / "xp" / "results.json").read_bytes() == before  # another run's results are never touched
+
+
+def test_an_audit_seed_the_bootstrap_refuses_is_refused_before_anything_is_drawn(world, capsys):
+    rc, _, err = run_cli(["audit", "--sim", "scripted:donor.json", "--seed", "-1", "--out", "au2"], capsys)
+    assert rc == 2 and "--seed must be an integer in [0," in err, err
+    assert not (world / "au2").exists()  # no run directory, no replies drawn
 
 
 def test_bad_env_value_breaks_neither_help_nor_other_commands(world, monkeypatch, capsys, tmp_path):

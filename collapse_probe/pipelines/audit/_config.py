@@ -85,7 +85,7 @@ class AuditConfig(Config):
     """Sampling temperature of the audited responses and the on-policy rollouts."""
     top_p: Annotated[float, Number(gt=0, le=1)] = 1.0
     """Nucleus-sampling mass of the audited responses."""
-    seed: Annotated[int, Integer(None, most=MAX_SEED)] = 0
+    seed: Annotated[int, Integer(0, why="the bootstrap intervals are seeded by numpy", most=MAX_SEED)] = 0
     """Seed of the task order and of every sample."""
     epsilon_star: Annotated[float, Number(gt=0, lt=1)] = 0.2
     """ε*: each verdict view (by meaning, where the reward looks) is COLLAPSED when the upper end of the
