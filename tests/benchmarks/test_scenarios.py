@@ -141,6 +141,16 @@ BAD = [  # (file name, content, what the one line must name besides the file)
     ("blank.yaml", "- {id: a, instructions: '  ', opening: hi}\n", ["'a'", "field instructions", "blank"]),
     ("both.yaml", "- {id: a, instructions: x, opening: hi, reward: {judge: q, pattern: '(A)', values: {A: 1}}}\n",
      ["'a'", "field reward.judge", "not both"]),
+    # a reward that is not a finite number: named by its scenario and answer, in every format
+    ("inf-value.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A|B)', values: {A: 1, B: .inf}}}\n",
+     ["scenario 'a' (item 1)", "field reward.values.B", "finite number, got inf"]),
+    ("nan-default.yaml",
+     "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A)', values: {A: 1}, default: .nan}}\n",
+     ["scenario 'a' (item 1)", "field reward.default", "finite number, got nan"]),
+    ("inf-value.json", '[{"id": "a", "instructions": "x", "opening": "hi", "reward": {"pattern": "(A|B)", '
+     '"values": {"A": Infinity, "B": 0}}}]', ["scenario 'a' (item 1)", "field reward.values.A", "finite number"]),
+    ("nan-value.jsonl", '{"id": "a", "instructions": "x", "opening": "hi", "reward": {"pattern": "(A|B)", '
+     '"values": {"A": NaN, "B": 0}}}\n', ["scenario 'a' (line 1)", "field reward.values.A", "finite number"]),
 ]  # fmt: skip
 
 

@@ -95,9 +95,10 @@ class Reward(BaseModel):
     @field_validator("values", "default")
     @classmethod
     def _finite(cls, v: Any) -> Any:
-        for x in v.values() if isinstance(v, dict) else [v]:
-            if not math.isfinite(x):
-                raise ValueError(f"rewards must be finite numbers, got {x!r}")
+        for key, x in v.items() if isinstance(v, dict) else [(None, v)]:
+            if not math.isfinite(x):  # named by its answer: the file's other values may be fine
+                where = "default" if key is None else f"values.{key}"
+                raise _FieldProblem(where, f"a reward must be a finite number, got {x!r}")
         return v
 
     @model_validator(mode="after")
@@ -465,7 +466,7 @@ def _text(raw: bytes, p: Path) -> str:
 def _json(raw: bytes, p: Path) -> Any:
     from collapse_probe.core._files import parse_json
 
-    return parse_json(raw, p, expected=EXPECTED, nonfinite=False, unique_keys=True)
+    return parse_json(raw, p, expected=EXPECTED, nonfinite=True, unique_keys=True)
 
 
 def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, object]]:
@@ -475,7 +476,7 @@ def _jsonl_items(raw: bytes, p: Path) -> list[tuple[str, object]]:
     for i, line in enumerate(_text(raw, p).splitlines(), start=1):
         if line.strip():
             items.append((f"line {i}", parse_json(line, f"{p}: line {i}", expected="one scenario per line",
-                                                   nonfinite=False, unique_keys=True)))  # fmt: skip
+                                                   nonfinite=True, unique_keys=True)))  # fmt: skip
     return items
 
 
@@ -489,5 +490,5 @@ def _yaml(raw: bytes, p: Path) -> Any:
     data = load_yaml(
         _text(raw, p), str(p), expected=EXPECTED, core_booleans=True, aliases=True, max_nodes=MAX_SCENARIO_NODES
     )
-    check_values(data, p, expected=EXPECTED)
+    check_values(data, p, expected=EXPECTED, nonfinite=True)
     return data
