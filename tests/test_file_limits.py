@@ -105,6 +105,9 @@ def test_json_lines_cap_each_line_and_report_a_torn_last_line(tmp_path):
     p.write_bytes(b'{"a": "\\ud800"}\n')
     with pytest.raises(ConfigError, match=r"c.jsonl: line 1: a: holds a lone surrogate"):
         list(iter_json_lines(p, expected="conversations"))
+    p.write_bytes(b'{"a": 1}\n{"b": [1\r\n{"c": 3}\n')  # a line cut short inside the file: the column in it
+    with pytest.raises(ConfigError, match=r"c.jsonl: line 2: not valid JSON \(.* at line 1, column 9\)"):
+        list(iter_json_lines(p, expected="conversations"))
 
 
 def test_the_run_record_reader_caps_a_line(tmp_path, monkeypatch):

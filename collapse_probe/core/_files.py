@@ -609,10 +609,10 @@ def iter_json_lines(
                 )
             if not raw.strip():
                 continue
-            try:
+            try:  # without its newline: an error inside the line is at its line 1, never "line 2, column 1"
                 value = parse_json(
-                    raw, f"{where}: line {i}", expected=expected, max_depth=max_depth, surrogates=surrogates,
-                    nonfinite=nonfinite,
+                    raw.rstrip(b"\r\n"), f"{where}: line {i}", expected=expected, max_depth=max_depth,
+                    surrogates=surrogates, nonfinite=nonfinite,
                 )  # fmt: skip
             except ConfigError as exc:
                 if not raw.endswith(b"\n") and str(exc).startswith(f"{where}: line {i}: not valid JSON"):
