@@ -131,6 +131,8 @@ BAD = [  # (file name, content, what the one line must name besides the file)
     ("unknown-reward.yaml", "- {id: a, instructions: x, opening: hi, reward: {judge: q, weight: 2}}\n",
      ["'a'", "field reward.weight", "not a field"]),
     ("no-id.yaml", "- {instructions: x, opening: hi}\n", ["item 1", "field id", "missing"]),
+    ("number-id.yaml", "- {id: 5, instructions: x, opening: hi}\n",
+     ["scenario at item 1: field id: expected a string (quote a number", "got 5"]),
     ("yaml-syntax.yaml", "- {id: a, instructions: x\n", ["line 2", "not valid YAML"]),
     ("json-syntax.json", '[{"id": "a",}]', ["not valid JSON"]),
     ("bad-line.jsonl", '{"id": "a", "instructions": "x", "opening": "hi"}\n{"id": "b",\n', ["line 2", "not valid JSON"]),

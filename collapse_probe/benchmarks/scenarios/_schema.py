@@ -407,7 +407,10 @@ def _scenario(value: Any, p: Path, where: str) -> Scenario:
         raise ConfigError(f"{p}: {where}: expected a scenario (a mapping with id, instructions, opening), got "
                           f"{type(value).__name__}")  # fmt: skip
     sid = value.get("id")
-    name = f"scenario {sid!r} ({where})" if isinstance(sid, str) and sid else f"scenario at {where} (no id)"
+    if isinstance(sid, str) and sid:
+        name = f"scenario {sid!r} ({where})"
+    else:  # an id of another type (YAML reads `id: 5` as a number) is there, and named by its field's error
+        name = f"scenario at {where}" + (" (no id)" if sid is None or sid == "" else "")
     from collapse_probe.core._config_files import check_no_nul
 
     # a NUL in a prompt is a damaged file, and a C tokenizer or a path cuts the text there
@@ -442,6 +445,9 @@ def _problem(exc: ValidationError) -> str:
         msg = "must not be blank"
     elif kind == "string_pattern_mismatch":
         msg = "must be one line without leading or trailing whitespace"
+    elif kind == "string_type":  # pydantic's "Input should be a valid string"
+        number = isinstance(err.get("input"), int | float) and not isinstance(err.get("input"), bool)
+        msg = "expected a string (quote a number to make it one: '5')" if number else "expected a string"
     got = err.get("input")
     shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
     if len(shown) > 80:
