@@ -123,6 +123,7 @@ BAD = [  # (file name, content, what the one line must name besides the file)
     ("dup.yaml", "- {id: a, instructions: x, opening: hi}\n- {id: a, instructions: y, opening: hi}\n",
      ["'a'", "item 2", "field id", "duplicate"]),
     ("empty.yaml", "", ["no scenarios"]),
+    ("empty.json", " \n", ["no scenarios"]),
     ("empty-list.json", "[]", ["no scenarios"]),
     ("wrong-type.yaml", "- {id: a, instructions: [x], opening: hi}\n", ["'a'", "field instructions", "string"]),
     ("number-reward.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A)', values: {A: high}}}\n",

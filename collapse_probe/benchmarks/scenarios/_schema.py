@@ -472,6 +472,8 @@ def _text(raw: bytes, p: Path) -> str:
 def _json(raw: bytes, p: Path) -> Any:
     from collapse_probe.core._files import parse_json
 
+    if not raw.strip():  # an empty file says so, as an empty YAML or JSONL file does
+        raise ConfigError(f"{p}: no scenarios in the file; expected {EXPECTED}")
     return parse_json(raw, p, expected=EXPECTED, nonfinite=True, unique_keys=True)
 
 
