@@ -265,8 +265,39 @@ def arena_spec_from_args(args: argparse.Namespace) -> ArenaSpec:
     from collapse_probe.rollout.runspec import ArenaSpec
 
     fields = get_benchmark(args.benchmark).options.model_fields
+    _refuse_other_benchmarks_options(args, fields)
     options = {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
     return ArenaSpec(args.benchmark, options)
+
+
+_RUN_WIDE_OPTIONS = frozenset({"judge", "compact"})
+"""Benchmark options that are settings of the whole run (a judge model, compact prompts for small models):
+given with a benchmark that has no such option, it simply does not use them."""
+
+
+def _refuse_other_benchmarks_options(args: argparse.Namespace, fields: Collection[str]) -> None:
+    """Refuse a flag of another benchmark's own option (``--scenarios FILE`` without ``--benchmark
+    scenarios``, ``--tau2-data`` with P4G): the chosen benchmark would ignore it and the run would measure
+    something else than asked. A value from ``$COLLAPSE_PROBE_<OPTION>`` is kept for the runs it serves."""
+    from collapse_probe.benchmarks._registry import BENCHMARKS, get_benchmark
+
+    owners: dict[str, list[str]] = {}
+    for name, target in BENCHMARKS.items():
+        if isinstance(target, str):
+            for f in get_benchmark(name).options.model_fields:
+                owners.setdefault(f, []).append(name)
+    for f, names in owners.items():
+        value = getattr(args, f, None)
+        if f in fields or f in _RUN_WIDE_OPTIONS or value is None or value is False:
+            continue
+        flag = "--" + f.replace("_", "-")
+        env = os.environ.get("COLLAPSE_PROBE_" + f.upper())
+        if env is not None and str(value) == env.strip():
+            continue
+        raise ConfigError(
+            f"{flag} {value}: an option of --benchmark {' or '.join(names)}, not of {args.benchmark}, which "
+            f"would ignore it; add --benchmark {names[0]}, or drop {flag}"
+        )
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Arena:
@@ -312,6 +343,7 @@ def prepare_run(
     from collapse_probe.simulators import check_specs, make_participants
 
     check_specs([spec for specs in roles.values() for spec in specs])
+    arena_spec_from_args(args)  # a flag of another benchmark is refused before anything is read or loaded
     config.validate()
     precheck_run_dir(args.out, config.to_dict(), kind=kind, fresh=args.fresh, resumable=resumable)
     load_models_with_options(args, roles)

@@ -197,6 +197,25 @@ def test_without_a_file_the_flag_is_named(tmp_path, monkeypatch, capsys):
     assert code == 2 and err.count("\n") == 1 and "--scenarios" in err and "clinic-intake.yaml" in err
 
 
+@pytest.mark.parametrize("command", ["audit", "play", "crossplay"])
+def test_a_file_without_benchmark_scenarios_is_refused_not_ignored(tmp_path, monkeypatch, capsys, command):
+    """Without ``--benchmark scenarios`` the run was P4G's, and the file was never read."""
+    monkeypatch.chdir(tmp_path)
+    roles = {"audit": ["--sim", "scripted:clinic_patient_train", "--samples", "4"],
+             "play": ["--policy", "scripted:clinic_agent_thorough", "--sim", "scripted:clinic_patient_train"],
+             "crossplay": ["--policies", "scripted:clinic_agent_thorough", "--sims", "scripted:clinic_patient_train"],
+             }[command]  # fmt: skip
+    code, _, err = _cli(capsys, command, "--scenarios", str(example_path()), *roles, "--out", "runs/x")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--scenarios" in err and "an option of --benchmark scenarios, not of p4g" in err, err
+    assert not (tmp_path / "runs").exists()
+    # a value from the environment may serve other runs: a P4G audit keeps running
+    monkeypatch.setenv("COLLAPSE_PROBE_TAU2_DATA", str(tmp_path))
+    code, _, err = _cli(capsys, "audit", "--sim", "scripted:p4g_donor_diverse", "--samples", "4", "--partition", "exact",
+                        "--no-progress", "--out", "runs/p4g")  # fmt: skip
+    assert code == 0, err
+
+
 # ------------------------------------------------------------------------------------------ the arena
 
 
