@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
 import numpy as np
-from scipy.special import ndtr, ndtri, stdtrit
+from scipy.special import fdtri, ndtr, ndtri, stdtrit
 
 from collapse_probe.errors import ConfigError
 
@@ -444,6 +444,8 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
         ci = out.get(side)
         if ci is not None:
             out[side] = [ci[0], max(ci[1], _side_upper(side, table, point, total, theta, bca, judge_from, level))]
+    if (ci := out.get("task")) is not None and not np.any(table[:, _C["judge_df"]] > 0):  # each trial judged once
+        out["task"] = [ci[0], max(ci[1], _task_upper(table, level))]
     if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):  # no reward within a task differs: a count bounds
         # the within-task variance is taken at its end w_u; the task component at its jackknife t lower end, less what
         # that within-task variance adds to the spread of the task means (the estimate subtracts the observed 0)
@@ -529,6 +531,29 @@ def _unseen_within_bound(table: np.ndarray, level: float) -> tuple[float, float]
     mean_var = sum(c * qs[n] * (1 - qs[n]) for n, c in counts.items()) / t_count
     in_means = sum(c * qs[n] * (1 - qs[n]) / n for n, c in counts.items()) / t_count
     return mean_var * span * span, in_means * span * span
+
+
+def _task_upper(table: np.ndarray, level: float) -> float:
+    """The task share's upper end from the one-way ANOVA's F distribution (normal theory; the interval for the
+    intraclass correlation, Searle 1971), with the unweighted task means the estimator uses: the spread of the task
+    means over the pooled within-task variance times the mean 1/n_i is (1 + c) times an F(T − 1, N − T) variable,
+    c = σ²_task / (σ²_within · mean 1/n_i), so ``c ≤ F / F_{α/2} − 1`` and the share of the task among the trial
+    means' variance is at most ``λ / (1 + λ)`` with ``λ = c · mean 1/n_i``: the task share itself where every trial
+    is judged once (it is used only there: with repeated judgements the share's within-task part also holds the
+    judge noise that averaging takes out of the trial means, and this end is loose). It does not move with the point estimate, which with few tasks is often negative (read 0), where every
+    resampling interval sits on that negative value and ends below a share of 0.3."""
+    n = table[:, _C["n"]]
+    t_count, df_within = len(n), float(np.sum(n - 1))
+    if t_count < 2 or df_within <= 0:
+        return 1.0
+    within = float(np.sum((n - 1) * table[:, _C["pair_var"]])) / df_within
+    inv_n = float(np.mean(1.0 / n))
+    if within <= 0:
+        return 1.0
+    f_obs = float(np.var(table[:, _C["mean"]], ddof=1)) / (within * inv_n)
+    f_low = float(fdtri(t_count - 1, df_within, (1 - level) / 2))
+    lam = max(f_obs / f_low - 1.0, 0.0) * inv_n
+    return lam / (1.0 + lam)
 
 
 def _jack_se(theta: np.ndarray) -> float:

@@ -390,3 +390,48 @@ def test_the_upper_end_study_rebuilds_the_shipped_end():
     for rows in out.values():
         for _truth, _lo, ends in rows:
             assert all(ends[n] <= ends[f"{n}+bca"] for n in study.NAMES)
+
+
+def _one_way(rewards_by_task):
+    """Judged-once trials whose transcripts all differ at the simulator's first message."""
+    return [
+        _t(f"t{i}", [(A, "hi"), (S, f"u{i}-{j}")], r) for i, rs in enumerate(rewards_by_task) for j, r in enumerate(rs)
+    ]
+
+
+def test_task_upper_end_is_the_intraclass_correlation_interval_of_the_one_way_anova():
+    from scipy.stats import f
+
+    from collapse_probe.metrics.variance import _C, _task_stats, _task_upper
+
+    rng = np.random.default_rng(0)
+    groups = [rng.normal(mu, 1.0, 4) for mu in rng.normal(0, 0.6, 7)]  # balanced: 7 tasks x 4 trials
+    table = np.array([_task_stats(_one_way([g])) for g in groups])
+    assert table[:, _C["n"]].tolist() == [4.0] * 7
+    msb = 4 * np.var([g.mean() for g in groups], ddof=1)
+    msw = np.mean([np.var(g, ddof=1) for g in groups])
+    ratio = (msb / msw) / f.ppf(0.025, 6, 21)  # Searle (1971): rho_U = (F/F_L - 1) / (F/F_L - 1 + n)
+    assert _task_upper(table, 0.95) == pytest.approx((ratio - 1) / (ratio - 1 + 4))
+
+
+def test_task_upper_end_covers_a_small_normal_design_at_its_level():
+    from collapse_probe.metrics.variance import _task_stats, _task_upper
+
+    rng = np.random.default_rng(1)
+    rho, misses, reps = 0.3, 0, 2000
+    for _ in range(reps):
+        sizes = rng.integers(2, 5, 6)  # 6 tasks of 2-4 trials
+        mus = rng.normal(0, math.sqrt(rho / (1 - rho)), 6)
+        table = np.array([_task_stats(_one_way([rng.normal(m, 1.0, k)])) for m, k in zip(mus, sizes, strict=True)])
+        misses += _task_upper(table, 0.95) < rho
+    assert misses / reps < 0.035  # one end at 2.5 % (unbalanced: n_h for n_0)
+
+
+def test_a_task_share_read_as_zero_from_six_tasks_keeps_an_upper_end():
+    # six tasks judged once whose means differ less than their trials: the method-of-moments task component is
+    # negative (read 0) and every resampling interval sits on it (upper end 0.278), though six such tasks cannot
+    # rule out a task share of 0.3
+    d = decompose_variance(_one_way([[0, 0, 0], [0, 1], [0, 1, 0], [0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 1]]), n_boot=400)
+    share = d.shares["task"]
+    assert share is not None and share["estimate"] == 0.0
+    assert share["ci95"] is not None and share["ci95"][1] > 0.3
