@@ -290,3 +290,16 @@ def test_no_reward_signal_only_where_the_reward_view_is_collapsed_and_answers_ar
     assert reward_label(0.0, [0.0, 0.09], given=None, read=None, mass=0.0006) == "NO REWARD SIGNAL"
     assert reward_label(0.0, [0.0, 0.09], given=None, read=None, mass=0.6) == "COLLAPSED"
     assert reward_label(0.0, [0.0, 0.09], given=None, read=None) == "COLLAPSED"
+
+
+def test_a_next_command_repeats_every_digit_of_the_test_it_continues():
+    import shlex
+
+    from collapse_probe.pipelines.audit._verdict import audit_command
+
+    config = AuditConfig(sim="smollm2", temperature=0.912345678, epsilon_star=0.5512345678, seed=3)
+    words = shlex.split(audit_command(config, "--samples 80"))
+    # six significant digits would audit at another temperature and ε* (and miss every cached reply)
+    assert words[words.index("--temperature") + 1] == "0.912345678"
+    assert words[words.index("--epsilon-star") + 1] == "0.5512345678"
+    assert words[words.index("--seed") + 1] == "3" and words[-2:] == ["--samples", "80"]

@@ -320,7 +320,7 @@ def _test_words(config: AuditConfig, skip: Sequence[str] = ()) -> list[str]:
     for name in _SAME_TEST:
         value, flag = getattr(config, name), "--" + name.replace("_", "-")
         if flag not in skip and value is not None and value != type(config).model_fields[name].default:
-            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+            words += [flag, str(value)]  # all digits: `:g` keeps 6, a different --temperature or --epsilon-star
     return words
 
 
