@@ -154,6 +154,8 @@ BAD = [  # (file name, content, what the one line must name besides the file)
      '"values": {"A": Infinity, "B": 0}}}]', ["scenario 'a' (item 1)", "field reward.values.A", "finite number"]),
     ("nan-value.jsonl", '{"id": "a", "instructions": "x", "opening": "hi", "reward": {"pattern": "(A|B)", '
      '"values": {"A": NaN, "B": 0}}}\n', ["scenario 'a' (line 1)", "field reward.values.A", "finite number"]),
+    ("null-values.yaml", "- {id: a, instructions: x, opening: hi, reward: {pattern: '(A)', values: null}}\n",
+     ["scenario 'a' (item 1)", "field reward.values", "missing"]),
 ]  # fmt: skip
 
 

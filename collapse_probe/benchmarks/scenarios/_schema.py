@@ -95,6 +95,8 @@ class Reward(BaseModel):
     @field_validator("values", "default")
     @classmethod
     def _finite(cls, v: Any) -> Any:
+        if v is None:  # `values: null`: the model's check names it as missing
+            return v
         for key, x in v.items() if isinstance(v, dict) else [(None, v)]:
             if not math.isfinite(x):  # named by its answer: the file's other values may be fine
                 where = "default" if key is None else f"values.{key}"
