@@ -444,7 +444,7 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
         ci = out.get(side)
         if ci is not None:
             out[side] = [ci[0], max(ci[1], _side_upper(side, table, point, total, theta, bca, judge_from, level))]
-    if (ci := out.get("task")) is not None and not np.any(table[:, _C["judge_df"]] > 0):  # each trial judged once
+    if (ci := out.get("task")) is not None:
         out["task"] = [ci[0], max(ci[1], _task_upper(table, level))]
     if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):  # no reward within a task differs: a count bounds
         # the within-task variance is taken at its end w_u; the task component at its jackknife t lower end, less what
@@ -542,6 +542,8 @@ def _task_upper(table: np.ndarray, level: float) -> float:
     is judged once (it is used only there: with repeated judgements the share's within-task part also holds the
     judge noise that averaging takes out of the trial means, and this end is loose). It does not move with the point estimate, which with few tasks is often negative (read 0), where every
     resampling interval sits on that negative value and ends below a share of 0.3."""
+    if np.any(table[:, _C["judge_df"]] > 0):  # a trial judged more than once: not used (0 adds nothing)
+        return 0.0
     n = table[:, _C["n"]]
     t_count, df_within = len(n), float(np.sum(n - 1))
     if t_count < 2 or df_within <= 0:
