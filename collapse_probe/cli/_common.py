@@ -11,7 +11,7 @@ import time
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe.cli._env import BadEnv
+from collapse_probe.cli._env import _TRUE, BadEnv
 from collapse_probe.cli._flags import add_benchmark_flags, add_model_options, builds_flags
 from collapse_probe.errors import ConfigError
 
@@ -292,12 +292,21 @@ def _refuse_other_benchmarks_options(args: argparse.Namespace, fields: Collectio
             continue
         flag = "--" + f.replace("_", "-")
         env = os.environ.get("COLLAPSE_PROBE_" + f.upper())
-        if env is not None and str(value) == env.strip():
+        if env is not None and _env_gives(value, env):
             continue
+        given = flag if value is True else f"{flag} {value}"  # a switch is named without its value
         raise ConfigError(
-            f"{flag} {value}: an option of --benchmark {' or '.join(names)}, not of {args.benchmark}, which "
+            f"{given}: an option of --benchmark {' or '.join(names)}, not of {args.benchmark}, which "
             f"would ignore it; add --benchmark {names[0]}, or drop {flag}"
         )
+
+
+def _env_gives(value: object, env: str) -> bool:
+    """Whether ``value`` is what the variable's text ``env`` parses to (:func:`~collapse_probe.cli._env.apply_env`:
+    a switch reads ``1``/``true``/``yes``/``on``, a text is kept as written)."""
+    if isinstance(value, bool):
+        return value == (env.strip().lower() in _TRUE)
+    return str(value) in (env, env.strip())
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Arena:

@@ -218,6 +218,21 @@ def test_a_file_without_benchmark_scenarios_is_refused_not_ignored(tmp_path, mon
     assert code == 0, err
 
 
+def test_a_switch_or_a_padded_path_from_the_environment_is_kept_and_a_switch_flag_named_without_a_value(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    audit = ["audit", "--sim", "scripted:p4g_donor_diverse", "--samples", "4", "--partition", "exact", "--no-progress"]
+    monkeypatch.setenv("COLLAPSE_PROBE_PARTIAL_REWARD", "1")  # parsed as True: not the text "1"
+    monkeypatch.setenv("COLLAPSE_PROBE_TAU2_DATA", f"{tmp_path} ")  # kept as written, trailing space and all
+    code, _, err = _cli(capsys, *audit, "--out", "runs/env")
+    assert code == 0, err
+    monkeypatch.delenv("COLLAPSE_PROBE_PARTIAL_REWARD")
+    code, _, err = _cli(capsys, *audit, "--partial-reward", "--out", "runs/flag")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "error: --partial-reward: an option of --benchmark cooperbench" in err, err
+
+
 # ------------------------------------------------------------------------------------------ the arena
 
 
