@@ -201,6 +201,11 @@ CASES = {
     # the reliability report's inputs, each once
     "lab negative seed": (["lab", "--seed", "-5", "--out", "lab1", "--steps", "1"], {}, "--seed"),
     "audit negative seed": (["audit", "--sim", "scripted:donor.json", "--seed", "-1", "--out", "au1"], {}, "--seed"),
+    "train another benchmark's option": (  # refused before the policy is checked or loaded
+        ["train", "--benchmark", "p4g", "--tau2-data", "adir", "--policy", "scripted:policy.json", "--out", "tr1"],
+        {},
+        "--tau2-data adir: an option of --benchmark tau2-retail",
+    ),
     "dashboard host not a host": (["dashboard", "adir", "--host", "not a host"], {}, "--host"),
     "scripted lone surrogate": (
         ["play", "--policy", "scripted:surrogate.json", "--sim", "scripted:donor.json", "--out", "sur"],
