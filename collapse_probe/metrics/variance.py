@@ -536,12 +536,14 @@ def _unseen_within_bound(table: np.ndarray, level: float) -> tuple[float, float]
 def _task_upper(table: np.ndarray, level: float) -> float:
     """The task share's upper end from the one-way ANOVA's F distribution (normal theory; the interval for the
     intraclass correlation, Searle 1971), with the unweighted task means the estimator uses: the spread of the task
-    means over the pooled within-task variance times the mean 1/n_i is (1 + c) times an F(T − 1, N − T) variable,
-    c = σ²_task / (σ²_within · mean 1/n_i), so ``c ≤ F / F_{α/2} − 1`` and the share of the task among the trial
-    means' variance is at most ``λ / (1 + λ)`` with ``λ = c · mean 1/n_i``: the task share itself where every trial
-    is judged once (it is used only there: with repeated judgements the share's within-task part also holds the
-    judge noise that averaging takes out of the trial means, and this end is loose). It does not move with the point estimate, which with few tasks is often negative (read 0), where every
-    resampling interval sits on that negative value and ends below a share of 0.3."""
+    means over the pooled within-task variance times the mean 1/n_i is (1 + c) times an F(T − 1, N − T) variable
+    (exactly with equal trial counts, approximately with unequal ones: Thomas and Hultquist's unweighted-means
+    approximation), c = σ²_task / (σ²_within · mean 1/n_i), so ``c ≤ F / F_{α/2} − 1`` and the share of the task
+    among the trial means' variance is at most ``λ / (1 + λ)`` with ``λ = c · mean 1/n_i``: the task share itself
+    where every trial is judged once (it is used only there: with repeated judgements the share's within-task part
+    also holds the judge noise that averaging takes out of the trial means, and this end is loose). It does not move
+    with the point estimate, which with few tasks is often negative (read 0), where every resampling interval sits on
+    that negative value and ends below a share of 0.3."""
     if np.any(table[:, _C["judge_df"]] > 0):  # a trial judged more than once: not used (0 adds nothing)
         return 0.0
     n = table[:, _C["n"]]
