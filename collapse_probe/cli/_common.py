@@ -278,9 +278,11 @@ given with a benchmark that has no such option, it simply does not use them."""
 def _refuse_other_benchmarks_options(args: argparse.Namespace, fields: Collection[str]) -> None:
     """Refuse a flag of another benchmark's own option (``--scenarios FILE`` without ``--benchmark
     scenarios``, ``--tau2-data`` with P4G): the chosen benchmark would ignore it and the run would measure
-    something else than asked. A value from ``$COLLAPSE_PROBE_<OPTION>`` is kept for the runs it serves."""
+    something else than asked. Only a flag on the command line is refused: a ``--config`` file's value or one from
+    ``$COLLAPSE_PROBE_<OPTION>`` may serve other runs (a lab-wide file naming every benchmark's data folder)."""
     from collapse_probe.benchmarks._registry import BENCHMARKS, get_benchmark
 
+    given = getattr(args, "given_on_command_line", None)  # parse_args records it; None: a namespace built in code
     owners: dict[str, list[str]] = {}
     for name, target in BENCHMARKS.items():
         if isinstance(target, str):
@@ -289,6 +291,8 @@ def _refuse_other_benchmarks_options(args: argparse.Namespace, fields: Collectio
     for f, names in owners.items():
         value = getattr(args, f, None)
         if f in fields or f in _RUN_WIDE_OPTIONS or value is None or value is False:
+            continue
+        if given is not None and f not in given:  # from a config file, the environment or a default
             continue
         flag = "--" + f.replace("_", "-")
         env = os.environ.get("COLLAPSE_PROBE_" + f.upper())

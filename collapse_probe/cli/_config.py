@@ -348,6 +348,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = Non
     args, extra = parser.parse_known_args(argv)
     if extra:
         _unrecognized(parser, command, extra)
+    if command is not None:  # what the command line itself gave (not a config file, the environment or a default)
+        actions = _subparsers(parser)[command]._actions
+        args.given_on_command_line = frozenset(
+            a.dest for a in actions for o in a.option_strings if any(x == o or x.startswith(o + "=") for x in argv)
+        )
     return args
 
 

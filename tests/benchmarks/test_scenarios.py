@@ -218,6 +218,21 @@ def test_a_file_without_benchmark_scenarios_is_refused_not_ignored(tmp_path, mon
     assert code == 0, err
 
 
+def test_a_config_file_naming_another_benchmarks_data_serves_other_runs(tmp_path, monkeypatch, capsys):
+    # a lab-wide config file names every benchmark's data folder; a P4G audit with it keeps running,
+    # while the same option typed on the command line is refused
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab.yaml").write_text(f"tau2-data: {tmp_path}\ncooperbench-data: {tmp_path}\n")
+    audit = ["audit", "--config", "lab.yaml", "--sim", "scripted:p4g_donor_diverse", "--samples", "4", "--partition",
+             "exact", "--no-progress"]  # fmt: skip
+    code, _, err = _cli(capsys, *audit, "--out", "runs/lab")
+    assert code == 0, err
+    code, _, err = _cli(capsys, *audit, "--tau2-data", str(tmp_path), "--out", "runs/typed")
+    assert code == 2 and err.count("\n") == 1 and "--tau2-data" in err and "not of p4g, which would ignore it" in err, (
+        err
+    )
+
+
 def test_a_switch_or_a_padded_path_from_the_environment_is_kept_and_a_switch_flag_named_without_a_value(
     tmp_path, monkeypatch, capsys
 ):
