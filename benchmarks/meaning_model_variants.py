@@ -49,25 +49,13 @@ class _Classifier:
 
 
 def training_rows(states: Sequence, pairs: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features, labels and weights exactly as the logistic regression's fit builds them, balanced."""
-    from collapse_probe.metrics._service import PAIR_WEIGHT, _pairs
+    """The shipped fit's rows (:func:`~collapse_probe.metrics._service.training_rows`), their weights times the
+    classes' balance by counts (what ``class_weight="balanced"`` does in the logistic regression)."""
+    from collapse_probe.metrics._service import training_rows as rows_of
 
-    xs, ys, ws = [], [], []
-    for st in states:
-        reps, _ = st.distinct()
-        x, idx = _pairs([st.found[r] for r in reps], st.emb[reps], st.words, st.known)
-        if idx:
-            xs.append(x)
-            ys.append(np.array([st.labels[reps[i]] == st.labels[reps[j]] for i, j in idx]))
-            ws.append(np.full(len(idx), 1.0 / len(idx)))
-    if pairs:
-        xs.append(np.vstack([p.x for p in pairs]))
-        ys.append(np.array([p.same for p in pairs]))
-        ws.append(np.full(len(pairs), PAIR_WEIGHT * max(len(ws), 1) / len(pairs)))
-    y = np.concatenate(ys)
-    w = np.concatenate(ws)
+    x, y, w = rows_of(states, pairs)
     balance = {c: len(y) / (2 * max(int((y == c).sum()), 1)) for c in (False, True)}
-    return np.vstack(xs), y, w * np.array([balance[bool(v)] for v in y])
+    return x, y, w * np.array([balance[bool(v)] for v in y])
 
 
 def fitter(variant: str, c: float) -> Callable[[Sequence, Sequence], object]:

@@ -374,11 +374,11 @@ PAIR_WEIGHT = 0.3
 """The constructed pairs' total weight in the fit, as a multiple of the states' (each state weighs 1)."""
 
 
-def _fit_lr(states: Sequence[LabelledState], c: float, pairs: Sequence[LabelledPair] = ()) -> tuple[np.ndarray, float]:
-    """Logistic regression on every pair of every state's distinct replies (each state weighs the same,
-    whatever its size) and on the constructed pairs (together as much as the states)."""
-    from sklearn.linear_model import LogisticRegression
-
+def training_rows(
+    states: Sequence[LabelledState], pairs: Sequence[LabelledPair] = ()
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fit's rows ``(features, same class, weight)``: every pair of every state's distinct replies (each state
+    weighs the same, whatever its size) and the constructed pairs (together ``PAIR_WEIGHT`` times the states)."""
     xs, ys, ws = [], [], []
     for st in states:
         reps, _ = st.distinct()
@@ -392,11 +392,18 @@ def _fit_lr(states: Sequence[LabelledState], c: float, pairs: Sequence[LabelledP
         xs.append(np.vstack([p.x for p in pairs]))
         ys.append(np.array([p.same for p in pairs]))
         ws.append(np.full(len(pairs), PAIR_WEIGHT * max(len(ws), 1) / len(pairs)))
-    y = np.concatenate(ys)
+    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+
+
+def _fit_lr(states: Sequence[LabelledState], c: float, pairs: Sequence[LabelledPair] = ()) -> tuple[np.ndarray, float]:
+    """Logistic regression on :func:`training_rows`, classes balanced."""
+    from sklearn.linear_model import LogisticRegression
+
+    x, y, w = training_rows(states, pairs)
     if y.all() or not y.any():
         raise ConfigError("fitting the service model needs both same-class and different-class pairs")
     m = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
-    m.fit(np.vstack(xs), y, sample_weight=np.concatenate(ws))
+    m.fit(x, y, sample_weight=w)
     return m.coef_[0].astype(np.float64), float(m.intercept_[0])
 
 
