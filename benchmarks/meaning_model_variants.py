@@ -15,7 +15,7 @@ training material's own cross-validation splits only:
 It reads neither held-out set (``collapse_probe/data/meaning/heldout/``, ``../shared/datasets/tau2-real/
 retail/``): a variant that won here would still have to be checked there once. Each row: mean
 |ε̂ − ε_label| and ARI of the states, and the pairs' share of contrasts split / paraphrases merged, at
-the cuts given (the shipped cut first). Skips cleanly when ``../shared`` is absent. About 2 minutes on
+the cuts given (the shipped cut first). Skips cleanly when ``../shared`` is absent. About 3 minutes on
 2 cores.
 
     python benchmarks/meaning_model_variants.py [--cuts 0.5,0.4,0.6] [--variants lr,gbm-2,gbm-3,forest]
