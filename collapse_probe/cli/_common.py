@@ -11,7 +11,7 @@ import time
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from collapse_probe.cli._env import _TRUE, BadEnv
+from collapse_probe.cli._env import BadEnv
 from collapse_probe.cli._flags import add_benchmark_flags, add_model_options, builds_flags
 from collapse_probe.errors import ConfigError
 
@@ -278,11 +278,12 @@ given with a benchmark that has no such option, it simply does not use them."""
 def _refuse_other_benchmarks_options(args: argparse.Namespace, fields: Collection[str]) -> None:
     """Refuse a flag of another benchmark's own option (``--scenarios FILE`` without ``--benchmark
     scenarios``, ``--tau2-data`` with P4G): the chosen benchmark would ignore it and the run would measure
-    something else than asked. Only a flag on the command line is refused: a ``--config`` file's value or one from
+    something else than asked. Only a flag on the command line (``given_on_command_line``, recorded by
+    :func:`~collapse_probe.cli._config.parse_args`) is refused: a ``--config`` file's value or one from
     ``$COLLAPSE_PROBE_<OPTION>`` may serve other runs (a lab-wide file naming every benchmark's data folder)."""
     from collapse_probe.benchmarks._registry import BENCHMARKS, get_benchmark
 
-    given = getattr(args, "given_on_command_line", None)  # parse_args records it; None: a namespace built in code
+    typed: Collection[str] = getattr(args, "given_on_command_line", frozenset())
     owners: dict[str, list[str]] = {}
     for name, target in BENCHMARKS.items():
         if isinstance(target, str):
@@ -290,27 +291,14 @@ def _refuse_other_benchmarks_options(args: argparse.Namespace, fields: Collectio
                 owners.setdefault(f, []).append(name)
     for f, names in owners.items():
         value = getattr(args, f, None)
-        if f in fields or f in _RUN_WIDE_OPTIONS or value is None or value is False:
-            continue
-        if given is not None and f not in given:  # from a config file, the environment or a default
+        if f in fields or f in _RUN_WIDE_OPTIONS or f not in typed or value is None or value is False:
             continue
         flag = "--" + f.replace("_", "-")
-        env = os.environ.get("COLLAPSE_PROBE_" + f.upper())
-        if env is not None and _env_gives(value, env):
-            continue
-        given = flag if value is True else f"{flag} {value}"  # a switch is named without its value
+        shown = flag if value is True else f"{flag} {value}"  # a switch is named without its value
         raise ConfigError(
-            f"{given}: an option of --benchmark {' or '.join(names)}, not of {args.benchmark}, which "
+            f"{shown}: an option of --benchmark {' or '.join(names)}, not of {args.benchmark}, which "
             f"would ignore it; add --benchmark {names[0]}, or drop {flag}"
         )
-
-
-def _env_gives(value: object, env: str) -> bool:
-    """Whether ``value`` is what the variable's text ``env`` parses to (:func:`~collapse_probe.cli._env.apply_env`:
-    a switch reads ``1``/``true``/``yes``/``on``, a text is kept as written)."""
-    if isinstance(value, bool):
-        return value == (env.strip().lower() in _TRUE)
-    return str(value) in (env, env.strip())
 
 
 def arena_from_args(args: argparse.Namespace, specs: list[str] | None = None) -> Arena:
