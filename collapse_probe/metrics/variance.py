@@ -388,7 +388,7 @@ def _identified(table: np.ndarray, point: dict[str, float], total: float, notes:
         )
         return False
     varying = int(np.sum(table[:, _C["pair_var"]] > 0))
-    if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):
+    if _no_reward_differs(table):
         notes.append(
             f"no two trials or judgements of any of the {len(table)} tasks differ in reward: the within-task shares "
             "read 0, and their upper ends take the largest within-task variance under which that agreement has a "
@@ -446,7 +446,7 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
             out[side] = [ci[0], max(ci[1], _side_upper(side, table, point, total, theta, bca, judge_from, level))]
     if (ci := out.get("task")) is not None:
         out["task"] = [ci[0], max(ci[1], _task_upper(table, level))]
-    if not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0):  # no reward within a task differs: a count bounds
+    if _no_reward_differs(table):  # no reward within a task differs: a count bounds
         # the within-task variance is taken at its end w_u; the task component at its jackknife t lower end, less what
         # that within-task variance adds to the spread of the task means (the estimate subtracts the observed 0)
         w_u, in_means = _unseen_within_bound(table, level)
@@ -468,6 +468,11 @@ def _share_intervals(table: np.ndarray, judge_from: str | None, point: dict[str,
         shares[k] = None if ci is None else [_unit(math.floor(ci[0] * 1000) / 1000 - 0.001),
                                               _unit(math.ceil(ci[1] * 1000) / 1000 + 0.001)]  # fmt: skip
     return shares
+
+
+def _no_reward_differs(table: np.ndarray) -> bool:
+    """Whether no two trials and no two judgements of any task differ in reward."""
+    return not np.any(table[:, [_C["pair_var"], _C["judge_ss"]]] > 0)
 
 
 def _no_difference_log_p(q: float, n: float) -> float:
